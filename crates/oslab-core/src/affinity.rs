@@ -1,0 +1,250 @@
+//! Placement guards: pin a thread or raise it to SCHED_FIFO, and put things back when the guard
+//! drops (normal return, `?`, panic unwinding, or a Ctrl-C turned into an early return).
+
+use crate::cpulist::CpuSet;
+use std::io;
+
+/// Errors changing placement.
+#[derive(Debug, thiserror::Error)]
+pub enum PlacementError {
+    /// The kernel refused for lack of privilege.
+    #[error("{what}: permission denied ({hint})")]
+    Permission {
+        /// What was attempted.
+        what: String,
+        /// How to get the privilege.
+        hint: &'static str,
+    },
+    /// The request was invalid (e.g. CPUs outside the cpuset).
+    #[error("{what}: {source}")]
+    Os {
+        /// What was attempted.
+        what: String,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+fn to_cpu_set_t(set: &CpuSet) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut raw: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in set.iter() {
+        if cpu < libc::CPU_SETSIZE as usize {
+            // SAFETY: cpu is below CPU_SETSIZE.
+            unsafe { libc::CPU_SET(cpu, &mut raw) };
+        }
+    }
+    raw
+}
+
+/// The CPUs thread `tid` may run on (0 = the calling thread).
+pub fn get_affinity(tid: libc::pid_t) -> io::Result<CpuSet> {
+    // SAFETY: zeroed cpu_set_t is valid; the kernel writes at most its size.
+    let mut raw: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: raw is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&raw), &mut raw) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| {
+            // SAFETY: c is below CPU_SETSIZE.
+            unsafe { libc::CPU_ISSET(c, &raw) }
+        })
+        .collect())
+}
+
+/// Sets the CPUs thread `tid` may run on (0 = the calling thread).
+pub fn set_affinity(tid: libc::pid_t, set: &CpuSet) -> io::Result<()> {
+    let raw = to_cpu_set_t(set);
+    // SAFETY: raw is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&raw), &raw) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's kernel thread id.
+pub fn gettid() -> libc::pid_t {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// The CPU the calling thread runs on right now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no preconditions.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as usize)
+}
+
+/// Pins a thread to a set of CPUs and restores its previous mask on drop.
+#[derive(Debug)]
+pub struct AffinityGuard {
+    tid: libc::pid_t,
+    previous: CpuSet,
+}
+
+impl AffinityGuard {
+    /// Pins the calling thread to `set`.
+    pub fn pin_current(set: &CpuSet) -> Result<AffinityGuard, PlacementError> {
+        AffinityGuard::pin(gettid(), set)
+    }
+
+    /// Pins thread `tid` to `set`.
+    pub fn pin(tid: libc::pid_t, set: &CpuSet) -> Result<AffinityGuard, PlacementError> {
+        let what = || format!("pinning thread {tid} to cpus {set}");
+        let previous = get_affinity(tid).map_err(|source| PlacementError::Os {
+            what: what(),
+            source,
+        })?;
+        set_affinity(tid, set).map_err(|source| match source.raw_os_error() {
+            Some(libc::EPERM) => PlacementError::Permission {
+                what: what(),
+                hint: "run as the thread's owner or with CAP_SYS_NICE",
+            },
+            _ => PlacementError::Os {
+                what: what(),
+                source,
+            },
+        })?;
+        Ok(AffinityGuard { tid, previous })
+    }
+
+    /// The mask that will be restored.
+    pub fn previous(&self) -> &CpuSet {
+        &self.previous
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        // The thread may have exited: nothing to restore then.
+        let _ = set_affinity(self.tid, &self.previous);
+    }
+}
+
+/// Raises the calling thread to a real-time policy and restores the old policy on drop.
+#[derive(Debug)]
+pub struct RealtimeGuard {
+    tid: libc::pid_t,
+    policy: libc::c_int,
+    priority: libc::c_int,
+}
+
+impl RealtimeGuard {
+    /// Raises the calling thread to SCHED_FIFO at `priority` (1..=99).
+    pub fn fifo(priority: i32) -> Result<RealtimeGuard, PlacementError> {
+        RealtimeGuard::set(libc::SCHED_FIFO, priority)
+    }
+
+    /// Raises the calling thread to `policy` (SCHED_FIFO or SCHED_RR) at `priority`.
+    pub fn set(policy: libc::c_int, priority: i32) -> Result<RealtimeGuard, PlacementError> {
+        let tid = gettid();
+        // SAFETY: querying our own scheduling state has no preconditions.
+        let old_policy = unsafe { libc::sched_getscheduler(tid) };
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: param is a valid out-pointer.
+        unsafe { libc::sched_getparam(tid, &mut param) };
+        let new = libc::sched_param {
+            sched_priority: priority,
+        };
+        // SAFETY: new is a valid sched_param.
+        if unsafe { libc::sched_setscheduler(tid, policy, &new) } != 0 {
+            let source = io::Error::last_os_error();
+            let what = format!("raising thread {tid} to real-time priority {priority}");
+            return Err(match source.raw_os_error() {
+                Some(libc::EPERM) => PlacementError::Permission {
+                    what,
+                    hint: "run as root, grant CAP_SYS_NICE, or raise RLIMIT_RTPRIO",
+                },
+                _ => PlacementError::Os { what, source },
+            });
+        }
+        Ok(RealtimeGuard {
+            tid,
+            policy: old_policy.max(0),
+            priority: param.sched_priority,
+        })
+    }
+}
+
+impl Drop for RealtimeGuard {
+    fn drop(&mut self) {
+        let p = libc::sched_param {
+            sched_priority: self.priority,
+        };
+        // SAFETY: p is valid; failure leaves the thread real-time, which only we are.
+        unsafe { libc::sched_setscheduler(self.tid, self.policy, &p) };
+    }
+}
+
+/// Whether the calling thread could switch to SCHED_FIFO (checked by trying, then undoing).
+pub fn fifo_permitted() -> bool {
+    std::thread::spawn(|| RealtimeGuard::fifo(1).is_ok())
+        .join()
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_and_restore() {
+        std::thread::spawn(|| {
+            let before = get_affinity(0).unwrap();
+            let first = before.first().unwrap();
+            {
+                let _g = AffinityGuard::pin_current(&CpuSet::single(first)).unwrap();
+                assert_eq!(get_affinity(0).unwrap(), CpuSet::single(first));
+                assert_eq!(current_cpu(), Some(first));
+            }
+            assert_eq!(get_affinity(0).unwrap(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn restored_after_panic() {
+        let handle = std::thread::spawn(|| {
+            let before = get_affinity(0).unwrap();
+            let r = std::panic::catch_unwind(|| {
+                let _g = AffinityGuard::pin_current(&CpuSet::single(before.first().unwrap()))
+                    .unwrap();
+                panic!("probe failed");
+            });
+            assert!(r.is_err());
+            get_affinity(0).unwrap() == before
+        });
+        assert!(handle.join().unwrap());
+    }
+
+    #[test]
+    fn pinning_outside_the_machine_is_an_error() {
+        let err = AffinityGuard::pin_current(&CpuSet::single(4000)).unwrap_err();
+        assert!(err.to_string().contains("4000"), "{err}");
+    }
+
+    #[test]
+    fn fifo_guard_restores_policy() {
+        std::thread::spawn(|| {
+            // SAFETY: querying our own policy.
+            let before = unsafe { libc::sched_getscheduler(0) };
+            match RealtimeGuard::fifo(1) {
+                Ok(g) => {
+                    // SAFETY: as above.
+                    assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_FIFO);
+                    drop(g);
+                }
+                Err(PlacementError::Permission { .. }) => {} // not root: nothing to restore
+                Err(e) => panic!("{e}"),
+            }
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::sched_getscheduler(0) }, before);
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -1,0 +1,33 @@
+//! The foundation every oslab measurement stands on: a trustworthy clock, robust statistics, the
+//! machine's topology, cpu-list parsing, placement guards that always undo what they changed, the
+//! environment report, and the data model shared by probes, store and report.
+//!
+//! # Brief overview
+//! - [`clock::Clock`]: fenced TSC reads (or `clock_gettime` where the TSC cannot be trusted) with a
+//!   calibrated frequency and its error.
+//! - [`stats::Summary`]: median-led summaries with bootstrap CI95 and Tukey outlier counts; it only
+//!   sees slices of numbers.
+//! - [`topology::Topology`]: cpus, cores, packages, caches and NUMA nodes read from sysfs (any root, so
+//!   tests can describe machines this one is not).
+//! - [`cpulist::parse`]: "0-3,8", "node:1", "socket:0", "core-sibling-of:0".
+//! - [`affinity`]: guards for CPU affinity and real-time priority that restore on drop.
+//! - [`signals`]: Ctrl-C / SIGTERM turned into a flag that long loops poll.
+//! - [`machine`]: the machine fingerprint and the environment report (noise sources, privileges).
+//! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`.
+#![deny(missing_docs)]
+
+pub mod affinity;
+pub mod clock;
+pub mod cpulist;
+pub mod machine;
+pub mod model;
+pub mod signals;
+pub mod stats;
+pub mod time;
+pub mod topology;
+
+pub use clock::Clock;
+pub use cpulist::CpuSet;
+pub use model::{Measurement, Prediction, Status, Unit};
+pub use stats::Summary;
+pub use topology::Topology;

@@ -1,0 +1,504 @@
+//! What the machine is and what it lets us do: the fingerprint stored with every run (CPU, caches,
+//! NUMA, kernel, clocksource, governor, SMT, turbo, hypervisor, mitigations), the privileges we
+//! hold, whether a hardware PMU answers, and warnings about noise sources, each with its remedy.
+//!
+//! Every field is read, never assumed: what the machine does not expose is `None` and is printed
+//! as "not exposed", with the reason where we know it.
+
+use crate::clock::Clock;
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::fs;
+
+/// The machine fingerprint: enough to tell whether two runs were on comparable machines.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Host name.
+    pub hostname: String,
+    /// CPU vendor string (GenuineIntel, AuthenticAMD, ...).
+    pub cpu_vendor: Option<String>,
+    /// CPU model name.
+    pub cpu_model: Option<String>,
+    /// family/model/stepping as "6/167/1".
+    pub cpu_signature: Option<String>,
+    /// Microcode revision.
+    pub microcode: Option<String>,
+    /// Packages (sockets).
+    pub packages: usize,
+    /// Physical cores.
+    pub cores: usize,
+    /// Logical CPUs online.
+    pub threads: usize,
+    /// Topology: cpus, caches, NUMA nodes and distances.
+    pub topology: Topology,
+    /// Total memory in bytes.
+    pub memory: Option<u64>,
+    /// Kernel release and version.
+    pub kernel: String,
+    /// Current clocksource.
+    pub clocksource: Option<String>,
+    /// The measuring clock.
+    pub clock: Clock,
+    /// cpufreq governor of the first CPU.
+    pub governor: Option<String>,
+    /// Whether turbo/boost is enabled.
+    pub turbo: Option<bool>,
+    /// SMT control state (on/off/notsupported/...).
+    pub smt: Option<String>,
+    /// Hypervisor vendor, when virtualized.
+    pub hypervisor: Option<String>,
+    /// CPU vulnerability mitigations, name -> state.
+    pub mitigations: Vec<(String, String)>,
+    /// Transparent huge pages mode.
+    pub thp: Option<String>,
+    /// Timer tick rate in Hz, when the kernel config says.
+    pub tick_hz: Option<u32>,
+}
+
+/// What we are allowed to do here.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Privileges {
+    /// Effective uid is 0.
+    pub root: bool,
+    /// CAP_PERFMON (or CAP_SYS_ADMIN) in the effective set.
+    pub cap_perfmon: bool,
+    /// CAP_SYS_NICE in the effective set.
+    pub cap_sys_nice: bool,
+    /// SCHED_FIFO could be set (tried, then undone).
+    pub sched_fifo: bool,
+    /// kernel.perf_event_paranoid.
+    pub perf_event_paranoid: Option<i32>,
+    /// RLIMIT_MEMLOCK soft limit in bytes (None = unlimited).
+    pub memlock_limit: Option<u64>,
+}
+
+/// Whether hardware performance counters can be opened.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PmuStatus {
+    /// A hardware cycles counter opened for this thread.
+    pub available: bool,
+    /// Why not, when not.
+    pub reason: Option<String>,
+}
+
+/// A condition that makes measurements less trustworthy, with what to do about it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Warning {
+    /// Short name, e.g. `hypervisor`, `governor`.
+    pub kind: String,
+    /// What we saw.
+    pub message: String,
+    /// What the user can do.
+    pub remedy: String,
+}
+
+/// The environment report stored with every run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    /// Privileges held.
+    pub privileges: Privileges,
+    /// Hardware counters.
+    pub pmu: PmuStatus,
+    /// 1-minute load average when the run started.
+    pub loadavg: Option<f64>,
+    /// Runnable tasks when the run started (from /proc/loadavg, includes us).
+    pub runnable: Option<u32>,
+    /// kernel.numa_balancing.
+    pub numa_balancing: Option<String>,
+    /// Kernel command line parameters that isolate CPUs (isolcpus, nohz_full, ...).
+    pub isolation: Vec<String>,
+    /// Noise sources and missing capabilities, each with a remedy.
+    pub warnings: Vec<Warning>,
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Fields of the first processor block of /proc/cpuinfo.
+fn cpuinfo_field(name: &str) -> Option<String> {
+    let text = fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .take_while(|l| !l.trim().is_empty())
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+}
+
+/// CPU flags from /proc/cpuinfo.
+pub fn cpu_flags() -> Vec<String> {
+    cpuinfo_field("flags")
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn uname() -> String {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: u is a valid out-pointer.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return "unknown".into();
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        String::from_utf8_lossy(&bytes).to_string()
+    };
+    format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.version))
+}
+
+/// Host name.
+pub fn hostname() -> String {
+    read_trim("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
+}
+
+/// The hypervisor vendor: cpuid leaf 0x40000000 signature, else /sys/hypervisor/type.
+pub fn hypervisor() -> Option<String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (_, _, ecx1, _) = crate::clock::arch::cpuid(1, 0);
+        if ecx1 & (1 << 31) != 0 {
+            let (_, b, c, d) = crate::clock::arch::cpuid(0x4000_0000, 0);
+            let sig: Vec<u8> = [b, c, d].iter().flat_map(|r| r.to_le_bytes()).collect();
+            let s = String::from_utf8_lossy(&sig).trim_matches('\0').trim().to_string();
+            let name = match s.as_str() {
+                "KVMKVMKVM" => "KVM".to_string(),
+                "Microsoft Hv" => "Hyper-V".to_string(),
+                "VMwareVMware" => "VMware".to_string(),
+                "XenVMMXenVMM" => "Xen".to_string(),
+                "TCGTCGTCGTCG" => "QEMU (TCG)".to_string(),
+                "" => "unknown hypervisor".to_string(),
+                other => other.to_string(),
+            };
+            return Some(name);
+        }
+    }
+    read_trim("/sys/hypervisor/type")
+}
+
+fn mitigations() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = fs::read_dir("/sys/devices/system/cpu/vulnerabilities")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let state = fs::read_to_string(e.path()).ok()?;
+                    Some((e.file_name().to_string_lossy().to_string(), state.trim().to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn turbo() -> Option<bool> {
+    if let Some(v) = read_trim("/sys/devices/system/cpu/intel_pstate/no_turbo") {
+        return Some(v == "0");
+    }
+    read_trim("/sys/devices/system/cpu/cpufreq/boost").map(|v| v == "1")
+}
+
+fn tick_hz() -> Option<u32> {
+    let release = uname();
+    let rel = release.split_whitespace().nth(1)?.to_string();
+    let cfg = fs::read_to_string(format!("/boot/config-{rel}")).ok()?;
+    cfg.lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn thp_mode() -> Option<String> {
+    let s = read_trim("/sys/kernel/mm/transparent_hugepage/enabled")?;
+    // "always [madvise] never" -> "madvise"
+    s.split_whitespace()
+        .find(|w| w.starts_with('['))
+        .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+}
+
+impl Fingerprint {
+    /// Reads the fingerprint of this machine, with the clock already calibrated.
+    pub fn read(topology: &Topology, clock: &Clock) -> Fingerprint {
+        let memory = fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .map(|kb| kb * 1024)
+        });
+        let signature = match (
+            cpuinfo_field("cpu family"),
+            cpuinfo_field("model"),
+            cpuinfo_field("stepping"),
+        ) {
+            (Some(f), Some(m), Some(s)) => Some(format!("{f}/{m}/{s}")),
+            _ => None,
+        };
+        Fingerprint {
+            hostname: hostname(),
+            cpu_vendor: cpuinfo_field("vendor_id").or_else(|| cpuinfo_field("CPU implementer")),
+            cpu_model: cpuinfo_field("model name").or_else(|| cpuinfo_field("Hardware")),
+            cpu_signature: signature,
+            microcode: cpuinfo_field("microcode"),
+            packages: topology.packages(),
+            cores: topology.cores(),
+            threads: topology.cpus.len(),
+            topology: topology.clone(),
+            memory,
+            kernel: uname(),
+            clocksource: read_trim(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            ),
+            clock: clock.clone(),
+            governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            turbo: turbo(),
+            smt: read_trim("/sys/devices/system/cpu/smt/control"),
+            hypervisor: hypervisor(),
+            mitigations: mitigations(),
+            thp: thp_mode(),
+            tick_hz: tick_hz(),
+        }
+    }
+}
+
+fn capability_bits() -> u64 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0)
+}
+
+impl Privileges {
+    /// Reads what this process may do.
+    pub fn read() -> Privileges {
+        let caps = capability_bits();
+        let has = |bit: u32| caps & (1u64 << bit) != 0;
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: lim is a valid out-pointer.
+        let memlock = if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } == 0
+            && lim.rlim_cur != libc::RLIM_INFINITY
+        {
+            Some(lim.rlim_cur)
+        } else {
+            None
+        };
+        Privileges {
+            // SAFETY: geteuid has no preconditions.
+            root: unsafe { libc::geteuid() } == 0,
+            cap_perfmon: has(38) || has(21),
+            cap_sys_nice: has(23),
+            sched_fifo: crate::affinity::fifo_permitted(),
+            perf_event_paranoid: read_trim("/proc/sys/kernel/perf_event_paranoid")
+                .and_then(|v| v.parse().ok()),
+            memlock_limit: memlock,
+        }
+    }
+}
+
+/// perf_event_attr, the prefix we need (PERF_ATTR_SIZE_VER0 = 64 bytes is accepted by every
+/// kernel; the full counter layer lives elsewhere).
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttrV0 {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+impl PmuStatus {
+    /// Tries to open a hardware cycles counter on this thread.
+    pub fn probe() -> PmuStatus {
+        let attr = PerfEventAttrV0 {
+            kind: 0, // PERF_TYPE_HARDWARE
+            size: std::mem::size_of::<PerfEventAttrV0>() as u32,
+            config: 0,            // PERF_COUNT_HW_CPU_CYCLES
+            flags: 1 | (1 << 5), // disabled, exclude_kernel
+            ..Default::default()
+        };
+        // SAFETY: attr is a valid, fully initialised perf_event_attr prefix of the size given.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttrV0,
+                0,
+                -1,
+                -1,
+                0,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: fd was just returned to us.
+            unsafe { libc::close(fd as i32) };
+            return PmuStatus {
+                available: true,
+                reason: None,
+            };
+        }
+        let err = std::io::Error::last_os_error();
+        let reason = match err.raw_os_error() {
+            Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
+                "no PMU (virtualized?): hardware events are not supported here".to_string()
+            }
+            Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                "permission: perf_event_paranoid={} (run as root, grant CAP_PERFMON, or lower kernel.perf_event_paranoid)",
+                read_trim("/proc/sys/kernel/perf_event_paranoid").unwrap_or_else(|| "?".into())
+            ),
+            Some(libc::ENOSYS) => "perf_event_open is not available in this kernel".to_string(),
+            _ => format!("perf_event_open failed: {err}"),
+        };
+        PmuStatus {
+            available: false,
+            reason: Some(reason),
+        }
+    }
+}
+
+impl Environment {
+    /// Reads the environment and derives warnings from it and the fingerprint.
+    pub fn read(fp: &Fingerprint) -> Environment {
+        let privileges = Privileges::read();
+        let pmu = PmuStatus::probe();
+        let la = read_trim("/proc/loadavg");
+        let loadavg = la
+            .as_deref()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok());
+        let runnable = la.as_deref().and_then(|s| {
+            s.split_whitespace()
+                .nth(3)?
+                .split('/')
+                .next()?
+                .parse()
+                .ok()
+        });
+        let cmdline = read_trim("/proc/cmdline").unwrap_or_default();
+        let isolation = cmdline
+            .split_whitespace()
+            .filter(|w| {
+                ["isolcpus=", "nohz_full=", "rcu_nocbs=", "irqaffinity="]
+                    .iter()
+                    .any(|p| w.starts_with(p))
+            })
+            .map(str::to_string)
+            .collect();
+        let mut env = Environment {
+            privileges,
+            pmu,
+            loadavg,
+            runnable,
+            numa_balancing: read_trim("/proc/sys/kernel/numa_balancing"),
+            isolation,
+            warnings: Vec::new(),
+        };
+        env.warnings = warnings(fp, &env);
+        env
+    }
+}
+
+fn warn(kind: &str, message: String, remedy: &str) -> Warning {
+    Warning {
+        kind: kind.into(),
+        message,
+        remedy: remedy.into(),
+    }
+}
+
+fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if let Some(h) = &fp.hypervisor {
+        w.push(warn(
+            "hypervisor",
+            format!("running under {h}: the host shares the CPUs, identical runs can differ by 10-50%, and cpuid traps to the hypervisor"),
+            "compare ratios of interleaved runs, or measure on bare metal",
+        ));
+    }
+    if let Some(g) = &fp.governor {
+        if g != "performance" {
+            w.push(warn(
+                "governor",
+                format!("cpufreq governor is {g}: the clock rate may change during a measurement"),
+                "cpupower frequency-set -g performance",
+            ));
+        }
+    }
+    if fp.turbo == Some(true) {
+        w.push(warn(
+            "turbo",
+            "turbo/boost is on: core cycles and TSC cycles differ, and the rate depends on load and temperature".into(),
+            "disable it for stable numbers (intel_pstate/no_turbo=1 or cpufreq/boost=0)",
+        ));
+    }
+    if fp.clock.fallback_reason.is_some() {
+        w.push(warn(
+            "clock",
+            format!("not using the TSC: {}", fp.clock.describe()),
+            "results are in ns from clock_gettime; cycle counts are not available",
+        ));
+    }
+    if let (Some(la), threads) = (env.loadavg, fp.threads) {
+        if la > threads as f64 * 0.25 {
+            w.push(warn(
+                "load",
+                format!("load average {la:.2} on {threads} cpus: other work competes for the cpus"),
+                "stop other work, or pin oslab with --cpu to an idle cpu",
+            ));
+        }
+    }
+    if !env.pmu.available {
+        w.push(warn(
+            "pmu",
+            env.pmu.reason.clone().unwrap_or_else(|| "no PMU".into()),
+            "hardware-counter figures are reported as unavailable; software events still work",
+        ));
+    }
+    if !env.privileges.sched_fifo {
+        w.push(warn(
+            "sched_fifo",
+            "SCHED_FIFO not permitted: measuring threads run at normal priority and can be preempted".into(),
+            "run as root or grant CAP_SYS_NICE",
+        ));
+    }
+    if env.isolation.is_empty() && fp.threads > 1 {
+        w.push(warn(
+            "isolation",
+            "no isolated cpus (isolcpus/nohz_full): timer ticks and other tasks interrupt the measuring cpu".into(),
+            "boot with isolcpus= and nohz_full= for the measuring cpus",
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_of_this_machine_is_plausible() {
+        let topo = Topology::read().unwrap();
+        let clock = Clock::detect(std::time::Duration::from_millis(20));
+        let fp = Fingerprint::read(&topo, &clock);
+        assert!(fp.threads >= 1 && fp.cores >= 1 && fp.packages >= 1);
+        assert!(fp.kernel.starts_with("Linux"));
+        assert!(fp.memory.unwrap_or(0) > 64 << 20);
+        let env = Environment::read(&fp);
+        // With no PMU the reason must say so; with one, no reason.
+        assert_eq!(env.pmu.available, env.pmu.reason.is_none());
+        for w in &env.warnings {
+            assert!(!w.remedy.is_empty(), "warning {} has no remedy", w.kind);
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The data model shared by probes, store and report: a [`Measurement`] is what one probe measured
+//! under one set of parameters, with its summary, status and, where a model exists, a prediction.
+
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Unit of a measured value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Nanoseconds.
+    Ns,
+    /// Clock cycles.
+    Cycles,
+    /// Gigabytes (1e9 bytes) per second.
+    #[serde(rename = "gbps")]
+    GBps,
+    /// Bytes.
+    Bytes,
+    /// A plain count.
+    Count,
+    /// A ratio (0..1).
+    Ratio,
+}
+
+impl Unit {
+    /// The symbol printed after values.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Ns => "ns",
+            Unit::Cycles => "cycles",
+            Unit::GBps => "GB/s",
+            Unit::Bytes => "B",
+            Unit::Count => "",
+            Unit::Ratio => "ratio",
+        }
+    }
+
+    /// Parses the stored name.
+    pub fn from_name(s: &str) -> Option<Unit> {
+        serde_json::from_value(Value::String(s.to_string())).ok()
+    }
+
+    /// The stored name.
+    pub fn name(self) -> String {
+        match serde_json::to_value(self) {
+            Ok(Value::String(s)) => s,
+            _ => String::new(),
+        }
+    }
+}
+
+/// Outcome of a measurement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", content = "reason", rename_all = "snake_case")]
+pub enum Status {
+    /// Measured; spread acceptable.
+    Ok,
+    /// Measured, but the spread is too wide to trust the median as a point value.
+    Noisy,
+    /// Not run: the machine lacks something the probe needs.
+    Skipped(String),
+    /// Ran and failed.
+    Failed(String),
+}
+
+impl Status {
+    /// Parses the stored form (`ok`, `noisy`, `skipped: why`, `failed: why`).
+    pub fn parse(s: &str) -> Status {
+        match s.split_once(": ") {
+            Some(("skipped", r)) => Status::Skipped(r.to_string()),
+            Some(("failed", r)) => Status::Failed(r.to_string()),
+            _ if s == "noisy" => Status::Noisy,
+            _ if s == "ok" => Status::Ok,
+            _ => Status::Failed(format!("unknown status {s:?}")),
+        }
+    }
+
+    /// Whether a value was measured (ok or noisy).
+    pub fn has_value(&self) -> bool {
+        matches!(self, Status::Ok | Status::Noisy)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Status::Ok => f.write_str("ok"),
+            Status::Noisy => f.write_str("noisy"),
+            Status::Skipped(r) => write!(f, "skipped: {r}"),
+            Status::Failed(r) => write!(f, "failed: {r}"),
+        }
+    }
+}
+
+/// A value predicted from the machine's specs or from other measurements, with its inputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Predicted value, in the measurement's unit.
+    pub value: f64,
+    /// The model in words, e.g. "1 cycle per iteration at the TSC rate".
+    pub model: String,
+    /// The inputs the model used (name -> value).
+    pub inputs: Map<String, Value>,
+}
+
+/// What one probe measured under one set of parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Probe id, e.g. `syscall.getppid`.
+    pub probe: String,
+    /// Parameters (cpu, cache state, argument count, ...).
+    pub params: Map<String, Value>,
+    /// What the value is, e.g. `per_call`, `switch`, `create`.
+    pub metric: String,
+    /// Unit of every value in `summary`.
+    pub unit: Unit,
+    /// Summary of the samples, when anything was measured.
+    pub summary: Option<Summary>,
+    /// Median in TSC cycles, when the clock is the TSC and the unit is time.
+    pub cycles: Option<f64>,
+    /// Iterations per sample (batch size).
+    pub batch: Option<u64>,
+    /// Overhead subtracted from each sample, per iteration, in `unit`.
+    pub overhead: Option<f64>,
+    /// Outcome.
+    #[serde(flatten)]
+    pub status: Status,
+    /// How it was measured, when the id alone does not say.
+    pub note: Option<String>,
+    /// The model value, when a model exists.
+    pub prediction: Option<Prediction>,
+    /// Raw per-iteration samples (after overhead subtraction), in `unit`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub samples: Option<Vec<f64>>,
+}
+
+impl Measurement {
+    /// A measurement that was not taken.
+    pub fn not_taken(probe: &str, params: Map<String, Value>, metric: &str, unit: Unit, status: Status) -> Measurement {
+        Measurement {
+            probe: probe.to_string(),
+            params,
+            metric: metric.to_string(),
+            unit,
+            summary: None,
+            cycles: None,
+            batch: None,
+            overhead: None,
+            status,
+            note: None,
+            prediction: None,
+            samples: None,
+        }
+    }
+
+    /// Parameters as a short `k=v k=v` string for tables.
+    pub fn params_text(&self) -> String {
+        self.params
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Builds a JSON parameter map: `params!{"cpu" => 0, "cache" => "hot"}`.
+#[macro_export]
+macro_rules! params {
+    () => { ::serde_json::Map::new() };
+    ($($k:expr => $v:expr),+ $(,)?) => {{
+        let mut m = ::serde_json::Map::new();
+        $( m.insert($k.to_string(), ::serde_json::json!($v)); )+
+        m
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_round_trips_through_text() {
+        for s in [
+            Status::Ok,
+            Status::Noisy,
+            Status::Skipped("needs 2 cpus".into()),
+            Status::Failed("EPERM: no".into()),
+        ] {
+            assert_eq!(Status::parse(&s.to_string()), s);
+        }
+    }
+
+    #[test]
+    fn unit_names_round_trip() {
+        for u in [Unit::Ns, Unit::Cycles, Unit::GBps, Unit::Bytes, Unit::Count, Unit::Ratio] {
+            assert_eq!(Unit::from_name(&u.name()), Some(u));
+        }
+        assert_eq!(Unit::GBps.name(), "gbps");
+    }
+
+    #[test]
+    fn params_render_compactly() {
+        let mut m = Measurement::not_taken("x", params! {"args" => 3, "cache" => "cold"}, "per_call", Unit::Ns, Status::Ok);
+        assert_eq!(m.params_text(), "args=3 cache=cold");
+        m.params.clear();
+        assert_eq!(m.params_text(), "");
+    }
+}

@@ -1,0 +1,53 @@
+//! Ctrl-C and SIGTERM become a flag that measuring loops poll, so an interrupted run unwinds
+//! normally: guards restore affinity, children are reaped and what completed is stored. A second
+//! signal ends the process at once.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    if INTERRUPTED.swap(true, Ordering::SeqCst) {
+        // Second signal: the user insists. Default action (terminate) from here on.
+        // SAFETY: signal() and raise() are async-signal-safe.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+    }
+    SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+/// Installs the SIGINT/SIGTERM handlers. Idempotent.
+pub fn install() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: on_signal only touches atomics and async-signal-safe calls.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Whether the user asked us to stop.
+#[inline]
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// The signal that interrupted us, if any.
+pub fn signal() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Sets the flag as a signal would (for tests and for stopping from code).
+pub fn request_stop() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}

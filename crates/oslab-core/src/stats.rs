@@ -1,0 +1,263 @@
+//! Robust summaries of samples. Knows nothing about clocks or the OS: numbers in, estimate out.
+//!
+//! Median and minimum lead; the spread is the inter-quartile range; the 95% confidence interval of
+//! the median is a percentile bootstrap (deterministic seed, so a summary is reproducible); outliers
+//! are counted with Tukey's fences (below Q1 - 1.5 IQR, above Q3 + 1.5 IQR). Nothing is averaged
+//! away: a sample whose spread is too wide is flagged by [`Summary::is_noisy`].
+
+use serde::{Deserialize, Serialize};
+
+/// Number of bootstrap resamples for the CI of the median.
+const BOOTSTRAP_RESAMPLES: usize = 1000;
+
+/// A summary of at least one finite sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Sample count.
+    pub n: usize,
+    /// Smallest sample.
+    pub min: f64,
+    /// First quartile.
+    pub p25: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub p75: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Arithmetic mean (reported, never used to decide anything).
+    pub mean: f64,
+    /// Sample standard deviation (n - 1).
+    pub stddev: f64,
+    /// Lower bound of the bootstrap 95% CI of the median.
+    pub ci_low: f64,
+    /// Upper bound of the bootstrap 95% CI of the median.
+    pub ci_high: f64,
+    /// Samples outside Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR).
+    pub outliers: usize,
+}
+
+/// When a summary counts as noisy.
+#[derive(Debug, Clone, Copy)]
+pub struct NoiseRule {
+    /// Maximum CI95 width of the median relative to the median.
+    pub max_ci_rel_width: f64,
+    /// Maximum IQR relative to the median.
+    pub max_iqr_rel: f64,
+}
+
+impl Default for NoiseRule {
+    fn default() -> Self {
+        NoiseRule {
+            max_ci_rel_width: 0.10,
+            max_iqr_rel: 0.50,
+        }
+    }
+}
+
+impl Summary {
+    /// Summarizes `samples`, ignoring non-finite values. `None` when no finite sample remains.
+    pub fn new(samples: &[f64]) -> Option<Summary> {
+        let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let stddev = if n > 1 {
+            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let (p25, median, p75) = (
+            quantile_sorted(&v, 0.25),
+            quantile_sorted(&v, 0.5),
+            quantile_sorted(&v, 0.75),
+        );
+        let iqr = p75 - p25;
+        let (lo_fence, hi_fence) = (p25 - 1.5 * iqr, p75 + 1.5 * iqr);
+        let outliers = v.iter().filter(|&&x| x < lo_fence || x > hi_fence).count();
+        let (ci_low, ci_high) = bootstrap_median_ci(&v);
+        Some(Summary {
+            n,
+            min: v[0],
+            p25,
+            median,
+            p75,
+            max: v[n - 1],
+            mean,
+            stddev,
+            ci_low,
+            ci_high,
+            outliers,
+        })
+    }
+
+    /// Inter-quartile range.
+    pub fn iqr(&self) -> f64 {
+        self.p75 - self.p25
+    }
+
+    /// Whether the spread is too wide for the median to be trusted as a point value.
+    pub fn is_noisy(&self, rule: NoiseRule) -> bool {
+        let m = self.median.abs();
+        if m == 0.0 {
+            return self.iqr() > 0.0;
+        }
+        (self.ci_high - self.ci_low) / m > rule.max_ci_rel_width || self.iqr() / m > rule.max_iqr_rel
+    }
+
+    /// The same summary with every value multiplied by `k` (unit conversion).
+    pub fn scaled(&self, k: f64) -> Summary {
+        let (lo, hi) = if k >= 0.0 { (self.min, self.max) } else { (self.max, self.min) };
+        let (clo, chi) = if k >= 0.0 {
+            (self.ci_low, self.ci_high)
+        } else {
+            (self.ci_high, self.ci_low)
+        };
+        let (q1, q3) = if k >= 0.0 { (self.p25, self.p75) } else { (self.p75, self.p25) };
+        Summary {
+            n: self.n,
+            min: lo * k,
+            p25: q1 * k,
+            median: self.median * k,
+            p75: q3 * k,
+            max: hi * k,
+            mean: self.mean * k,
+            stddev: self.stddev * k.abs(),
+            ci_low: clo * k,
+            ci_high: chi * k,
+            outliers: self.outliers,
+        }
+    }
+}
+
+/// Quantile of sorted data by linear interpolation between order statistics (Hyndman-Fan type 7).
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    debug_assert!(!sorted.is_empty());
+    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// Median of unsorted data (copies).
+pub fn median(samples: &[f64]) -> Option<f64> {
+    Summary::new(samples).map(|s| s.median)
+}
+
+/// Percentile bootstrap 95% CI of the median, with a fixed-seed generator so it is reproducible.
+fn bootstrap_median_ci(sorted: &[f64]) -> (f64, f64) {
+    let n = sorted.len();
+    if n < 3 {
+        return (sorted[0], sorted[n - 1]);
+    }
+    let mut rng = SplitMix64(0x05_1a_b5_eed ^ n as u64);
+    let mut resample = vec![0.0; n];
+    let mut medians = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for slot in resample.iter_mut() {
+            *slot = sorted[rng.below(n)];
+        }
+        let mid = n / 2;
+        let (_, m, _) = resample.select_nth_unstable_by(mid, f64::total_cmp);
+        let mut med = *m;
+        if n % 2 == 0 {
+            let lower = resample[..mid].iter().copied().fold(f64::MIN, f64::max);
+            med = (med + lower) / 2.0;
+        }
+        medians.push(med);
+    }
+    medians.sort_by(f64::total_cmp);
+    (
+        quantile_sorted(&medians, 0.025),
+        quantile_sorted(&medians, 0.975),
+    )
+}
+
+/// A small, fast, deterministic generator (SplitMix64) for resampling and shuffles.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform integer in `0..n` (n > 0), by Lemire's multiply-shift.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quartiles_of_a_known_sample() {
+        let s = Summary::new(&[5.0, 1.0, 4.0, 2.0, 3.0]).unwrap();
+        assert_eq!((s.min, s.p25, s.median, s.p75, s.max), (1.0, 2.0, 3.0, 4.0, 5.0));
+        assert_eq!(s.mean, 3.0);
+        assert!((s.stddev - 2.5f64.sqrt()).abs() < 1e-12);
+        assert_eq!(s.outliers, 0);
+    }
+
+    #[test]
+    fn tukey_counts_far_points() {
+        let mut v: Vec<f64> = (0..100).map(|i| 100.0 + (i % 10) as f64).collect();
+        v.push(1000.0);
+        v.push(-500.0);
+        let s = Summary::new(&v).unwrap();
+        assert_eq!(s.outliers, 2);
+    }
+
+    #[test]
+    fn ci_contains_median_and_narrows_with_n() {
+        let mut rng = SplitMix64(7);
+        let draw = |rng: &mut SplitMix64, n: usize| -> Vec<f64> {
+            (0..n).map(|_| 100.0 + (rng.next_u64() % 1000) as f64 / 100.0).collect()
+        };
+        let small = Summary::new(&draw(&mut rng, 30)).unwrap();
+        let large = Summary::new(&draw(&mut rng, 3000)).unwrap();
+        for s in [&small, &large] {
+            assert!(s.ci_low <= s.median && s.median <= s.ci_high);
+        }
+        assert!(large.ci_high - large.ci_low < small.ci_high - small.ci_low);
+    }
+
+    #[test]
+    fn summary_is_reproducible() {
+        let v: Vec<f64> = (0..501).map(|i| ((i * 7919) % 1000) as f64).collect();
+        assert_eq!(Summary::new(&v), Summary::new(&v));
+    }
+
+    #[test]
+    fn noisy_when_bimodal() {
+        let v: Vec<f64> = (0..200).map(|i| if i % 2 == 0 { 1.0 } else { 5.0 }).collect();
+        assert!(Summary::new(&v).unwrap().is_noisy(NoiseRule::default()));
+        let tight: Vec<f64> = (0..200).map(|i| 100.0 + (i % 3) as f64).collect();
+        assert!(!Summary::new(&tight).unwrap().is_noisy(NoiseRule::default()));
+    }
+
+    #[test]
+    fn ignores_non_finite_and_handles_empty() {
+        assert!(Summary::new(&[]).is_none());
+        assert!(Summary::new(&[f64::NAN]).is_none());
+        let s = Summary::new(&[f64::INFINITY, 2.0]).unwrap();
+        assert_eq!((s.n, s.median), (1, 2.0));
+    }
+
+    #[test]
+    fn scaling_keeps_order() {
+        let s = Summary::new(&[1.0, 2.0, 3.0, 10.0]).unwrap().scaled(2.0);
+        assert_eq!((s.min, s.max, s.median), (2.0, 20.0, 5.0));
+        let neg = Summary::new(&[1.0, 2.0, 3.0]).unwrap().scaled(-1.0);
+        assert!(neg.min <= neg.median && neg.median <= neg.max);
+    }
+}

@@ -1,1 +1,25 @@
-//! placeholder
+//! The measurements of oslab. A probe says what one iteration is; the [`harness`] owns timing
+//! (batch sizing, warm-up, interleaving, overhead subtraction, time budgets); the [`runner`] checks
+//! what each probe needs, runs it and hands results to a [`runner::Sink`].
+//!
+//! # Brief overview
+//! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
+//! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
+//! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`].
+//! - [`child`]: forked peers and helpers that are always killed and reaped.
+#![deny(missing_docs)]
+
+pub mod call;
+pub mod child;
+pub mod harness;
+pub mod loops;
+pub mod probe;
+pub mod registry;
+pub mod runner;
+pub mod switch;
+pub mod syscall;
+pub mod task;
+pub mod timer;
+
+pub use harness::{Harness, HarnessConfig, Timing};
+pub use probe::{Context, Need, Probe, ProbeError};

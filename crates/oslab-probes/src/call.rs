@@ -1,0 +1,112 @@
+//! Procedure call overhead for 0 to 7 integer arguments. The callees are out of line
+//! (`#[inline(never)]`, C ABI), use every argument, and are called through a function pointer the
+//! optimizer cannot see through (`black_box`), so it can neither inline, hoist nor drop a call or
+//! an argument. The call is therefore indirect; the pointer never changes, so it is predicted. All eight variants are measured interleaved, so the increment per argument is a
+//! paired difference of samples taken in the same round.
+
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::model::{Measurement, Unit};
+use oslab_core::params;
+use oslab_core::stats;
+use std::hint::black_box;
+
+/// The call probe.
+pub const PROBES: &[Probe] = &[Probe {
+    id: "call.args",
+    about: "procedure call with 0..7 integer arguments, absolute and per extra argument",
+    unit: Unit::Ns,
+    needs: &[],
+    run: run_calls,
+}];
+
+macro_rules! callee {
+    ($name:ident $(, $a:ident)*) => {
+        /// A callee that combines its arguments.
+        #[inline(never)]
+        pub extern "C" fn $name($($a: u64),*) -> u64 {
+            0 $(^ $a)*
+        }
+    };
+}
+
+callee!(f0);
+callee!(f1, a);
+callee!(f2, a, b);
+callee!(f3, a, b, c);
+callee!(f4, a, b, c, d);
+callee!(f5, a, b, c, d, e);
+callee!(f6, a, b, c, d, e, f);
+callee!(f7, a, b, c, d, e, f, g);
+
+macro_rules! call_body {
+    (@ty $k:expr) => { u64 };
+    ($f:ident $(, $k:expr)*) => {
+        |n: u64| {
+            let f = black_box($f as extern "C" fn($(call_body!(@ty $k)),*) -> u64);
+            let mut acc = 0u64;
+            #[allow(unused_variables)]
+            for i in 0..n {
+                acc = acc.wrapping_add(f($(i + $k),*));
+            }
+            black_box(acc);
+        }
+    };
+}
+
+/// Cycles per extra argument in the prediction: one move in the caller and one xor in the callee,
+/// at four instructions per cycle.
+const MODEL_CYCLES_PER_ARG: f64 = 0.5;
+
+fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    let mut b0 = call_body!(f0);
+    let mut b1 = call_body!(f1, 1);
+    let mut b2 = call_body!(f2, 1, 2);
+    let mut b3 = call_body!(f3, 1, 2, 3);
+    let mut b4 = call_body!(f4, 1, 2, 3, 4);
+    let mut b5 = call_body!(f5, 1, 2, 3, 4, 5);
+    let mut b6 = call_body!(f6, 1, 2, 3, 4, 5, 6);
+    let mut b7 = call_body!(f7, 1, 2, 3, 4, 5, 6, 7);
+    let timings = cx.harness.interleaved(&mut [
+        &mut b0, &mut b1, &mut b2, &mut b3, &mut b4, &mut b5, &mut b6, &mut b7,
+    ])?;
+    let base_cycles = timings[0]
+        .median()
+        .and_then(|ns| Some(ns * cx.harness.clock.cycles_per_ns()?));
+    let mut out = Vec::new();
+    for (k, t) in timings.iter().enumerate() {
+        let mut m = cx.measurement("call.args", params! {"args" => k}, "per_call", t);
+        m.note = (k == 7).then(|| "SysV x86-64 passes the 7th integer argument on the stack".into());
+        if let (Some(c0), true) = (base_cycles, k > 0) {
+            m.prediction = cx.predict_cycles(
+                c0 + k as f64 * MODEL_CYCLES_PER_ARG,
+                "measured 0-argument call + 0.5 cycle per argument (a move and an xor, 4 per cycle)",
+                params! {"base_cycles" => c0, "cycles_per_arg" => MODEL_CYCLES_PER_ARG, "args" => k},
+            );
+        }
+        out.push(m);
+    }
+    for k in 1..timings.len() {
+        let mut inc = timings[k].clone();
+        inc.samples = paired_differences(&timings[k].samples, &timings[k - 1].samples);
+        inc.overhead_ns = 0.0;
+        let mut m = cx.measurement("call.args", params! {"args" => k}, "increment", &inc);
+        m.note = Some(format!("paired difference: {k} minus {} arguments, same round", k - 1));
+        m.prediction = cx.predict_cycles(
+            MODEL_CYCLES_PER_ARG,
+            "0.5 cycle per argument (a move and an xor, 4 per cycle)",
+            params! {"cycles_per_arg" => MODEL_CYCLES_PER_ARG},
+        );
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// Element-wise differences of two equally long series of paired samples.
+pub fn paired_differences(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x - y).collect()
+}
+
+/// Median of a paired difference (for tests and reports).
+pub fn median_difference(a: &[f64], b: &[f64]) -> Option<f64> {
+    stats::median(&paired_differences(a, b))
+}

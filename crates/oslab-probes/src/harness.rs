@@ -1,0 +1,335 @@
+//! The timing harness: it owns batch sizing, warm-up, interleaving, overhead subtraction and the
+//! time budget, so probes only say what one iteration is.
+//!
+//! The one choice to know: bodies measured together are *interleaved* round by round, each round
+//! also timing an empty loop of the same length. Drift from a noisy host then hits every body and
+//! its overhead alike, and paired differences between bodies (call cost per extra argument, switch
+//! minus transfer) stay meaningful.
+
+use crate::probe::ProbeError;
+use oslab_core::signals;
+use oslab_core::Clock;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// How much time and how many samples a measurement may take.
+#[derive(Debug, Clone)]
+pub struct HarnessConfig {
+    /// Time to spend sampling one body (after warm-up); the harness stops at the budget once it has
+    /// `min_samples`, and never runs past four times the budget.
+    pub budget: Duration,
+    /// Samples wanted at least.
+    pub min_samples: usize,
+    /// Samples taken at most.
+    pub max_samples: usize,
+    /// Target duration of one batch; at least 1000 clock reads long.
+    pub target_batch: Duration,
+    /// Warm-up time per body.
+    pub warmup: Duration,
+}
+
+impl HarnessConfig {
+    /// The default suite: about 0.6 s per measurement.
+    pub fn full() -> HarnessConfig {
+        HarnessConfig {
+            budget: Duration::from_millis(600),
+            min_samples: 50,
+            max_samples: 20_000,
+            target_batch: Duration::from_micros(50),
+            warmup: Duration::from_millis(40),
+        }
+    }
+
+    /// `--quick`: about 0.12 s per measurement.
+    pub fn quick() -> HarnessConfig {
+        HarnessConfig {
+            budget: Duration::from_millis(120),
+            min_samples: 20,
+            max_samples: 5_000,
+            target_batch: Duration::from_micros(30),
+            warmup: Duration::from_millis(10),
+        }
+    }
+}
+
+/// Per-iteration samples of one body, in ns, with what was subtracted.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    /// Per-iteration times in ns, overhead removed.
+    pub samples: Vec<f64>,
+    /// Iterations per sample.
+    pub batch: u64,
+    /// Overhead subtracted per iteration, in ns.
+    pub overhead_ns: f64,
+    /// How it was measured, when that needs saying.
+    pub note: Option<String>,
+}
+
+impl Timing {
+    /// A timing derived from this one by mapping every sample (e.g. round trip -> one switch).
+    pub fn map(&self, f: impl Fn(f64) -> f64) -> Timing {
+        Timing {
+            samples: self.samples.iter().map(|&x| f(x)).collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Median sample, if any.
+    pub fn median(&self) -> Option<f64> {
+        oslab_core::stats::median(&self.samples)
+    }
+}
+
+/// The empty loop subtracted from batched bodies: the same counted loop with nothing inside.
+#[inline(never)]
+fn empty_loop(n: u64) {
+    for i in 0..n {
+        black_box(i);
+    }
+}
+
+/// The harness. Create one per run; it measures its own clock-read overhead on creation.
+pub struct Harness {
+    /// The clock.
+    pub clock: Clock,
+    /// Budgets.
+    pub config: HarnessConfig,
+    /// Median cost of a back-to-back start/stop pair, in ticks.
+    pub read_overhead_ticks: f64,
+}
+
+impl Harness {
+    /// Builds a harness and measures the clock-read overhead.
+    pub fn new(clock: Clock, config: HarnessConfig) -> Harness {
+        let mut reads: Vec<f64> = (0..2001)
+            .map(|_| {
+                let a = clock.start();
+                let b = clock.stop();
+                b.wrapping_sub(a) as f64
+            })
+            .collect();
+        reads.sort_by(f64::total_cmp);
+        Harness {
+            read_overhead_ticks: reads[reads.len() / 2],
+            clock,
+            config,
+        }
+    }
+
+    /// Clock-read overhead in ns.
+    pub fn read_overhead_ns(&self) -> f64 {
+        self.clock.ticks_to_ns(self.read_overhead_ticks)
+    }
+
+    #[inline(always)]
+    fn time(&self, body: &mut dyn FnMut(u64), n: u64) -> f64 {
+        let a = self.clock.start();
+        body(n);
+        let b = self.clock.stop();
+        b.wrapping_sub(a) as f64
+    }
+
+    fn target_ticks(&self) -> f64 {
+        let target = self.clock.ticks_per_ns * self.config.target_batch.as_nanos() as f64;
+        target.max(1000.0 * self.read_overhead_ticks)
+    }
+
+    /// Iterations per batch so one batch lasts about the target (bounded in time: never more
+    /// than ~50 ms of sizing, never more than 2^30 iterations).
+    fn size_batch(&self, body: &mut dyn FnMut(u64)) -> Result<u64, ProbeError> {
+        let target = self.target_ticks();
+        let started = Instant::now();
+        let mut n: u64 = 1;
+        loop {
+            check_interrupt()?;
+            // Best of three, so one interruption does not shrink the batch.
+            let t = (0..3).map(|_| self.time(body, n)).fold(f64::MAX, f64::min);
+            if t >= target || n >= 1 << 30 || started.elapsed() > Duration::from_millis(50) {
+                return Ok(n);
+            }
+            let grow = if t > 0.0 { (target / t).clamp(1.1, 8.0) } else { 8.0 };
+            n = ((n as f64 * grow).ceil() as u64).max(n + 1);
+        }
+    }
+
+    /// Measures one body that runs `n` iterations per call, with the empty loop subtracted.
+    pub fn batched(&self, body: &mut dyn FnMut(u64)) -> Result<Timing, ProbeError> {
+        Ok(self.interleaved(&mut [body])?.remove(0))
+    }
+
+    /// Measures several bodies round-robin, each with its own batch size and its own interleaved
+    /// empty-loop overhead. Sample `i` of every body comes from the same round.
+    pub fn interleaved(&self, bodies: &mut [&mut dyn FnMut(u64)]) -> Result<Vec<Timing>, ProbeError> {
+        self.collect(bodies, true)
+    }
+
+    /// Measures a body with only the clock-read overhead subtracted (for the loop probe, whose
+    /// subject is the empty loop itself).
+    pub fn raw(&self, body: &mut dyn FnMut(u64)) -> Result<Timing, ProbeError> {
+        Ok(self.collect(&mut [body], false)?.remove(0))
+    }
+
+    fn collect(&self, bodies: &mut [&mut dyn FnMut(u64)], subtract_empty: bool) -> Result<Vec<Timing>, ProbeError> {
+        let k = bodies.len();
+        let mut batches = Vec::with_capacity(k);
+        for body in bodies.iter_mut() {
+            batches.push(self.size_batch(*body)?);
+        }
+        // Warm-up: caches, branch predictors, page tables, frequency.
+        let warm = Instant::now();
+        while warm.elapsed() < self.config.warmup {
+            for (body, &n) in bodies.iter_mut().zip(&batches) {
+                self.time(*body, n);
+            }
+            check_interrupt()?;
+        }
+        let mut raw: Vec<Vec<f64>> = vec![Vec::new(); k];
+        let mut empty: Vec<Vec<f64>> = vec![Vec::new(); k];
+        let budget = self.config.budget * k as u32;
+        let start = Instant::now();
+        loop {
+            for i in 0..k {
+                raw[i].push(self.time(bodies[i], batches[i]));
+                if subtract_empty {
+                    empty[i].push(self.time(&mut empty_loop, batches[i]));
+                }
+            }
+            check_interrupt()?;
+            let got = raw[0].len();
+            let elapsed = start.elapsed();
+            if got >= self.config.max_samples
+                || (elapsed >= budget && got >= self.config.min_samples)
+                || elapsed >= budget * 4
+            {
+                break;
+            }
+        }
+        Ok((0..k)
+            .map(|i| {
+                let n = batches[i] as f64;
+                let overhead_ticks = if subtract_empty {
+                    oslab_core::stats::median(&empty[i]).unwrap_or(0.0)
+                } else {
+                    self.read_overhead_ticks
+                };
+                Timing {
+                    samples: raw[i]
+                        .iter()
+                        .map(|&t| self.clock.ticks_to_ns(t - overhead_ticks) / n)
+                        .collect(),
+                    batch: batches[i],
+                    overhead_ns: self.clock.ticks_to_ns(overhead_ticks) / n,
+                    note: None,
+                }
+            })
+            .collect())
+    }
+
+    /// Measures events that time themselves: `body` runs one event and writes `K` durations in
+    /// ticks (e.g. creation and round trip of one fork). The clock-read overhead is subtracted.
+    /// A body may return `Ok(false)` to drop a sample it knows is invalid.
+    pub fn each<const K: usize>(
+        &self,
+        body: &mut dyn FnMut(&Clock, &mut [u64; K]) -> Result<bool, ProbeError>,
+    ) -> Result<[Timing; K], ProbeError> {
+        let mut out: [Vec<f64>; K] = std::array::from_fn(|_| Vec::new());
+        let mut ticks = [0u64; K];
+        let mut dropped = 0usize;
+        for _ in 0..2 {
+            body(&self.clock, &mut ticks)?; // warm-up
+        }
+        let start = Instant::now();
+        loop {
+            check_interrupt()?;
+            if body(&self.clock, &mut ticks)? {
+                for (series, &t) in out.iter_mut().zip(&ticks) {
+                    series.push(self.clock.ticks_to_ns(t as f64 - self.read_overhead_ticks));
+                }
+            } else {
+                dropped += 1;
+            }
+            let got = out[0].len();
+            let elapsed = start.elapsed();
+            if got >= self.config.max_samples
+                || (elapsed >= self.config.budget && got >= self.config.min_samples)
+                || elapsed >= self.config.budget * 4
+            {
+                break;
+            }
+        }
+        let note = (dropped > 0).then(|| format!("{dropped} invalid samples dropped"));
+        Ok(out.map(|samples| Timing {
+            samples,
+            batch: 1,
+            overhead_ns: self.read_overhead_ns(),
+            note: note.clone(),
+        }))
+    }
+}
+
+/// Returns `Err(Interrupted)` once the user has asked us to stop.
+pub fn check_interrupt() -> Result<(), ProbeError> {
+    if signals::interrupted() {
+        Err(ProbeError::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn harness() -> Harness {
+        let mut cfg = HarnessConfig::quick();
+        cfg.budget = Duration::from_millis(30);
+        Harness::new(Clock::detect(Duration::from_millis(20)), cfg)
+    }
+
+    #[inline(never)]
+    fn spin(n: u64) {
+        let mut x = 1u64;
+        for i in 0..n * 40 {
+            x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+        black_box(x);
+    }
+
+    #[test]
+    fn batched_work_scales_with_its_size() {
+        let h = harness();
+        let t = h
+            .interleaved(&mut [&mut |n| spin(n), &mut |n| spin(2 * n)])
+            .unwrap();
+        let (a, b) = (t[0].median().unwrap(), t[1].median().unwrap());
+        assert!(a > 0.0 && b / a > 1.6 && b / a < 2.5, "spin x1 {a} ns, x2 {b} ns");
+        assert_eq!(t[0].samples.len(), t[1].samples.len());
+        assert!(t[0].samples.len() >= h.config.min_samples);
+    }
+
+    #[test]
+    fn empty_body_costs_about_nothing() {
+        let h = harness();
+        let t = h.batched(&mut |n| empty_loop(n)).unwrap();
+        let m = t.median().unwrap();
+        assert!(m.abs() < 1.0, "empty loop minus itself = {m} ns per iteration");
+    }
+
+    #[test]
+    fn each_subtracts_read_overhead_and_drops_invalid() {
+        let h = harness();
+        let mut i = 0;
+        let [t] = h
+            .each::<1>(&mut |clock, out| {
+                i += 1;
+                let a = clock.start();
+                std::thread::sleep(Duration::from_micros(100));
+                out[0] = clock.stop() - a;
+                Ok(i % 5 != 0)
+            })
+            .unwrap();
+        let m = t.median().unwrap();
+        assert!(m >= 100_000.0 && m < 5_000_000.0, "sleep(100us) measured {m} ns");
+        assert!(t.note.unwrap().contains("dropped"));
+    }
+}

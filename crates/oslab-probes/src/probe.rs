@@ -1,0 +1,171 @@
+//! What a probe is: a row of the registry table, and the context it runs in.
+
+use crate::harness::{Harness, Timing};
+use oslab_core::machine::Environment;
+use oslab_core::model::{Measurement, Prediction, Status, Unit};
+use oslab_core::stats::{NoiseRule, Summary};
+use oslab_core::{CpuSet, Topology};
+use serde_json::{Map, Value};
+
+/// Why a probe produced no measurement.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The user asked us to stop (Ctrl-C / SIGTERM).
+    #[error("interrupted")]
+    Interrupted,
+    /// The machine cannot do this (recorded as `skipped: reason`).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Something went wrong (recorded as `failed: reason`).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ProbeError {
+    /// A failure from the last OS error, naming what was attempted.
+    pub fn os(what: &str) -> ProbeError {
+        ProbeError::Failed(format!("{what}: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// Something a probe needs from the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// A second CPU we may run on (for cross-CPU measurements; same-CPU parts still run).
+    PeerCpu,
+    /// Root privileges.
+    Root,
+    /// A hardware PMU.
+    Pmu,
+    /// A program on PATH.
+    Tool(&'static str),
+}
+
+impl Need {
+    /// Short text for `oslab list`.
+    pub fn label(&self) -> String {
+        match self {
+            Need::PeerCpu => "2 cpus".into(),
+            Need::Root => "root".into(),
+            Need::Pmu => "PMU".into(),
+            Need::Tool(t) => format!("{t} on PATH"),
+        }
+    }
+}
+
+/// One probe: a row of the registry table.
+pub struct Probe {
+    /// Id, `family.name`.
+    pub id: &'static str,
+    /// One line for `oslab list`.
+    pub about: &'static str,
+    /// Unit of its main metric.
+    pub unit: Unit,
+    /// What it needs. `PeerCpu` only limits parts of a probe; the others gate the whole probe.
+    pub needs: &'static [Need],
+    /// Runs it.
+    pub run: fn(&Context) -> Result<Vec<Measurement>, ProbeError>,
+}
+
+/// What a probe runs with.
+pub struct Context<'a> {
+    /// The timing harness.
+    pub harness: &'a Harness,
+    /// The machine.
+    pub topology: &'a Topology,
+    /// The environment (privileges, PMU).
+    pub environment: &'a Environment,
+    /// The CPU the measuring thread is pinned to.
+    pub cpu: usize,
+    /// A second CPU for cross-CPU measurements, when we have one.
+    pub peer_cpu: Option<usize>,
+    /// Every CPU we may use.
+    pub allowed: CpuSet,
+}
+
+impl Context<'_> {
+    /// Why `need` is not met here, or `None` when it is.
+    pub fn unmet(&self, need: Need) -> Option<String> {
+        match need {
+            Need::PeerCpu => self
+                .peer_cpu
+                .is_none()
+                .then(|| "needs a second cpu in our affinity mask".to_string()),
+            Need::Root => (!self.environment.privileges.root)
+                .then(|| "needs root (run with sudo)".to_string()),
+            Need::Pmu => (!self.environment.pmu.available).then(|| {
+                self.environment
+                    .pmu
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "no PMU".into())
+            }),
+            Need::Tool(t) => (!on_path(t)).then(|| format!("{t} is not installed")),
+        }
+    }
+
+    /// Turns a timing into a measurement: summary, status, cycles, overhead and raw samples.
+    pub fn measurement(&self, probe: &str, params: Map<String, Value>, metric: &str, t: &Timing) -> Measurement {
+        let summary = Summary::new(&t.samples);
+        let status = match &summary {
+            None => Status::Failed("no valid samples".into()),
+            Some(s) if s.is_noisy(NoiseRule::default()) => Status::Noisy,
+            Some(_) => Status::Ok,
+        };
+        let cycles = summary
+            .as_ref()
+            .and_then(|s| Some(s.median * self.harness.clock.cycles_per_ns()?));
+        let mut samples = t.samples.clone();
+        if samples.len() > MAX_STORED_SAMPLES {
+            let step = samples.len() as f64 / MAX_STORED_SAMPLES as f64;
+            samples = (0..MAX_STORED_SAMPLES).map(|i| t.samples[(i as f64 * step) as usize]).collect();
+        }
+        Measurement {
+            probe: probe.to_string(),
+            params,
+            metric: metric.to_string(),
+            unit: Unit::Ns,
+            summary,
+            cycles,
+            batch: Some(t.batch),
+            overhead: Some(t.overhead_ns),
+            status,
+            note: t.note.clone(),
+            prediction: None,
+            samples: Some(samples),
+        }
+    }
+
+    /// Converts TSC cycles to ns, when the clock is the TSC.
+    pub fn cycles_to_ns(&self, cycles: f64) -> Option<f64> {
+        Some(cycles / self.harness.clock.cycles_per_ns()?)
+    }
+
+    /// A prediction stated in cycles, converted to ns (None when we have no cycle rate).
+    pub fn predict_cycles(&self, cycles: f64, model: &str, mut inputs: Map<String, Value>) -> Option<Prediction> {
+        let ns = self.cycles_to_ns(cycles)?;
+        inputs.insert("predicted_cycles".into(), serde_json::json!(cycles));
+        inputs.insert(
+            "cycles_per_ns".into(),
+            serde_json::json!(self.harness.clock.ticks_per_ns),
+        );
+        Some(Prediction {
+            value: ns,
+            model: model.to_string(),
+            inputs,
+        })
+    }
+}
+
+/// Raw samples kept per measurement (evenly thinned beyond this).
+pub const MAX_STORED_SAMPLES: usize = 5000;
+
+/// Whether an executable named `tool` is on PATH.
+pub fn on_path(tool: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            std::fs::metadata(d.join(tool)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}

@@ -1,0 +1,150 @@
+//! System call cost: raw `syscall` instructions that no library can cache or short-circuit, the
+//! vDSO path beside its raw-syscall twin, and tiny I/O on /dev/zero and /dev/null. Each is measured
+//! hot (back to back in a batch) and cold (each call timed alone after evicting the caches by
+//! reading a buffer larger than the caches we can reach).
+
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::model::{Measurement, Unit};
+use oslab_core::params;
+use std::hint::black_box;
+use std::os::fd::AsRawFd;
+
+/// The syscall probes.
+pub const PROBES: &[Probe] = &[
+    Probe {
+        id: "syscall.getpid",
+        about: "getpid via raw syscall (no libc caching), hot and cold cache",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| syscall_cost(cx, "syscall.getpid", &|| raw0(libc::SYS_getpid)),
+    },
+    Probe {
+        id: "syscall.getppid",
+        about: "getppid via raw syscall, hot and cold cache",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| syscall_cost(cx, "syscall.getppid", &|| raw0(libc::SYS_getppid)),
+    },
+    Probe {
+        id: "syscall.time.vdso",
+        about: "time() through the vDSO (no kernel entry), hot and cold cache",
+        unit: Unit::Ns,
+        needs: &[],
+        // SAFETY: time(NULL) only returns a value.
+        run: |cx| syscall_cost(cx, "syscall.time.vdso", &|| unsafe { libc::time(std::ptr::null_mut()) as i64 }),
+    },
+    Probe {
+        id: "syscall.time.raw",
+        about: "time() as a real system call, hot and cold cache",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| syscall_cost(cx, "syscall.time.raw", &raw_time),
+    },
+    Probe {
+        id: "syscall.read.devzero",
+        about: "read(2) of 1 byte from /dev/zero, hot and cold cache",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| {
+            let f = std::fs::File::open("/dev/zero")
+                .map_err(|e| ProbeError::Unsupported(format!("cannot open /dev/zero: {e}")))?;
+            let fd = f.as_raw_fd();
+            let mut byte = [0u8; 1];
+            let buf = byte.as_mut_ptr() as usize;
+            // SAFETY: buf points at one writable byte that outlives the probe.
+            syscall_cost(cx, "syscall.read.devzero", &move || unsafe { libc::read(fd, buf as *mut libc::c_void, 1) as i64 })
+        },
+    },
+    Probe {
+        id: "syscall.write.devnull",
+        about: "write(2) of 1 byte to /dev/null, hot and cold cache",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .map_err(|e| ProbeError::Unsupported(format!("cannot open /dev/null: {e}")))?;
+            let fd = f.as_raw_fd();
+            // SAFETY: the buffer is a static byte.
+            syscall_cost(cx, "syscall.write.devnull", &move || unsafe { libc::write(fd, b"x".as_ptr() as *const libc::c_void, 1) as i64 })
+        },
+    },
+];
+
+#[inline(always)]
+fn raw0(nr: libc::c_long) -> i64 {
+    // SAFETY: argument-less syscalls that only return a value.
+    unsafe { libc::syscall(nr) as i64 }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn raw_time() -> i64 {
+    // SAFETY: time(NULL) as a raw syscall only returns a value.
+    unsafe { libc::syscall(libc::SYS_time, 0usize) as i64 }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn raw_time() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer (architectures without SYS_time use clock_gettime).
+    unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as i64
+}
+
+/// Largest eviction buffer: reading more than this per sample would make cold runs too slow.
+const MAX_FLUSH_BYTES: u64 = 64 << 20;
+
+fn syscall_cost(cx: &Context, id: &str, call: &dyn Fn() -> i64) -> Result<Vec<Measurement>, ProbeError> {
+    if call() < 0 {
+        return Err(ProbeError::os(id));
+    }
+    let hot = cx.harness.batched(&mut |n| {
+        for _ in 0..n {
+            black_box(call());
+        }
+    })?;
+    let mut out = vec![cx.measurement(id, params! {"cache" => "hot", "cpu" => cx.cpu}, "per_call", &hot)];
+
+    let (flush, note) = eviction_buffer(cx);
+    let [cold] = cx.harness.each::<1>(&mut |clock, out| {
+        evict(&flush);
+        let a = clock.start();
+        black_box(call());
+        out[0] = clock.stop().wrapping_sub(a);
+        Ok(true)
+    })?;
+    let mut m = cx.measurement(
+        id,
+        params! {"cache" => "cold", "cpu" => cx.cpu, "evict_bytes" => flush.len()},
+        "per_call",
+        &cold,
+    );
+    m.note = note;
+    out.push(m);
+    Ok(out)
+}
+
+/// A buffer twice the size of the caches the measuring CPU uses (capped), to evict them.
+fn eviction_buffer(cx: &Context) -> (Vec<u8>, Option<String>) {
+    let total: u64 = cx.topology.caches_of(cx.cpu).iter().map(|c| c.size).sum();
+    let want = (2 * total).max(8 << 20);
+    let size = want.min(MAX_FLUSH_BYTES);
+    let note = (want > size).then(|| {
+        format!(
+            "caches total {} MiB: evicting {} MiB clears L1/L2 but only part of the last level",
+            total >> 20,
+            size >> 20
+        )
+    });
+    (vec![1u8; size as usize], note)
+}
+
+/// Reads one byte per cache line of `buf`, evicting what was cached before.
+fn evict(buf: &[u8]) {
+    let mut sum = 0u8;
+    for chunk in buf.chunks(64) {
+        sum = sum.wrapping_add(chunk[0]);
+    }
+    black_box(sum);
+}

@@ -1,0 +1,58 @@
+//! Schema migrations, applied in order. Never edit a shipped migration: append a new one.
+
+/// Each entry upgrades the schema by one version (index 0 creates version 1).
+pub const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE runs (
+    id            INTEGER PRIMARY KEY,
+    started       TEXT NOT NULL,
+    finished      TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    oslab_version TEXT NOT NULL,
+    git_rev       TEXT,
+    command       TEXT NOT NULL,
+    hostname      TEXT NOT NULL,
+    quick         INTEGER NOT NULL,
+    wall_s        REAL NOT NULL,
+    fingerprint   TEXT NOT NULL,
+    environment   TEXT NOT NULL
+);
+CREATE TABLE measurements (
+    id       INTEGER PRIMARY KEY,
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq      INTEGER NOT NULL,
+    probe    TEXT NOT NULL,
+    params   TEXT NOT NULL,
+    metric   TEXT NOT NULL,
+    unit     TEXT NOT NULL,
+    n        INTEGER,
+    min      REAL,
+    p25      REAL,
+    median   REAL,
+    p75      REAL,
+    max      REAL,
+    mean     REAL,
+    stddev   REAL,
+    ci_low   REAL,
+    ci_high  REAL,
+    outliers INTEGER,
+    cycles   REAL,
+    batch    INTEGER,
+    overhead REAL,
+    status   TEXT NOT NULL,
+    note     TEXT,
+    samples  BLOB
+);
+CREATE INDEX measurements_by_run ON measurements(run_id, seq);
+CREATE INDEX measurements_by_probe ON measurements(probe, metric);
+CREATE TABLE predictions (
+    measurement_id INTEGER PRIMARY KEY REFERENCES measurements(id) ON DELETE CASCADE,
+    value          REAL NOT NULL,
+    model          TEXT NOT NULL,
+    inputs         TEXT NOT NULL
+);
+"#];
+
+/// The schema version this build writes.
+pub fn current_version() -> i64 {
+    MIGRATIONS.len() as i64
+}

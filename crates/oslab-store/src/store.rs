@@ -1,0 +1,586 @@
+//! Opening, writing and reading the store.
+
+use crate::schema::{current_version, MIGRATIONS};
+use oslab_core::model::{Measurement, Prediction, Status, Unit};
+use oslab_core::stats::Summary;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Errors of the store. Each message names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file or its directory cannot be opened or written.
+    #[error("cannot use result store {path}: {reason}; check the path is writable or pass --db PATH")]
+    Unusable {
+        /// The store file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file exists but is not an SQLite database.
+    #[error("{path} is not an oslab result store (not an SQLite database); move it aside or pass --db PATH")]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is an SQLite database of something else.
+    #[error("{path} is an SQLite database but not an oslab result store; pass --db PATH to use another file")]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Written by a newer oslab.
+    #[error("{path} has schema version {found}, newer than this oslab understands ({supported}); upgrade oslab")]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: i64,
+        /// Ours.
+        supported: i64,
+    },
+    /// No run with that id.
+    #[error("no run {0} in the store; `oslab runs` lists the stored runs")]
+    NoSuchRun(String),
+    /// Stored data that does not parse (a damaged row).
+    #[error("run data is damaged: {0}")]
+    Damaged(String),
+    /// Any other SQLite error.
+    #[error("result store error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every selected probe ran.
+    Complete,
+    /// Stopped by the user; holds what completed.
+    Interrupted,
+}
+
+impl RunStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+    fn parse(s: &str) -> RunStatus {
+        if s == "interrupted" {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        }
+    }
+}
+
+/// A run's metadata.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Assigned by the store.
+    pub id: Option<i64>,
+    /// UTC start.
+    pub started: String,
+    /// UTC end.
+    pub finished: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// oslab version.
+    pub oslab_version: String,
+    /// Git revision of the build, when known.
+    pub git_rev: Option<String>,
+    /// The command line.
+    pub command: String,
+    /// Host name.
+    pub hostname: String,
+    /// `--quick`.
+    pub quick: bool,
+    /// Wall time of the run in seconds.
+    pub wall_s: f64,
+    /// Machine fingerprint (JSON of `oslab_core::machine::Fingerprint`).
+    pub fingerprint: serde_json::Value,
+    /// Environment report (JSON of `oslab_core::machine::Environment`).
+    pub environment: serde_json::Value,
+}
+
+/// One line of `oslab runs`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// Run id.
+    pub id: i64,
+    /// UTC start.
+    pub started: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Host name.
+    pub hostname: String,
+    /// Command line.
+    pub command: String,
+    /// Number of measurements.
+    pub measurements: i64,
+    /// Wall time in seconds.
+    pub wall_s: f64,
+}
+
+/// A reference to a run: its id or `latest`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunRef {
+    /// By id.
+    Id(i64),
+    /// The most recent.
+    Latest,
+}
+
+impl std::str::FromStr for RunRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunRef, String> {
+        match s {
+            "latest" | "last" => Ok(RunRef::Latest),
+            _ => s
+                .parse::<i64>()
+                .ok()
+                .filter(|&v| v > 0)
+                .map(RunRef::Id)
+                .ok_or_else(|| format!("{s:?} is not a run id (a positive number, or 'latest')")),
+        }
+    }
+}
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// The default location: `$XDG_DATA_HOME/oslab/oslab.db` (or `~/.local/share/oslab/oslab.db`).
+    pub fn default_path() -> PathBuf {
+        let base = std::env::var_os("XDG_DATA_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from("."));
+        base.join("oslab").join("oslab.db")
+    }
+
+    /// Opens (creating if needed) the store at `path` and migrates it to the current schema.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let mut s = Store::connect(path)?;
+        match s.migrate() {
+            Err(StoreError::Sqlite(e)) => Err(s.classify_error(e)),
+            other => other.map(|_| s),
+        }
+    }
+
+    /// Opens the file and checks it is a writable SQLite database.
+    fn connect(path: &Path) -> Result<Store, StoreError> {
+        let unusable = |reason: String| StoreError::Unusable { path: path.to_path_buf(), reason };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| unusable(e.to_string()))?;
+        let store = Store { conn, path: path.to_path_buf() };
+        store.classify(store.init())?;
+        Ok(store)
+    }
+
+    /// Path of the store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn classify<T>(&self, r: Result<T, rusqlite::Error>) -> Result<T, StoreError> {
+        r.map_err(|e| self.classify_error(e))
+    }
+
+    /// Turns SQLite's codes into errors that say what to do.
+    fn classify_error(&self, e: rusqlite::Error) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase) => StoreError::NotADatabase { path: self.path.clone() },
+            Some(rusqlite::ErrorCode::ReadOnly)
+            | Some(rusqlite::ErrorCode::CannotOpen)
+            | Some(rusqlite::ErrorCode::PermissionDenied)
+            | Some(rusqlite::ErrorCode::DatabaseBusy)
+            | Some(rusqlite::ErrorCode::SystemIoFailure) => StoreError::Unusable {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            },
+            _ => StoreError::Sqlite(e),
+        }
+    }
+
+    fn init(&self) -> Result<(), rusqlite::Error> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Touch the file: this is where a non-database file is detected.
+        self.conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Take the write lock now, so an unwritable store fails before any measuring.
+        self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")?;
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let tables: Vec<String> = self
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let has_version = tables.iter().any(|t| t == "schema_version");
+        if !has_version && !tables.is_empty() {
+            return Err(StoreError::Foreign { path: self.path.clone() });
+        }
+        let found: i64 = if has_version {
+            self.conn.query_row("SELECT max(version) FROM schema_version", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })?
+            .unwrap_or(0)
+        } else {
+            0
+        };
+        if found > current_version() {
+            return Err(StoreError::TooNew { path: self.path.clone(), found, supported: current_version() });
+        }
+        let tx = self.conn.transaction()?;
+        tx.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)", [])?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            tx.execute_batch(sql)?;
+            tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [i as i64 + 1])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Writes a run and its measurements in one transaction; returns the new run id.
+    pub fn save_run(&mut self, run: &RunRecord, measurements: &[Measurement]) -> Result<i64, StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO runs (started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                run.started,
+                run.finished,
+                run.status.as_str(),
+                run.oslab_version,
+                run.git_rev,
+                run.command,
+                run.hostname,
+                run.quick,
+                run.wall_s,
+                run.fingerprint.to_string(),
+                run.environment.to_string(),
+            ],
+        )?;
+        let run_id = tx.last_insert_rowid();
+        {
+            let mut ins = tx.prepare(
+                "INSERT INTO measurements (run_id, seq, probe, params, metric, unit, n, min, p25, median, p75, max, mean, stddev,
+                 ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+            )?;
+            let mut pred = tx.prepare("INSERT INTO predictions (measurement_id, value, model, inputs) VALUES (?1, ?2, ?3, ?4)")?;
+            for (seq, m) in measurements.iter().enumerate() {
+                let s = m.summary.as_ref();
+                ins.execute(params![
+                    run_id,
+                    seq as i64,
+                    m.probe,
+                    serde_json::Value::Object(m.params.clone()).to_string(),
+                    m.metric,
+                    m.unit.name(),
+                    s.map(|s| s.n as i64),
+                    s.map(|s| s.min),
+                    s.map(|s| s.p25),
+                    s.map(|s| s.median),
+                    s.map(|s| s.p75),
+                    s.map(|s| s.max),
+                    s.map(|s| s.mean),
+                    s.map(|s| s.stddev),
+                    s.map(|s| s.ci_low),
+                    s.map(|s| s.ci_high),
+                    s.map(|s| s.outliers as i64),
+                    m.cycles,
+                    m.batch.map(|b| b as i64),
+                    m.overhead,
+                    m.status.to_string(),
+                    m.note,
+                    m.samples.as_deref().map(encode_samples),
+                ])?;
+                if let Some(p) = &m.prediction {
+                    pred.execute(params![
+                        tx.last_insert_rowid(),
+                        p.value,
+                        p.model,
+                        serde_json::Value::Object(p.inputs.clone()).to_string()
+                    ])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(run_id)
+    }
+
+    /// Every stored run, newest first.
+    pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.id, r.started, r.status, r.hostname, r.command, r.wall_s,
+                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id)
+             FROM runs r ORDER BY r.id DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(RunSummary {
+                id: r.get(0)?,
+                started: r.get(1)?,
+                status: RunStatus::parse(&r.get::<_, String>(2)?),
+                hostname: r.get(3)?,
+                command: r.get(4)?,
+                wall_s: r.get(5)?,
+                measurements: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Resolves a run reference to an id.
+    pub fn resolve(&self, run: &RunRef) -> Result<i64, StoreError> {
+        let id = match run {
+            RunRef::Id(id) => self
+                .conn
+                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?,
+            RunRef::Latest => self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0))?,
+        };
+        id.ok_or_else(|| {
+            StoreError::NoSuchRun(match run {
+                RunRef::Id(i) => i.to_string(),
+                RunRef::Latest => "(the store is empty)".into(),
+            })
+        })
+    }
+
+    /// Loads a run and its measurements (with predictions and raw samples).
+    pub fn load_run(&self, run: &RunRef) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
+        let id = self.resolve(run)?;
+        let record = self.conn.query_row(
+            "SELECT id, started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment
+             FROM runs WHERE id = ?1",
+            [id],
+            |r| {
+                Ok(RunRecord {
+                    id: Some(r.get(0)?),
+                    started: r.get(1)?,
+                    finished: r.get(2)?,
+                    status: RunStatus::parse(&r.get::<_, String>(3)?),
+                    oslab_version: r.get(4)?,
+                    git_rev: r.get(5)?,
+                    command: r.get(6)?,
+                    hostname: r.get(7)?,
+                    quick: r.get(8)?,
+                    wall_s: r.get(9)?,
+                    fingerprint: parse_json(&r.get::<_, String>(10)?),
+                    environment: parse_json(&r.get::<_, String>(11)?),
+                })
+            },
+        )?;
+        let mut stmt = self.conn.prepare(
+            "SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
+                    m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, m.samples,
+                    p.value, p.model, p.inputs
+             FROM measurements m LEFT JOIN predictions p ON p.measurement_id = m.id
+             WHERE m.run_id = ?1 ORDER BY m.seq",
+        )?;
+        let ms = stmt
+            .query_map([id], read_measurement)?
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StoreError::Damaged)?;
+        Ok((record, ms))
+    }
+}
+
+fn parse_json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or(serde_json::Value::Null)
+}
+
+fn parse_map(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str(s) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        _ => Err(format!("expected a JSON object, found {s:?}")),
+    }
+}
+
+fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
+    let n: Option<i64> = r.get(4)?;
+    let summary = match n {
+        Some(n) => Some(Summary {
+            n: n as usize,
+            min: r.get(5)?,
+            p25: r.get(6)?,
+            median: r.get(7)?,
+            p75: r.get(8)?,
+            max: r.get(9)?,
+            mean: r.get(10)?,
+            stddev: r.get(11)?,
+            ci_low: r.get(12)?,
+            ci_high: r.get(13)?,
+            outliers: r.get::<_, i64>(14)? as usize,
+        }),
+        None => None,
+    };
+    let unit_name: String = r.get(3)?;
+    let params_text: String = r.get(1)?;
+    let prediction = match r.get::<_, Option<f64>>(21)? {
+        Some(value) => Some((value, r.get::<_, String>(22)?, r.get::<_, String>(23)?)),
+        None => None,
+    };
+    let samples: Option<Vec<u8>> = r.get(20)?;
+    let probe: String = r.get(0)?;
+    let metric: String = r.get(2)?;
+    let cycles = r.get(15)?;
+    let batch = r.get::<_, Option<i64>>(16)?.map(|b| b as u64);
+    let overhead = r.get(17)?;
+    let status = Status::parse(&r.get::<_, String>(18)?);
+    let note = r.get(19)?;
+    Ok((|| {
+        let unit = Unit::from_name(&unit_name).ok_or_else(|| format!("unknown unit {unit_name:?}"))?;
+        let prediction = match prediction {
+            Some((value, model, inputs)) => Some(Prediction { value, model, inputs: parse_map(&inputs)? }),
+            None => None,
+        };
+        Ok(Measurement {
+            probe,
+            params: parse_map(&params_text)?,
+            metric,
+            unit,
+            summary,
+            cycles,
+            batch,
+            overhead,
+            status,
+            note,
+            prediction,
+            samples: samples.map(|b| decode_samples(&b)),
+        })
+    })())
+}
+
+/// Samples are stored as little-endian f64s: compact, exact, and readable from any language.
+fn encode_samples(s: &[f64]) -> Vec<u8> {
+    s.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn decode_samples(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::params;
+
+    fn record() -> RunRecord {
+        RunRecord {
+            id: None,
+            started: "2026-01-01T00:00:00Z".into(),
+            finished: "2026-01-01T00:00:05Z".into(),
+            status: RunStatus::Complete,
+            oslab_version: "0.1.0".into(),
+            git_rev: Some("abc123".into()),
+            command: "oslab run".into(),
+            hostname: "host".into(),
+            quick: true,
+            wall_s: 5.0,
+            fingerprint: serde_json::json!({"cpu_model": "test"}),
+            environment: serde_json::json!({"warnings": []}),
+        }
+    }
+
+    fn measured() -> Measurement {
+        let mut m = Measurement::not_taken("syscall.getppid", params! {"cache" => "hot"}, "per_call", Unit::Ns, Status::Ok);
+        m.summary = Summary::new(&[100.0, 101.0, 99.0, 250.0]);
+        m.cycles = Some(270.0);
+        m.batch = Some(64);
+        m.overhead = Some(0.3);
+        m.samples = Some(vec![100.0, 101.0, 99.0, 250.0]);
+        m.prediction = Some(Prediction { value: 90.0, model: "test".into(), inputs: params! {"x" => 1} });
+        m
+    }
+
+    #[test]
+    fn run_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/oslab.db");
+        let mut s = Store::open(&path).unwrap();
+        let skipped = Measurement::not_taken("switch.x", params! {}, "wakeup", Unit::Ns, Status::Skipped("needs 2 cpus".into()));
+        let id = s.save_run(&record(), &[measured(), skipped.clone()]).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        let (rec, ms) = s.load_run(&RunRef::Latest).unwrap();
+        assert_eq!(rec.id, Some(id));
+        assert_eq!(rec.fingerprint["cpu_model"], "test");
+        assert_eq!(ms, vec![measured(), skipped]);
+        assert_eq!(s.runs().unwrap()[0].measurements, 2);
+    }
+
+    #[test]
+    fn missing_run_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("a.db")).unwrap();
+        assert!(s.load_run(&RunRef::Latest).unwrap_err().to_string().contains("empty"));
+        assert!(s.load_run(&RunRef::Id(7)).unwrap_err().to_string().contains("no run 7"));
+        assert!("0".parse::<RunRef>().is_err());
+        assert_eq!("latest".parse::<RunRef>(), Ok(RunRef::Latest));
+    }
+
+    #[test]
+    fn refuses_garbage_and_foreign_databases() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.db");
+        std::fs::write(&garbage, vec![0x42u8; 8192]).unwrap();
+        let err = Store::open(&garbage).err().unwrap();
+        assert!(matches!(err, StoreError::NotADatabase { .. }), "{err}");
+        assert_eq!(std::fs::read(&garbage).unwrap(), vec![0x42u8; 8192], "garbage file was modified");
+
+        let foreign = dir.path().join("foreign.db");
+        Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
+        let err = Store::open(&foreign).err().unwrap();
+        assert!(matches!(err, StoreError::Foreign { .. }), "{err}");
+    }
+
+    #[test]
+    fn refuses_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        drop(Store::open(&path).unwrap());
+        Connection::open(&path).unwrap().execute("INSERT INTO schema_version VALUES (999)", []).unwrap();
+        let err = Store::open(&path).err().unwrap();
+        assert!(err.to_string().contains("upgrade oslab"), "{err}");
+    }
+
+    #[test]
+    fn unwritable_location_fails_on_open() {
+        let err = Store::open(Path::new("/proc/oslab-test/x.db")).err().unwrap();
+        assert!(err.to_string().contains("--db"), "{err}");
+    }
+
+    #[test]
+    fn a_failed_save_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let mut s = Store::open(&path).unwrap();
+        // A trigger makes the second measurement insert fail half-way through the run.
+        s.conn
+            .execute_batch("CREATE TRIGGER boom BEFORE INSERT ON measurements WHEN NEW.seq = 1 BEGIN SELECT RAISE(ABORT, 'boom'); END;")
+            .unwrap();
+        assert!(s.save_run(&record(), &[measured(), measured()]).is_err());
+        assert!(s.runs().unwrap().is_empty());
+        let count: i64 = s.conn.query_row("SELECT count(*) FROM measurements", [], |r| r.get(0)).unwrap();
+        assert_eq!(count, 0);
+    }
+}

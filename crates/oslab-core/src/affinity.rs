@@ -211,8 +211,8 @@ mod tests {
         let handle = std::thread::spawn(|| {
             let before = get_affinity(0).unwrap();
             let r = std::panic::catch_unwind(|| {
-                let _g = AffinityGuard::pin_current(&CpuSet::single(before.first().unwrap()))
-                    .unwrap();
+                let _g =
+                    AffinityGuard::pin_current(&CpuSet::single(before.first().unwrap())).unwrap();
                 panic!("probe failed");
             });
             assert!(r.is_err());

@@ -71,10 +71,14 @@ impl CpuSet {
                 }
             };
             if lo > hi {
-                return Err(err(format!("range {range:?} runs backwards; write {hi}-{lo}")));
+                return Err(err(format!(
+                    "range {range:?} runs backwards; write {hi}-{lo}"
+                )));
             }
             if hi >= 1 << 16 {
-                return Err(err(format!("cpu {hi} is beyond any machine Linux supports")));
+                return Err(err(format!(
+                    "cpu {hi} is beyond any machine Linux supports"
+                )));
             }
             set.0.extend((lo..=hi).step_by(stride));
         }
@@ -94,9 +98,9 @@ impl CpuSet {
             if part.is_empty() {
                 return Err(err(format!("empty item; {SYNTAX}")));
             }
-            let keyword = part.split_once(':').filter(|(k, _)| {
-                k.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            });
+            let keyword = part
+                .split_once(':')
+                .filter(|(k, _)| k.chars().next().is_some_and(|c| c.is_ascii_alphabetic()));
             let items = match (part, keyword) {
                 ("all", _) => online.clone(),
                 (_, Some((key, arg))) => {
@@ -187,20 +191,33 @@ fn resolve_keyword(key: &str, n: usize, topo: &Topology) -> Result<CpuSet, Strin
             .map(|node| node.cpus.clone())
             .ok_or_else(|| {
                 let ids: Vec<String> = topo.nodes.iter().map(|x| x.id.to_string()).collect();
-                format!("NUMA node {n} does not exist (nodes here: {})", ids.join(","))
+                format!(
+                    "NUMA node {n} does not exist (nodes here: {})",
+                    ids.join(",")
+                )
             }),
         "socket" | "package" => {
-            let s: CpuSet = topo.cpus.iter().filter(|c| c.package == n).map(|c| c.id).collect();
+            let s: CpuSet = topo
+                .cpus
+                .iter()
+                .filter(|c| c.package == n)
+                .map(|c| c.id)
+                .collect();
             if s.is_empty() {
-                Err(format!("socket {n} does not exist (this machine has {} socket(s), numbered from 0)", topo.packages()))
+                Err(format!(
+                    "socket {n} does not exist (this machine has {} socket(s), numbered from 0)",
+                    topo.packages()
+                ))
             } else {
                 Ok(s)
             }
         }
-        "core-sibling-of" => topo
-            .cpu(n)
-            .map(|c| c.smt_siblings.clone())
-            .ok_or_else(|| format!("cpu {n} is not online (online cpus: {})", topo.online().to_list())),
+        "core-sibling-of" => topo.cpu(n).map(|c| c.smt_siblings.clone()).ok_or_else(|| {
+            format!(
+                "cpu {n} is not online (online cpus: {})",
+                topo.online().to_list()
+            )
+        }),
         other => Err(format!(
             "unknown keyword {other:?}; use node:N, socket:N or core-sibling-of:N"
         )),
@@ -265,10 +282,19 @@ mod tests {
     #[test]
     fn keywords_resolve_against_topology() {
         let t = fake(2, 4, 2, 2);
-        assert_eq!(CpuSet::parse("socket:1", &t).unwrap().to_list(), "4-7,12-15");
+        assert_eq!(
+            CpuSet::parse("socket:1", &t).unwrap().to_list(),
+            "4-7,12-15"
+        );
         assert_eq!(CpuSet::parse("node:0", &t).unwrap().to_list(), "0-3,8-11");
-        assert_eq!(CpuSet::parse("core-sibling-of:1", &t).unwrap().to_list(), "1,9");
-        assert_eq!(CpuSet::parse("node:1,0", &t).unwrap().to_list(), "0,4-7,12-15");
+        assert_eq!(
+            CpuSet::parse("core-sibling-of:1", &t).unwrap().to_list(),
+            "1,9"
+        );
+        assert_eq!(
+            CpuSet::parse("node:1,0", &t).unwrap().to_list(),
+            "0,4-7,12-15"
+        );
         assert_eq!(CpuSet::parse("all", &t).unwrap().len(), 16);
     }
 

@@ -144,10 +144,19 @@ fn uname() -> String {
         return "unknown".into();
     }
     let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).to_string()
     };
-    format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.version))
+    format!(
+        "{} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.version)
+    )
 }
 
 /// Host name.
@@ -163,7 +172,10 @@ pub fn hypervisor() -> Option<String> {
         if ecx1 & (1 << 31) != 0 {
             let (_, b, c, d) = crate::clock::arch::cpuid(0x4000_0000, 0);
             let sig: Vec<u8> = [b, c, d].iter().flat_map(|r| r.to_le_bytes()).collect();
-            let s = String::from_utf8_lossy(&sig).trim_matches('\0').trim().to_string();
+            let s = String::from_utf8_lossy(&sig)
+                .trim_matches('\0')
+                .trim()
+                .to_string();
             let name = match s.as_str() {
                 "KVMKVMKVM" => "KVM".to_string(),
                 "Microsoft Hv" => "Hyper-V".to_string(),
@@ -185,7 +197,10 @@ fn mitigations() -> Vec<(String, String)> {
             rd.flatten()
                 .filter_map(|e| {
                     let state = fs::read_to_string(e.path()).ok()?;
-                    Some((e.file_name().to_string_lossy().to_string(), state.trim().to_string()))
+                    Some((
+                        e.file_name().to_string_lossy().to_string(),
+                        state.trim().to_string(),
+                    ))
                 })
                 .collect()
         })
@@ -326,7 +341,7 @@ impl PmuStatus {
         let attr = PerfEventAttrV0 {
             kind: 0, // PERF_TYPE_HARDWARE
             size: std::mem::size_of::<PerfEventAttrV0>() as u32,
-            config: 0,            // PERF_COUNT_HW_CPU_CYCLES
+            config: 0,           // PERF_COUNT_HW_CPU_CYCLES
             flags: 1 | (1 << 5), // disabled, exclude_kernel
             ..Default::default()
         };
@@ -377,14 +392,9 @@ impl Environment {
         let loadavg = la
             .as_deref()
             .and_then(|s| s.split_whitespace().next()?.parse().ok());
-        let runnable = la.as_deref().and_then(|s| {
-            s.split_whitespace()
-                .nth(3)?
-                .split('/')
-                .next()?
-                .parse()
-                .ok()
-        });
+        let runnable = la
+            .as_deref()
+            .and_then(|s| s.split_whitespace().nth(3)?.split('/').next()?.parse().ok());
         let cmdline = read_trim("/proc/cmdline").unwrap_or_default();
         let isolation = cmdline
             .split_whitespace()

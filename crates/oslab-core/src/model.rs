@@ -139,7 +139,13 @@ pub struct Measurement {
 
 impl Measurement {
     /// A measurement that was not taken.
-    pub fn not_taken(probe: &str, params: Map<String, Value>, metric: &str, unit: Unit, status: Status) -> Measurement {
+    pub fn not_taken(
+        probe: &str,
+        params: Map<String, Value>,
+        metric: &str,
+        unit: Unit,
+        status: Status,
+    ) -> Measurement {
         Measurement {
             probe: probe.to_string(),
             params,
@@ -198,7 +204,14 @@ mod tests {
 
     #[test]
     fn unit_names_round_trip() {
-        for u in [Unit::Ns, Unit::Cycles, Unit::GBps, Unit::Bytes, Unit::Count, Unit::Ratio] {
+        for u in [
+            Unit::Ns,
+            Unit::Cycles,
+            Unit::GBps,
+            Unit::Bytes,
+            Unit::Count,
+            Unit::Ratio,
+        ] {
             assert_eq!(Unit::from_name(&u.name()), Some(u));
         }
         assert_eq!(Unit::GBps.name(), "gbps");
@@ -206,7 +219,13 @@ mod tests {
 
     #[test]
     fn params_render_compactly() {
-        let mut m = Measurement::not_taken("x", params! {"args" => 3, "cache" => "cold"}, "per_call", Unit::Ns, Status::Ok);
+        let mut m = Measurement::not_taken(
+            "x",
+            params! {"args" => 3, "cache" => "cold"},
+            "per_call",
+            Unit::Ns,
+            Status::Ok,
+        );
         assert_eq!(m.params_text(), "args=3 cache=cold");
         m.params.clear();
         assert_eq!(m.params_text(), "");

@@ -101,22 +101,37 @@ impl Summary {
 
     /// Whether the spread is too wide for the median to be trusted as a point value.
     pub fn is_noisy(&self, rule: NoiseRule) -> bool {
-        let m = self.median.abs();
-        if m == 0.0 {
+        self.is_noisy_at_scale(rule, self.median.abs())
+    }
+
+    /// Like [`Summary::is_noisy`], judging the spread against `scale` instead of the median: for
+    /// differences whose true value may be near zero (cost per extra argument), the scale is the
+    /// magnitude of what was subtracted.
+    pub fn is_noisy_at_scale(&self, rule: NoiseRule, scale: f64) -> bool {
+        if scale == 0.0 {
             return self.iqr() > 0.0;
         }
-        (self.ci_high - self.ci_low) / m > rule.max_ci_rel_width || self.iqr() / m > rule.max_iqr_rel
+        (self.ci_high - self.ci_low) / scale > rule.max_ci_rel_width
+            || self.iqr() / scale > rule.max_iqr_rel
     }
 
     /// The same summary with every value multiplied by `k` (unit conversion).
     pub fn scaled(&self, k: f64) -> Summary {
-        let (lo, hi) = if k >= 0.0 { (self.min, self.max) } else { (self.max, self.min) };
+        let (lo, hi) = if k >= 0.0 {
+            (self.min, self.max)
+        } else {
+            (self.max, self.min)
+        };
         let (clo, chi) = if k >= 0.0 {
             (self.ci_low, self.ci_high)
         } else {
             (self.ci_high, self.ci_low)
         };
-        let (q1, q3) = if k >= 0.0 { (self.p25, self.p75) } else { (self.p75, self.p25) };
+        let (q1, q3) = if k >= 0.0 {
+            (self.p25, self.p75)
+        } else {
+            (self.p75, self.p25)
+        };
         Summary {
             n: self.n,
             min: lo * k,
@@ -202,7 +217,10 @@ mod tests {
     #[test]
     fn quartiles_of_a_known_sample() {
         let s = Summary::new(&[5.0, 1.0, 4.0, 2.0, 3.0]).unwrap();
-        assert_eq!((s.min, s.p25, s.median, s.p75, s.max), (1.0, 2.0, 3.0, 4.0, 5.0));
+        assert_eq!(
+            (s.min, s.p25, s.median, s.p75, s.max),
+            (1.0, 2.0, 3.0, 4.0, 5.0)
+        );
         assert_eq!(s.mean, 3.0);
         assert!((s.stddev - 2.5f64.sqrt()).abs() < 1e-12);
         assert_eq!(s.outliers, 0);
@@ -221,7 +239,9 @@ mod tests {
     fn ci_contains_median_and_narrows_with_n() {
         let mut rng = SplitMix64(7);
         let draw = |rng: &mut SplitMix64, n: usize| -> Vec<f64> {
-            (0..n).map(|_| 100.0 + (rng.next_u64() % 1000) as f64 / 100.0).collect()
+            (0..n)
+                .map(|_| 100.0 + (rng.next_u64() % 1000) as f64 / 100.0)
+                .collect()
         };
         let small = Summary::new(&draw(&mut rng, 30)).unwrap();
         let large = Summary::new(&draw(&mut rng, 3000)).unwrap();
@@ -239,7 +259,9 @@ mod tests {
 
     #[test]
     fn noisy_when_bimodal() {
-        let v: Vec<f64> = (0..200).map(|i| if i % 2 == 0 { 1.0 } else { 5.0 }).collect();
+        let v: Vec<f64> = (0..200)
+            .map(|i| if i % 2 == 0 { 1.0 } else { 5.0 })
+            .collect();
         assert!(Summary::new(&v).unwrap().is_noisy(NoiseRule::default()));
         let tight: Vec<f64> = (0..200).map(|i| 100.0 + (i % 3) as f64).collect();
         assert!(!Summary::new(&tight).unwrap().is_noisy(NoiseRule::default()));

@@ -338,7 +338,11 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
         let dir = root.join(format!("node/node{id}"));
         let cpus = read_cpuset(&dir.join("cpulist"))?;
         let distances = read_string(&dir.join("distance"))
-            .map(|s| s.split_whitespace().filter_map(|d| d.parse().ok()).collect())
+            .map(|s| {
+                s.split_whitespace()
+                    .filter_map(|d| d.parse().ok())
+                    .collect()
+            })
             .unwrap_or_default();
         let memory = fs::read_to_string(dir.join("meminfo")).ok().and_then(|m| {
             m.lines()

@@ -75,7 +75,8 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let mut out = Vec::new();
     for (k, t) in timings.iter().enumerate() {
         let mut m = cx.measurement("call.args", params! {"args" => k}, "per_call", t);
-        m.note = (k == 7).then(|| "SysV x86-64 passes the 7th integer argument on the stack".into());
+        m.note =
+            (k == 7).then(|| "SysV x86-64 passes the 7th integer argument on the stack".into());
         if let (Some(c0), true) = (base_cycles, k > 0) {
             m.prediction = cx.predict_cycles(
                 c0 + k as f64 * MODEL_CYCLES_PER_ARG,
@@ -89,8 +90,14 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         let mut inc = timings[k].clone();
         inc.samples = paired_differences(&timings[k].samples, &timings[k - 1].samples);
         inc.overhead_ns = 0.0;
-        let mut m = cx.measurement("call.args", params! {"args" => k}, "increment", &inc);
-        m.note = Some(format!("paired difference: {k} minus {} arguments, same round", k - 1));
+        // Judged against the cost of the call itself: the increment may truly be about zero.
+        let scale = timings[k - 1].median().map(f64::abs);
+        let mut m =
+            cx.measurement_at_scale("call.args", params! {"args" => k}, "increment", &inc, scale);
+        m.note = Some(format!(
+            "paired difference: {k} minus {} arguments, same round",
+            k - 1
+        ));
         m.prediction = cx.predict_cycles(
             MODEL_CYCLES_PER_ARG,
             "0.5 cycle per argument (a move and an xor, 4 per cycle)",

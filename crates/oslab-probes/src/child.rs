@@ -169,7 +169,10 @@ impl NopProgram {
                 ))
             })?;
         if !status.success() {
-            return Err(ProbeError::Failed(format!("{} exited with {status}", prog.path.display())));
+            return Err(ProbeError::Failed(format!(
+                "{} exited with {status}",
+                prog.path.display()
+            )));
         }
         Ok(prog)
     }
@@ -204,7 +207,12 @@ fn exit0_code() -> Option<(u16, &'static [u8])> {
         Some((62, &[0xb8, 0x3c, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05]))
     } else if cfg!(target_arch = "aarch64") {
         // mov x8, #93 (exit); mov x0, #0; svc #0
-        Some((183, &[0xa8, 0x0b, 0x80, 0xd2, 0x00, 0x00, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4]))
+        Some((
+            183,
+            &[
+                0xa8, 0x0b, 0x80, 0xd2, 0x00, 0x00, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4,
+            ],
+        ))
     } else {
         None
     }

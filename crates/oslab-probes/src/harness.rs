@@ -147,7 +147,11 @@ impl Harness {
             if t >= target || n >= 1 << 30 || started.elapsed() > Duration::from_millis(50) {
                 return Ok(n);
             }
-            let grow = if t > 0.0 { (target / t).clamp(1.1, 8.0) } else { 8.0 };
+            let grow = if t > 0.0 {
+                (target / t).clamp(1.1, 8.0)
+            } else {
+                8.0
+            };
             n = ((n as f64 * grow).ceil() as u64).max(n + 1);
         }
     }
@@ -159,7 +163,10 @@ impl Harness {
 
     /// Measures several bodies round-robin, each with its own batch size and its own interleaved
     /// empty-loop overhead. Sample `i` of every body comes from the same round.
-    pub fn interleaved(&self, bodies: &mut [&mut dyn FnMut(u64)]) -> Result<Vec<Timing>, ProbeError> {
+    pub fn interleaved(
+        &self,
+        bodies: &mut [&mut dyn FnMut(u64)],
+    ) -> Result<Vec<Timing>, ProbeError> {
         self.collect(bodies, true)
     }
 
@@ -169,7 +176,11 @@ impl Harness {
         Ok(self.collect(&mut [body], false)?.remove(0))
     }
 
-    fn collect(&self, bodies: &mut [&mut dyn FnMut(u64)], subtract_empty: bool) -> Result<Vec<Timing>, ProbeError> {
+    fn collect(
+        &self,
+        bodies: &mut [&mut dyn FnMut(u64)],
+        subtract_empty: bool,
+    ) -> Result<Vec<Timing>, ProbeError> {
         let k = bodies.len();
         let mut batches = Vec::with_capacity(k);
         for body in bodies.iter_mut() {
@@ -302,7 +313,10 @@ mod tests {
             .interleaved(&mut [&mut |n| spin(n), &mut |n| spin(2 * n)])
             .unwrap();
         let (a, b) = (t[0].median().unwrap(), t[1].median().unwrap());
-        assert!(a > 0.0 && b / a > 1.6 && b / a < 2.5, "spin x1 {a} ns, x2 {b} ns");
+        assert!(
+            a > 0.0 && b / a > 1.6 && b / a < 2.5,
+            "spin x1 {a} ns, x2 {b} ns"
+        );
         assert_eq!(t[0].samples.len(), t[1].samples.len());
         assert!(t[0].samples.len() >= h.config.min_samples);
     }
@@ -312,7 +326,10 @@ mod tests {
         let h = harness();
         let t = h.batched(&mut |n| empty_loop(n)).unwrap();
         let m = t.median().unwrap();
-        assert!(m.abs() < 1.0, "empty loop minus itself = {m} ns per iteration");
+        assert!(
+            m.abs() < 1.0,
+            "empty loop minus itself = {m} ns per iteration"
+        );
     }
 
     #[test]
@@ -329,7 +346,10 @@ mod tests {
             })
             .unwrap();
         let m = t.median().unwrap();
-        assert!(m >= 100_000.0 && m < 5_000_000.0, "sleep(100us) measured {m} ns");
+        assert!(
+            m >= 100_000.0 && m < 5_000_000.0,
+            "sleep(100us) measured {m} ns"
+        );
         assert!(t.note.unwrap().contains("dropped"));
     }
 }

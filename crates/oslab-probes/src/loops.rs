@@ -1,33 +1,53 @@
-//! Loop overhead: the cost of one iteration of an empty counted loop the compiler cannot delete.
-//! This is the loop every batched probe runs, and what the harness subtracts from them.
+//! Loop overhead: the cost of one iteration of an empty counted loop. The loop is written in
+//! assembly (`dec; jnz` on x86-64, `subs; b.ne` on aarch64) so the compiler can neither delete nor
+//! unroll it: a Rust loop around `black_box(i)` is unrolled and reads well under one cycle.
+//! (The harness subtracts its own empty Rust loop from batched probes; each measurement records
+//! that overhead.)
 
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::params;
-use std::hint::black_box;
 
 /// The loop probe.
 pub const PROBES: &[Probe] = &[Probe {
     id: "loop.empty",
-    about: "one iteration of an empty counted loop (what batched probes subtract)",
+    about: "one iteration of an empty counted loop (dec; jnz), which the compiler cannot unroll",
     unit: Unit::Ns,
     needs: &[],
     run: run_loop,
 }];
 
 fn run_loop(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
-    let t = cx.harness.raw(&mut |n| {
-        for i in 0..n {
-            black_box(i);
-        }
-    })?;
+    let t = cx.harness.raw(&mut counted_loop)?;
     let mut m = cx.measurement("loop.empty", params! {"cpu" => cx.cpu}, "per_iteration", &t);
-    // black_box(i) is a store of the counter; with the increment, compare and taken branch the
-    // loop issues in one cycle on any core that takes one branch per cycle.
+    // A decrement fused with a taken branch: one iteration per cycle on any core that takes one
+    // branch per cycle.
     m.prediction = cx.predict_cycles(
         1.0,
         "1 core cycle per iteration (one taken branch per cycle), core clock taken as the TSC rate",
         params! {"cycles_per_iteration" => 1},
     );
     Ok(vec![m])
+}
+
+/// Runs `n` iterations of an empty counted loop.
+#[inline(never)]
+pub fn counted_loop(n: u64) {
+    if n == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: only decrements a register we own until zero.
+    unsafe {
+        std::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nomem, nostack));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above.
+    unsafe {
+        std::arch::asm!("2:", "subs {n}, {n}, #1", "b.ne 2b", n = inout(reg) n => _, options(nomem, nostack));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    for i in 0..n {
+        std::hint::black_box(i);
+    }
 }

@@ -67,6 +67,14 @@ pub struct Probe {
     pub run: fn(&Context) -> Result<Vec<Measurement>, ProbeError>,
 }
 
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probe")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What a probe runs with.
 pub struct Context<'a> {
     /// The timing harness.
@@ -86,30 +94,38 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// Why `need` is not met here, or `None` when it is.
     pub fn unmet(&self, need: Need) -> Option<String> {
-        match need {
-            Need::PeerCpu => self
-                .peer_cpu
-                .is_none()
-                .then(|| "needs a second cpu in our affinity mask".to_string()),
-            Need::Root => (!self.environment.privileges.root)
-                .then(|| "needs root (run with sudo)".to_string()),
-            Need::Pmu => (!self.environment.pmu.available).then(|| {
-                self.environment
-                    .pmu
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| "no PMU".into())
-            }),
-            Need::Tool(t) => (!on_path(t)).then(|| format!("{t} is not installed")),
-        }
+        unmet(need, self.environment, self.peer_cpu)
     }
 
     /// Turns a timing into a measurement: summary, status, cycles, overhead and raw samples.
-    pub fn measurement(&self, probe: &str, params: Map<String, Value>, metric: &str, t: &Timing) -> Measurement {
+    pub fn measurement(
+        &self,
+        probe: &str,
+        params: Map<String, Value>,
+        metric: &str,
+        t: &Timing,
+    ) -> Measurement {
+        self.measurement_at_scale(probe, params, metric, t, None)
+    }
+
+    /// Like [`Context::measurement`], judging noise against `scale` (see
+    /// [`Summary::is_noisy_at_scale`]) instead of the median.
+    pub fn measurement_at_scale(
+        &self,
+        probe: &str,
+        params: Map<String, Value>,
+        metric: &str,
+        t: &Timing,
+        scale: Option<f64>,
+    ) -> Measurement {
         let summary = Summary::new(&t.samples);
         let status = match &summary {
             None => Status::Failed("no valid samples".into()),
-            Some(s) if s.is_noisy(NoiseRule::default()) => Status::Noisy,
+            Some(s)
+                if s.is_noisy_at_scale(NoiseRule::default(), scale.unwrap_or(s.median.abs())) =>
+            {
+                Status::Noisy
+            }
             Some(_) => Status::Ok,
         };
         let cycles = summary
@@ -118,7 +134,9 @@ impl Context<'_> {
         let mut samples = t.samples.clone();
         if samples.len() > MAX_STORED_SAMPLES {
             let step = samples.len() as f64 / MAX_STORED_SAMPLES as f64;
-            samples = (0..MAX_STORED_SAMPLES).map(|i| t.samples[(i as f64 * step) as usize]).collect();
+            samples = (0..MAX_STORED_SAMPLES)
+                .map(|i| t.samples[(i as f64 * step) as usize])
+                .collect();
         }
         Measurement {
             probe: probe.to_string(),
@@ -142,7 +160,12 @@ impl Context<'_> {
     }
 
     /// A prediction stated in cycles, converted to ns (None when we have no cycle rate).
-    pub fn predict_cycles(&self, cycles: f64, model: &str, mut inputs: Map<String, Value>) -> Option<Prediction> {
+    pub fn predict_cycles(
+        &self,
+        cycles: f64,
+        model: &str,
+        mut inputs: Map<String, Value>,
+    ) -> Option<Prediction> {
         let ns = self.cycles_to_ns(cycles)?;
         inputs.insert("predicted_cycles".into(), serde_json::json!(cycles));
         inputs.insert(
@@ -157,6 +180,26 @@ impl Context<'_> {
     }
 }
 
+/// Why `need` is not met on a machine with this environment and peer CPU, or `None` when it is.
+pub fn unmet(need: Need, environment: &Environment, peer_cpu: Option<usize>) -> Option<String> {
+    match need {
+        Need::PeerCpu => peer_cpu
+            .is_none()
+            .then(|| "needs a second cpu in our affinity mask".to_string()),
+        Need::Root => {
+            (!environment.privileges.root).then(|| "needs root (run with sudo)".to_string())
+        }
+        Need::Pmu => (!environment.pmu.available).then(|| {
+            environment
+                .pmu
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no PMU".into())
+        }),
+        Need::Tool(t) => (!on_path(t)).then(|| format!("{t} is not installed")),
+    }
+}
+
 /// Raw samples kept per measurement (evenly thinned beyond this).
 pub const MAX_STORED_SAMPLES: usize = 5000;
 
@@ -165,7 +208,8 @@ pub fn on_path(tool: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::env::var_os("PATH").is_some_and(|p| {
         std::env::split_paths(&p).any(|d| {
-            std::fs::metadata(d.join(tool)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            std::fs::metadata(d.join(tool))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
 }

@@ -47,7 +47,10 @@ pub fn select(patterns: &[String]) -> Result<Vec<&'static Probe>, String> {
 /// Whether `id` matches `pattern` (see [`select`]).
 pub fn matches(pattern: &str, id: &str) -> bool {
     if !pattern.contains(['*', '?']) {
-        return id == pattern || id.strip_prefix(pattern).is_some_and(|rest| rest.starts_with('.'));
+        return id == pattern
+            || id
+                .strip_prefix(pattern)
+                .is_some_and(|rest| rest.starts_with('.'));
     }
     glob(pattern.as_bytes(), id.as_bytes())
 }
@@ -88,6 +91,8 @@ mod tests {
         let sel = select(&["task".into(), "timer.rdtsc".into()]).unwrap();
         assert!(sel.iter().any(|p| p.id == "task.fork"));
         assert_eq!(sel.iter().filter(|p| p.id.starts_with("timer")).count(), 1);
-        assert!(select(&["nosuch*".into()]).unwrap_err().contains("oslab list"));
+        assert!(select(&["nosuch*".into()])
+            .unwrap_err()
+            .contains("oslab list"));
     }
 }

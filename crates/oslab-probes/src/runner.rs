@@ -1,7 +1,8 @@
 //! Runs selected probes one after another: checks what each needs, catches panics, stops cleanly
 //! on Ctrl-C, and reports every probe's results to a [`Sink`] as soon as it finishes.
 
-use crate::probe::{Context, Need, Probe, ProbeError};
+use crate::probe::{unmet, Context, Need, Probe, ProbeError};
+use oslab_core::machine::Environment;
 use oslab_core::model::{Measurement, Status};
 use serde_json::Map;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -48,16 +49,16 @@ pub fn run(probes: &[&'static Probe], cx: &Context, sink: &mut dyn Sink) -> Outc
 }
 
 /// Why a probe cannot run here at all (`PeerCpu` only limits parts, so it never gates).
-pub fn gate(probe: &Probe, cx: &Context) -> Option<String> {
+pub fn gate(probe: &Probe, environment: &Environment, peer_cpu: Option<usize>) -> Option<String> {
     probe
         .needs
         .iter()
         .filter(|n| **n != Need::PeerCpu)
-        .find_map(|n| cx.unmet(*n))
+        .find_map(|n| unmet(*n, environment, peer_cpu))
 }
 
 fn run_one(probe: &Probe, cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
-    if let Some(why) = gate(probe, cx) {
+    if let Some(why) = gate(probe, cx.environment, cx.peer_cpu) {
         return Err(ProbeError::Unsupported(why));
     }
     match catch_unwind(AssertUnwindSafe(|| (probe.run)(cx))) {

@@ -98,7 +98,17 @@ unsafe impl Sync for Link {}
 
 fn futex(word: *const AtomicU32, op: i32, val: u32) -> i64 {
     // SAFETY: word points at a live, aligned u32 in shared memory; no timeout.
-    unsafe { libc::syscall(libc::SYS_futex, word, op, val, std::ptr::null::<libc::timespec>(), 0, 0) as i64 }
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word,
+            op,
+            val,
+            std::ptr::null::<libc::timespec>(),
+            0,
+            0,
+        ) as i64
+    }
 }
 
 impl Link {
@@ -123,17 +133,26 @@ impl Link {
             Chan::Futex => (-1, -1),
         };
         word.store(0, Ordering::SeqCst);
-        Ok(Link { kind, rfd: Cell::new(rfd), wfd: Cell::new(wfd), word })
+        Ok(Link {
+            kind,
+            rfd: Cell::new(rfd),
+            wfd: Cell::new(wfd),
+            word,
+        })
     }
 
     #[inline(always)]
     fn post(&self) -> bool {
         match self.kind {
             // SAFETY (all arms): valid fds and buffers of the given sizes.
-            Chan::Pipe => unsafe { libc::write(self.wfd.get(), b"x".as_ptr() as *const libc::c_void, 1) == 1 },
+            Chan::Pipe => unsafe {
+                libc::write(self.wfd.get(), b"x".as_ptr() as *const libc::c_void, 1) == 1
+            },
             Chan::Eventfd => {
                 let one = 1u64;
-                unsafe { libc::write(self.wfd.get(), &one as *const u64 as *const libc::c_void, 8) == 8 }
+                unsafe {
+                    libc::write(self.wfd.get(), &one as *const u64 as *const libc::c_void, 8) == 8
+                }
             }
             Chan::Futex => {
                 // SAFETY: word is live (see Send impl).
@@ -149,12 +168,16 @@ impl Link {
             Chan::Pipe => {
                 let mut b = 0u8;
                 // SAFETY: one writable byte.
-                unsafe { libc::read(self.rfd.get(), &mut b as *mut u8 as *mut libc::c_void, 1) == 1 }
+                unsafe {
+                    libc::read(self.rfd.get(), &mut b as *mut u8 as *mut libc::c_void, 1) == 1
+                }
             }
             Chan::Eventfd => {
                 let mut v = 0u64;
                 // SAFETY: eight writable bytes.
-                unsafe { libc::read(self.rfd.get(), &mut v as *mut u64 as *mut libc::c_void, 8) == 8 }
+                unsafe {
+                    libc::read(self.rfd.get(), &mut v as *mut u64 as *mut libc::c_void, 8) == 8
+                }
             }
             Chan::Futex => {
                 // SAFETY: word is live.
@@ -246,7 +269,13 @@ impl Peer {
         let page = SharedPage::new()?;
         let ab = Link::new(chan, page.word(0))?;
         let ba = Link::new(chan, page.word(1))?;
-        let mut peer = Peer { ab, ba, page, child: None, thread: None };
+        let mut peer = Peer {
+            ab,
+            ba,
+            page,
+            child: None,
+            thread: None,
+        };
         match task {
             Task::Process => {
                 let (ab, ba, quit) = (&peer.ab, &peer.ba, peer.page.word(2));
@@ -303,7 +332,12 @@ impl Peer {
 impl Link {
     /// The same fds and word without ownership (the owner closes them).
     fn clone_handle(&self) -> Link {
-        Link { kind: self.kind, rfd: self.rfd.clone(), wfd: self.wfd.clone(), word: self.word }
+        Link {
+            kind: self.kind,
+            rfd: self.rfd.clone(),
+            wfd: self.wfd.clone(),
+            word: self.word,
+        }
     }
 }
 
@@ -322,18 +356,25 @@ impl Drop for Peer {
     }
 }
 
-fn ping_pong(cx: &Context, id: &str, task: Task, chan: Chan) -> Result<Vec<Measurement>, ProbeError> {
+fn ping_pong(
+    cx: &Context,
+    id: &str,
+    task: Task,
+    chan: Chan,
+) -> Result<Vec<Measurement>, ProbeError> {
     let mut out = Vec::new();
     // Same CPU: round trips interleaved with single-task transfers.
     {
         let peer = Peer::start(task, chan, cx.cpu)?;
         let page = SharedPage::new()?;
         let solo = Link::new(chan, page.word(0))?;
-        let t = cx.harness.interleaved(&mut [&mut |n| peer.round_trips(n), &mut |n| {
-            for _ in 0..n {
-                solo.transfer();
-            }
-        }])?;
+        let t = cx
+            .harness
+            .interleaved(&mut [&mut |n| peer.round_trips(n), &mut |n| {
+                for _ in 0..n {
+                    solo.transfer();
+                }
+            }])?;
         let (rtt, transfer) = (&t[0], &t[1]);
         let xfer = transfer.median().unwrap_or(0.0);
         let mut switch: Timing = rtt.map(|r| (r - 2.0 * xfer) / 2.0);
@@ -415,7 +456,10 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         let rc = unsafe { libc::pthread_create(&mut tid, std::ptr::null(), stamp_thread, arg) };
         let t0 = clock.start();
         if rc != 0 {
-            return Err(ProbeError::Failed(format!("pthread_create: {}", std::io::Error::from_raw_os_error(rc))));
+            return Err(ProbeError::Failed(format!(
+                "pthread_create: {}",
+                std::io::Error::from_raw_os_error(rc)
+            )));
         }
         // SAFETY: joinable thread we created.
         unsafe { libc::pthread_join(tid, std::ptr::null_mut()) };
@@ -423,10 +467,16 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         *out = [t1.wrapping_sub(t0)];
         Ok(t1 > t0)
     })?;
-    let label = "seed one-shot method: includes the wait/join entry and the child's return from fork/clone";
+    let label =
+        "seed one-shot method: includes the wait/join entry and the child's return from fork/clone";
     let mut out = Vec::new();
     for (kind, t) in [("process", process), ("thread", thread)] {
-        let mut m = cx.measurement("switch.oneshot", params! {"task" => kind, "placement" => "same-cpu"}, "switch", &t);
+        let mut m = cx.measurement(
+            "switch.oneshot",
+            params! {"task" => kind, "placement" => "same-cpu"},
+            "switch",
+            &t,
+        );
         m.note = Some(match &t.note {
             Some(dropped) => format!("{label}; {dropped} (child ran first)"),
             None => label.to_string(),

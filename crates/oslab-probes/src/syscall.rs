@@ -31,7 +31,11 @@ pub const PROBES: &[Probe] = &[
         unit: Unit::Ns,
         needs: &[],
         // SAFETY: time(NULL) only returns a value.
-        run: |cx| syscall_cost(cx, "syscall.time.vdso", &|| unsafe { libc::time(std::ptr::null_mut()) as i64 }),
+        run: |cx| {
+            syscall_cost(cx, "syscall.time.vdso", &|| unsafe {
+                libc::time(std::ptr::null_mut()) as i64
+            })
+        },
     },
     Probe {
         id: "syscall.time.raw",
@@ -52,7 +56,9 @@ pub const PROBES: &[Probe] = &[
             let mut byte = [0u8; 1];
             let buf = byte.as_mut_ptr() as usize;
             // SAFETY: buf points at one writable byte that outlives the probe.
-            syscall_cost(cx, "syscall.read.devzero", &move || unsafe { libc::read(fd, buf as *mut libc::c_void, 1) as i64 })
+            syscall_cost(cx, "syscall.read.devzero", &move || unsafe {
+                libc::read(fd, buf as *mut libc::c_void, 1) as i64
+            })
         },
     },
     Probe {
@@ -67,7 +73,9 @@ pub const PROBES: &[Probe] = &[
                 .map_err(|e| ProbeError::Unsupported(format!("cannot open /dev/null: {e}")))?;
             let fd = f.as_raw_fd();
             // SAFETY: the buffer is a static byte.
-            syscall_cost(cx, "syscall.write.devnull", &move || unsafe { libc::write(fd, b"x".as_ptr() as *const libc::c_void, 1) as i64 })
+            syscall_cost(cx, "syscall.write.devnull", &move || unsafe {
+                libc::write(fd, b"x".as_ptr() as *const libc::c_void, 1) as i64
+            })
         },
     },
 ];
@@ -86,7 +94,10 @@ fn raw_time() -> i64 {
 
 #[cfg(not(target_arch = "x86_64"))]
 fn raw_time() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer (architectures without SYS_time use clock_gettime).
     unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec as i64
@@ -95,7 +106,11 @@ fn raw_time() -> i64 {
 /// Largest eviction buffer: reading more than this per sample would make cold runs too slow.
 const MAX_FLUSH_BYTES: u64 = 64 << 20;
 
-fn syscall_cost(cx: &Context, id: &str, call: &dyn Fn() -> i64) -> Result<Vec<Measurement>, ProbeError> {
+fn syscall_cost(
+    cx: &Context,
+    id: &str,
+    call: &dyn Fn() -> i64,
+) -> Result<Vec<Measurement>, ProbeError> {
     if call() < 0 {
         return Err(ProbeError::os(id));
     }
@@ -104,7 +119,12 @@ fn syscall_cost(cx: &Context, id: &str, call: &dyn Fn() -> i64) -> Result<Vec<Me
             black_box(call());
         }
     })?;
-    let mut out = vec![cx.measurement(id, params! {"cache" => "hot", "cpu" => cx.cpu}, "per_call", &hot)];
+    let mut out = vec![cx.measurement(
+        id,
+        params! {"cache" => "hot", "cpu" => cx.cpu},
+        "per_call",
+        &hot,
+    )];
 
     let (flush, note) = eviction_buffer(cx);
     let [cold] = cx.harness.each::<1>(&mut |clock, out| {

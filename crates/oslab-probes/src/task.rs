@@ -25,7 +25,11 @@ pub const PROBES: &[Probe] = &[
         needs: &[],
         run: |cx| {
             let mut stack = vec![0u8; 64 * 1024];
-            two_phase(cx, "task.vfork", &mut |clock, out| vfork_once(clock, out, &mut stack))
+            let mut ms = two_phase(cx, "task.vfork", &mut |clock, out| {
+                vfork_once(clock, out, &mut stack)
+            })?;
+            ms[0].note = Some("CLONE_VFORK suspends the parent until the child exits, so creation includes the child's life".into());
+            Ok(ms)
         },
     },
     Probe {
@@ -35,7 +39,11 @@ pub const PROBES: &[Probe] = &[
         needs: &[],
         run: |cx| {
             let prog = NopProgram::create()?;
-            two_phase(cx, "task.posix_spawn", &mut |clock, out| spawn_once(clock, out, &prog))
+            let mut ms = two_phase(cx, "task.posix_spawn", &mut |clock, out| {
+                spawn_once(clock, out, &prog)
+            })?;
+            ms[0].note = Some("glibc's posix_spawn uses CLONE_VM|CLONE_VFORK: it returns once the child has exec'd".into());
+            Ok(ms)
         },
     },
     Probe {
@@ -45,7 +53,9 @@ pub const PROBES: &[Probe] = &[
         needs: &[],
         run: |cx| {
             let prog = NopProgram::create()?;
-            two_phase(cx, "task.fork-exec", &mut |clock, out| fork_exec_once(clock, out, &prog))
+            two_phase(cx, "task.fork-exec", &mut |clock, out| {
+                fork_exec_once(clock, out, &prog)
+            })
         },
     },
     Probe {
@@ -80,7 +90,9 @@ fn exited_ok(status: i32, what: &str) -> Result<(), ProbeError> {
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else {
-        Err(ProbeError::Failed(format!("{what}: child ended with status {status:#x}")))
+        Err(ProbeError::Failed(format!(
+            "{what}: child ended with status {status:#x}"
+        )))
     }
 }
 
@@ -133,17 +145,30 @@ fn vfork_once(clock: &Clock, out: &mut [u64; 2], stack: &mut [u8]) -> Result<boo
 }
 
 fn spawn_once(clock: &Clock, out: &mut [u64; 2], prog: &NopProgram) -> Result<bool, ProbeError> {
-    let argv = [prog.cpath.as_ptr() as *mut libc::c_char, std::ptr::null_mut()];
+    let argv = [
+        prog.cpath.as_ptr() as *mut libc::c_char,
+        std::ptr::null_mut(),
+    ];
     let envp = [std::ptr::null_mut::<libc::c_char>()];
     let mut pid: libc::pid_t = 0;
     let t0 = clock.start();
     // SAFETY: argv/envp are NULL-terminated arrays of valid C strings.
     let rc = unsafe {
-        libc::posix_spawn(&mut pid, prog.cpath.as_ptr(), std::ptr::null(), std::ptr::null(), argv.as_ptr(), envp.as_ptr())
+        libc::posix_spawn(
+            &mut pid,
+            prog.cpath.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+        )
     };
     let t1 = clock.stop();
     if rc != 0 {
-        return Err(ProbeError::Failed(format!("posix_spawn: {}", std::io::Error::from_raw_os_error(rc))));
+        return Err(ProbeError::Failed(format!(
+            "posix_spawn: {}",
+            std::io::Error::from_raw_os_error(rc)
+        )));
     }
     let status = wait_pid(pid)?;
     let t2 = clock.stop();
@@ -152,7 +177,11 @@ fn spawn_once(clock: &Clock, out: &mut [u64; 2], prog: &NopProgram) -> Result<bo
     Ok(true)
 }
 
-fn fork_exec_once(clock: &Clock, out: &mut [u64; 2], prog: &NopProgram) -> Result<bool, ProbeError> {
+fn fork_exec_once(
+    clock: &Clock,
+    out: &mut [u64; 2],
+    prog: &NopProgram,
+) -> Result<bool, ProbeError> {
     let argv = [prog.cpath.as_ptr(), std::ptr::null()];
     let envp = [std::ptr::null::<libc::c_char>()];
     let t0 = clock.start();
@@ -185,16 +214,29 @@ fn pthread_once(clock: &Clock, out: &mut [u64; 2]) -> Result<bool, ProbeError> {
     let mut tid: libc::pthread_t = unsafe { std::mem::zeroed() };
     let t0 = clock.start();
     // SAFETY: empty_thread is a valid start routine; default attributes.
-    let rc = unsafe { libc::pthread_create(&mut tid, std::ptr::null(), empty_thread, std::ptr::null_mut()) };
+    let rc = unsafe {
+        libc::pthread_create(
+            &mut tid,
+            std::ptr::null(),
+            empty_thread,
+            std::ptr::null_mut(),
+        )
+    };
     let t1 = clock.stop();
     if rc != 0 {
-        return Err(ProbeError::Failed(format!("pthread_create: {}", std::io::Error::from_raw_os_error(rc))));
+        return Err(ProbeError::Failed(format!(
+            "pthread_create: {}",
+            std::io::Error::from_raw_os_error(rc)
+        )));
     }
     // SAFETY: tid is a joinable thread we created.
     let rc = unsafe { libc::pthread_join(tid, std::ptr::null_mut()) };
     let t2 = clock.stop();
     if rc != 0 {
-        return Err(ProbeError::Failed(format!("pthread_join: {}", std::io::Error::from_raw_os_error(rc))));
+        return Err(ProbeError::Failed(format!(
+            "pthread_join: {}",
+            std::io::Error::from_raw_os_error(rc)
+        )));
     }
     *out = [t1 - t0, t2 - t0];
     Ok(true)

@@ -36,8 +36,9 @@ pub const PROBES: &[Probe] = &[
         unit: Unit::Ns,
         needs: &[],
         run: |cx| {
-            let note = oslab_core::machine::hypervisor()
-                .map(|h| format!("under {h}: cpuid causes a VM exit, so this mostly measures the hypervisor"));
+            let note = oslab_core::machine::hypervisor().map(|h| {
+                format!("under {h}: cpuid causes a VM exit, so this mostly measures the hypervisor")
+            });
             read_cost(cx, "timer.cpuid-rdtsc", arch::cpuid_rdtsc, note)
         },
     },
@@ -57,14 +58,24 @@ pub const PROBES: &[Probe] = &[
     },
 ];
 
-fn read_cost(cx: &Context, id: &str, read: fn() -> u64, note: Option<String>) -> Result<Vec<Measurement>, ProbeError> {
+fn read_cost(
+    cx: &Context,
+    id: &str,
+    read: fn() -> u64,
+    note: Option<String>,
+) -> Result<Vec<Measurement>, ProbeError> {
     let mut t = cx.harness.batched(&mut |n| {
         for _ in 0..n {
             black_box(read());
         }
     })?;
     t.note = note;
-    Ok(vec![cx.measurement(id, params! {"cpu" => cx.cpu}, "per_read", &t)])
+    Ok(vec![cx.measurement(
+        id,
+        params! {"cpu" => cx.cpu},
+        "per_read",
+        &t,
+    )])
 }
 
 #[inline(always)]
@@ -74,7 +85,10 @@ fn timespec_ns(ts: &libc::timespec) -> u64 {
 
 #[inline(always)]
 fn gettime_vdso() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     timespec_ns(&ts)
@@ -82,7 +96,10 @@ fn gettime_vdso() -> u64 {
 
 #[inline(always)]
 fn gettime_syscall() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer; the raw syscall bypasses the vDSO.
     unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &mut ts) };
     timespec_ns(&ts)

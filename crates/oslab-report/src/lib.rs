@@ -1,1 +1,12 @@
-//! placeholder
+//! Rendering of oslab results for people: aligned terminal tables with units chosen for reading,
+//! and the machine description of `oslab info`.
+//!
+//! # Brief overview
+//! - [`units`]: choosing a unit for a value and printing it with sensible precision.
+//! - [`table`]: the measurement table, the runs table and the probe list.
+//! - [`machine`]: `oslab info` as text.
+#![deny(missing_docs)]
+
+pub mod machine;
+pub mod table;
+pub mod units;

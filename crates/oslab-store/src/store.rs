@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file or its directory cannot be opened or written.
-    #[error("cannot use result store {path}: {reason}; check the path is writable or pass --db PATH")]
+    #[error(
+        "cannot use result store {path}: {reason}; check the path is writable or pass --db PATH"
+    )]
     Unusable {
         /// The store file.
         path: PathBuf,
@@ -177,12 +179,19 @@ impl Store {
 
     /// Opens the file and checks it is a writable SQLite database.
     fn connect(path: &Path) -> Result<Store, StoreError> {
-        let unusable = |reason: String| StoreError::Unusable { path: path.to_path_buf(), reason };
+        let unusable = |reason: String| StoreError::Unusable {
+            path: path.to_path_buf(),
+            reason,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
         }
         let conn = Connection::open(path).map_err(|e| unusable(e.to_string()))?;
-        let store = Store { conn, path: path.to_path_buf() };
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
         store.classify(store.init())?;
         Ok(store)
     }
@@ -199,7 +208,9 @@ impl Store {
     /// Turns SQLite's codes into errors that say what to do.
     fn classify_error(&self, e: rusqlite::Error) -> StoreError {
         match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::NotADatabase) => StoreError::NotADatabase { path: self.path.clone() },
+            Some(rusqlite::ErrorCode::NotADatabase) => StoreError::NotADatabase {
+                path: self.path.clone(),
+            },
             Some(rusqlite::ErrorCode::ReadOnly)
             | Some(rusqlite::ErrorCode::CannotOpen)
             | Some(rusqlite::ErrorCode::PermissionDenied)
@@ -216,7 +227,8 @@ impl Store {
         self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         // Touch the file: this is where a non-database file is detected.
-        self.conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+        self.conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
         self.conn.pragma_update(None, "journal_mode", "WAL")?;
         // Take the write lock now, so an unwritable store fails before any measuring.
         self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")?;
@@ -231,31 +243,48 @@ impl Store {
             .collect::<Result<_, _>>()?;
         let has_version = tables.iter().any(|t| t == "schema_version");
         if !has_version && !tables.is_empty() {
-            return Err(StoreError::Foreign { path: self.path.clone() });
+            return Err(StoreError::Foreign {
+                path: self.path.clone(),
+            });
         }
         let found: i64 = if has_version {
-            self.conn.query_row("SELECT max(version) FROM schema_version", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })?
-            .unwrap_or(0)
+            self.conn
+                .query_row("SELECT max(version) FROM schema_version", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })?
+                .unwrap_or(0)
         } else {
             0
         };
         if found > current_version() {
-            return Err(StoreError::TooNew { path: self.path.clone(), found, supported: current_version() });
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found,
+                supported: current_version(),
+            });
         }
         let tx = self.conn.transaction()?;
-        tx.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)", [])?;
+        tx.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+            [],
+        )?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
             tx.execute_batch(sql)?;
-            tx.execute("INSERT INTO schema_version (version) VALUES (?1)", [i as i64 + 1])?;
+            tx.execute(
+                "INSERT INTO schema_version (version) VALUES (?1)",
+                [i as i64 + 1],
+            )?;
         }
         tx.commit()?;
         Ok(())
     }
 
     /// Writes a run and its measurements in one transaction; returns the new run id.
-    pub fn save_run(&mut self, run: &RunRecord, measurements: &[Measurement]) -> Result<i64, StoreError> {
+    pub fn save_run(
+        &mut self,
+        run: &RunRecord,
+        measurements: &[Measurement],
+    ) -> Result<i64, StoreError> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO runs (started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment)
@@ -351,7 +380,9 @@ impl Store {
                 .conn
                 .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
                 .optional()?,
-            RunRef::Latest => self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0))?,
+            RunRef::Latest => self
+                .conn
+                .query_row("SELECT max(id) FROM runs", [], |r| r.get(0))?,
         };
         id.ok_or_else(|| {
             StoreError::NoSuchRun(match run {
@@ -446,9 +477,14 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
     let status = Status::parse(&r.get::<_, String>(18)?);
     let note = r.get(19)?;
     Ok((|| {
-        let unit = Unit::from_name(&unit_name).ok_or_else(|| format!("unknown unit {unit_name:?}"))?;
+        let unit =
+            Unit::from_name(&unit_name).ok_or_else(|| format!("unknown unit {unit_name:?}"))?;
         let prediction = match prediction {
-            Some((value, model, inputs)) => Some(Prediction { value, model, inputs: parse_map(&inputs)? }),
+            Some((value, model, inputs)) => Some(Prediction {
+                value,
+                model,
+                inputs: parse_map(&inputs)?,
+            }),
             None => None,
         };
         Ok(Measurement {
@@ -502,13 +538,23 @@ mod tests {
     }
 
     fn measured() -> Measurement {
-        let mut m = Measurement::not_taken("syscall.getppid", params! {"cache" => "hot"}, "per_call", Unit::Ns, Status::Ok);
+        let mut m = Measurement::not_taken(
+            "syscall.getppid",
+            params! {"cache" => "hot"},
+            "per_call",
+            Unit::Ns,
+            Status::Ok,
+        );
         m.summary = Summary::new(&[100.0, 101.0, 99.0, 250.0]);
         m.cycles = Some(270.0);
         m.batch = Some(64);
         m.overhead = Some(0.3);
         m.samples = Some(vec![100.0, 101.0, 99.0, 250.0]);
-        m.prediction = Some(Prediction { value: 90.0, model: "test".into(), inputs: params! {"x" => 1} });
+        m.prediction = Some(Prediction {
+            value: 90.0,
+            model: "test".into(),
+            inputs: params! {"x" => 1},
+        });
         m
     }
 
@@ -517,8 +563,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/oslab.db");
         let mut s = Store::open(&path).unwrap();
-        let skipped = Measurement::not_taken("switch.x", params! {}, "wakeup", Unit::Ns, Status::Skipped("needs 2 cpus".into()));
-        let id = s.save_run(&record(), &[measured(), skipped.clone()]).unwrap();
+        let skipped = Measurement::not_taken(
+            "switch.x",
+            params! {},
+            "wakeup",
+            Unit::Ns,
+            Status::Skipped("needs 2 cpus".into()),
+        );
+        let id = s
+            .save_run(&record(), &[measured(), skipped.clone()])
+            .unwrap();
         drop(s);
         let s = Store::open(&path).unwrap();
         let (rec, ms) = s.load_run(&RunRef::Latest).unwrap();
@@ -532,8 +586,16 @@ mod tests {
     fn missing_run_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("a.db")).unwrap();
-        assert!(s.load_run(&RunRef::Latest).unwrap_err().to_string().contains("empty"));
-        assert!(s.load_run(&RunRef::Id(7)).unwrap_err().to_string().contains("no run 7"));
+        assert!(s
+            .load_run(&RunRef::Latest)
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+        assert!(s
+            .load_run(&RunRef::Id(7))
+            .unwrap_err()
+            .to_string()
+            .contains("no run 7"));
         assert!("0".parse::<RunRef>().is_err());
         assert_eq!("latest".parse::<RunRef>(), Ok(RunRef::Latest));
     }
@@ -545,10 +607,17 @@ mod tests {
         std::fs::write(&garbage, vec![0x42u8; 8192]).unwrap();
         let err = Store::open(&garbage).err().unwrap();
         assert!(matches!(err, StoreError::NotADatabase { .. }), "{err}");
-        assert_eq!(std::fs::read(&garbage).unwrap(), vec![0x42u8; 8192], "garbage file was modified");
+        assert_eq!(
+            std::fs::read(&garbage).unwrap(),
+            vec![0x42u8; 8192],
+            "garbage file was modified"
+        );
 
         let foreign = dir.path().join("foreign.db");
-        Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x)")
+            .unwrap();
         let err = Store::open(&foreign).err().unwrap();
         assert!(matches!(err, StoreError::Foreign { .. }), "{err}");
     }
@@ -558,14 +627,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("new.db");
         drop(Store::open(&path).unwrap());
-        Connection::open(&path).unwrap().execute("INSERT INTO schema_version VALUES (999)", []).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute("INSERT INTO schema_version VALUES (999)", [])
+            .unwrap();
         let err = Store::open(&path).err().unwrap();
         assert!(err.to_string().contains("upgrade oslab"), "{err}");
     }
 
     #[test]
     fn unwritable_location_fails_on_open() {
-        let err = Store::open(Path::new("/proc/oslab-test/x.db")).err().unwrap();
+        let err = Store::open(Path::new("/proc/oslab-test/x.db"))
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("--db"), "{err}");
     }
 
@@ -580,7 +654,10 @@ mod tests {
             .unwrap();
         assert!(s.save_run(&record(), &[measured(), measured()]).is_err());
         assert!(s.runs().unwrap().is_empty());
-        let count: i64 = s.conn.query_row("SELECT count(*) FROM measurements", [], |r| r.get(0)).unwrap();
+        let count: i64 = s
+            .conn
+            .query_row("SELECT count(*) FROM measurements", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(count, 0);
     }
 }

@@ -1,1 +1,39 @@
-fn main() {}
+//! The oslab command line: parses arguments, calls the library crates, prints. Nothing else.
+//!
+//! Exit codes: 0 success, 1 failure, 2 usage error (bad flag, unknown probe, bad cpu list),
+//! 130 interrupted (what completed is stored).
+
+mod cli;
+mod cmd;
+mod error;
+mod progress;
+mod setup;
+
+use clap::Parser;
+use error::UsageError;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cmd::dispatch(args) {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("oslab: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,226 @@
+//! Every probe family, run for real with short budgets, must land in a plausible range. These are
+//! correctness checks (did we measure the thing at all, in the right unit), not speed targets.
+
+use oslab_core::affinity::{get_affinity, AffinityGuard};
+use oslab_core::machine::{Environment, Fingerprint};
+use oslab_core::model::Measurement;
+use oslab_core::{Clock, CpuSet, Topology};
+use oslab_probes::{registry, runner, Context, Harness, HarnessConfig};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Tests take turns: they measure, and one of them counts our child processes.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs the probes matching `pattern` on a pinned thread and returns their measurements.
+fn run(pattern: &str) -> Vec<Measurement> {
+    let _turn = serial();
+    run_unlocked(pattern)
+}
+
+fn run_unlocked(pattern: &str) -> Vec<Measurement> {
+    let pattern = pattern.to_string();
+    std::thread::spawn(move || {
+        let topology = Topology::read().unwrap();
+        let clock = Clock::detect(Duration::from_millis(20));
+        let fp = Fingerprint::read(&topology, &clock);
+        let env = Environment::read(&fp);
+        let allowed = get_affinity(0).unwrap();
+        let cpu = allowed.iter().last().unwrap();
+        let peer = allowed.iter().find(|&c| c != cpu);
+        let _pin = AffinityGuard::pin_current(&CpuSet::single(cpu)).unwrap();
+        let mut cfg = HarnessConfig::quick();
+        cfg.budget = Duration::from_millis(40);
+        cfg.min_samples = 10;
+        let harness = Harness::new(clock, cfg);
+        let cx = Context {
+            harness: &harness,
+            topology: &topology,
+            environment: &env,
+            cpu,
+            peer_cpu: peer,
+            allowed,
+        };
+        let probes = registry::select(&[pattern]).unwrap();
+        runner::run(&probes, &cx, &mut runner::Silent).measurements
+    })
+    .join()
+    .unwrap()
+}
+
+/// Asserts every measured `metric` of the results lies in `lo..hi` ns (by median), and that at
+/// least one did.
+fn assert_range(ms: &[Measurement], metric: &str, lo: f64, hi: f64) {
+    let mut seen = 0;
+    for m in ms.iter().filter(|m| m.metric == metric) {
+        match (&m.summary, &m.status) {
+            (Some(s), st) if st.has_value() => {
+                seen += 1;
+                assert!(
+                    s.median > lo && s.median < hi,
+                    "{} {} {}: median {} ns outside {lo}..{hi}",
+                    m.probe,
+                    m.params_text(),
+                    m.metric,
+                    s.median
+                );
+                assert!(s.n >= 5, "{}: only {} samples", m.probe, s.n);
+                assert!(s.min <= s.median && s.ci_low <= s.ci_high);
+            }
+            (_, oslab_core::Status::Skipped(_)) => {}
+            (_, st) => panic!("{} {}: {st}", m.probe, m.metric),
+        }
+    }
+    assert!(seen > 0, "no {metric} measurement in {ms:?}");
+}
+
+#[test]
+fn timer_reads_cost_nanoseconds() {
+    let ms = run("timer");
+    assert_eq!(ms.len(), 6);
+    assert_range(&ms, "per_read", 1.0, 100_000.0);
+    // The vDSO never enters the kernel; the raw syscall always does.
+    let median = |id: &str| {
+        ms.iter()
+            .find(|m| m.probe == id)
+            .unwrap()
+            .summary
+            .as_ref()
+            .unwrap()
+            .median
+    };
+    assert!(median("timer.clock_gettime") < median("timer.clock_gettime.syscall"));
+}
+
+#[test]
+fn empty_loop_is_about_a_cycle() {
+    let ms = run("loop");
+    assert_range(&ms, "per_iteration", 0.05, 5.0);
+    assert!(ms[0].prediction.is_some() || ms[0].cycles.is_none());
+}
+
+#[test]
+fn calls_cost_about_a_nanosecond_and_increments_are_small() {
+    let ms = run("call");
+    assert_eq!(ms.iter().filter(|m| m.metric == "per_call").count(), 8);
+    assert_range(&ms, "per_call", 0.05, 100.0);
+    for m in ms.iter().filter(|m| m.metric == "increment") {
+        let s = m.summary.as_ref().unwrap();
+        assert!(
+            s.median.abs() < 20.0,
+            "increment {} ns per argument",
+            s.median
+        );
+    }
+}
+
+#[test]
+fn syscalls_cost_between_10ns_and_100us() {
+    let ms = run("syscall.getppid");
+    let hot: Vec<_> = ms
+        .iter()
+        .filter(|m| m.params["cache"] == "hot")
+        .cloned()
+        .collect();
+    assert_range(&hot, "per_call", 10.0, 100_000.0);
+    let cold: Vec<_> = ms
+        .iter()
+        .filter(|m| m.params["cache"] == "cold")
+        .cloned()
+        .collect();
+    assert_range(&cold, "per_call", 10.0, 1_000_000.0);
+    let vdso = run("syscall.time.vdso");
+    let hot: Vec<_> = vdso
+        .iter()
+        .filter(|m| m.params["cache"] == "hot")
+        .cloned()
+        .collect();
+    assert_range(&hot, "per_call", 0.1, 10_000.0);
+}
+
+#[test]
+fn process_and_thread_creation_take_microseconds() {
+    let ms = run("task.fork");
+    assert_range(&ms, "create", 1_000.0, 50_000_000.0);
+    assert_range(&ms, "round_trip", 1_000.0, 50_000_000.0);
+    let c = ms
+        .iter()
+        .find(|m| m.metric == "create")
+        .unwrap()
+        .summary
+        .clone()
+        .unwrap();
+    let r = ms
+        .iter()
+        .find(|m| m.metric == "round_trip")
+        .unwrap()
+        .summary
+        .clone()
+        .unwrap();
+    assert!(
+        c.median < r.median,
+        "fork returns before the child is reaped"
+    );
+    for id in [
+        "task.vfork",
+        "task.posix_spawn",
+        "task.fork-exec",
+        "task.pthread",
+        "task.std-thread",
+    ] {
+        let ms = run(id);
+        assert_range(&ms, "round_trip", 500.0, 50_000_000.0);
+    }
+}
+
+#[test]
+fn context_switches_take_between_100ns_and_1ms() {
+    for id in [
+        "switch.process.pipe",
+        "switch.thread.futex",
+        "switch.process.eventfd",
+    ] {
+        let ms = run(id);
+        assert_range(&ms, "switch", 50.0, 1_000_000.0);
+        assert_range(&ms, "transfer", 20.0, 100_000.0);
+        if ms
+            .iter()
+            .any(|m| m.metric == "wakeup" && m.status.has_value())
+        {
+            assert_range(&ms, "wakeup", 100.0, 10_000_000.0);
+        }
+    }
+    let oneshot = run("switch.oneshot");
+    assert_eq!(oneshot.len(), 2);
+    assert_range(&oneshot, "switch", 100.0, 50_000_000.0);
+}
+
+#[test]
+fn no_children_are_left_behind() {
+    let _turn = serial();
+    let before = children_of_self();
+    run_unlocked("switch.process.futex");
+    run_unlocked("task.fork");
+    assert_eq!(children_of_self(), before);
+}
+
+fn children_of_self() -> usize {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // Field 4 (ppid) follows the parenthesised command name.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                == Some(me.as_str())
+        })
+        .count()
+}

@@ -1,0 +1,154 @@
+//! Terminal tables: measurements, stored runs, and the probe list.
+
+use crate::units::{num, scale_for};
+use comfy_table::{Cell, CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
+
+/// A rule under the header and nothing else: easy to read, easy to grep.
+const STYLE: TableStyle =
+    TableStyle::new().header_separator(LineStyle::none().fill('─').junction(' '));
+use oslab_core::model::Measurement;
+use oslab_store::RunSummary;
+
+fn new_table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.iter().map(|h| Cell::new(h)));
+    t
+}
+
+fn right(t: &mut Table, cols: &[usize]) {
+    for &c in cols {
+        if let Some(col) = t.column_mut(c) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// The measurement table: probe, params, metric, median, min, CI95, unit, cycles, predicted,
+/// status. Values of one row share one unit, chosen from its median.
+pub fn measurements(ms: &[Measurement]) -> String {
+    let mut t = new_table(&[
+        "probe",
+        "params",
+        "metric",
+        "median",
+        "min",
+        "CI95",
+        "unit",
+        "cycles",
+        "predicted",
+        "status",
+    ]);
+    for m in ms {
+        let (median, min, ci, unit, predicted) = match &m.summary {
+            Some(s) => {
+                let (div, sym) = scale_for(m.unit, s.median);
+                let pred = m
+                    .prediction
+                    .as_ref()
+                    .map(|p| num(p.value / div))
+                    .unwrap_or_else(|| "no model".into());
+                (
+                    num(s.median / div),
+                    num(s.min / div),
+                    format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                    sym.to_string(),
+                    pred,
+                )
+            }
+            None => Default::default(),
+        };
+        let status = match (&m.status, &m.summary) {
+            (oslab_core::Status::Ok, Some(s)) if s.outliers > 0 => {
+                format!("ok (n={}, {} outliers)", s.n, s.outliers)
+            }
+            (oslab_core::Status::Ok, Some(s)) | (oslab_core::Status::Noisy, Some(s)) => {
+                format!("{} (n={})", m.status, s.n)
+            }
+            _ => m.status.to_string(),
+        };
+        t.add_row(vec![
+            m.probe.clone(),
+            m.params_text(),
+            m.metric.clone(),
+            median,
+            min,
+            ci,
+            unit,
+            m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default(),
+            predicted,
+            status,
+        ]);
+    }
+    right(&mut t, &[3, 4, 5, 7, 8]);
+    t.to_string()
+}
+
+/// One row per stored run.
+pub fn runs(rows: &[RunSummary]) -> String {
+    let mut t = new_table(&[
+        "run",
+        "started (UTC)",
+        "status",
+        "host",
+        "measurements",
+        "wall",
+        "command",
+    ]);
+    for r in rows {
+        t.add_row(vec![
+            r.id.to_string(),
+            r.started.clone(),
+            format!("{:?}", r.status).to_lowercase(),
+            r.hostname.clone(),
+            r.measurements.to_string(),
+            format!("{:.1} s", r.wall_s),
+            r.command.clone(),
+        ]);
+    }
+    right(&mut t, &[0, 4, 5]);
+    t.to_string()
+}
+
+/// One row per probe: id, unit, needs, whether it can run here, description.
+pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
+    let mut t = new_table(&["probe", "unit", "needs", "here", "what it measures"]);
+    for (id, unit, needs, here, about) in rows {
+        t.add_row(vec![id, unit, needs, here, about]);
+    }
+    t.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::model::{Status, Unit};
+    use oslab_core::params;
+    use oslab_core::stats::Summary;
+
+    #[test]
+    fn rows_show_values_units_and_reasons() {
+        let mut ok = Measurement::not_taken(
+            "task.fork",
+            params! {"cpu" => 1},
+            "create",
+            Unit::Ns,
+            Status::Ok,
+        );
+        ok.summary = Summary::new(&[52_000.0, 50_000.0, 51_000.0]);
+        ok.cycles = Some(140_000.0);
+        let skipped = Measurement::not_taken(
+            "switch.process.pipe",
+            params! {},
+            "wakeup",
+            Unit::Ns,
+            Status::Skipped("needs a second cpu".into()),
+        );
+        let out = measurements(&[ok, skipped]);
+        assert!(out.contains("51.00") && out.contains("µs"), "{out}");
+        assert!(out.contains("140000"), "{out}");
+        assert!(out.contains("no model"), "{out}");
+        assert!(out.contains("skipped: needs a second cpu"), "{out}");
+    }
+}

@@ -1,0 +1,47 @@
+//! One module per subcommand; each returns the process exit code.
+
+mod info;
+mod list;
+mod run;
+mod stored;
+
+use crate::cli::{Cli, Command, StoreArgs};
+use oslab_store::Store;
+use std::process::ExitCode;
+
+/// Runs the chosen subcommand.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Info(a) => info::run(a),
+        Command::List(a) => list::run(a),
+        Command::Run(a) => run::run(a),
+        Command::Runs(a) => stored::runs(a),
+        Command::Show(a) => stored::show(a),
+    }
+}
+
+/// Opens the store the user chose (or the default one).
+pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
+    let path = args.db.clone().unwrap_or_else(Store::default_path);
+    Ok(Store::open(&path)?)
+}
+
+/// Prints JSON, pretty.
+pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Prints text to stdout, reporting a closed pipe as an error main treats as success.
+pub fn print_text(s: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(s.as_bytes())?;
+    if !s.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! `oslab runs` and `oslab show`: reading the store back.
+
+use super::{open_store, print_json, print_text};
+use crate::cli::{RunsArgs, ShowArgs};
+use crate::error::usage;
+use oslab_core::machine::Environment;
+use oslab_core::model::Measurement;
+use oslab_store::{RunRecord, RunRef};
+use std::process::ExitCode;
+
+pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.store)?;
+    let runs = store.runs()?;
+    if args.json {
+        print_json(&runs)?;
+    } else if runs.is_empty() {
+        print_text(&format!(
+            "no runs in {} yet; `oslab run --quick` makes one",
+            store.path().display()
+        ))?;
+    } else {
+        print_text(&oslab_report::table::runs(&runs))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let run: RunRef = args.run.parse().map_err(usage)?;
+    let store = open_store(&args.store)?;
+    let (record, mut ms) = store.load_run(&run)?;
+    if !args.samples {
+        ms.iter_mut().for_each(|m| m.samples = None);
+    }
+    if args.json {
+        print_json(&run_json(&record, &ms))?;
+    } else {
+        print_text(&render_run(&record, &ms))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The stable JSON form of a run (`oslab.run/1`).
+pub fn run_json(record: &RunRecord, ms: &[Measurement]) -> serde_json::Value {
+    serde_json::json!({
+        "schema": "oslab.run/1",
+        "run": record,
+        "measurements": ms,
+    })
+}
+
+/// A run as text: header, table, warnings.
+pub fn render_run(record: &RunRecord, ms: &[Measurement]) -> String {
+    let mut out = format!(
+        "run {}  {}  {}  host {}  oslab {}{}  wall {:.1} s\n{}\n",
+        record
+            .id
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "-".into()),
+        record.started,
+        format!("{:?}", record.status).to_lowercase(),
+        record.hostname,
+        record.oslab_version,
+        record
+            .git_rev
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default(),
+        record.wall_s,
+        record.command,
+    );
+    if let Some(clock) = record
+        .fingerprint
+        .get("clock")
+        .and_then(|c| serde_json::from_value::<oslab_core::Clock>(c.clone()).ok())
+    {
+        out.push_str(&format!("clock: {}\n", clock.describe()));
+    }
+    out.push_str(&oslab_report::table::measurements(ms));
+    out.push('\n');
+    if let Ok(env) = serde_json::from_value::<Environment>(record.environment.clone()) {
+        if !env.warnings.is_empty() {
+            out.push_str("\nenvironment warnings (they affect these numbers):\n");
+            out.push_str(&oslab_report::machine::warnings(&env));
+        }
+    }
+    out
+}

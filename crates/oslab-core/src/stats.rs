@@ -167,7 +167,7 @@ fn bootstrap_median_ci(sorted: &[f64]) -> (f64, f64) {
     if n < 3 {
         return (sorted[0], sorted[n - 1]);
     }
-    let mut rng = SplitMix64(0x05_1a_b5_eed ^ n as u64);
+    let mut rng = SplitMix64(0x0000_51ab_5eed ^ n as u64);
     let mut resample = vec![0.0; n];
     let mut medians = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     for _ in 0..BOOTSTRAP_RESAMPLES {
@@ -177,7 +177,7 @@ fn bootstrap_median_ci(sorted: &[f64]) -> (f64, f64) {
         let mid = n / 2;
         let (_, m, _) = resample.select_nth_unstable_by(mid, f64::total_cmp);
         let mut med = *m;
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             let lower = resample[..mid].iter().copied().fold(f64::MIN, f64::max);
             med = (med + lower) / 2.0;
         }

@@ -88,6 +88,10 @@ fn empty_loop(n: u64) {
     }
 }
 
+/// A self-timed event: runs once, writes `K` durations in ticks, returns `Ok(false)` to drop
+/// an invalid sample.
+pub type Event<'a, const K: usize> = dyn FnMut(&Clock, &mut [u64; K]) -> Result<bool, ProbeError> + 'a;
+
 /// The harness. Create one per run; it measures its own clock-read overhead on creation.
 pub struct Harness {
     /// The clock.
@@ -241,7 +245,7 @@ impl Harness {
     /// A body may return `Ok(false)` to drop a sample it knows is invalid.
     pub fn each<const K: usize>(
         &self,
-        body: &mut dyn FnMut(&Clock, &mut [u64; K]) -> Result<bool, ProbeError>,
+        body: &mut Event<'_, K>,
     ) -> Result<[Timing; K], ProbeError> {
         let mut out: [Vec<f64>; K] = std::array::from_fn(|_| Vec::new());
         let mut ticks = [0u64; K];

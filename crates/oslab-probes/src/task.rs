@@ -4,6 +4,7 @@
 //! reported separately.
 
 use crate::child::{wait_pid, NopProgram};
+use crate::harness::Event;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::params;
@@ -74,10 +75,8 @@ pub const PROBES: &[Probe] = &[
     },
 ];
 
-type Event<'a> = dyn FnMut(&Clock, &mut [u64; 2]) -> Result<bool, ProbeError> + 'a;
-
 /// Runs an event that writes (creation, round trip) ticks and reports both.
-fn two_phase(cx: &Context, id: &str, event: &mut Event) -> Result<Vec<Measurement>, ProbeError> {
+fn two_phase(cx: &Context, id: &str, event: &mut Event<'_, 2>) -> Result<Vec<Measurement>, ProbeError> {
     let [create, round] = cx.harness.each::<2>(event)?;
     let p = || params! {"cpu" => cx.cpu};
     Ok(vec![

@@ -13,7 +13,7 @@ fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(STYLE)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.iter().map(|h| Cell::new(h)));
+        .set_header(header.iter().map(Cell::new));
     t
 }
 

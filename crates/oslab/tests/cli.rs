@@ -1,0 +1,230 @@
+//! The real binary, end to end: output formats, the SQLite file it writes, and every kind of bad
+//! input the issue lists (unknown probe, bad cpu, cpu outside our mask, unwritable or corrupt
+//! store, no privileges, Ctrl-C).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn oslab() -> Command {
+    Command::cargo_bin("oslab").expect("binary built")
+}
+
+fn temp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("oslab.db");
+    (dir, db)
+}
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+}
+
+fn stored_runs(db: &Path) -> Vec<(i64, String, i64)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT id, status, (SELECT count(*) FROM measurements m WHERE m.run_id = r.id) FROM runs r")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn info_describes_the_machine() {
+    let out = oslab().args(["info", "--json"]).assert().success().get_output().stdout.clone();
+    let v = json(&out);
+    let fp = &v["fingerprint"];
+    assert!(fp["threads"].as_u64().unwrap() >= 1);
+    assert!(!fp["topology"]["cpus"].as_array().unwrap().is_empty());
+    assert!(fp["clock"]["ticks_per_ns"].as_f64().unwrap() > 0.0);
+    let pmu = &v["environment"]["pmu"];
+    assert!(pmu["available"].as_bool().unwrap() || pmu["reason"].as_str().is_some());
+    let text = oslab().arg("info").assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(text).unwrap();
+    for field in ["cpu", "caches", "numa", "clocksource", "tsc", "pmu", "privileges"] {
+        assert!(text.lines().any(|l| l.starts_with(field)), "info lacks {field}:\n{text}");
+    }
+}
+
+#[test]
+fn list_shows_every_probe_and_whether_it_runs_here() {
+    let v = json(&oslab().args(["list", "--json"]).assert().success().get_output().stdout.clone());
+    let rows = v.as_array().unwrap();
+    assert!(rows.len() >= 27);
+    for r in rows {
+        assert!(r["id"].as_str().unwrap().contains('.'));
+        assert!(!r["about"].as_str().unwrap().is_empty());
+        let here = r["here"].as_str().unwrap();
+        assert!(here == "yes" || here.starts_with("skipped: ") || here.starts_with("partly"), "{here}");
+    }
+}
+
+#[test]
+fn run_stores_what_it_prints_and_show_reprints_it() {
+    let (_dir, db) = temp_db();
+    let dbs = db.to_str().unwrap();
+    let out = oslab()
+        .args(["run", "--quick", "syscall.getppid", "timer.rdtsc", "--json", "--db", dbs])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let v = json(&out.stdout);
+    assert_eq!(v["schema"], "oslab.run/1");
+    let ms = v["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 3, "getppid hot + cold, rdtsc");
+    for m in ms {
+        assert!(m["status"] == "ok" || m["status"] == "noisy", "{m}");
+        let median = m["summary"]["median"].as_f64().unwrap();
+        assert!(median > 1.0 && median < 1e6, "{m}");
+        assert!(m["cycles"].as_f64().is_some());
+    }
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stored as run 1"));
+    assert_eq!(stored_runs(&db), vec![(1, "complete".to_string(), 3)]);
+
+    let shown = json(&oslab().args(["show", "1", "--json", "--db", dbs]).assert().success().get_output().stdout.clone());
+    assert_eq!(shown["measurements"], v["measurements"]);
+    let text = oslab().args(["show", "latest", "--db", dbs]).assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("syscall.getppid") && text.contains("cache=cold"), "{text}");
+    let runs = json(&oslab().args(["runs", "--json", "--db", dbs]).assert().success().get_output().stdout.clone());
+    assert_eq!(runs[0]["measurements"], 3);
+}
+
+#[test]
+fn unknown_probe_is_a_usage_error_and_stores_nothing() {
+    let (_dir, db) = temp_db();
+    let out = oslab().args(["run", "nosuch.*", "--db", db.to_str().unwrap()]).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nosuch") && err.contains("oslab list"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one-line error: {err}");
+    assert!(!db.exists());
+}
+
+#[test]
+fn bad_cpus_are_usage_errors() {
+    let (_dir, db) = temp_db();
+    for (args, expect) in [
+        (vec!["--cpu", "x"], "not a cpu number"),
+        (vec!["--cpu", "4095"], "not online"),
+        (vec!["--cpu", "node:7"], "does not exist"),
+        (vec!["--cpu", "0", "--peer-cpu", "0"], "is the measuring cpu"),
+    ] {
+        let out = oslab()
+            .args(["run", "--quick", "timer.rdtsc", "--db", db.to_str().unwrap()])
+            .args(&args)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+    assert!(!db.exists());
+}
+
+#[test]
+fn cpu_outside_the_affinity_mask_is_refused() {
+    let online = oslab_core::Topology::read().unwrap().online();
+    let Some(other) = online.iter().nth(1) else {
+        return; // one cpu: nothing can be outside the mask
+    };
+    let first = online.first().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    cmd.args(["run", "--quick", "timer.rdtsc", "--cpu", &other.to_string(), "--db", "/nonexistent/never.db"]);
+    // SAFETY: only an async-signal-safe syscall between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            oslab_core::affinity::set_affinity(0, &oslab_core::CpuSet::single(first))
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("affinity mask"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn unwritable_store_fails_before_measuring() {
+    let started = std::time::Instant::now();
+    let out = oslab().args(["run", "--db", "/proc/oslab-test/x.db"]).assert().code(1).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/proc/oslab-test/x.db") && err.contains("--db"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "it measured before failing");
+}
+
+#[test]
+fn corrupt_store_is_refused_and_left_untouched() {
+    let (_dir, db) = temp_db();
+    let garbage = b"this is not sqlite, it is a note someone kept".repeat(100);
+    std::fs::write(&db, &garbage).unwrap();
+    for args in [vec!["runs"], vec!["run", "--quick", "timer.rdtsc"], vec!["show", "1"]] {
+        let out = oslab().args(&args).args(["--db", db.to_str().unwrap()]).assert().code(1).get_output().clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not an oslab result store"), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), garbage);
+}
+
+#[test]
+fn show_of_a_missing_run_says_how_to_find_one() {
+    let (_dir, db) = temp_db();
+    let out = oslab().args(["show", "42", "--db", db.to_str().unwrap()]).assert().code(1).get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("oslab runs"));
+    oslab().args(["show", "abc", "--db", db.to_str().unwrap()]).assert().code(2);
+    oslab().args(["run", "--no-such-flag"]).assert().code(2);
+}
+
+#[test]
+fn runs_unprivileged_and_says_what_was_not_permitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("o.db");
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    cmd.args(["run", "--quick", "timer.rdtsc", "--db", db.to_str().unwrap()]);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        cmd.uid(65534).gid(65534).env("HOME", dir.path());
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("normal priority") && err.contains("permission denied"), "{err}");
+    assert_eq!(stored_runs(&db).len(), 1);
+}
+
+#[test]
+fn ctrl_c_keeps_what_completed_and_reaps_children() {
+    let dir = tempfile::tempdir().unwrap();
+    // A unique store path: every forked peer carries it in its command line.
+    let marker = dir.path().join("ctrlc-marker.db");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["run", "timer.rdtsc", "switch.process.pipe", "switch.process.futex", "--db", marker.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough for timer.rdtsc to finish and a ping-pong peer to be running.
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let runs = stored_runs(&marker);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].1, "interrupted");
+    assert!(runs[0].2 >= 1, "timer.rdtsc completed before the signal");
+    // No forked peer survives: they all carry the unique --db argument in their command line.
+    std::thread::sleep(Duration::from_millis(200));
+    let leftovers: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(marker.to_str().unwrap()))
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+}

@@ -44,6 +44,10 @@ pub struct NoiseRule {
     pub max_ci_rel_width: f64,
     /// Maximum IQR relative to the median.
     pub max_iqr_rel: f64,
+    /// Maximum drift: difference between the medians of the first and second half of the samples
+    /// (in time order), relative to the median. Catches a host that changed speed mid-measurement,
+    /// which the CI of a pooled sample cannot see.
+    pub max_drift: f64,
 }
 
 impl Default for NoiseRule {
@@ -51,6 +55,7 @@ impl Default for NoiseRule {
         NoiseRule {
             max_ci_rel_width: 0.10,
             max_iqr_rel: 0.50,
+            max_drift: 0.05,
         }
     }
 }
@@ -146,6 +151,42 @@ impl Summary {
             outliers: self.outliers,
         }
     }
+}
+
+/// Why a series of samples (in time order) is noisy under `rule`, judged against `scale` (the
+/// median's magnitude, or for near-zero differences the magnitude of what was subtracted); `None`
+/// when it is not.
+pub fn noise_reason(
+    samples: &[f64],
+    summary: &Summary,
+    rule: NoiseRule,
+    scale: f64,
+) -> Option<String> {
+    if summary.is_noisy_at_scale(rule, scale) {
+        return Some(format!(
+            "spread too wide: CI95 {:.3}-{:.3}, IQR {:.3} around median {:.3}",
+            summary.ci_low,
+            summary.ci_high,
+            summary.iqr(),
+            summary.median
+        ));
+    }
+    let d = drift(samples)?;
+    (scale > 0.0 && d / scale > rule.max_drift).then(|| {
+        format!(
+            "median moved {:.1}% between the first and second half of the measurement",
+            100.0 * d / scale
+        )
+    })
+}
+
+/// Absolute difference between the medians of the first and second half of `samples`.
+pub fn drift(samples: &[f64]) -> Option<f64> {
+    if samples.len() < 20 {
+        return None;
+    }
+    let (a, b) = samples.split_at(samples.len() / 2);
+    Some((median(a)? - median(b)?).abs())
 }
 
 /// Quantile of sorted data by linear interpolation between order statistics (Hyndman-Fan type 7).
@@ -265,6 +306,19 @@ mod tests {
         assert!(Summary::new(&v).unwrap().is_noisy(NoiseRule::default()));
         let tight: Vec<f64> = (0..200).map(|i| 100.0 + (i % 3) as f64).collect();
         assert!(!Summary::new(&tight).unwrap().is_noisy(NoiseRule::default()));
+    }
+
+    #[test]
+    fn drift_flags_a_shift_mid_measurement() {
+        let steady: Vec<f64> = (0..100).map(|i| 100.0 + (i % 5) as f64).collect();
+        let s = Summary::new(&steady).unwrap();
+        assert!(noise_reason(&steady, &s, NoiseRule::default(), s.median).is_none());
+        let shifted: Vec<f64> = (0..100)
+            .map(|i| if i < 50 { 100.0 } else { 112.0 } + (i % 3) as f64)
+            .collect();
+        let s = Summary::new(&shifted).unwrap();
+        let why = noise_reason(&shifted, &s, NoiseRule::default(), s.median).unwrap();
+        assert!(why.contains("moved"), "{why}");
     }
 
     #[test]

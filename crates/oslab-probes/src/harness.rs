@@ -90,7 +90,8 @@ fn empty_loop(n: u64) {
 
 /// A self-timed event: runs once, writes `K` durations in ticks, returns `Ok(false)` to drop
 /// an invalid sample.
-pub type Event<'a, const K: usize> = dyn FnMut(&Clock, &mut [u64; K]) -> Result<bool, ProbeError> + 'a;
+pub type Event<'a, const K: usize> =
+    dyn FnMut(&Clock, &mut [u64; K]) -> Result<bool, ProbeError> + 'a;
 
 /// The harness. Create one per run; it measures its own clock-read overhead on creation.
 pub struct Harness {
@@ -243,10 +244,7 @@ impl Harness {
     /// Measures events that time themselves: `body` runs one event and writes `K` durations in
     /// ticks (e.g. creation and round trip of one fork). The clock-read overhead is subtracted.
     /// A body may return `Ok(false)` to drop a sample it knows is invalid.
-    pub fn each<const K: usize>(
-        &self,
-        body: &mut Event<'_, K>,
-    ) -> Result<[Timing; K], ProbeError> {
+    pub fn each<const K: usize>(&self, body: &mut Event<'_, K>) -> Result<[Timing; K], ProbeError> {
         let mut out: [Vec<f64>; K] = std::array::from_fn(|_| Vec::new());
         let mut ticks = [0u64; K];
         let mut dropped = 0usize;

@@ -3,7 +3,7 @@
 use crate::harness::{Harness, Timing};
 use oslab_core::machine::Environment;
 use oslab_core::model::{Measurement, Prediction, Status, Unit};
-use oslab_core::stats::{NoiseRule, Summary};
+use oslab_core::stats::{noise_reason, NoiseRule, Summary};
 use oslab_core::{CpuSet, Topology};
 use serde_json::{Map, Value};
 
@@ -119,14 +119,22 @@ impl Context<'_> {
         scale: Option<f64>,
     ) -> Measurement {
         let summary = Summary::new(&t.samples);
+        let mut note = t.note.clone();
         let status = match &summary {
             None => Status::Failed("no valid samples".into()),
-            Some(s)
-                if s.is_noisy_at_scale(NoiseRule::default(), scale.unwrap_or(s.median.abs())) =>
-            {
-                Status::Noisy
+            Some(s) => {
+                let scale = scale.unwrap_or(s.median.abs());
+                match noise_reason(&t.samples, s, NoiseRule::default(), scale) {
+                    Some(why) => {
+                        note = Some(match note {
+                            Some(n) => format!("{n}; noisy: {why}"),
+                            None => format!("noisy: {why}"),
+                        });
+                        Status::Noisy
+                    }
+                    None => Status::Ok,
+                }
             }
-            Some(_) => Status::Ok,
         };
         let cycles = summary
             .as_ref()
@@ -148,7 +156,7 @@ impl Context<'_> {
             batch: Some(t.batch),
             overhead: Some(t.overhead_ns),
             status,
-            note: t.note.clone(),
+            note,
             prediction: None,
             samples: Some(samples),
         }

@@ -1,7 +1,7 @@
 //! System call cost: raw `syscall` instructions that no library can cache or short-circuit, the
 //! vDSO path beside its raw-syscall twin, and tiny I/O on /dev/zero and /dev/null. Each is measured
 //! hot (back to back in a batch) and cold (each call timed alone after evicting the caches by
-//! reading a buffer larger than the caches we can reach).
+//! reading a buffer larger than them; see [`eviction_buffer`] for machines with a huge LLC).
 
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::model::{Measurement, Unit};
@@ -126,7 +126,7 @@ fn syscall_cost(
         &hot,
     )];
 
-    let (flush, note) = eviction_buffer(cx);
+    let (flush, evicted, note) = eviction_buffer(cx);
     let [cold] = cx.harness.each::<1>(&mut |clock, out| {
         evict(&flush);
         let a = clock.start();
@@ -136,7 +136,7 @@ fn syscall_cost(
     })?;
     let mut m = cx.measurement(
         id,
-        params! {"cache" => "cold", "cpu" => cx.cpu, "evict_bytes" => flush.len()},
+        params! {"cache" => "cold", "cpu" => cx.cpu, "evicted" => evicted},
         "per_call",
         &cold,
     );
@@ -145,19 +145,32 @@ fn syscall_cost(
     Ok(out)
 }
 
-/// A buffer twice the size of the caches the measuring CPU uses (capped), to evict them.
-fn eviction_buffer(cx: &Context) -> (Vec<u8>, Option<String>) {
-    let total: u64 = cx.topology.caches_of(cx.cpu).iter().map(|c| c.size).sum();
-    let want = (2 * total).max(8 << 20);
-    let size = want.min(MAX_FLUSH_BYTES);
-    let note = (want > size).then(|| {
-        format!(
-            "caches total {} MiB: evicting {} MiB clears L1/L2 but only part of the last level",
-            total >> 20,
-            size >> 20
-        )
-    });
-    (vec![1u8; size as usize], note)
+/// A buffer that evicts the caches of the measuring CPU: twice their total size when that fits
+/// under the cap; otherwise four times the private levels only, so "cold" stays well defined
+/// (private caches and TLB cold, last level warm) instead of evicting a random part of a huge LLC.
+fn eviction_buffer(cx: &Context) -> (Vec<u8>, &'static str, Option<String>) {
+    let caches = cx.topology.caches_of(cx.cpu);
+    let smt = cx
+        .topology
+        .cpu(cx.cpu)
+        .map(|c| c.smt_siblings.clone())
+        .unwrap_or_default();
+    let total: u64 = caches.iter().map(|c| c.size).sum();
+    let private: u64 = caches
+        .iter()
+        .filter(|c| c.cpus.is_subset(&smt))
+        .map(|c| c.size)
+        .sum();
+    if 2 * total <= MAX_FLUSH_BYTES {
+        return (vec![1u8; (2 * total).max(1 << 20) as usize], "all", None);
+    }
+    let size = (4 * private).clamp(1 << 20, MAX_FLUSH_BYTES);
+    let note = format!(
+        "caches total {} MiB, too much to evict per call: cold means private caches and TLB evicted ({} MiB read), last level warm",
+        total >> 20,
+        size >> 20
+    );
+    (vec![1u8; size as usize], "private", Some(note))
 }
 
 /// Reads one byte per cache line of `buf`, evicting what was cached before.

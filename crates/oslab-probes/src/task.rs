@@ -76,7 +76,11 @@ pub const PROBES: &[Probe] = &[
 ];
 
 /// Runs an event that writes (creation, round trip) ticks and reports both.
-fn two_phase(cx: &Context, id: &str, event: &mut Event<'_, 2>) -> Result<Vec<Measurement>, ProbeError> {
+fn two_phase(
+    cx: &Context,
+    id: &str,
+    event: &mut Event<'_, 2>,
+) -> Result<Vec<Measurement>, ProbeError> {
     let [create, round] = cx.harness.each::<2>(event)?;
     let p = || params! {"cpu" => cx.cpu};
     Ok(vec![

@@ -19,7 +19,8 @@ fn temp_db() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn json(out: &[u8]) -> Value {
-    serde_json::from_slice(out).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
+    serde_json::from_slice(out)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
 }
 
 fn stored_runs(db: &Path) -> Vec<(i64, String, i64)> {
@@ -27,12 +28,21 @@ fn stored_runs(db: &Path) -> Vec<(i64, String, i64)> {
     let mut stmt = conn
         .prepare("SELECT id, status, (SELECT count(*) FROM measurements m WHERE m.run_id = r.id) FROM runs r")
         .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 #[test]
 fn info_describes_the_machine() {
-    let out = oslab().args(["info", "--json"]).assert().success().get_output().stdout.clone();
+    let out = oslab()
+        .args(["info", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let v = json(&out);
     let fp = &v["fingerprint"];
     assert!(fp["threads"].as_u64().unwrap() >= 1);
@@ -40,23 +50,51 @@ fn info_describes_the_machine() {
     assert!(fp["clock"]["ticks_per_ns"].as_f64().unwrap() > 0.0);
     let pmu = &v["environment"]["pmu"];
     assert!(pmu["available"].as_bool().unwrap() || pmu["reason"].as_str().is_some());
-    let text = oslab().arg("info").assert().success().get_output().stdout.clone();
+    let text = oslab()
+        .arg("info")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let text = String::from_utf8(text).unwrap();
-    for field in ["cpu", "caches", "numa", "clocksource", "tsc", "pmu", "privileges"] {
-        assert!(text.lines().any(|l| l.starts_with(field)), "info lacks {field}:\n{text}");
+    for field in [
+        "cpu",
+        "caches",
+        "numa",
+        "clocksource",
+        "tsc",
+        "pmu",
+        "privileges",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(field)),
+            "info lacks {field}:\n{text}"
+        );
     }
 }
 
 #[test]
 fn list_shows_every_probe_and_whether_it_runs_here() {
-    let v = json(&oslab().args(["list", "--json"]).assert().success().get_output().stdout.clone());
+    let v = json(
+        &oslab()
+            .args(["list", "--json"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    );
     let rows = v.as_array().unwrap();
     assert!(rows.len() >= 27);
     for r in rows {
         assert!(r["id"].as_str().unwrap().contains('.'));
         assert!(!r["about"].as_str().unwrap().is_empty());
         let here = r["here"].as_str().unwrap();
-        assert!(here == "yes" || here.starts_with("skipped: ") || here.starts_with("partly"), "{here}");
+        assert!(
+            here == "yes" || here.starts_with("skipped: ") || here.starts_with("partly"),
+            "{here}"
+        );
     }
 }
 
@@ -65,7 +103,15 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
     let (_dir, db) = temp_db();
     let dbs = db.to_str().unwrap();
     let out = oslab()
-        .args(["run", "--quick", "syscall.getppid", "timer.rdtsc", "--json", "--db", dbs])
+        .args([
+            "run",
+            "--quick",
+            "syscall.getppid",
+            "timer.rdtsc",
+            "--json",
+            "--db",
+            dbs,
+        ])
         .assert()
         .success()
         .get_output()
@@ -83,21 +129,54 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("stored as run 1"));
     assert_eq!(stored_runs(&db), vec![(1, "complete".to_string(), 3)]);
 
-    let shown = json(&oslab().args(["show", "1", "--json", "--db", dbs]).assert().success().get_output().stdout.clone());
+    let shown = json(
+        &oslab()
+            .args(["show", "1", "--json", "--db", dbs])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    );
     assert_eq!(shown["measurements"], v["measurements"]);
-    let text = oslab().args(["show", "latest", "--db", dbs]).assert().success().get_output().stdout.clone();
+    let text = oslab()
+        .args(["show", "latest", "--db", dbs])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let text = String::from_utf8(text).unwrap();
-    assert!(text.contains("syscall.getppid") && text.contains("cache=cold"), "{text}");
-    let runs = json(&oslab().args(["runs", "--json", "--db", dbs]).assert().success().get_output().stdout.clone());
+    assert!(
+        text.contains("syscall.getppid") && text.contains("cache=cold"),
+        "{text}"
+    );
+    let runs = json(
+        &oslab()
+            .args(["runs", "--json", "--db", dbs])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    );
     assert_eq!(runs[0]["measurements"], 3);
 }
 
 #[test]
 fn unknown_probe_is_a_usage_error_and_stores_nothing() {
     let (_dir, db) = temp_db();
-    let out = oslab().args(["run", "nosuch.*", "--db", db.to_str().unwrap()]).assert().code(2).get_output().clone();
+    let out = oslab()
+        .args(["run", "nosuch.*", "--db", db.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("nosuch") && err.contains("oslab list"), "{err}");
+    assert!(
+        err.contains("nosuch") && err.contains("oslab list"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "one-line error: {err}");
     assert!(!db.exists());
 }
@@ -109,10 +188,19 @@ fn bad_cpus_are_usage_errors() {
         (vec!["--cpu", "x"], "not a cpu number"),
         (vec!["--cpu", "4095"], "not online"),
         (vec!["--cpu", "node:7"], "does not exist"),
-        (vec!["--cpu", "0", "--peer-cpu", "0"], "is the measuring cpu"),
+        (
+            vec!["--cpu", "0", "--peer-cpu", "0"],
+            "is the measuring cpu",
+        ),
     ] {
         let out = oslab()
-            .args(["run", "--quick", "timer.rdtsc", "--db", db.to_str().unwrap()])
+            .args([
+                "run",
+                "--quick",
+                "timer.rdtsc",
+                "--db",
+                db.to_str().unwrap(),
+            ])
             .args(&args)
             .assert()
             .code(2)
@@ -132,7 +220,15 @@ fn cpu_outside_the_affinity_mask_is_refused() {
     };
     let first = online.first().unwrap();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
-    cmd.args(["run", "--quick", "timer.rdtsc", "--cpu", &other.to_string(), "--db", "/nonexistent/never.db"]);
+    cmd.args([
+        "run",
+        "--quick",
+        "timer.rdtsc",
+        "--cpu",
+        &other.to_string(),
+        "--db",
+        "/nonexistent/never.db",
+    ]);
     // SAFETY: only an async-signal-safe syscall between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -141,16 +237,31 @@ fn cpu_outside_the_affinity_mask_is_refused() {
     }
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("affinity mask"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("affinity mask"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn unwritable_store_fails_before_measuring() {
     let started = std::time::Instant::now();
-    let out = oslab().args(["run", "--db", "/proc/oslab-test/x.db"]).assert().code(1).get_output().clone();
+    let out = oslab()
+        .args(["run", "--db", "/proc/oslab-test/x.db"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("/proc/oslab-test/x.db") && err.contains("--db"), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(5), "it measured before failing");
+    assert!(
+        err.contains("/proc/oslab-test/x.db") && err.contains("--db"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "it measured before failing"
+    );
 }
 
 #[test]
@@ -158,8 +269,18 @@ fn corrupt_store_is_refused_and_left_untouched() {
     let (_dir, db) = temp_db();
     let garbage = b"this is not sqlite, it is a note someone kept".repeat(100);
     std::fs::write(&db, &garbage).unwrap();
-    for args in [vec!["runs"], vec!["run", "--quick", "timer.rdtsc"], vec!["show", "1"]] {
-        let out = oslab().args(&args).args(["--db", db.to_str().unwrap()]).assert().code(1).get_output().clone();
+    for args in [
+        vec!["runs"],
+        vec!["run", "--quick", "timer.rdtsc"],
+        vec!["show", "1"],
+    ] {
+        let out = oslab()
+            .args(&args)
+            .args(["--db", db.to_str().unwrap()])
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("not an oslab result store"), "{args:?}: {err}");
     }
@@ -169,9 +290,17 @@ fn corrupt_store_is_refused_and_left_untouched() {
 #[test]
 fn show_of_a_missing_run_says_how_to_find_one() {
     let (_dir, db) = temp_db();
-    let out = oslab().args(["show", "42", "--db", db.to_str().unwrap()]).assert().code(1).get_output().clone();
+    let out = oslab()
+        .args(["show", "42", "--db", db.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("oslab runs"));
-    oslab().args(["show", "abc", "--db", db.to_str().unwrap()]).assert().code(2);
+    oslab()
+        .args(["show", "abc", "--db", db.to_str().unwrap()])
+        .assert()
+        .code(2);
     oslab().args(["run", "--no-such-flag"]).assert().code(2);
 }
 
@@ -180,7 +309,13 @@ fn runs_unprivileged_and_says_what_was_not_permitted() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("o.db");
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
-    cmd.args(["run", "--quick", "timer.rdtsc", "--db", db.to_str().unwrap()]);
+    cmd.args([
+        "run",
+        "--quick",
+        "timer.rdtsc",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         use std::os::unix::fs::PermissionsExt;
@@ -190,7 +325,10 @@ fn runs_unprivileged_and_says_what_was_not_permitted() {
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("normal priority") && err.contains("permission denied"), "{err}");
+    assert!(
+        err.contains("normal priority") && err.contains("permission denied"),
+        "{err}"
+    );
     assert_eq!(stored_runs(&db).len(), 1);
 }
 
@@ -200,7 +338,14 @@ fn ctrl_c_keeps_what_completed_and_reaps_children() {
     // A unique store path: every forked peer carries it in its command line.
     let marker = dir.path().join("ctrlc-marker.db");
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
-        .args(["run", "timer.rdtsc", "switch.process.pipe", "switch.process.futex", "--db", marker.to_str().unwrap()])
+        .args([
+            "run",
+            "timer.rdtsc",
+            "switch.process.pipe",
+            "switch.process.futex",
+            "--db",
+            marker.to_str().unwrap(),
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

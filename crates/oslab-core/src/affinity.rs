@@ -124,22 +124,27 @@ impl Drop for AffinityGuard {
     }
 }
 
-/// Raises the calling thread to a real-time policy and restores the old policy on drop.
+/// Sets the calling thread's scheduling policy (e.g. SCHED_FIFO) and restores the old one on drop.
 #[derive(Debug)]
-pub struct RealtimeGuard {
+pub struct SchedGuard {
     tid: libc::pid_t,
     policy: libc::c_int,
     priority: libc::c_int,
 }
 
-impl RealtimeGuard {
+impl SchedGuard {
     /// Raises the calling thread to SCHED_FIFO at `priority` (1..=99).
-    pub fn fifo(priority: i32) -> Result<RealtimeGuard, PlacementError> {
-        RealtimeGuard::set(libc::SCHED_FIFO, priority)
+    pub fn fifo(priority: i32) -> Result<SchedGuard, PlacementError> {
+        SchedGuard::set(libc::SCHED_FIFO, priority)
     }
 
-    /// Raises the calling thread to `policy` (SCHED_FIFO or SCHED_RR) at `priority`.
-    pub fn set(policy: libc::c_int, priority: i32) -> Result<RealtimeGuard, PlacementError> {
+    /// Puts the calling thread in the normal (fair) class, SCHED_OTHER. Needs no privilege.
+    pub fn normal() -> Result<SchedGuard, PlacementError> {
+        SchedGuard::set(libc::SCHED_OTHER, 0)
+    }
+
+    /// Sets the calling thread to `policy` (SCHED_FIFO, SCHED_RR, SCHED_OTHER) at `priority`.
+    pub fn set(policy: libc::c_int, priority: i32) -> Result<SchedGuard, PlacementError> {
         let tid = gettid();
         // SAFETY: querying our own scheduling state has no preconditions.
         let old_policy = unsafe { libc::sched_getscheduler(tid) };
@@ -161,7 +166,7 @@ impl RealtimeGuard {
                 _ => PlacementError::Os { what, source },
             });
         }
-        Ok(RealtimeGuard {
+        Ok(SchedGuard {
             tid,
             policy: old_policy.max(0),
             priority: param.sched_priority,
@@ -169,7 +174,7 @@ impl RealtimeGuard {
     }
 }
 
-impl Drop for RealtimeGuard {
+impl Drop for SchedGuard {
     fn drop(&mut self) {
         let p = libc::sched_param {
             sched_priority: self.priority,
@@ -181,7 +186,7 @@ impl Drop for RealtimeGuard {
 
 /// Whether the calling thread could switch to SCHED_FIFO (checked by trying, then undoing).
 pub fn fifo_permitted() -> bool {
-    std::thread::spawn(|| RealtimeGuard::fifo(1).is_ok())
+    std::thread::spawn(|| SchedGuard::fifo(1).is_ok())
         .join()
         .unwrap_or(false)
 }
@@ -228,11 +233,23 @@ mod tests {
     }
 
     #[test]
+    fn normal_guard_needs_no_privilege() {
+        std::thread::spawn(|| {
+            let g = SchedGuard::normal().unwrap();
+            // SAFETY: querying our own policy.
+            assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_OTHER);
+            drop(g);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn fifo_guard_restores_policy() {
         std::thread::spawn(|| {
             // SAFETY: querying our own policy.
             let before = unsafe { libc::sched_getscheduler(0) };
-            match RealtimeGuard::fifo(1) {
+            match SchedGuard::fifo(1) {
                 Ok(g) => {
                     // SAFETY: as above.
                     assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_FIFO);

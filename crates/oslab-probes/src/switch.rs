@@ -11,7 +11,7 @@
 use crate::child::{wait_pid, Child, SharedPage};
 use crate::harness::Timing;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::affinity::set_affinity;
+use oslab_core::affinity::{set_affinity, SchedGuard};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::{params, CpuSet};
 use std::cell::Cell;
@@ -356,12 +356,18 @@ impl Drop for Peer {
     }
 }
 
+/// Puts the measuring thread (and so every peer it creates) in the normal class for the probe.
+fn normal_class() -> Result<SchedGuard, ProbeError> {
+    SchedGuard::normal().map_err(|e| ProbeError::Failed(e.to_string()))
+}
+
 fn ping_pong(
     cx: &Context,
     id: &str,
     task: Task,
     chan: Chan,
 ) -> Result<Vec<Measurement>, ProbeError> {
+    let _class = normal_class()?;
     let mut out = Vec::new();
     // Same CPU: round trips interleaved with single-task transfers.
     {
@@ -384,7 +390,7 @@ fn ping_pong(
             rtt.median().unwrap_or(f64::NAN),
             xfer
         ));
-        let p = || params! {"placement" => "same-cpu", "cpus" => cx.cpu.to_string()};
+        let p = || params! {"placement" => "same-cpu", "cpus" => cx.cpu.to_string(), "sched" => "other"};
         out.push(cx.measurement(id, p(), "switch", &switch));
         out.push(cx.measurement(id, p(), "transfer", transfer));
     }
@@ -405,7 +411,7 @@ fn ping_pong(
             wake.note = Some("round trip / 2 (transfer included)".into());
             cx.measurement(
                 id,
-                params! {"placement" => "cross-cpu", "cpus" => format!("{},{}", cx.cpu, peer_cpu)},
+                params! {"placement" => "cross-cpu", "cpus" => format!("{},{}", cx.cpu, peer_cpu), "sched" => "other"},
                 "wakeup",
                 &wake,
             )
@@ -426,6 +432,7 @@ extern "C" fn stamp_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
 /// in wait (join); the child's first act is reading the TSC. Samples where the child ran first
 /// (negative interval) are dropped and counted.
 fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    let _class = normal_class()?;
     let page = SharedPage::new()?;
     let slot = page.word64(0);
     let [process] = cx.harness.each::<1>(&mut |clock, out| {
@@ -473,7 +480,7 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     for (kind, t) in [("process", process), ("thread", thread)] {
         let mut m = cx.measurement(
             "switch.oneshot",
-            params! {"task" => kind, "placement" => "same-cpu"},
+            params! {"task" => kind, "placement" => "same-cpu", "sched" => "other"},
             "switch",
             &t,
         );

@@ -82,11 +82,24 @@ fn two_phase(
     event: &mut Event<'_, 2>,
 ) -> Result<Vec<Measurement>, ProbeError> {
     let [create, round] = cx.harness.each::<2>(event)?;
-    let p = || params! {"cpu" => cx.cpu};
+    // Creating a process copies the parent's page tables: say how big the parent was.
+    let rss = parent_rss_mib();
+    let p = || params! {"cpu" => cx.cpu, "parent_rss_mib" => rss};
     Ok(vec![
         cx.measurement(id, p(), "create", &create),
         cx.measurement(id, p(), "round_trip", &round),
     ])
+}
+
+/// Resident set size of this process in MiB (0 when /proc is unreadable), rounded to 0.1.
+fn parent_rss_mib() -> f64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as f64;
+    (pages * page / (1 << 20) as f64 * 10.0).round() / 10.0
 }
 
 fn exited_ok(status: i32, what: &str) -> Result<(), ProbeError> {

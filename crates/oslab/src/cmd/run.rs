@@ -6,7 +6,7 @@ use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::progress::Progress;
 use crate::setup::{allowed_cpus, choose_cpus, Machine};
-use oslab_core::affinity::{AffinityGuard, RealtimeGuard};
+use oslab_core::affinity::{AffinityGuard, SchedGuard};
 use oslab_core::{signals, CpuSet};
 use oslab_probes::{registry, runner, Context, Harness, HarnessConfig};
 use oslab_store::{RunRecord, RunStatus};
@@ -43,7 +43,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _rt = if args.no_rt {
             None
         } else {
-            match RealtimeGuard::fifo(RT_PRIORITY) {
+            match SchedGuard::fifo(RT_PRIORITY) {
                 Ok(g) => Some(g),
                 Err(e) => {
                     eprintln!("note: measuring at normal priority: {e}");

@@ -102,14 +102,24 @@ fn parent_rss_mib() -> f64 {
     (pages * page / (1 << 20) as f64 * 10.0).round() / 10.0
 }
 
-fn exited_ok(status: i32, what: &str) -> Result<(), ProbeError> {
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(())
-    } else {
-        Err(ProbeError::Failed(format!(
+/// Waits for child `pid`, checks it exited cleanly, and records (creation, round trip) from the
+/// start `t0` and creation-return `t1` ticks.
+fn reap(
+    clock: &Clock,
+    pid: libc::pid_t,
+    what: &str,
+    [t0, t1]: [u64; 2],
+    out: &mut [u64; 2],
+) -> Result<bool, ProbeError> {
+    let status = wait_pid(pid)?;
+    let t2 = clock.stop();
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err(ProbeError::Failed(format!(
             "{what}: child ended with status {status:#x}"
-        )))
+        )));
     }
+    *out = [t1 - t0, t2 - t0];
+    Ok(true)
 }
 
 fn fork_once(clock: &Clock, out: &mut [u64; 2]) -> Result<bool, ProbeError> {
@@ -124,11 +134,7 @@ fn fork_once(clock: &Clock, out: &mut [u64; 2]) -> Result<bool, ProbeError> {
     if pid < 0 {
         return Err(ProbeError::os("fork"));
     }
-    let status = wait_pid(pid)?;
-    let t2 = clock.stop();
-    exited_ok(status, "fork")?;
-    *out = [t1 - t0, t2 - t0];
-    Ok(true)
+    reap(clock, pid, "fork", [t0, t1], out)
 }
 
 extern "C" fn exit_now(_: *mut libc::c_void) -> libc::c_int {
@@ -153,11 +159,7 @@ fn vfork_once(clock: &Clock, out: &mut [u64; 2], stack: &mut [u8]) -> Result<boo
     if pid < 0 {
         return Err(ProbeError::os("clone(CLONE_VM|CLONE_VFORK)"));
     }
-    let status = wait_pid(pid)?;
-    let t2 = clock.stop();
-    exited_ok(status, "vfork")?;
-    *out = [t1 - t0, t2 - t0];
-    Ok(true)
+    reap(clock, pid, "vfork", [t0, t1], out)
 }
 
 fn spawn_once(clock: &Clock, out: &mut [u64; 2], prog: &NopProgram) -> Result<bool, ProbeError> {
@@ -186,11 +188,7 @@ fn spawn_once(clock: &Clock, out: &mut [u64; 2], prog: &NopProgram) -> Result<bo
             std::io::Error::from_raw_os_error(rc)
         )));
     }
-    let status = wait_pid(pid)?;
-    let t2 = clock.stop();
-    exited_ok(status, "posix_spawn")?;
-    *out = [t1 - t0, t2 - t0];
-    Ok(true)
+    reap(clock, pid, "posix_spawn", [t0, t1], out)
 }
 
 fn fork_exec_once(
@@ -214,11 +212,7 @@ fn fork_exec_once(
     if pid < 0 {
         return Err(ProbeError::os("fork"));
     }
-    let status = wait_pid(pid)?;
-    let t2 = clock.stop();
-    exited_ok(status, "fork+exec")?;
-    *out = [t1 - t0, t2 - t0];
-    Ok(true)
+    reap(clock, pid, "fork+exec", [t0, t1], out)
 }
 
 extern "C" fn empty_thread(_: *mut libc::c_void) -> *mut libc::c_void {

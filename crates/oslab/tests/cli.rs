@@ -18,6 +18,12 @@ fn temp_db() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+/// Runs oslab with `args`, expects exit code `code`, returns stderr.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = oslab().args(args).assert().code(code).get_output().clone();
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
 fn json(out: &[u8]) -> Value {
     serde_json::from_slice(out)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(out)))
@@ -166,13 +172,7 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
 #[test]
 fn unknown_probe_is_a_usage_error_and_stores_nothing() {
     let (_dir, db) = temp_db();
-    let out = oslab()
-        .args(["run", "nosuch.*", "--db", db.to_str().unwrap()])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = fails(&["run", "nosuch.*", "--db", db.to_str().unwrap()], 2);
     assert!(
         err.contains("nosuch") && err.contains("oslab list"),
         "{err}"
@@ -193,20 +193,14 @@ fn bad_cpus_are_usage_errors() {
             "is the measuring cpu",
         ),
     ] {
-        let out = oslab()
-            .args([
-                "run",
-                "--quick",
-                "timer.rdtsc",
-                "--db",
-                db.to_str().unwrap(),
-            ])
-            .args(&args)
-            .assert()
-            .code(2)
-            .get_output()
-            .clone();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let base = [
+            "run",
+            "--quick",
+            "timer.rdtsc",
+            "--db",
+            db.to_str().unwrap(),
+        ];
+        let err = fails(&[&base[..], &args[..]].concat(), 2);
         assert!(err.contains(expect), "{args:?}: {err}");
     }
     assert!(!db.exists());
@@ -247,13 +241,7 @@ fn cpu_outside_the_affinity_mask_is_refused() {
 #[test]
 fn unwritable_store_fails_before_measuring() {
     let started = std::time::Instant::now();
-    let out = oslab()
-        .args(["run", "--db", "/proc/oslab-test/x.db"])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = fails(&["run", "--db", "/proc/oslab-test/x.db"], 1);
     assert!(
         err.contains("/proc/oslab-test/x.db") && err.contains("--db"),
         "{err}"
@@ -274,14 +262,7 @@ fn corrupt_store_is_refused_and_left_untouched() {
         vec!["run", "--quick", "timer.rdtsc"],
         vec!["show", "1"],
     ] {
-        let out = oslab()
-            .args(&args)
-            .args(["--db", db.to_str().unwrap()])
-            .assert()
-            .code(1)
-            .get_output()
-            .clone();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = fails(&[&args[..], &["--db", db.to_str().unwrap()]].concat(), 1);
         assert!(err.contains("not an oslab result store"), "{args:?}: {err}");
     }
     assert_eq!(std::fs::read(&db).unwrap(), garbage);
@@ -290,18 +271,9 @@ fn corrupt_store_is_refused_and_left_untouched() {
 #[test]
 fn show_of_a_missing_run_says_how_to_find_one() {
     let (_dir, db) = temp_db();
-    let out = oslab()
-        .args(["show", "42", "--db", db.to_str().unwrap()])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("oslab runs"));
-    oslab()
-        .args(["show", "abc", "--db", db.to_str().unwrap()])
-        .assert()
-        .code(2);
-    oslab().args(["run", "--no-such-flag"]).assert().code(2);
+    assert!(fails(&["show", "42", "--db", db.to_str().unwrap()], 1).contains("oslab runs"));
+    assert!(fails(&["show", "abc", "--db", db.to_str().unwrap()], 2).contains("not a run id"));
+    assert!(fails(&["run", "--no-such-flag"], 2).contains("--no-such-flag"));
 }
 
 #[test]

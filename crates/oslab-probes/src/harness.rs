@@ -26,6 +26,8 @@ pub struct HarnessConfig {
     pub target_batch: Duration,
     /// Warm-up time per body.
     pub warmup: Duration,
+    /// Largest working set the memory probes sweep to, in bytes.
+    pub memory_max: usize,
 }
 
 impl HarnessConfig {
@@ -37,6 +39,7 @@ impl HarnessConfig {
             max_samples: 20_000,
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(40),
+            memory_max: 1 << 30,
         }
     }
 
@@ -48,6 +51,7 @@ impl HarnessConfig {
             max_samples: 5_000,
             target_batch: Duration::from_micros(30),
             warmup: Duration::from_millis(10),
+            memory_max: 64 << 20,
         }
     }
 }

@@ -5,7 +5,8 @@
 //! # Brief overview
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
-//! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`].
+//! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
+//!   [`memory`].
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
 #![deny(missing_docs)]
 
@@ -13,6 +14,7 @@ pub mod call;
 pub mod child;
 pub mod harness;
 pub mod loops;
+pub mod memory;
 pub mod probe;
 pub mod registry;
 pub mod runner;

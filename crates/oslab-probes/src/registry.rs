@@ -12,6 +12,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::syscall::PROBES,
         crate::task::PROBES,
         crate::switch::PROBES,
+        crate::memory::PROBES,
     ]
     .iter()
     .flat_map(|family| family.iter())

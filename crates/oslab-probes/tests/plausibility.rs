@@ -38,6 +38,7 @@ fn run_unlocked(pattern: &str) -> Vec<Measurement> {
         let mut cfg = HarnessConfig::quick();
         cfg.budget = Duration::from_millis(40);
         cfg.min_samples = 10;
+        cfg.memory_max = 16 << 20;
         let harness = Harness::new(clock, cfg);
         let cx = Context {
             harness: &harness,
@@ -223,4 +224,25 @@ fn children_of_self() -> usize {
                 == Some(me.as_str())
         })
         .count()
+}
+
+#[test]
+fn memory_latency_rises_from_cache_to_memory() {
+    let ms = run("memory.latency.chunk");
+    assert_range(&ms, "per_load", 0.2, 2_000.0);
+    let at = |size: usize| {
+        ms.iter()
+            .find(|m| m.params["size"] == size)
+            .and_then(|m| m.summary.as_ref())
+            .map(|s| s.median)
+            .unwrap()
+    };
+    // 4 KiB sits in L1 everywhere; 16 MiB is beyond every private cache.
+    assert!(
+        at(16 << 20) > 2.0 * at(4096),
+        "16 MiB {} ns vs 4 KiB {} ns",
+        at(16 << 20),
+        at(4096)
+    );
+    assert!(ms.iter().all(|m| m.params["pages"] == "4k"));
 }

@@ -1,0 +1,295 @@
+//! Load-to-use latency over working-set size, by dependent pointer chasing.
+//!
+//! A chain of pointers, one element per cache line at a random offset inside it, is walked with
+//! `p = *p`: every load depends on the previous one, so the time per load is the latency of the
+//! level the working set lives in. Three chain orders:
+//! - `random`: one Sattolo cycle over every line of the buffer (defeats prefetchers; large sets
+//!   add page walks, TLB misses included);
+//! - `chunk`: random within chunks of [`TLB_CHUNK`] bytes, chunks in order (cache/DRAM latency
+//!   with few TLB misses, so the difference to `random` is the TLB's share);
+//! - `sequential`: lines in address order (what prefetchers are built for).
+//!
+//! Pages are 4 KiB (MADV_NOHUGEPAGE) so the TLB share is the same on every machine; the page size
+//! actually used is recorded.
+
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::model::{Measurement, Unit};
+use oslab_core::params;
+use oslab_core::stats::SplitMix64;
+
+/// The latency probes.
+pub const PROBES: &[Probe] = &[
+    Probe {
+        id: "memory.latency.random",
+        about: "load-to-use latency vs working-set size, fully random chain (TLB misses included)",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| sweep(cx, "memory.latency.random", Order::Random),
+    },
+    Probe {
+        id: "memory.latency.chunk",
+        about:
+            "load-to-use latency vs working-set size, random within 256 KiB chunks (few TLB misses)",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| sweep(cx, "memory.latency.chunk", Order::Chunk),
+    },
+    Probe {
+        id: "memory.latency.sequential",
+        about:
+            "load-to-use latency vs working-set size, lines in address order (prefetch-friendly)",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| sweep(cx, "memory.latency.sequential", Order::Sequential),
+    },
+];
+
+/// Chunk size of the `chunk` order: 64 pages of 4 KiB, the reach of a typical first-level data TLB.
+pub const TLB_CHUNK: usize = 256 << 10;
+
+const LINE: usize = 64;
+
+/// How the chain visits the lines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Order {
+    /// One random cycle over all lines.
+    Random,
+    /// Random within TLB-reach chunks, chunks in order.
+    Chunk,
+    /// Address order.
+    Sequential,
+}
+
+impl Order {
+    fn name(self) -> &'static str {
+        match self {
+            Order::Random => "random",
+            Order::Chunk => "chunk",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// Anonymous memory mapped for a chain, unmapped on drop.
+pub struct Buffer {
+    ptr: *mut u8,
+    len: usize,
+    /// Whether MADV_NOHUGEPAGE was accepted (4 KiB pages).
+    pub small_pages: bool,
+}
+
+impl Buffer {
+    /// Maps `len` bytes of private anonymous memory with 4 KiB pages where the kernel allows.
+    pub fn new(len: usize) -> Result<Buffer, ProbeError> {
+        // SAFETY: anonymous private mapping, no address hint.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(ProbeError::Failed(format!(
+                "cannot map {} MiB for the chain: {}",
+                len >> 20,
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: advising our own fresh mapping.
+        let small_pages = unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) } == 0;
+        Ok(Buffer {
+            ptr: ptr as *mut u8,
+            len,
+            small_pages,
+        })
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// A pointer chain over its own buffer, with a cursor that only ever points into it.
+pub struct Chain {
+    buf: Buffer,
+    cursor: *const usize,
+}
+
+impl Chain {
+    /// Maps `size` bytes and links one element per line in `order`. Each element sits at a random
+    /// 8-byte offset inside its line, so the chain does not favour one cache bank or set.
+    pub fn new(size: usize, order: Order, seed: u64) -> Result<Chain, ProbeError> {
+        let buf = Buffer::new(size)?;
+        let lines = buf.len / LINE;
+        let mut rng = SplitMix64(seed);
+        let mut visit: Vec<usize> = (0..lines).collect();
+        match order {
+            Order::Sequential => {}
+            Order::Random => sattolo(&mut visit, &mut rng),
+            Order::Chunk => {
+                for chunk in visit.chunks_mut((TLB_CHUNK / LINE).max(1)) {
+                    shuffle(chunk, &mut rng);
+                }
+            }
+        }
+        let base = buf.ptr as usize;
+        let slots: Vec<usize> = visit
+            .iter()
+            .map(|&l| base + l * LINE + rng.below(LINE / 8) * 8)
+            .collect();
+        for i in 0..slots.len() {
+            // SAFETY: every slot is an aligned usize inside the mapping.
+            unsafe { *(slots[i] as *mut usize) = slots[(i + 1) % slots.len()] };
+        }
+        let cursor = slots[0] as *const usize;
+        Ok(Chain { buf, cursor })
+    }
+
+    /// Whether the buffer got 4 KiB pages.
+    pub fn small_pages(&self) -> bool {
+        self.buf.small_pages
+    }
+
+    /// Follows the chain `n` times.
+    pub fn walk(&mut self, n: u64) {
+        // SAFETY: the cursor starts at a slot of our buffer and every slot links to another.
+        self.cursor = unsafe { chase(self.cursor, n) };
+    }
+
+    /// Offset of the cursor from the start of the buffer.
+    pub fn position(&self) -> usize {
+        self.cursor as usize - self.buf.ptr as usize
+    }
+}
+
+/// Follows the chain `n` times from `p`; returns where it stopped.
+///
+/// # Safety
+/// `p` must point at a slot of a live chain.
+#[inline(never)]
+unsafe fn chase(mut p: *const usize, n: u64) -> *const usize {
+    for _ in 0..n {
+        // SAFETY: by the contract, p points at a chain slot inside a live mapping.
+        p = unsafe { std::ptr::read_volatile(p) } as *const usize;
+    }
+    p
+}
+
+/// Sattolo's algorithm: a uniformly random permutation that is a single cycle.
+fn sattolo(v: &mut [usize], rng: &mut SplitMix64) {
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i);
+        v.swap(i, j);
+    }
+}
+
+/// Fisher-Yates shuffle.
+fn shuffle(v: &mut [usize], rng: &mut SplitMix64) {
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i + 1);
+        v.swap(i, j);
+    }
+}
+
+/// Working-set sizes: powers of two from 4 KiB to `max`, plus points just below and above each
+/// cache size so every plateau and step shows.
+pub fn sweep_sizes(max: usize, cache_sizes: &[u64]) -> Vec<usize> {
+    let mut sizes: Vec<usize> = (12..=40)
+        .map(|b| 1usize << b)
+        .take_while(|&s| s <= max)
+        .collect();
+    for &c in cache_sizes {
+        for f in [0.75, 1.5] {
+            let s = ((c as f64 * f) as usize / 4096).max(1) * 4096;
+            if s >= 4096 && s <= max {
+                sizes.push(s);
+            }
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, ProbeError> {
+    let max = cx.harness.config.memory_max;
+    let caches: Vec<u64> = cx
+        .topology
+        .caches_of(cx.cpu)
+        .iter()
+        .map(|c| c.size)
+        .collect();
+    let mut out = Vec::new();
+    for size in sweep_sizes(max, &caches) {
+        let mut chain = Chain::new(size, order, size as u64)?;
+        // One full walk (bounded) so pages are present and caches hold what fits.
+        chain.walk((size / LINE).min(1 << 22) as u64);
+        let t = cx.harness.raw(&mut |n| chain.walk(n))?;
+        let params = params! {
+            "size" => size,
+            "order" => order.name(),
+            "pages" => if chain.small_pages() { "4k" } else { "default (THP possible)" },
+            "cpu" => cx.cpu,
+        };
+        out.push(cx.measurement(id, params, "per_load", &t));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cycle_len(chain: &mut Chain) -> usize {
+        let start = chain.position();
+        let mut n = 0;
+        loop {
+            chain.walk(1);
+            n += 1;
+            if chain.position() == start {
+                return n;
+            }
+        }
+    }
+
+    #[test]
+    fn every_order_is_one_cycle_over_every_line() {
+        for order in [Order::Random, Order::Chunk, Order::Sequential] {
+            let mut chain = Chain::new(1 << 20, order, 42).unwrap();
+            assert_eq!(cycle_len(&mut chain), (1 << 20) / LINE, "{order:?}");
+        }
+    }
+
+    #[test]
+    fn chunk_order_stays_inside_its_chunk() {
+        let mut chain = Chain::new(4 * TLB_CHUNK, Order::Chunk, 7).unwrap();
+        let mut chunk_changes = 0;
+        let mut last = chain.position() / TLB_CHUNK;
+        for _ in 0..(4 * TLB_CHUNK / LINE) {
+            chain.walk(1);
+            let c = chain.position() / TLB_CHUNK;
+            chunk_changes += usize::from(c != last);
+            last = c;
+        }
+        assert_eq!(
+            chunk_changes, 4,
+            "the walk should enter each chunk once per cycle"
+        );
+    }
+
+    #[test]
+    fn sizes_cover_the_range_and_the_cache_edges() {
+        let s = sweep_sizes(1 << 30, &[48 << 10, 2 << 20]);
+        assert_eq!(s[0], 4096);
+        assert_eq!(*s.last().unwrap(), 1 << 30);
+        assert!(s.contains(&(36 << 10)) && s.contains(&(3 << 20)));
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+    }
+}

@@ -18,6 +18,17 @@ fn temp_db() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+/// Runs oslab with `args`, expects success, returns stdout.
+fn stdout(args: &[&str]) -> Vec<u8> {
+    oslab()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone()
+}
+
 /// Runs oslab with `args`, expects exit code `code`, returns stderr.
 fn fails(args: &[&str], code: i32) -> String {
     let out = oslab().args(args).assert().code(code).get_output().clone();
@@ -42,13 +53,7 @@ fn stored_runs(db: &Path) -> Vec<(i64, String, i64)> {
 
 #[test]
 fn info_describes_the_machine() {
-    let out = oslab()
-        .args(["info", "--json"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let out = stdout(&["info", "--json"]);
     let v = json(&out);
     let fp = &v["fingerprint"];
     assert!(fp["threads"].as_u64().unwrap() >= 1);
@@ -56,13 +61,7 @@ fn info_describes_the_machine() {
     assert!(fp["clock"]["ticks_per_ns"].as_f64().unwrap() > 0.0);
     let pmu = &v["environment"]["pmu"];
     assert!(pmu["available"].as_bool().unwrap() || pmu["reason"].as_str().is_some());
-    let text = oslab()
-        .arg("info")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let text = stdout(&["info"]);
     let text = String::from_utf8(text).unwrap();
     for field in [
         "cpu",
@@ -82,15 +81,7 @@ fn info_describes_the_machine() {
 
 #[test]
 fn list_shows_every_probe_and_whether_it_runs_here() {
-    let v = json(
-        &oslab()
-            .args(["list", "--json"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    );
+    let v = json(&stdout(&["list", "--json"]));
     let rows = v.as_array().unwrap();
     assert!(rows.len() >= 27);
     for r in rows {
@@ -135,37 +126,15 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("stored as run 1"));
     assert_eq!(stored_runs(&db), vec![(1, "complete".to_string(), 3)]);
 
-    let shown = json(
-        &oslab()
-            .args(["show", "1", "--json", "--db", dbs])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    );
+    let shown = json(&stdout(&["show", "1", "--json", "--db", dbs]));
     assert_eq!(shown["measurements"], v["measurements"]);
-    let text = oslab()
-        .args(["show", "latest", "--db", dbs])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let text = stdout(&["show", "latest", "--db", dbs]);
     let text = String::from_utf8(text).unwrap();
     assert!(
         text.contains("syscall.getppid") && text.contains("cache=cold"),
         "{text}"
     );
-    let runs = json(
-        &oslab()
-            .args(["runs", "--json", "--db", dbs])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone(),
-    );
+    let runs = json(&stdout(&["runs", "--json", "--db", dbs]));
     assert_eq!(runs[0]["measurements"], 3);
 }
 

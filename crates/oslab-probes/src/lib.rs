@@ -13,6 +13,7 @@
 pub mod call;
 pub mod child;
 pub mod harness;
+pub mod levels;
 pub mod loops;
 pub mod memory;
 pub mod probe;

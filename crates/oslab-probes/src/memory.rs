@@ -10,12 +10,14 @@
 //! - `sequential`: lines in address order (what prefetchers are built for).
 //!
 //! Pages are 4 KiB (MADV_NOHUGEPAGE) so the TLB share is the same on every machine; the page size
-//! actually used is recorded.
+//! actually used is recorded. The `chunk` sweep also reports the cache levels its plateaus show
+//! ([`crate::levels`]) beside the sizes sysfs claims.
 
+use crate::levels;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::{Measurement, Prediction, Status, Unit};
 use oslab_core::params;
-use oslab_core::stats::SplitMix64;
+use oslab_core::stats::{SplitMix64, Summary};
 
 /// The latency probes.
 pub const PROBES: &[Probe] = &[
@@ -240,7 +242,70 @@ fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, Probe
         };
         out.push(cx.measurement(id, params, "per_load", &t));
     }
+    if order == Order::Chunk {
+        // Few TLB misses in this order, so its steps are the caches'.
+        out.extend(detected_levels(cx, id, &out));
+    }
     Ok(out)
+}
+
+/// The cache levels the curve shows, each beside the size sysfs claims for that level.
+fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measurement> {
+    let points: Vec<(usize, f64)> = curve
+        .iter()
+        .filter(|m| m.status.has_value())
+        .filter_map(|m| {
+            Some((
+                m.params["size"].as_u64()? as usize,
+                m.summary.as_ref()?.median,
+            ))
+        })
+        .collect();
+    let claimed = cx.topology.caches_of(cx.cpu);
+    let mut out = Vec::new();
+    for (k, level) in levels::plateaus(&points).iter().enumerate() {
+        let name = match level.first_out {
+            None => "memory".to_string(),
+            Some(_) => format!("{}", k + 1),
+        };
+        let claim = claimed.get(k).filter(|_| level.first_out.is_some());
+        let mut p = params! {"level" => name, "order" => "chunk", "cpu" => cx.cpu};
+        if let Some(c) = claim {
+            p.insert("claimed_bytes".into(), serde_json::json!(c.size));
+        }
+        let what = match (level.first_out, claim) {
+            (Some(out), Some(c)) => format!(
+                "plateau of {} points; {} is the last size on it, {} the first beyond; sysfs claims L{} = {} bytes",
+                level.points.len(), level.last_in, out, c.level, c.size
+            ),
+            (Some(out), None) => format!(
+                "plateau of {} points; {} is the last size on it, {} the first beyond; sysfs claims no such level",
+                level.points.len(), level.last_in, out
+            ),
+            (None, _) => format!("last plateau ({} points): memory", level.points.len()),
+        };
+        if level.first_out.is_some() {
+            let mut size =
+                Measurement::not_taken(id, p.clone(), "level_size", Unit::Bytes, Status::Ok);
+            size.summary = Summary::new(&[level.last_in as f64]);
+            size.prediction = claim.map(|c| Prediction {
+                value: c.size as f64,
+                model: format!("the L{} size sysfs reports", c.level),
+                inputs: params! {"claimed_bytes" => c.size, "level" => c.level},
+            });
+            size.note = Some(what.clone());
+            out.push(size);
+        }
+        let mut lat = Measurement::not_taken(id, p, "level_latency", Unit::Ns, Status::Ok);
+        lat.summary = Summary::new(&level.points);
+        lat.cycles = lat
+            .summary
+            .as_ref()
+            .and_then(|s| Some(s.median * cx.harness.clock.cycles_per_ns()?));
+        lat.note = Some(format!("median of the plateau's per-size medians; {what}"));
+        out.push(lat);
+    }
+    out
 }
 
 #[cfg(test)]

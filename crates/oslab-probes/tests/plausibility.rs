@@ -232,6 +232,7 @@ fn memory_latency_rises_from_cache_to_memory() {
     assert_range(&ms, "per_load", 0.2, 2_000.0);
     let at = |size: usize| {
         ms.iter()
+            .filter(|m| m.metric == "per_load")
             .find(|m| m.params["size"] == size)
             .and_then(|m| m.summary.as_ref())
             .map(|s| s.median)
@@ -244,5 +245,14 @@ fn memory_latency_rises_from_cache_to_memory() {
         at(16 << 20),
         at(4096)
     );
-    assert!(ms.iter().all(|m| m.params["pages"] == "4k"));
+    let curve: Vec<_> = ms.iter().filter(|m| m.metric == "per_load").collect();
+    assert!(curve.iter().all(|m| m.params["pages"] == "4k"));
+    // The curve's plateaus are reported as levels, the last one being memory.
+    let levels: Vec<_> = ms.iter().filter(|m| m.metric == "level_latency").collect();
+    assert!(!levels.is_empty());
+    assert_eq!(levels.last().unwrap().params["level"], "memory");
+    for m in ms.iter().filter(|m| m.metric == "level_size") {
+        let size = m.summary.as_ref().unwrap().median;
+        assert!((4096.0..=(16 << 20) as f64).contains(&size), "{m:?}");
+    }
 }

@@ -197,9 +197,15 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
-/// Median of unsorted data (copies).
+/// Median of unsorted data, ignoring non-finite values (copies; no bootstrap, unlike
+/// [`Summary::new`]).
 pub fn median(samples: &[f64]) -> Option<f64> {
-    Summary::new(samples).map(|s| s.median)
+    let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&v, 0.5))
 }
 
 /// Percentile bootstrap 95% CI of the median, with a fixed-seed generator so it is reproducible.
@@ -319,6 +325,16 @@ mod tests {
         let s = Summary::new(&shifted).unwrap();
         let why = noise_reason(&shifted, &s, NoiseRule::default(), s.median).unwrap();
         assert!(why.contains("moved"), "{why}");
+    }
+
+    #[test]
+    fn median_agrees_with_summary() {
+        let v: Vec<f64> = (0..101)
+            .map(|i| ((i * 37) % 101) as f64)
+            .chain([f64::NAN])
+            .collect();
+        assert_eq!(median(&v), Summary::new(&v).map(|s| s.median));
+        assert_eq!(median(&[]), None);
     }
 
     #[test]

@@ -38,6 +38,11 @@ impl Unit {
         }
     }
 
+    /// Whether a larger value is better (rates), so the best sample is the maximum.
+    pub fn higher_is_better(self) -> bool {
+        self == Unit::GBps
+    }
+
     /// Parses the stored name.
     pub fn from_name(s: &str) -> Option<Unit> {
         serde_json::from_value(Value::String(s.to_string())).ok()

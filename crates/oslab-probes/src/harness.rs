@@ -125,6 +125,20 @@ impl Harness {
         }
     }
 
+    /// The same harness (clock, overhead) with a budget scaled by `factor`, for probes that
+    /// take many points and need fewer samples per point.
+    pub fn scaled(&self, factor: f64) -> Harness {
+        let mut config = self.config.clone();
+        config.budget = config.budget.mul_f64(factor);
+        config.warmup = config.warmup.mul_f64(factor);
+        config.min_samples = ((config.min_samples as f64 * factor).ceil() as usize).max(5);
+        Harness {
+            clock: self.clock.clone(),
+            config,
+            read_overhead_ticks: self.read_overhead_ticks,
+        }
+    }
+
     /// Clock-read overhead in ns.
     pub fn read_overhead_ns(&self) -> f64 {
         self.clock.ticks_to_ns(self.read_overhead_ticks)

@@ -6,19 +6,25 @@
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
 //! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
-//!   [`memory`].
+//!   [`memory`], [`bandwidth`].
+//! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
+//!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
 #![deny(missing_docs)]
 
+pub mod bandwidth;
+pub mod buffer;
 pub mod call;
 pub mod child;
 pub mod harness;
+pub mod kernels;
 pub mod levels;
 pub mod loops;
 pub mod memory;
 pub mod probe;
 pub mod registry;
 pub mod runner;
+pub mod stream;
 pub mod switch;
 pub mod syscall;
 pub mod task;

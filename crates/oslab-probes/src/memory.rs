@@ -13,6 +13,7 @@
 //! actually used is recorded. The `chunk` sweep also reports the cache levels its plateaus show
 //! ([`crate::levels`]) beside the sizes sysfs claims.
 
+use crate::buffer::{Buffer, Pages};
 use crate::levels;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::model::{Measurement, Prediction, Status, Unit};
@@ -72,52 +73,6 @@ impl Order {
     }
 }
 
-/// Anonymous memory mapped for a chain, unmapped on drop.
-pub struct Buffer {
-    ptr: *mut u8,
-    len: usize,
-    /// Whether MADV_NOHUGEPAGE was accepted (4 KiB pages).
-    pub small_pages: bool,
-}
-
-impl Buffer {
-    /// Maps `len` bytes of private anonymous memory with 4 KiB pages where the kernel allows.
-    pub fn new(len: usize) -> Result<Buffer, ProbeError> {
-        // SAFETY: anonymous private mapping, no address hint.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(ProbeError::Failed(format!(
-                "cannot map {} MiB for the chain: {}",
-                len >> 20,
-                std::io::Error::last_os_error()
-            )));
-        }
-        // SAFETY: advising our own fresh mapping.
-        let small_pages = unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) } == 0;
-        Ok(Buffer {
-            ptr: ptr as *mut u8,
-            len,
-            small_pages,
-        })
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: our mapping.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-    }
-}
-
 /// A pointer chain over its own buffer, with a cursor that only ever points into it.
 pub struct Chain {
     buf: Buffer,
@@ -127,9 +82,9 @@ pub struct Chain {
 impl Chain {
     /// Maps `size` bytes and links one element per line in `order`. Each element sits at a random
     /// 8-byte offset inside its line, so the chain does not favour one cache bank or set.
-    pub fn new(size: usize, order: Order, seed: u64) -> Result<Chain, ProbeError> {
-        let buf = Buffer::new(size)?;
-        let lines = buf.len / LINE;
+    pub fn new(size: usize, order: Order, pages: Pages, seed: u64) -> Result<Chain, ProbeError> {
+        let buf = Buffer::new(size, pages)?;
+        let lines = buf.len() / LINE;
         let mut rng = SplitMix64(seed);
         let mut visit: Vec<usize> = (0..lines).collect();
         match order {
@@ -141,7 +96,7 @@ impl Chain {
                 }
             }
         }
-        let base = buf.ptr as usize;
+        let base = buf.ptr() as usize;
         let slots: Vec<usize> = visit
             .iter()
             .map(|&l| base + l * LINE + rng.below(LINE / 8) * 8)
@@ -154,9 +109,9 @@ impl Chain {
         Ok(Chain { buf, cursor })
     }
 
-    /// Whether the buffer got 4 KiB pages.
-    pub fn small_pages(&self) -> bool {
-        self.buf.small_pages
+    /// The buffer the chain lives in.
+    pub fn buffer(&self) -> &Buffer {
+        &self.buf
     }
 
     /// Follows the chain `n` times.
@@ -167,7 +122,7 @@ impl Chain {
 
     /// Offset of the cursor from the start of the buffer.
     pub fn position(&self) -> usize {
-        self.cursor as usize - self.buf.ptr as usize
+        self.cursor as usize - self.buf.ptr() as usize
     }
 }
 
@@ -230,14 +185,14 @@ fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, Probe
         .collect();
     let mut out = Vec::new();
     for size in sweep_sizes(max, &caches) {
-        let mut chain = Chain::new(size, order, size as u64)?;
+        let mut chain = Chain::new(size, order, Pages::Small, size as u64)?;
         // One full walk (bounded) so pages are present and caches hold what fits.
         chain.walk((size / LINE).min(1 << 22) as u64);
         let t = cx.harness.raw(&mut |n| chain.walk(n))?;
         let params = params! {
             "size" => size,
             "order" => order.name(),
-            "pages" => if chain.small_pages() { "4k" } else { "default (THP possible)" },
+            "pages" => chain.buffer().pages_used(),
             "cpu" => cx.cpu,
         };
         out.push(cx.measurement(id, params, "per_load", &t));
@@ -327,14 +282,14 @@ mod tests {
     #[test]
     fn every_order_is_one_cycle_over_every_line() {
         for order in [Order::Random, Order::Chunk, Order::Sequential] {
-            let mut chain = Chain::new(1 << 20, order, 42).unwrap();
+            let mut chain = Chain::new(1 << 20, order, Pages::Small, 42).unwrap();
             assert_eq!(cycle_len(&mut chain), (1 << 20) / LINE, "{order:?}");
         }
     }
 
     #[test]
     fn chunk_order_stays_inside_its_chunk() {
-        let mut chain = Chain::new(4 * TLB_CHUNK, Order::Chunk, 7).unwrap();
+        let mut chain = Chain::new(4 * TLB_CHUNK, Order::Chunk, Pages::Small, 7).unwrap();
         let mut chunk_changes = 0;
         let mut last = chain.position() / TLB_CHUNK;
         for _ in 0..(4 * TLB_CHUNK / LINE) {

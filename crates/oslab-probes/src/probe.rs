@@ -118,48 +118,22 @@ impl Context<'_> {
         t: &Timing,
         scale: Option<f64>,
     ) -> Measurement {
-        let summary = Summary::new(&t.samples);
-        let mut note = t.note.clone();
-        let status = match &summary {
-            None => Status::Failed("no valid samples".into()),
-            Some(s) => {
-                let scale = scale.unwrap_or(s.median.abs());
-                match noise_reason(&t.samples, s, NoiseRule::default(), scale) {
-                    Some(why) => {
-                        note = Some(match note {
-                            Some(n) => format!("{n}; noisy: {why}"),
-                            None => format!("noisy: {why}"),
-                        });
-                        Status::Noisy
-                    }
-                    None => Status::Ok,
-                }
-            }
-        };
-        let cycles = summary
+        let mut m = judged(
+            probe,
+            params,
+            metric,
+            Unit::Ns,
+            &t.samples,
+            t.note.clone(),
+            scale,
+        );
+        m.cycles = m
+            .summary
             .as_ref()
             .and_then(|s| Some(s.median * self.harness.clock.cycles_per_ns()?));
-        let mut samples = t.samples.clone();
-        if samples.len() > MAX_STORED_SAMPLES {
-            let step = samples.len() as f64 / MAX_STORED_SAMPLES as f64;
-            samples = (0..MAX_STORED_SAMPLES)
-                .map(|i| t.samples[(i as f64 * step) as usize])
-                .collect();
-        }
-        Measurement {
-            probe: probe.to_string(),
-            params,
-            metric: metric.to_string(),
-            unit: Unit::Ns,
-            summary,
-            cycles,
-            batch: Some(t.batch),
-            overhead: Some(t.overhead_ns),
-            status,
-            note,
-            prediction: None,
-            samples: Some(samples),
-        }
+        m.batch = Some(t.batch);
+        m.overhead = Some(t.overhead_ns);
+        m
     }
 
     /// Converts TSC cycles to ns, when the clock is the TSC.
@@ -206,6 +180,49 @@ pub fn unmet(need: Need, environment: &Environment, peer_cpu: Option<usize>) -> 
         }),
         Need::Tool(t) => (!on_path(t)).then(|| format!("{t} is not installed")),
     }
+}
+
+/// A measurement of `samples` in `unit`: summary, status (noisy when the spread is too wide for
+/// `scale`, default the median) and the samples themselves (thinned to [`MAX_STORED_SAMPLES`]).
+pub fn judged(
+    probe: &str,
+    params: Map<String, Value>,
+    metric: &str,
+    unit: Unit,
+    samples: &[f64],
+    note: Option<String>,
+    scale: Option<f64>,
+) -> Measurement {
+    let summary = Summary::new(samples);
+    let mut note = note;
+    let status = match &summary {
+        None => Status::Failed("no valid samples".into()),
+        Some(s) => {
+            let scale = scale.unwrap_or(s.median.abs());
+            match noise_reason(samples, s, NoiseRule::default(), scale) {
+                Some(why) => {
+                    note = Some(match note {
+                        Some(n) => format!("{n}; noisy: {why}"),
+                        None => format!("noisy: {why}"),
+                    });
+                    Status::Noisy
+                }
+                None => Status::Ok,
+            }
+        }
+    };
+    let mut kept = samples.to_vec();
+    if kept.len() > MAX_STORED_SAMPLES {
+        let step = kept.len() as f64 / MAX_STORED_SAMPLES as f64;
+        kept = (0..MAX_STORED_SAMPLES)
+            .map(|i| samples[(i as f64 * step) as usize])
+            .collect();
+    }
+    let mut m = Measurement::not_taken(probe, params, metric, unit, status);
+    m.summary = summary;
+    m.note = note;
+    m.samples = Some(kept);
+    m
 }
 
 /// Raw samples kept per measurement (evenly thinned beyond this).

@@ -13,6 +13,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::task::PROBES,
         crate::switch::PROBES,
         crate::memory::PROBES,
+        crate::bandwidth::PROBES,
     ]
     .iter()
     .flat_map(|family| family.iter())

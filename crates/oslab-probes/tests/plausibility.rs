@@ -256,3 +256,52 @@ fn memory_latency_rises_from_cache_to_memory() {
         assert!((4096.0..=(16 << 20) as f64).contains(&size), "{m:?}");
     }
 }
+
+fn median_of(ms: &[Measurement], metric: &str, params: &[(&str, &str)]) -> f64 {
+    ms.iter()
+        .filter(|m| m.metric == metric)
+        .find(|m| {
+            params.iter().all(|(k, v)| match m.params.get(*k) {
+                Some(serde_json::Value::String(s)) => s == v,
+                Some(other) => *v == other.to_string(),
+                None => false,
+            })
+        })
+        .and_then(|m| m.summary.as_ref())
+        .map(|s| s.median)
+        .unwrap_or_else(|| panic!("no {metric} {params:?} in {ms:?}"))
+}
+
+#[test]
+fn bandwidth_is_gigabytes_per_second_and_counts_write_allocate() {
+    if oslab_probes::kernels::available().is_err() {
+        return;
+    }
+    let ms = run("bandwidth.stream");
+    // From a slow DIMM to an L1 cache: 0.1 GB/s .. 5 TB/s.
+    assert_range(&ms, "bandwidth", 0.1, 5_000.0);
+    let triad = [("kernel", "triad"), ("stores", "plain")];
+    let ratio = median_of(&ms, "hw_bandwidth", &triad) / median_of(&ms, "bandwidth", &triad);
+    assert!((ratio - 32.0 / 24.0).abs() < 1e-9, "{ratio}");
+    for k in ["read", "write", "copy", "scale", "add", "triad"] {
+        median_of(&ms, "bandwidth", &[("kernel", k)]);
+    }
+    median_of(
+        &ms,
+        "bandwidth",
+        &[("kernel", "copy"), ("stores", "libc-memcpy")],
+    );
+}
+
+#[test]
+fn bandwidth_sweep_is_faster_in_l1_than_beyond_l2() {
+    if oslab_probes::kernels::available().is_err() {
+        return;
+    }
+    let ms = run("bandwidth.sweep");
+    assert_range(&ms, "bandwidth", 0.1, 5_000.0);
+    let read = |size: &str| median_of(&ms, "bandwidth", &[("kernel", "read"), ("size", size)]);
+    // memory_max 16 MiB: the sweep ends at 4 MiB; 16 KiB fits every L1.
+    let (l1, big) = (read("16384"), read("4194304"));
+    assert!(l1 > big, "read 16 KiB {l1} GB/s vs 4 MiB {big} GB/s");
+}

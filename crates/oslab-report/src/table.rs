@@ -25,15 +25,15 @@ fn right(t: &mut Table, cols: &[usize]) {
     }
 }
 
-/// The measurement table: probe, params, metric, median, min, CI95, unit, cycles, predicted,
-/// status. Values of one row share one unit, chosen from its median.
+/// The measurement table: probe, params, metric, median, best (min for times, max for rates),
+/// CI95, unit, cycles, predicted, status. Values of one row share one unit, chosen from its median.
 pub fn measurements(ms: &[Measurement]) -> String {
     let mut t = new_table(&[
         "probe",
         "params",
         "metric",
         "median",
-        "min",
+        "best",
         "CI95",
         "unit",
         "cycles",
@@ -51,7 +51,11 @@ pub fn measurements(ms: &[Measurement]) -> String {
                     .unwrap_or_else(|| "no model".into());
                 (
                     num(s.median / div),
-                    num(s.min / div),
+                    num(if m.unit.higher_is_better() {
+                        s.max
+                    } else {
+                        s.min
+                    } / div),
                     format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
                     sym.to_string(),
                     pred,

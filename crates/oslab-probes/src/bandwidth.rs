@@ -1,0 +1,341 @@
+//! Memory bandwidth: STREAM's four kernels plus plain read and write, with plain and
+//! non-temporal stores, on one thread and on 1..N pinned threads; and bandwidth over working-set
+//! size, where each cache level shows as a plateau.
+//!
+//! Reported as STREAM counts bytes (each array once), best-of-N beside the median; for plain
+//! stores also the traffic the memory system really carries (write-allocate reads the
+//! destination first).
+
+use crate::buffer::{available_memory, Pages};
+use crate::kernels::{self, Kernel, Stores, UNIT};
+use crate::memory::sweep_sizes;
+use crate::probe::{judged, Context, Probe, ProbeError};
+use crate::stream::{gbps, team, Arrays, Reps};
+use oslab_core::model::{Measurement, Unit};
+use oslab_core::params;
+use oslab_core::Topology;
+use serde_json::{Map, Value};
+
+/// The bandwidth probes.
+pub const PROBES: &[Probe] = &[
+    Probe {
+        id: "bandwidth.stream",
+        about: "RAM bandwidth, one thread: read, write, STREAM copy/scale/add/triad; plain and non-temporal stores",
+        unit: Unit::GBps,
+        needs: &[],
+        run: single,
+    },
+    Probe {
+        id: "bandwidth.threads",
+        about: "RAM bandwidth of read, copy, triad with 1..N pinned threads (a thread per core first, then SMT)",
+        unit: Unit::GBps,
+        needs: &[],
+        run: threads,
+    },
+    Probe {
+        id: "bandwidth.sweep",
+        about: "bandwidth vs working-set size (read, write, copy, triad): each cache level's bandwidth",
+        unit: Unit::GBps,
+        needs: &[],
+        run: sweep,
+    },
+];
+
+const MIB: usize = 1 << 20;
+
+/// Bytes per array for RAM bandwidth: at least 4x the last-level cache (STREAM's rule), within
+/// the memory budget and what the machine has available. The note says when the rule cannot hold.
+pub fn array_bytes(topology: &Topology, memory_max: usize) -> (usize, Option<String>) {
+    let llc = topology.last_level_cache().map(|c| c.size as usize);
+    let want = llc.map_or(256 * MIB, |l| 4 * l).max(32 * MIB);
+    let avail = available_memory().map_or(usize::MAX, |a| a as usize / 2);
+    let cap = (memory_max.min(avail) / 3 / MIB).max(1) * MIB;
+    let bytes = want.min(cap);
+    let note = match llc {
+        Some(l) if bytes < 4 * l => Some(format!(
+            "arrays of {} MiB are under 4x the {} MiB last-level cache sysfs claims, so some accesses may hit it (a full run allows up to {} MiB per array)",
+            bytes / MIB,
+            l / MIB,
+            (1usize << 30) / 3 / MIB
+        )),
+        None => Some("no last-level cache size known; arrays of 256 MiB assumed large enough".into()),
+        _ => None,
+    };
+    (bytes, note)
+}
+
+fn reps(cx: &Context) -> Reps {
+    Reps {
+        min: 5,
+        max: 20,
+        budget: cx.harness.config.budget,
+    }
+}
+
+/// The measurements of one kernel's repetitions: STREAM-counted bandwidth (median, with the
+/// best repetition in the note as STREAM reports it) and, when it differs, hardware traffic.
+pub fn bandwidth_measurements(
+    id: &str,
+    mut params: Map<String, Value>,
+    kernel: Kernel,
+    stores: Stores,
+    seconds: &[f64],
+    elems: usize,
+    note: Option<&str>,
+) -> Vec<Measurement> {
+    params.insert("kernel".into(), kernel.name().into());
+    params.insert("stores".into(), stores.name().into());
+    let stream = gbps(seconds, (kernel.stream_bytes() * elems) as f64);
+    let best = stream.iter().cloned().fold(f64::NAN, f64::max);
+    let mut text = format!(
+        "best {best:.2} GB/s (STREAM's figure); STREAM bytes: {} per element",
+        kernel.stream_bytes()
+    );
+    if stores == Stores::Memcpy {
+        text.push_str("; libc memcpy chooses its own stores (non-temporal above a size threshold)");
+    }
+    if let Some(n) = note {
+        text = format!("{text}; {n}");
+    }
+    let mut out = vec![judged(
+        id,
+        params.clone(),
+        "bandwidth",
+        Unit::GBps,
+        &stream,
+        Some(text),
+        None,
+    )];
+    if let Some(hw) = kernel
+        .hardware_bytes(stores)
+        .filter(|&h| h != kernel.stream_bytes())
+    {
+        let samples = gbps(seconds, (hw * elems) as f64);
+        let why = format!(
+            "traffic incl. write-allocate: {hw} bytes per element ({} STREAM counts)",
+            kernel.stream_bytes()
+        );
+        out.push(judged(
+            id,
+            params,
+            "hw_bandwidth",
+            Unit::GBps,
+            &samples,
+            Some(why),
+            None,
+        ));
+    }
+    out
+}
+
+fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    kernels::available().map_err(ProbeError::Unsupported)?;
+    let (bytes, note) = array_bytes(cx.topology, cx.harness.config.memory_max);
+    let arrays = Arrays::new(bytes, Pages::Default)?;
+    let mut jobs = vec![(Kernel::Read, Stores::Plain)];
+    for k in [Kernel::Write].iter().chain(&Kernel::STREAM) {
+        jobs.extend(k.store_kinds().iter().map(|&s| (*k, s)));
+    }
+    let times = team(&[cx.cpu], &arrays, &jobs, reps(cx))?;
+    let base = params! {
+        "threads" => 1,
+        "cpus" => cx.cpu.to_string(),
+        "array_bytes" => arrays.bytes,
+        "pages" => arrays.d.pages_used(),
+    };
+    Ok(jobs
+        .iter()
+        .zip(&times)
+        .flat_map(|(&(k, s), t)| {
+            bandwidth_measurements(
+                "bandwidth.stream",
+                base.clone(),
+                k,
+                s,
+                t,
+                arrays.bytes / 8,
+                note.as_deref(),
+            )
+        })
+        .collect())
+}
+
+/// CPUs in the order threads are added: one per core (packages interleaved), then the SMT
+/// siblings, restricted to `allowed`.
+pub fn thread_order(topology: &Topology, allowed: &oslab_core::CpuSet) -> Vec<usize> {
+    let mut cpus: Vec<_> = topology
+        .cpus
+        .iter()
+        .filter(|c| allowed.contains(c.id))
+        .collect();
+    // Rank of each cpu among its core's siblings (0 = first thread of the core).
+    let rank = |c: &oslab_core::topology::Cpu| c.smt_siblings.iter().filter(|&s| s < c.id).count();
+    let core_index = |c: &oslab_core::topology::Cpu| {
+        let mut cores: Vec<_> = topology
+            .cpus
+            .iter()
+            .filter(|o| o.package == c.package && rank(o) == 0)
+            .map(|o| o.core)
+            .collect();
+        cores.sort_unstable();
+        cores.dedup();
+        cores.iter().position(|&k| k == c.core).unwrap_or(0)
+    };
+    cpus.sort_by_key(|c| (rank(c), core_index(c), c.package, c.id));
+    cpus.into_iter().map(|c| c.id).collect()
+}
+
+/// Thread counts to try: powers of two up to the core count, the core count, and all CPUs.
+pub fn thread_counts(cores: usize, cpus: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..)
+        .map(|b| 1usize << b)
+        .take_while(|&t| t < cores)
+        .collect();
+    v.extend([cores, cpus]);
+    v.retain(|&t| t >= 1 && t <= cpus);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    kernels::available().map_err(ProbeError::Unsupported)?;
+    let order = thread_order(cx.topology, &cx.allowed);
+    let cores = {
+        let mut c: Vec<_> = order
+            .iter()
+            .filter_map(|&id| cx.topology.cpu(id))
+            .map(|c| (c.package, c.core))
+            .collect();
+        c.sort_unstable();
+        c.dedup();
+        c.len()
+    };
+    let (bytes, note) = array_bytes(cx.topology, cx.harness.config.memory_max);
+    let jobs = [
+        (Kernel::Read, Stores::Plain),
+        (Kernel::Copy, Stores::Plain),
+        (Kernel::Triad, Stores::Plain),
+        (Kernel::Triad, Stores::NonTemporal),
+    ];
+    let mut out = Vec::new();
+    for t in thread_counts(cores, order.len()) {
+        // Fresh arrays per team, so each thread first-touches (and places) its own slice.
+        let arrays = Arrays::new(bytes, Pages::Default)?;
+        let cpus = &order[..t];
+        let times = team(cpus, &arrays, &jobs, reps(cx))?;
+        let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        let base = params! {
+            "threads" => t,
+            "cpus" => list.join(","),
+            "array_bytes" => arrays.bytes,
+            "pages" => arrays.d.pages_used(),
+        };
+        for (&(k, s), secs) in jobs.iter().zip(&times) {
+            out.extend(bandwidth_measurements(
+                "bandwidth.threads",
+                base.clone(),
+                k,
+                s,
+                secs,
+                arrays.bytes / 8,
+                note.as_deref(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    kernels::available().map_err(ProbeError::Unsupported)?;
+    let caches: Vec<u64> = cx
+        .topology
+        .caches_of(cx.cpu)
+        .iter()
+        .map(|c| c.size)
+        .collect();
+    // Past a quarter of the memory budget the curve is flat (RAM): stop there.
+    let max = cx.harness.config.memory_max / 4;
+    let harness = cx.harness.scaled(0.25);
+    let kernels = [Kernel::Read, Kernel::Write, Kernel::Copy, Kernel::Triad];
+    let mut out = Vec::new();
+    for size in sweep_sizes(max, &caches) {
+        for kernel in kernels {
+            // The working set is all arrays the kernel touches together.
+            let per_array = (size / kernel.arrays() / UNIT) * UNIT;
+            if per_array == 0 {
+                continue;
+            }
+            let arrays = Arrays::new(per_array, Pages::Default)?;
+            let one = (per_array / 8) * kernel.stream_bytes();
+            arrays.first_touch();
+            let t = harness.raw(&mut |n| {
+                for _ in 0..n {
+                    // SAFETY: AVX checked above; the arrays hold per_array bytes each.
+                    unsafe {
+                        kernels::run(
+                            kernel,
+                            Stores::Plain,
+                            arrays.d.ptr() as *mut f64,
+                            arrays.x.ptr() as *const f64,
+                            arrays.y.ptr() as *const f64,
+                            per_array,
+                        )
+                    }
+                }
+            })?;
+            let samples: Vec<f64> = t.samples.iter().map(|ns| one as f64 / ns).collect();
+            let params = params! {
+                "size" => per_array * kernel.arrays(),
+                "kernel" => kernel.name(),
+                "stores" => Stores::Plain.name(),
+                "cpu" => cx.cpu,
+            };
+            out.push(judged(
+                "bandwidth.sweep",
+                params,
+                "bandwidth",
+                Unit::GBps,
+                &samples,
+                Some(format!(
+                    "{} passes per sample; STREAM byte counting",
+                    t.batch
+                )),
+                None,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::topology::write_fake_sysfs;
+
+    #[test]
+    fn threads_fill_cores_before_smt_siblings() {
+        let dir = std::env::temp_dir().join(format!("oslab-bw-{}", std::process::id()));
+        write_fake_sysfs(&dir, 2, 2, 2, 1).unwrap();
+        let topo = Topology::read_from(&dir).unwrap();
+        let order = thread_order(&topo, &topo.online());
+        std::fs::remove_dir_all(&dir).ok();
+        // 8 cpus: 2 packages x 2 cores x 2 threads. First one thread per core, packages alternating.
+        let first: Vec<_> = order[..4].iter().map(|&c| topo.cpu(c).unwrap()).collect();
+        assert!(
+            first
+                .iter()
+                .all(|c| c.smt_siblings.iter().all(|s| s >= c.id)),
+            "{order:?}"
+        );
+        assert_ne!(first[0].package, first[1].package, "{order:?}");
+        assert_eq!(order.len(), 8);
+    }
+
+    #[test]
+    fn thread_counts_double_then_cover_cores_and_smt() {
+        assert_eq!(thread_counts(6, 12), [1, 2, 4, 6, 12]);
+        assert_eq!(thread_counts(1, 1), [1]);
+        assert_eq!(thread_counts(2, 2), [1, 2]);
+    }
+}

@@ -1,0 +1,231 @@
+//! Anonymous memory with an explicit page size, and what the kernel really gave us.
+//!
+//! Latency and bandwidth depend on the page size (TLB reach, page walks), so every memory probe
+//! asks for one and records the one it got: THP is only a hint, and hugetlb needs pages reserved.
+
+use crate::probe::ProbeError;
+
+/// The page size a buffer asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pages {
+    /// 4 KiB pages (MADV_NOHUGEPAGE).
+    Small,
+    /// Transparent huge pages (MADV_HUGEPAGE on a 2 MiB-aligned range).
+    Transparent,
+    /// Reserved huge pages (MAP_HUGETLB); needs /proc/sys/vm/nr_hugepages > 0.
+    Hugetlb,
+    /// Whatever the system's THP setting gives (as an ordinary program would get).
+    Default,
+}
+
+impl Pages {
+    /// Name used in parameters.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pages::Small => "4k",
+            Pages::Transparent => "thp",
+            Pages::Hugetlb => "hugetlb",
+            Pages::Default => "default",
+        }
+    }
+}
+
+const HUGE: usize = 2 << 20;
+
+/// MemAvailable from /proc/meminfo, in bytes.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+}
+
+/// Private anonymous memory, unmapped on drop. Pages are not touched here: the first write
+/// decides where they live (first touch).
+pub struct Buffer {
+    map: *mut u8,
+    map_len: usize,
+    ptr: *mut u8,
+    len: usize,
+    pages: Pages,
+}
+
+// SAFETY: the buffer owns its mapping; callers synchronise access to its contents.
+unsafe impl Send for Buffer {}
+// SAFETY: as above; shared references only hand out the raw pointer.
+unsafe impl Sync for Buffer {}
+
+impl Buffer {
+    /// Maps `len` bytes (rounded up to the page size) asking for `pages`.
+    pub fn new(len: usize, pages: Pages) -> Result<Buffer, ProbeError> {
+        let len = len.max(1).next_multiple_of(4096);
+        let (map_len, extra) = match pages {
+            Pages::Hugetlb => (len.next_multiple_of(HUGE), libc::MAP_HUGETLB),
+            Pages::Transparent => (len.next_multiple_of(HUGE) + HUGE, 0),
+            _ => (len, 0),
+        };
+        // SAFETY: anonymous private mapping, no address hint.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | extra,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            let err = std::io::Error::last_os_error();
+            return Err(match pages {
+                Pages::Hugetlb => ProbeError::Unsupported(format!(
+                    "no hugetlb pages for {} MiB ({err}); reserve some: echo N > /proc/sys/vm/nr_hugepages",
+                    map_len >> 20
+                )),
+                _ => ProbeError::Failed(format!("cannot map {} MiB: {err}", map_len >> 20)),
+            });
+        }
+        let map = map as *mut u8;
+        let ptr = match pages {
+            Pages::Transparent => map.wrapping_add(map.align_offset(HUGE)),
+            _ => map,
+        };
+        let advice = match pages {
+            Pages::Small => Some(libc::MADV_NOHUGEPAGE),
+            Pages::Transparent => Some(libc::MADV_HUGEPAGE),
+            _ => None,
+        };
+        if let Some(advice) = advice {
+            // SAFETY: advising our own fresh mapping. A refusal shows in `pages_used`.
+            unsafe { libc::madvise(ptr as *mut libc::c_void, len, advice) };
+        }
+        Ok(Buffer {
+            map,
+            map_len,
+            ptr,
+            len,
+            pages,
+        })
+    }
+
+    /// Start of the usable range (4 KiB-aligned; 2 MiB-aligned for huge pages).
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Usable length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty (never: lengths are rounded up to a page).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The page size asked for.
+    pub fn requested(&self) -> Pages {
+        self.pages
+    }
+
+    /// Writes one byte per 4 KiB page so every page is present.
+    pub fn touch(&self) {
+        for off in (0..self.len).step_by(4096) {
+            // SAFETY: inside our mapping.
+            unsafe { self.ptr.add(off).write_volatile(0) };
+        }
+    }
+
+    /// Bytes of this buffer backed by huge pages, from /proc/self/smaps (AnonHugePages and
+    /// hugetlb), or None when smaps is unreadable.
+    pub fn huge_bytes(&self) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let (lo, hi) = (self.ptr as usize, self.ptr as usize + self.len);
+        Some(huge_bytes_in(&smaps, lo, hi))
+    }
+
+    /// What the buffer is really backed by, e.g. "4k", "thp 100%", "hugetlb 2M".
+    pub fn pages_used(&self) -> String {
+        match self.huge_bytes() {
+            None => format!("{} (unverified: smaps unreadable)", self.pages.name()),
+            Some(_) if self.pages == Pages::Hugetlb => "hugetlb".into(),
+            Some(0) => "4k".into(),
+            Some(h) => format!("thp {:.0}%", 100.0 * h as f64 / self.len as f64),
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.map as *mut libc::c_void, self.map_len) };
+    }
+}
+
+/// Sums the huge-page fields of the smaps entries that overlap `[lo, hi)`.
+fn huge_bytes_in(smaps: &str, lo: usize, hi: usize) -> u64 {
+    let mut inside = false;
+    let mut kib = 0u64;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ') {
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    inside = a < hi && b > lo;
+                    continue;
+                }
+            }
+        }
+        if !inside {
+            continue;
+        }
+        let mut f = line.split_whitespace();
+        if let (Some(key), Some(v)) = (f.next(), f.next()) {
+            if matches!(
+                key,
+                "AnonHugePages:" | "Private_Hugetlb:" | "Shared_Hugetlb:"
+            ) {
+                kib += v.parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    kib * 1024
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smaps_fields_are_summed_for_overlapping_mappings_only() {
+        let smaps = "\
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0
+Size:               4096 kB
+AnonHugePages:      2048 kB
+7f0000400000-7f0000800000 rw-p 00000000 00:00 0
+AnonHugePages:      4096 kB
+Private_Hugetlb:       0 kB
+";
+        assert_eq!(
+            huge_bytes_in(smaps, 0x7f00_0000_0000, 0x7f00_0040_0000),
+            2048 * 1024
+        );
+        assert_eq!(
+            huge_bytes_in(smaps, 0x7f00_0000_0000, 0x7f00_0080_0000),
+            6144 * 1024
+        );
+        assert_eq!(huge_bytes_in(smaps, 0x1000, 0x2000), 0);
+    }
+
+    #[test]
+    fn small_pages_are_small_and_huge_are_aligned() {
+        let b = Buffer::new(8 << 20, Pages::Small).unwrap();
+        b.touch();
+        assert_eq!(b.pages_used(), "4k");
+        let t = Buffer::new(8 << 20, Pages::Transparent).unwrap();
+        assert_eq!(t.ptr() as usize % HUGE, 0);
+        t.touch();
+        // THP may be disabled system-wide; what we report must match smaps either way.
+        let used = t.pages_used();
+        assert!(used == "4k" || used.starts_with("thp "), "{used}");
+    }
+}

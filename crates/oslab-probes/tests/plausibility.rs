@@ -263,7 +263,7 @@ fn median_of(ms: &[Measurement], metric: &str, params: &[(&str, &str)]) -> f64 {
         .find(|m| {
             params.iter().all(|(k, v)| match m.params.get(*k) {
                 Some(serde_json::Value::String(s)) => s == v,
-                Some(other) => *v == other.to_string(),
+                Some(other) => other.as_u64().is_some_and(|n| v.parse() == Ok(n)),
                 None => false,
             })
         })

@@ -318,63 +318,28 @@ impl Privileges {
     }
 }
 
-/// perf_event_attr, the prefix we need (PERF_ATTR_SIZE_VER0 = 64 bytes is accepted by every
-/// kernel; the full counter layer lives elsewhere).
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttrV0 {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
-
 impl PmuStatus {
     /// Tries to open a hardware cycles counter on this thread.
     pub fn probe() -> PmuStatus {
-        let attr = PerfEventAttrV0 {
-            kind: 0, // PERF_TYPE_HARDWARE
-            size: std::mem::size_of::<PerfEventAttrV0>() as u32,
-            config: 0,           // PERF_COUNT_HW_CPU_CYCLES
-            flags: 1 | (1 << 5), // disabled, exclude_kernel
-            ..Default::default()
-        };
-        // SAFETY: attr is a valid, fully initialised perf_event_attr prefix of the size given.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const PerfEventAttrV0,
-                0,
-                -1,
-                -1,
-                0,
-            )
-        };
-        if fd >= 0 {
-            // SAFETY: fd was just returned to us.
-            unsafe { libc::close(fd as i32) };
-            return PmuStatus {
-                available: true,
-                reason: None,
-            };
-        }
-        let err = std::io::Error::last_os_error();
-        let reason = match err.raw_os_error() {
-            Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
+        let reason = match crate::perf::Counter::open(
+            crate::perf::TYPE_HARDWARE,
+            crate::perf::HW_CPU_CYCLES,
+            false,
+        ) {
+            Ok(_) => {
+                return PmuStatus {
+                    available: true,
+                    reason: None,
+                }
+            }
+            Err(e)
+                if e.raw_os_error().is_some_and(|c| {
+                    [libc::ENOENT, libc::ENODEV, libc::EOPNOTSUPP].contains(&c)
+                }) =>
+            {
                 "no PMU (virtualized?): hardware events are not supported here".to_string()
             }
-            Some(libc::EACCES) | Some(libc::EPERM) => format!(
-                "permission: perf_event_paranoid={} (run as root, grant CAP_PERFMON, or lower kernel.perf_event_paranoid)",
-                read_trim("/proc/sys/kernel/perf_event_paranoid").unwrap_or_else(|| "?".into())
-            ),
-            Some(libc::ENOSYS) => "perf_event_open is not available in this kernel".to_string(),
-            _ => format!("perf_event_open failed: {err}"),
+            Err(e) => crate::perf::explain(&e),
         };
         PmuStatus {
             available: false,

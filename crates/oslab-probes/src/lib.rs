@@ -6,7 +6,7 @@
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
 //! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
-//!   [`memory`], [`bandwidth`].
+//!   [`memory`], [`bandwidth`], [`faults`].
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
@@ -16,6 +16,7 @@ pub mod bandwidth;
 pub mod buffer;
 pub mod call;
 pub mod child;
+pub mod faults;
 pub mod harness;
 pub mod kernels;
 pub mod levels;
@@ -31,4 +32,4 @@ pub mod task;
 pub mod timer;
 
 pub use harness::{Harness, HarnessConfig, Timing};
-pub use probe::{Context, Need, Probe, ProbeError};
+pub use probe::{Context, Need, Options, Probe, ProbeError};

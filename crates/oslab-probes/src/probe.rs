@@ -89,6 +89,17 @@ pub struct Context<'a> {
     pub peer_cpu: Option<usize>,
     /// Every CPU we may use.
     pub allowed: CpuSet,
+    /// What the user chose for probes that take parameters.
+    pub options: &'a Options,
+}
+
+/// Probe parameters the user can set (`oslab run --file-size ... --temp-dir ...`).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Size of the file the page-fault probe maps (default: from the memory budget and RAM).
+    pub file_size: Option<u64>,
+    /// Directory for that file (default: $TMPDIR, else /var/tmp).
+    pub temp_dir: Option<std::path::PathBuf>,
 }
 
 impl Context<'_> {

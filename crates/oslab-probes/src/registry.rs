@@ -14,6 +14,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::switch::PROBES,
         crate::memory::PROBES,
         crate::bandwidth::PROBES,
+        crate::faults::PROBES,
     ]
     .iter()
     .flat_map(|family| family.iter())

@@ -5,7 +5,7 @@ use oslab_core::affinity::{get_affinity, AffinityGuard};
 use oslab_core::machine::{Environment, Fingerprint};
 use oslab_core::model::Measurement;
 use oslab_core::{Clock, CpuSet, Topology};
-use oslab_probes::{registry, runner, Context, Harness, HarnessConfig};
+use oslab_probes::{registry, runner, Context, Harness, HarnessConfig, Options};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -47,6 +47,7 @@ fn run_unlocked(pattern: &str) -> Vec<Measurement> {
             cpu,
             peer_cpu: peer,
             allowed,
+            options: &Options::default(),
         };
         let probes = registry::select(&[pattern]).unwrap();
         runner::run(&probes, &cx, &mut runner::Silent).measurements
@@ -304,4 +305,25 @@ fn bandwidth_sweep_is_faster_in_l1_than_beyond_l2() {
     // memory_max 16 MiB: the sweep ends at 4 MiB; 16 KiB fits every L1.
     let (l1, big) = (read("16384"), read("4194304"));
     assert!(l1 > big, "read 16 KiB {l1} GB/s vs 4 MiB {big} GB/s");
+}
+
+#[test]
+fn page_faults_cost_microseconds_and_file_faults_map_several_pages() {
+    let ms = run("faults.anon");
+    assert_range(&ms, "per_fault", 50.0, 1_000_000.0);
+    let ms = run("faults.file");
+    assert_range(&ms, "per_fault", 50.0, 100_000_000.0);
+    let minor = median_of(&ms, "per_fault", &[("cache", "page cache (minor)")]);
+    let per_page = median_of(&ms, "per_page", &[("cache", "page cache (minor)")]);
+    // Fault-around maps several cached pages per fault, so a page costs less than a fault.
+    assert!(
+        per_page < minor,
+        "per page {per_page} ns vs per fault {minor} ns"
+    );
+    let major = median_of(
+        &ms,
+        "per_fault",
+        &[("cache", "evicted (major, no readahead)")],
+    );
+    assert!(major > minor, "major {major} ns vs minor {minor} ns");
 }

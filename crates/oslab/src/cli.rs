@@ -69,6 +69,13 @@ pub struct RunArgs {
     /// Do not raise the measuring thread to SCHED_FIFO even when permitted.
     #[arg(long)]
     pub no_rt: bool,
+    /// Size of the file the page-fault probe maps, e.g. 2.8G, 512M (default: from RAM and the
+    /// memory budget).
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub file_size: Option<u64>,
+    /// Directory for that file (default: $TMPDIR, else /var/tmp); it is never left behind.
+    #[arg(long, value_name = "DIR")]
+    pub temp_dir: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -103,4 +110,45 @@ pub struct ShowArgs {
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// Parses a byte size: "4096", "512K", "2.8G", "1GiB", "64MB" (binary multiples).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 512M, 2.8G)"))?;
+    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("{s:?}: unknown unit (use K, M, G or T)")),
+    };
+    let bytes = n * mult as f64;
+    if !(1.0..=(1u64 << 50) as f64).contains(&bytes) {
+        return Err(format!("{s:?}: size must be between 1 byte and 1 PiB"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("512K"), Ok(512 << 10));
+        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("2.5g"), Ok(5 << 29));
+        assert!(parse_bytes("12Q").is_err());
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("0").is_err());
+    }
 }

@@ -314,3 +314,63 @@ fn ctrl_c_keeps_what_completed_and_reaps_children() {
         .collect();
     assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
 }
+
+#[test]
+fn fault_file_that_cannot_fit_is_refused_before_measuring() {
+    let (dir, db) = temp_db();
+    let d = dir.path().to_str().unwrap();
+    let db = db.to_str().unwrap();
+    let err = fails(
+        &[
+            "run",
+            "faults.file",
+            "--file-size",
+            "100T",
+            "--temp-dir",
+            d,
+            "--db",
+            db,
+        ],
+        2,
+    );
+    assert!(
+        err.contains("would not fit") && err.contains("--file-size"),
+        "{err}"
+    );
+    let err = fails(
+        &["run", "faults", "--temp-dir", "/no/such/dir", "--db", db],
+        2,
+    );
+    assert!(err.contains("not a directory"), "{err}");
+    let err = fails(&["run", "faults", "--file-size", "lots", "--db", db], 2);
+    assert!(err.contains("not a size"), "{err}");
+    assert!(!Path::new(db).exists() || stored_runs(Path::new(db)).is_empty());
+}
+
+#[test]
+fn ctrl_c_while_the_fault_file_is_written_leaves_nothing_behind() {
+    let (dir, db) = temp_db();
+    let files = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["run", "faults.file", "--file-size", "2G", "--temp-dir"])
+        .arg(files.path())
+        .arg("--db")
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(files.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    drop(dir);
+}

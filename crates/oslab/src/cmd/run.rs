@@ -8,7 +8,7 @@ use crate::progress::Progress;
 use crate::setup::{allowed_cpus, choose_cpus, Machine};
 use oslab_core::affinity::{AffinityGuard, SchedGuard};
 use oslab_core::{signals, CpuSet};
-use oslab_probes::{registry, runner, Context, Harness, HarnessConfig};
+use oslab_probes::{faults, registry, runner, Context, Harness, HarnessConfig, Options};
 use oslab_store::{RunRecord, RunStatus};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -34,6 +34,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.cpu.as_deref(),
         args.peer_cpu.as_deref(),
     )?;
+    let options = Options {
+        file_size: args.file_size,
+        temp_dir: args.temp_dir.clone(),
+    };
+    if probes.iter().any(|p| p.id == "faults.file") {
+        check_fault_file(&options, args.quick)?;
+    }
     let mut store = open_store(&args.store)?;
     signals::install();
 
@@ -64,6 +71,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             cpu,
             peer_cpu,
             allowed: allowed.clone(),
+            options: &options,
         };
         let mut progress = Progress::new(probes.len());
         let outcome = runner::run(&probes, &cx, &mut progress);
@@ -112,4 +120,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The page-fault file must fit in its directory: refuse before measuring anything.
+fn check_fault_file(options: &Options, quick: bool) -> anyhow::Result<()> {
+    let dir = faults::temp_dir(options);
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "--temp-dir {}: not a directory",
+            dir.display()
+        )));
+    }
+    let memory_max = if quick {
+        HarnessConfig::quick()
+    } else {
+        HarnessConfig::full()
+    }
+    .memory_max;
+    let size = options
+        .file_size
+        .unwrap_or_else(|| faults::default_file_size(memory_max));
+    faults::check_space(&dir, size).map_err(usage)
 }

@@ -13,6 +13,7 @@
 //! - [`affinity`]: guards for CPU affinity and scheduling policy that restore on drop.
 //! - [`signals`]: Ctrl-C / SIGTERM turned into a flag that long loops poll.
 //! - [`machine`]: the machine fingerprint and the environment report (noise sources, privileges).
+//! - [`numa`]: bind memory to a node and ask where pages are, behind a trait with a fake for tests.
 //! - [`perf`]: one perf_event_open counter on the calling thread (software events need no PMU).
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`.
 #![deny(missing_docs)]
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod cpulist;
 pub mod machine;
 pub mod model;
+pub mod numa;
 pub mod perf;
 pub mod signals;
 pub mod stats;

@@ -83,7 +83,11 @@ impl Chain {
     /// Maps `size` bytes and links one element per line in `order`. Each element sits at a random
     /// 8-byte offset inside its line, so the chain does not favour one cache bank or set.
     pub fn new(size: usize, order: Order, pages: Pages, seed: u64) -> Result<Chain, ProbeError> {
-        let buf = Buffer::new(size, pages)?;
+        Ok(Chain::in_buffer(Buffer::new(size, pages)?, order, seed))
+    }
+
+    /// Links a chain in `buf` (first touch happens here, so bind the buffer before).
+    pub fn in_buffer(buf: Buffer, order: Order, seed: u64) -> Chain {
         let lines = buf.len() / LINE;
         let mut rng = SplitMix64(seed);
         let mut visit: Vec<usize> = (0..lines).collect();
@@ -106,7 +110,7 @@ impl Chain {
             unsafe { *(slots[i] as *mut usize) = slots[(i + 1) % slots.len()] };
         }
         let cursor = slots[0] as *const usize;
-        Ok(Chain { buf, cursor })
+        Chain { buf, cursor }
     }
 
     /// The buffer the chain lives in.

@@ -15,6 +15,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::memory::PROBES,
         crate::bandwidth::PROBES,
         crate::faults::PROBES,
+        crate::numa::PROBES,
     ]
     .iter()
     .flat_map(|family| family.iter())

@@ -26,6 +26,14 @@ fn run(pattern: &str) -> Vec<Measurement> {
 
 fn run_unlocked(pattern: &str) -> Vec<Measurement> {
     let pattern = pattern.to_string();
+    with_context(move |cx| {
+        let probes = registry::select(&[pattern]).unwrap();
+        runner::run(&probes, cx, &mut runner::Silent).measurements
+    })
+}
+
+/// Calls `f` with a measuring context on a pinned thread, short budgets, 16 MiB memory budget.
+fn with_context<T: Send + 'static>(f: impl FnOnce(&Context) -> T + Send + 'static) -> T {
     std::thread::spawn(move || {
         let topology = Topology::read().unwrap();
         let clock = Clock::detect(Duration::from_millis(20));
@@ -49,8 +57,7 @@ fn run_unlocked(pattern: &str) -> Vec<Measurement> {
             allowed,
             options: &Options::default(),
         };
-        let probes = registry::select(&[pattern]).unwrap();
-        runner::run(&probes, &cx, &mut runner::Silent).measurements
+        f(&cx)
     })
     .join()
     .unwrap()
@@ -326,4 +333,66 @@ fn page_faults_cost_microseconds_and_file_faults_map_several_pages() {
         &[("cache", "evicted (major, no readahead)")],
     );
     assert!(major > minor, "major {major} ns vs minor {minor} ns");
+}
+
+#[test]
+fn numa_matrix_on_the_real_node_places_every_page_there() {
+    if oslab_probes::kernels::available().is_err() {
+        return;
+    }
+    let ms = run("numa.matrix");
+    assert_range(&ms, "bandwidth", 0.1, 5_000.0);
+    assert_range(&ms, "latency", 0.2, 2_000.0);
+    assert!(ms.iter().all(|m| m.params["placed"] == "100%"), "{ms:?}");
+}
+
+#[test]
+fn numa_matrix_covers_every_pair_of_a_bigger_fake_machine() {
+    use oslab_core::numa::{FakeNuma, NumaNode};
+    if oslab_probes::kernels::available().is_err() {
+        return;
+    }
+    let _turn = serial();
+    let ms = with_context(|cx| {
+        let cpus: Vec<usize> = cx.allowed.iter().collect();
+        let node = |id: usize, cpu: Option<usize>, memory: Option<u64>| NumaNode {
+            id,
+            cpus: cpu.map_or_else(CpuSet::default, CpuSet::single),
+            memory,
+            distances: vec![10, 21, 31]
+                .into_iter()
+                .cycle()
+                .skip(3 - id)
+                .take(3)
+                .collect(),
+        };
+        // Two cpu nodes (on our real cpus) and a memory-only node, as CXL memory appears.
+        let fake = FakeNuma::new(vec![
+            node(0, Some(cpus[0]), Some(1 << 30)),
+            node(1, Some(*cpus.last().unwrap()), Some(1 << 30)),
+            node(2, None, Some(1 << 30)),
+        ]);
+        oslab_probes::numa::matrix(cx, &fake).unwrap()
+    });
+    let mut pairs: Vec<(u64, u64)> = ms
+        .iter()
+        .filter(|m| m.metric == "latency")
+        .map(|m| {
+            (
+                m.params["cpu_node"].as_u64().unwrap(),
+                m.params["mem_node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    pairs.sort_unstable();
+    assert_eq!(pairs, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
+    assert!(ms.iter().all(|m| m.status.has_value()), "{ms:?}");
+    assert!(ms
+        .iter()
+        .all(|m| m.params["placed"] == "100%" && m.params["numa"] == "fake"));
+    let averages = ms
+        .iter()
+        .filter(|m| m.params.get("kernel").is_some_and(|k| k == "average"))
+        .count();
+    assert_eq!(averages, 6);
 }

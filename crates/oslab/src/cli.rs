@@ -21,6 +21,8 @@ pub enum Command {
     List(ListArgs),
     /// Run probes (all by default), print a table and store the run.
     Run(RunArgs),
+    /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
+    Numa(NumaArgs),
     /// List stored runs.
     Runs(RunsArgs),
     /// Print a stored run again.
@@ -82,6 +84,36 @@ pub struct RunArgs {
     /// Where to store the run.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `oslab numa`.
+#[derive(Debug, Args)]
+pub struct NumaArgs {
+    /// Shorter budgets and smaller arrays.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl From<NumaArgs> for RunArgs {
+    fn from(a: NumaArgs) -> RunArgs {
+        RunArgs {
+            probes: vec!["numa.matrix".into()],
+            quick: a.quick,
+            cpu: None,
+            peer_cpu: None,
+            no_rt: false,
+            file_size: None,
+            temp_dir: None,
+            json: a.json,
+            store: a.store,
+        }
+    }
 }
 
 /// `oslab runs`.

@@ -374,3 +374,23 @@ fn ctrl_c_while_the_fault_file_is_written_leaves_nothing_behind() {
     assert!(left.is_empty(), "left behind: {left:?}");
     drop(dir);
 }
+
+#[test]
+fn numa_prints_the_matrix_and_says_why_it_is_small() {
+    let (_dir, db) = temp_db();
+    let out = stdout(&["numa", "--quick", "--db", db.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("NUMA bandwidth") && text.contains("SLIT distance"),
+        "{text}"
+    );
+    let nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
+                .count()
+        })
+        .unwrap_or(1);
+    assert_eq!(nodes <= 1, text.contains("one NUMA node"), "{text}");
+    assert_eq!(stored_runs(&db).len(), 1);
+}

@@ -15,6 +15,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(a) => info::run(a),
         Command::List(a) => list::run(a),
         Command::Run(a) => run::run(a),
+        Command::Numa(a) => run::run(a.into()),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
     }

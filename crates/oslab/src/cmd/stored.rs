@@ -77,6 +77,10 @@ pub fn render_run(record: &RunRecord, ms: &[Measurement]) -> String {
     }
     out.push_str(&oslab_report::table::measurements(ms));
     out.push('\n');
+    if let Some(matrix) = oslab_report::numa::matrix(ms) {
+        out.push('\n');
+        out.push_str(&matrix);
+    }
     if let Ok(env) = serde_json::from_value::<Environment>(record.environment.clone()) {
         if !env.warnings.is_empty() {
             out.push_str("\nenvironment warnings (they affect these numbers):\n");

@@ -58,10 +58,12 @@ impl Buffer {
     /// Maps `len` bytes (rounded up to the page size) asking for `pages`.
     pub fn new(len: usize, pages: Pages) -> Result<Buffer, ProbeError> {
         let len = len.max(1).next_multiple_of(4096);
+        // Hugetlb pages are reserved at mmap time (no MAP_NORESERVE: without a reservation a
+        // touch would raise SIGBUS instead of mmap failing cleanly).
         let (map_len, extra) = match pages {
             Pages::Hugetlb => (len.next_multiple_of(HUGE), libc::MAP_HUGETLB),
-            Pages::Transparent => (len.next_multiple_of(HUGE) + HUGE, 0),
-            _ => (len, 0),
+            Pages::Transparent => (len.next_multiple_of(HUGE) + HUGE, libc::MAP_NORESERVE),
+            _ => (len, libc::MAP_NORESERVE),
         };
         // SAFETY: anonymous private mapping, no address hint.
         let map = unsafe {
@@ -69,7 +71,7 @@ impl Buffer {
                 std::ptr::null_mut(),
                 map_len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | extra,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra,
                 -1,
                 0,
             )

@@ -6,7 +6,7 @@
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
 //! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
-//!   [`memory`], [`bandwidth`], [`faults`], [`numa`].
+//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`].
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
@@ -15,6 +15,7 @@
 pub mod bandwidth;
 pub mod buffer;
 pub mod call;
+pub mod chase;
 pub mod child;
 pub mod faults;
 pub mod harness;

@@ -77,7 +77,18 @@ impl Order {
 pub struct Chain {
     buf: Buffer,
     cursor: *const usize,
+    /// [`STARTS`] slots evenly spaced along the cycle, for parallel chases.
+    starts: Vec<*const usize>,
 }
+
+/// Positions on one chain, for [`Chain::walk_parallel`]; they cannot outlive it.
+pub struct Cursors<'a, const K: usize>(
+    pub(crate) [*const usize; K],
+    std::marker::PhantomData<&'a Chain>,
+);
+
+/// Evenly spaced starting points kept per chain: parallel chases use 1, 2, 4, 8 or 16 of them.
+pub const STARTS: usize = 16;
 
 impl Chain {
     /// Maps `size` bytes and links one element per line in `order`. Each element sits at a random
@@ -105,12 +116,58 @@ impl Chain {
             .iter()
             .map(|&l| base + l * LINE + rng.below(LINE / 8) * 8)
             .collect();
+        Chain::link(buf, &slots)
+    }
+
+    /// Links one element every `stride` bytes of `buf`, in address order (the seed's size x
+    /// stride table). Strides below 8 bytes are raised to 8.
+    pub fn strided(buf: Buffer, stride: usize) -> Chain {
+        let stride = stride.max(8);
+        let base = buf.ptr() as usize;
+        let slots: Vec<usize> = (0..(buf.len() / stride).max(1))
+            .map(|i| base + i * stride)
+            .collect();
+        Chain::link(buf, &slots)
+    }
+
+    /// Writes the cycle `slots[0] -> slots[1] -> ... -> slots[0]` into the buffer.
+    fn link(buf: Buffer, slots: &[usize]) -> Chain {
         for i in 0..slots.len() {
             // SAFETY: every slot is an aligned usize inside the mapping.
             unsafe { *(slots[i] as *mut usize) = slots[(i + 1) % slots.len()] };
         }
-        let cursor = slots[0] as *const usize;
-        Chain { buf, cursor }
+        let starts = (0..STARTS)
+            .map(|k| slots[k * slots.len() / STARTS] as *const usize)
+            .collect();
+        Chain {
+            buf,
+            cursor: slots[0] as *const usize,
+            starts,
+        }
+    }
+
+    /// `K` cursors evenly spaced on the cycle (K divides [`STARTS`]).
+    pub fn cursors<const K: usize>(&self) -> Cursors<'_, K> {
+        Cursors(
+            std::array::from_fn(|k| self.starts[k * STARTS / K]),
+            std::marker::PhantomData,
+        )
+    }
+
+    /// Follows `K` independent cursors `n` steps each. Their loads can overlap: this is what
+    /// memory-level parallelism measures.
+    pub fn walk_parallel<const K: usize>(&self, cursors: &mut Cursors<'_, K>, n: u64) {
+        for _ in 0..n {
+            for p in cursors.0.iter_mut() {
+                // SAFETY: cursors come from `cursors` of this chain and follow its links.
+                *p = unsafe { std::ptr::read_volatile(*p) } as *const usize;
+            }
+        }
+    }
+
+    /// Gives the buffer back (to link another chain in it).
+    pub fn into_buffer(self) -> Buffer {
+        self.buf
     }
 
     /// The buffer the chain lives in.

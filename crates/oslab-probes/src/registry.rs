@@ -13,6 +13,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::task::PROBES,
         crate::switch::PROBES,
         crate::memory::PROBES,
+        crate::chase::PROBES,
         crate::bandwidth::PROBES,
         crate::faults::PROBES,
         crate::numa::PROBES,

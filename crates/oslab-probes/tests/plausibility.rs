@@ -396,3 +396,28 @@ fn numa_matrix_covers_every_pair_of_a_bigger_fake_machine() {
         .count();
     assert_eq!(averages, 6);
 }
+
+#[test]
+fn strided_and_parallel_chases_are_plausible() {
+    let ms = run("memory.latency.stride");
+    assert_range(&ms, "per_load", 0.2, 2_000.0);
+    // Every table size from 4 KiB to the budget, each with the strides that fit twice.
+    assert!(ms
+        .iter()
+        .any(|m| m.params["size"] == 4096 && m.params["stride"] == 8));
+    assert!(ms
+        .iter()
+        .any(|m| m.params["size"] == (16 << 20) && m.params["stride"] == (4 << 20)));
+    let ms = run("memory.latency.parallel");
+    assert_range(&ms, "per_load", 0.1, 2_000.0);
+    let mlp = median_of(&ms, "parallelism", &[("chases", "16")]);
+    // Independent chases overlap on every out-of-order core (prefetchers and a noisy host can
+    // push the ratio past the number of chases, never by an order of magnitude).
+    assert!(mlp > 1.0 && mlp < 160.0, "parallelism {mlp}");
+    let ms = run("memory.latency.pages");
+    assert!(ms.iter().any(|m| m.params["asked"] == "hugetlb"));
+    assert!(ms
+        .iter()
+        .filter(|m| m.params["asked"] == "4k" && m.status.has_value())
+        .all(|m| m.params["pages"] == "4k"));
+}

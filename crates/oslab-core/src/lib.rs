@@ -13,6 +13,7 @@
 //! - [`affinity`]: guards for CPU affinity and scheduling policy that restore on drop.
 //! - [`signals`]: Ctrl-C / SIGTERM turned into a flag that long loops poll.
 //! - [`machine`]: the machine fingerprint and the environment report (noise sources, privileges).
+//! - [`dmi`]: peak memory bandwidth from the SMBIOS memory devices.
 //! - [`numa`]: bind memory to a node and ask where pages are, behind a trait with a fake for tests.
 //! - [`perf`]: one perf_event_open counter on the calling thread (software events need no PMU).
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`.
@@ -21,6 +22,7 @@
 pub mod affinity;
 pub mod clock;
 pub mod cpulist;
+pub mod dmi;
 pub mod machine;
 pub mod model;
 pub mod numa;

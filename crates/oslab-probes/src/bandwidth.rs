@@ -6,7 +6,7 @@
 //! stores also the traffic the memory system really carries (write-allocate reads the
 //! destination first).
 
-use crate::buffer::{available_memory, Pages};
+use crate::buffer::Pages;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
 use crate::probe::{judged, Context, Probe, ProbeError};
@@ -45,12 +45,11 @@ pub const PROBES: &[Probe] = &[
 const MIB: usize = 1 << 20;
 
 /// Bytes per array for RAM bandwidth: at least 4x the last-level cache (STREAM's rule), within
-/// the memory budget and what the machine has available. The note says when the rule cannot hold.
+/// the memory budget (see [`Context::memory_budget`]). The note says when the rule cannot hold.
 pub fn array_bytes(topology: &Topology, memory_max: usize) -> (usize, Option<String>) {
     let llc = topology.last_level_cache().map(|c| c.size as usize);
     let want = llc.map_or(256 * MIB, |l| 4 * l).max(32 * MIB);
-    let avail = available_memory().map_or(usize::MAX, |a| a as usize / 2);
-    let cap = (memory_max.min(avail) / 3 / MIB).max(1) * MIB;
+    let cap = (memory_max / 3 / MIB).max(1) * MIB;
     let bytes = want.min(cap);
     let note = match llc {
         Some(l) if bytes < 4 * l => Some(format!(
@@ -160,7 +159,7 @@ fn attach_peak(
 
 fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
-    let (bytes, note) = array_bytes(cx.topology, cx.harness.config.memory_max);
+    let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
     let arrays = Arrays::new(bytes, Pages::Default)?;
     let mut jobs = vec![(Kernel::Read, Stores::Plain)];
     for k in [Kernel::Write].iter().chain(&Kernel::STREAM) {
@@ -244,7 +243,7 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         c.dedup();
         c.len()
     };
-    let (bytes, note) = array_bytes(cx.topology, cx.harness.config.memory_max);
+    let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
     let jobs = [
         (Kernel::Read, Stores::Plain),
         (Kernel::Copy, Stores::Plain),
@@ -291,7 +290,7 @@ fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         .map(|c| c.size)
         .collect();
     // Past a quarter of the memory budget the curve is flat (RAM): stop there.
-    let max = cx.harness.config.memory_max / 4;
+    let max = cx.memory_budget() / 4;
     let harness = cx.harness.scaled(0.25);
     let kernels = [Kernel::Read, Kernel::Write, Kernel::Copy, Kernel::Triad];
     let mut out = Vec::new();

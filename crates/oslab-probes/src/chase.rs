@@ -57,7 +57,7 @@ pub fn table_sizes(max: usize) -> Vec<usize> {
 
 fn stride_table(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let harness = cx.harness.scaled(0.1);
-    let max = cx.harness.config.memory_max.min(512 << 20);
+    let max = cx.memory_budget().min(512 << 20);
     let mut out = Vec::new();
     for size in table_sizes(max) {
         let mut buf = Some(Buffer::new(size, Pages::Small)?);
@@ -80,7 +80,7 @@ fn stride_table(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
 
 fn page_modes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let harness = cx.harness.scaled(0.5);
-    let max = cx.harness.config.memory_max.max(16 << 20);
+    let max = cx.memory_budget().max(16 << 20);
     let mut out = Vec::new();
     for size in [max / 4, max] {
         for pages in [Pages::Small, Pages::Transparent, Pages::Hugetlb] {
@@ -111,7 +111,7 @@ fn page_modes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
 }
 
 fn parallel(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
-    let size = cx.harness.config.memory_max.max(16 << 20);
+    let size = cx.memory_budget().max(16 << 20);
     let chain = Chain::new(size, Order::Chunk, Pages::Small, size as u64)?;
     let harness = cx.harness.scaled(0.5);
     let mut out = Vec::new();

@@ -219,7 +219,7 @@ fn fault_measurements(
 
 /// Size of the anonymous regions: a quarter of the memory budget, 8..256 MiB.
 fn anon_bytes(cx: &Context) -> usize {
-    (cx.harness.config.memory_max / 4).clamp(8 << 20, 256 << 20)
+    (cx.memory_budget() / 4).clamp(8 << 20, 256 << 20)
 }
 
 fn touch(ptr: *mut u8, bytes: usize, step: usize) {
@@ -532,7 +532,7 @@ fn file(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let size = cx
         .options
         .file_size
-        .unwrap_or_else(|| default_file_size(cx.harness.config.memory_max));
+        .unwrap_or_else(|| default_file_size(cx.memory_budget()));
     check_space(&dir, size).map_err(ProbeError::Failed)?;
     let (_, tmpfs) = disk_of(&dir).map_err(ProbeError::Failed)?;
     let size = (size as usize).next_multiple_of(PAGE);

@@ -237,7 +237,7 @@ pub fn sweep_sizes(max: usize, cache_sizes: &[u64]) -> Vec<usize> {
 }
 
 fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, ProbeError> {
-    let max = cx.harness.config.memory_max;
+    let max = cx.memory_budget();
     let caches: Vec<u64> = cx
         .topology
         .caches_of(cx.cpu)

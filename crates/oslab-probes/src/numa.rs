@@ -128,8 +128,7 @@ fn cell(
     note: Option<&str>,
 ) -> Result<Vec<Measurement>, ProbeError> {
     // Bandwidth: bind, then each thread first-touches its slice (the policy places it).
-    let (bytes, size_note) =
-        crate::bandwidth::array_bytes(cx.topology, cx.harness.config.memory_max);
+    let (bytes, size_note) = crate::bandwidth::array_bytes(cx.topology, cx.memory_budget());
     let arrays = Arrays::new(bytes, Pages::Default)?;
     for buf in arrays.buffers() {
         bind(numa, buf, mem)?;
@@ -206,7 +205,7 @@ fn latency(
     mut params: Map<String, Value>,
     note: Option<&str>,
 ) -> Result<Measurement, ProbeError> {
-    let size = (cx.harness.config.memory_max / 4).clamp(16 << 20, 256 << 20);
+    let size = (cx.memory_budget() / 4).clamp(16 << 20, 256 << 20);
     let buf = Buffer::new(size, Pages::Small)?;
     bind(numa, &buf, mem)?;
     let result = std::thread::scope(|s| {

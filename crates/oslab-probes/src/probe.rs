@@ -147,6 +147,13 @@ impl Context<'_> {
         m
     }
 
+    /// Bytes a memory probe may use: the harness's memory budget, but never more than half the
+    /// memory available now (a larger request would swap or meet the OOM killer, not measure).
+    pub fn memory_budget(&self) -> usize {
+        let available = crate::buffer::available_memory().map_or(usize::MAX, |a| a as usize / 2);
+        self.harness.config.memory_max.min(available).max(4 << 20)
+    }
+
     /// Converts TSC cycles to ns, when the clock is the TSC.
     pub fn cycles_to_ns(&self, cycles: f64) -> Option<f64> {
         Some(cycles / self.harness.clock.cycles_per_ns()?)

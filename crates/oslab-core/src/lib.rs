@@ -14,15 +14,17 @@
 //! - [`signals`]: Ctrl-C / SIGTERM turned into a flag that long loops poll.
 //! - [`machine`]: the machine fingerprint and the environment report (noise sources, privileges).
 //! - [`dmi`]: peak memory bandwidth from the SMBIOS memory devices.
+//! - [`interrupts`]: one CPU's interrupt counts from /proc/interrupts, and their deltas.
 //! - [`numa`]: bind memory to a node and ask where pages are, behind a trait with a fake for tests.
 //! - [`perf`]: one perf_event_open counter on the calling thread (software events need no PMU).
-//! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`.
+//! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`, `TimelineEvent`.
 #![deny(missing_docs)]
 
 pub mod affinity;
 pub mod clock;
 pub mod cpulist;
 pub mod dmi;
+pub mod interrupts;
 pub mod machine;
 pub mod model;
 pub mod numa;
@@ -34,6 +36,6 @@ pub mod topology;
 
 pub use clock::Clock;
 pub use cpulist::CpuSet;
-pub use model::{Measurement, Prediction, Status, Unit};
+pub use model::{Measurement, Prediction, Status, TimelineEvent, Unit};
 pub use stats::Summary;
 pub use topology::Topology;

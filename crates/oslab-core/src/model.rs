@@ -180,6 +180,23 @@ impl Measurement {
     }
 }
 
+/// One span on a timeline: a period a task was active or inactive, a process holding a CPU, a
+/// decision. Times are ns from the start of the recording (TSC-derived where the TSC is used).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineEvent {
+    /// The row it belongs to, e.g. "cpu 1" or "pid 4242".
+    pub track: String,
+    /// What it is, e.g. "active", "inactive", "running".
+    pub kind: String,
+    /// Start, ns from the recording's origin.
+    pub start_ns: f64,
+    /// Duration in ns (0 for an instant).
+    pub dur_ns: f64,
+    /// Anything else worth keeping (sizes, ids, reasons).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub args: Map<String, Value>,
+}
+
 /// Builds a JSON parameter map: `params!{"cpu" => 0, "cache" => "hot"}`.
 #[macro_export]
 macro_rules! params {

@@ -1,7 +1,8 @@
 //! Schema migrations, applied in order. Never edit a shipped migration: append a new one.
 
 /// Each entry upgrades the schema by one version (index 0 creates version 1).
-pub const MIGRATIONS: &[&str] = &[r#"
+pub const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE runs (
     id            INTEGER PRIMARY KEY,
     started       TEXT NOT NULL,
@@ -50,7 +51,20 @@ CREATE TABLE predictions (
     model          TEXT NOT NULL,
     inputs         TEXT NOT NULL
 );
-"#];
+"#,
+    r#"
+CREATE TABLE timeline (
+    run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq      INTEGER NOT NULL,
+    track    TEXT NOT NULL,
+    kind     TEXT NOT NULL,
+    start_ns REAL NOT NULL,
+    dur_ns   REAL NOT NULL,
+    args     TEXT
+);
+CREATE INDEX timeline_by_run ON timeline(run_id, seq);
+"#,
+];
 
 /// The schema version this build writes.
 pub fn current_version() -> i64 {

@@ -1,7 +1,7 @@
 //! Opening, writing and reading the store.
 
 use crate::schema::{current_version, MIGRATIONS};
-use oslab_core::model::{Measurement, Prediction, Status, Unit};
+use oslab_core::model::{Measurement, Prediction, Status, TimelineEvent, Unit};
 use oslab_core::stats::Summary;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
@@ -279,11 +279,12 @@ impl Store {
         Ok(())
     }
 
-    /// Writes a run and its measurements in one transaction; returns the new run id.
+    /// Writes a run, its measurements and its timeline in one transaction; returns the new run id.
     pub fn save_run(
         &mut self,
         run: &RunRecord,
         measurements: &[Measurement],
+        timeline: &[TimelineEvent],
     ) -> Result<i64, StoreError> {
         let tx = self.conn.transaction()?;
         tx.execute(
@@ -347,9 +348,48 @@ impl Store {
                     ])?;
                 }
             }
+            let mut ev = tx.prepare(
+                "INSERT INTO timeline (run_id, seq, track, kind, start_ns, dur_ns, args) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for (seq, e) in timeline.iter().enumerate() {
+                ev.execute(params![
+                    run_id,
+                    seq as i64,
+                    e.track,
+                    e.kind,
+                    e.start_ns,
+                    e.dur_ns,
+                    (!e.args.is_empty())
+                        .then(|| serde_json::Value::Object(e.args.clone()).to_string()),
+                ])?;
+            }
         }
         tx.commit()?;
         Ok(run_id)
+    }
+
+    /// The timeline of a run, in recording order (empty when it has none).
+    pub fn load_timeline(&self, run: &RunRef) -> Result<Vec<TimelineEvent>, StoreError> {
+        let id = self.resolve(run)?;
+        let mut stmt = self.conn.prepare(
+            "SELECT track, kind, start_ns, dur_ns, args FROM timeline WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let events = stmt
+            .query_map([id], |r| {
+                let args: Option<String> = r.get(4)?;
+                Ok(TimelineEvent {
+                    track: r.get(0)?,
+                    kind: r.get(1)?,
+                    start_ns: r.get(2)?,
+                    dur_ns: r.get(3)?,
+                    args: args
+                        .as_deref()
+                        .and_then(|a| parse_map(a).ok())
+                        .unwrap_or_default(),
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(events)
     }
 
     /// Every stored run, newest first.
@@ -570,8 +610,24 @@ mod tests {
             Unit::Ns,
             Status::Skipped("needs 2 cpus".into()),
         );
+        let timeline = vec![
+            TimelineEvent {
+                track: "cpu 1".into(),
+                kind: "inactive".into(),
+                start_ns: 4.0e6,
+                dur_ns: 2500.0,
+                args: params! {"irq" => "LOC"},
+            },
+            TimelineEvent {
+                track: "cpu 1".into(),
+                kind: "active".into(),
+                start_ns: 0.0,
+                dur_ns: 4.0e6,
+                args: params! {},
+            },
+        ];
         let id = s
-            .save_run(&record(), &[measured(), skipped.clone()])
+            .save_run(&record(), &[measured(), skipped.clone()], &timeline)
             .unwrap();
         drop(s);
         let s = Store::open(&path).unwrap();
@@ -580,6 +636,7 @@ mod tests {
         assert_eq!(rec.fingerprint["cpu_model"], "test");
         assert_eq!(ms, vec![measured(), skipped]);
         assert_eq!(s.runs().unwrap()[0].measurements, 2);
+        assert_eq!(s.load_timeline(&RunRef::Latest).unwrap(), timeline);
     }
 
     #[test]
@@ -652,7 +709,9 @@ mod tests {
         s.conn
             .execute_batch("CREATE TRIGGER boom BEFORE INSERT ON measurements WHEN NEW.seq = 1 BEGIN SELECT RAISE(ABORT, 'boom'); END;")
             .unwrap();
-        assert!(s.save_run(&record(), &[measured(), measured()]).is_err());
+        assert!(s
+            .save_run(&record(), &[measured(), measured()], &[])
+            .is_err());
         assert!(s.runs().unwrap().is_empty());
         let count: i64 = s
             .conn

@@ -97,7 +97,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         fingerprint: serde_json::to_value(&machine.fingerprint)?,
         environment: serde_json::to_value(&machine.environment)?,
     };
-    let id = store.save_run(&record, &outcome.measurements)?;
+    let id = store.save_run(&record, &outcome.measurements, &[])?;
     let record = RunRecord {
         id: Some(id),
         ..record

@@ -6,12 +6,13 @@
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
 //! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
-//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`].
+//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`], [`activity`].
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
 #![deny(missing_docs)]
 
+pub mod activity;
 pub mod bandwidth;
 pub mod buffer;
 pub mod call;

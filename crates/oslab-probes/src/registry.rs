@@ -17,6 +17,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::bandwidth::PROBES,
         crate::faults::PROBES,
         crate::numa::PROBES,
+        crate::activity::PROBES,
     ]
     .iter()
     .flat_map(|family| family.iter())

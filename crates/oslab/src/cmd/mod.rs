@@ -3,6 +3,7 @@
 mod info;
 mod list;
 mod run;
+mod session;
 mod stored;
 
 use crate::cli::{Cli, Command, StoreArgs};

@@ -1,0 +1,375 @@
+//! Activity of a busy process (the seed's "tracker"): a pinned loop reads the clock back to back;
+//! a gap between two reads longer than a threshold is a period the loop did not run (a timer
+//! tick, an IPI, another task, the hypervisor). The threshold is chosen from the loop's own
+//! distribution of gaps, and the periods are summarised: inferred tick frequency, interruptions
+//! by size, CPU time lost, beside the kernel's interrupt counts for the CPU.
+
+use crate::harness::check_interrupt;
+use crate::probe::{judged, Context, Probe, ProbeError};
+use oslab_core::interrupts;
+use oslab_core::model::{Measurement, TimelineEvent, Unit};
+use oslab_core::{params, Clock, Status};
+use std::time::{Duration, Instant};
+
+/// The suite's short activity probe (`oslab activity` records longer and keeps the timeline).
+pub const PROBES: &[Probe] = &[Probe {
+    id: "activity.noise",
+    about:
+        "interruptions of a pinned busy loop: inferred tick rate, count, CPU time lost (OS noise)",
+    unit: Unit::Ns,
+    needs: &[],
+    run: |cx| {
+        let duration = cx.harness.config.budget * 2;
+        let threshold = Threshold::calibrate(&cx.harness.clock, Duration::from_millis(20));
+        let rec = record(
+            &cx.harness.clock,
+            threshold.ticks,
+            Limit::Duration(duration),
+        )?;
+        Ok(summarise(cx, "activity.noise", &rec, &threshold, None))
+    },
+}];
+
+/// How the gap threshold was chosen.
+#[derive(Debug, Clone)]
+pub struct Threshold {
+    /// The threshold in clock ticks.
+    pub ticks: u64,
+    /// In words, with the figures it came from.
+    pub how: String,
+}
+
+/// Quantile of a sorted slice.
+fn q(sorted: &[u64], p: f64) -> u64 {
+    sorted[((sorted.len() - 1) as f64 * p) as usize]
+}
+
+impl Threshold {
+    /// Measures back-to-back reads for `window` and puts the threshold well above the loop's own
+    /// jitter (cache and TLB misses) and well below real interruptions (microseconds): the larger
+    /// of 4 x the 99.9th percentile and 20 x the median.
+    pub fn calibrate(clock: &Clock, window: Duration) -> Threshold {
+        let mut gaps = Vec::with_capacity(1 << 20);
+        let end = Instant::now() + window;
+        let mut last = clock.start();
+        while gaps.len() < (1 << 20) {
+            let now = clock.start();
+            gaps.push(now.wrapping_sub(last));
+            last = now;
+            if gaps.len() % 4096 == 0 && Instant::now() >= end {
+                break;
+            }
+        }
+        gaps.sort_unstable();
+        let (p50, p99, p999) = (q(&gaps, 0.5), q(&gaps, 0.99), q(&gaps, 0.999));
+        let ticks = (4 * p999).max(20 * p50).max(1);
+        let ns = |t: u64| clock.ticks_to_ns(t as f64);
+        Threshold {
+            ticks,
+            how: format!(
+                "max(4 x p99.9, 20 x p50) of {} back-to-back reads (p50 {:.1} ns, p99 {:.1} ns, p99.9 {:.1} ns) = {:.0} ns",
+                gaps.len(),
+                ns(p50),
+                ns(p99),
+                ns(p999),
+                ns(ticks)
+            ),
+        }
+    }
+
+    /// A threshold the user gave, in ns.
+    pub fn given_ns(clock: &Clock, ns: f64) -> Threshold {
+        Threshold {
+            ticks: (ns * clock.ticks_per_ns).round().max(1.0) as u64,
+            how: format!("given: {ns:.0} ns"),
+        }
+    }
+}
+
+/// When to stop recording.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    /// After this long.
+    Duration(Duration),
+    /// After this many inactive periods (or 60 s, whichever comes first).
+    Samples(usize),
+}
+
+/// What the loop saw: its span and the gaps (start, end) in clock ticks.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// First read.
+    pub start: u64,
+    /// Last read.
+    pub end: u64,
+    /// Inactive periods: (last read before, first read after).
+    pub gaps: Vec<(u64, u64)>,
+    /// Clock reads made.
+    pub reads: u64,
+    /// Interrupt counts of the CPU (delta over the recording), when readable.
+    pub interrupts: Vec<(String, u64)>,
+}
+
+/// Runs the busy loop on the calling thread (pin it first) until `limit`.
+pub fn record(clock: &Clock, threshold: u64, limit: Limit) -> Result<Recording, ProbeError> {
+    let cpu = oslab_core::affinity::current_cpu();
+    let before = cpu.map(interrupts::snapshot);
+    let (max_time, max_gaps) = match limit {
+        Limit::Duration(d) => (d, usize::MAX),
+        Limit::Samples(n) => (Duration::from_secs(60), n),
+    };
+    let max_ticks = (max_time.as_nanos() as f64 * clock.ticks_per_ns) as u64;
+    let mut gaps = Vec::new();
+    let start = clock.start();
+    let mut last = start;
+    let mut reads = 0u64;
+    loop {
+        let now = clock.start();
+        reads += 1;
+        if now.wrapping_sub(last) > threshold {
+            gaps.push((last, now));
+            // Rare (interruptions only), so checking here costs the loop nothing.
+            check_interrupt()?;
+            if gaps.len() >= max_gaps {
+                last = now;
+                break;
+            }
+        }
+        last = now;
+        if reads & 0xFFFF == 0 && now.wrapping_sub(start) >= max_ticks {
+            break;
+        }
+    }
+    let interrupts = match (cpu, before) {
+        (Some(c), Some(b)) => interrupts::delta(&b, &interrupts::snapshot(c)),
+        _ => Vec::new(),
+    };
+    Ok(Recording {
+        start,
+        end: last,
+        gaps,
+        reads,
+        interrupts,
+    })
+}
+
+/// Interruption size classes: upper bounds in ns and labels.
+const CLASSES: [(f64, &str); 5] = [
+    (1e3, "<1us"),
+    (1e4, "1-10us"),
+    (1e5, "10-100us"),
+    (1e6, "100us-1ms"),
+    (f64::INFINITY, ">=1ms"),
+];
+
+/// The dominant period between interruptions, in ns: the most common inter-arrival time (in
+/// 50 us bins), refined to the median of the intervals in that bin. None with too few gaps.
+pub fn dominant_period_ns(starts_ns: &[f64]) -> Option<f64> {
+    let intervals: Vec<f64> = starts_ns.windows(2).map(|w| w[1] - w[0]).collect();
+    if intervals.len() < 4 {
+        return None;
+    }
+    const BIN: f64 = 50_000.0;
+    let mut bins = std::collections::BTreeMap::<u64, Vec<f64>>::new();
+    for &i in &intervals {
+        bins.entry((i / BIN) as u64).or_default().push(i);
+    }
+    let (_, best) = bins
+        .into_iter()
+        .max_by_key(|(b, v)| (v.len(), std::cmp::Reverse(*b)))?;
+    oslab_core::stats::median(&best)
+}
+
+/// The periods as timeline events: active and inactive spans on one track.
+pub fn timeline(clock: &Clock, rec: &Recording, track: &str) -> Vec<TimelineEvent> {
+    let ns = |t: u64| clock.ticks_to_ns(t.wrapping_sub(rec.start) as f64);
+    let mut out = Vec::with_capacity(rec.gaps.len() * 2 + 1);
+    let mut from = rec.start;
+    let span = |kind: &str, a: u64, b: u64| TimelineEvent {
+        track: track.to_string(),
+        kind: kind.to_string(),
+        start_ns: ns(a),
+        dur_ns: clock.ticks_to_ns(b.wrapping_sub(a) as f64),
+        args: params! {},
+    };
+    for &(a, b) in &rec.gaps {
+        out.push(span("active", from, a));
+        out.push(span("inactive", a, b));
+        from = b;
+    }
+    out.push(span("active", from, rec.end));
+    out
+}
+
+/// Summary measurements of a recording: read overhead, threshold, interruptions (durations),
+/// count per size class, CPU time lost, longest, inferred tick frequency beside the kernel's
+/// local-timer count.
+pub fn summarise(
+    cx: &Context,
+    id: &str,
+    rec: &Recording,
+    threshold: &Threshold,
+    extra: Option<&str>,
+) -> Vec<Measurement> {
+    let clock = &cx.harness.clock;
+    let span_ns = clock.ticks_to_ns(rec.end.wrapping_sub(rec.start) as f64);
+    let durations: Vec<f64> = rec
+        .gaps
+        .iter()
+        .map(|&(a, b)| clock.ticks_to_ns(b.wrapping_sub(a) as f64))
+        .collect();
+    let lost: f64 = durations.iter().sum();
+    let base = params! {"cpu" => cx.cpu};
+    let note = |s: String| {
+        Some(match extra {
+            Some(e) => format!("{s}; {e}"),
+            None => s,
+        })
+    };
+    let value = |metric: &str, unit: Unit, v: f64, text: String| {
+        let mut m = judged(id, base.clone(), metric, unit, &[v], note(text), None);
+        m.status = Status::Ok;
+        m
+    };
+    let mut out = Vec::new();
+    let per_read = (span_ns - lost) / rec.reads.max(1) as f64;
+    out.push(value(
+        "read_overhead",
+        Unit::Ns,
+        per_read,
+        format!(
+            "loop time per clock read, {} reads: the smallest gap the tracker can see",
+            rec.reads
+        ),
+    ));
+    out.push(value(
+        "threshold",
+        Unit::Ns,
+        clock.ticks_to_ns(threshold.ticks as f64),
+        threshold.how.clone(),
+    ));
+    out.push(value(
+        "lost_fraction",
+        Unit::Ratio,
+        lost / span_ns.max(1.0),
+        format!("{:.3} ms inactive in {:.1} ms", lost / 1e6, span_ns / 1e6),
+    ));
+    out.push(value(
+        "interruptions",
+        Unit::Count,
+        durations.len() as f64,
+        format!("gaps above the threshold in {:.1} ms", span_ns / 1e6),
+    ));
+    if !durations.is_empty() {
+        let mut m = judged(
+            id,
+            base.clone(),
+            "interruption",
+            Unit::Ns,
+            &durations,
+            note("duration of each inactive period".into()),
+            None,
+        );
+        if m.status == Status::Noisy {
+            m.status = Status::Ok; // the spread is the subject here, not noise
+        }
+        out.push(m);
+        let mut lower = 0.0;
+        for (upper, label) in CLASSES {
+            let n = durations
+                .iter()
+                .filter(|&&d| d >= lower && d < upper)
+                .count();
+            let mut p = base.clone();
+            p.insert("class".into(), label.into());
+            let mut m = judged(id, p, "count", Unit::Count, &[n as f64], None, None);
+            m.status = Status::Ok;
+            out.push(m);
+            lower = upper;
+        }
+    }
+    let starts: Vec<f64> = rec
+        .gaps
+        .iter()
+        .map(|&(a, _)| clock.ticks_to_ns(a.wrapping_sub(rec.start) as f64))
+        .collect();
+    let kernel_timer = interrupts::local_timer(&rec.interrupts);
+    let kernel_hz = kernel_timer.map(|n| n as f64 / (span_ns / 1e9));
+    let irq_text = if rec.interrupts.is_empty() {
+        "interrupt counts not readable".to_string()
+    } else {
+        let list: Vec<String> = rec
+            .interrupts
+            .iter()
+            .take(6)
+            .map(|(k, v)| format!("{k} +{v}"))
+            .collect();
+        format!("/proc/interrupts for this cpu: {}", list.join(", "))
+    };
+    match dominant_period_ns(&starts) {
+        Some(period) => {
+            let mut m = value(
+                "tick_hz",
+                Unit::Count,
+                1e9 / period,
+                format!(
+                    "from the most common interval between interruptions ({:.3} ms); {irq_text}",
+                    period / 1e6
+                ),
+            );
+            m.prediction = kernel_hz.map(|hz| oslab_core::Prediction {
+                value: hz,
+                model: "local timer interrupts counted by the kernel per second of recording".into(),
+                inputs: params! {"local_timer_interrupts" => kernel_timer, "seconds" => span_ns / 1e9},
+            });
+            out.push(m);
+        }
+        None => out.push(Measurement::not_taken(
+            id,
+            base,
+            "tick_hz",
+            Unit::Count,
+            Status::Skipped(format!(
+                "too few interruptions to infer a period; {irq_text}"
+            )),
+        )),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dominant_period_ignores_stray_interruptions() {
+        // A 4 ms tick with a few extra interruptions in between.
+        let mut starts: Vec<f64> = (0..50).map(|i| i as f64 * 4e6).collect();
+        starts.extend([1.3e6, 9.1e6, 77.7e6]);
+        starts.sort_by(f64::total_cmp);
+        let p = dominant_period_ns(&starts).unwrap();
+        assert!((p - 4e6).abs() < 1e3, "{p}");
+        assert!(dominant_period_ns(&[0.0, 1.0]).is_none());
+    }
+
+    #[test]
+    fn timeline_alternates_and_covers_the_recording() {
+        let clock = Clock::monotonic("test".into(), false);
+        let rec = Recording {
+            start: 1000,
+            end: 10_000,
+            gaps: vec![(2000, 2500), (6000, 6100)],
+            reads: 10,
+            interrupts: vec![],
+        };
+        let t = timeline(&clock, &rec, "cpu 0");
+        let kinds: Vec<&str> = t.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["active", "inactive", "active", "inactive", "active"]
+        );
+        assert_eq!(t[0].start_ns, 0.0);
+        let total: f64 = t.iter().map(|e| e.dur_ns).sum();
+        assert_eq!(total, 9000.0);
+    }
+}

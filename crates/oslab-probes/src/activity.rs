@@ -270,9 +270,9 @@ pub fn summarise(
             note("duration of each inactive period".into()),
             None,
         );
-        if m.status == Status::Noisy {
-            m.status = Status::Ok; // the spread is the subject here, not noise
-        }
+        // The spread is the subject here, not noise.
+        m.status = Status::Ok;
+        m.note = note("duration of each inactive period".into());
         out.push(m);
         let mut lower = 0.0;
         for (upper, label) in CLASSES {

@@ -5,10 +5,12 @@
 //! - [`units`]: choosing a unit for a value and printing it with sensible precision.
 //! - [`table`]: the measurement table, the runs table and the probe list.
 //! - [`machine`]: `oslab info` as text.
+//! - [`activity`]: period lists and histograms of activity recordings.
 //! - [`trace`]: timelines as Chrome trace-event JSON (Perfetto).
 //! - [`numa`]: the NUMA matrix views (bandwidth, latency, ratios to local, SLIT distances).
 #![deny(missing_docs)]
 
+pub mod activity;
 pub mod machine;
 pub mod numa;
 pub mod table;

@@ -21,6 +21,8 @@ pub enum Command {
     List(ListArgs),
     /// Run probes (all by default), print a table and store the run.
     Run(RunArgs),
+    /// Record when a pinned busy loop runs and when it does not: OS noise, timer ticks.
+    Activity(ActivityArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
     /// List stored runs.
@@ -116,6 +118,39 @@ impl From<NumaArgs> for RunArgs {
     }
 }
 
+/// `oslab activity`.
+#[derive(Debug, Args)]
+pub struct ActivityArgs {
+    /// The CPU to watch (default: the highest allowed).
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<String>,
+    /// How long to record, e.g. 2s, 500ms.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "2s", conflicts_with = "samples")]
+    pub duration: std::time::Duration,
+    /// Stop after this many inactive periods instead (at most 60 s).
+    #[arg(long, value_name = "N")]
+    pub samples: Option<usize>,
+    /// Gap threshold: clock cycles ("2000") or a time ("3us", "800ns"). Default: chosen from the
+    /// loop's own back-to-back reads.
+    #[arg(long, value_name = "T")]
+    pub threshold: Option<String>,
+    /// Print every period (default: the first 20).
+    #[arg(long)]
+    pub periods: bool,
+    /// Also write the timeline as Chrome trace-event JSON (opens in Perfetto).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Do not raise the loop to SCHED_FIFO even when permitted.
+    #[arg(long)]
+    pub no_rt: bool,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
 /// `oslab runs`.
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -169,9 +204,69 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// Parses a duration: "2s", "500ms", "250us", "1.5" (seconds), "1m".
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 2s, 500ms)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1e3,
+        "us" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        other => {
+            return Err(format!(
+                "{s:?}: unknown unit {other:?} (use s, ms, us or m)"
+            ))
+        }
+    };
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!("{s:?}: must be more than 0 and at most a day"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// A threshold in ns: cycles ("2000", at `ticks_per_ns`) or a time ("3us", "800ns").
+pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else {
+        (t.strip_suffix("cycles").unwrap_or(t), 1.0 / ticks_per_ns)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("--threshold {s:?}: give cycles (2000) or a time (3us, 800ns)"))?;
+    if v.is_nan() || v <= 0.0 {
+        return Err(format!("--threshold {s:?}: must be positive"));
+    }
+    Ok(v * scale)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_bytes;
+    use super::{parse_bytes, parse_duration, parse_threshold_ns};
+
+    #[test]
+    fn durations_and_thresholds_parse() {
+        assert_eq!(parse_duration("2s").unwrap().as_millis(), 2000);
+        assert_eq!(parse_duration("250ms").unwrap().as_millis(), 250);
+        assert_eq!(parse_duration("1.5").unwrap().as_millis(), 1500);
+        assert!(parse_duration("0s").is_err() && parse_duration("3 weeks").is_err());
+        assert_eq!(parse_threshold_ns("3us", 2.6), Ok(3000.0));
+        assert_eq!(parse_threshold_ns("2600", 2.6), Ok(1000.0));
+        assert!(parse_threshold_ns("-1ns", 2.6).is_err() && parse_threshold_ns("x", 2.6).is_err());
+    }
 
     #[test]
     fn sizes_parse_with_binary_units() {

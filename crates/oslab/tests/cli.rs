@@ -394,3 +394,70 @@ fn numa_prints_the_matrix_and_says_why_it_is_small() {
     assert_eq!(nodes <= 1, text.contains("one NUMA node"), "{text}");
     assert_eq!(stored_runs(&db).len(), 1);
 }
+
+#[test]
+fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
+    let (dir, db) = temp_db();
+    let trace = dir.path().join("activity.json");
+    let out = stdout(&[
+        "activity",
+        "--duration",
+        "400ms",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let run = json(&out);
+    let ms = run["measurements"].as_array().unwrap();
+    let metric = |name: &str| ms.iter().find(|m| m["metric"] == name).unwrap();
+    let overhead = metric("read_overhead")["summary"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(overhead > 0.1 && overhead < 10_000.0, "{overhead}");
+    let tick = metric("tick_hz");
+    if let Some(hz) = tick["summary"]["median"].as_f64() {
+        // A busy cpu takes every tick: the rate is one of the usual CONFIG_HZ values, and what the
+        // kernel counted as local timer interrupts.
+        assert!(
+            [100.0, 250.0, 300.0, 1000.0]
+                .iter()
+                .any(|h| (hz - h).abs() < 0.1 * h),
+            "{hz} Hz"
+        );
+        if let Some(kernel) = tick["prediction"]["value"].as_f64() {
+            assert!(
+                (hz - kernel).abs() < 0.2 * kernel,
+                "{hz} vs kernel {kernel}"
+            );
+        }
+    }
+    let doc: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let spans = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: i64 = conn
+        .query_row("SELECT count(*) FROM timeline", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        spans > 0 && spans as i64 == stored,
+        "{spans} spans, {stored} stored"
+    );
+}
+
+#[test]
+fn activity_refuses_bad_arguments() {
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let e = fails(&["activity", "--threshold", "lots", "--db", db], 2);
+    assert!(e.contains("--threshold"), "{e}");
+    let e = fails(&["activity", "--samples", "0", "--db", db], 2);
+    assert!(e.contains("--samples"), "{e}");
+    let e = fails(&["activity", "--duration", "3 weeks", "--db", db], 2);
+    assert!(e.contains("duration"), "{e}");
+}

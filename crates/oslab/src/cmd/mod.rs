@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns the process exit code.
 
+mod activity;
 mod info;
 mod list;
 mod run;
@@ -17,6 +18,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List(a) => list::run(a),
         Command::Run(a) => run::run(a),
         Command::Numa(a) => run::run(a.into()),
+        Command::Activity(a) => activity::run(a),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
     }

@@ -1,0 +1,61 @@
+//! `oslab activity`: the busy-loop tracker on one CPU, its periods stored as a timeline.
+
+use super::session::Session;
+use crate::cli::{parse_threshold_ns, ActivityArgs};
+use crate::error::usage;
+use oslab_probes::activity::{self, Limit, Threshold};
+use oslab_probes::{Options, ProbeError};
+use oslab_report::activity::{histogram, periods};
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
+    let mut session = Session::open(false, args.cpu.as_deref(), None, &args.store)?;
+    let clock = session.machine.clock().clone();
+    let threshold = match &args.threshold {
+        Some(t) => Threshold::given_ns(
+            &clock,
+            parse_threshold_ns(t, clock.ticks_per_ns).map_err(usage)?,
+        ),
+        None => Threshold::calibrate(&clock, Duration::from_millis(50)),
+    };
+    let limit = match args.samples {
+        Some(0) => return Err(usage("--samples must be at least 1")),
+        Some(n) => Limit::Samples(n),
+        None => Limit::Duration(args.duration),
+    };
+    let recorded = {
+        let _placed = session.place(args.no_rt)?;
+        activity::record(&clock, threshold.ticks, limit)
+    };
+    let (rec, interrupted) = match recorded {
+        Ok(r) => (r, false),
+        Err(ProbeError::Interrupted) => {
+            eprintln!("interrupted: nothing recorded");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let track = format!("cpu {}", session.cpu);
+    let timeline = activity::timeline(&clock, &rec, &track);
+    let harness = session.harness();
+    let options = Options::default();
+    let cx = session.context(&harness, &options);
+    let ms = activity::summarise(&cx, "activity", &rec, &threshold, None);
+    if let Some(path) = &args.trace {
+        let doc = oslab_report::trace::chrome_trace(&format!("oslab activity, {track}"), &timeline);
+        std::fs::write(path, serde_json::to_vec(&doc)?)
+            .map_err(|e| anyhow::anyhow!("cannot write the trace to {}: {e}", path.display()))?;
+        eprintln!(
+            "timeline written to {} (open it in https://ui.perfetto.dev)",
+            path.display()
+        );
+    }
+    let extra = format!(
+        "threshold: {}\n\n{}\n{}",
+        threshold.how,
+        periods(&timeline, (!args.periods).then_some(20)),
+        histogram(&timeline)
+    );
+    session.finish(&ms, &timeline, interrupted, args.json, Some(extra))
+}

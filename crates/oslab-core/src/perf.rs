@@ -25,6 +25,8 @@ struct AttrV0 {
 pub const TYPE_HARDWARE: u32 = 0;
 /// PERF_TYPE_SOFTWARE.
 pub const TYPE_SOFTWARE: u32 = 1;
+/// PERF_TYPE_TRACEPOINT.
+pub const TYPE_TRACEPOINT: u32 = 2;
 /// PERF_COUNT_HW_CPU_CYCLES.
 pub const HW_CPU_CYCLES: u64 = 0;
 /// PERF_COUNT_SW_PAGE_FAULTS_MIN.
@@ -63,6 +65,22 @@ impl Counter {
     /// Opens `config` of `kind` for the calling thread, disabled. `kernel` includes events
     /// raised in kernel mode (needs perf_event_paranoid <= 1 or CAP_PERFMON).
     pub fn open(kind: u32, config: u64, kernel: bool) -> io::Result<Counter> {
+        Counter::open_on(kind, config, kernel, 0, -1)
+    }
+
+    /// Opens `config` of `kind` for every task on `cpu` (needs perf_event_paranoid <= 0 or
+    /// CAP_PERFMON), disabled, kernel events included.
+    pub fn open_cpu(kind: u32, config: u64, cpu: usize) -> io::Result<Counter> {
+        Counter::open_on(kind, config, true, -1, cpu as libc::c_int)
+    }
+
+    fn open_on(
+        kind: u32,
+        config: u64,
+        kernel: bool,
+        pid: libc::pid_t,
+        cpu: libc::c_int,
+    ) -> io::Result<Counter> {
         let mut flags = FLAG_DISABLED | FLAG_EXCLUDE_HV;
         if !kernel {
             flags |= FLAG_EXCLUDE_KERNEL;
@@ -79,8 +97,8 @@ impl Counter {
             libc::syscall(
                 libc::SYS_perf_event_open,
                 &attr as *const AttrV0,
-                0,
-                -1,
+                pid,
+                cpu,
                 -1,
                 PERF_FLAG_FD_CLOEXEC,
             )
@@ -130,6 +148,43 @@ impl Drop for Counter {
         // SAFETY: our fd.
         unsafe { libc::close(self.fd) };
     }
+}
+
+/// The id of tracepoint `system:name` (e.g. "sched", "sched_switch"), from tracefs. When tracefs
+/// is not mounted and we are root, it is mounted for the lookup and unmounted again.
+pub fn tracepoint_id(system: &str, name: &str) -> io::Result<u64> {
+    let rel = format!("events/{system}/{name}/id");
+    for base in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        if let Ok(s) = std::fs::read_to_string(format!("{base}/{rel}")) {
+            return s
+                .trim()
+                .parse()
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad tracepoint id"));
+        }
+    }
+    let target = c"/sys/kernel/tracing";
+    // SAFETY: mounting tracefs on its standard mount point; all strings are NUL-terminated.
+    let mounted = unsafe {
+        libc::mount(
+            c"tracefs".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    } == 0;
+    if !mounted {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing, as root)",
+        ));
+    }
+    let id = std::fs::read_to_string(format!("/sys/kernel/tracing/{rel}"));
+    // SAFETY: undoing our own mount.
+    unsafe { libc::umount(target.as_ptr()) };
+    id?.trim()
+        .parse()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad tracepoint id"))
 }
 
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;

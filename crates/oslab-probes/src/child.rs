@@ -74,7 +74,7 @@ pub fn wait_pid(pid: libc::pid_t) -> Result<i32, ProbeError> {
     }
 }
 
-/// A page of memory shared between a process and the children it forks afterwards.
+/// Memory (a page or more) shared between a process and the children it forks afterwards.
 pub struct SharedPage {
     ptr: *mut u8,
     len: usize,
@@ -88,7 +88,12 @@ unsafe impl Sync for SharedPage {}
 impl SharedPage {
     /// Maps one zeroed shared anonymous page.
     pub fn new() -> Result<SharedPage, ProbeError> {
-        let len = 4096;
+        SharedPage::with_len(4096)
+    }
+
+    /// Maps `len` zeroed shared bytes (rounded up to a page).
+    pub fn with_len(len: usize) -> Result<SharedPage, ProbeError> {
+        let len = len.max(1).next_multiple_of(4096);
         // SAFETY: anonymous shared mapping with no address hint.
         let ptr = unsafe {
             libc::mmap(
@@ -109,14 +114,14 @@ impl SharedPage {
         })
     }
 
-    /// The `i`-th 32-bit word (0..1024), as an atomic.
+    /// The `i`-th 32-bit word, as an atomic.
     pub fn word(&self, i: usize) -> &AtomicU32 {
         assert!(i < self.len / 4);
         // SAFETY: in bounds, 4-byte aligned (page-aligned base), lives as long as &self.
         unsafe { &*(self.ptr.add(i * 4) as *const AtomicU32) }
     }
 
-    /// The `i`-th 64-bit word (0..512), as an atomic.
+    /// The `i`-th 64-bit word, as an atomic.
     pub fn word64(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
         assert!(i < self.len / 8);
         // SAFETY: in bounds, 8-byte aligned, lives as long as &self.

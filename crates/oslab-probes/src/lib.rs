@@ -6,7 +6,7 @@
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
 //! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
-//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`], [`activity`].
+//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`], [`activity`], [`timeslice`].
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
@@ -33,6 +33,7 @@ pub mod switch;
 pub mod syscall;
 pub mod task;
 pub mod timer;
+pub mod timeslice;
 
 pub use harness::{Harness, HarnessConfig, Timing};
 pub use probe::{Context, Need, Options, Probe, ProbeError};

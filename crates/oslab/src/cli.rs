@@ -23,6 +23,8 @@ pub enum Command {
     Run(RunArgs),
     /// Record when a pinned busy loop runs and when it does not: OS noise, timer ticks.
     Activity(ActivityArgs),
+    /// N busy processes on one CPU: who ran when, time slices and context switches.
+    Timeslice(TimesliceArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
     /// List stored runs.
@@ -143,6 +145,41 @@ pub struct ActivityArgs {
     /// Do not raise the loop to SCHED_FIFO even when permitted.
     #[arg(long)]
     pub no_rt: bool,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab timeslice`.
+#[derive(Debug, Args)]
+pub struct TimesliceArgs {
+    /// The CPU the processes share (default: the highest allowed).
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<String>,
+    /// Number of processes (default: 2, 3, 4 and 5, one recording each).
+    #[arg(long, value_name = "N", conflicts_with = "sweep")]
+    pub procs: Option<usize>,
+    /// Run N = 1..K processes, one recording each, to see how the slice changes with N.
+    #[arg(long, value_name = "K")]
+    pub sweep: Option<usize>,
+    /// Length of each recording, e.g. 1s.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s")]
+    pub duration: std::time::Duration,
+    /// Scheduling class of the processes: other (SCHED_OTHER) or rr (SCHED_RR, needs privilege).
+    #[arg(long, value_parser = ["other", "rr"], default_value = "other")]
+    pub policy: String,
+    /// Gap threshold, as for `oslab activity`.
+    #[arg(long, value_name = "T")]
+    pub threshold: Option<String>,
+    /// Print every switch (default: the first 20 per recording).
+    #[arg(long)]
+    pub all: bool,
+    /// Also write the schedule as Chrome trace-event JSON (one track per process).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,

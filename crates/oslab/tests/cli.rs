@@ -8,6 +8,14 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Tests that measure take turns: a busy loop or a schedule on a cpu is what the other tests'
+/// measurements would disturb (and be disturbed by).
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn oslab() -> Command {
     Command::cargo_bin("oslab").expect("binary built")
 }
@@ -97,6 +105,7 @@ fn list_shows_every_probe_and_whether_it_runs_here() {
 
 #[test]
 fn run_stores_what_it_prints_and_show_reprints_it() {
+    let _turn = exclusive();
     let (_dir, db) = temp_db();
     let dbs = db.to_str().unwrap();
     let out = oslab()
@@ -247,6 +256,7 @@ fn show_of_a_missing_run_says_how_to_find_one() {
 
 #[test]
 fn runs_unprivileged_and_says_what_was_not_permitted() {
+    let _turn = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("o.db");
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
@@ -273,31 +283,44 @@ fn runs_unprivileged_and_says_what_was_not_permitted() {
     assert_eq!(stored_runs(&db).len(), 1);
 }
 
-#[test]
-fn ctrl_c_keeps_what_completed_and_reaps_children() {
-    let dir = tempfile::tempdir().unwrap();
-    // A unique store path: every forked peer carries it in its command line.
-    let marker = dir.path().join("ctrlc-marker.db");
+/// Starts oslab with `args`, lets `running` check it after `after`, sends SIGINT, and expects a
+/// clean stop (exit 130); returns its stderr.
+fn interrupted(args: &[&std::ffi::OsStr], after: Duration, running: impl FnOnce()) -> String {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
-        .args([
-            "run",
-            "timer.rdtsc",
-            "switch.process.pipe",
-            "switch.process.futex",
-            "--db",
-            marker.to_str().unwrap(),
-        ])
+        .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Long enough for timer.rdtsc to finish and a ping-pong peer to be running.
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(after);
+    running();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(130), "{err}");
+    err
+}
+
+#[test]
+fn ctrl_c_keeps_what_completed_and_reaps_children() {
+    let _turn = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    // A unique store path: every forked peer carries it in its command line.
+    let marker = dir.path().join("ctrlc-marker.db");
+    // Long enough for timer.rdtsc to finish and a ping-pong peer to be running.
+    let err = interrupted(
+        &[
+            "run".as_ref(),
+            "timer.rdtsc".as_ref(),
+            "switch.process.pipe".as_ref(),
+            "switch.process.futex".as_ref(),
+            "--db".as_ref(),
+            marker.as_os_str(),
+        ],
+        Duration::from_millis(2500),
+        || {},
+    );
     assert!(err.contains("interrupted"), "{err}");
     let runs = stored_runs(&marker);
     assert_eq!(runs.len(), 1);
@@ -305,13 +328,7 @@ fn ctrl_c_keeps_what_completed_and_reaps_children() {
     assert!(runs[0].2 >= 1, "timer.rdtsc completed before the signal");
     // No forked peer survives: they all carry the unique --db argument in their command line.
     std::thread::sleep(Duration::from_millis(200));
-    let leftovers: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(marker.to_str().unwrap()))
-        .collect();
+    let leftovers = processes_mentioning(&marker);
     assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
 }
 
@@ -349,26 +366,22 @@ fn fault_file_that_cannot_fit_is_refused_before_measuring() {
 
 #[test]
 fn ctrl_c_while_the_fault_file_is_written_leaves_nothing_behind() {
+    let _turn = exclusive();
     let (dir, db) = temp_db();
     let files = tempfile::tempdir().unwrap();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
-        .args(["run", "faults.file", "--file-size", "2G", "--temp-dir"])
-        .arg(files.path())
-        .arg("--db")
-        .arg(&db)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    interrupted(
+        &[
+            "run".as_ref(),
+            "faults.file".as_ref(),
+            "--file-size".as_ref(),
+            "2G".as_ref(),
+            "--temp-dir".as_ref(),
+            files.path().as_os_str(),
+            "--db".as_ref(),
+            db.as_os_str(),
+        ],
+        Duration::from_millis(700),
+        || {},
     );
     let left: Vec<_> = std::fs::read_dir(files.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
@@ -377,6 +390,7 @@ fn ctrl_c_while_the_fault_file_is_written_leaves_nothing_behind() {
 
 #[test]
 fn numa_prints_the_matrix_and_says_why_it_is_small() {
+    let _turn = exclusive();
     let (_dir, db) = temp_db();
     let out = stdout(&["numa", "--quick", "--db", db.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out);
@@ -395,21 +409,29 @@ fn numa_prints_the_matrix_and_says_why_it_is_small() {
     assert_eq!(stored_runs(&db).len(), 1);
 }
 
-#[test]
-fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
+/// Runs `oslab ARGS --json --trace FILE --db DB`; returns the store's directory guard, the store
+/// path, the run's JSON and the trace's events.
+fn run_with_trace(args: &[&str]) -> (tempfile::TempDir, PathBuf, Value, Vec<Value>) {
     let (dir, db) = temp_db();
-    let trace = dir.path().join("activity.json");
-    let out = stdout(&[
-        "activity",
-        "--duration",
-        "400ms",
+    let trace = dir.path().join("trace.json");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend([
         "--json",
         "--trace",
         trace.to_str().unwrap(),
         "--db",
         db.to_str().unwrap(),
     ]);
-    let run = json(&out);
+    let run = json(&stdout(&all));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap().clone();
+    (dir, db, run, events)
+}
+
+#[test]
+fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
+    let _turn = exclusive();
+    let (_dir, db, run, events) = run_with_trace(&["activity", "--duration", "400ms"]);
     let ms = run["measurements"].as_array().unwrap();
     let metric = |name: &str| ms.iter().find(|m| m["metric"] == name).unwrap();
     let overhead = metric("read_overhead")["summary"]["median"]
@@ -433,13 +455,7 @@ fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
             );
         }
     }
-    let doc: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
-    let spans = doc["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .count();
+    let spans = events.iter().filter(|e| e["ph"] == "X").count();
     let conn = rusqlite::Connection::open(&db).unwrap();
     let stored: i64 = conn
         .query_row("SELECT count(*) FROM timeline", [], |r| r.get(0))
@@ -460,4 +476,99 @@ fn activity_refuses_bad_arguments() {
     assert!(e.contains("--samples"), "{e}");
     let e = fails(&["activity", "--duration", "3 weeks", "--db", db], 2);
     assert!(e.contains("duration"), "{e}");
+}
+
+/// Processes whose command line mentions `marker` (our forked children carry the parent's).
+fn processes_mentioning(marker: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(marker.to_str().unwrap()))
+        .collect()
+}
+
+#[test]
+fn timeslice_sees_slices_and_switches_and_reaps_its_processes() {
+    let _turn = exclusive();
+    let (_dir, db, run, events) =
+        run_with_trace(&["timeslice", "--procs", "2", "--duration", "400ms"]);
+    let ms = run["measurements"].as_array().unwrap();
+    let median = |name: &str| {
+        ms.iter().find(|m| m["metric"] == name).unwrap()["summary"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    // Fair-class slices are a few ms (a tick or the kernel's base slice), switches microseconds.
+    let slice = median("slice");
+    assert!((100e3..200e6).contains(&slice), "slice {slice} ns");
+    let switch = median("switch");
+    assert!((100.0..2e6).contains(&switch), "switch {switch} ns");
+    assert!(median("switches") >= 2.0);
+    let tracks = events.iter().filter(|e| e["name"] == "thread_name").count();
+    assert_eq!(tracks, 2);
+    assert!(processes_mentioning(&db).is_empty());
+}
+
+#[test]
+fn round_robin_slices_match_the_kernels_quantum() {
+    let _turn = exclusive();
+    if !oslab_core::affinity::fifo_permitted() {
+        eprintln!("skipping: real-time scheduling not permitted");
+        return;
+    }
+    let (_dir, db) = temp_db();
+    let out = stdout(&[
+        "timeslice",
+        "--procs",
+        "2",
+        "--duration",
+        "700ms",
+        "--policy",
+        "rr",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let run = json(&out);
+    let slice = run["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "slice")
+        .unwrap()
+        .clone();
+    // The median slice: the first one is cut by the start, and one may be stretched by RT
+    // throttling (sched_rt_runtime_us) or another real-time task preempting it.
+    let measured = slice["summary"]["median"].as_f64().unwrap();
+    let quantum = slice["prediction"]["value"].as_f64().unwrap();
+    assert!(
+        (measured - quantum).abs() < 0.2 * quantum,
+        "{measured} vs {quantum}"
+    );
+}
+
+#[test]
+fn ctrl_c_during_timeslice_reaps_every_process() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    interrupted(
+        &[
+            "timeslice".as_ref(),
+            "--procs".as_ref(),
+            "3".as_ref(),
+            "--duration".as_ref(),
+            "20s".as_ref(),
+            "--db".as_ref(),
+            db.as_os_str(),
+        ],
+        Duration::from_millis(1200),
+        || {
+            let n = processes_mentioning(&db).len();
+            assert!(n >= 4, "the processes should be running ({n} seen)");
+        },
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(processes_mentioning(&db).is_empty());
 }

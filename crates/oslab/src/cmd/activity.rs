@@ -3,11 +3,23 @@
 use super::session::Session;
 use crate::cli::{parse_threshold_ns, ActivityArgs};
 use crate::error::usage;
+use oslab_core::Clock;
 use oslab_probes::activity::{self, Limit, Threshold};
 use oslab_probes::{Options, ProbeError};
 use oslab_report::activity::{histogram, periods};
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// The gap threshold the user gave (cycles or a time), or one chosen from the loop's own reads.
+pub fn threshold(given: Option<&str>, clock: &Clock) -> anyhow::Result<Threshold> {
+    Ok(match given {
+        Some(t) => Threshold::given_ns(
+            clock,
+            parse_threshold_ns(t, clock.ticks_per_ns).map_err(usage)?,
+        ),
+        None => Threshold::calibrate(clock, Duration::from_millis(50)),
+    })
+}
 
 pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::open(false, args.cpu.as_deref(), None, &args.store)?;

@@ -6,6 +6,7 @@ mod list;
 mod run;
 mod session;
 mod stored;
+mod timeslice;
 
 use crate::cli::{Cli, Command, StoreArgs};
 use oslab_store::Store;
@@ -19,6 +20,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::run(a),
         Command::Numa(a) => run::run(a.into()),
         Command::Activity(a) => activity::run(a),
+        Command::Timeslice(a) => timeslice::run(a),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
     }

@@ -1,0 +1,402 @@
+//! Time slices (the seed's "context tracker"): N busy processes pinned to one CPU, each recording
+//! the periods it ran against the shared clock. Merged, the periods show who ran when: each hand-
+//! over from one process to another is a context switch (its duration is the gap between them),
+//! and each process's uninterrupted stretch is a time slice. The kernel's own count of switches on
+//! that CPU (the sched:sched_switch tracepoint) is read beside ours where perf permits.
+
+use crate::child::{Child, SharedPage};
+use crate::harness::check_interrupt;
+use crate::probe::{judged, ProbeError};
+use oslab_core::model::{Measurement, TimelineEvent, Unit};
+use oslab_core::perf::{self, Counter};
+use oslab_core::{params, Clock, Status};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Scheduling class of the processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// SCHED_OTHER (the fair class).
+    Other,
+    /// SCHED_RR at priority 1 (round-robin with a fixed slice).
+    RoundRobin,
+}
+
+impl Policy {
+    /// Name used in parameters.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "other",
+            Policy::RoundRobin => "rr",
+        }
+    }
+}
+
+/// Gaps each process can record; more are counted but not kept.
+const CAPACITY: usize = 1 << 14;
+/// Words of the shared header: ready count, go time, end time.
+const HEADER: usize = 4;
+
+/// One process's view: its first and last read and its inactive gaps, in clock ticks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessRecord {
+    /// Index of the process (0..N).
+    pub index: usize,
+    /// Its pid.
+    pub pid: i32,
+    /// First read after the start signal.
+    pub start: u64,
+    /// Last read.
+    pub end: u64,
+    /// Gaps above the threshold: (last read before, first read after).
+    pub gaps: Vec<(u64, u64)>,
+}
+
+/// What a recording of N processes gives.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// Each process.
+    pub processes: Vec<ProcessRecord>,
+    /// The common start, in ticks.
+    pub origin: u64,
+    /// Context switches on the CPU counted by the kernel over the recording, or why not.
+    pub kernel_switches: Result<u64, String>,
+    /// The quantum the kernel reports for the processes (sched_rr_get_interval), in ns.
+    pub rr_interval_ns: Option<f64>,
+}
+
+/// Runs `n` busy processes on `cpu` for `duration` under `policy`; gaps longer than `threshold`
+/// ticks are recorded. The caller must not run on `cpu` (it waits, then reaps).
+pub fn record(
+    clock: &Clock,
+    cpu: usize,
+    n: usize,
+    duration: Duration,
+    policy: Policy,
+    threshold: u64,
+) -> Result<Recording, ProbeError> {
+    let words = HEADER + n * (3 + 2 * CAPACITY);
+    let shared = SharedPage::with_len(words * 8)?;
+    // Built before fork: the child may not allocate.
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu is below CPU_SETSIZE for every cpu the topology reports.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    let rr = libc::sched_param { sched_priority: 1 };
+    let mut children = Vec::with_capacity(n);
+    for k in 0..n {
+        let base = HEADER + k * (3 + 2 * CAPACITY);
+        let sh = &shared;
+        children.push(Child::fork(|| {
+            // SAFETY: raw syscalls on ourselves with data prepared before fork.
+            unsafe {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                if policy == Policy::RoundRobin {
+                    libc::sched_setscheduler(0, libc::SCHED_RR, &rr);
+                }
+            }
+            sh.word64(0).fetch_add(1, Ordering::SeqCst);
+            let mut go = 0;
+            while go == 0 || clock.start() < go {
+                go = sh.word64(1).load(Ordering::SeqCst);
+                std::hint::spin_loop();
+            }
+            let end = sh.word64(2).load(Ordering::SeqCst);
+            let start = clock.start();
+            let mut last = start;
+            let mut count = 0usize;
+            while last < end {
+                let now = clock.start();
+                if now.wrapping_sub(last) > threshold {
+                    if count < CAPACITY {
+                        sh.word64(base + 3 + 2 * count)
+                            .store(last, Ordering::Relaxed);
+                        sh.word64(base + 4 + 2 * count)
+                            .store(now, Ordering::Relaxed);
+                    }
+                    count += 1;
+                }
+                last = now;
+            }
+            sh.word64(base + 1).store(start, Ordering::Relaxed);
+            sh.word64(base + 2).store(last, Ordering::Relaxed);
+            sh.word64(base).store(count as u64, Ordering::SeqCst);
+        })?);
+    }
+    // Wait until every process is pinned and spinning, then start them together.
+    let waited = Instant::now();
+    while shared.word64(0).load(Ordering::SeqCst) < n as u64 {
+        check_interrupt()?;
+        if waited.elapsed() > Duration::from_secs(10) {
+            return Err(ProbeError::Failed(
+                "the processes did not start within 10 s".into(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let ticks = |d: Duration| (d.as_nanos() as f64 * clock.ticks_per_ns) as u64;
+    let origin = clock.start() + ticks(Duration::from_millis(20));
+    shared
+        .word64(2)
+        .store(origin + ticks(duration), Ordering::SeqCst);
+    shared.word64(1).store(origin, Ordering::SeqCst);
+    let counter = switch_counter(cpu);
+    while clock.start() < origin {
+        std::hint::spin_loop();
+    }
+    if let Ok(c) = &counter {
+        let _ = c.start();
+    }
+    let rr_interval_ns = children.first().and_then(|c| rr_interval_ns(c.pid()));
+    let until = Instant::now() + duration;
+    while Instant::now() < until {
+        check_interrupt()?; // dropping the children kills and reaps them
+        std::thread::sleep(Duration::from_millis(5).min(until - Instant::now()));
+    }
+    let kernel_switches = counter.and_then(|c| c.stop().map_err(|e| perf::explain(&e)));
+    let mut processes = Vec::with_capacity(n);
+    for (k, child) in children.into_iter().enumerate() {
+        let pid = child.pid();
+        let status = child.wait()?;
+        if status != 0 {
+            return Err(ProbeError::Failed(format!(
+                "process {k} (pid {pid}) ended with wait status {status}"
+            )));
+        }
+        let base = HEADER + k * (3 + 2 * CAPACITY);
+        let count = shared.word64(base).load(Ordering::SeqCst) as usize;
+        let gaps = (0..count.min(CAPACITY))
+            .map(|i| {
+                (
+                    shared.word64(base + 3 + 2 * i).load(Ordering::Relaxed),
+                    shared.word64(base + 4 + 2 * i).load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        processes.push(ProcessRecord {
+            index: k,
+            pid,
+            start: shared.word64(base + 1).load(Ordering::Relaxed),
+            end: shared.word64(base + 2).load(Ordering::Relaxed),
+            gaps,
+        });
+    }
+    Ok(Recording {
+        processes,
+        origin,
+        kernel_switches,
+        rr_interval_ns,
+    })
+}
+
+fn switch_counter(cpu: usize) -> Result<Counter, String> {
+    let id = perf::tracepoint_id("sched", "sched_switch")
+        .map_err(|e| format!("sched:sched_switch: {e}"))?;
+    Counter::open_cpu(perf::TYPE_TRACEPOINT, id, cpu).map_err(|e| perf::explain(&e))
+}
+
+/// A stretch one process held the CPU (ticks).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slice {
+    /// Process index.
+    pub proc: usize,
+    /// First read of the stretch.
+    pub start: u64,
+    /// Last read of the stretch.
+    pub end: u64,
+}
+
+/// Merges the processes' active periods into the CPU's schedule: consecutive periods of the same
+/// process (only interrupts between them) form one slice.
+pub fn schedule(processes: &[ProcessRecord]) -> Vec<Slice> {
+    let mut periods: Vec<Slice> = Vec::new();
+    for p in processes {
+        let mut from = p.start;
+        for &(a, b) in &p.gaps {
+            periods.push(Slice {
+                proc: p.index,
+                start: from,
+                end: a,
+            });
+            from = b;
+        }
+        periods.push(Slice {
+            proc: p.index,
+            start: from,
+            end: p.end,
+        });
+    }
+    periods.sort_by_key(|s| s.start);
+    let mut slices: Vec<Slice> = Vec::new();
+    for p in periods {
+        match slices.last_mut() {
+            Some(last) if last.proc == p.proc => last.end = last.end.max(p.end),
+            _ => slices.push(p),
+        }
+    }
+    slices
+}
+
+/// Per switch: (from, to, switch ns, slice ns of `from`), for the table the seed printed.
+pub fn switches(clock: &Clock, slices: &[Slice]) -> Vec<(usize, usize, f64, f64)> {
+    slices
+        .windows(2)
+        .map(|w| {
+            (
+                w[0].proc,
+                w[1].proc,
+                clock.ticks_to_ns(w[1].start.saturating_sub(w[0].end) as f64),
+                clock.ticks_to_ns(w[0].end.saturating_sub(w[0].start) as f64),
+            )
+        })
+        .collect()
+}
+
+/// The schedule as timeline events: one track per process, a "running" span per slice, shifted
+/// by `offset_ns` (so several recordings can share a timeline).
+pub fn timeline(
+    clock: &Clock,
+    rec: &Recording,
+    slices: &[Slice],
+    offset_ns: f64,
+) -> Vec<TimelineEvent> {
+    let n = rec.processes.len();
+    slices
+        .iter()
+        .map(|s| {
+            let p = &rec.processes[s.proc];
+            TimelineEvent {
+                track: format!("{n} procs: process {} (pid {})", s.proc, p.pid),
+                kind: "running".into(),
+                start_ns: offset_ns + clock.ticks_to_ns(s.start.saturating_sub(rec.origin) as f64),
+                dur_ns: clock.ticks_to_ns(s.end.saturating_sub(s.start) as f64),
+                args: params! {"n" => rec.processes.len()},
+            }
+        })
+        .collect()
+}
+
+/// Measurements of one recording: slice lengths, switch durations, switch counts (ours and the
+/// kernel's), and the round-robin interval the kernel reports under SCHED_RR.
+pub fn summarise(
+    id: &str,
+    clock: &Clock,
+    rec: &Recording,
+    policy: Policy,
+    cpu: usize,
+) -> Vec<Measurement> {
+    let n = rec.processes.len();
+    let slices = schedule(&rec.processes);
+    let sw = switches(clock, &slices);
+    let base = params! {"procs" => n, "policy" => policy.name(), "cpu" => cpu};
+    let mut out = Vec::new();
+    // The first and last slice are cut by the recording's edges: keep the complete ones.
+    let complete: Vec<f64> = sw.iter().skip(1).map(|s| s.3).collect();
+    let gaps: Vec<f64> = sw.iter().map(|s| s.2).collect();
+    let mut slice = judged(id, base.clone(), "slice", Unit::Ns, &complete, None, None);
+    let mut switch = judged(id, base.clone(), "switch", Unit::Ns, &gaps, None, None);
+    if policy == Policy::RoundRobin {
+        slice.prediction = rec.rr_interval_ns.map(|v| oslab_core::Prediction {
+            value: v,
+            model: "sched_rr_get_interval (the round-robin quantum)".into(),
+            inputs: params! {},
+        });
+    }
+    for m in [&mut slice, &mut switch] {
+        if m.status == Status::Noisy {
+            m.status = Status::Ok; // the distribution is the result, not noise around one value
+        }
+        if m.summary.is_none() {
+            m.status = Status::Skipped(if n < 2 {
+                "one process: nothing to switch to".into()
+            } else {
+                "no switch seen in the recording (make it longer)".into()
+            });
+        }
+    }
+    out.push(slice);
+    out.push(switch);
+    let ours = sw.len() as f64;
+    let mut count = judged(
+        id,
+        base.clone(),
+        "switches",
+        Unit::Count,
+        &[ours],
+        None,
+        None,
+    );
+    count.status = Status::Ok;
+    match &rec.kernel_switches {
+        Ok(k) => {
+            count.prediction = Some(oslab_core::Prediction {
+                value: *k as f64,
+                model: "sched:sched_switch events on the cpu over the same interval (the kernel's count; it also counts switches to other tasks and to idle)".into(),
+                inputs: params! {},
+            });
+            count.note = Some(format!(
+                "{ours:.0} hand-overs between our processes seen, the kernel counted {k} switches on the cpu"
+            ));
+        }
+        Err(why) => count.note = Some(format!("kernel count unavailable: {why}")),
+    }
+    out.push(count);
+    out
+}
+
+/// The round-robin quantum of process `pid`, in ns.
+fn rr_interval_ns(pid: libc::pid_t) -> Option<f64> {
+    // SAFETY: fills a timespec.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    if unsafe { libc::sched_rr_get_interval(pid, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64).filter(|&v| v > 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc(index: usize, start: u64, end: u64, gaps: &[(u64, u64)]) -> ProcessRecord {
+        ProcessRecord {
+            index,
+            pid: 100 + index as i32,
+            start,
+            end,
+            gaps: gaps.to_vec(),
+        }
+    }
+
+    #[test]
+    fn interrupts_stay_inside_a_slice_and_handovers_are_switches() {
+        // 0 runs 0..100 (a 2-tick interrupt at 40), 1 runs 103..200, 0 runs 204..300.
+        let p0 = proc(0, 0, 300, &[(40, 42), (100, 204)]);
+        let p1 = proc(1, 103, 200, &[]);
+        let s = schedule(&[p0, p1]);
+        assert_eq!(
+            s,
+            [
+                Slice {
+                    proc: 0,
+                    start: 0,
+                    end: 100
+                },
+                Slice {
+                    proc: 1,
+                    start: 103,
+                    end: 200
+                },
+                Slice {
+                    proc: 0,
+                    start: 204,
+                    end: 300
+                }
+            ]
+        );
+        let clock = Clock::monotonic("test".into(), false);
+        let sw = switches(&clock, &s);
+        assert_eq!(sw, [(0, 1, 3.0, 100.0), (1, 0, 4.0, 97.0)]);
+    }
+}

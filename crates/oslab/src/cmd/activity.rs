@@ -63,11 +63,22 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
+    let irqs: Vec<String> = rec
+        .interrupts
+        .iter()
+        .map(|(k, v)| format!("{k} +{v}"))
+        .collect();
     let extra = format!(
-        "threshold: {}\n\n{}\n{}",
+        "threshold: {}\n\n{}\n{}\ninterrupts the kernel counted on cpu {} meanwhile: {}\n",
         threshold.how,
         periods(&timeline, (!args.periods).then_some(20)),
-        histogram(&timeline)
+        histogram(&timeline),
+        session.cpu,
+        if irqs.is_empty() {
+            "not readable".to_string()
+        } else {
+            irqs.join(", ")
+        }
     );
     session.finish(&ms, &timeline, interrupted, args.json, Some(extra))
 }

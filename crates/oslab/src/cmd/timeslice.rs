@@ -45,6 +45,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let mut text = format!("threshold: {}\n", threshold.how);
     let mut interrupted = false;
     let mut offset = 0.0;
+    let mut summary = Vec::new();
     for &n in &counts {
         let rec = match timeslice::record(
             &clock,
@@ -89,7 +90,30 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         if switches.len() > limit {
             let _ = writeln!(text, "  ... {} more (--all)", switches.len() - limit);
         }
+        let median = |metric: &str| {
+            ms.iter()
+                .find(|m| m.metric == metric)
+                .and_then(|m| m.summary.as_ref())
+                .map_or("-".to_string(), |s| value(s.median, Unit::Ns))
+        };
+        summary.push(format!(
+            "  {n:>5} {:>12} {:>12} {:>9}",
+            median("slice"),
+            median("switch"),
+            switches.len()
+        ));
         measurements.extend(ms);
+    }
+    if summary.len() > 1 {
+        let _ = writeln!(text, "\nslice and switch by number of processes (medians):");
+        let _ = writeln!(
+            text,
+            "  {:>5} {:>12} {:>12} {:>9}",
+            "procs", "slice", "switch", "switches"
+        );
+        for line in &summary {
+            let _ = writeln!(text, "{line}");
+        }
     }
     if let Some(path) = &args.trace {
         let doc = oslab_report::trace::chrome_trace("oslab timeslice", &timeline);

@@ -599,6 +599,31 @@ mod tests {
     }
 
     #[test]
+    fn an_older_store_is_migrated_forward_keeping_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            // A store as the first release wrote it: schema version 1 and one run.
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(crate::schema::MIGRATIONS[0]).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (1);
+                 INSERT INTO runs (started, finished, status, oslab_version, command, hostname, quick, wall_s, fingerprint, environment)
+                 VALUES ('a', 'b', 'complete', '0.1.0', 'oslab run', 'h', 0, 1.0, '{}', '{}');",
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.runs().unwrap().len(), 1);
+        assert!(s.load_timeline(&RunRef::Latest).unwrap().is_empty());
+        let version: i64 = s
+            .conn
+            .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, current_version());
+    }
+
+    #[test]
     fn run_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/oslab.db");

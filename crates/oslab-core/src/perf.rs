@@ -111,9 +111,86 @@ impl Counter {
         })
     }
 
+    /// Opens an event as a member of `leader`'s group (or as a new group's leader, disabled, that
+    /// reads the whole group with its enabled and running times), on `(pid, cpu)`. Kernel-mode
+    /// events are included where permitted, else only user mode is counted.
+    pub fn open_member(
+        kind: u32,
+        config: u64,
+        (pid, cpu): (libc::pid_t, libc::c_int),
+        leader: Option<&Counter>,
+    ) -> io::Result<Counter> {
+        let open = |kernel: bool| {
+            let mut flags = FLAG_EXCLUDE_HV;
+            if leader.is_none() {
+                flags |= FLAG_DISABLED;
+            }
+            if !kernel {
+                flags |= FLAG_EXCLUDE_KERNEL;
+            }
+            let attr = AttrV0 {
+                kind,
+                size: std::mem::size_of::<AttrV0>() as u32,
+                config,
+                read_format: READ_GROUP | READ_TOTAL_TIME_ENABLED | READ_TOTAL_TIME_RUNNING,
+                flags,
+                ..Default::default()
+            };
+            // SAFETY: attr is a fully initialised perf_event_attr prefix of the size it states.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    &attr as *const AttrV0,
+                    pid,
+                    cpu,
+                    leader.map_or(-1, |l| l.fd),
+                    PERF_FLAG_FD_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(Counter {
+                    fd: fd as libc::c_int,
+                })
+            }
+        };
+        match open(true) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
+                open(false)
+            }
+            other => other,
+        }
+    }
+
+    /// Resets and enables this leader's whole group.
+    pub fn start_group(&self) -> io::Result<()> {
+        self.ioctl_arg(PERF_EVENT_IOC_RESET, PERF_IOC_FLAG_GROUP)?;
+        self.ioctl_arg(PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP)
+    }
+
+    /// Disables this leader's group and reads it: the `members` values, time enabled and time
+    /// running (ns).
+    pub fn stop_group(&self, members: usize) -> io::Result<(Vec<u64>, u64, u64)> {
+        self.ioctl_arg(PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP)?;
+        let mut buf = vec![0u64; 3 + members];
+        let bytes = buf.len() * 8;
+        // SAFETY: reading at most `bytes` into our buffer.
+        let n = unsafe { libc::read(self.fd, buf.as_mut_ptr() as *mut libc::c_void, bytes) };
+        if n < 24 {
+            return Err(io::Error::last_os_error());
+        }
+        let nr = (buf[0] as usize).min(members);
+        Ok((buf[3..3 + nr].to_vec(), buf[1], buf[2]))
+    }
+
     fn ioctl(&self, request: libc::c_ulong) -> io::Result<()> {
-        // SAFETY: a perf ioctl without argument on our own fd.
-        if unsafe { libc::ioctl(self.fd, request as _, 0) } < 0 {
+        self.ioctl_arg(request, 0)
+    }
+
+    fn ioctl_arg(&self, request: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+        // SAFETY: a perf ioctl with an integer argument on our own fd.
+        if unsafe { libc::ioctl(self.fd, request as _, arg) } < 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(())
@@ -191,6 +268,10 @@ const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 const PERF_EVENT_IOC_RESET: libc::c_ulong = 0x2403;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+const PERF_IOC_FLAG_GROUP: libc::c_ulong = 1;
+const READ_TOTAL_TIME_ENABLED: u64 = 1;
+const READ_TOTAL_TIME_RUNNING: u64 = 2;
+const READ_GROUP: u64 = 8;
 
 #[cfg(test)]
 mod tests {

@@ -161,3 +161,20 @@ pub fn warnings(env: &Environment) -> String {
         .map(|w| format!("  - {}: {}\n    fix: {}\n", w.kind, w.message, w.remedy))
         .collect()
 }
+
+/// The counter table of `oslab info --counters`.
+pub fn counters(rows: &[oslab_core::counters::Availability]) -> String {
+    let mut out = String::from("\ncounters (opened on this thread to check):\n");
+    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    for r in rows {
+        let state = match &r.unavailable {
+            None => "ok".to_string(),
+            Some(why) => format!("unavailable: {why}"),
+        };
+        out.push_str(&format!(
+            "  {:width$}  {state}\n  {:width$}    {}\n",
+            r.name, "", r.definition
+        ));
+    }
+    out
+}

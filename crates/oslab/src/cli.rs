@@ -47,6 +47,10 @@ pub struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also list every counter (generic, cache, software, L2_TCM/L2_TCA presets), how it is
+    /// defined on this CPU and whether it can be opened here.
+    #[arg(long)]
+    pub counters: bool,
 }
 
 /// `oslab list`.
@@ -271,14 +275,15 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 /// A threshold in ns: cycles ("2000", at `ticks_per_ns`) or a time ("3us", "800ns").
 pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
     let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ns") {
-        (n, 1.0)
+    // (number, ns per unit); cycles are divided by the rate, not multiplied by its inverse.
+    let (num, to_ns): (&str, &dyn Fn(f64) -> f64) = if let Some(n) = t.strip_suffix("ns") {
+        (n, &|v| v)
     } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e3)
+        (n, &|v| v * 1e3)
     } else if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e6)
+        (n, &|v| v * 1e6)
     } else {
-        (t.strip_suffix("cycles").unwrap_or(t), 1.0 / ticks_per_ns)
+        (t.strip_suffix("cycles").unwrap_or(t), &|v| v / ticks_per_ns)
     };
     let v: f64 = num
         .trim()
@@ -287,7 +292,7 @@ pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
     if v.is_nan() || v <= 0.0 {
         return Err(format!("--threshold {s:?}: must be positive"));
     }
-    Ok(v * scale)
+    Ok(to_ns(v))
 }
 
 #[cfg(test)]

@@ -81,7 +81,41 @@ impl Counter {
         pid: libc::pid_t,
         cpu: libc::c_int,
     ) -> io::Result<Counter> {
-        let mut flags = FLAG_DISABLED | FLAG_EXCLUDE_HV;
+        Counter::sys_open(kind, config, kernel, 0, (pid, cpu), None)
+    }
+
+    /// Opens an event as a member of `leader`'s group (or as a new group's leader, disabled, that
+    /// reads the whole group with its enabled and running times), on `(pid, cpu)`. Kernel-mode
+    /// events are included where permitted, else only user mode is counted.
+    pub fn open_member(
+        kind: u32,
+        config: u64,
+        target: (libc::pid_t, libc::c_int),
+        leader: Option<&Counter>,
+    ) -> io::Result<Counter> {
+        let format = READ_GROUP | READ_TOTAL_TIME_ENABLED | READ_TOTAL_TIME_RUNNING;
+        match Counter::sys_open(kind, config, true, format, target, leader) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
+                Counter::sys_open(kind, config, false, format, target, leader)
+            }
+            other => other,
+        }
+    }
+
+    /// perf_event_open itself. A counter without a leader starts disabled; members follow
+    /// their leader.
+    fn sys_open(
+        kind: u32,
+        config: u64,
+        kernel: bool,
+        read_format: u64,
+        (pid, cpu): (libc::pid_t, libc::c_int),
+        leader: Option<&Counter>,
+    ) -> io::Result<Counter> {
+        let mut flags = FLAG_EXCLUDE_HV;
+        if leader.is_none() {
+            flags |= FLAG_DISABLED;
+        }
         if !kernel {
             flags |= FLAG_EXCLUDE_KERNEL;
         }
@@ -89,6 +123,7 @@ impl Counter {
             kind,
             size: std::mem::size_of::<AttrV0>() as u32,
             config,
+            read_format,
             flags,
             ..Default::default()
         };
@@ -99,7 +134,7 @@ impl Counter {
                 &attr as *const AttrV0,
                 pid,
                 cpu,
-                -1,
+                leader.map_or(-1, |l| l.fd),
                 PERF_FLAG_FD_CLOEXEC,
             )
         };
@@ -109,58 +144,6 @@ impl Counter {
         Ok(Counter {
             fd: fd as libc::c_int,
         })
-    }
-
-    /// Opens an event as a member of `leader`'s group (or as a new group's leader, disabled, that
-    /// reads the whole group with its enabled and running times), on `(pid, cpu)`. Kernel-mode
-    /// events are included where permitted, else only user mode is counted.
-    pub fn open_member(
-        kind: u32,
-        config: u64,
-        (pid, cpu): (libc::pid_t, libc::c_int),
-        leader: Option<&Counter>,
-    ) -> io::Result<Counter> {
-        let open = |kernel: bool| {
-            let mut flags = FLAG_EXCLUDE_HV;
-            if leader.is_none() {
-                flags |= FLAG_DISABLED;
-            }
-            if !kernel {
-                flags |= FLAG_EXCLUDE_KERNEL;
-            }
-            let attr = AttrV0 {
-                kind,
-                size: std::mem::size_of::<AttrV0>() as u32,
-                config,
-                read_format: READ_GROUP | READ_TOTAL_TIME_ENABLED | READ_TOTAL_TIME_RUNNING,
-                flags,
-                ..Default::default()
-            };
-            // SAFETY: attr is a fully initialised perf_event_attr prefix of the size it states.
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_perf_event_open,
-                    &attr as *const AttrV0,
-                    pid,
-                    cpu,
-                    leader.map_or(-1, |l| l.fd),
-                    PERF_FLAG_FD_CLOEXEC,
-                )
-            };
-            if fd < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(Counter {
-                    fd: fd as libc::c_int,
-                })
-            }
-        };
-        match open(true) {
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM)) => {
-                open(false)
-            }
-            other => other,
-        }
     }
 
     /// Resets and enables this leader's whole group.

@@ -283,12 +283,7 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
 
 fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
-    let caches: Vec<u64> = cx
-        .topology
-        .caches_of(cx.cpu)
-        .iter()
-        .map(|c| c.size)
-        .collect();
+    let caches = cx.cache_sizes();
     // Past a quarter of the memory budget the curve is flat (RAM): stop there.
     let max = cx.memory_budget() / 4;
     let harness = cx.harness.scaled(0.25);

@@ -238,12 +238,7 @@ pub fn sweep_sizes(max: usize, cache_sizes: &[u64]) -> Vec<usize> {
 
 fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, ProbeError> {
     let max = cx.memory_budget();
-    let caches: Vec<u64> = cx
-        .topology
-        .caches_of(cx.cpu)
-        .iter()
-        .map(|c| c.size)
-        .collect();
+    let caches = cx.cache_sizes();
     let mut out = Vec::new();
     for size in sweep_sizes(max, &caches) {
         let mut chain = Chain::new(size, order, Pages::Small, size as u64)?;

@@ -147,6 +147,15 @@ impl Context<'_> {
         m
     }
 
+    /// Sizes of the caches the measuring CPU uses, level by level.
+    pub fn cache_sizes(&self) -> Vec<u64> {
+        self.topology
+            .caches_of(self.cpu)
+            .iter()
+            .map(|c| c.size)
+            .collect()
+    }
+
     /// Bytes a memory probe may use: the harness's memory budget, but never more than half the
     /// memory available now (a larger request would swap or meet the OOM killer, not measure).
     pub fn memory_budget(&self) -> usize {

@@ -189,6 +189,35 @@ pub fn drift(samples: &[f64]) -> Option<f64> {
     Some((median(a)? - median(b)?).abs())
 }
 
+/// Mean and the 95% confidence interval of the mean (Student's t), for small samples such as
+/// paired run differences. None with fewer than two values.
+pub fn mean_ci95(samples: &[f64]) -> Option<(f64, f64, f64)> {
+    let n = samples.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = samples.iter().sum::<f64>() / n as f64;
+    let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t975(n - 1) * (var / n as f64).sqrt();
+    Some((mean, mean - half, mean + half))
+}
+
+/// The 97.5% quantile of Student's t with `df` degrees of freedom (two-sided 95%).
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        31..=60 => 2.000,
+        61..=120 => 1.980,
+        _ => 1.960,
+    }
+}
+
 /// Quantile of sorted data by linear interpolation between order statistics (Hyndman-Fan type 7).
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     debug_assert!(!sorted.is_empty());
@@ -260,6 +289,15 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mean_interval_widens_with_few_samples() {
+        let (m, lo, hi) = mean_ci95(&[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(m, 2.0);
+        // sd 1, n 3: half width 4.303 / sqrt(3)
+        assert!((hi - m - 4.303 / 3f64.sqrt()).abs() < 1e-9 && (m - lo - (hi - m)).abs() < 1e-12);
+        assert!(mean_ci95(&[1.0]).is_none());
+    }
 
     #[test]
     fn quartiles_of_a_known_sample() {

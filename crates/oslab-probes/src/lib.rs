@@ -6,7 +6,7 @@
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
 //! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
-//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`], [`activity`], [`timeslice`].
+//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`], [`activity`], [`timeslice`], [`migration`].
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
@@ -24,6 +24,7 @@ pub mod kernels;
 pub mod levels;
 pub mod loops;
 pub mod memory;
+pub mod migration;
 pub mod numa;
 pub mod probe;
 pub mod registry;

@@ -18,6 +18,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::faults::PROBES,
         crate::numa::PROBES,
         crate::activity::PROBES,
+        crate::migration::PROBES,
     ]
     .iter()
     .flat_map(|family| family.iter())

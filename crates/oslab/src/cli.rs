@@ -25,6 +25,8 @@ pub enum Command {
     Activity(ActivityArgs),
     /// N busy processes on one CPU: who ran when, time slices and context switches.
     Timeslice(TimesliceArgs),
+    /// Matrix multiply pinned vs migrated half way to another cpu, with counters (seed 000).
+    Migrate(MigrateArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
     /// List stored runs.
@@ -184,6 +186,41 @@ pub struct TimesliceArgs {
     /// Also write the schedule as Chrome trace-event JSON (one track per process).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Matrix size N (N x N doubles).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(2..=16384))]
+    pub size: u64,
+    /// Block size of the blocked kernel (need not divide N).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub block: u64,
+    /// Which kernels: naive, blocked or both.
+    #[arg(long, value_parser = ["naive", "blocked", "both"], default_value = "both")]
+    pub kernel: String,
+    /// Runs per kernel and variant (pinned and migrated runs alternate).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub runs: u64,
+    /// CPU A, where every run starts (default 0, or the first cpu we may use).
+    #[arg(long, value_name = "CPU")]
+    pub from: Option<String>,
+    /// CPU B, where migrated runs finish (default: the farthest cpu we may use).
+    #[arg(long, value_name = "CPU")]
+    pub to: Option<String>,
+    /// Counters per phase, comma-separated (perf names, raw rXXXX, L2_TCM, L2_TCA).
+    #[arg(
+        long,
+        default_value = "L2_TCM,L2_TCA,cycles,instructions,LLC-load-misses,task-clock,cpu-migrations,context-switches"
+    )]
+    pub counters: String,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -572,3 +572,73 @@ fn ctrl_c_during_timeslice_reaps_every_process() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(processes_mentioning(&db).is_empty());
 }
+
+#[test]
+fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let out = stdout(&[
+        "migrate",
+        "--size",
+        "37",
+        "--block",
+        "16",
+        "--runs",
+        "3",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let run = json(&out);
+    let ms = run["measurements"].as_array().unwrap();
+    for kernel in ["naive", "blocked"] {
+        for variant in ["pinned", "migrated"] {
+            let t = ms
+                .iter()
+                .find(|m| {
+                    m["metric"] == "time"
+                        && m["params"]["kernel"] == kernel
+                        && m["params"]["variant"] == variant
+                })
+                .unwrap_or_else(|| panic!("no time for {kernel} {variant}"));
+            assert_eq!(t["summary"]["n"], 3);
+        }
+        let cost = ms
+            .iter()
+            .find(|m| m["metric"] == "migration_cost" && m["params"]["kernel"] == kernel)
+            .unwrap();
+        assert!(
+            cost["note"].as_str().unwrap().contains("significant"),
+            "{cost}"
+        );
+    }
+    // The move is verified: the kernel counts a cpu migration across it, none when pinned.
+    let moves = |variant: &str| {
+        ms.iter()
+            .find(|m| m["metric"] == "moves" && m["params"]["variant"] == variant)
+            .map(|m| m["summary"]["min"].as_f64().unwrap())
+    };
+    use oslab_core::perf::{Counter, SW_CPU_MIGRATIONS, TYPE_SOFTWARE};
+    let countable = Counter::open(TYPE_SOFTWARE, SW_CPU_MIGRATIONS, false).is_ok();
+    match (moves("migrated"), moves("pinned")) {
+        (Some(moved), Some(stayed)) => assert!(moved >= 1.0 && stayed == 0.0, "{moved} {stayed}"),
+        _ => assert!(
+            !countable,
+            "cpu-migrations can be counted here but no moves were reported"
+        ),
+    }
+}
+
+#[test]
+fn migrate_refuses_bad_arguments() {
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let e = fails(&["migrate", "--size", "0", "--db", db], 2);
+    assert!(e.contains("--size"), "{e}");
+    let e = fails(&["migrate", "--block", "0", "--db", db], 2);
+    assert!(e.contains("--block"), "{e}");
+    let e = fails(&["migrate", "--to", "4095", "--db", db], 2);
+    assert!(e.contains("4095"), "{e}");
+    let e = fails(&["migrate", "--counters", "cycles,bogus", "--db", db], 2);
+    assert!(e.contains("bogus"), "{e}");
+}

@@ -3,6 +3,7 @@
 mod activity;
 mod info;
 mod list;
+mod migrate;
 mod run;
 mod session;
 mod stored;
@@ -20,6 +21,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::run(a),
         Command::Numa(a) => run::run(a.into()),
         Command::Activity(a) => activity::run(a),
+        Command::Migrate(a) => migrate::run(a),
         Command::Timeslice(a) => timeslice::run(a),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),

@@ -421,3 +421,15 @@ fn strided_and_parallel_chases_are_plausible() {
         .filter(|m| m.params["asked"] == "4k" && m.status.has_value())
         .all(|m| m.params["pages"] == "4k"));
 }
+
+#[test]
+fn migration_cost_is_measured_per_distance_class() {
+    let ms = run("migration.cost");
+    if ms.iter().all(|m| matches!(m.status, oslab_core::Status::Skipped(_))) {
+        return; // one cpu: nowhere to move
+    }
+    // Moving a thread (sched_setaffinity to another cpu) takes between 100 ns and 10 ms.
+    assert_range(&ms, "move", 100.0, 1e7);
+    assert_range(&ms, "retouch_local", 1.0, 1e8);
+    assert!(ms.iter().all(|m| m.params["class"].as_str().is_some()));
+}

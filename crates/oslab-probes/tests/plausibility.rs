@@ -425,7 +425,10 @@ fn strided_and_parallel_chases_are_plausible() {
 #[test]
 fn migration_cost_is_measured_per_distance_class() {
     let ms = run("migration.cost");
-    if ms.iter().all(|m| matches!(m.status, oslab_core::Status::Skipped(_))) {
+    if ms
+        .iter()
+        .all(|m| matches!(m.status, oslab_core::Status::Skipped(_)))
+    {
         return; // one cpu: nowhere to move
     }
     // Moving a thread (sched_setaffinity to another cpu) takes between 100 ns and 10 ms.

@@ -259,23 +259,32 @@ fn report(
                 None,
             ));
             for spec in specs {
-                let values: Vec<f64> = runs[v]
+                let readings: Vec<_> = runs[v]
                     .iter()
                     .filter_map(|r| r.phases[p].counters.iter().find(|c| c.name == spec.name))
-                    .map(|c| c.value)
                     .collect();
-                if !values.is_empty() {
-                    let metric = format!("{} phase{}", spec.name, p + 1);
-                    out.push(judged(
-                        "migrate",
-                        base.clone(),
-                        &metric,
-                        Unit::Count,
-                        &values,
-                        Some(spec.origin.clone()),
-                        None,
+                if readings.is_empty() {
+                    continue;
+                }
+                let values: Vec<f64> = readings.iter().map(|c| c.value).collect();
+                let on_pmu = readings.iter().map(|c| c.running).fold(1.0, f64::min);
+                let mut note = spec.origin.clone();
+                if on_pmu < 0.999 {
+                    note.push_str(&format!(
+                        "; multiplexed: on the PMU {:.0}% of the time at worst, values scaled by enabled/running",
+                        on_pmu * 100.0
                     ));
                 }
+                let metric = format!("{} phase{}", spec.name, p + 1);
+                out.push(judged(
+                    "migrate",
+                    base.clone(),
+                    &metric,
+                    Unit::Count,
+                    &values,
+                    Some(note),
+                    None,
+                ));
             }
             let rates: Vec<f64> = runs[v].iter().filter_map(|r| rate(r, p)).collect();
             if !rates.is_empty() {

@@ -156,3 +156,40 @@ mod tests {
         assert!(out.contains("skipped: needs a second cpu"), "{out}");
     }
 }
+
+/// The comparison table: probe, params, metric, both medians, ratio, p-value, verdict.
+pub fn comparison(rows: &[oslab_store::compare::Row]) -> String {
+    use oslab_store::compare::Verdict;
+    let mut t = new_table(&["probe", "params", "metric", "A", "B", "B/A", "p", "verdict"]);
+    for r in rows {
+        let scale = r.a.or(r.b).unwrap_or(0.0);
+        let (div, sym) = scale_for(r.unit, scale);
+        let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
+        let verdict = match r.verdict {
+            Verdict::Better => "better",
+            Verdict::Regression => "REGRESSION",
+            Verdict::Changed => "changed",
+            Verdict::Same => "same",
+            Verdict::Unknown if r.a.is_none() || r.b.is_none() => "only in one run",
+            Verdict::Unknown => "too few samples",
+        };
+        t.add_row(vec![
+            r.probe.clone(),
+            r.params.clone(),
+            r.metric.clone(),
+            show(r.a),
+            show(r.b),
+            r.ratio.map_or("-".into(), |x| format!("{x:.3}")),
+            r.p.map_or("-".into(), |p| {
+                if p < 1e-15 {
+                    "<1e-15".into()
+                } else {
+                    format!("{p:.2e}")
+                }
+            }),
+            verdict.to_string(),
+        ]);
+    }
+    right(&mut t, &[3, 4, 5, 6]);
+    t.to_string()
+}

@@ -6,9 +6,11 @@
 //!   written by a newer oslab, and checking up front that it can write.
 //! - [`Store::save_run`] writes a run and all its measurements in one transaction: a run is either
 //!   stored whole (marked `complete` or `interrupted`) or not at all.
-//! - [`Store::runs`], [`Store::load_run`] read them back.
+//! - [`Store::runs`], [`Store::load_run`], [`Store::load_timeline`] read them back.
+//! - [`compare::compare`]: two runs side by side, with significance and regressions.
 #![deny(missing_docs)]
 
+pub mod compare;
 mod schema;
 mod store;
 

@@ -29,6 +29,8 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
+    /// Compare runs measurement by measurement: medians, ratio, significance, regressions.
+    Compare(CompareArgs),
     /// List stored runs.
     Runs(RunsArgs),
     /// Print a stored run again.
@@ -227,6 +229,46 @@ pub struct MigrateArgs {
     /// Where to store the run.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `oslab compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline run (id or 'latest').
+    #[arg(value_name = "RUN_A")]
+    pub a: String,
+    /// Runs compared with the baseline.
+    #[arg(value_name = "RUN_B", required = true)]
+    pub others: Vec<String>,
+    /// Relative change that counts as a regression or an improvement, e.g. 5% or 0.05.
+    #[arg(long, default_value = "5%", value_parser = parse_fraction)]
+    pub threshold: f64,
+    /// Exit with status 1 when any measurement regressed beyond the threshold (for CI gates).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Show every row (default: only those that changed or cannot be compared).
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Parses "5%" or "0.05" into 0.05.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("{s:?} is not a fraction (5% or 0.05)"))?;
+    if !(0.0..10.0).contains(&v) {
+        return Err(format!("{s:?}: give a fraction between 0% and 1000%"));
+    }
+    Ok(v)
 }
 
 /// `oslab runs`.

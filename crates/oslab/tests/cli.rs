@@ -642,3 +642,44 @@ fn migrate_refuses_bad_arguments() {
     let e = fails(&["migrate", "--counters", "cycles,bogus", "--db", db], 2);
     assert!(e.contains("bogus"), "{e}");
 }
+
+#[test]
+fn compare_lines_runs_up_and_gates_on_regressions() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&[
+        "run",
+        "--quick",
+        "timer.rdtsc",
+        "syscall.getppid",
+        "--db",
+        db,
+    ]);
+    // A run compared with itself: nothing regressed, so the gate passes.
+    let out = stdout(&[
+        "compare",
+        "1",
+        "1",
+        "--fail-on-regression",
+        "--all",
+        "--json",
+        "--db",
+        db,
+    ]);
+    let doc = json(&out);
+    let rows = doc["comparisons"][0]["rows"].as_array().unwrap();
+    assert!(rows.len() >= 2);
+    assert!(rows.iter().all(|r| r["verdict"] == "same"), "{rows:?}");
+    let text = String::from_utf8(stdout(&["compare", "1", "latest", "--all", "--db", db])).unwrap();
+    assert!(
+        text.contains("B/A") && text.contains("timer.rdtsc"),
+        "{text}"
+    );
+    let e = fails(&["compare", "1", "7", "--db", db], 1);
+    assert!(e.contains("7"), "{e}");
+    let e = fails(&["compare", "1", "x", "--db", db], 2);
+    assert!(!e.is_empty());
+    let e = fails(&["compare", "1", "1", "--threshold", "lots", "--db", db], 2);
+    assert!(e.contains("fraction"), "{e}");
+}

@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit code.
 
 mod activity;
+mod compare;
 mod info;
 mod list;
 mod migrate;
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Activity(a) => activity::run(a),
         Command::Migrate(a) => migrate::run(a),
         Command::Timeslice(a) => timeslice::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
     }

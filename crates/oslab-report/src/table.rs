@@ -124,39 +124,6 @@ pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
     t.to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use oslab_core::model::{Status, Unit};
-    use oslab_core::params;
-    use oslab_core::stats::Summary;
-
-    #[test]
-    fn rows_show_values_units_and_reasons() {
-        let mut ok = Measurement::not_taken(
-            "task.fork",
-            params! {"cpu" => 1},
-            "create",
-            Unit::Ns,
-            Status::Ok,
-        );
-        ok.summary = Summary::new(&[52_000.0, 50_000.0, 51_000.0]);
-        ok.cycles = Some(140_000.0);
-        let skipped = Measurement::not_taken(
-            "switch.process.pipe",
-            params! {},
-            "wakeup",
-            Unit::Ns,
-            Status::Skipped("needs a second cpu".into()),
-        );
-        let out = measurements(&[ok, skipped]);
-        assert!(out.contains("51.00") && out.contains("µs"), "{out}");
-        assert!(out.contains("140000"), "{out}");
-        assert!(out.contains("no model"), "{out}");
-        assert!(out.contains("skipped: needs a second cpu"), "{out}");
-    }
-}
-
 /// The comparison table: probe, params, metric, both medians, ratio, p-value, verdict.
 pub fn comparison(rows: &[oslab_store::compare::Row]) -> String {
     use oslab_store::compare::Verdict;
@@ -192,4 +159,37 @@ pub fn comparison(rows: &[oslab_store::compare::Row]) -> String {
     }
     right(&mut t, &[3, 4, 5, 6]);
     t.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::model::{Status, Unit};
+    use oslab_core::params;
+    use oslab_core::stats::Summary;
+
+    #[test]
+    fn rows_show_values_units_and_reasons() {
+        let mut ok = Measurement::not_taken(
+            "task.fork",
+            params! {"cpu" => 1},
+            "create",
+            Unit::Ns,
+            Status::Ok,
+        );
+        ok.summary = Summary::new(&[52_000.0, 50_000.0, 51_000.0]);
+        ok.cycles = Some(140_000.0);
+        let skipped = Measurement::not_taken(
+            "switch.process.pipe",
+            params! {},
+            "wakeup",
+            Unit::Ns,
+            Status::Skipped("needs a second cpu".into()),
+        );
+        let out = measurements(&[ok, skipped]);
+        assert!(out.contains("51.00") && out.contains("µs"), "{out}");
+        assert!(out.contains("140000"), "{out}");
+        assert!(out.contains("no model"), "{out}");
+        assert!(out.contains("skipped: needs a second cpu"), "{out}");
+    }
 }

@@ -7,10 +7,12 @@
 //! - [`Store::save_run`] writes a run and all its measurements in one transaction: a run is either
 //!   stored whole (marked `complete` or `interrupted`) or not at all.
 //! - [`Store::runs`], [`Store::load_run`], [`Store::load_timeline`] read them back.
+//! - [`exchange`]: the `oslab.run/1` JSON document (schema-validated on import) and CSV.
 //! - [`compare::compare`]: two runs side by side, with significance and regressions.
 #![deny(missing_docs)]
 
 pub mod compare;
+pub mod exchange;
 mod schema;
 mod store;
 

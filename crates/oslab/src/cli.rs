@@ -31,6 +31,10 @@ pub enum Command {
     Numa(NumaArgs),
     /// Compare runs measurement by measurement: medians, ratio, significance, regressions.
     Compare(CompareArgs),
+    /// Write a stored run as JSON (schema oslab.run/1), CSV, or a Perfetto trace of its timeline.
+    Export(ExportArgs),
+    /// Merge runs exported elsewhere (oslab.run/1 JSON) into the store, validated first.
+    Import(ImportArgs),
     /// List stored runs.
     Runs(RunsArgs),
     /// Print a stored run again.
@@ -269,6 +273,34 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
         return Err(format!("{s:?}: give a fraction between 0% and 1000%"));
     }
     Ok(v)
+}
+
+/// `oslab export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Run id, or 'latest'.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// json (everything, samples included), csv (one row per measurement), perfetto (timeline).
+    #[arg(long, value_parser = ["json", "csv", "perfetto"], default_value = "json")]
+    pub format: String,
+    /// Write to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// oslab.run/1 JSON files (from `oslab export`). All are checked before any is stored.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// The store.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `oslab runs`.

@@ -683,3 +683,90 @@ fn compare_lines_runs_up_and_gates_on_regressions() {
     let e = fails(&["compare", "1", "1", "--threshold", "lots", "--db", db], 2);
     assert!(e.contains("fraction"), "{e}");
 }
+
+#[test]
+fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
+    let _turn = exclusive();
+    let (dir, db) = temp_db();
+    let (db, other) = (db.to_str().unwrap(), dir.path().join("other.db"));
+    let other = other.to_str().unwrap();
+    stdout(&["activity", "--duration", "200ms", "--db", db]);
+    let file = dir.path().join("run.json");
+    stdout(&["export", "latest", "-o", file.to_str().unwrap(), "--db", db]);
+    let original = json(&stdout(&[
+        "show",
+        "latest",
+        "--json",
+        "--samples",
+        "--db",
+        db,
+    ]));
+    stdout(&["import", file.to_str().unwrap(), "--db", other]);
+    let copy = json(&stdout(&[
+        "show",
+        "latest",
+        "--json",
+        "--samples",
+        "--db",
+        other,
+    ]));
+    assert_eq!(original["measurements"], copy["measurements"]);
+    assert_eq!(original["run"]["hostname"], copy["run"]["hostname"]);
+    // The timeline came along: it exports as a trace from the new store.
+    let trace = json(&stdout(&[
+        "export", "latest", "--format", "perfetto", "--db", other,
+    ]));
+    assert!(trace["traceEvents"].as_array().unwrap().len() > 2);
+    let csv =
+        String::from_utf8(stdout(&["export", "1", "--format", "csv", "--db", other])).unwrap();
+    assert!(csv.starts_with("run,probe,params,metric,unit,status,n,"));
+    assert_eq!(
+        csv.lines().count(),
+        original["measurements"].as_array().unwrap().len() + 1
+    );
+
+    // Malformed, foreign and oversized files: a clear message, and the store does not change.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"schema":"oslab.run/1","run":{},"measurements":[]}"#,
+    )
+    .unwrap();
+    let e = fails(
+        &[
+            "import",
+            file.to_str().unwrap(),
+            bad.to_str().unwrap(),
+            "--db",
+            other,
+        ],
+        1,
+    );
+    assert!(
+        e.contains("schema") && e.contains("Nothing was imported"),
+        "{e}"
+    );
+    std::fs::write(&bad, "not json").unwrap();
+    let e = fails(&["import", bad.to_str().unwrap(), "--db", other], 1);
+    assert!(e.contains("not JSON"), "{e}");
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(600 << 20)
+        .unwrap(); // sparse
+    let e = fails(&["import", huge.to_str().unwrap(), "--db", other], 1);
+    assert!(e.contains("at most"), "{e}");
+    assert_eq!(stored_runs(Path::new(other)).len(), 1);
+}
+
+#[test]
+fn the_schema_file_in_the_repository_is_the_one_import_enforces() {
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/oslab.run.v1.schema.json"
+    ))
+    .unwrap();
+    assert_eq!(shipped, oslab_store::exchange::SCHEMA);
+    let schema: Value = serde_json::from_str(&shipped).unwrap();
+    assert_eq!(schema["properties"]["schema"]["const"], "oslab.run/1");
+}

@@ -2,6 +2,7 @@
 
 mod activity;
 mod compare;
+mod exchange;
 mod info;
 mod list;
 mod migrate;
@@ -25,6 +26,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Migrate(a) => migrate::run(a),
         Command::Timeslice(a) => timeslice::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Export(a) => exchange::export(a),
+        Command::Import(a) => exchange::import(a),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
     }

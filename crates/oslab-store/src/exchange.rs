@@ -1,0 +1,228 @@
+//! Runs as files: the versioned JSON document (`oslab.run/1`, described by
+//! `schema/oslab.run.v1.schema.json`), CSV for spreadsheets, and reading a document back with
+//! validation, so results from other machines can be merged into a store.
+
+use crate::store::RunRecord;
+use oslab_core::model::{Measurement, TimelineEvent};
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// The schema id written into every document.
+pub const SCHEMA_ID: &str = "oslab.run/1";
+
+/// The JSON Schema of the document, as shipped in the repository.
+pub const SCHEMA: &str = include_str!("../../../schema/oslab.run.v1.schema.json");
+
+/// Largest document `import` reads.
+pub const MAX_BYTES: u64 = 512 << 20;
+
+/// One run as a document.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunDocument {
+    /// Always [`SCHEMA_ID`].
+    pub schema: String,
+    /// The run's metadata.
+    pub run: RunRecord,
+    /// Its measurements (with samples when kept).
+    pub measurements: Vec<Measurement>,
+    /// Its timeline.
+    #[serde(default)]
+    pub timeline: Vec<TimelineEvent>,
+}
+
+impl RunDocument {
+    /// A document for a stored run.
+    pub fn new(
+        run: RunRecord,
+        measurements: Vec<Measurement>,
+        timeline: Vec<TimelineEvent>,
+    ) -> Self {
+        RunDocument {
+            schema: SCHEMA_ID.into(),
+            run,
+            measurements,
+            timeline,
+        }
+    }
+}
+
+/// Why a document was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// JSON, but not an oslab.run/1 document.
+    #[error("does not follow the oslab.run/1 schema:\n{0}")]
+    Schema(String),
+}
+
+fn validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        let schema: serde_json::Value =
+            serde_json::from_str(SCHEMA).expect("the shipped schema is valid JSON");
+        jsonschema::validator_for(&schema).expect("the shipped schema is a valid JSON Schema")
+    })
+}
+
+/// Checks `value` against the schema; lists up to ten problems with where they are.
+pub fn validate(value: &serde_json::Value) -> Result<(), ImportError> {
+    let errors: Vec<String> = validator()
+        .iter_errors(value)
+        .take(10)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            format!("  at {}: {e}", if at.is_empty() { "/" } else { &at })
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ImportError::Schema(errors.join("\n")))
+    }
+}
+
+/// Parses and validates a document.
+pub fn parse(bytes: &[u8]) -> Result<RunDocument, ImportError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)?;
+    validate(&value)?;
+    Ok(serde_json::from_value(value)?)
+}
+
+/// The measurements as CSV: a header and one row per measurement.
+pub fn csv(run_id: i64, ms: &[Measurement]) -> String {
+    let mut out = String::from(
+        "run,probe,params,metric,unit,status,n,min,p25,median,p75,max,mean,stddev,ci_low,ci_high,cycles,predicted,note\n",
+    );
+    let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    for m in ms {
+        let s = m.summary.as_ref();
+        let fields = [
+            run_id.to_string(),
+            m.probe.clone(),
+            m.params_text(),
+            m.metric.clone(),
+            m.unit.name(),
+            m.status.to_string(),
+            s.map(|s| s.n.to_string()).unwrap_or_default(),
+            num(s.map(|s| s.min)),
+            num(s.map(|s| s.p25)),
+            num(s.map(|s| s.median)),
+            num(s.map(|s| s.p75)),
+            num(s.map(|s| s.max)),
+            num(s.map(|s| s.mean)),
+            num(s.map(|s| s.stddev)),
+            num(s.map(|s| s.ci_low)),
+            num(s.map(|s| s.ci_high)),
+            num(m.cycles),
+            num(m.prediction.as_ref().map(|p| p.value)),
+            m.note.clone().unwrap_or_default(),
+        ];
+        let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::RunStatus;
+    use oslab_core::model::{Status, Unit};
+    use oslab_core::{params, Summary};
+
+    fn doc() -> RunDocument {
+        let mut m = Measurement::not_taken(
+            "x.y",
+            params! {"cpu" => 1},
+            "per_call",
+            Unit::Ns,
+            Status::Ok,
+        );
+        m.summary = Summary::new(&[1.0, 2.0, 3.0]);
+        m.samples = Some(vec![1.0, 2.0, 3.0]);
+        m.note = Some("a, \"quoted\" note".into());
+        let skipped = Measurement::not_taken(
+            "x.z",
+            params! {},
+            "per_call",
+            Unit::Ns,
+            Status::Skipped("needs 2 cpus".into()),
+        );
+        let run = RunRecord {
+            id: Some(4),
+            started: "2026-01-01T00:00:00Z".into(),
+            finished: "2026-01-01T00:00:01Z".into(),
+            status: RunStatus::Complete,
+            oslab_version: "0.1.0".into(),
+            git_rev: None,
+            command: "oslab run".into(),
+            hostname: "elsewhere".into(),
+            quick: true,
+            wall_s: 1.0,
+            fingerprint: serde_json::json!({"cpu_model": "x"}),
+            environment: serde_json::json!({"warnings": []}),
+        };
+        RunDocument::new(run, vec![m, skipped], vec![])
+    }
+
+    #[test]
+    fn a_document_round_trips_through_the_schema() {
+        let bytes = serde_json::to_vec(&doc()).unwrap();
+        let back = parse(&bytes).unwrap();
+        assert_eq!(back.measurements, doc().measurements);
+        assert_eq!(back.run.hostname, "elsewhere");
+    }
+
+    #[test]
+    fn malformed_documents_say_what_is_wrong_and_where() {
+        assert!(matches!(parse(b"{not json"), Err(ImportError::Json(_))));
+        let mut v = serde_json::to_value(doc()).unwrap();
+        v["measurements"][0]["unit"] = "furlongs".into();
+        v["run"]["status"] = "maybe".into();
+        let e = validate(&v).unwrap_err().to_string();
+        assert!(
+            e.contains("/measurements/0/unit") && e.contains("/run/status"),
+            "{e}"
+        );
+        let mut v = serde_json::to_value(doc()).unwrap();
+        v["schema"] = "oslab.run/2".into();
+        assert!(validate(&v).is_err());
+        // A skipped measurement must say why.
+        let mut v = serde_json::to_value(doc()).unwrap();
+        v["measurements"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("reason");
+        assert!(validate(&v).is_err());
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_quoting() {
+        let text = csv(4, &doc().measurements);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines[1].starts_with("4,x.y,cpu=1,per_call,ns,ok,3,1,"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].ends_with("\"a, \"\"quoted\"\" note\""),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].contains("skipped: needs 2 cpus"));
+    }
+}

@@ -1,0 +1,93 @@
+//! `oslab export` and `oslab import`: runs as files.
+
+use super::open_store;
+use crate::cli::{ExportArgs, ImportArgs};
+use crate::error::usage;
+use oslab_store::exchange::{self, RunDocument};
+use oslab_store::RunRef;
+use std::io::Write;
+use std::process::ExitCode;
+
+pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let run: RunRef = args.run.parse().map_err(usage)?;
+    let store = open_store(&args.store)?;
+    let (record, ms) = store.load_run(&run)?;
+    let timeline = store.load_timeline(&run)?;
+    let id = record.id.unwrap_or_default();
+    let bytes = match args.format.as_str() {
+        "csv" => exchange::csv(id, &ms).into_bytes(),
+        "perfetto" => {
+            if timeline.is_empty() {
+                anyhow::bail!(
+                    "run {id} has no timeline to export (runs of `oslab activity` and `oslab timeslice` have one); use --format json or csv"
+                );
+            }
+            let title = format!("oslab run {id} ({})", record.command);
+            serde_json::to_vec(&oslab_report::trace::chrome_trace(&title, &timeline))?
+        }
+        _ => serde_json::to_vec(&RunDocument::new(record, ms, timeline))?,
+    };
+    match &args.output {
+        Some(path) => write_whole(path, &bytes)?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)?;
+            if !bytes.ends_with(b"\n") {
+                out.write_all(b"\n")?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a file through a temporary name, so a failed write never leaves half a file.
+fn write_whole(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("oslab-partial");
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            anyhow::anyhow!("cannot write {}: {e}", path.display())
+        })
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    // Every file is read and validated before the store is touched: all or nothing.
+    let mut docs = Vec::new();
+    for path in &args.files {
+        let size = std::fs::metadata(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?
+            .len();
+        if size > exchange::MAX_BYTES {
+            anyhow::bail!(
+                "{} is {} MiB; an oslab export is at most {} MiB. Nothing was imported.",
+                path.display(),
+                size >> 20,
+                exchange::MAX_BYTES >> 20
+            );
+        }
+        let bytes = std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let doc = exchange::parse(&bytes)
+            .map_err(|e| anyhow::anyhow!("{}: {e}\nNothing was imported.", path.display()))?;
+        docs.push((path, doc));
+    }
+    let mut store = open_store(&args.store)?;
+    for (path, doc) in docs {
+        let from = doc.run.id;
+        let record = oslab_store::RunRecord {
+            id: None,
+            ..doc.run
+        };
+        let id = store.save_run(&record, &doc.measurements, &doc.timeline)?;
+        eprintln!(
+            "imported {} as run {id} ({} measurements, {} timeline events; host {}, run {} there)",
+            path.display(),
+            doc.measurements.len(),
+            doc.timeline.len(),
+            record.hostname,
+            from.map_or("?".into(), |i| i.to_string())
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

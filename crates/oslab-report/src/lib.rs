@@ -6,13 +6,17 @@
 //! - [`table`]: the measurement table, the runs table and the probe list.
 //! - [`machine`]: `oslab info` as text.
 //! - [`activity`]: period lists and histograms of activity recordings.
+//! - [`html`]: the self-contained HTML report of a run (inline CSS and SVG, everything escaped).
+//! - [`plots`]: SVG charts (plotters): lines over log sizes, bars, heatmaps, timelines.
 //! - [`trace`]: timelines as Chrome trace-event JSON (Perfetto).
 //! - [`numa`]: the NUMA matrix views (bandwidth, latency, ratios to local, SLIT distances).
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod html;
 pub mod machine;
 pub mod numa;
+pub mod plots;
 pub mod table;
 pub mod trace;
 pub mod units;

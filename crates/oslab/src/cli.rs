@@ -29,6 +29,8 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
+    /// Write a self-contained HTML report (or Markdown with SVG files) of a stored run.
+    Report(ReportArgs),
     /// Compare runs measurement by measurement: medians, ratio, significance, regressions.
     Compare(CompareArgs),
     /// Write a stored run as JSON (schema oslab.run/1), CSV, or a Perfetto trace of its timeline.
@@ -231,6 +233,23 @@ pub struct MigrateArgs {
     #[arg(long)]
     pub json: bool,
     /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run id, or 'latest'.
+    #[arg(value_name = "RUN", default_value = "latest")]
+    pub run: String,
+    /// Output file (default: oslab-run-ID.html, or .md).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// html (one self-contained file) or md (Markdown with SVG charts beside it).
+    #[arg(long, value_parser = ["html", "md"], default_value = "html")]
+    pub format: String,
+    /// The store.
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -28,7 +28,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         _ => serde_json::to_vec(&RunDocument::new(record, ms, timeline))?,
     };
     match &args.output {
-        Some(path) => write_whole(path, &bytes)?,
+        Some(path) => super::write_whole(path, &bytes)?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(&bytes)?;
@@ -38,17 +38,6 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes a file through a temporary name, so a failed write never leaves half a file.
-fn write_whole(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("oslab-partial");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            anyhow::anyhow!("cannot write {}: {e}", path.display())
-        })
 }
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {

@@ -6,6 +6,7 @@ mod exchange;
 mod info;
 mod list;
 mod migrate;
+mod report;
 mod run;
 mod session;
 mod stored;
@@ -25,6 +26,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Activity(a) => activity::run(a),
         Command::Migrate(a) => migrate::run(a),
         Command::Timeslice(a) => timeslice::run(a),
+        Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Export(a) => exchange::export(a),
         Command::Import(a) => exchange::import(a),
@@ -57,4 +59,15 @@ pub fn print_text(s: &str) -> anyhow::Result<()> {
         out.write_all(b"\n")?;
     }
     Ok(())
+}
+
+/// Writes a file through a temporary name, so a failed write never leaves half a file.
+pub fn write_whole(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("oslab-partial");
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            anyhow::anyhow!("cannot write {}: {e}", path.display())
+        })
 }

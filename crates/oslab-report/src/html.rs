@@ -1,0 +1,662 @@
+//! One self-contained HTML report of a run: inline CSS, inline SVG charts, no scripts, nothing
+//! fetched. Machine summary, run metadata and warnings first; then per probe family a chart
+//! where one exists and the table of its measurements. Everything that comes from the user or
+//! the machine is escaped.
+
+use crate::plots::{self, Bar, Mark, Series, Track};
+use crate::units::{num, scale_for, value};
+use oslab_core::machine::Environment;
+use oslab_core::model::{Measurement, Status, TimelineEvent, Unit};
+use oslab_store::RunRecord;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.warn{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;margin:.3em 0}
+.noisy{color:#a15c00;font-weight:600}.skipped{color:#666;font-style:italic}.failed{color:#b00020;font-weight:600}
+figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.meta td:first-child{color:#666}
+@media print{body{max-width:none}figure{break-inside:avoid}}";
+
+/// The report of one run.
+pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]) -> String {
+    let mut h = String::new();
+    let id = record.id.map_or("-".into(), |i| i.to_string());
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oslab run {}</title><style>{STYLE}</style></head><body>\n<h1>oslab run {} on {}</h1>\n",
+        escape(&id),
+        escape(&id),
+        escape(&record.hostname)
+    );
+    h.push_str(&metadata(record));
+    h.push_str(&warnings(record));
+    let mut families: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for m in ms {
+        let family = m.probe.split('.').next().unwrap_or(&m.probe);
+        if !families.contains_key(family) {
+            order.push(family);
+        }
+        families.entry(family).or_default().push(m);
+    }
+    for family in order {
+        let list = &families[family];
+        let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
+        for chart in charts(family, list, record) {
+            h.push_str(&figure_html(&chart));
+        }
+        h.push_str(&table(list));
+    }
+    if !timeline.is_empty() {
+        h.push_str("<h2 id=\"timeline\">timeline</h2>\n");
+        if let Some(f) = timeline_chart(timeline) {
+            h.push_str(&figure_html(&f));
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn metadata(r: &RunRecord) -> String {
+    let fp = &r.fingerprint;
+    let field = |k: &str| match fp.get(k) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => "not exposed".into(),
+        Some(v) => v.to_string(),
+    };
+    let caches = fp["topology"]["caches"]
+        .as_array()
+        .map(|cs| {
+            let mut seen: Vec<String> = cs
+                .iter()
+                .filter_map(|c| {
+                    Some(format!(
+                        "L{} {} {}",
+                        c.get("level")?,
+                        c.get("kind")?.as_str()?,
+                        crate::units::bytes(c.get("size")?.as_u64()?)
+                    ))
+                })
+                .collect();
+            seen.sort();
+            seen.dedup();
+            seen.join(", ")
+        })
+        .unwrap_or_default();
+    let nodes = fp["topology"]["nodes"].as_array().map_or(0, Vec::len);
+    let rows = [
+        ("started", r.started.clone()),
+        ("status", format!("{:?}", r.status).to_lowercase()),
+        ("command", r.command.clone()),
+        (
+            "oslab",
+            format!(
+                "{} {}",
+                r.oslab_version,
+                r.git_rev.clone().unwrap_or_default()
+            ),
+        ),
+        ("wall time", format!("{:.1} s", r.wall_s)),
+        ("cpu", field("cpu_model")),
+        (
+            "packages / cores / threads",
+            format!(
+                "{} / {} / {}",
+                field("packages"),
+                field("cores"),
+                field("threads")
+            ),
+        ),
+        ("caches", caches),
+        ("NUMA nodes", nodes.to_string()),
+        ("kernel", field("kernel")),
+        (
+            "clock",
+            fp["clock"]["ticks_per_ns"]
+                .as_f64()
+                .map_or("?".into(), |t| {
+                    format!(
+                        "{:.6} GHz ({})",
+                        t,
+                        fp["clock"]["source"].as_str().unwrap_or("?")
+                    )
+                }),
+        ),
+    ];
+    let mut h = String::from("<table class=\"meta\">\n");
+    for (k, v) in rows {
+        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(&v));
+    }
+    h.push_str("</table>\n");
+    h
+}
+
+fn warnings(r: &RunRecord) -> String {
+    let Ok(env) = serde_json::from_value::<Environment>(r.environment.clone()) else {
+        return String::new();
+    };
+    let mut h = String::new();
+    if !env.warnings.is_empty() {
+        h.push_str("<h2 id=\"warnings\">environment warnings</h2>\n");
+    }
+    for w in &env.warnings {
+        let _ = writeln!(
+            h,
+            "<div class=\"warn\"><b>{}</b>: {}<br><small>fix: {}</small></div>",
+            escape(&w.kind),
+            escape(&w.message),
+            escape(&w.remedy)
+        );
+    }
+    h
+}
+
+fn status_cell(m: &Measurement) -> String {
+    let n = m
+        .summary
+        .as_ref()
+        .map(|s| format!(" (n={})", s.n))
+        .unwrap_or_default();
+    match &m.status {
+        Status::Ok => format!("ok{n}"),
+        Status::Noisy => format!("<span class=\"noisy\">noisy{n}</span>"),
+        Status::Skipped(why) => format!("<span class=\"skipped\">skipped: {}</span>", escape(why)),
+        Status::Failed(why) => format!("<span class=\"failed\">failed: {}</span>", escape(why)),
+    }
+}
+
+fn table(ms: &[&Measurement]) -> String {
+    let mut h = String::from(
+        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>unit</th><th>cycles</th><th>predicted</th><th>efficiency</th><th>status</th></tr>\n",
+    );
+    for m in ms {
+        let (median, ci, best, unit, pred, eff) = match &m.summary {
+            Some(s) => {
+                let (div, sym) = scale_for(m.unit, s.median);
+                let best = if m.unit.higher_is_better() {
+                    s.max
+                } else {
+                    s.min
+                };
+                let (pred, eff) = match &m.prediction {
+                    Some(p) => (
+                        num(p.value / div),
+                        if p.value != 0.0 {
+                            format!("{:.2}", s.median / p.value)
+                        } else {
+                            String::new()
+                        },
+                    ),
+                    None => ("no model".into(), String::new()),
+                };
+                (
+                    num(s.median / div),
+                    format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                    num(best / div),
+                    sym.to_string(),
+                    pred,
+                    eff,
+                )
+            }
+            None => Default::default(),
+        };
+        let title = m
+            .note
+            .as_deref()
+            .map(|n| format!(" title=\"{}\"", escape(n)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            h,
+            "<tr{title}><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{median}</td><td class=\"n\">{ci}</td><td class=\"n\">{best}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{eff}</td><td>{}</td></tr>",
+            escape(&m.probe),
+            escape(&m.params_text()),
+            escape(&m.metric),
+            escape(&unit),
+            m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default(),
+            escape(&pred),
+            status_cell(m)
+        );
+    }
+    h.push_str("</table>\n");
+    h
+}
+
+/// A chart and its caption.
+pub type Figure = (String, String);
+
+fn figure(svg: Result<String, String>, caption: &str) -> Option<Figure> {
+    svg.ok().map(|s| (s, caption.to_string()))
+}
+
+fn figure_html((svg, caption): &Figure) -> String {
+    format!(
+        "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+        escape(caption)
+    )
+}
+
+fn median(m: &Measurement) -> Option<f64> {
+    m.status.has_value().then_some(())?;
+    m.summary.as_ref().map(|s| s.median)
+}
+
+fn param<'a>(m: &'a Measurement, k: &str) -> Option<&'a serde_json::Value> {
+    m.params.get(k)
+}
+
+fn text_param(m: &Measurement, k: &str) -> String {
+    match param(m, k) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => String::new(),
+    }
+}
+
+/// Series of `metric` over the numeric parameter `x`, one series per value of `by`.
+fn series_by(
+    ms: &[&Measurement],
+    probe_prefix: &str,
+    metric: &str,
+    x: &str,
+    by: &str,
+) -> Vec<Series> {
+    let mut groups: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for m in ms
+        .iter()
+        .filter(|m| m.probe.starts_with(probe_prefix) && m.metric == metric)
+    {
+        if let (Some(xv), Some(y)) = (param(m, x).and_then(|v| v.as_f64()), median(m)) {
+            let name = if by.is_empty() {
+                m.probe.clone()
+            } else {
+                text_param(m, by)
+            };
+            groups.entry(name).or_default().push((xv, y));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(name, points)| Series { name, points })
+        .collect()
+}
+
+/// Cache sizes to mark: what sysfs claims (fingerprint) and what the curve showed.
+fn cache_marks(ms: &[&Measurement], record: &RunRecord) -> Vec<Mark> {
+    let mut marks: Vec<Mark> = record.fingerprint["topology"]["caches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["kind"] != "instruction")
+        .filter_map(|c| {
+            let size = c["size"].as_u64()?;
+            Some(Mark {
+                x: size as f64,
+                label: format!("L{} {} (sysfs)", c["level"], crate::units::bytes(size)),
+            })
+        })
+        .collect();
+    marks.sort_by(|a, b| a.x.total_cmp(&b.x));
+    marks.dedup_by(|a, b| a.x == b.x);
+    for m in ms.iter().filter(|m| m.metric == "level_size") {
+        if let Some(size) = median(m) {
+            marks.push(Mark {
+                x: size,
+                label: format!("L{} seen", text_param(m, "level")),
+            });
+        }
+    }
+    marks
+}
+
+/// The charts of one probe family.
+pub fn charts(family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let mut push = |svg: Result<String, String>, caption: &str| {
+        if let Some(f) = figure(svg, caption) {
+            out.push(f);
+        }
+    };
+    match family {
+        "memory" => {
+            let series = series_by(ms, "memory.latency.", "per_load", "size", "order");
+            let curves: Vec<Series> = series
+                .into_iter()
+                .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
+                .collect();
+            push(
+                plots::lines_log_x("load-to-use latency vs working set", "working set", "ns per load", &curves, &cache_marks(ms, record), true),
+                "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows.",
+            );
+            let mlp = series_by(ms, "memory.latency.parallel", "per_load", "chases", "");
+            push(
+                plots::bars(
+                    "time per load vs independent chases",
+                    "ns per load",
+                    &mlp.iter()
+                        .flat_map(|s| s.points.iter())
+                        .map(|&(k, y)| Bar {
+                            label: format!("{k:.0}"),
+                            value: y,
+                            interval: None,
+                        })
+                        .collect::<Vec<_>>(),
+                ),
+                "Memory-level parallelism: more chases in flight, less time per load.",
+            );
+        }
+        "bandwidth" => {
+            let sweep = series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel");
+            push(
+                plots::lines_log_x(
+                    "bandwidth vs working set",
+                    "working set",
+                    "GB/s",
+                    &sweep,
+                    &cache_marks(ms, record),
+                    false,
+                ),
+                "One thread; each cache level shows as a plateau.",
+            );
+            let bars = bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"]);
+            push(
+                plots::bars("RAM bandwidth, one thread (STREAM counting)", "GB/s", &bars),
+                "Median with CI95; plain vs non-temporal stores.",
+            );
+            let threads = series_by(ms, "bandwidth.threads", "bandwidth", "threads", "kernel");
+            push(
+                plots::lines_log_x(
+                    "bandwidth vs threads",
+                    "threads",
+                    "GB/s",
+                    &threads,
+                    &[],
+                    false,
+                ),
+                "Threads pinned one per core first, then SMT siblings.",
+            );
+        }
+        "call" => {
+            let calls = bar_list(ms, "call.", "per_call", &["args"]);
+            push(
+                plots::bars("procedure call cost by argument count", "ns", &calls),
+                "Median with CI95.",
+            );
+        }
+        "task" | "switch" | "syscall" | "faults" | "timer" => {
+            let mut bars: Vec<Bar> = Vec::new();
+            for m in ms
+                .iter()
+                .filter(|m| m.unit == Unit::Ns && median(m).is_some())
+            {
+                if let (Some(s), Some(y)) = (&m.summary, median(m)) {
+                    let label = format!(
+                        "{} {}",
+                        m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
+                        m.metric
+                    );
+                    bars.push(Bar {
+                        label,
+                        value: y,
+                        interval: Some((s.ci_low, s.ci_high)),
+                    });
+                }
+            }
+            bars.truncate(16);
+            push(
+                plots::bars(&format!("{family} costs"), "ns", &bars),
+                "Median with CI95 per measurement.",
+            );
+        }
+        "numa" => out.extend(numa_chart(ms)),
+        "migrate" => {
+            let times = bar_list(ms, "migrate", "time", &["kernel", "variant"]);
+            push(
+                plots::bars("execution time, pinned vs migrated", "ns", &times),
+                "Median of the runs, CI95.",
+            );
+            for phase in ["phase1", "phase2"] {
+                let rates = bar_list(
+                    ms,
+                    "migrate",
+                    &format!("L2 miss rate {phase}"),
+                    &["kernel", "variant"],
+                );
+                if !rates.is_empty() {
+                    push(
+                        plots::bars(
+                            &format!("L2 miss rate, {phase}"),
+                            "misses / accesses",
+                            &rates,
+                        ),
+                        "From the L2_TCM / L2_TCA presets.",
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+fn bar_list(ms: &[&Measurement], prefix: &str, metric: &str, keys: &[&str]) -> Vec<Bar> {
+    ms.iter()
+        .filter(|m| m.probe.starts_with(prefix) && m.metric == metric)
+        .filter_map(|m| {
+            let s = m.summary.as_ref()?;
+            let y = median(m)?;
+            let label = keys
+                .iter()
+                .map(|k| text_param(m, k))
+                .collect::<Vec<_>>()
+                .join(" ");
+            Some(Bar {
+                label,
+                value: y,
+                interval: Some((s.ci_low, s.ci_high)),
+            })
+        })
+        .collect()
+}
+
+fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
+    let cells: Vec<(u64, u64, f64)> = ms
+        .iter()
+        .filter(|m| m.metric == "bandwidth" && text_param(m, "kernel") == "average")
+        .filter_map(|m| {
+            Some((
+                param(m, "cpu_node")?.as_u64()?,
+                param(m, "mem_node")?.as_u64()?,
+                median(m)?,
+            ))
+        })
+        .collect();
+    let mut rows: Vec<u64> = cells.iter().map(|c| c.0).collect();
+    let mut cols: Vec<u64> = cells.iter().map(|c| c.1).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    cols.sort_unstable();
+    cols.dedup();
+    let local = |r: u64| cells.iter().find(|c| c.0 == r && c.1 == r).map(|c| c.2);
+    let values: Vec<Vec<Option<f64>>> = rows
+        .iter()
+        .map(|&r| {
+            cols.iter()
+                .map(|&c| cells.iter().find(|x| x.0 == r && x.1 == c).map(|x| x.2))
+                .collect()
+        })
+        .collect();
+    let svg = plots::heatmap(
+        "NUMA bandwidth, GB/s (ratio to local)",
+        &rows.iter().map(|r| format!("cpu {r}")).collect::<Vec<_>>(),
+        &cols.iter().map(|c| format!("mem {c}")).collect::<Vec<_>>(),
+        &values,
+        &|v| {
+            let ratio = rows
+                .iter()
+                .find_map(|&r| local(r).filter(|l| *l > 0.0).map(|l| v / l));
+            match ratio {
+                Some(x) if rows.len() == 1 => format!("{} ({:.2})", num(v), x),
+                _ => num(v),
+            }
+        },
+    );
+    figure(
+        svg,
+        "Average of STREAM copy/scale/add/triad per cell; rows: cpu node, columns: memory node.",
+    )
+}
+
+/// The timeline chart (its first 100 ms).
+pub fn timeline_chart(events: &[TimelineEvent]) -> Option<Figure> {
+    let mut tracks: Vec<Track> = Vec::new();
+    let mut kinds: Vec<&str> = Vec::new();
+    for e in events {
+        let kind = kinds.iter().position(|k| *k == e.kind).unwrap_or_else(|| {
+            kinds.push(&e.kind);
+            kinds.len() - 1
+        });
+        let i = match tracks.iter().position(|t| t.name == e.track) {
+            Some(i) => i,
+            None => {
+                tracks.push(Track {
+                    name: e.track.clone(),
+                    spans: Vec::new(),
+                });
+                tracks.len() - 1
+            }
+        };
+        tracks[i].spans.push((e.start_ns, e.dur_ns, kind));
+    }
+    // The first 100 ms: enough to see ticks and slices without blurring them together.
+    let end = events
+        .iter()
+        .map(|e| e.start_ns + e.dur_ns)
+        .fold(0.0, f64::max)
+        .min(100e6);
+    figure(
+        plots::timeline("timeline (first 100 ms)", &tracks, end, &kinds),
+        &format!(
+            "{} events; the first {} shown. Export the whole timeline with `oslab export RUN --format perfetto`.",
+            events.len(),
+            value(end, Unit::Ns)
+        ),
+    )
+}
+
+/// The report as Markdown, with its charts as SVG files to write beside it (name, content).
+pub fn markdown(
+    record: &RunRecord,
+    ms: &[Measurement],
+    timeline: &[TimelineEvent],
+) -> (String, Vec<(String, String)>) {
+    let id = record.id.map_or("-".into(), |i| i.to_string());
+    let mut md = format!(
+        "# oslab run {id} on {}\n\n`{}` — {} — {:.1} s\n\n",
+        md_text(&record.hostname),
+        record.command.replace('`', "'"),
+        record.started,
+        record.wall_s
+    );
+    if let Ok(env) = serde_json::from_value::<Environment>(record.environment.clone()) {
+        for w in &env.warnings {
+            let _ = writeln!(
+                md,
+                "> **{}**: {} (fix: {})",
+                md_text(&w.kind),
+                md_text(&w.message),
+                md_text(&w.remedy)
+            );
+        }
+        md.push('\n');
+    }
+    let mut files = Vec::new();
+    let mut families: Vec<(&str, Vec<&Measurement>)> = Vec::new();
+    for m in ms {
+        let family = m.probe.split('.').next().unwrap_or(&m.probe);
+        match families.iter_mut().find(|f| f.0 == family) {
+            Some(f) => f.1.push(m),
+            None => families.push((family, vec![m])),
+        }
+    }
+    let mut add = |md: &mut String, (svg, caption): Figure| {
+        let name = format!("oslab-run-{id}-fig{}.svg", files.len() + 1);
+        let _ = writeln!(md, "![{}]({name})\n", md_text(&caption));
+        files.push((name, svg));
+    };
+    for (family, list) in &families {
+        let _ = writeln!(md, "## {}\n", md_text(family));
+        for f in charts(family, list, record) {
+            add(&mut md, f);
+        }
+        md.push_str("| probe | params | metric | median | CI95 | unit | predicted | status |\n|---|---|---|--:|--:|---|--:|---|\n");
+        for m in list {
+            let (median, ci, unit) = match &m.summary {
+                Some(s) => {
+                    let (div, sym) = scale_for(m.unit, s.median);
+                    (
+                        num(s.median / div),
+                        format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                        sym.to_string(),
+                    )
+                }
+                None => Default::default(),
+            };
+            let pred = m.prediction.as_ref().map_or("no model".to_string(), |p| {
+                num(p.value / scale_for(m.unit, m.summary.as_ref().map_or(p.value, |s| s.median)).0)
+            });
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {median} | {ci} | {unit} | {pred} | {} |",
+                md_text(&m.probe),
+                md_text(&m.params_text()),
+                md_text(&m.metric),
+                md_text(&m.status.to_string())
+            );
+        }
+        md.push('\n');
+    }
+    if let Some(f) = timeline_chart(timeline) {
+        md.push_str("## timeline\n\n");
+        add(&mut md, f);
+    }
+    (md, files)
+}
+
+/// Text safe inside a Markdown table cell or paragraph.
+fn md_text(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace('\n', " ")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

@@ -1,0 +1,430 @@
+//! Charts as SVG text (plotters' SVG backend): lines over a log axis, bars, a heatmap and a
+//! timeline. Each function returns a complete `<svg>` element to inline in a report, or an error
+//! text when there is nothing to draw.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Width and height of every chart, in pixels.
+const SIZE: (u32, u32) = (760, 380);
+
+/// Distinct colours for series.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
+];
+
+/// A named series of (x, y) points.
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Points, any order (sorted by x when drawn).
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A vertical marker on the x axis (e.g. a cache size).
+pub struct Mark {
+    /// Where.
+    pub x: f64,
+    /// What (drawn beside the line).
+    pub label: String,
+}
+
+fn draw(
+    f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        f(&root)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Lines over a logarithmic x axis (sizes), y linear or logarithmic, with vertical marks.
+pub fn lines_log_x(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    marks: &[Mark],
+    log_y: bool,
+) -> Result<String, String> {
+    let pts = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+    };
+    let (xmin, xmax) = pts().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
+    let (ymin, ymax) = pts().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
+    if xmin >= xmax {
+        return Err("not enough points to draw".into());
+    }
+    let ymax = if ymax > ymin { ymax } else { ymin * 2.0 };
+    draw(|root| {
+        let mut builder = ChartBuilder::on(root);
+        builder
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60);
+        macro_rules! body {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_desc)
+                    .y_desc(y_desc)
+                    .x_label_formatter(&|x| crate::units::value(*x, oslab_core::Unit::Bytes))
+                    .draw()
+                    .map_err(err)?;
+                for m in marks {
+                    let style = ShapeStyle::from(&BLACK.mix(0.35)).stroke_width(1);
+                    chart
+                        .draw_series(std::iter::once(PathElement::new(
+                            vec![(m.x, ymin), (m.x, ymax)],
+                            style,
+                        )))
+                        .map_err(err)?;
+                    chart
+                        .draw_series(std::iter::once(Text::new(
+                            m.label.clone(),
+                            (m.x, ymax),
+                            ("sans-serif", 11).into_font(),
+                        )))
+                        .map_err(err)?;
+                }
+                for (i, s) in series.iter().enumerate() {
+                    let color = PALETTE[i % PALETTE.len()];
+                    let mut p: Vec<(f64, f64)> = s
+                        .points
+                        .iter()
+                        .copied()
+                        .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+                        .collect();
+                    p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    chart
+                        .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
+                        .map_err(err)?
+                        .label(s.name.clone())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(p.into_iter().map(|pt| Circle::new(pt, 2, color.filled())))
+                        .map_err(err)?;
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .draw()
+                    .map_err(err)?;
+            }};
+        }
+        if log_y {
+            body!(builder
+                .build_cartesian_2d(
+                    (xmin..xmax).log_scale(),
+                    (ymin * 0.8..ymax * 1.25).log_scale()
+                )
+                .map_err(err)?);
+        } else {
+            body!(builder
+                .build_cartesian_2d((xmin..xmax).log_scale(), 0.0..ymax * 1.1)
+                .map_err(err)?);
+        }
+        Ok(())
+    })
+}
+
+/// One bar: label, value, and an interval drawn as a whisker.
+pub struct Bar {
+    /// Label under the bar.
+    pub label: String,
+    /// Height.
+    pub value: f64,
+    /// Whisker (low, high), e.g. the CI95.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// Vertical bars with whiskers, labelled under their centres.
+pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
+    if bars.is_empty() {
+        return Err("no bars to draw".into());
+    }
+    let top = bars
+        .iter()
+        .map(|b| b.interval.map_or(b.value, |i| i.1.max(b.value)))
+        .fold(0.0, f64::max)
+        * 1.15;
+    let n = bars.len() as u32;
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    draw(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(if n > 6 { 90 } else { 40 })
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..n).into_segmented(), 0.0..top.max(f64::MIN_POSITIVE))
+            .map_err(err)?;
+        let style = if n > 6 {
+            ("sans-serif", 11)
+                .into_font()
+                .transform(FontTransform::Rotate90)
+                .into_text_style(root)
+        } else {
+            ("sans-serif", 12).into_text_style(root)
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n as usize)
+            .x_label_style(style)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_desc(y_desc)
+            .draw()
+            .map_err(err)?;
+        for (i, b) in bars.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let i = i as u32;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), b.value),
+                    ],
+                    color.mix(0.8).filled(),
+                )))
+                .map_err(err)?;
+            if let Some((lo, hi)) = b.interval {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![
+                            (SegmentValue::CenterOf(i), lo),
+                            (SegmentValue::CenterOf(i), hi),
+                        ],
+                        BLACK.stroke_width(1),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A heatmap of `values[row][col]` with the text of each cell drawn on it.
+pub fn heatmap(
+    title: &str,
+    rows: &[String],
+    cols: &[String],
+    values: &[Vec<Option<f64>>],
+    text: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
+    let all: Vec<f64> = values.iter().flatten().flatten().copied().collect();
+    if all.is_empty() {
+        return Err("no cells to draw".into());
+    }
+    let (lo, hi) = all
+        .iter()
+        .fold((f64::MAX, f64::MIN), |a, &v| (a.0.min(v), a.1.max(v)));
+    let (nr, nc) = (rows.len(), cols.len());
+    draw(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..nc as f64, 0.0..nr as f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(nc * 2 + 1)
+            .y_labels(nr * 2 + 1)
+            .x_label_formatter(&|x| label_at(cols, *x))
+            .y_label_formatter(&|y| label_at(rows, *y))
+            .draw()
+            .map_err(err)?;
+        for (r, row) in values.iter().enumerate() {
+            for (c, v) in row.iter().enumerate() {
+                let Some(v) = v else { continue };
+                let t = if hi > lo { (v - lo) / (hi - lo) } else { 1.0 };
+                let color = ViridisRGB::get_color(t);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(c as f64, r as f64), (c as f64 + 1.0, r as f64 + 1.0)],
+                        color.filled(),
+                    )))
+                    .map_err(err)?;
+                let ink = if t > 0.6 { BLACK } else { WHITE };
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        text(*v),
+                        (c as f64 + 0.4, r as f64 + 0.5),
+                        ("sans-serif", 13).into_font().color(&ink),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The label of the cell whose centre is at `x` (labels sit at k + 0.5).
+fn label_at(labels: &[String], x: f64) -> String {
+    let i = x.floor();
+    if (x - i - 0.5).abs() < 0.01 && i >= 0.0 {
+        labels.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+/// One row of a timeline and its spans (start, duration, colour index).
+pub struct Track {
+    /// Row name.
+    pub name: String,
+    /// Spans in ns: (start, duration, colour index).
+    pub spans: Vec<(f64, f64, usize)>,
+}
+
+/// Horizontal spans per track over `[0, end_ns]` (time in ms on the axis).
+pub fn timeline(
+    title: &str,
+    tracks: &[Track],
+    end_ns: f64,
+    legend: &[&str],
+) -> Result<String, String> {
+    if tracks.is_empty() || end_ns <= 0.0 {
+        return Err("no spans to draw".into());
+    }
+    let names: Vec<String> = tracks.iter().map(|t| t.name.clone()).collect();
+    let n = tracks.len();
+    draw(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(150)
+            .build_cartesian_2d(0.0..end_ns / 1e6, 0.0..n as f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| label_at(&names, *y))
+            .x_desc("time (ms)")
+            .draw()
+            .map_err(err)?;
+        for (r, t) in tracks.iter().enumerate() {
+            let rects = t
+                .spans
+                .iter()
+                .filter(|s| s.0 < end_ns)
+                .map(|&(start, dur, color)| {
+                    let c = PALETTE[color % PALETTE.len()];
+                    let end = (start + dur.max(end_ns / 2000.0)).min(end_ns);
+                    Rectangle::new(
+                        [(start / 1e6, r as f64 + 0.15), (end / 1e6, r as f64 + 0.85)],
+                        c.filled(),
+                    )
+                });
+            chart.draw_series(rects).map_err(err)?;
+        }
+        for (i, name) in legend.iter().enumerate() {
+            let c = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, 0.0), (0.0, 0.0)],
+                    c.filled(),
+                )))
+                .map_err(err)?
+                .label(*name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 10, y + 4)], c.filled()));
+        }
+        if !legend.is_empty() {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .draw()
+                .map_err(err)?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_chart_is_an_svg_with_its_labels() {
+        let s = lines_log_x(
+            "latency",
+            "working set",
+            "ns",
+            &[Series {
+                name: "random".into(),
+                points: vec![(4096.0, 1.4), (1e6, 5.0), (1e9, 300.0)],
+            }],
+            &[Mark {
+                x: 49152.0,
+                label: "L1 48 KiB".into(),
+            }],
+            true,
+        )
+        .unwrap();
+        assert!(s.starts_with("<svg") && s.contains("random") && s.contains("L1 48 KiB"));
+        let b = bars(
+            "fork",
+            "µs",
+            &[Bar {
+                label: "fork".into(),
+                value: 40.0,
+                interval: Some((38.0, 42.0)),
+            }],
+        )
+        .unwrap();
+        assert!(b.contains("<svg") && b.contains("fork"));
+        let h = heatmap(
+            "numa",
+            &["cpu 0".into()],
+            &["mem 0".into(), "mem 1".into()],
+            &[vec![Some(20.0), Some(10.0)]],
+            &|v| format!("{v:.1}"),
+        )
+        .unwrap();
+        assert!(h.contains("20.0") && h.contains("mem 1"));
+        let t = timeline(
+            "activity",
+            &[Track {
+                name: "cpu 1".into(),
+                spans: vec![(0.0, 4e6, 0), (4e6, 3e4, 1)],
+            }],
+            5e6,
+            &["active", "inactive"],
+        )
+        .unwrap();
+        assert!(t.contains("cpu 1") && t.contains("inactive"));
+        assert!(lines_log_x("x", "x", "y", &[], &[], false).is_err());
+    }
+}

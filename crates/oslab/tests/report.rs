@@ -1,0 +1,171 @@
+//! Reports rendered from real stored runs and read back: the HTML parses, every chart is there,
+//! nothing from the machine or the user reaches the page unescaped, skipped and noisy results are
+//! visible; Markdown writes its charts beside it; a headless browser renders the page.
+
+use assert_cmd::Command;
+use scraper::{Html, Selector};
+use std::path::Path;
+
+fn oslab(args: &[&str]) -> Vec<u8> {
+    Command::cargo_bin("oslab")
+        .unwrap()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone()
+}
+
+fn select<'a>(doc: &'a Html, css: &str) -> Vec<scraper::ElementRef<'a>> {
+    doc.select(&Selector::parse(css).unwrap()).collect()
+}
+
+/// A run with hostile text everywhere the machine or user can put it, imported as if measured
+/// elsewhere (the import path validates it like any other file).
+fn hostile_run(dir: &Path, db: &str) {
+    let evil = "<script>alert('x')</script>&\"";
+    let mut run = serde_json::json!({
+        "schema": "oslab.run/1",
+        "run": {
+            "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z",
+            "status": "complete", "oslab_version": "0.1.0", "command": format!("oslab run {evil}"),
+            "hostname": evil, "quick": true, "wall_s": 1.0,
+            "fingerprint": {"cpu_model": evil, "topology": {"caches": [], "nodes": []}},
+            "environment": {"privileges": {"root": false, "cap_perfmon": false, "cap_sys_nice": false,
+                "sched_fifo": false, "perf_event_paranoid": 2, "memlock_limit": null},
+                "pmu": {"available": false, "reason": evil}, "loadavg": 0.1, "runnable": 1,
+                "numa_balancing": null, "isolation": [],
+                "warnings": [{"kind": "pmu", "message": evil, "remedy": evil}]}
+        },
+        "measurements": [
+            {"probe": "syscall.getppid", "params": {"label": evil}, "metric": "per_call", "unit": "ns",
+             "status": "noisy", "note": evil,
+             "summary": {"n": 3, "min": 1.0, "p25": 1.0, "median": 2.0, "p75": 3.0, "max": 3.0,
+                         "mean": 2.0, "stddev": 1.0, "ci_low": 1.0, "ci_high": 3.0, "outliers": 0}},
+            {"probe": "switch.thread.pipe", "params": {}, "metric": "wakeup", "unit": "ns",
+             "status": "skipped", "reason": format!("needs 2 cpus {evil}")}
+        ],
+        "timeline": [{"track": evil, "kind": "active", "start_ns": 0.0, "dur_ns": 4e6}]
+    });
+    let file = dir.join("hostile.json");
+    std::fs::write(&file, serde_json::to_vec(&run.take()).unwrap()).unwrap();
+    oslab(&["import", file.to_str().unwrap(), "--db", db]);
+}
+
+#[test]
+fn html_report_of_real_runs_parses_back_with_every_chart_and_nothing_unescaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    oslab(&[
+        "run",
+        "--quick",
+        "timer.rdtsc",
+        "call",
+        "memory.latency.chunk",
+        "bandwidth.sweep",
+        "--db",
+        db,
+    ]);
+    let out = dir.path().join("run1.html");
+    oslab(&["report", "1", "-o", out.to_str().unwrap(), "--db", db]);
+    let doc = Html::parse_document(&std::fs::read_to_string(&out).unwrap());
+    let families: Vec<String> = select(&doc, "h2")
+        .iter()
+        .map(|h| h.text().collect())
+        .collect();
+    for f in ["timer", "call", "memory", "bandwidth"] {
+        assert!(families.contains(&f.to_string()), "{families:?}");
+    }
+    // Charts: latency curve, MLP bars (absent here), call bars, bandwidth sweep.
+    let figures = select(&doc, "figure svg");
+    assert!(figures.len() >= 3, "{} charts", figures.len());
+    assert!(select(&doc, "figure figcaption")
+        .iter()
+        .any(|c| c.text().collect::<String>().contains("cache sizes")));
+    assert!(
+        select(&doc, "script, link, img").is_empty(),
+        "a report loads nothing"
+    );
+    let rows = select(&doc, "table tr");
+    assert!(rows.len() > 20);
+
+    hostile_run(dir.path(), db);
+    let out = dir.path().join("run2.html");
+    oslab(&["report", "2", "-o", out.to_str().unwrap(), "--db", db]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let doc = Html::parse_document(&html);
+    assert!(
+        select(&doc, "script").is_empty(),
+        "hostile text became markup"
+    );
+    assert!(!html.contains("<script>alert"));
+    let title: String = select(&doc, "h1")[0].text().collect();
+    assert!(title.contains("<script>alert('x')</script>"), "{title}");
+    // Skipped and noisy results are said, not left blank.
+    let skipped: String = select(&doc, ".skipped")
+        .iter()
+        .flat_map(|e| e.text())
+        .collect();
+    assert!(skipped.contains("skipped: needs 2 cpus"), "{skipped}");
+    assert!(!select(&doc, ".noisy").is_empty());
+    assert!(!select(&doc, ".warn").is_empty());
+}
+
+#[test]
+fn markdown_report_writes_its_charts_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    oslab(&["run", "--quick", "call", "--db", db]);
+    let out = dir.path().join("report.md");
+    oslab(&[
+        "report",
+        "latest",
+        "--format",
+        "md",
+        "-o",
+        out.to_str().unwrap(),
+        "--db",
+        db,
+    ]);
+    let md = std::fs::read_to_string(&out).unwrap();
+    assert!(md.contains("## call") && md.contains("| probe | params |"));
+    let figure = md.lines().find_map(|l| l.strip_prefix("![")).unwrap();
+    let name = figure.split("](").nth(1).unwrap().trim_end_matches(')');
+    let svg = std::fs::read_to_string(dir.path().join(name)).unwrap();
+    assert!(svg.starts_with("<svg"));
+}
+
+#[test]
+#[ignore = "needs chromium (apt-get install chromium); .ci/run installs it"]
+fn a_headless_browser_renders_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    oslab(&["run", "--quick", "timer.rdtsc", "call", "--db", db]);
+    let out = dir.path().join("r.html");
+    oslab(&["report", "latest", "-o", out.to_str().unwrap(), "--db", db]);
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("chromium is not installed");
+    let dom = std::process::Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", out.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&dom.stderr);
+    assert!(dom.status.success(), "{stderr}");
+    let text = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        text.contains("oslab run") && text.contains("<svg"),
+        "{text}"
+    );
+}

@@ -2,7 +2,9 @@
 //! input the issue lists (unknown probe, bad cpu, cpu outside our mask, unwritable or corrupt
 //! store, no privileges, Ctrl-C).
 
-use assert_cmd::Command;
+mod common;
+
+use common::{fails, oslab, stdout, temp_db};
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -14,33 +16,6 @@ static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn exclusive() -> std::sync::MutexGuard<'static, ()> {
     MEASURING.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn oslab() -> Command {
-    Command::cargo_bin("oslab").expect("binary built")
-}
-
-fn temp_db() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("oslab.db");
-    (dir, db)
-}
-
-/// Runs oslab with `args`, expects success, returns stdout.
-fn stdout(args: &[&str]) -> Vec<u8> {
-    oslab()
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone()
-}
-
-/// Runs oslab with `args`, expects exit code `code`, returns stderr.
-fn fails(args: &[&str], code: i32) -> String {
-    let out = oslab().args(args).assert().code(code).get_output().clone();
-    String::from_utf8_lossy(&out.stderr).to_string()
 }
 
 fn json(out: &[u8]) -> Value {

@@ -2,20 +2,11 @@
 //! nothing from the machine or the user reaches the page unescaped, skipped and noisy results are
 //! visible; Markdown writes its charts beside it; a headless browser renders the page.
 
-use assert_cmd::Command;
+mod common;
+
+use common::stdout as oslab;
 use scraper::{Html, Selector};
 use std::path::Path;
-
-fn oslab(args: &[&str]) -> Vec<u8> {
-    Command::cargo_bin("oslab")
-        .unwrap()
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone()
-}
 
 fn select<'a>(doc: &'a Html, css: &str) -> Vec<scraper::ElementRef<'a>> {
     doc.select(&Selector::parse(css).unwrap()).collect()

@@ -1,0 +1,34 @@
+//! Helpers shared by the CLI test files: running the real binary.
+#![allow(dead_code)] // each test file uses its own subset
+
+use assert_cmd::Command;
+use std::path::PathBuf;
+
+/// The oslab binary built for these tests.
+pub fn oslab() -> Command {
+    Command::cargo_bin("oslab").expect("binary built")
+}
+
+/// A fresh directory and a store path inside it.
+pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("oslab.db");
+    (dir, db)
+}
+
+/// Runs oslab with `args`, expects success, returns stdout.
+pub fn stdout(args: &[&str]) -> Vec<u8> {
+    oslab()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone()
+}
+
+/// Runs oslab with `args`, expects exit code `code`, returns stderr.
+pub fn fails(args: &[&str], code: i32) -> String {
+    let out = oslab().args(args).assert().code(code).get_output().clone();
+    String::from_utf8_lossy(&out.stderr).to_string()
+}

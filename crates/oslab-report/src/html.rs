@@ -508,14 +508,9 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
         &rows.iter().map(|r| format!("cpu {r}")).collect::<Vec<_>>(),
         &cols.iter().map(|c| format!("mem {c}")).collect::<Vec<_>>(),
         &values,
-        &|v| {
-            let ratio = rows
-                .iter()
-                .find_map(|&r| local(r).filter(|l| *l > 0.0).map(|l| v / l));
-            match ratio {
-                Some(x) if rows.len() == 1 => format!("{} ({:.2})", num(v), x),
-                _ => num(v),
-            }
+        &|r, _, v| match local(rows[r]).filter(|l| *l > 0.0) {
+            Some(l) => format!("{} ({:.2})", num(v), v / l),
+            None => num(v),
         },
     );
     figure(

@@ -236,7 +236,7 @@ pub fn heatmap(
     rows: &[String],
     cols: &[String],
     values: &[Vec<Option<f64>>],
-    text: &dyn Fn(f64) -> String,
+    text: &dyn Fn(usize, usize, f64) -> String,
 ) -> Result<String, String> {
     let all: Vec<f64> = values.iter().flatten().flatten().copied().collect();
     if all.is_empty() {
@@ -277,7 +277,7 @@ pub fn heatmap(
                 let ink = if t > 0.6 { BLACK } else { WHITE };
                 chart
                     .draw_series(std::iter::once(Text::new(
-                        text(*v),
+                        text(r, c, *v),
                         (c as f64 + 0.4, r as f64 + 0.5),
                         ("sans-serif", 13).into_font().color(&ink),
                     )))
@@ -410,7 +410,7 @@ mod tests {
             &["cpu 0".into()],
             &["mem 0".into(), "mem 1".into()],
             &[vec![Some(20.0), Some(10.0)]],
-            &|v| format!("{v:.1}"),
+            &|_, _, v| format!("{v:.1}"),
         )
         .unwrap();
         assert!(h.contains("20.0") && h.contains("mem 1"));

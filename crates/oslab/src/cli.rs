@@ -27,6 +27,11 @@ pub enum Command {
     Timeslice(TimesliceArgs),
     /// Matrix multiply pinned vs migrated half way to another cpu, with counters (seed 000).
     Migrate(MigrateArgs),
+    /// Watch a process's lock waits and regroup its threads by cache domain when they pass a
+    /// threshold (seed 001).
+    Shuffle(ShuffleArgs),
+    /// A built-in lock benchmark: T threads, K mutexes, thread i uses lock i mod K.
+    Lockbench(LockbenchArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
     /// Write a self-contained HTML report (or Markdown with SVG files) of a stored run.
@@ -320,6 +325,57 @@ pub struct ImportArgs {
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `oslab shuffle`.
+#[derive(Debug, Args)]
+pub struct ShuffleArgs {
+    /// The process to watch.
+    #[arg(
+        long,
+        value_name = "PID",
+        conflicts_with = "command",
+        required_unless_present = "command"
+    )]
+    pub pid: Option<i32>,
+    /// How often to measure and decide, e.g. 200ms.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "200ms")]
+    pub interval: std::time::Duration,
+    /// Lock-wait share of thread time above which threads are regrouped, e.g. 10%.
+    #[arg(long, default_value = "10%", value_parser = parse_fraction)]
+    pub threshold: f64,
+    /// Measure and decide, but never move a thread (to measure the daemon's own cost).
+    #[arg(long)]
+    pub monitor_only: bool,
+    /// Print JSON instead of tables at the end.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// A command to start and watch (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `oslab lockbench`.
+#[derive(Debug, Args)]
+pub struct LockbenchArgs {
+    /// Threads.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub threads: u64,
+    /// Mutexes (1 = a single hot lock).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub locks: u64,
+    /// Work inside the lock per acquisition, in microseconds.
+    #[arg(long, default_value_t = 2.0)]
+    pub critical_us: f64,
+    /// Work outside the lock per acquisition, in microseconds.
+    #[arg(long, default_value_t = 2.0)]
+    pub noncritical_us: f64,
+    /// Acquisitions per thread (a fixed amount of work, so time is the result).
+    #[arg(long, default_value_t = 20000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iterations: u64,
 }
 
 /// `oslab runs`.

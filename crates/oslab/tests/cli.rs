@@ -745,3 +745,121 @@ fn the_schema_file_in_the_repository_is_the_one_import_enforces() {
     let schema: Value = serde_json::from_str(&shipped).unwrap();
     assert_eq!(schema["properties"]["schema"]["const"], "oslab.run/1");
 }
+
+#[test]
+fn shuffle_watches_a_contended_program_and_stores_its_decisions() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let bench = assert_cmd::cargo::cargo_bin("oslab");
+    let out = stdout(&[
+        "shuffle",
+        "--interval",
+        "100ms",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+        "--",
+        bench.to_str().unwrap(),
+        "lockbench",
+        "--threads",
+        "4",
+        "--locks",
+        "1",
+        "--iterations",
+        "60000",
+    ]);
+    let run = json(&out);
+    let ms = run["measurements"].as_array().unwrap();
+    let lock = ms.iter().find(|m| m["metric"] == "lock_fraction").unwrap();
+    // Four threads on one lock: a good share of their time is spent waiting for it.
+    let median = lock["summary"]["median"].as_f64().unwrap();
+    assert!(median > 0.05 && median <= 1.0, "{lock}");
+    assert!(lock["note"].as_str().unwrap().contains("method"));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let intervals: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM timeline WHERE kind = 'interval'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(intervals >= 1);
+}
+
+#[test]
+fn shuffle_restores_every_affinity_it_changed_on_ctrl_c() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let mut target = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args([
+            "lockbench",
+            "--threads",
+            "3",
+            "--locks",
+            "1",
+            "--iterations",
+            "100000000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = target.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    let tids = || -> Vec<i32> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect()
+    };
+    let before: Vec<_> = tids()
+        .iter()
+        .map(|&t| oslab_core::affinity::get_affinity(t).unwrap())
+        .collect();
+    let pid_text = pid.to_string();
+    let err = interrupted(
+        &[
+            "shuffle".as_ref(),
+            "--pid".as_ref(),
+            pid_text.as_ref(),
+            "--interval".as_ref(),
+            "100ms".as_ref(),
+            "--db".as_ref(),
+            db.as_os_str(),
+        ],
+        Duration::from_millis(900),
+        || {},
+    );
+    assert!(err.contains("shuffles"), "{err}");
+    // It did move threads (so there was something to restore).
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let shuffles: f64 = conn
+        .query_row(
+            "SELECT median FROM measurements WHERE metric = 'shuffles'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(shuffles >= 1.0, "{err}");
+    let after: Vec<_> = tids()
+        .iter()
+        .map(|&t| oslab_core::affinity::get_affinity(t).unwrap())
+        .collect();
+    // The target keeps running, with every thread where it was.
+    assert_eq!(before, after);
+    assert!(target.try_wait().unwrap().is_none());
+    target.kill().unwrap();
+    target.wait().unwrap();
+}
+
+#[test]
+fn shuffle_refuses_targets_it_cannot_watch() {
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let e = fails(&["shuffle", "--pid", "2147483646", "--db", db], 2);
+    assert!(e.contains("no such process"), "{e}");
+    let e = fails(&["shuffle", "--db", db, "--", "/no/such/program"], 2);
+    assert!(e.contains("cannot start"), "{e}");
+    let e = fails(&["shuffle", "--db", db], 2);
+    assert!(e.contains("--pid"), "{e}");
+}

@@ -5,10 +5,12 @@ mod compare;
 mod exchange;
 mod info;
 mod list;
+mod lockbench;
 mod migrate;
 mod report;
 mod run;
 mod session;
+mod shuffle;
 mod stored;
 mod timeslice;
 
@@ -25,6 +27,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Numa(a) => run::run(a.into()),
         Command::Activity(a) => activity::run(a),
         Command::Migrate(a) => migrate::run(a),
+        Command::Shuffle(a) => shuffle::run(a),
+        Command::Lockbench(a) => lockbench::run(a),
         Command::Timeslice(a) => timeslice::run(a),
         Command::Report(a) => report::run(a),
         Command::Compare(a) => compare::run(a),

@@ -1,0 +1,11 @@
+//! Placement policies that act on live processes.
+//!
+//! # Brief overview
+//! - [`shuffle`]: the seed's shuffling loop. [`shuffle::decide`] turns per-thread lock-wait
+//!   fractions and the cache domains a target may use into a placement (pure, unit-tested);
+//!   [`locks`] measures the lock waits of a live process; [`shuffle::Daemon`] runs monitor ->
+//!   decide -> re-pin on an interval and restores every affinity it changed.
+#![deny(missing_docs)]
+
+pub mod locks;
+pub mod shuffle;

@@ -1,0 +1,367 @@
+//! Shuffling (seed 001): watch a multithreaded process's lock waits; when they pass a threshold,
+//! sort the threads by lock time, cut them into as many groups as there are last-level-cache
+//! domains the process may use (threads with similar lock times together), and pin each group's
+//! threads to consecutive CPUs of one domain. Threads created later are placed at the next
+//! interval; threads that exit are dropped. Every affinity changed is restored at the end.
+
+use crate::locks::{self, MonitorError, ThreadWait};
+use oslab_core::affinity::{get_affinity, set_affinity};
+use oslab_core::model::TimelineEvent;
+use oslab_core::{params, CpuSet, Topology};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The CPUs of `allowed`, grouped by last-level cache (by package when caches are unknown), in
+/// CPU order.
+pub fn domains(topology: &Topology, allowed: &CpuSet) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for cpu in allowed.iter() {
+        let llc = topology
+            .caches_of(cpu)
+            .into_iter()
+            .max_by_key(|c| c.level)
+            .map(|c| c.cpus.clone());
+        let same = |other: usize| match &llc {
+            Some(set) => set.contains(other),
+            None => topology.cpu(other).map(|c| c.package) == topology.cpu(cpu).map(|c| c.package),
+        };
+        match out.iter_mut().find(|d| same(d[0])) {
+            Some(d) => d.push(cpu),
+            None => out.push(vec![cpu]),
+        }
+    }
+    out
+}
+
+/// A placement: groups of threads (most lock-bound first) and each thread's CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Thread groups, one per domain used.
+    pub groups: Vec<Vec<i32>>,
+    /// Where each thread goes.
+    pub placement: Vec<(i32, usize)>,
+    /// The process's lock-wait fraction that triggered it.
+    pub lock_fraction: f64,
+}
+
+/// The process's lock-wait fraction: waiting samples over all samples of all threads.
+pub fn lock_fraction(waits: &[ThreadWait]) -> f64 {
+    let (w, n) = waits.iter().fold((0u64, 0u64), |a, t| {
+        (a.0 + u64::from(t.waiting), a.1 + u64::from(t.samples))
+    });
+    if n == 0 {
+        0.0
+    } else {
+        w as f64 / n as f64
+    }
+}
+
+/// Decides a placement, or None when lock waits stay below `threshold` (a fraction of thread
+/// time) or there is nothing to place.
+pub fn decide(waits: &[ThreadWait], domains: &[Vec<usize>], threshold: f64) -> Option<Decision> {
+    let fraction = lock_fraction(waits);
+    if fraction < threshold || waits.is_empty() || domains.is_empty() {
+        return None;
+    }
+    let mut sorted: Vec<&ThreadWait> = waits.iter().collect();
+    sorted.sort_by(|a, b| {
+        b.fraction()
+            .total_cmp(&a.fraction())
+            .then(a.tid.cmp(&b.tid))
+    });
+    let g = domains.len().min(sorted.len());
+    let per = sorted.len().div_ceil(g);
+    let mut groups = Vec::new();
+    let mut placement = Vec::new();
+    for (k, chunk) in sorted.chunks(per).enumerate() {
+        let cpus = &domains[k];
+        groups.push(chunk.iter().map(|t| t.tid).collect());
+        for (j, t) in chunk.iter().enumerate() {
+            placement.push((t.tid, cpus[j % cpus.len()]));
+        }
+    }
+    Some(Decision {
+        groups,
+        placement,
+        lock_fraction: fraction,
+    })
+}
+
+/// What the daemon did, for its summary line and the store.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Intervals monitored.
+    pub intervals: u32,
+    /// Shuffles performed (placements applied).
+    pub shuffles: u32,
+    /// Lock fraction of each interval.
+    pub lock_fractions: Vec<f64>,
+    /// Lock fraction before the first shuffle (mean), and after it (mean).
+    pub before: Option<f64>,
+    /// After the first shuffle.
+    pub after: Option<f64>,
+    /// The daemon's CPU time / the target's CPU time over the run.
+    pub overhead: Option<f64>,
+    /// Threads whose affinity was restored at the end.
+    pub restored: usize,
+}
+
+/// The shuffling loop over one process.
+pub struct Daemon {
+    pid: i32,
+    domains: Vec<Vec<usize>>,
+    threshold: f64,
+    interval: Duration,
+    period: Duration,
+    monitor_only: bool,
+    originals: BTreeMap<i32, CpuSet>,
+    placed: BTreeMap<i32, usize>,
+    /// Decisions and lock fractions as a timeline (track "shuffle").
+    pub timeline: Vec<TimelineEvent>,
+    summary: Summary,
+    start: Instant,
+    /// Intervals measured before the first shuffle.
+    first_shuffle: Option<usize>,
+}
+
+impl Daemon {
+    /// A daemon for `pid` over `domains`. `monitor_only` measures and decides but never moves.
+    pub fn new(
+        pid: i32,
+        domains: Vec<Vec<usize>>,
+        threshold: f64,
+        interval: Duration,
+        monitor_only: bool,
+    ) -> Daemon {
+        Daemon {
+            pid,
+            domains,
+            threshold,
+            interval,
+            period: (interval / 40).max(Duration::from_millis(1)),
+            monitor_only,
+            originals: BTreeMap::new(),
+            placed: BTreeMap::new(),
+            timeline: Vec::new(),
+            summary: Summary::default(),
+            start: Instant::now(),
+            first_shuffle: None,
+        }
+    }
+
+    /// One interval: measure, decide, move what needs moving. Returns the status line.
+    pub fn step(&mut self) -> Result<String, MonitorError> {
+        let waits = locks::sample(self.pid, self.interval, self.period)?;
+        self.summary.intervals += 1;
+        let fraction = lock_fraction(&waits);
+        self.summary.lock_fractions.push(fraction);
+        let t = self.start.elapsed().as_nanos() as f64;
+        let per_thread: serde_json::Map<String, serde_json::Value> = waits
+            .iter()
+            .map(|w| (w.tid.to_string(), w.fraction().into()))
+            .collect();
+        self.timeline.push(TimelineEvent {
+            track: "lock wait".into(),
+            kind: "interval".into(),
+            start_ns: t - self.interval.as_nanos() as f64,
+            dur_ns: self.interval.as_nanos() as f64,
+            args: params! {"lock_fraction" => fraction, "threads" => per_thread},
+        });
+        let mut moved = 0;
+        if let Some(d) = decide(&waits, &self.domains, self.threshold) {
+            let changes: Vec<(i32, usize)> = d
+                .placement
+                .iter()
+                .copied()
+                .filter(|(tid, cpu)| self.placed.get(tid) != Some(cpu))
+                .collect();
+            if !changes.is_empty() && !self.monitor_only {
+                for &(tid, cpu) in &changes {
+                    if let std::collections::btree_map::Entry::Vacant(e) = self.originals.entry(tid)
+                    {
+                        match get_affinity(tid) {
+                            Ok(orig) => {
+                                e.insert(orig);
+                            }
+                            Err(_) => continue, // exited since the sample
+                        }
+                    }
+                    if set_affinity(tid, &CpuSet::single(cpu)).is_ok() {
+                        self.placed.insert(tid, cpu);
+                        moved += 1;
+                    }
+                }
+                if moved > 0 {
+                    self.summary.shuffles += 1;
+                    self.first_shuffle
+                        .get_or_insert(self.summary.lock_fractions.len());
+                }
+            }
+            let groups: Vec<String> = d
+                .groups
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
+            self.timeline.push(TimelineEvent {
+                track: "shuffle".into(),
+                kind: if self.monitor_only {
+                    "decision (monitor only)"
+                } else {
+                    "shuffle"
+                }
+                .into(),
+                start_ns: t,
+                dur_ns: 0.0,
+                args: params! {"lock_fraction" => fraction, "groups" => groups, "moves" => moved},
+            });
+        }
+        // Threads that exited are dropped without error.
+        if let Ok(alive) = locks::threads(self.pid) {
+            self.placed.retain(|tid, _| alive.contains(tid));
+            self.originals.retain(|tid, _| alive.contains(tid));
+        }
+        Ok(format!(
+            "interval {}: {} threads, lock wait {:.1}% (threshold {:.0}%), {} moved, {} shuffles",
+            self.summary.intervals,
+            waits.len(),
+            fraction * 100.0,
+            self.threshold * 100.0,
+            moved,
+            self.summary.shuffles
+        ))
+    }
+
+    /// Puts back the affinity of every thread we moved that still exists.
+    pub fn restore(&mut self) -> usize {
+        let mut n = 0;
+        for (tid, set) in std::mem::take(&mut self.originals) {
+            if set_affinity(tid, &set).is_ok() {
+                n += 1;
+            }
+        }
+        self.placed.clear();
+        n
+    }
+
+    /// The summary so far; `restored` is filled by [`Daemon::finish`].
+    pub fn finish(
+        mut self,
+        daemon_cpu_s: f64,
+        target_cpu_s: Option<f64>,
+    ) -> (Summary, Vec<TimelineEvent>) {
+        self.summary.restored = self.restore();
+        let fr = &self.summary.lock_fractions;
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        // The interval that led to the first shuffle counts as "before".
+        let k = self.first_shuffle.unwrap_or(fr.len()).min(fr.len());
+        self.summary.before = mean(&fr[..k]);
+        self.summary.after = mean(&fr[k..]);
+        self.summary.overhead = target_cpu_s.filter(|t| *t > 0.0).map(|t| daemon_cpu_s / t);
+        (self.summary, self.timeline)
+    }
+}
+
+/// CPU seconds a process has used (user + system), from /proc/PID/stat.
+pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(ticks as f64 / hz)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::topology::write_fake_sysfs;
+
+    fn w(tid: i32, waiting: u32) -> ThreadWait {
+        ThreadWait {
+            tid,
+            samples: 100,
+            waiting,
+        }
+    }
+
+    fn topo(packages: usize, cores: usize, threads: usize) -> Topology {
+        let dir = tempfile::tempdir().unwrap();
+        write_fake_sysfs(dir.path(), packages, cores, threads, packages).unwrap();
+        Topology::read_from(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn four_l3_domains_with_smt() {
+        let t = topo(4, 4, 2);
+        let d = domains(&t, &t.online());
+        assert_eq!(d.len(), 4);
+        assert!(d.iter().all(|x| x.len() == 8));
+    }
+
+    #[test]
+    fn domains_follow_the_last_level_cache() {
+        // 2 sockets x 8 cores x SMT: one L3 per socket, 16 cpus each.
+        let t = topo(2, 8, 2);
+        let d = domains(&t, &t.online());
+        assert_eq!(d.len(), 2);
+        assert!(d.iter().all(|x| x.len() == 16));
+        // Only part of the machine allowed: only its domains count.
+        let some = CpuSet::parse("0-3", &t).unwrap();
+        assert_eq!(domains(&t, &some).len(), 1);
+    }
+
+    #[test]
+    fn below_the_threshold_nothing_moves() {
+        let d = vec![vec![0, 1], vec![2, 3]];
+        assert!(decide(&[w(1, 2), w(2, 3)], &d, 0.10).is_none());
+        assert!(decide(&[], &d, 0.0).is_none());
+    }
+
+    #[test]
+    fn similar_lock_times_share_a_domain_most_bound_first() {
+        // Four domains of two cpus (e.g. 4 L3 domains), eight threads.
+        let d: Vec<Vec<usize>> = (0..4).map(|k| vec![2 * k, 2 * k + 1]).collect();
+        let waits: Vec<ThreadWait> = [5, 80, 10, 75, 40, 45, 0, 2]
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| w(100 + i as i32, x))
+            .collect();
+        let dec = decide(&waits, &d, 0.10).unwrap();
+        assert_eq!(
+            dec.groups,
+            vec![
+                vec![101, 103],
+                vec![105, 104],
+                vec![102, 100],
+                vec![107, 106]
+            ]
+        );
+        let cpu_of = |tid| dec.placement.iter().find(|p| p.0 == tid).unwrap().1;
+        assert_eq!((cpu_of(101), cpu_of(103)), (0, 1));
+        assert_eq!((cpu_of(107), cpu_of(106)), (6, 7));
+        assert!((dec.lock_fraction - 257.0 / 800.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn more_domains_than_threads_uses_as_many_as_needed_and_wraps_cpus() {
+        let d: Vec<Vec<usize>> = vec![vec![0], vec![1], vec![2]];
+        let dec = decide(&[w(1, 50), w(2, 40)], &d, 0.1).unwrap();
+        assert_eq!(dec.groups.len(), 2);
+        let one = vec![vec![4, 5]];
+        let dec = decide(&[w(1, 50), w(2, 40), w(3, 30)], &one, 0.1).unwrap();
+        assert_eq!(dec.placement, vec![(1, 4), (2, 5), (3, 4)]);
+    }
+
+    #[test]
+    fn our_own_cpu_time_is_readable() {
+        let s = process_cpu_seconds(std::process::id() as i32).unwrap();
+        assert!(s >= 0.0);
+        assert!(process_cpu_seconds(i32::MAX).is_none());
+    }
+}

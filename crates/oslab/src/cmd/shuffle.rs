@@ -1,0 +1,178 @@
+//! `oslab shuffle`: the lock-contention shuffler on a live process (seed 001).
+
+use super::session::Session;
+use crate::cli::ShuffleArgs;
+use crate::error::usage;
+use oslab_core::affinity::get_affinity;
+use oslab_core::model::{Measurement, Unit};
+use oslab_core::{params, signals, Status};
+use oslab_probes::probe::judged;
+use oslab_sched::locks::{self, MonitorError};
+use oslab_sched::shuffle::{self, process_cpu_seconds, Daemon};
+use std::process::ExitCode;
+
+/// CPU seconds this process has used.
+fn own_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
+    if let Some(pid) = args.pid {
+        if pid <= 0 {
+            return Err(usage(format!("--pid {pid}: not a process id")));
+        }
+        locks::threads(pid).map_err(|e| match e {
+            MonitorError::Gone(_) => usage(format!("--pid {pid}: no such process")),
+            other => anyhow::anyhow!("{other}"),
+        })?;
+    }
+    let mut session = Session::open(false, None, None, &args.store)?;
+    let mut child = None;
+    let pid = match args.pid {
+        Some(p) => p,
+        None => {
+            let mut cmd = std::process::Command::new(&args.command[0]);
+            cmd.args(&args.command[1..]);
+            if args.json {
+                // Our standard output carries the JSON: the command's goes to standard error.
+                use std::os::fd::AsFd;
+                cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
+            }
+            let c = cmd
+                .spawn()
+                .map_err(|e| usage(format!("cannot start {:?}: {e}", args.command[0])))?;
+            let p = c.id() as i32;
+            child = Some(c);
+            p
+        }
+    };
+    let allowed =
+        get_affinity(pid).map_err(|e| anyhow::anyhow!("cannot read the affinity of {pid}: {e}"))?;
+    let domains = shuffle::domains(&session.machine.topology, &allowed);
+    let mut daemon = Daemon::new(
+        pid,
+        domains.clone(),
+        args.threshold,
+        args.interval,
+        args.monitor_only,
+    );
+    let (own0, mut target_cpu) = (own_cpu_seconds(), process_cpu_seconds(pid));
+    let target0 = target_cpu;
+    let mut interrupted = false;
+    loop {
+        if signals::interrupted() {
+            interrupted = true;
+            break;
+        }
+        if let Some(c) = child.as_mut() {
+            if c.try_wait()?.is_some() {
+                break;
+            }
+        }
+        match daemon.step() {
+            Ok(line) => eprintln!("{line}"),
+            Err(MonitorError::Gone(_)) => break,
+            Err(e) => {
+                daemon.restore();
+                return Err(e.into());
+            }
+        }
+        target_cpu = process_cpu_seconds(pid).or(target_cpu);
+    }
+    let target_used = match (target0, target_cpu) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    let (summary, timeline) = daemon.finish(own_cpu_seconds() - own0, target_used);
+    if let Some(mut c) = child {
+        if interrupted {
+            // We started it: it ends with us (SIGTERM, then reaped).
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        c.wait()?;
+    }
+    let base = params! {
+        "pid" => pid,
+        "domains" => domains.len(),
+        "threshold" => args.threshold,
+        "interval_ms" => args.interval.as_millis() as u64,
+        "mode" => if args.monitor_only { "monitor-only" } else { "shuffle" },
+    };
+    let one_domain = (domains.len() < 2).then_some(
+        "the target may use one cache domain only: regrouping cannot separate anything on this machine",
+    );
+    let single = |metric: &str, unit: Unit, v: f64, note: String| {
+        let mut m = judged(
+            "shuffle",
+            base.clone(),
+            metric,
+            unit,
+            &[v],
+            Some(note),
+            None,
+        );
+        m.status = Status::Ok;
+        m
+    };
+    let mut ms: Vec<Measurement> = vec![judged(
+        "shuffle",
+        base.clone(),
+        "lock_fraction",
+        Unit::Ratio,
+        &summary.lock_fractions,
+        Some(format!("per interval; method: {}", locks::METHOD)),
+        None,
+    )];
+    ms.push(single(
+        "shuffles",
+        Unit::Count,
+        summary.shuffles as f64,
+        one_domain.unwrap_or("placements applied").to_string(),
+    ));
+    if let Some(b) = summary.before {
+        ms.push(single(
+            "lock_before",
+            Unit::Ratio,
+            b,
+            "mean lock-wait fraction before the first shuffle".into(),
+        ));
+    }
+    if let Some(a) = summary.after {
+        ms.push(single(
+            "lock_after",
+            Unit::Ratio,
+            a,
+            "mean lock-wait fraction after the first shuffle".into(),
+        ));
+    }
+    if let Some(o) = summary.overhead {
+        ms.push(single(
+            "overhead",
+            Unit::Ratio,
+            o,
+            "the daemon's CPU time / the target's CPU time".into(),
+        ));
+    }
+    let text = format!(
+        "shuffle summary: {} intervals, {} shuffles, lock wait {} before / {} after, daemon overhead {}, {} affinities restored\nmethod: {}\n{}",
+        summary.intervals,
+        summary.shuffles,
+        pct(summary.before),
+        pct(summary.after),
+        pct(summary.overhead),
+        summary.restored,
+        locks::METHOD,
+        one_domain.unwrap_or("")
+    );
+    session.finish(&ms, &timeline, interrupted, args.json, Some(text))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
+}

@@ -266,6 +266,73 @@ impl Daemon {
     }
 }
 
+/// How a watch ended.
+#[derive(Debug)]
+pub struct Watched {
+    /// What the daemon did.
+    pub summary: Summary,
+    /// Its decisions.
+    pub timeline: Vec<TimelineEvent>,
+    /// Whether `stop` asked us to stop (Ctrl-C) before the target ended.
+    pub interrupted: bool,
+}
+
+/// Runs `daemon` until the target ends (`child`, when we started it, exits; or its pid is gone)
+/// or `stop()` says so; prints each interval's status with `status`. Every affinity changed is
+/// restored before returning, also on error.
+pub fn watch(
+    mut daemon: Daemon,
+    mut child: Option<&mut std::process::Child>,
+    stop: &dyn Fn() -> bool,
+    status: &mut dyn FnMut(&str),
+) -> Result<Watched, MonitorError> {
+    let pid = daemon.pid;
+    let own0 = own_cpu_seconds();
+    let target0 = process_cpu_seconds(pid);
+    let mut target_cpu = target0;
+    let mut interrupted = false;
+    loop {
+        if stop() {
+            interrupted = true;
+            break;
+        }
+        if let Some(c) = child.as_deref_mut() {
+            if !matches!(c.try_wait(), Ok(None)) {
+                break;
+            }
+        }
+        match daemon.step() {
+            Ok(line) => status(&line),
+            Err(MonitorError::Gone(_)) => break,
+            Err(e) => {
+                daemon.restore();
+                return Err(e);
+            }
+        }
+        target_cpu = process_cpu_seconds(pid).or(target_cpu);
+    }
+    let used = match (target0, target_cpu) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    let (summary, timeline) = daemon.finish(own_cpu_seconds() - own0, used);
+    Ok(Watched {
+        summary,
+        timeline,
+        interrupted,
+    })
+}
+
+/// CPU seconds the calling process has used.
+pub fn own_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
 /// CPU seconds a process has used (user + system), from /proc/PID/stat.
 pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

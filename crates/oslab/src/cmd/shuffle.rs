@@ -8,18 +8,8 @@ use oslab_core::model::{Measurement, Unit};
 use oslab_core::{params, signals, Status};
 use oslab_probes::probe::judged;
 use oslab_sched::locks::{self, MonitorError};
-use oslab_sched::shuffle::{self, process_cpu_seconds, Daemon};
+use oslab_sched::shuffle::{self, Daemon};
 use std::process::ExitCode;
-
-/// CPU seconds this process has used.
-fn own_cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
 
 pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     if let Some(pid) = args.pid {
@@ -54,41 +44,17 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     let allowed =
         get_affinity(pid).map_err(|e| anyhow::anyhow!("cannot read the affinity of {pid}: {e}"))?;
     let domains = shuffle::domains(&session.machine.topology, &allowed);
-    let mut daemon = Daemon::new(
+    let daemon = Daemon::new(
         pid,
         domains.clone(),
         args.threshold,
         args.interval,
         args.monitor_only,
     );
-    let (own0, mut target_cpu) = (own_cpu_seconds(), process_cpu_seconds(pid));
-    let target0 = target_cpu;
-    let mut interrupted = false;
-    loop {
-        if signals::interrupted() {
-            interrupted = true;
-            break;
-        }
-        if let Some(c) = child.as_mut() {
-            if c.try_wait()?.is_some() {
-                break;
-            }
-        }
-        match daemon.step() {
-            Ok(line) => eprintln!("{line}"),
-            Err(MonitorError::Gone(_)) => break,
-            Err(e) => {
-                daemon.restore();
-                return Err(e.into());
-            }
-        }
-        target_cpu = process_cpu_seconds(pid).or(target_cpu);
-    }
-    let target_used = match (target0, target_cpu) {
-        (Some(a), Some(b)) => Some(b - a),
-        _ => None,
-    };
-    let (summary, timeline) = daemon.finish(own_cpu_seconds() - own0, target_used);
+    let watched = shuffle::watch(daemon, child.as_mut(), &signals::interrupted, &mut |l| {
+        eprintln!("{l}")
+    })?;
+    let (summary, timeline, interrupted) = (watched.summary, watched.timeline, watched.interrupted);
     if let Some(mut c) = child {
         if interrupted {
             // We started it: it ends with us (SIGTERM, then reaped).

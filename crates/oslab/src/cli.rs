@@ -30,6 +30,8 @@ pub enum Command {
     /// Watch a process's lock waits and regroup its threads by cache domain when they pass a
     /// threshold (seed 001).
     Shuffle(ShuffleArgs),
+    /// Evaluate shuffling: workloads run with and without it, interleaved (the seed's table).
+    ShuffleEval(ShuffleEvalArgs),
     /// A built-in lock benchmark: T threads, K mutexes, thread i uses lock i mod K.
     Lockbench(LockbenchArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
@@ -354,6 +356,36 @@ pub struct ShuffleArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// A command to start and watch (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `oslab shuffle-eval`.
+#[derive(Debug, Args)]
+pub struct ShuffleEvalArgs {
+    /// Runs per workload and mode (without and with shuffling alternate).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub runs: u64,
+    /// Workloads to run (default: all installed): lockbench, lockbench-hot, sysbench-mutex,
+    /// sysbench-threads, stress-ng-mutex, perf-futex-lock-pi.
+    #[arg(long, value_name = "NAME")]
+    pub workload: Vec<String>,
+    /// Threads per workload (default: twice the cpus we may use).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub threads: Option<u64>,
+    /// Daemon interval.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "100ms")]
+    pub interval: std::time::Duration,
+    /// Shuffling threshold.
+    #[arg(long, default_value = "10%", value_parser = parse_fraction)]
+    pub threshold: f64,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Evaluate this command instead (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

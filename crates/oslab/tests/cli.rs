@@ -863,3 +863,41 @@ fn shuffle_refuses_targets_it_cannot_watch() {
     let e = fails(&["shuffle", "--db", db], 2);
     assert!(e.contains("--pid"), "{e}");
 }
+
+#[test]
+fn shuffle_eval_runs_with_and_without_and_says_whether_it_helped() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let out = stdout(&[
+        "shuffle-eval",
+        "--workload",
+        "lockbench",
+        "--runs",
+        "2",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let run = json(&out);
+    let ms = run["measurements"].as_array().unwrap();
+    for mode in ["with", "without"] {
+        let t = ms
+            .iter()
+            .find(|m| m["metric"] == "time" && m["params"]["mode"] == mode)
+            .unwrap();
+        assert_eq!(t["summary"]["n"], 2, "{t}");
+    }
+    let r = ms.iter().find(|m| m["metric"] == "reduction").unwrap();
+    assert!(r["note"].as_str().unwrap().contains("significant"), "{r}");
+    let e = fails(
+        &[
+            "shuffle-eval",
+            "--workload",
+            "nope",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(e.contains("no workload"), "{e}");
+}

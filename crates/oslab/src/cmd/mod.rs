@@ -11,6 +11,7 @@ mod report;
 mod run;
 mod session;
 mod shuffle;
+mod shuffle_eval;
 mod stored;
 mod timeslice;
 
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Activity(a) => activity::run(a),
         Command::Migrate(a) => migrate::run(a),
         Command::Shuffle(a) => shuffle::run(a),
+        Command::ShuffleEval(a) => shuffle_eval::run(a),
         Command::Lockbench(a) => lockbench::run(a),
         Command::Timeslice(a) => timeslice::run(a),
         Command::Report(a) => report::run(a),

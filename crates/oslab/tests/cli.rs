@@ -10,12 +10,16 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Tests that measure take turns: a busy loop or a schedule on a cpu is what the other tests'
-/// measurements would disturb (and be disturbed by).
-static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Tests that measure run alone: a busy loop or a schedule on a cpu is what any other oslab
+/// process (even one that only calibrates its clock) would disturb. The others share a turn.
+static TURN: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|p| p.into_inner())
+fn exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+    TURN.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    TURN.read().unwrap_or_else(|p| p.into_inner())
 }
 
 fn json(out: &[u8]) -> Value {
@@ -36,6 +40,7 @@ fn stored_runs(db: &Path) -> Vec<(i64, String, i64)> {
 
 #[test]
 fn info_describes_the_machine() {
+    let _turn = shared();
     let out = stdout(&["info", "--json"]);
     let v = json(&out);
     let fp = &v["fingerprint"];
@@ -64,6 +69,7 @@ fn info_describes_the_machine() {
 
 #[test]
 fn list_shows_every_probe_and_whether_it_runs_here() {
+    let _turn = shared();
     let v = json(&stdout(&["list", "--json"]));
     let rows = v.as_array().unwrap();
     assert!(rows.len() >= 27);
@@ -124,6 +130,7 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
 
 #[test]
 fn unknown_probe_is_a_usage_error_and_stores_nothing() {
+    let _turn = shared();
     let (_dir, db) = temp_db();
     let err = fails(&["run", "nosuch.*", "--db", db.to_str().unwrap()], 2);
     assert!(
@@ -136,6 +143,7 @@ fn unknown_probe_is_a_usage_error_and_stores_nothing() {
 
 #[test]
 fn bad_cpus_are_usage_errors() {
+    let _turn = shared();
     let (_dir, db) = temp_db();
     for (args, expect) in [
         (vec!["--cpu", "x"], "not a cpu number"),
@@ -161,6 +169,7 @@ fn bad_cpus_are_usage_errors() {
 
 #[test]
 fn cpu_outside_the_affinity_mask_is_refused() {
+    let _turn = shared();
     let online = oslab_core::Topology::read().unwrap().online();
     let Some(other) = online.iter().nth(1) else {
         return; // one cpu: nothing can be outside the mask
@@ -193,6 +202,7 @@ fn cpu_outside_the_affinity_mask_is_refused() {
 
 #[test]
 fn unwritable_store_fails_before_measuring() {
+    let _turn = shared();
     let started = std::time::Instant::now();
     let err = fails(&["run", "--db", "/proc/oslab-test/x.db"], 1);
     assert!(
@@ -207,6 +217,7 @@ fn unwritable_store_fails_before_measuring() {
 
 #[test]
 fn corrupt_store_is_refused_and_left_untouched() {
+    let _turn = shared();
     let (_dir, db) = temp_db();
     let garbage = b"this is not sqlite, it is a note someone kept".repeat(100);
     std::fs::write(&db, &garbage).unwrap();
@@ -223,6 +234,7 @@ fn corrupt_store_is_refused_and_left_untouched() {
 
 #[test]
 fn show_of_a_missing_run_says_how_to_find_one() {
+    let _turn = shared();
     let (_dir, db) = temp_db();
     assert!(fails(&["show", "42", "--db", db.to_str().unwrap()], 1).contains("oslab runs"));
     assert!(fails(&["show", "abc", "--db", db.to_str().unwrap()], 2).contains("not a run id"));
@@ -309,6 +321,7 @@ fn ctrl_c_keeps_what_completed_and_reaps_children() {
 
 #[test]
 fn fault_file_that_cannot_fit_is_refused_before_measuring() {
+    let _turn = shared();
     let (dir, db) = temp_db();
     let d = dir.path().to_str().unwrap();
     let db = db.to_str().unwrap();
@@ -443,6 +456,7 @@ fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
 
 #[test]
 fn activity_refuses_bad_arguments() {
+    let _turn = shared();
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();
     let e = fails(&["activity", "--threshold", "lots", "--db", db], 2);
@@ -606,6 +620,7 @@ fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
 
 #[test]
 fn migrate_refuses_bad_arguments() {
+    let _turn = shared();
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();
     let e = fails(&["migrate", "--size", "0", "--db", db], 2);
@@ -736,6 +751,7 @@ fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
 
 #[test]
 fn the_schema_file_in_the_repository_is_the_one_import_enforces() {
+    let _turn = shared();
     let shipped = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../schema/oslab.run.v1.schema.json"
@@ -854,6 +870,7 @@ fn shuffle_restores_every_affinity_it_changed_on_ctrl_c() {
 
 #[test]
 fn shuffle_refuses_targets_it_cannot_watch() {
+    let _turn = shared();
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();
     let e = fails(&["shuffle", "--pid", "2147483646", "--db", db], 2);

@@ -5,9 +5,12 @@
 //!   fractions and the cache domains a target may use into a placement (pure, unit-tested);
 //!   [`locks`] measures the lock waits of a live process; [`shuffle::Daemon`] runs monitor ->
 //!   decide -> re-pin on an interval and restores every affinity it changed.
+//! - [`policy`]: processor-allocation policies (native, equipartition, PDPA) behind one trait,
+//!   for the CPU manager and its simulator.
 //! - [`eval`]: workloads run with and without shuffling, interleaved.
 #![deny(missing_docs)]
 
 pub mod eval;
 pub mod locks;
+pub mod policy;
 pub mod shuffle;

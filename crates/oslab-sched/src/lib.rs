@@ -7,6 +7,7 @@
 //!   decide -> re-pin on an interval and restores every affinity it changed.
 //! - [`policy`]: processor-allocation policies (native, equipartition, PDPA) behind one trait,
 //!   for the CPU manager and its simulator.
+//! - [`swf`]: Standard Workload Format traces, streamed and validated with line numbers.
 //! - [`eval`]: workloads run with and without shuffling, interleaved.
 #![deny(missing_docs)]
 
@@ -14,3 +15,4 @@ pub mod eval;
 pub mod locks;
 pub mod policy;
 pub mod shuffle;
+pub mod swf;

@@ -1,0 +1,225 @@
+//! The Standard Workload Format (SWF, Feitelson's Parallel Workloads Archive): one job per line,
+//! 18 whitespace-separated fields, `-1` for unknown, `;` comment lines. Read as a stream (a trace
+//! of millions of jobs never sits in memory as text), every field checked, errors with their line
+//! number.
+
+use std::io::{BufRead, Write};
+
+/// One job of a trace (the fields oslab uses are named; all 18 are kept in order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwfJob {
+    /// The 18 fields, in file order (unknown = -1).
+    pub fields: [f64; 18],
+}
+
+/// Field names, in order (for messages and writing headers).
+pub const FIELDS: [&str; 18] = [
+    "job number",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated processors",
+    "average cpu time",
+    "used memory",
+    "requested processors",
+    "requested time",
+    "requested memory",
+    "status",
+    "user id",
+    "group id",
+    "executable number",
+    "queue number",
+    "partition number",
+    "preceding job",
+    "think time",
+];
+
+impl SwfJob {
+    /// Job number (field 1).
+    pub fn id(&self) -> u64 {
+        self.fields[0] as u64
+    }
+    /// Submit time in seconds (field 2).
+    pub fn submit(&self) -> f64 {
+        self.fields[1]
+    }
+    /// Run time in seconds (field 4), when known.
+    pub fn run_time(&self) -> Option<f64> {
+        Some(self.fields[3]).filter(|&v| v >= 0.0)
+    }
+    /// Requested processors (field 8), else allocated (field 5).
+    pub fn processors(&self) -> Option<usize> {
+        [self.fields[7], self.fields[4]]
+            .into_iter()
+            .find(|&v| v > 0.0)
+            .map(|v| v as usize)
+    }
+    /// Executable number (field 14): oslab writes the job kind here.
+    pub fn executable(&self) -> Option<u64> {
+        Some(self.fields[13])
+            .filter(|&v| v >= 0.0)
+            .map(|v| v as u64)
+    }
+}
+
+/// A problem at a line of a trace.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("line {line}: {what}")]
+pub struct SwfError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub what: String,
+}
+
+/// Parses one non-comment line.
+pub fn parse_line(text: &str, line: usize) -> Result<SwfJob, SwfError> {
+    let err = |what: String| SwfError { line, what };
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    if parts.len() != 18 {
+        return Err(err(format!(
+            "{} fields, an SWF job line has 18",
+            parts.len()
+        )));
+    }
+    let mut fields = [0.0; 18];
+    for (i, p) in parts.iter().enumerate() {
+        let v: f64 = p.parse().map_err(|_| {
+            err(format!(
+                "field {} ({}) is {p:?}, not a number",
+                i + 1,
+                FIELDS[i]
+            ))
+        })?;
+        if !v.is_finite() || (v < 0.0 && v != -1.0) {
+            return Err(err(format!(
+                "field {} ({}) is {p}: values are >= 0, or -1 for unknown",
+                i + 1,
+                FIELDS[i]
+            )));
+        }
+        fields[i] = v;
+    }
+    if fields[0] < 1.0 {
+        return Err(err("field 1 (job number) must be a positive number".into()));
+    }
+    if fields[1] < 0.0 {
+        return Err(err(
+            "field 2 (submit time) is unknown; oslab needs it to replay the trace".into(),
+        ));
+    }
+    if fields[4] <= 0.0 && fields[7] <= 0.0 {
+        return Err(err(
+            "neither field 5 (allocated) nor field 8 (requested processors) is known".into(),
+        ));
+    }
+    Ok(SwfJob { fields })
+}
+
+/// Streams the jobs of a trace; stops at the first error. Submit times must not go backwards.
+pub fn read(input: impl BufRead) -> impl Iterator<Item = Result<SwfJob, SwfError>> {
+    let mut last_submit = 0.0f64;
+    let mut failed = false;
+    input.lines().enumerate().filter_map(move |(i, l)| {
+        if failed {
+            return None;
+        }
+        let line = i + 1;
+        let result = match l {
+            Err(e) => Err(SwfError {
+                line,
+                what: format!("cannot read: {e}"),
+            }),
+            Ok(text) => {
+                let t = text.trim();
+                if t.is_empty() || t.starts_with(';') {
+                    return None;
+                }
+                parse_line(t, line).and_then(|j| {
+                    if j.submit() < last_submit {
+                        Err(SwfError {
+                            line,
+                            what: format!(
+                                "submit time {} is before the previous job's ({last_submit})",
+                                j.submit()
+                            ),
+                        })
+                    } else {
+                        last_submit = j.submit();
+                        Ok(j)
+                    }
+                })
+            }
+        };
+        failed = result.is_err();
+        Some(result)
+    })
+}
+
+/// Writes jobs as SWF with a header comment.
+pub fn write(mut out: impl Write, header: &str, jobs: &[SwfJob]) -> std::io::Result<()> {
+    for l in header.lines() {
+        writeln!(out, "; {l}")?;
+    }
+    for j in jobs {
+        let fields: Vec<String> = j
+            .fields
+            .iter()
+            .map(|v| {
+                if v.fract() == 0.0 {
+                    format!("{}", *v as i64)
+                } else {
+                    format!("{v:.3}")
+                }
+            })
+            .collect();
+        writeln!(out, "{}", fields.join(" "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "; a comment\n\n1 0 5 100 32 -1 -1 32 200 -1 1 1 1 1 1 -1 -1 -1\n2 10.5 0 50 -1 -1 -1 2 60 -1 1 1 1 4 1 -1 -1 -1\n";
+
+    #[test]
+    fn a_trace_streams_jobs_and_round_trips() {
+        let jobs: Vec<SwfJob> = read(TRACE.as_bytes()).collect::<Result<_, _>>().unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(
+            (jobs[0].id(), jobs[0].processors(), jobs[0].run_time()),
+            (1, Some(32), Some(100.0))
+        );
+        assert_eq!(
+            (jobs[1].submit(), jobs[1].processors(), jobs[1].executable()),
+            (10.5, Some(2), Some(4))
+        );
+        let mut out = Vec::new();
+        write(&mut out, "written by a test", &jobs).unwrap();
+        let back: Vec<SwfJob> = read(out.as_slice()).collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, jobs);
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_with_their_number() {
+        let bad = |text: &str| read(text.as_bytes()).find_map(Result::err).unwrap();
+        assert_eq!(bad("; x\n1 0 5\n").line, 2);
+        assert!(bad("; x\n1 0 5\n").what.contains("3 fields"));
+        let e = bad("1 0 5 100 32 -1 -1 32 two -1 1 1 1 1 1 -1 -1 -1\n");
+        assert!(e.what.contains("field 9 (requested time)"), "{e}");
+        let e = bad("1 0 5 100 -1 -1 -1 -1 200 -1 1 1 1 1 1 -1 -1 -1\n");
+        assert!(e.what.contains("processors"), "{e}");
+        let e = bad("1 9 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n2 3 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n");
+        assert_eq!(e.line, 2);
+        assert!(e.what.contains("before the previous"), "{e}");
+        let e = bad("1 0 5 -7 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n");
+        assert!(e.what.contains("-1 for unknown"), "{e}");
+        // Reading stops at the first error.
+        assert_eq!(
+            read("x\n1 0 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n".as_bytes()).count(),
+            1
+        );
+    }
+}

@@ -17,9 +17,11 @@
 //!   * `Stable`: keep the allocation; if efficiency falls below target - 0.1 (the application
 //!     changed phase), `Dec` again.
 //!
-//! PDPA's multiprogramming level: a queued job starts when CPUs are free and every running job is
-//! `Stable` (its allocation has settled), or when a running job is shrinking (`Dec`: it shows bad
-//! performance and is giving processors back); never beyond the configured maximum.
+//! PDPA's multiprogramming level is dynamic: below the base level (default 4) a queued job always
+//! starts; beyond it, only while processors are free and either every running job is `Stable`
+//! (allocations have settled and still leave processors idle) or some job is shrinking (`Dec`: it
+//! performs badly and gives processors back). As jobs finish the level falls back towards the
+//! base. Native and equipartition keep the base level fixed.
 
 use std::collections::BTreeMap;
 
@@ -43,8 +45,8 @@ pub trait Policy {
     fn name(&self) -> &'static str;
     /// The allocation of every running job (same order as `jobs`) on `cpus` processors.
     fn allocate(&mut self, jobs: &[JobView], cpus: usize) -> Vec<usize>;
-    /// Whether a queued job may start now; `max_mpl` is the multiprogramming level's ceiling.
-    fn admit(&self, running: &[JobView], cpus: usize, max_mpl: usize) -> bool;
+    /// Whether a queued job may start now; `mpl` is the base multiprogramming level.
+    fn admit(&self, running: &[JobView], cpus: usize, mpl: usize) -> bool;
     /// A job finished.
     fn remove(&mut self, _id: u64) {}
     /// Whether the policy pins jobs to CPUs (native leaves placement to the OS).
@@ -64,8 +66,8 @@ impl Policy for Native {
     fn allocate(&mut self, jobs: &[JobView], _cpus: usize) -> Vec<usize> {
         jobs.iter().map(|j| j.request.max(1)).collect()
     }
-    fn admit(&self, running: &[JobView], _cpus: usize, max_mpl: usize) -> bool {
-        running.len() < max_mpl
+    fn admit(&self, running: &[JobView], _cpus: usize, mpl: usize) -> bool {
+        running.len() < mpl
     }
     fn pins(&self) -> bool {
         false
@@ -121,8 +123,8 @@ impl Policy for Equip {
     fn allocate(&mut self, jobs: &[JobView], cpus: usize) -> Vec<usize> {
         equipartition(&jobs.iter().map(|j| j.request).collect::<Vec<_>>(), cpus)
     }
-    fn admit(&self, running: &[JobView], _cpus: usize, max_mpl: usize) -> bool {
-        running.len() < max_mpl
+    fn admit(&self, running: &[JobView], _cpus: usize, mpl: usize) -> bool {
+        running.len() < mpl
     }
 }
 
@@ -253,9 +255,9 @@ impl Policy for Pdpa {
         jobs.iter().map(|j| self.jobs[&j.id].alloc.max(1)).collect()
     }
 
-    fn admit(&self, running: &[JobView], cpus: usize, max_mpl: usize) -> bool {
-        if running.len() >= max_mpl {
-            return false;
+    fn admit(&self, running: &[JobView], cpus: usize, mpl: usize) -> bool {
+        if running.len() < mpl {
+            return true;
         }
         let used: usize = running
             .iter()
@@ -265,7 +267,7 @@ impl Policy for Pdpa {
         let states: Vec<State> = running.iter().filter_map(|j| self.state(j.id)).collect();
         let settled = states.iter().all(|s| *s == State::Stable);
         let shrinking = states.contains(&State::Dec);
-        running.is_empty() || (used < cpus && settled) || shrinking
+        used < cpus && (settled || shrinking)
     }
 
     fn remove(&mut self, id: u64) {
@@ -345,17 +347,21 @@ mod tests {
     }
 
     #[test]
-    fn pdpa_admits_new_jobs_only_when_allocations_have_settled() {
+    fn pdpa_grows_the_multiprogramming_level_only_while_processors_stay_free() {
         let mut p = Pdpa::new(0.7, 4);
+        // Below the base level everyone is admitted.
+        assert!(p.admit(&[], 16, 1));
         let running = [job(1, 8, 0, None)];
         p.allocate(&running, 16);
-        // Job 1 still has no reference measurement: wait.
-        assert!(!p.admit(&running, 16, 4));
+        // At the base level (1 here) with job 1 unsettled: wait.
+        assert!(!p.admit(&running, 16, 1));
         p.allocate(&[job(1, 8, 8, Some(7.5))], 16); // efficient, request reached: stable
         assert_eq!(p.state(1), Some(State::Stable));
-        assert!(p.admit(&[job(1, 8, 8, None)], 16, 4));
-        // The multiprogramming level is a ceiling for every policy.
-        assert!(!p.admit(&[job(1, 8, 8, None)], 16, 1));
+        // Settled and 8 of 16 cpus free: the level grows.
+        assert!(p.admit(&[job(1, 8, 8, None)], 16, 1));
+        // Settled but nothing free: no.
+        assert!(!p.admit(&[job(1, 8, 8, None)], 8, 1));
+        // The fixed policies never go beyond the base level.
         assert!(!Equip.admit(&[job(1, 8, 8, None)], 16, 1));
         assert!(Native.admit(&[], 16, 1));
     }

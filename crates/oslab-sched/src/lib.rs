@@ -7,11 +7,13 @@
 //!   decide -> re-pin on an interval and restores every affinity it changed.
 //! - [`policy`]: processor-allocation policies (native, equipartition, PDPA) behind one trait,
 //!   for the CPU manager and its simulator.
+//! - [`jobs`]: the seed's job kinds (swim, bt, hydro2d, apsi), their speedups and the W1..W4 mixes.
 //! - [`swf`]: Standard Workload Format traces, streamed and validated with line numbers.
 //! - [`eval`]: workloads run with and without shuffling, interleaved.
 #![deny(missing_docs)]
 
 pub mod eval;
+pub mod jobs;
 pub mod locks;
 pub mod policy;
 pub mod shuffle;

@@ -188,6 +188,27 @@ mod avx {
         }
     }
 
+    /// The end of every writing loop body: four 32-byte stores of t0..t3 to d with the given
+    /// store instruction, the loop step, and the fence after the loop.
+    macro_rules! store4_and_loop {
+        ($st:literal, $fence:literal) => {
+            concat!(
+                $st,
+                " [{d} + {i}], {t0}\n",
+                $st,
+                " [{d} + {i} + 32], {t1}\n",
+                $st,
+                " [{d} + {i} + 64], {t2}\n",
+                $st,
+                " [{d} + {i} + 96], {t3}\n",
+                "add {i}, 128\n",
+                "cmp {i}, {n}\n",
+                "jb 2b\n",
+                $fence
+            )
+        };
+    }
+
     /// The writing kernels, generated once per store instruction.
     macro_rules! writing_kernels {
         ($module:ident, $st:literal, $fence:literal) => {
@@ -229,14 +250,7 @@ mod avx {
                                 "vmovapd {t1}, [{x} + {i} + 32]",
                                 "vmovapd {t2}, [{x} + {i} + 64]",
                                 "vmovapd {t3}, [{x} + {i} + 96]",
-                                concat!($st, " [{d} + {i}], {t0}"),
-                                concat!($st, " [{d} + {i} + 32], {t1}"),
-                                concat!($st, " [{d} + {i} + 64], {t2}"),
-                                concat!($st, " [{d} + {i} + 96], {t3}"),
-                                "add {i}, 128",
-                                "cmp {i}, {n}",
-                                "jb 2b",
-                                $fence,
+                                store4_and_loop!($st, $fence),
                                 d = in(reg) d, x = in(reg) x, n = in(reg) n,
                                 i = inout(reg) 0usize => _,
                                 t0 = out(ymm_reg) _, t1 = out(ymm_reg) _,
@@ -250,14 +264,7 @@ mod avx {
                                 "vmulpd {t1}, {v}, [{x} + {i} + 32]",
                                 "vmulpd {t2}, {v}, [{x} + {i} + 64]",
                                 "vmulpd {t3}, {v}, [{x} + {i} + 96]",
-                                concat!($st, " [{d} + {i}], {t0}"),
-                                concat!($st, " [{d} + {i} + 32], {t1}"),
-                                concat!($st, " [{d} + {i} + 64], {t2}"),
-                                concat!($st, " [{d} + {i} + 96], {t3}"),
-                                "add {i}, 128",
-                                "cmp {i}, {n}",
-                                "jb 2b",
-                                $fence,
+                                store4_and_loop!($st, $fence),
                                 d = in(reg) d, x = in(reg) x, s = in(reg) s, n = in(reg) n,
                                 i = inout(reg) 0usize => _, v = out(ymm_reg) _,
                                 t0 = out(ymm_reg) _, t1 = out(ymm_reg) _,
@@ -274,14 +281,7 @@ mod avx {
                                 "vaddpd {t1}, {t1}, [{y} + {i} + 32]",
                                 "vaddpd {t2}, {t2}, [{y} + {i} + 64]",
                                 "vaddpd {t3}, {t3}, [{y} + {i} + 96]",
-                                concat!($st, " [{d} + {i}], {t0}"),
-                                concat!($st, " [{d} + {i} + 32], {t1}"),
-                                concat!($st, " [{d} + {i} + 64], {t2}"),
-                                concat!($st, " [{d} + {i} + 96], {t3}"),
-                                "add {i}, 128",
-                                "cmp {i}, {n}",
-                                "jb 2b",
-                                $fence,
+                                store4_and_loop!($st, $fence),
                                 d = in(reg) d, x = in(reg) x, y = in(reg) y, n = in(reg) n,
                                 i = inout(reg) 0usize => _,
                                 t0 = out(ymm_reg) _, t1 = out(ymm_reg) _,
@@ -299,14 +299,7 @@ mod avx {
                                 "vaddpd {t1}, {t1}, [{x} + {i} + 32]",
                                 "vaddpd {t2}, {t2}, [{x} + {i} + 64]",
                                 "vaddpd {t3}, {t3}, [{x} + {i} + 96]",
-                                concat!($st, " [{d} + {i}], {t0}"),
-                                concat!($st, " [{d} + {i} + 32], {t1}"),
-                                concat!($st, " [{d} + {i} + 64], {t2}"),
-                                concat!($st, " [{d} + {i} + 96], {t3}"),
-                                "add {i}, 128",
-                                "cmp {i}, {n}",
-                                "jb 2b",
-                                $fence,
+                                store4_and_loop!($st, $fence),
                                 d = in(reg) d, x = in(reg) x, y = in(reg) y, s = in(reg) s,
                                 n = in(reg) n, i = inout(reg) 0usize => _, v = out(ymm_reg) _,
                                 t0 = out(ymm_reg) _, t1 = out(ymm_reg) _,

@@ -37,6 +37,7 @@ pub const SW_PAGE_FAULTS_MIN: u64 = 5;
 pub const SW_PAGE_FAULTS_MAJ: u64 = 6;
 
 const FLAG_DISABLED: u64 = 1;
+const FLAG_INHERIT: u64 = 1 << 1;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 
@@ -86,6 +87,15 @@ impl Counter {
         Counter::sys_open(kind, config, kernel, 0, (pid, cpu), None)
     }
 
+    /// Opens `config` of `kind` on process `pid` and every thread or child it creates from now
+    /// on (inherit: counts of exited ones are added in), counting at once. For a process we
+    /// started: its whole life once opened right after the start.
+    pub fn open_inherited(kind: u32, config: u64, pid: libc::pid_t) -> io::Result<Counter> {
+        let c = Counter::sys_open_flags(kind, config, true, 0, (pid, -1), None, FLAG_INHERIT)?;
+        c.ioctl(PERF_EVENT_IOC_ENABLE)?;
+        Ok(c)
+    }
+
     /// Opens an event as a member of `leader`'s group (or as a new group's leader, disabled, that
     /// reads the whole group with its enabled and running times), on `(pid, cpu)`. Kernel-mode
     /// events are included where permitted, else only user mode is counted.
@@ -111,10 +121,22 @@ impl Counter {
         config: u64,
         kernel: bool,
         read_format: u64,
-        (pid, cpu): (libc::pid_t, libc::c_int),
+        target: (libc::pid_t, libc::c_int),
         leader: Option<&Counter>,
     ) -> io::Result<Counter> {
-        let mut flags = FLAG_EXCLUDE_HV;
+        Counter::sys_open_flags(kind, config, kernel, read_format, target, leader, 0)
+    }
+
+    fn sys_open_flags(
+        kind: u32,
+        config: u64,
+        kernel: bool,
+        read_format: u64,
+        (pid, cpu): (libc::pid_t, libc::c_int),
+        leader: Option<&Counter>,
+        extra_flags: u64,
+    ) -> io::Result<Counter> {
+        let mut flags = FLAG_EXCLUDE_HV | extra_flags;
         if leader.is_none() {
             flags |= FLAG_DISABLED;
         }

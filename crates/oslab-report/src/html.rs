@@ -521,11 +521,18 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
 
 /// The timeline chart (its first 100 ms).
 pub fn timeline_chart(events: &[TimelineEvent]) -> Option<Figure> {
+    // A CPU-manager run (it has allocation events) is shown whole, its CPUs coloured by job.
+    let cpuman = events.iter().any(|e| e.kind == "alloc");
+    let label = |e: &TimelineEvent| match (cpuman, e.args.get("job")) {
+        (true, Some(job)) if e.kind == "run" => format!("job {job}"),
+        _ => e.kind.clone(),
+    };
     let mut tracks: Vec<Track> = Vec::new();
-    let mut kinds: Vec<&str> = Vec::new();
+    let mut kinds: Vec<String> = Vec::new();
     for e in events {
-        let kind = kinds.iter().position(|k| *k == e.kind).unwrap_or_else(|| {
-            kinds.push(&e.kind);
+        let name = label(e);
+        let kind = kinds.iter().position(|k| *k == name).unwrap_or_else(|| {
+            kinds.push(name);
             kinds.len() - 1
         });
         let i = match tracks.iter().position(|t| t.name == e.track) {
@@ -541,13 +548,18 @@ pub fn timeline_chart(events: &[TimelineEvent]) -> Option<Figure> {
         tracks[i].spans.push((e.start_ns, e.dur_ns, kind));
     }
     // The first 100 ms: enough to see ticks and slices without blurring them together.
-    let end = events
+    let whole = events
         .iter()
         .map(|e| e.start_ns + e.dur_ns)
-        .fold(0.0, f64::max)
-        .min(100e6);
+        .fold(0.0, f64::max);
+    let (end, title) = if cpuman {
+        (whole, "threads on cpus and jobs over the run")
+    } else {
+        (whole.min(100e6), "timeline (first 100 ms)")
+    };
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
     figure(
-        plots::timeline("timeline (first 100 ms)", &tracks, end, &kinds),
+        plots::timeline(title, &tracks, end, &kinds),
         &format!(
             "{} events; the first {} shown. Export the whole timeline with `oslab export RUN --format perfetto`.",
             events.len(),

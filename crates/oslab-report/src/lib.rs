@@ -16,6 +16,7 @@ pub mod activity;
 pub mod html;
 pub mod machine;
 pub mod numa;
+pub mod paraver;
 pub mod plots;
 pub mod table;
 pub mod trace;

@@ -44,9 +44,13 @@ impl Kind {
         }
     }
 
-    /// The request scaled to a machine of `cpus` processors (at least 1).
+    /// The request scaled to a machine of `cpus` processors. A parallel kind asks for at least
+    /// two (where there are two): on a small machine half of it would be one processor, and a
+    /// one-thread job leaves a policy nothing to decide.
     pub fn request_on(self, cpus: usize) -> usize {
-        ((self.request() * cpus).div_ceil(64)).max(1)
+        let scaled = (self.request() * cpus).div_ceil(64);
+        let floor = if self.request() > 2 { 2 } else { 1 };
+        scaled.max(floor).min(cpus.max(1))
     }
 
     /// Sequential execution time in seconds (Table III).
@@ -122,7 +126,10 @@ mod tests {
     fn requests_and_mixes_follow_table_iv() {
         assert_eq!(Kind::Swim.request(), 32);
         assert_eq!(Kind::Apsi.request(), 2);
-        assert_eq!(Kind::Bt.request_on(2), 1);
+        assert_eq!(Kind::Bt.request_on(2), 2);
+        assert_eq!(Kind::Apsi.request_on(2), 1);
+        assert_eq!(Kind::Swim.request_on(1), 1);
+        assert_eq!(Kind::Swim.request_on(64), 32);
         assert_eq!(Kind::Bt.request_on(16), 8);
         for w in ["W1", "W2", "W3", "W4"] {
             let m = mix(w).unwrap();

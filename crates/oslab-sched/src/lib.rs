@@ -10,8 +10,10 @@
 //! - [`jobs`]: the seed's job kinds (swim, bt, hydro2d, apsi), their speedups and the W1..W4 mixes.
 //! - [`swf`]: Standard Workload Format traces, streamed and validated with line numbers.
 //! - [`eval`]: workloads run with and without shuffling, interleaved.
+//! - [`cpuman`]: the CPU manager (seed 003): live runs of malleable jobs under a policy.
 #![deny(missing_docs)]
 
+pub mod cpuman;
 pub mod eval;
 pub mod jobs;
 pub mod locks;

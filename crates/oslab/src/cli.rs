@@ -34,6 +34,9 @@ pub enum Command {
     ShuffleEval(ShuffleEvalArgs),
     /// A built-in lock benchmark: T threads, K mutexes, thread i uses lock i mod K.
     Lockbench(LockbenchArgs),
+    /// The CPU manager of seed 003: malleable parallel jobs under native, equipartition or PDPA
+    /// allocation, with page migration; workloads, live runs, comparisons.
+    Cpuman(CpumanArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
     /// Write a self-contained HTML report (or Markdown with SVG files) of a stored run.
@@ -307,8 +310,9 @@ pub struct ExportArgs {
     /// Run id, or 'latest'.
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// json (everything, samples included), csv (one row per measurement), perfetto (timeline).
-    #[arg(long, value_parser = ["json", "csv", "perfetto"], default_value = "json")]
+    /// json (everything, samples included), csv (one row per measurement), perfetto (timeline),
+    /// paraver (a CPU-manager timeline as BASE.prv, .pcf and .row; needs -o BASE).
+    #[arg(long, value_parser = ["json", "csv", "perfetto", "paraver"], default_value = "json")]
     pub format: String,
     /// Write to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
@@ -538,4 +542,145 @@ mod tests {
         assert!(parse_bytes("lots").is_err());
         assert!(parse_bytes("0").is_err());
     }
+}
+
+/// `oslab cpuman`.
+#[derive(Debug, Args)]
+pub struct CpumanArgs {
+    #[command(subcommand)]
+    pub command: CpumanCommand,
+}
+
+/// What `oslab cpuman` does.
+#[derive(Debug, Subcommand)]
+pub enum CpumanCommand {
+    /// Run a workload live under a policy and page-migration mode; store and print the result.
+    Run(CpumanRunArgs),
+    /// Write a workload (the seed's W1..W4 mixes at a load) as an SWF trace.
+    Workload(CpumanWorkloadArgs),
+    /// Compare CPU-manager runs: CPU time, speedup and migrations per policy, migration mode,
+    /// application and load, with the with/without-migration ratios.
+    Compare(CpumanCompareArgs),
+    /// (internal) One built-in job, started by `cpuman run`.
+    #[command(hide = true)]
+    Job(CpumanJobArgs),
+}
+
+/// Where the jobs come from.
+#[derive(Debug, Args)]
+pub struct WorkloadSource {
+    /// A mix of the seed: W1 (swim+bt), W2 (bt+hydro2d), W3 (all four), W4 (bt).
+    #[arg(long, value_name = "W", conflicts_with = "trace")]
+    pub workload: Option<String>,
+    /// Load in percent: offered sequential work per second over the processors.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0)]
+    pub load: f64,
+    /// Jobs in a generated workload.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=100000))]
+    pub jobs: u64,
+    /// Factor on the paper's sequential times (swim 212 s, bt 1066 s, hydro2d 223 s, apsi 99 s).
+    #[arg(long, default_value_t = 0.01)]
+    pub time_scale: f64,
+    /// Seed for the kinds' order and the arrivals.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// An SWF trace to replay instead of a mix.
+    #[arg(long, value_name = "FILE.swf")]
+    pub trace: Option<PathBuf>,
+}
+
+/// `oslab cpuman run`.
+#[derive(Debug, Args)]
+pub struct CpumanRunArgs {
+    /// Allocation policy: native (requests, the OS places), equip (equipartition), pdpa.
+    #[arg(long, default_value = "equip", value_parser = ["native", "equip", "pdpa"])]
+    pub policy: String,
+    /// Page migration: off (first touch), kernel (automatic NUMA balancing for the run),
+    /// manual (pages follow a job's CPUs at each reallocation).
+    #[arg(long, default_value = "off", value_parser = ["off", "kernel", "manual"])]
+    pub migration: String,
+    #[command(flatten)]
+    pub source: WorkloadSource,
+    /// Base multiprogramming level (PDPA raises it while processors stay free).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub mpl: u64,
+    /// PDPA's target efficiency.
+    #[arg(long, default_value_t = 0.7)]
+    pub target: f64,
+    /// PDPA's step in processors (default: 4 per 64 processors, at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub step: Option<u64>,
+    /// CPUs to manage (default: all we may use), e.g. 0-7 or node:0.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// An external command run as a non-cooperative job at time 0 (repeatable); its threads
+    /// come from OMP_NUM_THREADS and are confined by affinity.
+    #[arg(long, value_name = "COMMAND")]
+    pub external: Vec<String>,
+    /// Processors an external command requests (default: all managed).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub external_request: Option<u64>,
+    /// How often the manager looks.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "20ms")]
+    pub tick: std::time::Duration,
+    /// Also write the timeline as Paraver files BASE.prv, BASE.pcf and BASE.row.
+    #[arg(long, value_name = "BASE")]
+    pub paraver: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab cpuman workload`.
+#[derive(Debug, Args)]
+pub struct CpumanWorkloadArgs {
+    /// The mix: W1, W2, W3 or W4.
+    #[arg(long, value_name = "W")]
+    pub mix: String,
+    /// Load in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0)]
+    pub load: f64,
+    /// Jobs.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=10000000))]
+    pub jobs: u64,
+    /// Processors of the machine it is for (default: the cpus we may use here).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1048576))]
+    pub cpus: Option<u64>,
+    /// Factor on the paper's sequential times.
+    #[arg(long, default_value_t = 0.01)]
+    pub time_scale: f64,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output file (default: stdout).
+    #[arg(short, long, value_name = "FILE.swf")]
+    pub output: Option<PathBuf>,
+}
+
+/// `oslab cpuman compare`.
+#[derive(Debug, Args)]
+pub struct CpumanCompareArgs {
+    /// Stored runs of `cpuman run` (or `cpuman simulate`): ids or 'latest'.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<String>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab cpuman job` (internal).
+#[derive(Debug, Args)]
+pub struct CpumanJobArgs {
+    #[arg(long)]
+    pub kind: String,
+    #[arg(long)]
+    pub iterations: u64,
+    #[arg(long)]
+    pub channel_fd: i32,
+    #[arg(long, default_value_t = 1 << 20)]
+    pub l2_bytes: u64,
 }

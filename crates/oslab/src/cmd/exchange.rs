@@ -14,6 +14,20 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let (record, ms) = store.load_run(&run)?;
     let timeline = store.load_timeline(&run)?;
     let id = record.id.unwrap_or_default();
+    if args.format == "paraver" {
+        let base = args
+            .output
+            .as_ref()
+            .ok_or_else(|| usage("--format paraver writes three files: give -o BASE"))?;
+        let p = oslab_report::paraver::paraver(&timeline, &record.started, 0, &record.hostname)
+            .ok_or_else(|| {
+                usage(format!(
+                    "run {id} has no threads-on-cpus timeline (runs of `oslab cpuman` have one)"
+                ))
+            })?;
+        super::write_paraver(base, &p)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let bytes = match args.format.as_str() {
         "csv" => exchange::csv(id, &ms).into_bytes(),
         "perfetto" => {

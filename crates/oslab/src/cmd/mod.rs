@@ -2,6 +2,7 @@
 
 mod activity;
 mod compare;
+mod cpuman;
 mod exchange;
 mod info;
 mod list;
@@ -26,6 +27,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List(a) => list::run(a),
         Command::Run(a) => run::run(a),
         Command::Numa(a) => run::run(a.into()),
+        Command::Cpuman(a) => cpuman::run(a),
         Command::Activity(a) => activity::run(a),
         Command::Migrate(a) => migrate::run(a),
         Command::Shuffle(a) => shuffle::run(a),
@@ -76,4 +78,15 @@ pub fn write_whole(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
             let _ = std::fs::remove_file(&tmp);
             anyhow::anyhow!("cannot write {}: {e}", path.display())
         })
+}
+
+/// Writes a Paraver trace as BASE.prv, BASE.pcf and BASE.row.
+pub fn write_paraver(
+    base: &std::path::Path,
+    p: &oslab_report::paraver::Paraver,
+) -> anyhow::Result<()> {
+    for (ext, body) in [("prv", &p.prv), ("pcf", &p.pcf), ("row", &p.row)] {
+        write_whole(&base.with_extension(ext), body.as_bytes())?;
+    }
+    Ok(())
 }

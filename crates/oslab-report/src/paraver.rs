@@ -1,0 +1,206 @@
+//! A CPU-manager timeline as a Paraver trace (BSC): `.prv` (records), `.pcf` (names of states and
+//! events) and `.row` (names of CPUs and threads). Each job is an application with one task whose
+//! threads are the job's thread slots; a thread's "run" spans become Running states on their CPU,
+//! allocation changes an event (type 90000001, value = processors) on the job's first thread.
+
+use oslab_core::model::TimelineEvent;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Event type of allocation changes.
+pub const ALLOCATION_EVENT: u64 = 90_000_001;
+
+/// The three files' contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paraver {
+    /// The trace.
+    pub prv: String,
+    /// State and event names.
+    pub pcf: String,
+    /// Resource and thread names.
+    pub row: String,
+}
+
+fn arg_u64(e: &TimelineEvent, key: &str) -> Option<u64> {
+    e.args.get(key).and_then(|v| v.as_u64())
+}
+
+/// Builds the trace from a timeline; `started` is the run's ISO 8601 start (for the header),
+/// `cpus` the machine's CPU count. None when the timeline has no thread spans.
+pub fn paraver(
+    timeline: &[TimelineEvent],
+    started: &str,
+    cpus: usize,
+    host: &str,
+) -> Option<Paraver> {
+    let runs: Vec<&TimelineEvent> = timeline.iter().filter(|e| e.kind == "run").collect();
+    if runs.is_empty() {
+        return None;
+    }
+    // Applications: every job seen, with its thread count and name.
+    let mut jobs: BTreeMap<u64, (usize, String)> = BTreeMap::new();
+    for e in timeline {
+        if let Some(job) = arg_u64(e, "job") {
+            let entry = jobs.entry(job).or_insert((1, format!("job {job}")));
+            if let Some(slot) = arg_u64(e, "slot") {
+                entry.0 = entry.0.max(slot as usize + 1);
+            }
+            if e.kind == "running" || e.kind == "alloc" {
+                entry.1 = e.track.clone();
+            }
+        }
+    }
+    let appl: BTreeMap<u64, usize> = jobs.keys().enumerate().map(|(i, &j)| (j, i + 1)).collect();
+    let ncpus = runs
+        .iter()
+        .filter_map(|e| arg_u64(e, "cpu"))
+        .map(|c| c as usize + 1)
+        .max()
+        .unwrap_or(1)
+        .max(cpus);
+    let end = timeline
+        .iter()
+        .map(|e| (e.start_ns + e.dur_ns).round() as u64)
+        .max()
+        .unwrap_or(0);
+    let mut records: Vec<(u64, String)> = Vec::new();
+    for e in &runs {
+        let (Some(job), Some(cpu)) = (arg_u64(e, "job"), arg_u64(e, "cpu")) else {
+            continue;
+        };
+        let slot = arg_u64(e, "slot").unwrap_or(0) + 1;
+        let (b, f) = (
+            e.start_ns.round() as u64,
+            (e.start_ns + e.dur_ns).round() as u64,
+        );
+        records.push((
+            b,
+            format!("1:{}:{}:1:{slot}:{b}:{f}:1", cpu + 1, appl[&job]),
+        ));
+    }
+    for e in timeline.iter().filter(|e| e.kind == "alloc") {
+        let (Some(job), Some(threads)) = (arg_u64(e, "job"), arg_u64(e, "threads")) else {
+            continue;
+        };
+        let t = e.start_ns.round() as u64;
+        records.push((
+            t,
+            format!("2:0:{}:1:1:{t}:{ALLOCATION_EVENT}:{threads}", appl[&job]),
+        ));
+    }
+    records.sort_by_key(|r| r.0);
+    let apps: Vec<String> = jobs.values().map(|(t, _)| format!("1({t}:1)")).collect();
+    let mut prv = format!(
+        "#Paraver ({}):{end}_ns:1({ncpus}):{}:{}\n",
+        header_date(started),
+        jobs.len(),
+        apps.join(":")
+    );
+    for (_, r) in records {
+        prv.push_str(&r);
+        prv.push('\n');
+    }
+    let pcf = format!(
+        "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\n\n\
+         STATES\n0    Idle\n1    Running\n\n\
+         EVENT_TYPE\n0    {ALLOCATION_EVENT}    Processors allocated by the oslab CPU manager\n"
+    );
+    let mut row = format!("LEVEL CPU SIZE {ncpus}\n");
+    for c in 0..ncpus {
+        let _ = writeln!(row, "cpu {c}");
+    }
+    let _ = write!(row, "\nLEVEL NODE SIZE 1\n{host}\n\n");
+    let threads: usize = jobs.values().map(|(t, _)| t).sum();
+    let _ = writeln!(row, "LEVEL THREAD SIZE {threads}");
+    for (name, t) in jobs.values().map(|(t, n)| (n, t)) {
+        for s in 0..*t {
+            let _ = writeln!(row, "{name} thread {s}");
+        }
+    }
+    Some(Paraver { prv, pcf, row })
+}
+
+/// "2026-11-21T10:04:05Z" as Paraver's "21/11/26 at 10:04".
+fn header_date(iso: &str) -> String {
+    let d = |a: usize, b: usize| iso.get(a..b).unwrap_or("00");
+    format!(
+        "{}/{}/{} at {}:{}",
+        d(8, 10),
+        d(5, 7),
+        d(2, 4),
+        d(11, 13),
+        d(14, 16)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(track: &str, kind: &str, start: f64, dur: f64, args: serde_json::Value) -> TimelineEvent {
+        TimelineEvent {
+            track: track.into(),
+            kind: kind.into(),
+            start_ns: start,
+            dur_ns: dur,
+            args: args.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn thread_spans_become_states_and_allocations_events() {
+        let tl = vec![
+            ev(
+                "job 7 swim",
+                "alloc",
+                0.0,
+                0.0,
+                json!({"job": 7, "threads": 2}),
+            ),
+            ev(
+                "cpu 1",
+                "run",
+                100.0,
+                50.0,
+                json!({"job": 7, "slot": 1, "cpu": 1}),
+            ),
+            ev(
+                "cpu 0",
+                "run",
+                0.0,
+                80.0,
+                json!({"job": 7, "slot": 0, "cpu": 0}),
+            ),
+            ev(
+                "cpu 0",
+                "run",
+                90.0,
+                10.0,
+                json!({"job": 9, "slot": 0, "cpu": 0}),
+            ),
+            ev("job 7 swim", "running", 0.0, 150.0, json!({"job": 7})),
+        ];
+        let p = paraver(&tl, "2026-11-21T10:04:05Z", 2, "host").unwrap();
+        let lines: Vec<&str> = p.prv.lines().collect();
+        // Two applications: job 7 with 2 threads, job 9 with 1.
+        assert_eq!(
+            lines[0],
+            "#Paraver (21/11/26 at 10:04):150_ns:1(2):2:1(2:1):1(1:1)"
+        );
+        // Records in time order, CPUs and threads 1-based.
+        assert_eq!(lines[1], "1:1:1:1:1:0:80:1");
+        assert_eq!(lines[2], "2:0:1:1:1:0:90000001:2");
+        assert_eq!(lines[3], "1:1:2:1:1:90:100:1");
+        assert_eq!(lines[4], "1:2:1:1:2:100:150:1");
+        // Every record has the fields its type needs.
+        for l in &lines[1..] {
+            let n = l.split(':').count();
+            assert!(n == 8, "{l}");
+        }
+        assert!(p.row.contains("LEVEL THREAD SIZE 3"));
+        assert!(p.row.contains("job 7 swim thread 1"));
+        assert!(p.pcf.contains("90000001"));
+        assert!(paraver(&tl[..1], "x", 2, "h").is_none());
+    }
+}

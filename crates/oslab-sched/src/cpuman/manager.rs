@@ -1,0 +1,695 @@
+//! The live CPU manager: a FIFO queue with a multiprogramming level, a policy deciding how many
+//! processors each running job gets, a mapping that turns counts into stable CPU sets, and the
+//! jobs themselves as child processes: cooperative built-in kernels told their allocation
+//! through a shared page, external commands confined by the affinity of all their threads.
+//!
+//! Every `tick` the manager: admits arrivals, reaps finished jobs (CPU time from wait4's
+//! rusage), reads iteration reports (SelfAnalyzer: speedup = baseline threads x T_baseline /
+//! T_now), re-allocates when anything changed, applies the new mapping (and, with manual page
+//! migration, moves the pages of jobs whose nodes changed), and samples where every thread ran.
+
+use super::channel::Channel;
+use super::mapping;
+use super::observe::{self, BalancingGuard, BurstCounter, TaskSampler};
+use super::outcome::{JobOutcome, RunOutcome};
+use super::workload::JobSpec;
+use crate::jobs::Kind;
+use crate::policy::{JobView, Policy};
+use oslab_core::model::TimelineEvent;
+use oslab_core::perf::{self, Counter};
+use oslab_core::{signals, CpuSet};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, VecDeque};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Page migration mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migration {
+    /// First touch only.
+    Off,
+    /// The kernel's automatic NUMA balancing, switched on for the run.
+    Kernel,
+    /// The manager moves a job's pages to the nodes of its new CPUs on each reallocation.
+    Manual,
+}
+
+impl Migration {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Migration::Off => "off",
+            Migration::Kernel => "kernel",
+            Migration::Manual => "manual",
+        }
+    }
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Migration> {
+        [Migration::Off, Migration::Kernel, Migration::Manual]
+            .into_iter()
+            .find(|m| m.name() == s)
+    }
+}
+
+/// How a live run is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Page migration mode.
+    pub migration: Migration,
+    /// Base multiprogramming level.
+    pub mpl: usize,
+    /// The CPUs managed, in placement order, with their nodes.
+    pub order: Vec<(usize, usize)>,
+    /// NUMA nodes of the machine.
+    pub nodes: usize,
+    /// How often the manager looks.
+    pub tick: Duration,
+    /// The program that runs built-in jobs (`PROGRAM cpuman job ...`).
+    pub program: PathBuf,
+    /// Per-core L2 size, for the stencil's grid.
+    pub l2_bytes: u64,
+    /// Seconds of one sequential iteration per kind (calibrated here).
+    pub iteration_s: BTreeMap<&'static str, f64>,
+    /// Workload label and load, for the outcome.
+    pub workload: String,
+    /// Load in percent, for generated workloads.
+    pub load: Option<f64>,
+}
+
+/// Errors that end a live run before it starts or while it runs.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// A job could not be started.
+    #[error("cannot start job {id} ({what}): {source}")]
+    Spawn {
+        /// Job number.
+        id: u64,
+        /// Its command.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The run's set-up failed (page migration mode not available, ...).
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// A job the manager has admitted.
+struct Running {
+    spec: JobSpec,
+    outcome: JobOutcome,
+    pid: i32,
+    channel: Option<Channel>,
+    seen: u64,
+    alloc: usize,
+    cpus: Vec<usize>,
+    since: f64,
+    base_ns: Option<f64>,
+    speedup: Option<f64>,
+    migrations: Option<Counter>,
+    sampler: TaskSampler,
+    slots: BTreeMap<i32, usize>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Never leave a job behind: whatever is still running in its group is killed and the
+        // process reaped.
+        if self.pid > 0 {
+            // SAFETY: signalling and waiting for our own child's process group.
+            unsafe {
+                libc::kill(-self.pid, libc::SIGKILL);
+                libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+}
+
+/// An open span of a thread on a CPU, extended while consecutive samples agree.
+struct Span {
+    cpu: usize,
+    start: f64,
+    end: f64,
+    job: u64,
+    slot: usize,
+}
+
+/// What the live status line shows.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// Seconds since the start.
+    pub t: f64,
+    /// Jobs not yet arrived.
+    pub pending: usize,
+    /// Jobs queued.
+    pub queued: usize,
+    /// Running jobs with their allocation.
+    pub running: Vec<(u64, usize)>,
+    /// Finished jobs.
+    pub done: usize,
+}
+
+/// Runs `specs` under `policy`; `status` is called every tick. Returns what happened; an
+/// interrupt (Ctrl-C, SIGTERM) stops the jobs, and the outcome holds what completed.
+pub fn run(
+    policy: &mut dyn Policy,
+    cfg: &Config,
+    mut specs: Vec<JobSpec>,
+    status: &mut dyn FnMut(&Status),
+) -> Result<RunOutcome, ManagerError> {
+    specs.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s));
+    let p = cfg.order.len();
+    let cpus: Vec<usize> = cfg.order.iter().map(|&(c, _)| c).collect();
+    let mut notes = Vec::new();
+    let _balancing = match cfg.migration {
+        Migration::Kernel => {
+            let g = BalancingGuard::enable().map_err(ManagerError::Setup)?;
+            notes.push(format!(
+                "automatic NUMA balancing switched on for the run (was {}), restored after",
+                g.previous()
+            ));
+            Some(g)
+        }
+        _ => None,
+    };
+    if cfg.migration != Migration::Off && cfg.nodes < 2 {
+        notes.push(format!(
+            "one NUMA node: page migration ({}) has nothing to move here; the run shows its overhead only",
+            cfg.migration.name()
+        ));
+    }
+    let bursts = BurstCounter::start(&cpus);
+    let pages_before = observe::pages_migrated();
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_secs_f64();
+    let mut pending: VecDeque<JobSpec> = specs.into();
+    let mut queue: VecDeque<JobSpec> = VecDeque::new();
+    let mut running: Vec<Running> = Vec::new();
+    let mut finished: Vec<JobOutcome> = Vec::new();
+    let mut timeline: Vec<TimelineEvent> = Vec::new();
+    let mut spans: BTreeMap<(u64, i32), Span> = BTreeMap::new();
+    let mut mapping: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    let mut last_sample = 0.0f64;
+    let first_arrival = pending.front().map_or(0.0, |j| j.submit_s);
+    let mut interrupted = false;
+    loop {
+        let t = now();
+        if signals::interrupted() {
+            interrupted = true;
+            break;
+        }
+        let mut changed = false;
+        while pending.front().is_some_and(|j| j.submit_s <= t) {
+            queue.extend(pending.pop_front());
+        }
+        // Finished jobs.
+        let mut k = 0;
+        while k < running.len() {
+            if let Some(end) = reap(&mut running[k], t) {
+                let mut r = running.remove(k);
+                close_spans(&mut spans, &mut timeline, Some(r.spec.id));
+                account(&mut r, end);
+                timeline.push(job_span(&r.outcome));
+                policy.remove(r.spec.id);
+                mapping.remove(&r.spec.id);
+                finished.push(r.outcome.clone());
+                r.pid = 0; // reaped
+                changed = true;
+            } else {
+                k += 1;
+            }
+        }
+        // Iteration reports: the SelfAnalyzer's speedups.
+        for r in &mut running {
+            if let Some(ch) = &r.channel {
+                let (reports, seen) = ch.reports_since(r.seen);
+                r.seen = seen;
+                for rep in reports {
+                    match rep.index {
+                        0 => {} // warm-up: first touch of the data
+                        1 if ch.baseline() > 0 => r.base_ns = Some(rep.ns as f64),
+                        _ => {
+                            if let Some(base) = r.base_ns.filter(|_| rep.threads == r.alloc) {
+                                r.speedup =
+                                    Some(ch.baseline() as f64 * base / (rep.ns.max(1)) as f64);
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Admission.
+        while !queue.is_empty() {
+            let views = views(&mut running, false);
+            if !policy.admit(&views, p, cfg.mpl) {
+                break;
+            }
+            let Some(spec) = queue.pop_front() else { break };
+            running.push(admitted(spec, t));
+            changed = true;
+        }
+        if changed {
+            let views = views(&mut running, true);
+            let allocs = policy.allocate(&views, p);
+            let wanted: Vec<(u64, usize)> = running
+                .iter()
+                .zip(&allocs)
+                .map(|(r, &a)| (r.spec.id, a))
+                .collect();
+            if policy.pins() {
+                mapping = mapping::map(&cfg.order, &mapping, &wanted);
+            }
+            for (r, &a) in running.iter_mut().zip(&allocs) {
+                let set = if policy.pins() {
+                    mapping.get(&r.spec.id).cloned().unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                if r.pid != 0 && a == r.alloc && set == r.cpus {
+                    continue;
+                }
+                r.outcome.alloc_integral += r.alloc.min(p) as f64 * (t - r.since);
+                r.since = t;
+                let old_nodes = nodes_of(&cfg.order, &r.cpus);
+                r.alloc = a;
+                r.cpus = set;
+                if r.pid == 0 {
+                    start(r, cfg, policy.name() == "pdpa")?;
+                } else {
+                    apply(r);
+                    let new_nodes = nodes_of(&cfg.order, &r.cpus);
+                    if cfg.migration == Migration::Manual
+                        && cfg.nodes > 1
+                        && !new_nodes.is_empty()
+                        && new_nodes != old_nodes
+                    {
+                        if let Err(e) = observe::migrate_process_pages(r.pid, &new_nodes, cfg.nodes)
+                        {
+                            notes.push(format!("job {}: migrate_pages failed: {e}", r.spec.id));
+                        }
+                    }
+                }
+                timeline.push(alloc_event(r, t));
+            }
+        }
+        // Where every thread ran since the last look.
+        for r in &mut running {
+            let from = last_sample.max(r.outcome.start_s.unwrap_or(0.0));
+            sample(r, &mut spans, &mut timeline, from, t);
+        }
+        last_sample = t;
+        status(&Status {
+            t,
+            pending: pending.len(),
+            queued: queue.len(),
+            running: running.iter().map(|r| (r.spec.id, r.alloc)).collect(),
+            done: finished.len(),
+        });
+        if pending.is_empty() && queue.is_empty() && running.is_empty() {
+            break;
+        }
+        std::thread::sleep(cfg.tick);
+    }
+    if interrupted {
+        stop_all(&mut running, &mut finished, now());
+        notes
+            .push("interrupted: jobs still running were stopped; only completed jobs count".into());
+    }
+    close_spans(&mut spans, &mut timeline, None);
+    let end = finished.iter().filter_map(|j| j.end_s).fold(0.0, f64::max);
+    let pages = match (pages_before, observe::pages_migrated()) {
+        (Some(a), Some(b)) => Ok(b.saturating_sub(a)),
+        _ => Err("/proc/vmstat has no pgmigrate_success".to_string()),
+    };
+    finished.sort_by_key(|j| j.id);
+    Ok(RunOutcome {
+        policy: policy.name().to_string(),
+        migration: cfg.migration.name().to_string(),
+        workload: cfg.workload.clone(),
+        load: cfg.load,
+        cpus: p,
+        jobs: finished,
+        bursts: bursts.and_then(BurstCounter::finish),
+        page_migrations: pages.map_err(|e| e.to_string()),
+        makespan_s: end - first_arrival,
+        timeline,
+        notes,
+        simulated: false,
+    })
+}
+
+fn admitted(spec: JobSpec, t: f64) -> Running {
+    let outcome = JobOutcome {
+        id: spec.id,
+        kind: spec.kind,
+        external: spec.command.is_some(),
+        request: spec.request,
+        submit_s: spec.submit_s,
+        start_s: Some(t),
+        end_s: None,
+        seq_s: spec.seq_s,
+        cpu_s: None,
+        alloc_integral: 0.0,
+        migrations: None,
+        completed: false,
+    };
+    Running {
+        spec,
+        outcome,
+        pid: 0,
+        channel: None,
+        seen: 0,
+        alloc: 0,
+        cpus: Vec::new(),
+        since: t,
+        base_ns: None,
+        speedup: None,
+        migrations: None,
+        sampler: TaskSampler::default(),
+        slots: BTreeMap::new(),
+    }
+}
+
+/// What the policy sees; `take` hands over (and clears) the speedups measured since last time.
+fn views(running: &mut [Running], take: bool) -> Vec<JobView> {
+    running
+        .iter_mut()
+        .map(|r| JobView {
+            id: r.spec.id,
+            request: r.spec.request,
+            alloc: r.alloc,
+            speedup: if take { r.speedup.take() } else { r.speedup },
+        })
+        .collect()
+}
+
+fn nodes_of(order: &[(usize, usize)], cpus: &[usize]) -> Vec<usize> {
+    let mut n: Vec<usize> = order
+        .iter()
+        .filter(|(c, _)| cpus.contains(c))
+        .map(|&(_, n)| n)
+        .collect();
+    n.sort_unstable();
+    n.dedup();
+    n
+}
+
+/// Starts a job's process with its first assignment.
+fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), ManagerError> {
+    let threads = r.alloc.max(1);
+    let set: CpuSet = r.cpus.iter().copied().collect();
+    let (mut cmd, what, channel) = match &r.spec.command {
+        Some(argv) => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..])
+                .env("OMP_NUM_THREADS", threads.to_string())
+                .stdout(Stdio::null());
+            (c, argv.join(" "), None)
+        }
+        None => {
+            let ch = Channel::create().map_err(|source| ManagerError::Spawn {
+                id: r.spec.id,
+                what: "shared page".into(),
+                source,
+            })?;
+            ch.publish(threads, &r.cpus);
+            if self_analyze {
+                ch.set_baseline(1);
+            }
+            let iters = iterations(cfg, r.spec.kind, r.spec.seq_s);
+            let mut c = Command::new(&cfg.program);
+            c.args(["cpuman", "job", "--kind", r.spec.kind.name()])
+                .arg("--iterations")
+                .arg(iters.to_string())
+                .arg("--channel-fd")
+                .arg(ch.fd().to_string())
+                .arg("--l2-bytes")
+                .arg(cfg.l2_bytes.to_string())
+                .stdout(Stdio::null());
+            (
+                c,
+                format!("built-in {} x {iters}", r.spec.kind.name()),
+                Some(ch),
+            )
+        }
+    };
+    cmd.stdin(Stdio::null());
+    let fd = channel.as_ref().map_or(-1, |c| c.fd());
+    let external = r.spec.command.is_some();
+    // SAFETY: between fork and exec only async-signal-safe calls: fcntl, setpgid,
+    // sched_setaffinity, with data prepared before the fork.
+    unsafe {
+        let raw = to_mask(&set);
+        cmd.pre_exec(move || {
+            if fd >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+            }
+            // Its own process group: terminal signals go to the manager, which stops jobs.
+            libc::setpgid(0, 0);
+            if external && !set_is_empty(&raw) {
+                libc::sched_setaffinity(0, std::mem::size_of_val(&raw), &raw);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|source| ManagerError::Spawn {
+        id: r.spec.id,
+        what,
+        source,
+    })?;
+    r.pid = child.id() as i32;
+    r.channel = channel;
+    // Counting thread migrations over the job's life (threads created later inherit it).
+    r.migrations =
+        Counter::open_inherited(perf::TYPE_SOFTWARE, perf::SW_CPU_MIGRATIONS, r.pid).ok();
+    if external {
+        apply(r);
+    }
+    Ok(())
+}
+
+fn to_mask(set: &CpuSet) -> libc::cpu_set_t {
+    // SAFETY: all-zero is the empty set.
+    let mut raw: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for c in set.iter().filter(|&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: c is below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut raw) };
+    }
+    raw
+}
+
+fn set_is_empty(raw: &libc::cpu_set_t) -> bool {
+    // SAFETY: reading a plain-data set.
+    unsafe { libc::CPU_COUNT(raw) == 0 }
+}
+
+/// Iterations that make `seq_s` seconds of sequential work of `kind` (at least 3: warm-up,
+/// baseline, one measured).
+fn iterations(cfg: &Config, kind: Kind, seq_s: f64) -> u64 {
+    let per = cfg.iteration_s.get(kind.name()).copied().unwrap_or(0.05);
+    ((seq_s / per).round() as u64).max(3)
+}
+
+/// Tells a running job its new assignment: through the shared page for built-in jobs, by the
+/// affinity of every thread for external ones (new threads are caught at the next change or
+/// sample).
+fn apply(r: &mut Running) {
+    match &r.channel {
+        Some(ch) => ch.publish(r.alloc, &r.cpus),
+        None => confine(r),
+    }
+}
+
+fn confine(r: &Running) {
+    if r.cpus.is_empty() {
+        return;
+    }
+    let set: CpuSet = r.cpus.iter().copied().collect();
+    if let Ok(dir) = std::fs::read_dir(format!("/proc/{}/task", r.pid)) {
+        for tid in dir
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        {
+            // A thread that exited meanwhile is simply gone.
+            let _ = oslab_core::affinity::set_affinity(tid, &set);
+        }
+    }
+}
+
+/// Reaps the job if it ended; returns the time.
+fn reap(r: &mut Running, t: f64) -> Option<f64> {
+    if r.pid == 0 {
+        return None;
+    }
+    let mut status = 0;
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child without blocking.
+    let rc = unsafe { libc::wait4(r.pid, &mut status, libc::WNOHANG, &mut usage) };
+    if rc != r.pid {
+        // External jobs get their new threads confined as they appear.
+        if r.channel.is_none() {
+            confine(r);
+        }
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    r.outcome.cpu_s = Some(tv(usage.ru_utime) + tv(usage.ru_stime));
+    r.outcome.completed = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    Some(t)
+}
+
+fn account(r: &mut Running, end: f64) {
+    r.outcome.alloc_integral += r.alloc as f64 * (end - r.since);
+    r.outcome.end_s = Some(end);
+    r.outcome.migrations = r.migrations.as_ref().and_then(|c| c.read().ok());
+    // The whole group is gone with its leader for built-in jobs; an external command's
+    // stragglers are killed by the drop.
+}
+
+fn stop_all(running: &mut Vec<Running>, finished: &mut Vec<JobOutcome>, t: f64) {
+    for r in running.iter() {
+        if let Some(ch) = &r.channel {
+            ch.request_stop();
+        }
+        // SAFETY: signalling our own child's group.
+        unsafe { libc::kill(-r.pid, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !running.is_empty() && Instant::now() < deadline {
+        let mut k = 0;
+        while k < running.len() {
+            if let Some(end) = reap(&mut running[k], t) {
+                let mut r = running.remove(k);
+                account(&mut r, end);
+                r.outcome.completed = false;
+                finished.push(r.outcome.clone());
+                r.pid = 0;
+            } else {
+                k += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for mut r in running.drain(..) {
+        account(&mut r, t);
+        finished.push(r.outcome.clone());
+        // Drop kills and reaps.
+    }
+}
+
+fn sample(
+    r: &mut Running,
+    spans: &mut BTreeMap<(u64, i32), Span>,
+    timeline: &mut Vec<TimelineEvent>,
+    from: f64,
+    to: f64,
+) {
+    let (ran, live) = r.sampler.sample(r.pid);
+    // Thread slots: a thread keeps its slot; a new one takes the lowest free.
+    r.slots.retain(|tid, _| live.contains(tid));
+    for tid in &live {
+        if !r.slots.contains_key(tid) {
+            let used: Vec<usize> = r.slots.values().copied().collect();
+            let slot = (0..).find(|s| !used.contains(s)).unwrap_or(0);
+            r.slots.insert(*tid, slot);
+        }
+    }
+    let id = r.spec.id;
+    for x in ran {
+        let slot = r.slots.get(&x.tid).copied().unwrap_or(0);
+        match spans.get_mut(&(id, x.tid)) {
+            Some(s) if s.cpu == x.cpu && (s.end - from).abs() < 1e-9 => s.end = to,
+            _ => {
+                if let Some(old) = spans.remove(&(id, x.tid)) {
+                    timeline.push(span_event(&old));
+                }
+                spans.insert(
+                    (id, x.tid),
+                    Span {
+                        cpu: x.cpu,
+                        start: from,
+                        end: to,
+                        job: id,
+                        slot,
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn close_spans(
+    spans: &mut BTreeMap<(u64, i32), Span>,
+    timeline: &mut Vec<TimelineEvent>,
+    job: Option<u64>,
+) {
+    let keys: Vec<(u64, i32)> = spans
+        .keys()
+        .filter(|(j, _)| job.is_none_or(|x| x == *j))
+        .copied()
+        .collect();
+    for k in keys {
+        if let Some(s) = spans.remove(&k) {
+            timeline.push(span_event(&s));
+        }
+    }
+}
+
+fn span_event(s: &Span) -> TimelineEvent {
+    let mut args = Map::new();
+    args.insert("job".into(), s.job.into());
+    args.insert("slot".into(), s.slot.into());
+    args.insert("cpu".into(), s.cpu.into());
+    TimelineEvent {
+        track: format!("cpu {}", s.cpu),
+        kind: "run".into(),
+        start_ns: s.start * 1e9,
+        dur_ns: (s.end - s.start) * 1e9,
+        args,
+    }
+}
+
+fn job_track(o: &JobOutcome) -> String {
+    format!("job {} {}", o.id, o.kind_name())
+}
+
+fn alloc_event(r: &Running, t: f64) -> TimelineEvent {
+    let args = json!({"job": r.spec.id, "threads": r.alloc, "cpus": r.cpus});
+    TimelineEvent {
+        track: job_track(&r.outcome),
+        kind: "alloc".into(),
+        start_ns: t * 1e9,
+        dur_ns: 0.0,
+        args: match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+    }
+}
+
+/// The job's queued and running spans.
+pub fn job_span(o: &JobOutcome) -> TimelineEvent {
+    let (start, end) = (
+        o.start_s.unwrap_or(o.submit_s),
+        o.end_s.unwrap_or(o.submit_s),
+    );
+    let args = json!({
+        "job": o.id, "kind": o.kind_name(), "request": o.request,
+        "submitted_s": o.submit_s, "waited_s": start - o.submit_s,
+        "cpu_s": o.cpu_s, "speedup": o.speedup(), "completed": o.completed,
+    });
+    TimelineEvent {
+        track: job_track(o),
+        kind: "running".into(),
+        start_ns: start * 1e9,
+        dur_ns: (end - start) * 1e9,
+        args: match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+    }
+}

@@ -1,0 +1,186 @@
+//! Processor mapping: which CPUs each job's allocation is. Jobs keep a stable, contiguous set
+//! (consecutive in placement order: same node, same package, neighbouring cores), and a change
+//! of allocation moves as little as possible: a shrinking job keeps the first of its CPUs, a
+//! growing one takes the free CPUs nearest to those it has, a new one the tightest free block
+//! (fewest nodes, then shortest span). More processors allocated than exist (each running job
+//! holds at least one) shares the least-used CPUs.
+
+use oslab_core::topology::Topology;
+use oslab_core::CpuSet;
+use std::collections::BTreeMap;
+
+/// CPUs in placement order with their NUMA node: by node, package, core, then SMT sibling, so
+/// that a run of consecutive entries shares as much as the machine allows.
+pub fn placement_order(topology: &Topology, allowed: &CpuSet) -> Vec<(usize, usize)> {
+    let mut cpus: Vec<_> = topology
+        .cpus
+        .iter()
+        .filter(|c| allowed.contains(c.id))
+        .map(|c| {
+            let first_sibling = c.smt_siblings.first().unwrap_or(c.id);
+            let thread = c.smt_siblings.iter().position(|s| s == c.id).unwrap_or(0);
+            // Siblings after every first thread: fill cores before doubling up on one.
+            (
+                (c.node, thread, c.package, c.core, first_sibling),
+                (c.id, c.node),
+            )
+        })
+        .collect();
+    cpus.sort();
+    cpus.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The new mapping: `wanted` (job id, processors) in priority order, `previous` each job's CPUs
+/// before. `order` comes from [`placement_order`].
+pub fn map(
+    order: &[(usize, usize)],
+    previous: &BTreeMap<u64, Vec<usize>>,
+    wanted: &[(u64, usize)],
+) -> BTreeMap<u64, Vec<usize>> {
+    let pos_of = |cpu: usize| order.iter().position(|&(c, _)| c == cpu);
+    let node = |p: usize| order[p].1;
+    let mut users = vec![0usize; order.len()];
+    let mut out: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    // 1. Everyone keeps what it can of its previous CPUs.
+    for &(id, n) in wanted {
+        let kept: Vec<usize> = previous
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(|&c| pos_of(c))
+            .take(n)
+            .collect();
+        for &p in &kept {
+            users[p] += 1;
+        }
+        out.insert(id, kept);
+    }
+    // 2. Those that need more take free CPUs, then shared ones.
+    for &(id, n) in wanted {
+        let mut mine = out.remove(&id).unwrap_or_default();
+        while mine.len() < n.min(order.len()) {
+            let least = (0..order.len())
+                .filter(|p| !mine.contains(p))
+                .map(|p| users[p])
+                .min()
+                .unwrap_or(0);
+            let candidates: Vec<usize> = (0..order.len())
+                .filter(|&p| users[p] == least && !mine.contains(&p))
+                .collect();
+            let pick = if mine.is_empty() {
+                let need = (n - mine.len()).min(candidates.len());
+                tightest_block(&candidates, need, node)
+            } else {
+                let near = |p: usize| {
+                    let d = mine.iter().map(|&m| m.abs_diff(p)).min().unwrap_or(0);
+                    let other_node = mine.iter().all(|&m| node(m) != node(p));
+                    (other_node, d, p)
+                };
+                candidates
+                    .iter()
+                    .copied()
+                    .min_by_key(|&p| near(p))
+                    .into_iter()
+                    .collect()
+            };
+            for p in pick {
+                users[p] += 1;
+                mine.push(p);
+            }
+        }
+        mine.sort_unstable();
+        out.insert(id, mine);
+    }
+    out.into_iter()
+        .map(|(id, ps)| (id, ps.into_iter().map(|p| order[p].0).collect()))
+        .collect()
+}
+
+/// `need` of the `candidates` (sorted positions) that span the fewest nodes, then the shortest
+/// stretch of the order.
+fn tightest_block(candidates: &[usize], need: usize, node: impl Fn(usize) -> usize) -> Vec<usize> {
+    if need == 0 {
+        return Vec::new();
+    }
+    let best = candidates
+        .windows(need)
+        .min_by_key(|w| {
+            let mut nodes: Vec<usize> = w.iter().map(|&p| node(p)).collect();
+            nodes.dedup();
+            (nodes.len(), w[need - 1] - w[0], w[0])
+        })
+        .unwrap_or(candidates);
+    best.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::topology::write_fake_sysfs;
+
+    fn two_nodes() -> Vec<(usize, usize)> {
+        (0..8).map(|c| (c, c / 4)).collect()
+    }
+
+    fn prev(entries: &[(u64, &[usize])]) -> BTreeMap<u64, Vec<usize>> {
+        entries.iter().map(|(id, c)| (*id, c.to_vec())).collect()
+    }
+
+    #[test]
+    fn new_jobs_get_a_block_on_one_node_and_shrinking_jobs_keep_their_first_cpus() {
+        let order = two_nodes();
+        let m = map(&order, &prev(&[(1, &[0, 1, 2, 3])]), &[(1, 2), (2, 4)]);
+        assert_eq!(m[&1], [0, 1]);
+        // 2,3 are free but 4..7 is a whole node: the new job takes that.
+        assert_eq!(m[&2], [4, 5, 6, 7]);
+        // A third job of 2 fits in the gap job 1 left.
+        let m = map(&order, &m, &[(1, 2), (2, 4), (3, 2)]);
+        assert_eq!(
+            (m[&1].clone(), m[&2].clone(), m[&3].clone()),
+            (vec![0, 1], vec![4, 5, 6, 7], vec![2, 3])
+        );
+    }
+
+    #[test]
+    fn growing_jobs_take_the_nearest_free_cpus_and_nothing_else_moves() {
+        let order = two_nodes();
+        let before = prev(&[(1, &[2, 3]), (2, &[6, 7])]);
+        let m = map(&order, &before, &[(1, 4), (2, 2)]);
+        assert_eq!(m[&1], [0, 1, 2, 3]);
+        assert_eq!(m[&2], [6, 7]);
+        // Growing past its node spills to the nearest cpus of the other.
+        let m = map(&order, &m, &[(1, 6), (2, 2)]);
+        assert_eq!(m[&1], [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn more_processors_than_exist_share_the_least_used() {
+        let order: Vec<(usize, usize)> = vec![(0, 0), (1, 0)];
+        let m = map(&order, &BTreeMap::new(), &[(1, 1), (2, 1), (3, 1)]);
+        assert_eq!(m[&1], [0]);
+        assert_eq!(m[&2], [1]);
+        assert_eq!(m[&3].len(), 1);
+        // A request beyond the machine gets the machine.
+        let m = map(&order, &BTreeMap::new(), &[(1, 5)]);
+        assert_eq!(m[&1], [0, 1]);
+    }
+
+    #[test]
+    fn the_order_fills_cores_and_nodes_before_smt_siblings() {
+        let dir = tempfile::tempdir().unwrap();
+        // 2 packages x 2 cores x 2 threads, one node per package.
+        write_fake_sysfs(dir.path(), 2, 2, 2, 2).unwrap();
+        let topo = Topology::read_from(dir.path()).unwrap();
+        let order = placement_order(&topo, &topo.online());
+        assert_eq!(order.len(), 8);
+        // Node by node; within a node every core's first thread before any sibling.
+        let nodes: Vec<usize> = order.iter().map(|&(_, n)| n).collect();
+        assert_eq!(nodes, [0, 0, 0, 0, 1, 1, 1, 1]);
+        let core = |c: usize| {
+            let cpu = topo.cpu(c).unwrap();
+            (cpu.package, cpu.core)
+        };
+        assert_ne!(core(order[0].0), core(order[1].0), "{order:?}");
+        assert_eq!(core(order[2].0), core(order[0].0), "{order:?}");
+    }
+}

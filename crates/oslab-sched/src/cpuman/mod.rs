@@ -1,0 +1,20 @@
+//! The CPU manager of seed 003: processor allocation for malleable parallel jobs, with page
+//! migration, live on this machine.
+//!
+//! - [`workload`]: the mixes W1..W4 at a load as SWF, and SWF jobs as the jobs a run starts.
+//! - [`work`] and [`job`]: the built-in jobs (real parallel kernels with the paper's four scaling
+//!   shapes), run as `oslab cpuman job` processes that follow their allocation.
+//! - [`channel`]: the shared page between the manager and a cooperative job.
+//! - [`mapping`]: allocation counts to stable, contiguous CPU sets.
+//! - [`manager`]: the live loop (queue, policy, mapping, page migration, observation).
+//! - [`observe`]: what the manager reads from the kernel.
+//! - [`outcome`]: a run's results (live or simulated) as measurements and a timeline.
+
+pub mod channel;
+pub mod job;
+pub mod manager;
+pub mod mapping;
+pub mod observe;
+pub mod outcome;
+pub mod work;
+pub mod workload;

@@ -1,0 +1,362 @@
+//! What a CPU-manager run produced, live or simulated, in one shape: per job and per CPU, turned
+//! into the store's measurements (so `oslab compare`, `cpuman compare` and the report read both
+//! alike) and a timeline.
+
+use crate::jobs::Kind;
+use oslab_core::model::{Measurement, Status, TimelineEvent, Unit};
+use oslab_core::stats::Summary;
+use serde_json::{Map, Value};
+
+/// One job's life.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobOutcome {
+    /// Job number.
+    pub id: u64,
+    /// Kind (scaling shape); external commands are reported as "external".
+    pub kind: Kind,
+    /// An external (non-cooperative) command.
+    pub external: bool,
+    /// Processors requested.
+    pub request: usize,
+    /// Arrival, s from the start.
+    pub submit_s: f64,
+    /// Start, when it started.
+    pub start_s: Option<f64>,
+    /// End, when it finished.
+    pub end_s: Option<f64>,
+    /// Sequential work in s (the speedup's numerator).
+    pub seq_s: f64,
+    /// CPU time used (user + system, all threads), when known.
+    pub cpu_s: Option<f64>,
+    /// Integral of the allocation over time (processor-seconds).
+    pub alloc_integral: f64,
+    /// Times a thread of the job moved between CPUs (the kernel's cpu-migrations), when counted.
+    pub migrations: Option<u64>,
+    /// Whether it ran to completion (not stopped, not failed).
+    pub completed: bool,
+}
+
+impl JobOutcome {
+    /// Execution time (start to end).
+    pub fn execution_s(&self) -> Option<f64> {
+        Some(self.end_s? - self.start_s?)
+    }
+    /// Sequential time over execution time.
+    pub fn speedup(&self) -> Option<f64> {
+        self.execution_s()
+            .filter(|&e| e > 0.0)
+            .map(|e| self.seq_s / e)
+    }
+    /// Mean processors allocated while it ran.
+    pub fn mean_alloc(&self) -> Option<f64> {
+        self.execution_s()
+            .filter(|&e| e > 0.0)
+            .map(|e| self.alloc_integral / e)
+    }
+    /// Its kind's name ("external" for commands).
+    pub fn kind_name(&self) -> &'static str {
+        if self.external {
+            "external"
+        } else {
+            self.kind.name()
+        }
+    }
+}
+
+/// Context switches and busy time of one CPU over the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuBursts {
+    /// The CPU.
+    pub cpu: usize,
+    /// sched_switch events on it.
+    pub switches: u64,
+    /// Time it was not idle, s.
+    pub busy_s: f64,
+}
+
+/// A whole run.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// Policy name.
+    pub policy: String,
+    /// Page migration mode.
+    pub migration: String,
+    /// Workload label ("W3" or a trace's file name).
+    pub workload: String,
+    /// Load in percent, for generated workloads.
+    pub load: Option<f64>,
+    /// Processors managed.
+    pub cpus: usize,
+    /// Every job, in id order.
+    pub jobs: Vec<JobOutcome>,
+    /// Per-CPU bursts, or why they were not measured.
+    pub bursts: Result<Vec<CpuBursts>, String>,
+    /// Pages migrated, or why not counted.
+    pub page_migrations: Result<u64, String>,
+    /// First arrival to last end, s.
+    pub makespan_s: f64,
+    /// Allocation changes, job spans, threads on CPUs.
+    pub timeline: Vec<TimelineEvent>,
+    /// Things the reader must know (one node: nothing to migrate; ...).
+    pub notes: Vec<String>,
+    /// Live or simulated.
+    pub simulated: bool,
+}
+
+/// Probe ids.
+pub const JOB_PROBE: &str = "cpuman.job";
+/// Probe id of whole-run metrics.
+pub const RUN_PROBE: &str = "cpuman.run";
+
+impl RunOutcome {
+    fn params(&self, kind: Option<&str>) -> Map<String, Value> {
+        let mut p = Map::new();
+        p.insert("policy".into(), self.policy.clone().into());
+        p.insert("migration".into(), self.migration.clone().into());
+        p.insert("workload".into(), self.workload.clone().into());
+        if let Some(l) = self.load {
+            p.insert("load".into(), l.into());
+        }
+        p.insert("cpus".into(), self.cpus.into());
+        if let Some(k) = kind {
+            p.insert("kind".into(), k.into());
+        }
+        p
+    }
+
+    /// The measurements: per kind (and "all"), per-job samples of CPU time, execution and
+    /// response time, speedup, mean allocation and migrations; per run the makespan, total CPU
+    /// time, page migrations and per-CPU bursts.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let done: Vec<&JobOutcome> = self.jobs.iter().filter(|j| j.completed).collect();
+        let mut kinds: Vec<&str> = done.iter().map(|j| j.kind_name()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        kinds.push("all");
+        let origin = if self.simulated { "simulated" } else { "live" };
+        let mut out = Vec::new();
+        type Metric = fn(&JobOutcome) -> Option<f64>;
+        let per_job: [(&str, Unit, Metric); 6] = [
+            ("cpu_time", Unit::Ns, |j| j.cpu_s.map(|s| s * 1e9)),
+            ("execution_time", Unit::Ns, |j| {
+                j.execution_s().map(|s| s * 1e9)
+            }),
+            ("response_time", Unit::Ns, |j| {
+                j.end_s.map(|e| (e - j.submit_s) * 1e9)
+            }),
+            ("speedup", Unit::Ratio, JobOutcome::speedup),
+            ("allocation", Unit::Count, JobOutcome::mean_alloc),
+            ("migrations", Unit::Count, |j| {
+                j.migrations.map(|m| m as f64)
+            }),
+        ];
+        for kind in kinds {
+            let jobs: Vec<&&JobOutcome> = done
+                .iter()
+                .filter(|j| kind == "all" || j.kind_name() == kind)
+                .collect();
+            for (metric, unit, f) in per_job {
+                let samples: Vec<f64> = jobs.iter().filter_map(|j| f(j)).collect();
+                let note = format!("{origin}; samples are the {} completed jobs", samples.len());
+                out.push(valued(
+                    JOB_PROBE,
+                    self.params(Some(kind)),
+                    metric,
+                    unit,
+                    &samples,
+                    note,
+                ));
+            }
+        }
+        let total_cpu: Option<f64> = done.iter().map(|j| j.cpu_s).sum();
+        let note = |s: &str| format!("{origin}; {s}");
+        out.push(valued(
+            RUN_PROBE,
+            self.params(None),
+            "makespan",
+            Unit::Ns,
+            &[self.makespan_s * 1e9],
+            note("first arrival to last end"),
+        ));
+        if let Some(c) = total_cpu {
+            out.push(valued(
+                RUN_PROBE,
+                self.params(None),
+                "cpu_time",
+                Unit::Ns,
+                &[c * 1e9],
+                note("CPU time of all completed jobs"),
+            ));
+        }
+        let migrations: Option<u64> = done.iter().map(|j| j.migrations).sum();
+        if let Some(m) = migrations {
+            out.push(valued(
+                RUN_PROBE,
+                self.params(None),
+                "migrations",
+                Unit::Count,
+                &[m as f64],
+                note("thread migrations between CPUs, all completed jobs"),
+            ));
+        }
+        out.push(match &self.page_migrations {
+            Ok(p) => valued(
+                RUN_PROBE,
+                self.params(None),
+                "page_migrations",
+                Unit::Count,
+                &[*p as f64],
+                note("pages migrated between nodes"),
+            ),
+            Err(why) => skipped(self.params(None), "page_migrations", Unit::Count, why),
+        });
+        match &self.bursts {
+            Ok(b) => {
+                let lengths: Vec<f64> = b
+                    .iter()
+                    .filter(|c| c.switches > 0)
+                    .map(|c| c.busy_s * 1e9 / c.switches as f64)
+                    .collect();
+                let counts: Vec<f64> = b.iter().map(|c| c.switches as f64).collect();
+                out.push(valued(
+                    RUN_PROBE,
+                    self.params(None),
+                    "burst_length",
+                    Unit::Ns,
+                    &lengths,
+                    note("per CPU: busy time / context switches (all tasks on it)"),
+                ));
+                out.push(valued(
+                    RUN_PROBE,
+                    self.params(None),
+                    "bursts",
+                    Unit::Count,
+                    &counts,
+                    note("per CPU: sched_switch events"),
+                ));
+            }
+            Err(why) => {
+                out.push(skipped(self.params(None), "burst_length", Unit::Ns, why));
+            }
+        }
+        out
+    }
+}
+
+/// A measurement whose samples are values, not repetitions: no noise judgement.
+fn valued(
+    probe: &str,
+    params: Map<String, Value>,
+    metric: &str,
+    unit: Unit,
+    samples: &[f64],
+    note: String,
+) -> Measurement {
+    let summary = Summary::new(samples);
+    let status = if summary.is_some() {
+        Status::Ok
+    } else {
+        Status::Skipped("nothing to measure: no completed job has this value".into())
+    };
+    Measurement {
+        summary,
+        note: Some(note),
+        samples: Some(samples.to_vec()).filter(|s| !s.is_empty()),
+        ..Measurement::not_taken(probe, params, metric, unit, status)
+    }
+}
+
+fn skipped(params: Map<String, Value>, metric: &str, unit: Unit, why: &str) -> Measurement {
+    Measurement::not_taken(
+        RUN_PROBE,
+        params,
+        metric,
+        unit,
+        Status::Skipped(why.to_string()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn job(id: u64, kind: Kind, cpu: f64, start: f64, end: f64) -> JobOutcome {
+        JobOutcome {
+            id,
+            kind,
+            external: false,
+            request: 2,
+            submit_s: 0.0,
+            start_s: Some(start),
+            end_s: Some(end),
+            seq_s: 2.0,
+            cpu_s: Some(cpu),
+            alloc_integral: 2.0 * (end - start),
+            migrations: Some(3),
+            completed: true,
+        }
+    }
+
+    #[test]
+    fn jobs_become_per_kind_and_per_run_measurements() {
+        let run = RunOutcome {
+            policy: "equip".into(),
+            migration: "off".into(),
+            workload: "W3".into(),
+            load: Some(100.0),
+            cpus: 2,
+            jobs: vec![
+                job(1, Kind::Swim, 2.0, 0.0, 1.0),
+                job(2, Kind::Bt, 3.0, 0.5, 2.5),
+                JobOutcome {
+                    completed: false,
+                    ..job(3, Kind::Bt, 9.0, 1.0, 9.0)
+                },
+            ],
+            bursts: Ok(vec![CpuBursts {
+                cpu: 0,
+                switches: 100,
+                busy_s: 0.5,
+            }]),
+            page_migrations: Err("one NUMA node: nothing to migrate".into()),
+            makespan_s: 2.5,
+            timeline: vec![],
+            notes: vec![],
+            simulated: false,
+        };
+        let ms = run.measurements();
+        let get = |kind: &str, metric: &str| {
+            ms.iter()
+                .find(|m| {
+                    m.metric == metric
+                        && m.params.get("kind").and_then(|v| v.as_str()) == Some(kind)
+                })
+                .unwrap()
+        };
+        // Only completed jobs count: all = swim + bt(2).
+        assert_eq!(get("all", "cpu_time").summary.as_ref().unwrap().n, 2);
+        assert_eq!(get("bt", "speedup").summary.as_ref().unwrap().median, 1.0);
+        assert_eq!(
+            get("swim", "allocation").summary.as_ref().unwrap().median,
+            2.0
+        );
+        let run_metric = |metric: &str| {
+            ms.iter()
+                .find(|m| m.probe == RUN_PROBE && m.metric == metric)
+                .unwrap()
+        };
+        assert_eq!(run_metric("cpu_time").summary.as_ref().unwrap().median, 5e9);
+        assert_eq!(
+            run_metric("migrations").summary.as_ref().unwrap().median,
+            6.0
+        );
+        assert_eq!(
+            run_metric("burst_length").summary.as_ref().unwrap().median,
+            5e6
+        );
+        assert!(matches!(
+            run_metric("page_migrations").status,
+            Status::Skipped(_)
+        ));
+    }
+}

@@ -1,0 +1,323 @@
+//! The CPU manager end to end: workloads as SWF, short live runs under every policy and page
+//! migration mode, compare, Paraver, external jobs, bad input and Ctrl-C.
+
+mod common;
+
+use common::{fails, oslab, stdout, temp_db};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+/// Live runs take the cpus: one at a time.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Processes (other than us) whose environment holds `marker`: jobs left behind.
+fn processes_with_env(marker: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.to_string();
+            if pid == me || !pid.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            String::from_utf8_lossy(&env)
+                .contains(marker)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// A short W3 run (4 jobs, about 3 s of sequential work on 2 cpus) as JSON.
+fn live(db: &Path, policy: &str, migration: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "cpuman",
+        "run",
+        "--workload",
+        "W3",
+        "--jobs",
+        "4",
+        "--time-scale",
+        "0.002",
+        "--policy",
+        policy,
+        "--migration",
+        migration,
+        "--json",
+        "--db",
+    ];
+    let db = db.to_str().unwrap();
+    args.push(db);
+    args.extend_from_slice(extra);
+    serde_json::from_slice(&stdout(&args)).unwrap()
+}
+
+fn metric<'a>(run: &'a Value, probe: &str, metric: &str, kind: Option<&str>) -> &'a Value {
+    run["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| {
+            m["probe"] == probe
+                && m["metric"] == metric
+                && kind.is_none_or(|k| m["params"]["kind"] == k)
+        })
+        .unwrap_or_else(|| panic!("no {probe} {metric} {kind:?}"))
+}
+
+#[test]
+fn workloads_are_written_as_swf_and_bad_ones_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w1.swf");
+    let o = out.to_str().unwrap();
+    oslab()
+        .args([
+            "cpuman", "workload", "--mix", "W1", "--load", "80", "--jobs", "10",
+        ])
+        .args(["--cpus", "64", "-o", o])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let jobs: Vec<Vec<f64>> = text
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .map(|l| l.split_whitespace().map(|f| f.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(jobs.len(), 10);
+    assert!(jobs.iter().all(|j| j.len() == 18));
+    // W1 is swim (1) and bt (2), each requesting 32 of 64.
+    assert!(jobs
+        .iter()
+        .all(|j| (j[13] == 1.0 || j[13] == 2.0) && j[7] == 32.0));
+    assert!(fails(&["cpuman", "workload", "--mix", "W7"], 2).contains("W1, W2, W3 or W4"));
+    // A malformed trace: the line is named, nothing runs.
+    let bad = dir.path().join("bad.swf");
+    std::fs::write(
+        &bad,
+        "; ok\n1 0 -1 5 1 -1 -1 2 -1 -1 1 -1 -1 2 -1 -1 -1 -1\n2 1 -1 x 1\n",
+    )
+    .unwrap();
+    let (_d, db) = temp_db();
+    let err = fails(
+        &[
+            "cpuman",
+            "run",
+            "--trace",
+            bad.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(err.contains("line 3"), "{err}");
+    assert!(fails(&["cpuman", "run", "--db", db.to_str().unwrap()], 2).contains("--workload"));
+}
+
+#[test]
+fn every_policy_and_migration_mode_runs_the_workload_to_the_end() {
+    let _t = turn();
+    let (_d, db) = temp_db();
+    let balancing = std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok();
+    let mut ids = Vec::new();
+    for (policy, migration) in [
+        ("native", "off"),
+        ("equip", "off"),
+        ("pdpa", "off"),
+        ("equip", "manual"),
+        ("pdpa", "kernel"),
+    ] {
+        let run = live(&db, policy, migration, &[]);
+        ids.push(run["run"]["id"].as_i64().unwrap().to_string());
+        // Every job completed, used CPU and had at least one processor.
+        let cpu = &metric(&run, "cpuman.job", "cpu_time", Some("all"))["summary"];
+        assert_eq!(cpu["n"], 4, "{policy} {migration}");
+        assert!(cpu["min"].as_f64().unwrap() > 1e6);
+        let alloc = metric(&run, "cpuman.job", "allocation", Some("all"))["summary"]["min"]
+            .as_f64()
+            .unwrap();
+        assert!(alloc > 0.5, "{alloc}");
+        // Speedups are plausible: no job ran 10 times faster or slower than sequential.
+        let s = &metric(&run, "cpuman.job", "speedup", Some("all"))["summary"];
+        assert!(s["min"].as_f64().unwrap() > 0.1 && s["max"].as_f64().unwrap() < 10.0);
+        assert!(
+            metric(&run, "cpuman.run", "makespan", None)["summary"]["median"]
+                .as_f64()
+                .is_some()
+        );
+    }
+    // The kernel mode switched balancing on only for its run.
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok(),
+        balancing
+    );
+    // compare: pdpa kernel vs pdpa off, equip manual vs equip off.
+    let mut args = vec!["cpuman", "compare", "--json", "--db", db.to_str().unwrap()];
+    args.extend(ids.iter().map(String::as_str));
+    let cmp: Value = serde_json::from_slice(&stdout(&args)).unwrap();
+    let ratios = cmp["ratios"].as_array().unwrap();
+    assert!(ratios
+        .iter()
+        .any(|r| r["policy"] == "pdpa" && r["mode"] == "kernel"));
+    assert!(ratios
+        .iter()
+        .any(|r| r["policy"] == "equip" && r["mode"] == "manual" && r["kind"] == "all"));
+    assert!(ratios.iter().all(|r| r["ratio"].as_f64().unwrap() > 0.0));
+    assert_eq!(cmp["runs"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn the_timeline_goes_to_the_store_paraver_and_perfetto() {
+    let _t = turn();
+    let (dir, db) = temp_db();
+    let base = dir.path().join("trace");
+    let run = live(&db, "equip", "off", &["--paraver", base.to_str().unwrap()]);
+    let id = run["run"]["id"].to_string();
+    let prv = std::fs::read_to_string(base.with_extension("prv")).unwrap();
+    let mut lines = prv.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("#Paraver ("), "{header}");
+    // 4 applications (jobs), on one node of 2 cpus.
+    let fields: Vec<&str> = header.split_once("):").unwrap().1.split(':').collect();
+    assert!(fields[0].ends_with("_ns"));
+    assert_eq!(fields[2], "4", "{header}");
+    let mut states = 0;
+    for l in lines {
+        let f: Vec<u64> = l.split(':').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(f.len(), 8, "{l}");
+        if f[0] == 1 {
+            states += 1;
+            assert!(f[1] >= 1 && f[6] >= f[5], "{l}");
+        }
+    }
+    assert!(states >= 4, "every job ran somewhere: {states}");
+    assert!(std::fs::read_to_string(base.with_extension("row"))
+        .unwrap()
+        .contains("LEVEL CPU"));
+    let trace = dir.path().join("t.json");
+    stdout(&[
+        "export",
+        &id,
+        "--format",
+        "perfetto",
+        "-o",
+        trace.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert!(doc["traceEvents"].as_array().unwrap().len() > 8);
+    // And the report draws it.
+    let html = dir.path().join("r.html");
+    stdout(&[
+        "report",
+        &id,
+        "-o",
+        html.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("threads on cpus and jobs"));
+}
+
+#[test]
+fn an_external_command_gets_its_threads_and_cpus() {
+    let _t = turn();
+    let (dir, db) = temp_db();
+    let seen = dir.path().join("seen");
+    let script = dir.path().join("job.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$OMP_NUM_THREADS $(grep Cpus_allowed_list /proc/self/status | cut -f2)\" > {}\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cpus = oslab_core::affinity::get_affinity(0).unwrap();
+    let out = stdout(&[
+        "cpuman",
+        "run",
+        "--policy",
+        "equip",
+        "--external",
+        script.to_str().unwrap(),
+        "--external-request",
+        "1",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("external"), "{text}");
+    let got = std::fs::read_to_string(&seen).unwrap();
+    // One thread requested, one cpu given: the first in placement order.
+    let mut parts = got.split_whitespace();
+    assert_eq!(parts.next(), Some("1"), "{got}");
+    let allowed = parts.next().unwrap();
+    assert!(!allowed.contains(',') && !allowed.contains('-'), "{got}");
+    assert!(cpus.contains(allowed.parse().unwrap()));
+    // A command that does not exist: a clear error, nothing left.
+    let err = fails(
+        &[
+            "cpuman",
+            "run",
+            "--external",
+            "/nonexistent/prog",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.contains("cannot start job") && err.contains("/nonexistent/prog"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_and_reaps_every_job() {
+    let _t = turn();
+    let (dir, db) = temp_db();
+    let marker = format!("{}", dir.path().join("marker").display());
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args([
+            "cpuman",
+            "run",
+            "--workload",
+            "W4",
+            "--jobs",
+            "3",
+            "--time-scale",
+            "0.01",
+        ])
+        .args(["--policy", "native", "--db", db.to_str().unwrap()])
+        .env("OSLAB_CPUMAN_TEST_MARKER", &marker)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // The manager and its jobs carry the marker.
+    assert!(
+        processes_with_env(&marker).len() >= 2,
+        "jobs should be running"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(processes_with_env(&marker), Vec::<String>::new());
+    // What ran is stored, marked interrupted.
+    let runs = stdout(&["runs", "--json", "--db", db.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&runs).contains("interrupted"));
+}

@@ -556,6 +556,8 @@ pub struct CpumanArgs {
 pub enum CpumanCommand {
     /// Run a workload live under a policy and page-migration mode; store and print the result.
     Run(CpumanRunArgs),
+    /// Simulate the CPU manager on a CC-NUMA machine of any size (same policies, same outputs).
+    Simulate(CpumanSimulateArgs),
     /// Write a workload (the seed's W1..W4 mixes at a load) as an SWF trace.
     Workload(CpumanWorkloadArgs),
     /// Compare CPU-manager runs: CPU time, speedup and migrations per policy, migration mode,
@@ -626,6 +628,49 @@ pub struct CpumanRunArgs {
     /// Also write the timeline as Paraver files BASE.prv, BASE.pcf and BASE.row.
     #[arg(long, value_name = "BASE")]
     pub paraver: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab cpuman simulate`.
+#[derive(Debug, Args)]
+pub struct CpumanSimulateArgs {
+    /// Processors of the simulated machine.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1048576))]
+    pub cpus: u64,
+    /// NUMA nodes (processors split evenly; the Origin 2000 had 2 per node).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub nodes: u64,
+    /// Allocation policy.
+    #[arg(long, default_value = "equip", value_parser = ["native", "equip", "pdpa"])]
+    pub policy: String,
+    /// Page migration mode.
+    #[arg(long, default_value = "off", value_parser = ["off", "kernel", "manual"])]
+    pub migration: String,
+    #[command(flatten)]
+    pub source: WorkloadSource,
+    /// Remote / local memory access cost (default 2.0, the Origin 2000's nearest remote node);
+    /// 'slit' takes it from this machine's NUMA distances.
+    #[arg(long, default_value = "2.0")]
+    pub remote_ratio: String,
+    /// Time-sharing quantum of the native scheduler.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30ms")]
+    pub quantum: std::time::Duration,
+    /// Cost of migrating one page.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "20us")]
+    pub page_cost: std::time::Duration,
+    /// Base multiprogramming level.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1048576))]
+    pub mpl: u64,
+    /// PDPA's target efficiency.
+    #[arg(long, default_value_t = 0.7)]
+    pub target: f64,
+    /// PDPA's step (default: 4 per 64 processors).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub step: Option<u64>,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -321,3 +321,107 @@ fn ctrl_c_stops_and_reaps_every_job() {
     let runs = stdout(&["runs", "--json", "--db", db.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&runs).contains("interrupted"));
 }
+
+#[test]
+fn simulation_is_deterministic_and_compares_like_live_runs() {
+    let (dir, db) = temp_db();
+    let d = db.to_str().unwrap();
+    let sim = |policy: &str, migration: &str, seed: &str| -> Value {
+        serde_json::from_slice(&stdout(&[
+            "cpuman",
+            "simulate",
+            "--cpus",
+            "64",
+            "--nodes",
+            "32",
+            "--workload",
+            "W1",
+            "--load",
+            "80",
+            "--jobs",
+            "30",
+            "--time-scale",
+            "0.1",
+            "--seed",
+            seed,
+            "--policy",
+            policy,
+            "--migration",
+            migration,
+            "--json",
+            "--db",
+            d,
+        ]))
+        .unwrap()
+    };
+    let cpu = |r: &Value| {
+        metric(r, "cpuman.run", "cpu_time", None)["summary"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let a = sim("pdpa", "off", "5");
+    assert_eq!(cpu(&a), cpu(&sim("pdpa", "off", "5")));
+    assert_ne!(cpu(&a), cpu(&sim("pdpa", "off", "6")));
+    assert_eq!(
+        metric(&a, "cpuman.job", "cpu_time", Some("all"))["summary"]["n"],
+        30
+    );
+    // Native migrates far more than a pinning policy.
+    let migrations = |r: &Value| {
+        metric(r, "cpuman.run", "migrations", None)["summary"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        migrations(&sim("native", "off", "5"))
+            > 10.0 * migrations(&sim("equip", "off", "5")).max(1.0)
+    );
+    let off = sim("equip", "off", "5");
+    let manual = sim("equip", "manual", "5");
+    let ids = [
+        off["run"]["id"].to_string(),
+        manual["run"]["id"].to_string(),
+    ];
+    let cmp: Value = serde_json::from_slice(&stdout(&[
+        "cpuman", "compare", &ids[0], &ids[1], "--json", "--db", d,
+    ]))
+    .unwrap();
+    assert!(cmp["ratios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["mode"] == "manual"));
+    // A trace: streamed and validated; errors name the line.
+    let bad = dir.path().join("bad.swf");
+    std::fs::write(
+        &bad,
+        "1 0 -1 5 1 -1 -1 2 -1 -1 1 -1 -1 2 -1 -1 -1 -1\n2 0 -1 5 1 -1 -1\n",
+    )
+    .unwrap();
+    let err = fails(
+        &[
+            "cpuman",
+            "simulate",
+            "--trace",
+            bad.to_str().unwrap(),
+            "--db",
+            d,
+        ],
+        2,
+    );
+    assert!(err.contains("line 2") && err.contains("7 fields"), "{err}");
+    assert!(fails(
+        &[
+            "cpuman",
+            "simulate",
+            "--workload",
+            "W1",
+            "--remote-ratio",
+            "0.5",
+            "--db",
+            d
+        ],
+        2
+    )
+    .contains("--remote-ratio"));
+}

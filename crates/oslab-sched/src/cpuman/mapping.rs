@@ -31,13 +31,17 @@ pub fn placement_order(topology: &Topology, allowed: &CpuSet) -> Vec<(usize, usi
 }
 
 /// The new mapping: `wanted` (job id, processors) in priority order, `previous` each job's CPUs
-/// before. `order` comes from [`placement_order`].
+/// before. `order` comes from [`placement_order`]. Cost O(jobs x P log P): the simulator calls it
+/// on 1024-CPU machines.
 pub fn map(
     order: &[(usize, usize)],
     previous: &BTreeMap<u64, Vec<usize>>,
     wanted: &[(u64, usize)],
 ) -> BTreeMap<u64, Vec<usize>> {
-    let pos_of = |cpu: usize| order.iter().position(|&(c, _)| c == cpu);
+    let mut pos_of = vec![usize::MAX; order.iter().map(|&(c, _)| c + 1).max().unwrap_or(0)];
+    for (p, &(c, _)) in order.iter().enumerate() {
+        pos_of[c] = p;
+    }
     let node = |p: usize| order[p].1;
     let mut users = vec![0usize; order.len()];
     let mut out: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
@@ -47,7 +51,7 @@ pub fn map(
             .get(&id)
             .into_iter()
             .flatten()
-            .filter_map(|&c| pos_of(c))
+            .filter_map(|&c| pos_of.get(c).copied().filter(|&p| p != usize::MAX))
             .take(n)
             .collect();
         for &p in &kept {
@@ -55,39 +59,50 @@ pub fn map(
         }
         out.insert(id, kept);
     }
-    // 2. Those that need more take free CPUs, then shared ones.
+    // 2. Those that need more take free CPUs, then shared ones (least used first).
+    let mut mine_mask = vec![false; order.len()];
     for &(id, n) in wanted {
         let mut mine = out.remove(&id).unwrap_or_default();
+        mine.iter().for_each(|&p| mine_mask[p] = true);
         while mine.len() < n.min(order.len()) {
+            let need = n.min(order.len()) - mine.len();
             let least = (0..order.len())
-                .filter(|p| !mine.contains(p))
+                .filter(|&p| !mine_mask[p])
                 .map(|p| users[p])
                 .min()
                 .unwrap_or(0);
-            let candidates: Vec<usize> = (0..order.len())
-                .filter(|&p| users[p] == least && !mine.contains(&p))
+            let mut candidates: Vec<usize> = (0..order.len())
+                .filter(|&p| users[p] == least && !mine_mask[p])
                 .collect();
-            let pick = if mine.is_empty() {
-                let need = (n - mine.len()).min(candidates.len());
-                tightest_block(&candidates, need, node)
+            let pick: Vec<usize> = if mine.is_empty() {
+                tightest_block(&candidates, need.min(candidates.len()), node)
             } else {
-                let near = |p: usize| {
-                    let d = mine.iter().map(|&m| m.abs_diff(p)).min().unwrap_or(0);
-                    let other_node = mine.iter().all(|&m| node(m) != node(p));
-                    (other_node, d, p)
+                // Nearest to what it has, on its nodes first.
+                let mut have = mine.clone();
+                have.sort_unstable();
+                let nodes: Vec<usize> = have.iter().map(|&m| node(m)).collect();
+                let key = |p: usize| {
+                    let i = have.partition_point(|&m| m < p);
+                    let d = [i.checked_sub(1), Some(i)]
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|j| have.get(j))
+                        .map(|&m| m.abs_diff(p))
+                        .min()
+                        .unwrap_or(usize::MAX);
+                    (!nodes.contains(&node(p)), d, p)
                 };
+                candidates.sort_by_key(|&p| key(p));
+                candidates.truncate(need);
                 candidates
-                    .iter()
-                    .copied()
-                    .min_by_key(|&p| near(p))
-                    .into_iter()
-                    .collect()
             };
             for p in pick {
                 users[p] += 1;
+                mine_mask[p] = true;
                 mine.push(p);
             }
         }
+        mine.iter().for_each(|&p| mine_mask[p] = false);
         mine.sort_unstable();
         out.insert(id, mine);
     }
@@ -96,19 +111,15 @@ pub fn map(
         .collect()
 }
 
-/// `need` of the `candidates` (sorted positions) that span the fewest nodes, then the shortest
-/// stretch of the order.
+/// `need` consecutive `candidates` (sorted positions of an order sorted by node) that span the
+/// fewest nodes, then the shortest stretch of the order.
 fn tightest_block(candidates: &[usize], need: usize, node: impl Fn(usize) -> usize) -> Vec<usize> {
     if need == 0 {
         return Vec::new();
     }
     let best = candidates
         .windows(need)
-        .min_by_key(|w| {
-            let mut nodes: Vec<usize> = w.iter().map(|&p| node(p)).collect();
-            nodes.dedup();
-            (nodes.len(), w[need - 1] - w[0], w[0])
-        })
+        .min_by_key(|w| (node(w[need - 1]) - node(w[0]), w[need - 1] - w[0], w[0]))
         .unwrap_or(candidates);
     best.to_vec()
 }

@@ -8,6 +8,7 @@
 //! - [`mapping`]: allocation counts to stable, contiguous CPU sets.
 //! - [`manager`]: the live loop (queue, policy, mapping, page migration, observation).
 //! - [`observe`]: what the manager reads from the kernel.
+//! - [`simulate`]: the same policies and mapping on a modelled CC-NUMA machine of any size.
 //! - [`outcome`]: a run's results (live or simulated) as measurements and a timeline.
 
 pub mod channel;
@@ -16,5 +17,6 @@ pub mod manager;
 pub mod mapping;
 pub mod observe;
 pub mod outcome;
+pub mod simulate;
 pub mod work;
 pub mod workload;

@@ -3,8 +3,8 @@
 use super::session::Session;
 use super::{open_store, print_json, print_text, write_whole};
 use crate::cli::{
-    CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanRunArgs, CpumanWorkloadArgs,
-    WorkloadSource,
+    CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanRunArgs, CpumanSimulateArgs,
+    CpumanWorkloadArgs, WorkloadSource,
 };
 use crate::error::usage;
 use oslab_core::model::{Measurement, Unit};
@@ -12,6 +12,7 @@ use oslab_core::CpuSet;
 use oslab_report::units::value;
 use oslab_sched::cpuman::manager::{self, Config, Migration};
 use oslab_sched::cpuman::outcome::{RunOutcome, JOB_PROBE, RUN_PROBE};
+use oslab_sched::cpuman::simulate::{self as sim, SimConfig};
 use oslab_sched::cpuman::workload::{self, Generate, JobSpec};
 use oslab_sched::cpuman::{channel::Channel, job, mapping, work};
 use oslab_sched::jobs::Kind;
@@ -26,6 +27,7 @@ use std::process::ExitCode;
 pub fn run(args: CpumanArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         CpumanCommand::Run(a) => live(a),
+        CpumanCommand::Simulate(a) => simulate(a),
         CpumanCommand::Workload(a) => write_workload(a),
         CpumanCommand::Compare(a) => compare(a),
         CpumanCommand::Job(a) => job_process(a),
@@ -266,6 +268,64 @@ pub fn render(o: &RunOutcome) -> String {
         let _ = writeln!(t, "note: {note}");
     }
     t
+}
+
+fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
+    if !(a.target > 0.0 && a.target <= 1.0) {
+        return Err(usage("--target is an efficiency in (0, 1]"));
+    }
+    let mut session = Session::open(true, None, None, &a.store)?;
+    let remote_ratio = match a.remote_ratio.as_str() {
+        "slit" => slit_ratio(&session.machine.topology).ok_or_else(|| {
+            usage("--remote-ratio slit: this machine has one NUMA node, no remote distance")
+        })?,
+        r => r
+            .parse::<f64>()
+            .ok()
+            .filter(|v| *v >= 1.0 && v.is_finite())
+            .ok_or_else(|| usage(format!("--remote-ratio {r:?}: a number >= 1, or 'slit'")))?,
+    };
+    let cpus = a.cpus as usize;
+    let (specs, label, load) = jobs_of(&a.source, cpus)?;
+    let cfg = SimConfig {
+        cpus,
+        nodes: a.nodes as usize,
+        remote_ratio,
+        quantum_s: a.quantum.as_secs_f64().max(1e-6),
+        migration: Migration::parse(&a.migration).unwrap_or(Migration::Off),
+        page_cost_s: a.page_cost.as_secs_f64(),
+        settle_s: 1.0,
+        kernel_rate: 0.5,
+        mpl: a.mpl as usize,
+        workload: label,
+        load,
+    };
+    let mut pol = policy(&a.policy, a.target, a.step, cpus);
+    let t = std::time::Instant::now();
+    let outcome = sim::simulate(pol.as_mut(), &cfg, specs);
+    eprintln!(
+        "simulated {} jobs on {cpus} cpus in {:.2} s",
+        outcome.jobs.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let text = render(&outcome);
+    let ms = outcome.measurements();
+    session.finish(&ms, &outcome.timeline, false, a.json, Some(text))
+}
+
+/// The nearest remote node's SLIT distance over the local one.
+fn slit_ratio(topo: &oslab_core::Topology) -> Option<f64> {
+    topo.nodes
+        .iter()
+        .flat_map(|n| {
+            let local = n.distances.get(n.id).copied().unwrap_or(10).max(1) as f64;
+            n.distances
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| *i != n.id)
+                .map(move |(_, &d)| d as f64 / local)
+        })
+        .reduce(f64::min)
 }
 
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {

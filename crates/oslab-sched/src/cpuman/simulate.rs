@@ -1,0 +1,490 @@
+//! A discrete-event simulation of a CC-NUMA multiprocessor running the CPU manager, for machines
+//! this one cannot be. It drives the SAME [`Policy`] and [`mapping::map`] as live runs and
+//! returns the same [`RunOutcome`], so the store, `cpuman compare` and the report treat both alike.
+//!
+//! Model (every number below is an input, not a fit):
+//! - Machine: `cpus` in `nodes` equal nodes; a remote access costs `remote_ratio` times a local
+//!   one (default 2.0, about the Origin 2000's nearest remote node; or from SLIT distances).
+//! - Job: the kind's speedup curve (Table III, interpolated in log2 p); a memory footprint in
+//!   pages and a memory-boundness m per kind; pages first-touched on the nodes of the CPUs it
+//!   starts on. Progress rate = speedup(p) / (1 + m x remote fraction x (remote_ratio - 1)).
+//! - Native: jobs run all requested threads; more threads than CPUs are time-shared with
+//!   `quantum`: each job gets request x P / threads processors, every quantum the scheduler
+//!   places P threads on P CPUs anew (a thread lands on another CPU with probability 1 - 1/P:
+//!   a process migration), and a thread's pages are wherever first touch put them (remote
+//!   fraction = 1 - share of pages on the node it happens to run on).
+//! - Equip / PDPA: jobs hold their mapped CPUs; a CPU set change moves threads (counted as
+//!   migrations) and ends bursts. PDPA gets a speedup measurement (the model's, slowed by remote
+//!   accesses) one iteration (1% of the job's work) after each allocation change.
+//! - Page migration: `manual` moves every page of a job to its new nodes at a reallocation, the
+//!   job stalling `page_cost` per page; `kernel` is a competitive rule: once a job's CPUs have
+//!   been stable for `settle` seconds, its remote pages migrate at `kernel_rate` of them per
+//!   second (same per-page cost); threads that move every quantum never qualify.
+
+use super::manager::Migration;
+use super::mapping;
+use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
+use super::workload::JobSpec;
+use crate::jobs::Kind;
+use crate::policy::{JobView, Policy};
+use oslab_core::model::TimelineEvent;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The simulated machine and its rules.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Processors.
+    pub cpus: usize,
+    /// NUMA nodes (cpus are split evenly).
+    pub nodes: usize,
+    /// Remote / local memory access cost.
+    pub remote_ratio: f64,
+    /// Time-sharing quantum of the native scheduler, s.
+    pub quantum_s: f64,
+    /// Page migration mode.
+    pub migration: Migration,
+    /// Cost of migrating one page, s.
+    pub page_cost_s: f64,
+    /// Kernel mode: seconds a job's CPUs must be stable before its pages follow.
+    pub settle_s: f64,
+    /// Kernel mode: fraction of remote pages migrated per second once settled.
+    pub kernel_rate: f64,
+    /// Base multiprogramming level.
+    pub mpl: usize,
+    /// Workload label and load.
+    pub workload: String,
+    /// Load, for generated workloads.
+    pub load: Option<f64>,
+}
+
+/// Memory footprint in 4 KiB pages and memory-boundness of a kind (assumptions, documented in
+/// docs/cpuman-simulation.md).
+pub fn memory_model(kind: Kind) -> (f64, f64) {
+    match kind {
+        Kind::Swim => (51_200.0, 0.7),
+        Kind::Bt => (25_600.0, 0.25),
+        Kind::Hydro2d => (12_800.0, 0.5),
+        Kind::Apsi => (5_120.0, 0.3),
+    }
+}
+
+struct SimJob {
+    spec: JobSpec,
+    out: JobOutcome,
+    remaining: f64,
+    alloc: usize,
+    cpus: Vec<usize>,
+    pages: Vec<f64>,
+    stall: f64,
+    stable_since: f64,
+    measure_at: Option<f64>,
+    speedup: Option<f64>,
+    migrations: f64,
+    /// Local share of its accesses, while its CPUs and pages stay as they are.
+    local: Option<f64>,
+}
+
+/// Runs the simulation.
+pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec>) -> RunOutcome {
+    specs.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s));
+    let p = cfg.cpus.max(1);
+    let nodes = cfg.nodes.clamp(1, p);
+    let per_node = p.div_ceil(nodes);
+    let order: Vec<(usize, usize)> = (0..p).map(|c| (c, c / per_node)).collect();
+    let first_arrival = specs.first().map_or(0.0, |s| s.submit_s);
+    let mut pending: VecDeque<JobSpec> = specs.into();
+    let mut queue: VecDeque<JobSpec> = VecDeque::new();
+    let mut running: Vec<SimJob> = Vec::new();
+    let mut done: Vec<JobOutcome> = Vec::new();
+    let mut timeline = Vec::new();
+    let mut mapping: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    let (mut busy, mut bursts, mut pages_moved) = (0.0f64, 0.0f64, 0.0f64);
+    let mut t = first_arrival;
+    let mut changed = false;
+    loop {
+        while pending.front().is_some_and(|j| j.submit_s <= t + 1e-12) {
+            queue.extend(pending.pop_front());
+        }
+        while !queue.is_empty() {
+            let views = views(&running, false);
+            if !policy.admit(&views, p, cfg.mpl) {
+                break;
+            }
+            let Some(spec) = queue.pop_front() else { break };
+            running.push(start(spec, t, nodes));
+            changed = true;
+        }
+        if changed {
+            changed = false;
+            let views = views(&running, true);
+            running.iter_mut().for_each(|j| j.speedup = None);
+            let allocs = policy.allocate(&views, p);
+            let wanted: Vec<(u64, usize)> = running
+                .iter()
+                .zip(&allocs)
+                .map(|(j, &a)| (j.spec.id, a))
+                .collect();
+            // The mapping changes only when some allocation does.
+            let same = running.iter().zip(&allocs).all(|(j, &a)| j.alloc == a);
+            if policy.pins() && !same {
+                mapping = mapping::map(&order, &mapping, &wanted);
+            }
+            for (j, &a) in running.iter_mut().zip(&allocs) {
+                let set = mapping.get(&j.spec.id).cloned().unwrap_or_default();
+                if a == j.alloc && set == j.cpus {
+                    continue;
+                }
+                let first = j.alloc == 0;
+                if !first {
+                    // Threads whose CPU changed moved; bursts on the old CPUs ended.
+                    let moved = set.iter().filter(|c| !j.cpus.contains(c)).count();
+                    j.migrations += moved as f64;
+                    bursts += j.alloc.min(p) as f64;
+                }
+                j.alloc = a;
+                j.cpus = set;
+                j.local = None;
+                j.stable_since = t;
+                j.measure_at = Some(t); // re-measured one iteration from now (set below)
+                let on = node_set(&j.cpus, per_node, nodes);
+                if first && !on.is_empty() {
+                    // First touch: evenly over the nodes it starts on.
+                    let total: f64 = j.pages.iter().sum();
+                    j.pages.iter_mut().for_each(|x| *x = 0.0);
+                    for &n in &on {
+                        j.pages[n] = total / on.len() as f64;
+                    }
+                } else if cfg.migration == Migration::Manual && policy.pins() {
+                    let moved = move_pages(&mut j.pages, &on, 1.0);
+                    pages_moved += moved;
+                    j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
+                }
+                timeline.push(alloc_event(j, t));
+            }
+        }
+        // Rates until the next event.
+        for j in running.iter_mut().filter(|j| j.local.is_none()) {
+            j.local = Some(local_fraction(j, policy.pins(), per_node, nodes));
+        }
+        let threads: usize = running.iter().map(|j| j.alloc).sum();
+        let oversubscribed = threads > p;
+        let rates: Vec<(f64, f64)> = running
+            .iter()
+            .map(|j| {
+                let p_eff = if oversubscribed {
+                    j.alloc as f64 * p as f64 / threads as f64
+                } else {
+                    j.alloc as f64
+                };
+                let (_, m) = memory_model(j.spec.kind);
+                let local = j.local.unwrap_or(1.0);
+                let slow = 1.0 + m * (1.0 - local) * (cfg.remote_ratio - 1.0);
+                let rate = j.spec.kind.speedup(p_eff) / slow;
+                (p_eff, if j.stall > t { 0.0 } else { rate })
+            })
+            .collect();
+        // Next event: arrival, a completion, a stall's end, a measurement, a kernel step.
+        let mut dt = pending.front().map_or(f64::INFINITY, |j| j.submit_s - t);
+        for (j, &(_, rate)) in running.iter_mut().zip(&rates) {
+            if j.stall > t {
+                dt = dt.min(j.stall - t);
+            } else if rate > 0.0 {
+                dt = dt.min(j.remaining / rate);
+                if j.measure_at == Some(t) {
+                    j.measure_at = Some(t + 0.01 * j.spec.seq_s / rate);
+                }
+            }
+            if let Some(m) = j.measure_at.filter(|&m| m > t) {
+                dt = dt.min(m - t);
+            }
+        }
+        if cfg.migration == Migration::Kernel && !running.is_empty() {
+            dt = dt.min(1.0);
+        }
+        if !dt.is_finite() {
+            break; // nothing running, nothing to come
+        }
+        let dt = dt.max(0.0);
+        for (j, &(p_eff, rate)) in running.iter_mut().zip(&rates) {
+            // A job migrating its pages holds its CPUs but makes no progress.
+            let active = t + dt - j.stall.clamp(t, t + dt);
+            j.remaining -= rate * active;
+            let cpu = p_eff.min(j.alloc as f64) * dt;
+            *j.out.cpu_s.get_or_insert(0.0) += cpu;
+            j.out.alloc_integral += j.alloc as f64 * dt;
+            busy += cpu;
+            if oversubscribed && !policy.pins() {
+                // Every quantum the scheduler re-places the threads it runs.
+                let placements = p_eff * dt / cfg.quantum_s;
+                j.migrations += placements * (1.0 - 1.0 / p as f64);
+                bursts += placements;
+            }
+            let settled =
+                (policy.pins() || !oversubscribed) && t + dt - j.stable_since >= cfg.settle_s;
+            if cfg.migration == Migration::Kernel && settled {
+                let on = node_set(&j.cpus, per_node, nodes);
+                let share = 1.0 - (-cfg.kernel_rate * dt).exp();
+                let moved = move_pages(&mut j.pages, &on, share);
+                j.local = None;
+                pages_moved += moved;
+                j.stall = j.stall.max(t + dt) + moved * cfg.page_cost_s;
+            }
+        }
+        t += dt;
+        // Completions and measurements.
+        let mut k = 0;
+        while k < running.len() {
+            let j = &mut running[k];
+            if j.remaining <= 1e-9 * j.spec.seq_s.max(1.0) {
+                let mut j = running.remove(k);
+                j.out.end_s = Some(t);
+                j.out.completed = true;
+                j.out.migrations = Some(j.migrations.round() as u64);
+                bursts += j.alloc.min(p) as f64;
+                policy.remove(j.spec.id);
+                mapping.remove(&j.spec.id);
+                timeline.push(super::manager::job_span(&j.out));
+                done.push(j.out);
+                changed = true;
+                continue;
+            }
+            if j.measure_at.is_some_and(|m| m <= t + 1e-12) && j.stall <= t {
+                let (_, rate) = rates[k];
+                j.speedup = Some(rate);
+                j.measure_at = None;
+                changed = true;
+            }
+            k += 1;
+        }
+        if pending.is_empty() && queue.is_empty() && running.is_empty() {
+            break;
+        }
+    }
+    done.sort_by_key(|j| j.id);
+    let end = done
+        .iter()
+        .filter_map(|j| j.end_s)
+        .fold(first_arrival, f64::max);
+    let share = |x: f64| x / p as f64;
+    RunOutcome {
+        policy: policy.name().to_string(),
+        migration: cfg.migration.name().to_string(),
+        workload: cfg.workload.clone(),
+        load: cfg.load,
+        cpus: p,
+        jobs: done,
+        // The model does not track CPUs one by one: every CPU gets the machine's mean.
+        bursts: Ok((0..p)
+            .map(|cpu| CpuBursts {
+                cpu,
+                switches: share(bursts).round() as u64,
+                busy_s: share(busy),
+            })
+            .collect()),
+        page_migrations: Ok(pages_moved.round() as u64),
+        makespan_s: end - first_arrival,
+        timeline,
+        notes: vec![format!(
+            "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, quantum {} ms, page cost {} us",
+            cfg.remote_ratio,
+            cfg.quantum_s * 1e3,
+            cfg.page_cost_s * 1e6
+        )],
+        simulated: true,
+    }
+}
+
+fn start(spec: JobSpec, t: f64, nodes: usize) -> SimJob {
+    let (pages, _) = memory_model(spec.kind);
+    SimJob {
+        out: JobOutcome {
+            id: spec.id,
+            kind: spec.kind,
+            external: false,
+            request: spec.request,
+            submit_s: spec.submit_s,
+            start_s: Some(t),
+            end_s: None,
+            seq_s: spec.seq_s,
+            cpu_s: Some(0.0),
+            alloc_integral: 0.0,
+            migrations: None,
+            completed: false,
+        },
+        remaining: spec.seq_s,
+        spec,
+        alloc: 0,
+        cpus: Vec::new(),
+        // Until placed: spread evenly (native first touch lands wherever threads run).
+        pages: vec![pages / nodes as f64; nodes],
+        stall: t,
+        stable_since: t,
+        measure_at: None,
+        speedup: None,
+        migrations: 0.0,
+        local: None,
+    }
+}
+
+fn views(running: &[SimJob], with_speedup: bool) -> Vec<JobView> {
+    running
+        .iter()
+        .map(|j| JobView {
+            id: j.spec.id,
+            request: j.spec.request,
+            alloc: j.alloc,
+            speedup: if with_speedup { j.speedup } else { None },
+        })
+        .collect()
+}
+
+fn node_set(cpus: &[usize], per_node: usize, nodes: usize) -> Vec<usize> {
+    let mut n: Vec<usize> = cpus.iter().map(|c| (c / per_node).min(nodes - 1)).collect();
+    n.sort_unstable();
+    n.dedup();
+    n
+}
+
+/// Share of a job's memory accesses that are local: to its own nodes' pages when pinned; for
+/// unpinned threads, to the pages of whichever node a thread happens to run on.
+fn local_fraction(j: &SimJob, pinned: bool, per_node: usize, nodes: usize) -> f64 {
+    let total: f64 = j.pages.iter().sum::<f64>().max(1e-9);
+    if pinned && !j.cpus.is_empty() {
+        let on = node_set(&j.cpus, per_node, nodes);
+        on.iter().map(|&n| j.pages[n]).sum::<f64>() / total
+    } else {
+        j.pages.iter().map(|x| x / total / nodes as f64).sum()
+    }
+}
+
+/// Moves `share` of the pages not on `to` evenly onto `to`; returns the pages moved.
+fn move_pages(pages: &mut [f64], to: &[usize], share: f64) -> f64 {
+    if to.is_empty() {
+        return 0.0;
+    }
+    let mut moved = 0.0;
+    for (n, x) in pages.iter_mut().enumerate() {
+        if !to.contains(&n) {
+            let m = *x * share;
+            *x -= m;
+            moved += m;
+        }
+    }
+    for &n in to {
+        pages[n] += moved / to.len() as f64;
+    }
+    moved
+}
+
+fn alloc_event(j: &SimJob, t: f64) -> TimelineEvent {
+    let args = json!({"job": j.spec.id, "threads": j.alloc, "cpus": j.cpus});
+    TimelineEvent {
+        track: format!("job {} {}", j.spec.id, j.spec.kind.name()),
+        kind: "alloc".into(),
+        start_ns: t * 1e9,
+        dur_ns: 0.0,
+        args: match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuman::workload::{generate, spec, Generate};
+    use crate::policy::{Equip, Native, Pdpa};
+
+    fn cfg(migration: Migration) -> SimConfig {
+        SimConfig {
+            cpus: 64,
+            nodes: 32,
+            remote_ratio: 2.0,
+            quantum_s: 0.03,
+            migration,
+            page_cost_s: 20e-6,
+            settle_s: 1.0,
+            kernel_rate: 0.5,
+            mpl: 4,
+            workload: "W1".into(),
+            load: Some(100.0),
+        }
+    }
+
+    fn specs(mix: &str, jobs: usize) -> Vec<JobSpec> {
+        let g = Generate {
+            mix: mix.into(),
+            load: 100.0,
+            jobs,
+            cpus: 64,
+            time_scale: 0.1,
+            seed: 3,
+        };
+        generate(&g)
+            .unwrap()
+            .iter()
+            .map(|j| spec(j).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_lone_job_runs_at_its_speedup() {
+        let one = vec![JobSpec {
+            id: 1,
+            kind: Kind::Bt,
+            submit_s: 0.0,
+            request: 32,
+            seq_s: 200.0,
+            command: None,
+        }];
+        // One node: every access local, bt at 32 processors: speedup 20.
+        let mut c = cfg(Migration::Off);
+        c.nodes = 1;
+        let o = simulate(&mut Equip, &c, one);
+        let j = &o.jobs[0];
+        assert!((j.execution_s().unwrap() - 10.0).abs() < 1e-6, "{j:?}");
+        assert!((j.cpu_s.unwrap() - 320.0).abs() < 1e-6);
+        assert_eq!(j.migrations, Some(0));
+        assert!((j.mean_alloc().unwrap() - 32.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_job_finishes_under_every_policy_deterministically() {
+        for m in [Migration::Off, Migration::Kernel, Migration::Manual] {
+            let policies: Vec<Box<dyn Policy>> = vec![
+                Box::new(Native),
+                Box::new(Equip),
+                Box::new(Pdpa::new(0.7, 4)),
+            ];
+            for mut pol in policies {
+                let o = simulate(pol.as_mut(), &cfg(m), specs("W3", 40));
+                assert_eq!(o.jobs.len(), 40, "{} {m:?}", pol.name());
+                assert!(o.jobs.iter().all(|j| j.completed && j.cpu_s.unwrap() > 0.0));
+                let again = simulate(pol.as_mut(), &cfg(m), specs("W3", 40));
+                let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
+                // Policies keep state per job id; a fresh run of the same input is identical.
+                assert!((cpu(&o) - cpu(&again)).abs() < 1e-6 * cpu(&o));
+            }
+        }
+    }
+
+    #[test]
+    fn native_migrates_threads_and_pinned_policies_rarely_do() {
+        let native = simulate(&mut Native, &cfg(Migration::Off), specs("W1", 30));
+        let equip = simulate(&mut Equip, &cfg(Migration::Off), specs("W1", 30));
+        let migrations = |o: &RunOutcome| o.jobs.iter().filter_map(|j| j.migrations).sum::<u64>();
+        assert!(
+            migrations(&native) > 100 * migrations(&equip).max(1),
+            "{} vs {}",
+            migrations(&native),
+            migrations(&equip)
+        );
+        // Manual migration brings pages to the threads: equip's CPU time does not grow.
+        let manual = simulate(&mut Equip, &cfg(Migration::Manual), specs("W1", 30));
+        let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
+        assert!(cpu(&manual) <= cpu(&equip) * 1.01);
+        assert!(manual.page_migrations.clone().unwrap() > 0);
+    }
+}

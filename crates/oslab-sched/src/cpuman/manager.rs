@@ -253,15 +253,7 @@ pub fn run(
         }
         if changed {
             let views = views(&mut running, true);
-            let allocs = policy.allocate(&views, p);
-            let wanted: Vec<(u64, usize)> = running
-                .iter()
-                .zip(&allocs)
-                .map(|(r, &a)| (r.spec.id, a))
-                .collect();
-            if policy.pins() {
-                mapping = mapping::map(&cfg.order, &mapping, &wanted);
-            }
+            let allocs = mapping::reallocate(policy, &views, &cfg.order, &mut mapping);
             for (r, &a) in running.iter_mut().zip(&allocs) {
                 let set = if policy.pins() {
                     mapping.get(&r.spec.id).cloned().unwrap_or_default()

@@ -111,6 +111,25 @@ pub fn map(
         .collect()
 }
 
+/// One reallocation, as live runs and the simulator both do it: the policy's counts for `views`
+/// on `cpus` processors, and the mapping updated from them (a policy that does not pin leaves it
+/// empty; counts that did not change leave it as it is).
+pub fn reallocate(
+    policy: &mut dyn crate::policy::Policy,
+    views: &[crate::policy::JobView],
+    order: &[(usize, usize)],
+    mapping: &mut BTreeMap<u64, Vec<usize>>,
+) -> Vec<usize> {
+    let allocs = policy.allocate(views, order.len());
+    let same = views.iter().zip(&allocs).all(|(v, &a)| v.alloc == a);
+    if policy.pins() && !same {
+        let wanted: Vec<(u64, usize)> =
+            views.iter().zip(&allocs).map(|(v, &a)| (v.id, a)).collect();
+        *mapping = map(order, mapping, &wanted);
+    }
+    allocs
+}
+
 /// `need` consecutive `candidates` (sorted positions of an order sorted by node) that span the
 /// fewest nodes, then the shortest stretch of the order.
 fn tightest_block(candidates: &[usize], need: usize, node: impl Fn(usize) -> usize) -> Vec<usize> {

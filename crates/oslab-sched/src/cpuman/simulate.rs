@@ -119,17 +119,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
             changed = false;
             let views = views(&running, true);
             running.iter_mut().for_each(|j| j.speedup = None);
-            let allocs = policy.allocate(&views, p);
-            let wanted: Vec<(u64, usize)> = running
-                .iter()
-                .zip(&allocs)
-                .map(|(j, &a)| (j.spec.id, a))
-                .collect();
-            // The mapping changes only when some allocation does.
-            let same = running.iter().zip(&allocs).all(|(j, &a)| j.alloc == a);
-            if policy.pins() && !same {
-                mapping = mapping::map(&order, &mapping, &wanted);
-            }
+            let allocs = mapping::reallocate(policy, &views, &order, &mut mapping);
             for (j, &a) in running.iter_mut().zip(&allocs) {
                 let set = mapping.get(&j.spec.id).cloned().unwrap_or_default();
                 if a == j.alloc && set == j.cpus {

@@ -18,7 +18,7 @@ use crate::policy::{JobView, Policy};
 use oslab_core::model::TimelineEvent;
 use oslab_core::perf::{self, Counter};
 use oslab_core::{signals, CpuSet};
-use serde_json::{json, Map, Value};
+use serde_json::Map;
 use std::collections::{BTreeMap, VecDeque};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -211,7 +211,7 @@ pub fn run(
                 let mut r = running.remove(k);
                 close_spans(&mut spans, &mut timeline, Some(r.spec.id));
                 account(&mut r, end);
-                timeline.push(job_span(&r.outcome));
+                timeline.push(r.outcome.span_event());
                 policy.remove(r.spec.id);
                 mapping.remove(&r.spec.id);
                 finished.push(r.outcome.clone());
@@ -284,7 +284,7 @@ pub fn run(
                         }
                     }
                 }
-                timeline.push(alloc_event(r, t));
+                timeline.push(r.outcome.alloc_event(r.alloc, &r.cpus, t));
             }
         }
         // Where every thread ran since the last look.
@@ -642,46 +642,5 @@ fn span_event(s: &Span) -> TimelineEvent {
         start_ns: s.start * 1e9,
         dur_ns: (s.end - s.start) * 1e9,
         args,
-    }
-}
-
-fn job_track(o: &JobOutcome) -> String {
-    format!("job {} {}", o.id, o.kind_name())
-}
-
-fn alloc_event(r: &Running, t: f64) -> TimelineEvent {
-    let args = json!({"job": r.spec.id, "threads": r.alloc, "cpus": r.cpus});
-    TimelineEvent {
-        track: job_track(&r.outcome),
-        kind: "alloc".into(),
-        start_ns: t * 1e9,
-        dur_ns: 0.0,
-        args: match args {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        },
-    }
-}
-
-/// The job's queued and running spans.
-pub fn job_span(o: &JobOutcome) -> TimelineEvent {
-    let (start, end) = (
-        o.start_s.unwrap_or(o.submit_s),
-        o.end_s.unwrap_or(o.submit_s),
-    );
-    let args = json!({
-        "job": o.id, "kind": o.kind_name(), "request": o.request,
-        "submitted_s": o.submit_s, "waited_s": start - o.submit_s,
-        "cpu_s": o.cpu_s, "speedup": o.speedup(), "completed": o.completed,
-    });
-    TimelineEvent {
-        track: job_track(o),
-        kind: "running".into(),
-        start_ns: start * 1e9,
-        dur_ns: (end - start) * 1e9,
-        args: match args {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        },
     }
 }

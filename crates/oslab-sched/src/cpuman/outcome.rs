@@ -5,7 +5,14 @@
 use crate::jobs::Kind;
 use oslab_core::model::{Measurement, Status, TimelineEvent, Unit};
 use oslab_core::stats::Summary;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
 
 /// One job's life.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +60,39 @@ impl JobOutcome {
             .filter(|&e| e > 0.0)
             .map(|e| self.alloc_integral / e)
     }
+    /// Its row on a timeline.
+    pub fn track(&self) -> String {
+        format!("job {} {}", self.id, self.kind_name())
+    }
+
+    /// An allocation change at `t` (s): `threads` on `cpus` (empty: not pinned).
+    pub fn alloc_event(&self, threads: usize, cpus: &[usize], t: f64) -> TimelineEvent {
+        TimelineEvent {
+            track: self.track(),
+            kind: "alloc".into(),
+            start_ns: t * 1e9,
+            dur_ns: 0.0,
+            args: object(json!({"job": self.id, "threads": threads, "cpus": cpus})),
+        }
+    }
+
+    /// Its life from start to end, with what it cost.
+    pub fn span_event(&self) -> TimelineEvent {
+        let start = self.start_s.unwrap_or(self.submit_s);
+        let end = self.end_s.unwrap_or(self.submit_s);
+        TimelineEvent {
+            track: self.track(),
+            kind: "running".into(),
+            start_ns: start * 1e9,
+            dur_ns: (end - start) * 1e9,
+            args: object(json!({
+                "job": self.id, "kind": self.kind_name(), "request": self.request,
+                "submitted_s": self.submit_s, "waited_s": start - self.submit_s,
+                "cpu_s": self.cpu_s, "speedup": self.speedup(), "completed": self.completed,
+            })),
+        }
+    }
+
     /// Its kind's name ("external" for commands).
     pub fn kind_name(&self) -> &'static str {
         if self.external {

@@ -27,8 +27,6 @@ use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
 use super::workload::JobSpec;
 use crate::jobs::Kind;
 use crate::policy::{JobView, Policy};
-use oslab_core::model::TimelineEvent;
-use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The simulated machine and its rules.
@@ -150,7 +148,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
                     pages_moved += moved;
                     j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
                 }
-                timeline.push(alloc_event(j, t));
+                timeline.push(j.out.alloc_event(j.alloc, &j.cpus, t));
             }
         }
         // Rates until the next event.
@@ -234,7 +232,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
                 bursts += j.alloc.min(p) as f64;
                 policy.remove(j.spec.id);
                 mapping.remove(&j.spec.id);
-                timeline.push(super::manager::job_span(&j.out));
+                timeline.push(j.out.span_event());
                 done.push(j.out);
                 changed = true;
                 continue;
@@ -365,20 +363,6 @@ fn move_pages(pages: &mut [f64], to: &[usize], share: f64) -> f64 {
         pages[n] += moved / to.len() as f64;
     }
     moved
-}
-
-fn alloc_event(j: &SimJob, t: f64) -> TimelineEvent {
-    let args = json!({"job": j.spec.id, "threads": j.alloc, "cpus": j.cpus});
-    TimelineEvent {
-        track: format!("job {} {}", j.spec.id, j.spec.kind.name()),
-        kind: "alloc".into(),
-        start_ns: t * 1e9,
-        dur_ns: 0.0,
-        args: match args {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        },
-    }
 }
 
 #[cfg(test)]

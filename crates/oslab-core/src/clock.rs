@@ -154,12 +154,22 @@ impl Clock {
 /// `CLOCK_MONOTONIC_RAW` in nanoseconds.
 #[inline(always)]
 pub fn monotonic_raw_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC_RAW)
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the clock of the kernel's timestamps and bpf_ktime_get_ns).
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+#[inline(always)]
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; the call cannot fail for this clock id.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; the call cannot fail for these clock ids.
+    unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

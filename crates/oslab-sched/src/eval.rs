@@ -3,6 +3,7 @@
 //! interleaved; execution time per run, contention, shuffles, and the reduction with its
 //! interval.
 
+use crate::locks::{Choice, Monitor};
 use crate::shuffle::{watch, Daemon};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -98,7 +99,7 @@ pub fn workloads(
                 "threads",
                 &format!("--threads={t}"),
                 "--thread-locks=2",
-                "--events=20000",
+                "--events=2000",
                 "--time=0",
                 "run",
             ]),
@@ -135,6 +136,8 @@ pub struct Outcome {
     pub lock_fraction: f64,
     /// Shuffles performed.
     pub shuffles: u32,
+    /// How lock waits were measured.
+    pub method: String,
 }
 
 /// Runs `w` once under a daemon (`shuffle` false: monitor only), measuring every `interval`.
@@ -144,6 +147,7 @@ pub fn run_once(
     threshold: f64,
     interval: Duration,
     shuffle: bool,
+    method: Choice,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Outcome>, String> {
     let started = Instant::now();
@@ -154,7 +158,16 @@ pub fn run_once(
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", w.argv[0]))?;
     let pid = child.id() as i32;
-    let daemon = Daemon::new(pid, domains.to_vec(), threshold, interval, !shuffle);
+    let monitor = match Monitor::open(pid, method) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e.to_string());
+        }
+    };
+    let method = monitor.method();
+    let daemon = Daemon::new(monitor, domains.to_vec(), threshold, interval, !shuffle);
     let watched = watch(daemon, Some(&mut child), stop, &mut |_| {});
     if watched.as_ref().map_or(true, |w| w.interrupted) {
         let _ = child.kill();
@@ -192,6 +205,7 @@ pub fn run_once(
             fr.iter().sum::<f64>() / fr.len() as f64
         },
         shuffles: watched.summary.shuffles,
+        method,
     }))
 }
 
@@ -225,6 +239,7 @@ mod tests {
             0.1,
             Duration::from_millis(50),
             true,
+            Choice::Auto,
             &|| false,
         )
         .unwrap()
@@ -243,6 +258,7 @@ mod tests {
             0.1,
             Duration::from_millis(50),
             true,
+            Choice::Proxy,
             &|| false
         )
         .is_err());

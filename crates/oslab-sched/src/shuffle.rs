@@ -4,7 +4,7 @@
 //! threads to consecutive CPUs of one domain. Threads created later are placed at the next
 //! interval; threads that exit are dropped. Every affinity changed is restored at the end.
 
-use crate::locks::{self, MonitorError, ThreadWait};
+use crate::locks::{self, Monitor, MonitorError, ThreadWait};
 use oslab_core::affinity::{get_affinity, set_affinity};
 use oslab_core::model::TimelineEvent;
 use oslab_core::{params, CpuSet, Topology};
@@ -44,15 +44,15 @@ pub struct Decision {
     pub lock_fraction: f64,
 }
 
-/// The process's lock-wait fraction: waiting samples over all samples of all threads.
+/// The process's lock-wait fraction: time waited over time observed, summed over its threads.
 pub fn lock_fraction(waits: &[ThreadWait]) -> f64 {
-    let (w, n) = waits.iter().fold((0u64, 0u64), |a, t| {
-        (a.0 + u64::from(t.waiting), a.1 + u64::from(t.samples))
+    let (w, n) = waits.iter().fold((0.0, 0.0), |a, t| {
+        (a.0 + t.waited.min(t.observed), a.1 + t.observed)
     });
-    if n == 0 {
+    if n <= 0.0 {
         0.0
     } else {
-        w as f64 / n as f64
+        w / n
     }
 }
 
@@ -109,10 +109,10 @@ pub struct Summary {
 /// The shuffling loop over one process.
 pub struct Daemon {
     pid: i32,
+    monitor: Monitor,
     domains: Vec<Vec<usize>>,
     threshold: f64,
     interval: Duration,
-    period: Duration,
     monitor_only: bool,
     originals: BTreeMap<i32, CpuSet>,
     placed: BTreeMap<i32, usize>,
@@ -125,20 +125,21 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// A daemon for `pid` over `domains`. `monitor_only` measures and decides but never moves.
+    /// A daemon for the process `monitor` watches, over `domains`. `monitor_only` measures and
+    /// decides but never moves.
     pub fn new(
-        pid: i32,
+        monitor: Monitor,
         domains: Vec<Vec<usize>>,
         threshold: f64,
         interval: Duration,
         monitor_only: bool,
     ) -> Daemon {
         Daemon {
-            pid,
+            pid: monitor.pid(),
+            monitor,
             domains,
             threshold,
             interval,
-            period: (interval / 40).max(Duration::from_millis(1)),
             monitor_only,
             originals: BTreeMap::new(),
             placed: BTreeMap::new(),
@@ -151,7 +152,7 @@ impl Daemon {
 
     /// One interval: measure, decide, move what needs moving. Returns the status line.
     pub fn step(&mut self) -> Result<String, MonitorError> {
-        let waits = locks::sample(self.pid, self.interval, self.period)?;
+        let waits = self.monitor.measure(self.interval)?;
         self.summary.intervals += 1;
         let fraction = lock_fraction(&waits);
         self.summary.lock_fractions.push(fraction);
@@ -352,8 +353,8 @@ mod tests {
     fn w(tid: i32, waiting: u32) -> ThreadWait {
         ThreadWait {
             tid,
-            samples: 100,
-            waiting,
+            waited: f64::from(waiting),
+            observed: 100.0,
         }
     }
 

@@ -353,6 +353,10 @@ pub struct ShuffleArgs {
     /// Measure and decide, but never move a thread (to measure the daemon's own cost).
     #[arg(long)]
     pub monitor_only: bool,
+    /// How to measure lock waits: ebpf (exact, needs root or CAP_BPF+CAP_PERFMON), proxy
+    /// (sampling /proc), or auto (eBPF when it loads, else the proxy, saying why).
+    #[arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")]
+    pub method: oslab_sched::locks::Choice,
     /// Print JSON instead of tables at the end.
     #[arg(long)]
     pub json: bool,
@@ -383,6 +387,9 @@ pub struct ShuffleEvalArgs {
     /// Shuffling threshold.
     #[arg(long, default_value = "10%", value_parser = parse_fraction)]
     pub threshold: f64,
+    /// How the daemon measures lock waits (as for `oslab shuffle`).
+    #[arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")]
+    pub method: oslab_sched::locks::Choice,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,

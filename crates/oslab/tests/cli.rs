@@ -791,6 +791,10 @@ fn shuffle_watches_a_contended_program_and_stores_its_decisions() {
     let median = lock["summary"]["median"].as_f64().unwrap();
     assert!(median > 0.05 && median <= 1.0, "{lock}");
     assert!(lock["note"].as_str().unwrap().contains("method"));
+    // As root, the exact method is the one in use.
+    if is_root() {
+        assert_eq!(lock["params"]["method"], "ebpf", "{lock}");
+    }
     let conn = rusqlite::Connection::open(&db).unwrap();
     let intervals: i64 = conn
         .query_row(
@@ -879,6 +883,99 @@ fn shuffle_refuses_targets_it_cannot_watch() {
     assert!(e.contains("cannot start"), "{e}");
     let e = fails(&["shuffle", "--db", db], 2);
     assert!(e.contains("--pid"), "{e}");
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn without_bpf_permission_shuffle_says_so_and_falls_back_or_refuses() {
+    let _turn = shared();
+    if !is_root() || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root and setpriv to run oslab as an unprivileged user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let db = dir.path().join("nobody.db");
+    let as_nobody = |method: &str| {
+        std::process::Command::new("/usr/bin/setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(assert_cmd::cargo::cargo_bin("oslab"))
+            .args(["shuffle", "--method", method, "--interval", "50ms", "--db"])
+            .arg(&db)
+            .args(["--", "sleep", "0.2"])
+            .output()
+            .unwrap()
+    };
+    // Asked for eBPF: a clear refusal naming the capability, and the started command reaped.
+    let out = as_nobody("ebpf");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("eBPF") && err.contains("CAP_BPF"), "{err}");
+    // Auto: the proxy, labelled, with the reason.
+    let out = as_nobody("auto");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("measured by proxy") && err.contains("eBPF unavailable"),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs sysbench, stress-ng and perf (.ci/run installs them)"]
+fn shuffle_eval_runs_the_external_programs_users_know() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let mut args = vec!["shuffle-eval", "--runs", "1", "--threads", "4", "--json"];
+    let names = [
+        "sysbench-mutex",
+        "sysbench-threads",
+        "stress-ng-mutex",
+        "perf-futex-lock-pi",
+    ];
+    for n in names {
+        args.extend(["--workload", n]);
+    }
+    args.extend(["--db", db.to_str().unwrap()]);
+    let run = json(&stdout(&args));
+    let ms = run["measurements"].as_array().unwrap();
+    for n in names {
+        for mode in ["with", "without"] {
+            let t = ms
+                .iter()
+                .find(|m| {
+                    m["metric"] == "time"
+                        && m["params"]["workload"] == n
+                        && m["params"]["mode"] == mode
+                })
+                .unwrap_or_else(|| panic!("no {mode} time for {n}: {ms:?}"));
+            assert_eq!(t["status"], "ok", "{t}");
+            let secs = t["summary"]["median"].as_f64().unwrap() / 1e9;
+            assert!(secs > 0.0 && secs < 120.0, "{t}");
+        }
+    }
+    // The programs with threads wait on their locks, and the daemon saw it.
+    let lock = |n: &str| {
+        ms.iter()
+            .find(|m| {
+                m["metric"] == "lock_fraction"
+                    && m["params"]["workload"] == n
+                    && m["params"]["mode"] == "without"
+            })
+            .unwrap()["summary"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(lock("perf-futex-lock-pi") > 0.05);
+    assert!(lock("sysbench-threads") > 0.05);
 }
 
 #[test]

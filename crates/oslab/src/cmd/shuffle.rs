@@ -7,7 +7,7 @@ use oslab_core::affinity::get_affinity;
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::{params, signals, Status};
 use oslab_probes::probe::judged;
-use oslab_sched::locks::{self, MonitorError};
+use oslab_sched::locks::{self, Monitor, MonitorError};
 use oslab_sched::shuffle::{self, Daemon};
 use std::process::ExitCode;
 
@@ -44,8 +44,20 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     let allowed =
         get_affinity(pid).map_err(|e| anyhow::anyhow!("cannot read the affinity of {pid}: {e}"))?;
     let domains = shuffle::domains(&session.machine.topology, &allowed);
+    let monitor = match Monitor::open(pid, args.method) {
+        Ok(m) => m,
+        Err(e) => {
+            if let Some(mut c) = child {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            return Err(anyhow::anyhow!("{e}"));
+        }
+    };
+    let method = monitor.method();
+    eprintln!("lock waits measured by {method}");
     let daemon = Daemon::new(
-        pid,
+        monitor,
         domains.clone(),
         args.threshold,
         args.interval,
@@ -69,6 +81,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         "threshold" => args.threshold,
         "interval_ms" => args.interval.as_millis() as u64,
         "mode" => if args.monitor_only { "monitor-only" } else { "shuffle" },
+        "method" => if method.starts_with("eBPF") { "ebpf" } else { "proxy" },
     };
     let one_domain = (domains.len() < 2).then_some(
         "the target may use one cache domain only: regrouping cannot separate anything on this machine",
@@ -92,7 +105,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         "lock_fraction",
         Unit::Ratio,
         &summary.lock_fractions,
-        Some(format!("per interval; method: {}", locks::METHOD)),
+        Some(format!("per interval; method: {method}")),
         None,
     )];
     ms.push(single(
@@ -133,7 +146,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         pct(summary.after),
         pct(summary.overhead),
         summary.restored,
-        locks::METHOD,
+        method,
         one_domain.unwrap_or("")
     );
     session.finish(&ms, &timeline, interrupted, args.json, Some(text))

@@ -57,6 +57,7 @@ pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
     }
     let mut ms = Vec::new();
     let mut interrupted = false;
+    let mut methods = std::collections::BTreeSet::new();
     'workloads: for w in list {
         let w = match w {
             Ok(w) => w,
@@ -85,6 +86,7 @@ pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
                     args.threshold,
                     args.interval,
                     shuffle,
+                    args.method,
                     &signals::interrupted,
                 ) {
                     Ok(Some(o)) => {
@@ -118,6 +120,10 @@ pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
             }
         }
         summarise(&mut text, &mut ms, &w, &runs);
+        methods.extend(runs.iter().flatten().map(|o| o.method.clone()));
+    }
+    for m in &methods {
+        let _ = writeln!(text, "lock waits measured by {m}");
     }
     session.finish(&ms, &[], interrupted, args.json, Some(text))
 }

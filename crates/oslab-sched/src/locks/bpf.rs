@@ -1,0 +1,238 @@
+//! The eBPF method: `bpf/futex_wait.bpf.c`, compiled by `scripts/build-bpf` and committed as an
+//! object, loaded with aya (pure Rust: no clang or libelf needed to build or run oslab). The
+//! program keeps, per thread of the target, the total nanoseconds spent in futex wait calls that
+//! slept (EAGAIN returns excluded) and the start of the wait in progress; an interval's wait is
+//! the difference of two reads of (completed + in progress).
+
+use super::{proxy, threads, MonitorError, ThreadWait};
+use aya::maps::HashMap;
+use aya::programs::TracePoint;
+use aya::{Ebpf, EbpfLoader};
+use oslab_core::clock::monotonic_ns;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// What this method measures, for every result it produces.
+pub const METHOD: &str =
+    "eBPF: time in futex wait calls per thread (sys_enter/exit_futex, tgid-filtered, EAGAIN excluded)";
+
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/futex_wait.bpf.o");
+
+/// The `waits` map's value (struct wait_total in the C source).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct WaitTotal {
+    wait_ns: u64,
+    waits: u64,
+    fast_returns: u64,
+}
+
+// SAFETY: plain old data, three u64s, any bit pattern valid.
+unsafe impl aya::Pod for WaitTotal {}
+
+/// The loaded and attached program; dropping it detaches and unloads everything.
+pub struct FutexWaits {
+    // Always Some until dropped.
+    ebpf: Option<Ebpf>,
+}
+
+impl Drop for FutexWaits {
+    /// Detaching waits for an RCU grace period per tracepoint link (~75 ms each in a VM, six
+    /// links): done on a thread of its own so that the caller's summary and store do not wait.
+    /// At exit the kernel closes whatever is left.
+    fn drop(&mut self) {
+        if let Some(e) = self.ebpf.take() {
+            std::thread::spawn(move || drop(e));
+        }
+    }
+}
+
+impl FutexWaits {
+    /// Loads the program for process `pid` and attaches it to the futex tracepoints.
+    pub fn attach(pid: i32) -> Result<FutexWaits, String> {
+        let tgid = pid as u32;
+        let mut ebpf = EbpfLoader::new()
+            // The program reads no kernel structure (tracepoint records only), so it needs no CO-RE
+            // relocation: skip parsing the kernel's BTF (~100 ms of CPU at start).
+            .btf(None)
+            .override_global("target_tgid", &tgid, true)
+            .load(OBJECT)
+            .map_err(|e| explain(&e))?;
+        // futex(2) is required; the futex2 wait calls exist from Linux 5.16 / 6.7 only.
+        for (prog, tracepoints, required) in [
+            ("futex_enter", &["sys_enter_futex"][..], true),
+            ("futex_exit", &["sys_exit_futex"][..], true),
+            (
+                "futex2_enter",
+                &["sys_enter_futex_wait", "sys_enter_futex_waitv"][..],
+                false,
+            ),
+            (
+                "futex_exit",
+                &["sys_exit_futex_wait", "sys_exit_futex_waitv"][..],
+                false,
+            ),
+        ] {
+            let p: &mut TracePoint = ebpf
+                .program_mut(prog)
+                .ok_or_else(|| format!("program {prog} missing from the object"))?
+                .try_into()
+                .map_err(|e| explain(&e))?;
+            if p.fd().is_err() {
+                p.load().map_err(|e| explain(&e))?;
+            }
+            for tp in tracepoints {
+                match p.attach("syscalls", tp) {
+                    Ok(_) => {}
+                    Err(e) if required => {
+                        return Err(format!("attach to syscalls:{tp}: {}", explain(&e)))
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        let mut me = FutexWaits { ebpf: Some(ebpf) };
+        me.adopt_waits_in_progress(pid);
+        Ok(me)
+    }
+
+    fn ebpf(&self) -> &Ebpf {
+        self.ebpf.as_ref().expect("present until dropped")
+    }
+
+    fn ebpf_mut(&mut self) -> &mut Ebpf {
+        self.ebpf.as_mut().expect("present until dropped")
+    }
+
+    /// Threads already asleep in a futex wait when the program was attached have no start
+    /// entry, so their wait would be missed until it ends and then ignored. Their /proc syscall
+    /// line shows them: record "waiting since now". A thread that wakes between our read and the
+    /// insert is taken out again by the re-read (a smaller window remains; its next wait
+    /// overwrites the entry).
+    fn adopt_waits_in_progress(&mut self, pid: i32) {
+        let Some(Ok(mut started)) = self
+            .ebpf_mut()
+            .map_mut("started")
+            .map(HashMap::<_, u32, u64>::try_from)
+        else {
+            return;
+        };
+        let blocked = |tid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
+                .is_ok_and(|l| proxy::is_futex_wait(&l))
+        };
+        const BPF_NOEXIST: u64 = 1;
+        for tid in threads(pid).unwrap_or_default() {
+            if blocked(tid)
+                && started
+                    .insert(tid as u32, monotonic_ns(), BPF_NOEXIST)
+                    .is_ok()
+                && !blocked(tid)
+            {
+                let _ = started.remove(&(tid as u32));
+            }
+        }
+    }
+
+    /// Per thread: nanoseconds waited since loading, including the wait in progress; and the
+    /// threads whose entries may go (not in `alive`).
+    fn totals(&self, now_ns: u64) -> Result<BTreeMap<u32, u64>, MonitorError> {
+        let map_err = |e: aya::maps::MapError| MonitorError::Bpf(explain(&e));
+        let waits: HashMap<_, u32, WaitTotal> =
+            HashMap::try_from(self.ebpf().map("waits").expect("map in object")).map_err(map_err)?;
+        let started: HashMap<_, u32, u64> =
+            HashMap::try_from(self.ebpf().map("started").expect("map in object"))
+                .map_err(map_err)?;
+        // Completed waits first, then those in progress: a wait ending between the two reads is
+        // missed now and counted in the next interval's read (totals only grow).
+        let mut out: BTreeMap<u32, u64> = BTreeMap::new();
+        for (tid, w) in waits.iter().flatten() {
+            *out.entry(tid).or_default() += w.wait_ns;
+        }
+        for (tid, since) in started.iter().flatten() {
+            *out.entry(tid).or_default() += now_ns.saturating_sub(since);
+        }
+        Ok(out)
+    }
+
+    /// Forgets threads that no longer exist (a thread killed inside a wait leaves an entry).
+    fn forget_except(&mut self, alive: &[i32]) {
+        forget::<WaitTotal>(self.ebpf_mut(), "waits", alive);
+        forget::<u64>(self.ebpf_mut(), "started", alive);
+    }
+
+    /// Each thread's wait over the next `interval`; returns early with [`MonitorError::Gone`]
+    /// when the process exits.
+    pub fn measure(
+        &mut self,
+        pid: i32,
+        interval: Duration,
+    ) -> Result<Vec<ThreadWait>, MonitorError> {
+        let t0 = monotonic_ns();
+        let before = self.totals(t0)?;
+        let end = Instant::now() + interval;
+        while let Some(left) = end
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+        {
+            std::thread::sleep(left.min(Duration::from_millis(20)));
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                return Err(MonitorError::Gone(pid));
+            }
+        }
+        let t1 = monotonic_ns();
+        let after = self.totals(t1)?;
+        let alive = threads(pid)?;
+        let observed = t1.saturating_sub(t0) as f64;
+        let mut tids: Vec<u32> = alive.iter().map(|t| *t as u32).collect();
+        tids.extend(after.keys().filter(|t| before.get(t) != after.get(t)));
+        tids.sort_unstable();
+        tids.dedup();
+        let out = tids
+            .into_iter()
+            .map(|tid| ThreadWait {
+                tid: tid as i32,
+                waited: after
+                    .get(&tid)
+                    .unwrap_or(&0)
+                    .saturating_sub(*before.get(&tid).unwrap_or(&0)) as f64,
+                observed,
+            })
+            .collect();
+        self.forget_except(&alive);
+        Ok(out)
+    }
+}
+
+/// Removes the entries of `map` (keyed by tid) whose thread is not in `alive`.
+fn forget<V: aya::Pod>(ebpf: &mut Ebpf, map: &str, alive: &[i32]) {
+    let Some(Ok(mut m)) = ebpf.map_mut(map).map(HashMap::<_, u32, V>::try_from) else {
+        return;
+    };
+    let gone: Vec<u32> = m
+        .keys()
+        .flatten()
+        .filter(|t| !alive.contains(&(*t as i32)))
+        .collect();
+    for t in gone {
+        let _ = m.remove(&t);
+    }
+}
+
+/// An error with its causes, and what to do about a permission error.
+fn explain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        // aya repeats a cause in its own message: keep each once.
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(&format!(": {s_text}"));
+        }
+        source = s.source();
+    }
+    if text.contains("Operation not permitted") || text.contains("EPERM") {
+        text.push_str(" (loading BPF needs CAP_BPF and CAP_PERFMON, or root)");
+    }
+    text
+}

@@ -290,6 +290,29 @@ pub fn median(samples: &[f64]) -> Option<f64> {
     Some(quantile_sorted(&v, 0.5))
 }
 
+/// |modified z| above which a value is an outlier (Iglewicz and Hoaglin).
+pub const OUTLIER_Z: f64 = 3.5;
+
+/// Robust (modified) z-scores: 0.6745 (x - median) / MAD, so that one bad value cannot hide
+/// itself by inflating the spread as it does a mean and standard deviation. When more than half
+/// the values are equal (MAD = 0) the mean absolute deviation stands in, scaled by 1.2533
+/// (both estimate sigma for normal data). None with fewer than three values, or when all are
+/// equal: nothing can stand out.
+pub fn robust_z(values: &[f64]) -> Option<Vec<f64>> {
+    if values.len() < 3 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let med = median(values)?;
+    let deviations: Vec<f64> = values.iter().map(|v| (v - med).abs()).collect();
+    let mad = median(&deviations)?;
+    let scale = if mad > 0.0 {
+        mad / 0.6745
+    } else {
+        1.2533 * deviations.iter().sum::<f64>() / values.len() as f64
+    };
+    (scale > 0.0).then(|| values.iter().map(|v| (v - med) / scale).collect())
+}
+
 /// Percentile bootstrap 95% CI of the median, with a fixed-seed generator so it is reproducible.
 fn bootstrap_median_ci(sorted: &[f64]) -> (f64, f64) {
     let n = sorted.len();
@@ -454,5 +477,25 @@ mod tests {
         assert_eq!((s.min, s.max, s.median), (2.0, 20.0, 5.0));
         let neg = Summary::new(&[1.0, 2.0, 3.0]).unwrap().scaled(-1.0);
         assert!(neg.min <= neg.median && neg.median <= neg.max);
+    }
+
+    #[test]
+    fn robust_z_finds_the_one_slow_node() {
+        // Eight nodes near 100, one at 140: only it stands out, by far.
+        let v = [100.0, 101.0, 99.0, 100.5, 98.5, 100.0, 101.5, 99.5, 140.0];
+        let z = robust_z(&v).unwrap();
+        let out: Vec<usize> = (0..v.len()).filter(|&i| z[i].abs() > OUTLIER_Z).collect();
+        assert_eq!(out, vec![8]);
+        assert!(z[8] > 20.0, "{z:?}");
+        // A plain z-score would not flag it: the outlier inflates the standard deviation.
+        let mean = v.iter().sum::<f64>() / 9.0;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 8.0).sqrt();
+        assert!((140.0 - mean) / sd < 3.5);
+        // Most equal: MAD is 0, the mean absolute deviation takes over.
+        let z = robust_z(&[5.0, 5.0, 5.0, 5.0, 9.0]).unwrap();
+        assert!(z[4] > OUTLIER_Z && z[0] == 0.0, "{z:?}");
+        assert!(robust_z(&[1.0, 2.0]).is_none());
+        assert!(robust_z(&[3.0, 3.0, 3.0]).is_none());
+        assert!(robust_z(&[1.0, f64::NAN, 2.0]).is_none());
     }
 }

@@ -161,6 +161,52 @@ pub fn comparison(rows: &[oslab_store::compare::Row]) -> String {
     t.to_string()
 }
 
+/// The fleet view: one line per node (its outliers and largest deviation), then the node x
+/// measurement matrix of deviations from the fleet median ("!" marks an outlier). With more than
+/// 12 nodes, only measurements with an outlier are listed unless `all`.
+pub fn fleet(s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
+    let mut nodes = new_table(&["node", "run", "measured", "outliers", "largest deviation"]);
+    for v in &s.verdicts {
+        let worst = v.worst.as_ref().map_or(String::new(), |(label, dev, z)| {
+            format!("{label}: {:+.1}% (z {z:+.1})", dev * 100.0)
+        });
+        nodes.add_row(vec![
+            v.node.clone(),
+            v.run_id.to_string(),
+            v.measured.to_string(),
+            if v.outliers > 0 {
+                format!("{} !", v.outliers)
+            } else {
+                "0".into()
+            },
+            worst,
+        ]);
+    }
+    right(&mut nodes, &[1, 2, 3]);
+    let mut header = vec!["measurement", "unit", "fleet median"];
+    header.extend(s.nodes.iter().map(String::as_str));
+    let mut matrix = new_table(&header);
+    let few = s.nodes.len() <= 12;
+    for row in &s.rows {
+        if !(all || few || row.cells.iter().flatten().any(|c| c.outlier)) {
+            continue;
+        }
+        let (div, sym) = scale_for(row.unit, row.median);
+        let mut cells = vec![row.label(), sym.to_string(), num(row.median / div)];
+        cells.extend(row.cells.iter().map(|c| match c {
+            Some(c) => format!(
+                "{:+.1}%{}",
+                c.deviation * 100.0,
+                if c.outlier { " !" } else { "" }
+            ),
+            None => "-".into(),
+        }));
+        matrix.add_row(cells);
+    }
+    right(&mut matrix, &(2..3 + s.nodes.len()).collect::<Vec<_>>());
+    format!("{nodes}\n\n{matrix}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

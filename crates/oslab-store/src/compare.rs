@@ -52,7 +52,7 @@ pub struct Row {
     pub verdict: Verdict,
 }
 
-fn key(m: &Measurement) -> (String, String, String) {
+pub(crate) fn key(m: &Measurement) -> (String, String, String) {
     let mut params = m.params.clone();
     for k in PLACEMENT {
         params.remove(*k);

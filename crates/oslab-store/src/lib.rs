@@ -13,6 +13,7 @@
 
 pub mod compare;
 pub mod exchange;
+pub mod fleet;
 mod schema;
 mod store;
 

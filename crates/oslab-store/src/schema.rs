@@ -64,6 +64,16 @@ CREATE TABLE timeline (
 );
 CREATE INDEX timeline_by_run ON timeline(run_id, seq);
 "#,
+    // Labels on runs, e.g. the Slurm job and node a fleet run came from.
+    r#"
+CREATE TABLE run_tags (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key    TEXT NOT NULL,
+    value  TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE INDEX run_tags_by_value ON run_tags(key, value);
+"#,
 ];
 
 /// The schema version this build writes.

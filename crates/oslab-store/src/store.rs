@@ -5,6 +5,7 @@ use oslab_core::model::{Measurement, Prediction, Status, TimelineEvent, Unit};
 use oslab_core::stats::Summary;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Errors of the store. Each message names the file and what to do.
@@ -286,6 +287,17 @@ impl Store {
         measurements: &[Measurement],
         timeline: &[TimelineEvent],
     ) -> Result<i64, StoreError> {
+        self.save_tagged_run(run, measurements, timeline, &[])
+    }
+
+    /// [`Store::save_run`] with tags (key, value), in the same transaction.
+    pub fn save_tagged_run(
+        &mut self,
+        run: &RunRecord,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+        tags: &[(&str, &str)],
+    ) -> Result<i64, StoreError> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO runs (started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment)
@@ -363,6 +375,11 @@ impl Store {
                         .then(|| serde_json::Value::Object(e.args.clone()).to_string()),
                 ])?;
             }
+            let mut tag =
+                tx.prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)")?;
+            for (k, v) in tags {
+                tag.execute(params![run_id, k, v])?;
+            }
         }
         tx.commit()?;
         Ok(run_id)
@@ -411,6 +428,24 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The runs tagged `key` = `value`, oldest first.
+    pub fn tagged(&self, key: &str, value: &str) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT run_id FROM run_tags WHERE key = ?1 AND value = ?2 ORDER BY run_id")?;
+        let ids = stmt.query_map([key, value], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    }
+
+    /// A run's tags.
+    pub fn tags(&self, run_id: i64) -> Result<BTreeMap<String, String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, value FROM run_tags WHERE run_id = ?1")?;
+        let tags = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(tags.collect::<Result<_, _>>()?)
     }
 
     /// Resolves a run reference to an id.
@@ -743,5 +778,38 @@ mod tests {
             .query_row("SELECT count(*) FROM measurements", [], |r| r.get(0))
             .unwrap();
         assert_eq!(count, 0);
+    }
+
+    #[test]
+    fn tags_are_stored_with_the_run_and_found_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("t.db")).unwrap();
+        let a = s
+            .save_tagged_run(
+                &record(),
+                &[measured()],
+                &[],
+                &[("fleet.job", "7"), ("fleet.node", "n1")],
+            )
+            .unwrap();
+        let b = s.save_run(&record(), &[measured()], &[]).unwrap();
+        let c = s
+            .save_tagged_run(
+                &record(),
+                &[],
+                &[],
+                &[("fleet.job", "7"), ("fleet.node", "n2")],
+            )
+            .unwrap();
+        assert_eq!(s.tagged("fleet.job", "7").unwrap(), vec![a, c]);
+        assert!(s.tagged("fleet.job", "8").unwrap().is_empty());
+        assert_eq!(s.tags(c).unwrap()["fleet.node"], "n2");
+        assert!(s.tags(b).unwrap().is_empty());
+        // A duplicate key is refused, and the whole run with it.
+        let runs = s.runs().unwrap().len();
+        assert!(s
+            .save_tagged_run(&record(), &[measured()], &[], &[("k", "1"), ("k", "2")])
+            .is_err());
+        assert_eq!(s.runs().unwrap().len(), runs);
     }
 }

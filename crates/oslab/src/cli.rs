@@ -37,6 +37,9 @@ pub enum Command {
     /// The CPU manager of seed 003: malleable parallel jobs under native, equipartition or PDPA
     /// allocation, with page migration; workloads, live runs, comparisons.
     Cpuman(CpumanArgs),
+    /// Run the suite on every node of a Slurm cluster and see the nodes side by side: submit,
+    /// collect, summary (outlier nodes by robust z-score).
+    Fleet(FleetArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
     /// Write a self-contained HTML report (or Markdown with SVG files) of a stored run.
@@ -735,4 +738,98 @@ pub struct CpumanJobArgs {
     pub channel_fd: i32,
     #[arg(long, default_value_t = 1 << 20)]
     pub l2_bytes: u64,
+}
+
+/// `oslab fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: FleetCommand,
+}
+
+/// What `oslab fleet` does.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Write and submit an sbatch script: one `oslab run RUN-ARGS` per node, each exporting its
+    /// run as JSON into the results directory; prints the job id.
+    Submit(FleetSubmitArgs),
+    /// Import every node's result of a fleet job (validated) into the store, tagged with the job.
+    Collect(FleetCollectArgs),
+    /// Node x measurement table of a collected job: fleet median, each node's deviation, outliers.
+    Summary(FleetSummaryArgs),
+    /// (internal) One node's share of a fleet job, started by the sbatch script.
+    #[command(hide = true)]
+    Task(FleetTaskArgs),
+}
+
+/// `oslab fleet submit`.
+#[derive(Debug, Args)]
+pub struct FleetSubmitArgs {
+    /// Slurm partition (default: the cluster's default partition).
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    /// Nodes: a Slurm hostlist ("n[01-16],gpu3") or "all" (every node of the partition).
+    #[arg(long, value_name = "LIST|all", default_value = "all")]
+    pub nodes: String,
+    /// Share the nodes with other jobs (default: exclusive, so nothing else disturbs the numbers).
+    #[arg(long)]
+    pub shared: bool,
+    /// Directory on a file system every node sees; each job writes RESULTS/JOBID/node-NAME.json.
+    #[arg(long, value_name = "DIR", default_value = "oslab-fleet")]
+    pub results: PathBuf,
+    /// How the nodes get this oslab binary: sbcast (copied to each node's /tmp) or shared (this
+    /// path is visible on every node).
+    #[arg(long, value_parser = ["sbcast", "shared"], default_value = "sbcast")]
+    pub stage: String,
+    /// Slurm time limit, e.g. 30:00.
+    #[arg(long, value_name = "TIME")]
+    pub time: Option<String>,
+    /// Print the sbatch script instead of submitting it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Wait until the job has left the queue.
+    #[arg(long)]
+    pub wait: bool,
+    /// Arguments of `oslab run` for every node (after --), e.g. -- --quick syscall.
+    #[arg(last = true, value_name = "RUN-ARGS")]
+    pub run_args: Vec<String>,
+}
+
+/// `oslab fleet collect`.
+#[derive(Debug, Args)]
+pub struct FleetCollectArgs {
+    /// A job's results directory (RESULTS/JOBID), or RESULTS itself for every job in it.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Where to store the runs.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab fleet summary`.
+#[derive(Debug, Args)]
+pub struct FleetSummaryArgs {
+    /// The Slurm job id.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
+    #[arg(long)]
+    pub all: bool,
+    /// Where the runs are stored.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `oslab fleet task` (internal).
+#[derive(Debug, Args)]
+pub struct FleetTaskArgs {
+    /// The results directory.
+    #[arg(long, value_name = "DIR")]
+    pub results: PathBuf,
+    /// Arguments of `oslab run`.
+    #[arg(last = true, value_name = "RUN-ARGS")]
+    pub run_args: Vec<String>,
 }

@@ -56,25 +56,12 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     // Every file is read and validated before the store is touched: all or nothing.
-    let mut docs = Vec::new();
-    for path in &args.files {
-        let size = std::fs::metadata(path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?
-            .len();
-        if size > exchange::MAX_BYTES {
-            anyhow::bail!(
-                "{} is {} MiB; an oslab export is at most {} MiB. Nothing was imported.",
-                path.display(),
-                size >> 20,
-                exchange::MAX_BYTES >> 20
-            );
-        }
-        let bytes = std::fs::read(path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        let doc = exchange::parse(&bytes)
-            .map_err(|e| anyhow::anyhow!("{}: {e}\nNothing was imported.", path.display()))?;
-        docs.push((path, doc));
-    }
+    let docs = args
+        .files
+        .iter()
+        .map(|p| read_document(p).map(|d| (p, d)))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map_err(|e| anyhow::anyhow!("{e}\nNothing was imported."))?;
     let mut store = open_store(&args.store)?;
     for (path, doc) in docs {
         let from = doc.run.id;
@@ -93,4 +80,22 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads and validates one oslab.run/1 document (size-checked before reading).
+pub fn read_document(path: &std::path::Path) -> anyhow::Result<RunDocument> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?
+        .len();
+    if size > exchange::MAX_BYTES {
+        anyhow::bail!(
+            "{} is {} MiB; an oslab export is at most {} MiB.",
+            path.display(),
+            size >> 20,
+            exchange::MAX_BYTES >> 20
+        );
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    exchange::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

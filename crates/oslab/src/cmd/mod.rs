@@ -4,6 +4,7 @@ mod activity;
 mod compare;
 mod cpuman;
 mod exchange;
+mod fleet;
 mod info;
 mod list;
 mod lockbench;
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::run(a),
         Command::Numa(a) => run::run(a.into()),
         Command::Cpuman(a) => cpuman::run(a),
+        Command::Fleet(a) => fleet::run(a),
         Command::Activity(a) => activity::run(a),
         Command::Migrate(a) => migrate::run(a),
         Command::Shuffle(a) => shuffle::run(a),

@@ -1,0 +1,214 @@
+//! The Slurm side: the batch script, and the client commands (sinfo, scontrol, sbatch, squeue).
+
+use std::path::Path;
+use std::process::Command;
+
+/// What goes into the batch script.
+#[derive(Debug, Clone)]
+pub struct ScriptOptions<'a> {
+    pub partition: Option<&'a str>,
+    pub nodelist: &'a str,
+    pub node_count: Option<usize>,
+    pub exclusive: bool,
+    pub time: Option<&'a str>,
+    pub results: &'a Path,
+    pub binary: &'a Path,
+    /// Copy the binary to each node's /tmp with sbcast (else it is used where it is).
+    pub sbcast: bool,
+    pub run_args: &'a [String],
+}
+
+/// Single-quotes a word for bash.
+pub fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The sbatch script: one task per node, each running `oslab fleet task`.
+pub fn script(o: &ScriptOptions) -> String {
+    let mut s = format!(
+        "#!/bin/bash\n# Written by `oslab fleet submit` (oslab {}).\n#SBATCH --job-name=oslab-fleet\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Some(n) = o.node_count {
+        s += &format!("#SBATCH --nodes={n}\n");
+    }
+    s += &format!(
+        "#SBATCH --nodelist={}\n#SBATCH --ntasks-per-node=1\n",
+        o.nodelist
+    );
+    if o.exclusive {
+        s += "#SBATCH --exclusive\n";
+    }
+    if let Some(p) = o.partition {
+        s += &format!("#SBATCH --partition={p}\n");
+    }
+    if let Some(t) = o.time {
+        s += &format!("#SBATCH --time={t}\n");
+    }
+    s += &format!(
+        "#SBATCH --output={}/slurm-%j.out\nset -u\nresults={}\nbin={}\n",
+        o.results.display(),
+        quote(&o.results.to_string_lossy()),
+        quote(&o.binary.to_string_lossy())
+    );
+    if o.sbcast {
+        s += "staged=/tmp/oslab-fleet-$SLURM_JOB_ID\n\
+              sbcast --force \"$bin\" \"$staged\" || { echo \"oslab fleet: sbcast of $bin failed\" >&2; exit 1; }\n\
+              bin=$staged\n";
+    }
+    let args: Vec<String> = o.run_args.iter().map(|a| quote(a)).collect();
+    s += &format!(
+        "srun --ntasks-per-node=1 --kill-on-bad-exit=0 \"$bin\" fleet task --results \"$results\" -- {}\nstatus=$?\n",
+        args.join(" ")
+    );
+    if o.sbcast {
+        s += "srun --ntasks-per-node=1 rm -f \"$staged\"\n";
+    }
+    s += "exit $status\n";
+    s
+}
+
+/// Runs a Slurm client command and returns its standard output, or a clear error.
+fn client(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(program).args(args).output().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            anyhow::anyhow!(
+                "{program} not found: oslab fleet needs Slurm's client commands (Debian: slurm-client); --dry-run prints the script without them"
+            )
+        } else {
+            anyhow::anyhow!("cannot run {program}: {e}")
+        }
+    })?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Node states a job can be given (sinfo's short names, without the '*' of unreachable nodes).
+const USABLE: &[&str] = &["idle", "mix", "alloc", "comp", "resv", "plnd"];
+
+/// A partition's nodes: those a job can have, and the others with their state.
+pub type Nodes = (Vec<String>, Vec<(String, String)>);
+
+/// The nodes of `partition` (or of the default partition).
+pub fn partition_nodes(partition: Option<&str>) -> anyhow::Result<Nodes> {
+    let text = client("sinfo", &["-h", "-N", "-o", "%N %P %t"])?;
+    Ok(pick_nodes(&text, partition))
+}
+
+/// `sinfo -h -N -o "%N %P %t"` lines -> the partition's nodes, usable and not.
+fn pick_nodes(text: &str, partition: Option<&str>) -> Nodes {
+    let (mut ok, mut skipped) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [node, part, state] = f[..] else { continue };
+        let wanted = match partition {
+            Some(p) => part.trim_end_matches('*') == p,
+            None => part.ends_with('*'),
+        };
+        if !wanted || ok.iter().any(|n| n == node) || skipped.iter().any(|(n, _)| n == node) {
+            continue;
+        }
+        if USABLE.contains(&state) {
+            ok.push(node.to_string());
+        } else {
+            skipped.push((node.to_string(), state.to_string()));
+        }
+    }
+    (ok, skipped)
+}
+
+/// The node names of a hostlist expression, when scontrol is here to expand it.
+pub fn hostnames(list: &str) -> Option<Vec<String>> {
+    client("scontrol", &["show", "hostnames", list])
+        .ok()
+        .map(|t| t.lines().map(str::to_string).collect())
+}
+
+/// Submits a script; returns the job id.
+pub fn submit(script: &Path) -> anyhow::Result<String> {
+    let out = client("sbatch", &["--parsable", &script.to_string_lossy()])?;
+    // "JOBID" or "JOBID;CLUSTER".
+    let id = out.trim().split(';').next().unwrap_or("").to_string();
+    if !super::is_job_id(&id) {
+        anyhow::bail!("sbatch answered {out:?}, not a job id");
+    }
+    Ok(id)
+}
+
+/// Whether the job is still pending or running.
+pub fn in_queue(job: &str) -> bool {
+    client("squeue", &["-h", "-j", job, "-o", "%T"]).is_ok_and(|t| !t.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_runs_one_task_per_node_with_every_argument_intact() {
+        let args = vec!["--quick".to_string(), "it's *".to_string()];
+        let o = ScriptOptions {
+            partition: Some("batch"),
+            nodelist: "n[01-04]",
+            node_count: Some(4),
+            exclusive: true,
+            time: Some("30:00"),
+            results: Path::new("/shared/res"),
+            binary: Path::new("/home/u/oslab"),
+            sbcast: true,
+            run_args: &args,
+        };
+        let s = script(&o);
+        for line in [
+            "#SBATCH --nodes=4",
+            "#SBATCH --nodelist=n[01-04]",
+            "#SBATCH --ntasks-per-node=1",
+            "#SBATCH --exclusive",
+            "#SBATCH --partition=batch",
+            "#SBATCH --time=30:00",
+            "#SBATCH --output=/shared/res/slurm-%j.out",
+        ] {
+            assert!(s.lines().any(|l| l == line), "{line} missing:\n{s}");
+        }
+        // Directives come before the first command, or sbatch ignores them.
+        let first_cmd = s.lines().position(|l| !l.starts_with('#')).unwrap();
+        assert!(s.lines().skip(first_cmd).all(|l| !l.starts_with("#SBATCH")));
+        assert!(s.contains(r"-- '--quick' 'it'\''s *'"), "{s}");
+        assert!(s.contains("sbcast --force"));
+        // bash parses it.
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.sh");
+        std::fs::write(&f, &s).unwrap();
+        assert!(Command::new("bash")
+            .arg("-n")
+            .arg(&f)
+            .status()
+            .unwrap()
+            .success());
+        let shared = script(&ScriptOptions {
+            sbcast: false,
+            exclusive: false,
+            partition: None,
+            ..o
+        });
+        assert!(!shared.contains("sbcast") && !shared.contains("--exclusive"));
+        assert!(!shared.contains("--partition"));
+    }
+
+    #[test]
+    fn all_means_the_usable_nodes_of_the_partition() {
+        let sinfo = "n1 batch* idle\nn2 batch* mix\nn3 batch* down*\nn4 batch* drain\nn1 debug idle\ng1 gpu alloc\n";
+        let (ok, skipped) = pick_nodes(sinfo, None);
+        assert_eq!(ok, vec!["n1", "n2"]);
+        assert_eq!(skipped.len(), 2);
+        assert_eq!(pick_nodes(sinfo, Some("gpu")).0, vec!["g1"]);
+        assert_eq!(pick_nodes(sinfo, Some("debug")).0, vec!["n1"]);
+        assert_eq!(quote("a'b"), r"'a'\''b'");
+    }
+}

@@ -1,0 +1,116 @@
+//! `oslab fleet submit`: checks the run arguments here (a typo should not cost a queue wait),
+//! picks the nodes, writes the batch script and the job's manifest, submits, prints the job id.
+
+use super::slurm::{self, ScriptOptions};
+use super::MANIFEST;
+use crate::cli::{Cli, FleetSubmitArgs};
+use crate::cmd::write_whole;
+use crate::error::usage;
+use clap::Parser;
+use oslab_core::signals;
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
+    check_run_args(&args.run_args)?;
+    let results = std::path::absolute(&args.results)?;
+    if results.to_string_lossy().chars().any(char::is_whitespace) {
+        return Err(usage(format!(
+            "--results {}: Slurm's #SBATCH --output cannot hold a path with spaces",
+            results.display()
+        )));
+    }
+    let (nodelist, names) = if args.nodes == "all" {
+        let (ok, skipped) = slurm::partition_nodes(args.partition.as_deref())?;
+        for (n, state) in &skipped {
+            eprintln!("leaving out node {n}: {state}");
+        }
+        if ok.is_empty() {
+            anyhow::bail!(
+                "no usable node in partition {}",
+                args.partition.as_deref().unwrap_or("(default)")
+            );
+        }
+        (ok.join(","), Some(ok))
+    } else {
+        (args.nodes.clone(), slurm::hostnames(&args.nodes))
+    };
+    let binary = std::env::current_exe()?.canonicalize()?;
+    let script = slurm::script(&ScriptOptions {
+        partition: args.partition.as_deref(),
+        nodelist: &nodelist,
+        node_count: names.as_ref().map(Vec::len),
+        exclusive: !args.shared,
+        time: args.time.as_deref(),
+        results: &results,
+        binary: &binary,
+        sbcast: args.stage == "sbcast",
+        run_args: &args.run_args,
+    });
+    if args.dry_run {
+        print!("{script}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    std::fs::create_dir_all(&results)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", results.display()))?;
+    let script_path = results.join(format!(
+        ".oslab-fleet-{}-{}.sbatch",
+        oslab_core::time::utc_now().replace(':', ""),
+        std::process::id()
+    ));
+    write_whole(&script_path, script.as_bytes())?;
+    let job = slurm::submit(&script_path)?;
+    let job_dir = results.join(&job);
+    std::fs::create_dir_all(&job_dir)?;
+    let manifest = serde_json::json!({
+        "job": job,
+        "nodes": names.clone().unwrap_or_default(),
+        "nodelist": nodelist,
+        "run_args": args.run_args,
+        "submitted": oslab_core::time::utc_now(),
+        "binary": binary,
+        "script": script,
+    });
+    write_whole(
+        &job_dir.join(MANIFEST),
+        serde_json::to_string_pretty(&manifest)?.as_bytes(),
+    )?;
+    let _ = std::fs::remove_file(&script_path);
+    println!("{job}");
+    eprintln!(
+        "submitted fleet job {job} on {}; results in {}\nthen: oslab fleet collect {} && oslab fleet summary {job}",
+        names.map_or(nodelist.clone(), |n| format!("{} node(s)", n.len())),
+        job_dir.display(),
+        job_dir.display()
+    );
+    if args.wait {
+        signals::install();
+        while slurm::in_queue(&job) {
+            if signals::interrupted() {
+                eprintln!("stopped waiting; job {job} keeps running (scancel {job} stops it)");
+                return Ok(ExitCode::from(130));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        eprintln!("job {job} has left the queue");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run arguments must parse as `oslab run` arguments, and leave the store to the task.
+fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
+    for a in run_args {
+        if a == "--db" || a.starts_with("--db=") || a == "--json" {
+            return Err(usage(format!(
+                "{a} is chosen by fleet (each node writes its own store and exports JSON)"
+            )));
+        }
+    }
+    let argv = ["oslab", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(run_args.iter().cloned());
+    Cli::try_parse_from(argv)
+        .map(|_| ())
+        .map_err(|e| usage(format!("the run arguments after --: {}", e.render())))
+}

@@ -1,0 +1,64 @@
+//! `oslab fleet summary JOB`: the collected runs of one job side by side.
+
+use super::{JOB_TAG, NODE_TAG};
+use crate::cli::FleetSummaryArgs;
+use crate::cmd::{open_store, print_json, print_text};
+use crate::error::usage;
+use oslab_core::stats::OUTLIER_Z;
+use oslab_store::fleet::{summarize, NodeRun};
+use oslab_store::RunRef;
+use std::process::ExitCode;
+
+pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.store)?;
+    let ids = store.tagged(JOB_TAG, &args.job)?;
+    if ids.is_empty() {
+        return Err(usage(format!(
+            "no runs of fleet job {} in {} (collect them first: oslab fleet collect RESULTS/{})",
+            args.job,
+            store.path().display(),
+            args.job
+        )));
+    }
+    let mut runs = Vec::new();
+    for id in ids {
+        let node = store
+            .tags(id)?
+            .get(NODE_TAG)
+            .cloned()
+            .unwrap_or_else(|| format!("run{id}"));
+        let (_, measurements) = store.load_run(&RunRef::Id(id))?;
+        runs.push(NodeRun {
+            node,
+            run_id: id,
+            measurements,
+        });
+    }
+    let s = summarize(&runs);
+    if args.json {
+        print_json(&s)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let flagged: Vec<&str> = s
+        .verdicts
+        .iter()
+        .filter(|v| v.outliers > 0)
+        .map(|v| v.node.as_str())
+        .collect();
+    let mut text = format!(
+        "fleet job {}: {} node(s), {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {OUTLIER_Z}, median/MAD)\n",
+        args.job,
+        s.nodes.len(),
+        s.rows.len()
+    );
+    if s.nodes.len() < 3 {
+        text += "note: outliers need at least 3 nodes; none can be flagged here\n";
+    }
+    text += &oslab_report::table::fleet(&s, args.all);
+    text += &match flagged.len() {
+        0 => "\nno outlier nodes".to_string(),
+        _ => format!("\noutlier nodes: {}", flagged.join(", ")),
+    };
+    print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,427 @@
+//! `oslab fleet`: submit's checks and script, the per-node task under a Slurm-like environment,
+//! collect and summary over many nodes (copies of one real run, one of them made slow: this
+//! machine is one node), and, ignored unless Slurm is installed (.ci/run installs it), the whole
+//! path on a one-host Slurm cluster started on loopback.
+
+mod common;
+
+use common::{fails, oslab, stdout, temp_db};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn json(out: &[u8]) -> Value {
+    serde_json::from_slice(out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(out)))
+}
+
+#[test]
+fn submit_checks_the_run_arguments_before_anything_is_queued() {
+    let e = fails(&["fleet", "submit", "--dry-run", "--", "--no-such-flag"], 2);
+    assert!(
+        e.contains("run arguments") && e.contains("--no-such-flag"),
+        "{e}"
+    );
+    let e = fails(&["fleet", "submit", "--dry-run", "--", "--db", "x.db"], 2);
+    assert!(e.contains("chosen by fleet"), "{e}");
+    let e = fails(
+        &[
+            "fleet",
+            "submit",
+            "--dry-run",
+            "--results",
+            "/tmp/a b",
+            "--nodes",
+            "n1",
+        ],
+        2,
+    );
+    assert!(e.contains("spaces"), "{e}");
+    // A dry run prints the script it would submit; bash parses it.
+    let out = stdout(&[
+        "fleet",
+        "submit",
+        "--dry-run",
+        "--nodes",
+        "n[1-2]",
+        "--partition",
+        "batch",
+        "--stage",
+        "shared",
+        "--",
+        "--quick",
+        "syscall.*",
+    ]);
+    let script = String::from_utf8(out).unwrap();
+    assert!(script.contains("#SBATCH --nodelist=n[1-2]\n"), "{script}");
+    assert!(script.contains("#SBATCH --exclusive\n"));
+    assert!(script.contains("fleet task --results") && script.contains("'syscall.*'"));
+    assert!(!script.contains("sbcast"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.sh"), &script).unwrap();
+    assert!(Command::new("bash")
+        .arg("-n")
+        .arg(dir.path().join("s.sh"))
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn the_task_outside_slurm_says_so() {
+    let out = oslab()
+        .args(["fleet", "task", "--results", "/tmp", "--", "--quick"])
+        .env_remove("SLURM_JOB_ID")
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SLURM_JOB_ID"));
+}
+
+/// Scales every value of a run document (summaries and samples) by `f`.
+fn scaled(doc: &Value, host: &str, f: impl Fn(usize) -> f64) -> Value {
+    let mut d = doc.clone();
+    d["run"]["hostname"] = host.into();
+    for (i, m) in d["measurements"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let k = f(i);
+        if let Some(s) = m["summary"].as_object_mut() {
+            for key in [
+                "min", "p25", "median", "p75", "max", "mean", "stddev", "ci_low", "ci_high",
+            ] {
+                if let Some(v) = s.get(key).and_then(Value::as_f64) {
+                    s.insert(key.into(), (v * k).into());
+                }
+            }
+        }
+        if let Some(samples) = m["samples"].as_array_mut() {
+            for v in samples.iter_mut() {
+                *v = (v.as_f64().unwrap() * k).into();
+            }
+        }
+    }
+    d
+}
+
+#[test]
+fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
+    let results = tempfile::tempdir().unwrap();
+    let (_db_dir, db) = temp_db();
+    let db_s = db.to_str().unwrap();
+    // The real task, as srun would start it on node "alpha" of job 777.
+    oslab()
+        .args(["fleet", "task", "--results"])
+        .arg(results.path())
+        .args(["--", "--quick", "syscall.getp*"])
+        .env("SLURM_JOB_ID", "777")
+        .env("SLURMD_NODENAME", "alpha")
+        .assert()
+        .success();
+    let job = results.path().join("777");
+    let alpha: Value =
+        serde_json::from_slice(&std::fs::read(job.join("node-alpha.json")).unwrap()).unwrap();
+    assert!(!alpha["measurements"].as_array().unwrap().is_empty());
+    assert!(std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .all(|e| !e
+            .file_name()
+            .to_string_lossy()
+            .starts_with("oslab-fleet-777-alpha")));
+    // Five more nodes: within 2% of alpha, except "slow" at +60%; "dead" failed.
+    for (i, node) in ["beta", "gamma", "delta", "eps", "slow"].iter().enumerate() {
+        let k = if *node == "slow" {
+            1.6
+        } else {
+            1.0 + 0.004 * (i as f64 + 1.0)
+        };
+        let doc = scaled(&alpha, node, |m| k * (1.0 + 0.001 * (m % 3) as f64));
+        std::fs::write(job.join(format!("node-{node}.json")), doc.to_string()).unwrap();
+    }
+    std::fs::write(
+        job.join("node-dead.failed"),
+        "oslab run ended with signal 9\n",
+    )
+    .unwrap();
+    std::fs::write(
+        job.join("fleet.json"),
+        r#"{"job": "777", "nodes": ["alpha","beta","gamma","delta","eps","slow","dead","late"]}"#,
+    )
+    .unwrap();
+    let out = oslab()
+        .args(["fleet", "collect"])
+        .arg(results.path())
+        .args(["--db", db_s])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("collected 6 run(s)"), "{err}");
+    assert!(
+        err.contains("node dead failed: oslab run ended with signal 9"),
+        "{err}"
+    );
+    assert!(err.contains("no result yet from late"), "{err}");
+    // Collecting again stores nothing twice.
+    let out = oslab()
+        .args(["fleet", "collect"])
+        .arg(&job)
+        .args(["--db", db_s])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("collected 0 run(s); 6 already in the store")
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let tagged: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM run_tags WHERE key = 'fleet.job' AND value = '777'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tagged, 6);
+    // The summary flags the slow node, and only it.
+    let s = json(&stdout(&[
+        "fleet", "summary", "777", "--json", "--db", db_s,
+    ]));
+    let flagged: Vec<&str> = s["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["outliers"].as_u64().unwrap() > 0)
+        .map(|v| v["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged, vec!["slow"]);
+    let text = String::from_utf8(stdout(&["fleet", "summary", "777", "--db", db_s])).unwrap();
+    assert!(text.contains("outlier nodes: slow"), "{text}");
+    assert!(text.contains("% !") && text.contains("slow"), "{text}");
+    let e = fails(&["fleet", "summary", "778", "--db", db_s], 2);
+    assert!(e.contains("no runs of fleet job 778"), "{e}");
+}
+
+#[test]
+fn a_malformed_result_collects_nothing() {
+    let results = tempfile::tempdir().unwrap();
+    let (_d, db) = temp_db();
+    let job = results.path().join("5");
+    std::fs::create_dir_all(&job).unwrap();
+    std::fs::write(job.join("node-a.json"), r#"{"schema": "oslab.run/1"}"#).unwrap();
+    let e = fails(
+        &[
+            "fleet",
+            "collect",
+            results.path().to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        e.contains("node-a.json") && e.contains("Nothing was collected"),
+        "{e}"
+    );
+    let e = fails(
+        &[
+            "fleet",
+            "collect",
+            job.parent().unwrap().parent().unwrap().to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(e.contains("no fleet results"), "{e}");
+}
+
+/// munged, slurmctld and slurmd for this host only, on loopback ports of their own; stopped and
+/// reaped on drop.
+struct Cluster {
+    dir: tempfile::TempDir,
+    daemons: Vec<Child>,
+}
+
+impl Cluster {
+    fn conf(&self) -> PathBuf {
+        self.dir.path().join("slurm.conf")
+    }
+
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_path_buf();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for sub in ["state", "spool"] {
+            std::fs::create_dir(d.join(sub)).unwrap();
+        }
+        let key: Vec<u8> = (0..1024u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        std::fs::write(d.join("munge.key"), key).unwrap();
+        std::fs::set_permissions(d.join("munge.key"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        let mut c = Cluster {
+            dir,
+            daemons: Vec::new(),
+        };
+        let sock = d.join("munge.sock");
+        c.spawn(
+            Command::new("munged")
+                .args(["--foreground", "--force"])
+                .arg(format!("--key-file={}", d.join("munge.key").display()))
+                .arg(format!("--socket={}", sock.display()))
+                .arg(format!("--pid-file={}", d.join("munged.pid").display()))
+                .arg(format!("--log-file={}", d.join("munged.log").display()))
+                .arg(format!("--seed-file={}", d.join("munge.seed").display())),
+        );
+        wait_for(|| sock.exists(), "munged's socket", &d);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap()
+            .trim()
+            .to_string();
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        let port = 20000 + (std::process::id() % 10000) * 2;
+        let conf = format!(
+            "ClusterName=oslabtest\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={port}\nSlurmdPort={}\n\
+             SlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={}\n\
+             StateSaveLocation={}\nSlurmdSpoolDir={}\nSlurmctldPidFile={}\nSlurmdPidFile={}\n\
+             SlurmctldLogFile={}\nSlurmdLogFile={}\nProctrackType=proctrack/pgid\nTaskPlugin=task/none\n\
+             SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nMpiDefault=none\nReturnToService=2\n\
+             JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\nInactiveLimit=0\nMinJobAge=300\n\
+             NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN\n\
+             PartitionName=oslab Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+            port + 1,
+            sock.display(),
+            d.join("state").display(),
+            d.join("spool").display(),
+            d.join("slurmctld.pid").display(),
+            d.join("slurmd.pid").display(),
+            d.join("slurmctld.log").display(),
+            d.join("slurmd.log").display(),
+        );
+        std::fs::write(c.conf(), conf).unwrap();
+        let cf = c.conf();
+        c.spawn(Command::new("slurmctld").args(["-D", "-i", "-f"]).arg(&cf));
+        c.spawn(
+            Command::new("slurmd")
+                .args(["-D", "-N", &host, "-f"])
+                .arg(&cf),
+        );
+        wait_for(
+            || {
+                Command::new("sinfo")
+                    .args(["-h", "-o", "%t"])
+                    .env("SLURM_CONF", &cf)
+                    .output()
+                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
+            },
+            "the node to be idle",
+            &d,
+        );
+        c
+    }
+
+    fn spawn(&mut self, cmd: &mut Command) {
+        let child = cmd
+            .env("SLURM_CONF", self.conf())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        self.daemons.push(child);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for c in self.daemons.iter_mut().rev() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        for c in &mut self.daemons {
+            let t = Instant::now();
+            while matches!(c.try_wait(), Ok(None)) && t.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn wait_for(mut ok: impl FnMut() -> bool, what: &str, logs: &Path) {
+    let t = Instant::now();
+    while !ok() {
+        if t.elapsed() > Duration::from_secs(60) {
+            let mut text = String::new();
+            for f in ["munged.log", "slurmctld.log", "slurmd.log"] {
+                text += &format!(
+                    "--- {f}\n{}\n",
+                    std::fs::read_to_string(logs.join(f)).unwrap_or_default()
+                );
+            }
+            panic!("timed out waiting for {what}\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+#[ignore = "needs root, slurm-wlm and munge (.ci/run installs them)"]
+fn a_fleet_run_on_a_one_host_slurm_cluster() {
+    let cluster = Cluster::start();
+    let results = tempfile::tempdir().unwrap();
+    let (_d, db) = temp_db();
+    let mut submit = Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["fleet", "submit", "--wait", "--time", "5:00", "--results"])
+        .arg(results.path())
+        .args(["--", "--quick", "syscall.getp*"])
+        .env("SLURM_CONF", cluster.conf())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(
+        || !matches!(submit.try_wait(), Ok(None)),
+        "the fleet job",
+        cluster.dir.path(),
+    );
+    let out = submit.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let job = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(job.parse::<u64>().is_ok(), "{job:?} {err}");
+    // The staged copy of the binary is gone again.
+    assert!(!Path::new(&format!("/tmp/oslab-fleet-{job}")).exists());
+    let slurm_out = std::fs::read_to_string(results.path().join(format!("slurm-{job}.out")))
+        .unwrap_or_default();
+    stdout(&[
+        "fleet",
+        "collect",
+        results.path().to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let s = json(&stdout(&[
+        "fleet",
+        "summary",
+        &job,
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(s["nodes"], serde_json::json!([host]), "{slurm_out}");
+    assert!(s["verdicts"][0]["measured"].as_u64().unwrap() >= 2, "{s}");
+}

@@ -87,6 +87,17 @@ pub struct FleetSummary {
     pub verdicts: Vec<NodeVerdict>,
 }
 
+impl FleetSummary {
+    /// The nodes with at least one outlier value.
+    pub fn outlier_nodes(&self) -> Vec<&str> {
+        self.verdicts
+            .iter()
+            .filter(|v| v.outliers > 0)
+            .map(|v| v.node.as_str())
+            .collect()
+    }
+}
+
 /// The value a measurement contributes: its median, when it was measured.
 fn value(m: &Measurement) -> Option<f64> {
     matches!(m.status, Status::Ok | Status::Noisy)
@@ -225,13 +236,7 @@ mod tests {
         assert_eq!(s.nodes.len(), 8);
         // Placement (cpu) is not part of the match: one row per probe.
         assert_eq!(s.rows.len(), 2);
-        let flagged: Vec<&str> = s
-            .verdicts
-            .iter()
-            .filter(|v| v.outliers > 0)
-            .map(|v| v.node.as_str())
-            .collect();
-        assert_eq!(flagged, vec!["n05"]);
+        assert_eq!(s.outlier_nodes(), vec!["n05"]);
         let v = &s.verdicts[5];
         let (label, dev, z) = v.worst.clone().unwrap();
         assert!(label.starts_with("syscall"), "{label}");

@@ -904,16 +904,32 @@ fn without_bpf_permission_shuffle_says_so_and_falls_back_or_refuses() {
     )
     .unwrap();
     let db = dir.path().join("nobody.db");
-    let as_nobody = |method: &str| {
+    let nobody = |args: &[&str]| {
         std::process::Command::new("/usr/bin/setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(assert_cmd::cargo::cargo_bin("oslab"))
-            .args(["shuffle", "--method", method, "--interval", "50ms", "--db"])
+            .args(["shuffle", "--interval", "50ms", "--db"])
             .arg(&db)
-            .args(["--", "sleep", "0.2"])
+            .args(args)
             .output()
             .unwrap()
     };
+    let as_nobody = |method: &str| nobody(&["--method", method, "--", "sleep", "0.2"]);
+    // Another user's process (init): refused before anything is measured or moved.
+    let out = nobody(&["--pid", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("may not change the affinity of process 1"),
+        "{err}"
+    );
+    let out = nobody(&["--pid", "1", "--monitor-only"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot read the threads of process 1"),
+        "{err}"
+    );
     // Asked for eBPF: a clear refusal naming the capability, and the started command reaped.
     let out = as_nobody("ebpf");
     let err = String::from_utf8_lossy(&out.stderr);

@@ -116,15 +116,16 @@ impl Monitor {
     /// read, or when eBPF was required and cannot load.
     pub fn open(pid: i32, choice: Choice) -> Result<Monitor, MonitorError> {
         threads(pid)?;
+        let proxy = || proxy::check_access(pid).map(|_| How::Proxy);
         let (how, fallback) = match choice {
-            Choice::Proxy => (How::Proxy, None),
+            Choice::Proxy => (proxy()?, None),
             Choice::Ebpf => (
                 How::Ebpf(bpf::FutexWaits::attach(pid).map_err(MonitorError::Bpf)?),
                 None,
             ),
             Choice::Auto => match bpf::FutexWaits::attach(pid) {
                 Ok(b) => (How::Ebpf(b), None),
-                Err(why) => (How::Proxy, Some(format!("eBPF unavailable ({why})"))),
+                Err(why) => (proxy()?, Some(format!("eBPF unavailable ({why})"))),
             },
         };
         Ok(Monitor { pid, how, fallback })

@@ -17,6 +17,32 @@ pub const METHOD: &str =
 const WAIT_OPS: [u64; 5] = [0, 6, 9, 11, 13];
 const FUTEX_CMD_MASK: u64 = !(128 | 256);
 
+/// Reading another user's syscall file needs ptrace access: without it nothing can be measured.
+/// A process that has just exited (a zombie) refuses it too: that one is gone, not denied.
+fn denied(pid: i32, e: std::io::Error) -> MonitorError {
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.trim_start().chars().next())
+        });
+    match state {
+        None | Some('Z') | Some('X') => MonitorError::Gone(pid),
+        Some(_) => MonitorError::Denied {
+            pid,
+            why: format!("/proc/{pid}/task/*/syscall: {e}"),
+        },
+    }
+}
+
+/// Fails when the threads of `pid` may not be sampled.
+pub fn check_access(pid: i32) -> Result<(), MonitorError> {
+    match std::fs::read_to_string(format!("/proc/{pid}/syscall")) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(denied(pid, e)),
+        _ => Ok(()),
+    }
+}
+
 /// Whether a `/proc/.../syscall` line shows a thread blocked in a futex wait.
 pub fn is_futex_wait(syscall_line: &str) -> bool {
     let mut f = syscall_line.split_whitespace();
@@ -41,13 +67,19 @@ pub fn sample(
     period: Duration,
 ) -> Result<Vec<ThreadWait>, MonitorError> {
     let mut seen: BTreeMap<i32, ThreadWait> = BTreeMap::new();
+    let mut refused = None;
     let end = Instant::now() + interval;
     loop {
         let tids = threads(pid)?;
         for tid in tids {
-            let Ok(line) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
-            else {
-                continue; // the thread exited between the listing and the read
+            let line = match std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")) {
+                Ok(l) => l,
+                // Access was checked at the start: losing it means the thread is exiting.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    refused = Some(e);
+                    continue;
+                }
+                Err(_) => continue, // the thread exited between the listing and the read
             };
             let w = seen.entry(tid).or_insert(ThreadWait {
                 tid,
@@ -63,7 +95,10 @@ pub fn sample(
         }
         std::thread::sleep(period.min(end - now));
     }
-    Ok(seen.into_values().collect())
+    match refused {
+        Some(e) if seen.is_empty() => Err(denied(pid, e)),
+        _ => Ok(seen.into_values().collect()),
+    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 use super::session::Session;
 use crate::cli::ShuffleArgs;
 use crate::error::usage;
-use oslab_core::affinity::get_affinity;
+use oslab_core::affinity::{get_affinity, set_affinity};
 use oslab_core::model::{Measurement, Unit};
-use oslab_core::{params, signals, Status};
+use oslab_core::{params, signals, CpuSet, Status};
 use oslab_probes::probe::judged;
 use oslab_sched::locks::{self, Monitor, MonitorError};
 use oslab_sched::shuffle::{self, Daemon};
@@ -41,19 +41,17 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
             p
         }
     };
-    let allowed =
-        get_affinity(pid).map_err(|e| anyhow::anyhow!("cannot read the affinity of {pid}: {e}"))?;
-    let domains = shuffle::domains(&session.machine.topology, &allowed);
-    let monitor = match Monitor::open(pid, args.method) {
-        Ok(m) => m,
+    let (allowed, monitor) = match prepare(pid, &args) {
+        Ok(p) => p,
         Err(e) => {
             if let Some(mut c) = child {
                 let _ = c.kill();
                 let _ = c.wait();
             }
-            return Err(anyhow::anyhow!("{e}"));
+            return Err(e);
         }
     };
+    let domains = shuffle::domains(&session.machine.topology, &allowed);
     let method = monitor.method();
     eprintln!("lock waits measured by {method}");
     let daemon = Daemon::new(
@@ -150,6 +148,21 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         one_domain.unwrap_or("")
     );
     session.finish(&ms, &timeline, interrupted, args.json, Some(text))
+}
+
+/// The target's CPUs and its lock monitor, or why it cannot be watched (and moved).
+fn prepare(pid: i32, args: &ShuffleArgs) -> anyhow::Result<(CpuSet, Monitor)> {
+    let allowed =
+        get_affinity(pid).map_err(|e| anyhow::anyhow!("cannot read the affinity of {pid}: {e}"))?;
+    if !args.monitor_only {
+        // Setting it to what it is: fails now, not half way, when we may not move its threads.
+        set_affinity(pid, &allowed).map_err(|e| {
+            anyhow::anyhow!(
+                "may not change the affinity of process {pid}: {e} (another user's process: run as its owner or root, or use --monitor-only)"
+            )
+        })?;
+    }
+    Ok((allowed, Monitor::open(pid, args.method)?))
 }
 
 fn pct(v: Option<f64>) -> String {

@@ -39,12 +39,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
         print_json(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let flagged: Vec<&str> = s
-        .verdicts
-        .iter()
-        .filter(|v| v.outliers > 0)
-        .map(|v| v.node.as_str())
-        .collect();
+    let flagged = s.outlier_nodes();
     let mut text = format!(
         "fleet job {}: {} node(s), {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {OUTLIER_Z}, median/MAD)\n",
         args.job,

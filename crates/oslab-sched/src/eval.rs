@@ -110,10 +110,14 @@ pub fn workloads(
             "stress-ng-mutex",
             s(&[
                 "stress-ng",
+                // One worker with T threads: with several workers stress-ng 0.15 often ends with
+                // "could not create any pthreads" (exit 3) on a small machine.
                 "--mutex",
-                &t,
+                "1",
+                "--mutex-procs",
+                &threads.clamp(2, 64).to_string(),
                 "--mutex-ops",
-                "100000",
+                "200000",
                 "--quiet",
             ]),
             Score::Wall,
@@ -154,7 +158,7 @@ pub fn run_once(
     let mut child = Command::new(&w.argv[0])
         .args(&w.argv[1..])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", w.argv[0]))?;
     let pid = child.id() as i32;
@@ -178,7 +182,13 @@ pub fn run_once(
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     let wall = started.elapsed().as_secs_f64();
     if !out.status.success() {
-        return Err(format!("{} failed: {}", w.name, out.status));
+        let said = String::from_utf8_lossy(&out.stderr);
+        let last = said
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!("{} failed: {} {}", w.name, out.status, last.trim()));
     }
     let cost = match w.score {
         Score::Wall => wall,

@@ -350,16 +350,12 @@ pub struct ShuffleArgs {
     /// How often to measure and decide, e.g. 200ms.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "200ms")]
     pub interval: std::time::Duration,
-    /// Lock-wait share of thread time above which threads are regrouped, e.g. 10%.
-    #[arg(long, default_value = "10%", value_parser = parse_fraction)]
-    pub threshold: f64,
+    /// Threshold and lock-wait method.
+    #[command(flatten)]
+    pub locks: LockWaitArgs,
     /// Measure and decide, but never move a thread (to measure the daemon's own cost).
     #[arg(long)]
     pub monitor_only: bool,
-    /// How to measure lock waits: ebpf (exact, needs root or CAP_BPF+CAP_PERFMON), proxy
-    /// (sampling /proc), or auto (eBPF when it loads, else the proxy, saying why).
-    #[arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")]
-    pub method: oslab_sched::locks::Choice,
     /// Print JSON instead of tables at the end.
     #[arg(long)]
     pub json: bool,
@@ -369,6 +365,18 @@ pub struct ShuffleArgs {
     /// A command to start and watch (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// How the shuffler measures lock waits and when it acts (shared by shuffle and shuffle-eval).
+#[derive(Debug, Args, Clone, Copy)]
+pub struct LockWaitArgs {
+    /// Lock-wait share of thread time above which threads are regrouped, e.g. 10%.
+    #[arg(long, default_value = "10%", value_parser = parse_fraction)]
+    pub threshold: f64,
+    /// How to measure lock waits: ebpf (exact, needs root or CAP_BPF+CAP_PERFMON), proxy
+    /// (sampling /proc), or auto (eBPF when it loads, else the proxy, saying why).
+    #[arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")]
+    pub method: oslab_sched::locks::Choice,
 }
 
 /// `oslab shuffle-eval`.
@@ -387,12 +395,9 @@ pub struct ShuffleEvalArgs {
     /// Daemon interval.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "100ms")]
     pub interval: std::time::Duration,
-    /// Shuffling threshold.
-    #[arg(long, default_value = "10%", value_parser = parse_fraction)]
-    pub threshold: f64,
-    /// How the daemon measures lock waits (as for `oslab shuffle`).
-    #[arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")]
-    pub method: oslab_sched::locks::Choice,
+    /// Threshold and lock-wait method of the daemon.
+    #[command(flatten)]
+    pub locks: LockWaitArgs,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -57,7 +57,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     let daemon = Daemon::new(
         monitor,
         domains.clone(),
-        args.threshold,
+        args.locks.threshold,
         args.interval,
         args.monitor_only,
     );
@@ -76,7 +76,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     let base = params! {
         "pid" => pid,
         "domains" => domains.len(),
-        "threshold" => args.threshold,
+        "threshold" => args.locks.threshold,
         "interval_ms" => args.interval.as_millis() as u64,
         "mode" => if args.monitor_only { "monitor-only" } else { "shuffle" },
         "method" => if method.starts_with("eBPF") { "ebpf" } else { "proxy" },
@@ -162,7 +162,7 @@ fn prepare(pid: i32, args: &ShuffleArgs) -> anyhow::Result<(CpuSet, Monitor)> {
             )
         })?;
     }
-    Ok((allowed, Monitor::open(pid, args.method)?))
+    Ok((allowed, Monitor::open(pid, args.locks.method)?))
 }
 
 fn pct(v: Option<f64>) -> String {

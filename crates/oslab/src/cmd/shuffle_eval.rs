@@ -83,10 +83,10 @@ pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
                 match run_once(
                     &w,
                     &doms,
-                    args.threshold,
+                    args.locks.threshold,
                     args.interval,
                     shuffle,
-                    args.method,
+                    args.locks.method,
                     &signals::interrupted,
                 ) {
                     Ok(Some(o)) => {

@@ -140,6 +140,22 @@ pub struct Measurement {
     /// Raw per-iteration samples (after overhead subtraction), in `unit`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub samples: Option<Vec<f64>>,
+    /// The value is a paired difference of two measured quantities (e.g. the cost of one more
+    /// argument): it may truly be zero or below zero, so it has no best sample and no ratio.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub difference: bool,
+    /// How many times the probe measured this before the result was kept: more than 1 when a
+    /// noisy result was measured again later in the run.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub attempts: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Measurement {
@@ -164,7 +180,29 @@ impl Measurement {
             note: None,
             prediction: None,
             samples: None,
+            difference: false,
+            attempts: 1,
         }
+    }
+
+    /// The best sample: the maximum of a rate, the minimum of a time or count; none for a
+    /// paired difference (its smallest sample is noise, not a best case).
+    pub fn best(&self) -> Option<f64> {
+        let s = self.summary.as_ref()?;
+        match (self.difference, self.unit.higher_is_better()) {
+            (true, _) => None,
+            (false, true) => Some(s.max),
+            (false, false) => Some(s.min),
+        }
+    }
+
+    /// Whether the CI95 of a difference includes zero: no measurable difference.
+    pub fn difference_spans_zero(&self) -> bool {
+        self.difference
+            && self
+                .summary
+                .as_ref()
+                .is_some_and(|s| s.ci_low <= 0.0 && s.ci_high >= 0.0)
     }
 
     /// Parameters as a short `k=v k=v` string for tables.
@@ -195,6 +233,24 @@ pub struct TimelineEvent {
     /// Anything else worth keeping (sizes, ids, reasons).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub args: Map<String, Value>,
+}
+
+/// A size for reading: `32 KiB`, `1.5 MiB`, `4 GiB` (powers of 1024, three significant digits).
+pub fn bytes_text(bytes: u64) -> String {
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < 4 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let sym = ["B", "KiB", "MiB", "GiB", "TiB"][unit];
+    if v.fract() == 0.0 || v >= 100.0 {
+        format!("{v:.0} {sym}")
+    } else if v >= 10.0 {
+        format!("{v:.1} {sym}")
+    } else {
+        format!("{:.2} {sym}", v).replace(".00 ", " ")
+    }
 }
 
 /// Builds a JSON parameter map: `params!{"cpu" => 0, "cache" => "hot"}`.
@@ -237,6 +293,15 @@ mod tests {
             assert_eq!(Unit::from_name(&u.name()), Some(u));
         }
         assert_eq!(Unit::GBps.name(), "gbps");
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(bytes_text(32 << 10), "32 KiB");
+        assert_eq!(bytes_text(1536 << 10), "1.50 MiB");
+        assert_eq!(bytes_text(48 << 20), "48 MiB");
+        assert_eq!(bytes_text(1 << 30), "1 GiB");
+        assert_eq!(bytes_text(100), "100 B");
     }
 
     #[test]

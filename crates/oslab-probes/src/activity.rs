@@ -335,6 +335,14 @@ pub fn summarise(
                     period / 1e6
                 ),
             );
+            if let Some(hz) = kernel_hz.filter(|&hz| hz > 0.0) {
+                let inferred = 1e9 / period;
+                if inferred > 1.2 * hz {
+                    m.note = m.note.map(|n| format!("{n}; the kernel took only {hz:.0} local timer interrupts per second: the periodic interruptions at {inferred:.0} Hz come from outside this kernel (a hypervisor preempting the virtual cpu)"));
+                } else if inferred < hz / 1.2 {
+                    m.note = m.note.map(|n| format!("{n}; the kernel took {hz:.0} local timer interrupts per second, more than this period shows: some ticks were too short to cross the threshold"));
+                }
+            }
             m.prediction = kernel_hz.map(|hz| oslab_core::Prediction {
                 value: hz,
                 model: "local timer interrupts counted by the kernel per second of recording".into(),

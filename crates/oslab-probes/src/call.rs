@@ -94,10 +94,21 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         let scale = timings[k - 1].median().map(f64::abs);
         let mut m =
             cx.measurement_at_scale("call.args", params! {"args" => k}, "increment", &inc, scale);
-        m.note = Some(format!(
+        m.difference = true;
+        let what = format!(
             "paired difference: {k} minus {} arguments, same round",
             k - 1
-        ));
+        );
+        m.note = Some(if m.difference_spans_zero() {
+            // A median of -0.02 ns is not a negative cost: say there is nothing to measure.
+            m.cycles = None;
+            format!("no measurable cost per argument: the CI95 of the difference spans 0 ({what})")
+        } else {
+            what
+        });
+        if m.cycles.is_some_and(|c| c < 0.0) {
+            m.cycles = None; // fewer cycles for more arguments is noise or reordering, not a cost
+        }
         m.prediction = cx.predict_cycles(
             MODEL_CYCLES_PER_ARG,
             "0.5 cycle per argument (a move and an xor, 4 per cycle)",

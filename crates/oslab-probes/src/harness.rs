@@ -28,6 +28,8 @@ pub struct HarnessConfig {
     pub warmup: Duration,
     /// Largest working set the memory probes sweep to, in bytes.
     pub memory_max: usize,
+    /// Time the runner may spend measuring noisy results again at the end of a run.
+    pub retry_budget: Duration,
 }
 
 impl HarnessConfig {
@@ -40,6 +42,7 @@ impl HarnessConfig {
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(40),
             memory_max: 1 << 30,
+            retry_budget: Duration::from_secs(10),
         }
     }
 
@@ -52,6 +55,7 @@ impl HarnessConfig {
             target_batch: Duration::from_micros(30),
             warmup: Duration::from_millis(10),
             memory_max: 64 << 20,
+            retry_budget: Duration::from_secs(2),
         }
     }
 }

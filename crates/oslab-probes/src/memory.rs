@@ -10,32 +10,40 @@
 //! - `sequential`: lines in address order (what prefetchers are built for).
 //!
 //! Pages are 4 KiB (MADV_NOHUGEPAGE) so the TLB share is the same on every machine; the page size
-//! actually used is recorded. The `chunk` sweep also reports the cache levels its plateaus show
-//! ([`crate::levels`]) beside the sizes sysfs claims.
+//! actually used is recorded. Points that break monotonicity (a larger working set read faster)
+//! are measured again before anything is derived from the curve.
+//!
+//! The `chunk` sweep reports the cache levels its plateaus show ([`crate::levels`]) beside the
+//! sizes sysfs claims, and the memory level's *idle latency* the way Intel MLC and multichase
+//! measure it, with the prefetchers defeated: one element per 256 bytes, so consecutive elements
+//! never share a 128-byte pair (the adjacent-line prefetcher fetches the pair's other line, which
+//! a one-per-line chain would use later) and the order is random within 256 KiB chunks, chunks in
+//! random order (no stride for the streamers to follow, few TLB misses). The `random` sweep
+//! reports the TLB reach: the last size at which it still reads like the `chunk` curve.
 
 use crate::buffer::{Buffer, Pages};
 use crate::levels;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Measurement, Prediction, Status, Unit};
+use oslab_core::model::{bytes_text, Measurement, Prediction, Status, Unit};
 use oslab_core::params;
 use oslab_core::stats::{SplitMix64, Summary};
 
-/// The latency probes.
+/// The latency probes (the chunked sweep first: the random one compares with it).
 pub const PROBES: &[Probe] = &[
-    Probe {
-        id: "memory.latency.random",
-        about: "load-to-use latency vs working-set size, fully random chain (TLB misses included)",
-        unit: Unit::Ns,
-        needs: &[],
-        run: |cx| sweep(cx, "memory.latency.random", Order::Random),
-    },
     Probe {
         id: "memory.latency.chunk",
         about:
-            "load-to-use latency vs working-set size, random within 256 KiB chunks (few TLB misses)",
+            "latency vs working-set size, random within 256 KiB chunks: cache levels, idle DRAM latency",
         unit: Unit::Ns,
         needs: &[],
         run: |cx| sweep(cx, "memory.latency.chunk", Order::Chunk),
+    },
+    Probe {
+        id: "memory.latency.random",
+        about: "latency vs working-set size, fully random chain (TLB misses included): TLB reach",
+        unit: Unit::Ns,
+        needs: &[],
+        run: |cx| sweep(cx, "memory.latency.random", Order::Random),
     },
     Probe {
         id: "memory.latency.sequential",
@@ -51,6 +59,19 @@ pub const PROBES: &[Probe] = &[
 pub const TLB_CHUNK: usize = 256 << 10;
 
 const LINE: usize = 64;
+
+/// Element spacing of the idle-latency chain: two 128-byte pairs, so no two elements share one.
+pub const IDLE_SPACING: usize = 256;
+
+/// Share of the suite's per-measurement budget one point of a latency sweep gets: a dependent
+/// chase is steady, and a sweep has dozens of points.
+const POINT_BUDGET: f64 = 0.25;
+
+/// A point this much slower than the next larger working set is measured again.
+const NON_MONOTONE: f64 = 1.10;
+
+/// The random curve is this much above the chunked one once the TLB no longer covers the set.
+const TLB_RISE: f64 = 1.15;
 
 /// How the chain visits the lines.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,22 +120,39 @@ impl Chain {
 
     /// Links a chain in `buf` (first touch happens here, so bind the buffer before).
     pub fn in_buffer(buf: Buffer, order: Order, seed: u64) -> Chain {
-        let lines = buf.len() / LINE;
+        Chain::spaced(buf, order, LINE, seed)
+    }
+
+    /// Links one element per `spacing` bytes (a multiple of the line) of `buf` in `order`, each at
+    /// a random line of its block and a random 8-byte offset in that line. With a spacing above the
+    /// line, the chunks of the `Chunk` order are visited in random order too.
+    pub fn spaced(buf: Buffer, order: Order, spacing: usize, seed: u64) -> Chain {
+        let spacing = spacing.max(LINE) / LINE * LINE;
+        let elements = (buf.len() / spacing).max(1);
         let mut rng = SplitMix64(seed);
-        let mut visit: Vec<usize> = (0..lines).collect();
+        let mut visit: Vec<usize> = (0..elements).collect();
         match order {
             Order::Sequential => {}
             Order::Random => sattolo(&mut visit, &mut rng),
             Order::Chunk => {
-                for chunk in visit.chunks_mut((TLB_CHUNK / LINE).max(1)) {
+                let per_chunk = (TLB_CHUNK / spacing).max(1);
+                for chunk in visit.chunks_mut(per_chunk) {
                     shuffle(chunk, &mut rng);
+                }
+                if spacing > LINE {
+                    let mut chunks: Vec<Vec<usize>> =
+                        visit.chunks(per_chunk).map(<[usize]>::to_vec).collect();
+                    shuffle(&mut chunks, &mut rng);
+                    visit = chunks.concat();
                 }
             }
         }
         let base = buf.ptr() as usize;
         let slots: Vec<usize> = visit
             .iter()
-            .map(|&l| base + l * LINE + rng.below(LINE / 8) * 8)
+            .map(|&e| {
+                base + e * spacing + rng.below(spacing / LINE) * LINE + rng.below(LINE / 8) * 8
+            })
             .collect();
         Chain::link(buf, &slots)
     }
@@ -209,7 +247,7 @@ fn sattolo(v: &mut [usize], rng: &mut SplitMix64) {
 }
 
 /// Fisher-Yates shuffle.
-fn shuffle(v: &mut [usize], rng: &mut SplitMix64) {
+fn shuffle<T>(v: &mut [T], rng: &mut SplitMix64) {
     for i in (1..v.len()).rev() {
         let j = rng.below(i + 1);
         v.swap(i, j);
@@ -236,87 +274,247 @@ pub fn sweep_sizes(max: usize, cache_sizes: &[u64]) -> Vec<usize> {
     sizes
 }
 
+/// Largest working set of a latency sweep: twice the largest claimed cache, at least 256 MiB
+/// (memory latency is flat well before), within the memory budget.
+fn sweep_max(cx: &Context) -> usize {
+    let llc = cx.cache_sizes().into_iter().max().unwrap_or(0) as usize;
+    let wanted = (2 * llc).max(256 << 20);
+    cx.memory_budget()
+        .min(1 << (usize::BITS - 1 - wanted.leading_zeros()))
+}
+
 fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, ProbeError> {
-    let max = cx.memory_budget();
+    let max = sweep_max(cx);
     let caches = cx.cache_sizes();
-    let mut out = Vec::new();
-    for size in sweep_sizes(max, &caches) {
+    let harness = cx.harness.scaled(POINT_BUDGET);
+    let point = |size: usize| -> Result<Measurement, ProbeError> {
         let mut chain = Chain::new(size, order, Pages::Small, size as u64)?;
-        // One full walk (bounded) so pages are present and caches hold what fits.
-        chain.walk((size / LINE).min(1 << 22) as u64);
-        let t = cx.harness.raw(&mut |n| chain.walk(n))?;
+        // A walk so caches hold what fits (linking already touched every page); bounded, as
+        // beyond a million lines nothing fits anyway.
+        chain.walk((size / LINE).min(1 << 20) as u64);
+        let t = harness.raw(&mut |n| chain.walk(n))?;
         let params = params! {
             "size" => size,
             "order" => order.name(),
             "pages" => chain.buffer().pages_used(),
             "cpu" => cx.cpu,
         };
-        out.push(cx.measurement(id, params, "per_load", &t));
-    }
-    if order == Order::Chunk {
+        Ok(cx.measurement(id, params, "per_load", &t))
+    };
+    let mut out = sweep_sizes(max, &caches)
+        .into_iter()
+        .map(point)
+        .collect::<Result<Vec<_>, _>>()?;
+    remeasure_non_monotone(&mut out, point)?;
+    match order {
         // Few TLB misses in this order, so its steps are the caches'.
-        out.extend(detected_levels(cx, id, &out));
+        Order::Chunk => {
+            let levels = detected_levels(cx, id, &out);
+            out.extend(levels);
+            out.push(idle_latency(cx, id)?);
+        }
+        Order::Random => out.extend(tlb_reach(cx, id, &out)),
+        Order::Sequential => {}
     }
     Ok(out)
 }
 
-/// The cache levels the curve shows, each beside the size sysfs claims for that level.
-fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measurement> {
-    let points: Vec<(usize, f64)> = curve
+/// (size, median) of the measured points of a curve.
+fn points(curve: &[Measurement]) -> Vec<(usize, f64)> {
+    curve
         .iter()
-        .filter(|m| m.status.has_value())
+        .filter(|m| m.status.has_value() && m.metric == "per_load")
         .filter_map(|m| {
             Some((
                 m.params["size"].as_u64()? as usize,
                 m.summary.as_ref()?.median,
             ))
         })
-        .collect();
+        .collect()
+}
+
+/// Measures again (up to twice) every point slower than the next larger working set by more than
+/// [`NON_MONOTONE`]: noise only ever adds time, so the faster of the attempts is kept.
+fn remeasure_non_monotone(
+    curve: &mut [Measurement],
+    point: impl Fn(usize) -> Result<Measurement, ProbeError>,
+) -> Result<(), ProbeError> {
+    let median = |m: &Measurement| m.summary.as_ref().map_or(f64::NAN, |s| s.median);
+    for attempt in 2..=3 {
+        let suspects: Vec<usize> = (0..curve.len().saturating_sub(1))
+            .filter(|&i| median(&curve[i]) > NON_MONOTONE * median(&curve[i + 1]))
+            .collect();
+        if suspects.is_empty() {
+            break;
+        }
+        for i in suspects {
+            let size = curve[i].params["size"].as_u64().unwrap_or(0) as usize;
+            let mut again = point(size)?;
+            let faster = median(&again).total_cmp(&median(&curve[i])).is_lt();
+            if !faster {
+                again = curve[i].clone();
+            }
+            again.attempts = attempt;
+            again.note = Some(format!(
+                "measured {attempt} times: it read slower than the next larger working set; the fastest attempt is kept"
+            ));
+            curve[i] = again;
+        }
+    }
+    Ok(())
+}
+
+/// The cache levels the curve shows, each with its size range and latency, beside the size sysfs
+/// claims for the level it matches.
+fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measurement> {
     let claimed = cx.topology.caches_of(cx.cpu);
+    let found = levels::plateaus(&points(curve));
+    let caches = found.iter().filter(|l| l.first_out.is_some());
+    let matched = match_claims(
+        caches.clone(),
+        &claimed.iter().map(|c| c.size).collect::<Vec<_>>(),
+    );
     let mut out = Vec::new();
-    for (k, level) in levels::plateaus(&points).iter().enumerate() {
-        let name = match level.first_out {
-            None => "memory".to_string(),
-            Some(_) => format!("{}", k + 1),
+    for (k, level) in found.iter().enumerate() {
+        let Some(first_out) = level.first_out else {
+            continue; // the memory level: its latency is the idle chase's
         };
-        let claim = claimed.get(k).filter(|_| level.first_out.is_some());
+        let claim = matched[k].map(|j| claimed[j]);
+        let name = claim.map_or_else(|| format!("{}", k + 1), |c| format!("L{}", c.level));
         let mut p = params! {"level" => name, "order" => "chunk", "cpu" => cx.cpu};
         if let Some(c) = claim {
             p.insert("claimed_bytes".into(), serde_json::json!(c.size));
         }
-        let what = match (level.first_out, claim) {
-            (Some(out), Some(c)) => format!(
-                "plateau of {} points; {} is the last size on it, {} the first beyond; sysfs claims L{} = {} bytes",
-                level.points.len(), level.last_in, out, c.level, c.size
+        let range = format!(
+            "plateau from {} to {} ({} points); {} is the first size off it",
+            bytes_text(level.first_in as u64),
+            bytes_text(level.last_in as u64),
+            level.points.len(),
+            bytes_text(first_out as u64)
+        );
+        let what = match claim {
+            Some(c) => format!(
+                "{range}; {}",
+                claim_note(c.level, c.size, level.last_in, first_out)
             ),
-            (Some(out), None) => format!(
-                "plateau of {} points; {} is the last size on it, {} the first beyond; sysfs claims no such level",
-                level.points.len(), level.last_in, out
-            ),
-            (None, _) => format!("last plateau ({} points): memory", level.points.len()),
+            None => format!("{range}; sysfs reports no cache level that matches it"),
         };
-        if level.first_out.is_some() {
-            let mut size =
-                Measurement::not_taken(id, p.clone(), "level_size", Unit::Bytes, Status::Ok);
-            size.summary = Summary::new(&[level.last_in as f64]);
-            size.prediction = claim.map(|c| Prediction {
-                value: c.size as f64,
-                model: format!("the L{} size sysfs reports", c.level),
-                inputs: params! {"claimed_bytes" => c.size, "level" => c.level},
-            });
-            size.note = Some(what.clone());
-            out.push(size);
-        }
+        let mut size = Measurement::not_taken(id, p.clone(), "level_size", Unit::Bytes, Status::Ok);
+        size.summary = Summary::new(&[level.last_in as f64]);
+        size.prediction = claim.map(|c| Prediction {
+            value: c.size as f64,
+            model: format!("the L{} size sysfs reports", c.level),
+            inputs: params! {"claimed_bytes" => c.size, "level" => c.level},
+        });
+        size.note = Some(what.clone());
+        out.push(size);
         let mut lat = Measurement::not_taken(id, p, "level_latency", Unit::Ns, Status::Ok);
         lat.summary = Summary::new(&level.points);
         lat.cycles = lat
             .summary
             .as_ref()
             .and_then(|s| Some(s.median * cx.harness.clock.cycles_per_ns()?));
-        lat.note = Some(format!("median of the plateau's per-size medians; {what}"));
+        lat.note = Some(format!("median of the plateau's points; {what}"));
         out.push(lat);
     }
     out
+}
+
+/// For each detected cache level (in size order), the index of the claimed size it matches: the
+/// nearest on a log scale to where the plateau ends, never reusing or going back. Levels of
+/// `found` beyond the claims match nothing.
+fn match_claims<'a>(
+    found: impl Iterator<Item = &'a levels::Level>,
+    claimed: &[u64],
+) -> Vec<Option<usize>> {
+    let mut next = 0;
+    found
+        .map(|l| {
+            let edge = ((l.last_in as f64) * l.first_out.unwrap_or(l.last_in) as f64).sqrt();
+            let j = (next..claimed.len()).min_by(|&a, &b| {
+                let d = |j: usize| ((claimed[j] as f64) / edge).ln().abs();
+                d(a).total_cmp(&d(b))
+            })?;
+            next = j + 1;
+            Some(j)
+        })
+        .collect()
+}
+
+/// How the plateau's end compares with the claimed size, in words.
+fn claim_note(level: u8, claimed: u64, last_in: usize, first_out: usize) -> String {
+    let c = claimed as usize;
+    let claim = format!("sysfs claims L{level} = {}", bytes_text(claimed));
+    if c >= last_in / 2 && c <= first_out * 2 {
+        format!("{claim}: agrees")
+    } else if c > first_out {
+        format!(
+            "{claim}, but latency rises from {}: only part of it serves this cpu (a virtual machine's share of a shared cache is often far smaller than the cache it reports)",
+            bytes_text(first_out as u64)
+        )
+    } else {
+        format!(
+            "{claim}, but the plateau goes on to {}: the next level is about as fast, or a larger cache serves this cpu",
+            bytes_text(last_in as u64)
+        )
+    }
+}
+
+/// Idle memory latency with the prefetchers defeated (see the module docs), over a working set
+/// far beyond the last-level cache: 16 times the largest claimed cache, at least 256 MiB and at
+/// most 1 GiB, within half the memory available.
+fn idle_latency(cx: &Context, id: &str) -> Result<Measurement, ProbeError> {
+    let llc = cx.cache_sizes().into_iter().max().unwrap_or(0) as usize;
+    let available = crate::buffer::available_memory().map_or(usize::MAX, |a| a as usize / 2);
+    let size = (16 * llc)
+        .clamp(256 << 20, 1 << 30)
+        .min(available)
+        .max(16 << 20);
+    let mut chain = Chain::spaced(
+        crate::buffer::Buffer::new(size, Pages::Small)?,
+        Order::Chunk,
+        IDLE_SPACING,
+        size as u64,
+    );
+    chain.walk((size / IDLE_SPACING).min(1 << 18) as u64);
+    let t = cx
+        .harness
+        .scaled(2.0 * POINT_BUDGET)
+        .raw(&mut |n| chain.walk(n))?;
+    let p = params! {"level" => "memory", "order" => "chunk", "spacing" => IDLE_SPACING, "size" => size, "cpu" => cx.cpu};
+    let mut m = cx.measurement(id, p, "level_latency", &t);
+    let why = "idle latency with prefetchers defeated (as Intel MLC and multichase measure it): one element per 256 B, so no two share a 128-byte pair and the adjacent-line prefetcher fetches nothing the chain uses; random order within 256 KiB chunks and of the chunks, so the streamers find no stride and the TLB rarely misses";
+    m.note = Some(match m.note.take() {
+        Some(n) => format!("{why}; {n}"),
+        None => why.to_string(),
+    });
+    Ok(m)
+}
+
+/// Where the fully random chain leaves the chunked one measured before in this run: the reach of
+/// the first-level data TLB (Calibrator's method). Nothing when the chunked curve was not
+/// measured in this run or the curves never part.
+fn tlb_reach(cx: &Context, id: &str, random: &[Measurement]) -> Vec<Measurement> {
+    let chunk = points(&cx.earlier("memory.latency.chunk", "per_load"));
+    let Some((last, first_off)) = levels::departure(&chunk, &points(random), TLB_RISE) else {
+        return Vec::new();
+    };
+    let mut m = Measurement::not_taken(
+        id,
+        params! {"order" => "random", "pages" => "4k", "cpu" => cx.cpu},
+        "tlb_reach",
+        Unit::Bytes,
+        Status::Ok,
+    );
+    m.summary = Summary::new(&[last as f64]);
+    m.note = Some(format!(
+        "the random chain reads like the chunked one up to {} and over {:.0}% slower from {} on: beyond that the first-level data TLB misses (about {} pages of 4 KiB covered)",
+        bytes_text(last as u64),
+        100.0 * (TLB_RISE - 1.0),
+        bytes_text(first_off as u64),
+        last / 4096
+    ));
+    vec![m]
 }
 
 #[cfg(test)]

@@ -1,19 +1,30 @@
 //! Runs selected probes one after another: checks what each needs, catches panics, stops cleanly
 //! on Ctrl-C, and reports every probe's results to a [`Sink`] as soon as it finishes.
+//!
+//! Then, while the retry budget lasts, probes with a noisy result are measured again, a pass at a
+//! time (so the new attempts are interleaved with each other, minutes after the first): for each
+//! measurement the best-supported attempt is kept (`ok` over `noisy`, then the narrower interval)
+//! and the number of attempts is recorded.
 
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::Environment;
 use oslab_core::model::{Measurement, Status};
 use serde_json::Map;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
 
-/// Receives progress and results (the CLI draws a progress bar; tests collect).
+/// Receives progress and results (the CLI draws a progress bar and stores; tests collect).
 pub trait Sink {
     /// A probe is about to run.
     fn started(&mut self, _probe: &Probe, _index: usize, _total: usize) {}
     /// A probe finished (or was skipped / failed).
     fn finished(&mut self, _probe: &Probe, _results: &[Measurement]) {}
+    /// A probe with noisy results is measured again (`attempt` 2, 3, ...).
+    fn retrying(&mut self, _probe: &Probe, _attempt: u32) {}
 }
+
+/// Attempts at most per probe (the first included).
+pub const MAX_ATTEMPTS: u32 = 3;
 
 /// A sink that ignores everything.
 pub struct Silent;
@@ -28,24 +39,100 @@ pub struct Outcome {
     pub interrupted: bool,
 }
 
-/// Runs `probes` in order.
+/// Runs `probes` in order, then measures noisy ones again while the harness's retry budget lasts.
 pub fn run(probes: &[&'static Probe], cx: &Context, sink: &mut dyn Sink) -> Outcome {
     let mut outcome = Outcome::default();
+    // Per probe: its results and what one attempt cost.
+    let mut done: Vec<(&'static Probe, Vec<Measurement>, Duration)> = Vec::new();
     for (i, probe) in probes.iter().enumerate() {
         sink.started(probe, i, probes.len());
-        let results = match run_one(probe, cx) {
-            Ok(r) => r,
-            Err(ProbeError::Interrupted) => {
-                outcome.interrupted = true;
-                break;
-            }
-            Err(ProbeError::Unsupported(why)) => vec![whole_probe(probe, Status::Skipped(why))],
-            Err(ProbeError::Failed(why)) => vec![whole_probe(probe, Status::Failed(why))],
+        let began = Instant::now();
+        let Some(results) = attempt(probe, cx) else {
+            outcome.interrupted = true;
+            break;
         };
         sink.finished(probe, &results);
-        outcome.measurements.extend(results);
+        cx.earlier.borrow_mut().extend(results.iter().cloned());
+        done.push((probe, results, began.elapsed()));
     }
+    if !outcome.interrupted {
+        let budget = cx.harness.config.retry_budget;
+        outcome.interrupted = retry_noisy(&mut done, cx, sink, budget);
+    }
+    outcome.measurements = done.into_iter().flat_map(|(_, r, _)| r).collect();
     outcome
+}
+
+/// One attempt at a probe: its results, or `None` when the user stopped us.
+fn attempt(probe: &Probe, cx: &Context) -> Option<Vec<Measurement>> {
+    Some(match run_one(probe, cx) {
+        Ok(r) => r,
+        Err(ProbeError::Interrupted) => return None,
+        Err(ProbeError::Unsupported(why)) => vec![whole_probe(probe, Status::Skipped(why))],
+        Err(ProbeError::Failed(why)) => vec![whole_probe(probe, Status::Failed(why))],
+    })
+}
+
+/// Passes over the probes with noisy results, cheapest first, while the budget allows another
+/// attempt of that probe. Returns whether the user stopped us.
+fn retry_noisy(
+    done: &mut [(&'static Probe, Vec<Measurement>, Duration)],
+    cx: &Context,
+    sink: &mut dyn Sink,
+    budget: Duration,
+) -> bool {
+    let started = Instant::now();
+    for attempt_no in 2..=MAX_ATTEMPTS {
+        let mut order: Vec<usize> = (0..done.len())
+            .filter(|&i| done[i].1.iter().any(|m| m.status == Status::Noisy))
+            .collect();
+        order.sort_by_key(|&i| done[i].2);
+        for i in order {
+            let (probe, ref mut kept, cost) = done[i];
+            if started.elapsed() + cost > budget {
+                continue;
+            }
+            sink.retrying(probe, attempt_no);
+            let Some(again) = attempt(probe, cx) else {
+                return true;
+            };
+            merge_attempt(kept, again, attempt_no);
+        }
+    }
+    false
+}
+
+/// Keeps, for each measurement of `kept`, the better supported of it and the same measurement
+/// (probe, params, metric) in `again`; every matched measurement records `attempt` attempts.
+pub fn merge_attempt(kept: &mut [Measurement], again: Vec<Measurement>, attempt: u32) {
+    for new in again {
+        let Some(old) = kept
+            .iter_mut()
+            .find(|m| m.probe == new.probe && m.metric == new.metric && m.params == new.params)
+        else {
+            continue;
+        };
+        let better = support(&new) > support(old);
+        if better {
+            *old = new;
+        }
+        old.attempts = attempt;
+    }
+}
+
+/// How well a result is supported: measured beats not, `ok` beats `noisy`, then the narrower
+/// relative interval.
+fn support(m: &Measurement) -> (u8, f64) {
+    let rank = match m.status {
+        Status::Ok => 3,
+        Status::Noisy => 2,
+        Status::Failed(_) => 1,
+        Status::Skipped(_) => 0,
+    };
+    let width = m.summary.as_ref().map_or(f64::INFINITY, |s| {
+        (s.ci_high - s.ci_low) / s.median.abs().max(f64::MIN_POSITIVE)
+    });
+    (rank, -width)
 }
 
 /// Why a probe cannot run here at all (`PeerCpu` only limits parts, so it never gates).
@@ -76,4 +163,44 @@ fn run_one(probe: &Probe, cx: &Context) -> Result<Vec<Measurement>, ProbeError> 
 
 fn whole_probe(probe: &Probe, status: Status) -> Measurement {
     Measurement::not_taken(probe.id, Map::new(), "-", probe.unit, status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::model::Unit;
+    use oslab_core::params;
+    use oslab_core::stats::Summary;
+
+    fn m(k: usize, status: Status, samples: &[f64]) -> Measurement {
+        let mut m = Measurement::not_taken("p.x", params! {"k" => k}, "t", Unit::Ns, status);
+        m.summary = Summary::new(samples);
+        m
+    }
+
+    #[test]
+    fn a_retry_keeps_the_better_supported_result_and_counts_attempts() {
+        let wide = [1.0, 5.0, 2.0, 9.0, 3.0, 7.0];
+        let tight = [4.0, 4.1, 4.0, 4.05, 3.95, 4.0];
+        let mut kept = vec![m(0, Status::Noisy, &wide), m(1, Status::Ok, &tight)];
+        let again = vec![
+            m(0, Status::Ok, &tight),
+            m(1, Status::Noisy, &wide),
+            m(2, Status::Ok, &tight), // not in the first attempt: ignored
+        ];
+        merge_attempt(&mut kept, again, 2);
+        assert_eq!(kept.len(), 2);
+        assert_eq!((kept[0].status.clone(), kept[0].attempts), (Status::Ok, 2));
+        assert_eq!(kept[0].summary.as_ref().unwrap().median, 4.0);
+        assert_eq!((kept[1].status.clone(), kept[1].attempts), (Status::Ok, 2));
+        // Equal status: the narrower interval wins.
+        let mut kept = vec![m(0, Status::Noisy, &wide)];
+        merge_attempt(
+            &mut kept,
+            vec![m(0, Status::Noisy, &[1.0, 9.0, 1.0, 9.0, 1.0, 30.0])],
+            3,
+        );
+        assert_eq!(kept[0].summary.as_ref().unwrap().max, 9.0);
+        assert_eq!(kept[0].attempts, 3);
+    }
 }

@@ -18,7 +18,8 @@ fn serial() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs the probes matching `pattern` on a pinned thread and returns their measurements.
+/// Runs the probes matching `pattern` (patterns separated by spaces) on a pinned thread and
+/// returns their measurements.
 fn run(pattern: &str) -> Vec<Measurement> {
     let _turn = serial();
     run_unlocked(pattern)
@@ -27,7 +28,8 @@ fn run(pattern: &str) -> Vec<Measurement> {
 fn run_unlocked(pattern: &str) -> Vec<Measurement> {
     let pattern = pattern.to_string();
     with_context(move |cx| {
-        let probes = registry::select(&[pattern]).unwrap();
+        let patterns: Vec<String> = pattern.split_whitespace().map(String::from).collect();
+        let probes = registry::select(&patterns).unwrap();
         runner::run(&probes, cx, &mut runner::Silent).measurements
     })
 }
@@ -56,6 +58,7 @@ fn with_context<T: Send + 'static>(f: impl FnOnce(&Context) -> T + Send + 'stati
             peer_cpu: peer,
             allowed,
             options: &Options::default(),
+            earlier: Default::default(),
         };
         f(&cx)
     })
@@ -126,6 +129,12 @@ fn calls_cost_about_a_nanosecond_and_increments_are_small() {
             "increment {} ns per argument",
             s.median
         );
+        // A difference has no best sample and never a negative cycle count.
+        assert!(m.difference && m.best().is_none());
+        assert!(m.cycles.is_none_or(|c| c >= 0.0), "{m:?}");
+        if m.difference_spans_zero() {
+            assert!(m.note.as_deref().unwrap().contains("no measurable cost"));
+        }
     }
 }
 
@@ -263,6 +272,50 @@ fn memory_latency_rises_from_cache_to_memory() {
         let size = m.summary.as_ref().unwrap().median;
         assert!((4096.0..=(16 << 20) as f64).contains(&size), "{m:?}");
     }
+    // L1 and L2 are private caches a virtual machine sees whole: found where sysfs says, within
+    // one sweep step (the plateau's last size at most a step below, the first size off it at
+    // most a step above).
+    let topology = Topology::read().unwrap();
+    let cpu = ms[0].params["cpu"].as_u64().unwrap() as usize;
+    for claim in topology.caches_of(cpu).iter().filter(|c| c.level <= 2) {
+        let level = format!("L{}", claim.level);
+        let found = ms
+            .iter()
+            .find(|m| m.metric == "level_size" && m.params["level"] == level.as_str())
+            .unwrap_or_else(|| panic!("{level} ({} B) not found: {ms:#?}", claim.size));
+        let note = found.note.as_deref().unwrap();
+        assert!(note.contains(": agrees"), "{level}: {note}");
+    }
+    // The idle latency (prefetchers defeated) is the memory level's, measured far beyond the
+    // caches: not below the per-line chain at the sweep's largest size (prefetchers only help
+    // that one), allowing for a noisy host.
+    let memory = levels.last().unwrap();
+    assert_eq!(memory.params["spacing"], 256);
+    let largest = curve.last().unwrap().summary.as_ref().unwrap().median;
+    let idle = memory.summary.as_ref().unwrap().median;
+    assert!(
+        idle > 0.8 * largest && idle < 2_000.0,
+        "idle {idle} ns vs per-line {largest} ns"
+    );
+}
+
+#[test]
+fn tlb_reach_is_where_the_random_chain_leaves_the_chunked_one() {
+    // The random sweep compares with the chunked one measured before it in the same run.
+    let ms = run("memory.latency.chunk memory.latency.random");
+    let reach: Vec<_> = ms.iter().filter(|m| m.metric == "tlb_reach").collect();
+    // 16 MiB is beyond every first-level data TLB (at most a few hundred 4 KiB pages).
+    assert_eq!(reach.len(), 1, "{ms:#?}");
+    let bytes = reach[0].summary.as_ref().unwrap().median;
+    assert!(
+        (16.0 * 4096.0..=8.0 * 1048576.0).contains(&bytes),
+        "{:?}",
+        reach[0]
+    );
+    // Alone, the random sweep has nothing to compare with and says nothing about the TLB.
+    assert!(run("memory.latency.random")
+        .iter()
+        .all(|m| m.metric != "tlb_reach"));
 }
 
 fn median_of(ms: &[Measurement], metric: &str, params: &[(&str, &str)]) -> f64 {

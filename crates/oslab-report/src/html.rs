@@ -191,11 +191,7 @@ fn table(ms: &[&Measurement]) -> String {
         let (median, ci, best, unit, pred, eff) = match &m.summary {
             Some(s) => {
                 let (div, sym) = scale_for(m.unit, s.median);
-                let best = if m.unit.higher_is_better() {
-                    s.max
-                } else {
-                    s.min
-                };
+                let best = m.best();
                 let (pred, eff) = match &m.prediction {
                     Some(p) => (
                         num(p.value / div),
@@ -210,7 +206,7 @@ fn table(ms: &[&Measurement]) -> String {
                 (
                     num(s.median / div),
                     format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
-                    num(best / div),
+                    best.map_or_else(|| "-".into(), |b| num(b / div)),
                     sym.to_string(),
                     pred,
                     eff,
@@ -319,7 +315,7 @@ fn cache_marks(ms: &[&Measurement], record: &RunRecord) -> Vec<Mark> {
         if let Some(size) = median(m) {
             marks.push(Mark {
                 x: size,
-                label: format!("L{} seen", text_param(m, "level")),
+                label: format!("{} seen", text_param(m, "level")),
             });
         }
     }

@@ -25,8 +25,8 @@ fn right(t: &mut Table, cols: &[usize]) {
     }
 }
 
-/// The measurement table: probe, params, metric, median, best (min for times, max for rates),
-/// CI95, unit, cycles, predicted, status. Values of one row share one unit, chosen from its median.
+/// The measurement table: probe, params, metric, median, best (min for times, max for rates, none
+/// for differences), CI95, unit, cycles, predicted, status. Values of one row share one unit, chosen from its median.
 pub fn measurements(ms: &[Measurement]) -> String {
     let mut t = new_table(&[
         "probe",
@@ -51,11 +51,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
                     .unwrap_or_else(|| "no model".into());
                 (
                     num(s.median / div),
-                    num(if m.unit.higher_is_better() {
-                        s.max
-                    } else {
-                        s.min
-                    } / div),
+                    m.best().map_or_else(|| "-".into(), |b| num(b / div)),
                     format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
                     sym.to_string(),
                     pred,

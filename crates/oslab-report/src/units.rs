@@ -68,7 +68,7 @@ pub fn value(v: f64, unit: Unit) -> String {
 
 /// A byte count for people: `48 KiB`, `2 MiB`, `480 MiB`.
 pub fn bytes(b: u64) -> String {
-    value(b as f64, Unit::Bytes)
+    oslab_core::model::bytes_text(b)
 }
 
 #[cfg(test)]
@@ -81,8 +81,8 @@ mod tests {
         assert_eq!(value(9_999.0, Unit::Ns), "9999 ns");
         assert_eq!(value(123_456.0, Unit::Ns), "123.5 µs");
         assert_eq!(value(2.5e9, Unit::Ns), "2.500 s");
-        assert_eq!(bytes(48 << 10), "48.00 KiB");
-        assert_eq!(bytes(480 << 20), "480.0 MiB");
+        assert_eq!(bytes(48 << 10), "48 KiB");
+        assert_eq!(bytes(480 << 20), "480 MiB");
         assert_eq!(num(f64::NAN), "-");
         assert_eq!(num(0.3333), "0.3333");
     }

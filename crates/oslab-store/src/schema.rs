@@ -74,6 +74,15 @@ CREATE TABLE run_tags (
 );
 CREATE INDEX run_tags_by_value ON run_tags(key, value);
 "#,
+    // Runs are written as they go: a run being measured is `running`, with the process and boot
+    // that write it, so a reader can tell a run in progress from one whose writer died.
+    // Measurements say whether they are paired differences and how many attempts they took.
+    r#"
+ALTER TABLE runs ADD COLUMN pid INTEGER;
+ALTER TABLE runs ADD COLUMN boot_id TEXT;
+ALTER TABLE measurements ADD COLUMN difference INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE measurements ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
+"#,
 ];
 
 /// The schema version this build writes.

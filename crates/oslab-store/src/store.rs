@@ -54,7 +54,7 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
 }
 
-/// How a run ended.
+/// How a run ended, or that it has not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -62,22 +62,69 @@ pub enum RunStatus {
     Complete,
     /// Stopped by the user; holds what completed.
     Interrupted,
+    /// Being measured now: the process that writes it still exists.
+    Running,
+    /// Left `running` by a process that no longer exists (killed, out of memory, power lost);
+    /// holds every probe that completed before. Never written: seen when reading.
+    Crashed,
 }
 
 impl RunStatus {
-    fn as_str(self) -> &'static str {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Complete => "complete",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Running => "running",
+            RunStatus::Crashed => "crashed",
         }
     }
     fn parse(s: &str) -> RunStatus {
-        if s == "interrupted" {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
+        match s {
+            "interrupted" => RunStatus::Interrupted,
+            "running" => RunStatus::Running,
+            "crashed" => RunStatus::Crashed,
+            _ => RunStatus::Complete,
         }
     }
+
+    /// The status a reader should see: a run stored as `running` whose writer (pid on boot
+    /// `boot_id`) is gone has crashed.
+    fn seen(self, pid: Option<i64>, boot_id: Option<&str>) -> RunStatus {
+        if self != RunStatus::Running {
+            return self;
+        }
+        let same_boot = boot_id.is_some_and(|b| Some(b) == current_boot_id().as_deref());
+        let alive = pid.is_some_and(process_alive);
+        if same_boot && alive {
+            RunStatus::Running
+        } else {
+            RunStatus::Crashed
+        }
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie (a killed writer is a zombie until reaped).
+fn process_alive(pid: i64) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses, which may itself hold ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
+    }
+}
+
+/// This boot's random id (changes at every boot), so a pid from an earlier boot is never taken
+/// for a live process.
+fn current_boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// A run's metadata.
@@ -299,82 +346,10 @@ impl Store {
         tags: &[(&str, &str)],
     ) -> Result<i64, StoreError> {
         let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO runs (started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                run.started,
-                run.finished,
-                run.status.as_str(),
-                run.oslab_version,
-                run.git_rev,
-                run.command,
-                run.hostname,
-                run.quick,
-                run.wall_s,
-                run.fingerprint.to_string(),
-                run.environment.to_string(),
-            ],
-        )?;
-        let run_id = tx.last_insert_rowid();
+        let run_id = insert_run(&tx, run, None)?;
+        insert_measurements(&tx, run_id, 0, measurements)?;
+        insert_timeline(&tx, run_id, timeline)?;
         {
-            let mut ins = tx.prepare(
-                "INSERT INTO measurements (run_id, seq, probe, params, metric, unit, n, min, p25, median, p75, max, mean, stddev,
-                 ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
-            )?;
-            let mut pred = tx.prepare("INSERT INTO predictions (measurement_id, value, model, inputs) VALUES (?1, ?2, ?3, ?4)")?;
-            for (seq, m) in measurements.iter().enumerate() {
-                let s = m.summary.as_ref();
-                ins.execute(params![
-                    run_id,
-                    seq as i64,
-                    m.probe,
-                    serde_json::Value::Object(m.params.clone()).to_string(),
-                    m.metric,
-                    m.unit.name(),
-                    s.map(|s| s.n as i64),
-                    s.map(|s| s.min),
-                    s.map(|s| s.p25),
-                    s.map(|s| s.median),
-                    s.map(|s| s.p75),
-                    s.map(|s| s.max),
-                    s.map(|s| s.mean),
-                    s.map(|s| s.stddev),
-                    s.map(|s| s.ci_low),
-                    s.map(|s| s.ci_high),
-                    s.map(|s| s.outliers as i64),
-                    m.cycles,
-                    m.batch.map(|b| b as i64),
-                    m.overhead,
-                    m.status.to_string(),
-                    m.note,
-                    m.samples.as_deref().map(encode_samples),
-                ])?;
-                if let Some(p) = &m.prediction {
-                    pred.execute(params![
-                        tx.last_insert_rowid(),
-                        p.value,
-                        p.model,
-                        serde_json::Value::Object(p.inputs.clone()).to_string()
-                    ])?;
-                }
-            }
-            let mut ev = tx.prepare(
-                "INSERT INTO timeline (run_id, seq, track, kind, start_ns, dur_ns, args) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for (seq, e) in timeline.iter().enumerate() {
-                ev.execute(params![
-                    run_id,
-                    seq as i64,
-                    e.track,
-                    e.kind,
-                    e.start_ns,
-                    e.dur_ns,
-                    (!e.args.is_empty())
-                        .then(|| serde_json::Value::Object(e.args.clone()).to_string()),
-                ])?;
-            }
             let mut tag =
                 tx.prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)")?;
             for (k, v) in tags {
@@ -383,6 +358,71 @@ impl Store {
         }
         tx.commit()?;
         Ok(run_id)
+    }
+
+    /// Starts a run that is written as it goes: stored at once as `running`, with this process's
+    /// pid and boot, so that if we die a reader sees it as `crashed` with what it holds. Add
+    /// measurements with [`Store::append`] and end it with [`Store::finish_run`].
+    pub fn begin_run(&mut self, run: &RunRecord) -> Result<i64, StoreError> {
+        let tx = self.conn.transaction()?;
+        let running = RunRecord {
+            status: RunStatus::Running,
+            ..run.clone()
+        };
+        let id = insert_run(&tx, &running, Some(std::process::id()))?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Adds measurements to a running run, in one transaction (after the ones it holds), and
+    /// records the wall time so far.
+    pub fn append(
+        &self,
+        run_id: i64,
+        measurements: &[Measurement],
+        wall_s: f64,
+    ) -> Result<(), StoreError> {
+        // Shared access: the runner appends while probes hold the session. SQLite still makes it
+        // one transaction.
+        let tx = self.conn.unchecked_transaction()?;
+        let next: i64 = tx.query_row(
+            "SELECT coalesce(max(seq) + 1, 0) FROM measurements WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )?;
+        insert_measurements(&tx, run_id, next, measurements)?;
+        tx.execute(
+            "UPDATE runs SET wall_s = ?2 WHERE id = ?1",
+            params![run_id, wall_s],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Ends a running run: its final measurements (replacing what was appended, so results measured
+    /// again replace the first attempt), its timeline, end time, wall time and status, in one
+    /// transaction.
+    pub fn finish_run(
+        &mut self,
+        run_id: i64,
+        run: &RunRecord,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM measurements WHERE run_id = ?1", [run_id])?;
+        tx.execute("DELETE FROM timeline WHERE run_id = ?1", [run_id])?;
+        insert_measurements(&tx, run_id, 0, measurements)?;
+        insert_timeline(&tx, run_id, timeline)?;
+        let changed = tx.execute(
+            "UPDATE runs SET finished = ?2, status = ?3, wall_s = ?4 WHERE id = ?1",
+            params![run_id, run.finished, run.status.as_str(), run.wall_s],
+        )?;
+        if changed != 1 {
+            return Err(StoreError::NoSuchRun(run_id.to_string()));
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// The timeline of a run, in recording order (empty when it has none).
@@ -413,14 +453,15 @@ impl Store {
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT r.id, r.started, r.status, r.hostname, r.command, r.wall_s,
-                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id)
+                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id), r.pid, r.boot_id
              FROM runs r ORDER BY r.id DESC",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(RunSummary {
                 id: r.get(0)?,
                 started: r.get(1)?,
-                status: RunStatus::parse(&r.get::<_, String>(2)?),
+                status: RunStatus::parse(&r.get::<_, String>(2)?)
+                    .seen(r.get(7)?, r.get::<_, Option<String>>(8)?.as_deref()),
                 hostname: r.get(3)?,
                 command: r.get(4)?,
                 wall_s: r.get(5)?,
@@ -471,7 +512,7 @@ impl Store {
     pub fn load_run(&self, run: &RunRef) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
         let id = self.resolve(run)?;
         let record = self.conn.query_row(
-            "SELECT id, started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment
+            "SELECT id, started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment, pid, boot_id
              FROM runs WHERE id = ?1",
             [id],
             |r| {
@@ -479,7 +520,8 @@ impl Store {
                     id: Some(r.get(0)?),
                     started: r.get(1)?,
                     finished: r.get(2)?,
-                    status: RunStatus::parse(&r.get::<_, String>(3)?),
+                    status: RunStatus::parse(&r.get::<_, String>(3)?)
+                        .seen(r.get(12)?, r.get::<_, Option<String>>(13)?.as_deref()),
                     oslab_version: r.get(4)?,
                     git_rev: r.get(5)?,
                     command: r.get(6)?,
@@ -494,7 +536,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
                     m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, m.samples,
-                    p.value, p.model, p.inputs
+                    p.value, p.model, p.inputs, m.difference, m.attempts
              FROM measurements m LEFT JOIN predictions p ON p.measurement_id = m.id
              WHERE m.run_id = ?1 ORDER BY m.seq",
         )?;
@@ -506,6 +548,112 @@ impl Store {
             .map_err(StoreError::Damaged)?;
         Ok((record, ms))
     }
+}
+
+/// Inserts the run row; `pid` marks a run being written by this process.
+fn insert_run(
+    tx: &rusqlite::Transaction,
+    run: &RunRecord,
+    pid: Option<u32>,
+) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO runs (started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment, pid, boot_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            run.started,
+            run.finished,
+            run.status.as_str(),
+            run.oslab_version,
+            run.git_rev,
+            run.command,
+            run.hostname,
+            run.quick,
+            run.wall_s,
+            run.fingerprint.to_string(),
+            run.environment.to_string(),
+            pid,
+            pid.and_then(|_| current_boot_id()),
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Inserts measurements (and their predictions) with sequence numbers from `first_seq`.
+fn insert_measurements(
+    tx: &rusqlite::Transaction,
+    run_id: i64,
+    first_seq: i64,
+    measurements: &[Measurement],
+) -> Result<(), StoreError> {
+    let mut ins = tx.prepare(
+        "INSERT INTO measurements (run_id, seq, probe, params, metric, unit, n, min, p25, median, p75, max, mean, stddev,
+         ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples, difference, attempts)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+    )?;
+    let mut pred = tx.prepare(
+        "INSERT INTO predictions (measurement_id, value, model, inputs) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, m) in measurements.iter().enumerate() {
+        let s = m.summary.as_ref();
+        ins.execute(params![
+            run_id,
+            first_seq + seq as i64,
+            m.probe,
+            serde_json::Value::Object(m.params.clone()).to_string(),
+            m.metric,
+            m.unit.name(),
+            s.map(|s| s.n as i64),
+            s.map(|s| s.min),
+            s.map(|s| s.p25),
+            s.map(|s| s.median),
+            s.map(|s| s.p75),
+            s.map(|s| s.max),
+            s.map(|s| s.mean),
+            s.map(|s| s.stddev),
+            s.map(|s| s.ci_low),
+            s.map(|s| s.ci_high),
+            s.map(|s| s.outliers as i64),
+            m.cycles,
+            m.batch.map(|b| b as i64),
+            m.overhead,
+            m.status.to_string(),
+            m.note,
+            m.samples.as_deref().map(encode_samples),
+            m.difference,
+            m.attempts,
+        ])?;
+        if let Some(p) = &m.prediction {
+            pred.execute(params![
+                tx.last_insert_rowid(),
+                p.value,
+                p.model,
+                serde_json::Value::Object(p.inputs.clone()).to_string()
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+fn insert_timeline(
+    tx: &rusqlite::Transaction,
+    run_id: i64,
+    timeline: &[TimelineEvent],
+) -> Result<(), StoreError> {
+    let mut ev = tx.prepare(
+        "INSERT INTO timeline (run_id, seq, track, kind, start_ns, dur_ns, args) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (seq, e) in timeline.iter().enumerate() {
+        ev.execute(params![
+            run_id,
+            seq as i64,
+            e.track,
+            e.kind,
+            e.start_ns,
+            e.dur_ns,
+            (!e.args.is_empty()).then(|| serde_json::Value::Object(e.args.clone()).to_string()),
+        ])?;
+    }
+    Ok(())
 }
 
 fn parse_json(s: &str) -> serde_json::Value {
@@ -551,6 +699,8 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
     let overhead = r.get(17)?;
     let status = Status::parse(&r.get::<_, String>(18)?);
     let note = r.get(19)?;
+    let difference = r.get(24)?;
+    let attempts = r.get(25)?;
     Ok((|| {
         let unit =
             Unit::from_name(&unit_name).ok_or_else(|| format!("unknown unit {unit_name:?}"))?;
@@ -575,6 +725,8 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
             note,
             prediction,
             samples: samples.map(|b| decode_samples(&b)),
+            difference,
+            attempts,
         })
     })())
 }
@@ -697,6 +849,43 @@ mod tests {
         assert_eq!(ms, vec![measured(), skipped]);
         assert_eq!(s.runs().unwrap()[0].measurements, 2);
         assert_eq!(s.load_timeline(&RunRef::Latest).unwrap(), timeline);
+    }
+
+    #[test]
+    fn a_run_written_as_it_goes_is_running_then_finished_or_crashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("a.db")).unwrap();
+        let id = s.begin_run(&record()).unwrap();
+        s.append(id, &[measured()], 1.5).unwrap();
+        s.append(id, &[measured()], 2.5).unwrap();
+        let (rec, ms) = s.load_run(&RunRef::Id(id)).unwrap();
+        assert_eq!(
+            (rec.status, ms.len(), rec.wall_s),
+            (RunStatus::Running, 2, 2.5)
+        );
+        // The final write replaces what was appended.
+        let mut done = record();
+        done.status = RunStatus::Interrupted;
+        s.finish_run(id, &done, &[measured()], &[]).unwrap();
+        let (rec, ms) = s.load_run(&RunRef::Id(id)).unwrap();
+        assert_eq!((rec.status, ms.len()), (RunStatus::Interrupted, 1));
+
+        // A writer that is gone: a pid that is not alive, then another boot.
+        let other = s.begin_run(&record()).unwrap();
+        s.append(other, &[measured()], 1.0).unwrap();
+        s.conn
+            .execute("UPDATE runs SET pid = 2147483646 WHERE id = ?1", [other])
+            .unwrap();
+        assert_eq!(s.runs().unwrap()[0].status, RunStatus::Crashed);
+        s.conn
+            .execute(
+                "UPDATE runs SET pid = ?2, boot_id = 'an-earlier-boot' WHERE id = ?1",
+                [other, std::process::id() as i64],
+            )
+            .unwrap();
+        let (rec, ms) = s.load_run(&RunRef::Id(other)).unwrap();
+        assert_eq!((rec.status, ms.len()), (RunStatus::Crashed, 1));
+        assert!(process_alive(std::process::id() as i64));
     }
 
     #[test]

@@ -1,19 +1,22 @@
-//! Progress on stderr while probes run: a bar on a terminal, nothing otherwise.
+//! Progress on stderr while probes run: a bar on a terminal, nothing otherwise; and each probe's
+//! results stored as soon as it completes.
 
+use crate::cmd::session::Session;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oslab_core::model::Measurement;
 use oslab_probes::runner::Sink;
 use oslab_probes::Probe;
 use std::io::IsTerminal;
 
-/// Draws one bar over the probes of a run.
-pub struct Progress {
+/// Draws one bar over the probes of a run, and stores their results as they complete.
+pub struct Progress<'a> {
     bar: ProgressBar,
+    session: &'a Session,
 }
 
-impl Progress {
+impl<'a> Progress<'a> {
     /// A bar for `total` probes; hidden when stderr is not a terminal.
-    pub fn new(total: usize) -> Progress {
+    pub fn new(total: usize, session: &'a Session) -> Progress<'a> {
         let bar = ProgressBar::new(total as u64);
         if std::io::stderr().is_terminal() {
             bar.set_draw_target(ProgressDrawTarget::stderr());
@@ -25,7 +28,7 @@ impl Progress {
         } else {
             bar.set_draw_target(ProgressDrawTarget::hidden());
         }
-        Progress { bar }
+        Progress { bar, session }
     }
 
     /// Removes the bar.
@@ -34,13 +37,21 @@ impl Progress {
     }
 }
 
-impl Sink for Progress {
+impl Sink for Progress<'_> {
     fn started(&mut self, probe: &Probe, index: usize, _total: usize) {
         self.bar.set_position(index as u64);
         self.bar.set_message(probe.id);
     }
 
-    fn finished(&mut self, _probe: &Probe, _results: &[Measurement]) {
+    fn finished(&mut self, _probe: &Probe, results: &[Measurement]) {
+        self.session.append(results);
         self.bar.inc(1);
+    }
+
+    fn retrying(&mut self, probe: &Probe, attempt: u32) {
+        self.bar.set_message(format!(
+            "{} again (attempt {attempt}: it was noisy)",
+            probe.id
+        ));
     }
 }

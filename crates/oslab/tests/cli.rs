@@ -320,6 +320,62 @@ fn ctrl_c_keeps_what_completed_and_reaps_children() {
 }
 
 #[test]
+fn sigkill_at_a_random_point_keeps_every_completed_probe_intact() {
+    let _turn = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("killed.db");
+    // Probes of two rows each (hot and cold cache): a probe stored by halves would show.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["run", "--quick", "syscall.*", "timer.*", "--db"])
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Somewhere between the first probes and the end (the clock is an unpredictable seed).
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    std::thread::sleep(Duration::from_millis(1200 + seed % 1500));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let runs = stored_runs(&db);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        runs[0].1, "running",
+        "as written: the writer never finished it"
+    );
+    assert!(runs[0].2 >= 2, "at least one probe completed: {runs:?}");
+    let mut per_probe = conn
+        .prepare("SELECT probe, count(*) FROM measurements GROUP BY probe")
+        .unwrap();
+    let counts: Vec<(String, i64)> = per_probe
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for (probe, n) in &counts {
+        let whole = if probe.starts_with("syscall.") { 2 } else { 1 };
+        assert_eq!(*n, whole, "{probe} stored incompletely: {counts:?}");
+    }
+    // Readers see that its writer is gone.
+    let runs = json(&stdout(&["runs", "--json", "--db", db.to_str().unwrap()]));
+    assert_eq!(runs[0]["status"], "crashed", "{runs}");
+    let shown =
+        String::from_utf8(stdout(&["show", "latest", "--db", db.to_str().unwrap()])).unwrap();
+    assert!(
+        shown.contains("crashed: the process that measured this run no longer exists"),
+        "{shown}"
+    );
+}
+
+#[test]
 fn fault_file_that_cannot_fit_is_refused_before_measuring() {
     let _turn = shared();
     let (dir, db) = temp_db();
@@ -437,9 +493,13 @@ fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
             "{hz} Hz"
         );
         if let Some(kernel) = tick["prediction"]["value"].as_f64() {
+            // Either the tick is what the kernel counted, or the note says where the more
+            // regular interruptions come from (a host preempting this virtual cpu at its rate).
+            let note = tick["note"].as_str().unwrap_or_default();
             assert!(
-                (hz - kernel).abs() < 0.2 * kernel,
-                "{hz} vs kernel {kernel}"
+                (hz - kernel).abs() < 0.2 * kernel
+                    || note.contains("local timer interrupts per second"),
+                "{hz} vs kernel {kernel}: {note}"
             );
         }
     }

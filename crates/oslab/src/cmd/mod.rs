@@ -11,7 +11,7 @@ mod lockbench;
 mod migrate;
 mod report;
 mod run;
-mod session;
+pub(crate) mod session;
 mod shuffle;
 mod shuffle_eval;
 mod stored;

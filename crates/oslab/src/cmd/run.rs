@@ -23,12 +23,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.peer_cpu.as_deref(),
         &args.store,
     )?;
+    session.begin()?;
     let outcome = {
         // The measuring thread is pinned (and real-time when permitted) until the guards drop.
         let _placed = session.place(args.no_rt)?;
         let harness = session.harness();
         let cx = session.context(&harness, &options);
-        let mut progress = Progress::new(probes.len());
+        let mut progress = Progress::new(probes.len(), &session);
         let outcome = runner::run(&probes, &cx, &mut progress);
         progress.finish();
         outcome

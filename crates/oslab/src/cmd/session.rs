@@ -1,6 +1,7 @@
 //! What every measuring command shares: read the machine, choose and check the CPUs, open the
-//! store (all before anything is measured), pin the measuring thread, and at the end save the run
-//! in one transaction and print it.
+//! store (all before anything is measured), pin the measuring thread, store results as they
+//! complete (the run is `running` until it ends, so a crash keeps what completed), and at the end
+//! write the final run in one transaction and print it.
 
 use super::stored::{render_run, run_json};
 use super::{open_store, print_json, print_text};
@@ -32,6 +33,10 @@ pub struct Session {
     /// The peer CPU, when there is one.
     pub peer_cpu: Option<usize>,
     store: Store,
+    /// The run's id once it has been started in the store.
+    run_id: std::cell::Cell<Option<i64>>,
+    /// Whether appending to the store failed once (said once; the final save tries again).
+    append_failed: std::cell::Cell<bool>,
 }
 
 /// Guards that undo the pinning and priority change when dropped.
@@ -68,7 +73,53 @@ impl Session {
             cpu,
             peer_cpu,
             store,
+            run_id: std::cell::Cell::new(None),
+            append_failed: std::cell::Cell::new(false),
         })
+    }
+
+    /// Starts the run in the store as `running`, so that what completes can be kept even if this
+    /// process dies. Measuring commands call it before measuring; [`Session::save`] does it
+    /// otherwise.
+    pub fn begin(&mut self) -> anyhow::Result<i64> {
+        if let Some(id) = self.run_id.get() {
+            return Ok(id);
+        }
+        let record = self.record(RunStatus::Running);
+        let id = self.store.begin_run(&record)?;
+        self.run_id.set(Some(id));
+        Ok(id)
+    }
+
+    /// Stores measurements of a started run now (a probe that completed). A failure is said once
+    /// and measuring goes on: the final save writes everything again.
+    pub fn append(&self, measurements: &[Measurement]) {
+        let Some(id) = self.run_id.get() else { return };
+        let wall = self.wall.elapsed().as_secs_f64();
+        if let Err(e) = self.store.append(id, measurements, wall) {
+            if !self.append_failed.replace(true) {
+                eprintln!("warning: could not store results as they complete ({e}); they are kept in memory until the end");
+            }
+        }
+    }
+
+    fn record(&self, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id: self.run_id.get(),
+            started: self.started.clone(),
+            finished: oslab_core::time::utc_now(),
+            status,
+            oslab_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_rev: Some(env!("OSLAB_GIT_REV").to_string()).filter(|r| !r.is_empty()),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            hostname: self.machine.fingerprint.hostname.clone(),
+            quick: self.quick,
+            wall_s: self.wall.elapsed().as_secs_f64(),
+            fingerprint: serde_json::to_value(&self.machine.fingerprint)
+                .unwrap_or(serde_json::Value::Null),
+            environment: serde_json::to_value(&self.machine.environment)
+                .unwrap_or(serde_json::Value::Null),
+        }
     }
 
     /// Pins the calling thread to the measuring CPU and, unless `no_rt`, raises it to SCHED_FIFO
@@ -109,39 +160,26 @@ impl Session {
             peer_cpu: self.peer_cpu,
             allowed: self.allowed.clone(),
             options,
+            earlier: Default::default(),
         }
     }
 
-    /// Stores the run in one transaction and returns its record (with its id).
+    /// Writes the final run (its measurements replace what was appended) in one transaction and
+    /// returns its record (with its id).
     pub fn save(
         &mut self,
         measurements: &[Measurement],
         timeline: &[TimelineEvent],
         interrupted: bool,
     ) -> anyhow::Result<RunRecord> {
-        let record = RunRecord {
-            id: None,
-            started: self.started.clone(),
-            finished: oslab_core::time::utc_now(),
-            status: if interrupted {
-                RunStatus::Interrupted
-            } else {
-                RunStatus::Complete
-            },
-            oslab_version: env!("CARGO_PKG_VERSION").to_string(),
-            git_rev: Some(env!("OSLAB_GIT_REV").to_string()).filter(|r| !r.is_empty()),
-            command: std::env::args().collect::<Vec<_>>().join(" "),
-            hostname: self.machine.fingerprint.hostname.clone(),
-            quick: self.quick,
-            wall_s: self.wall.elapsed().as_secs_f64(),
-            fingerprint: serde_json::to_value(&self.machine.fingerprint)?,
-            environment: serde_json::to_value(&self.machine.environment)?,
-        };
-        let id = self.store.save_run(&record, measurements, timeline)?;
-        Ok(RunRecord {
-            id: Some(id),
-            ..record
-        })
+        let id = self.begin()?;
+        let record = self.record(if interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        });
+        self.store.finish_run(id, &record, measurements, timeline)?;
+        Ok(record)
     }
 
     /// Saves, prints (table or JSON, with `extra` text after the table) and returns the exit

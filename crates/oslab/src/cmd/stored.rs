@@ -75,6 +75,17 @@ pub fn render_run(record: &RunRecord, ms: &[Measurement]) -> String {
     {
         out.push_str(&format!("clock: {}\n", clock.describe()));
     }
+    match record.status {
+        oslab_store::RunStatus::Crashed => out.push_str(&format!(
+            "crashed: the process that measured this run no longer exists (killed, out of memory, or the machine went down); it holds the {} measurements of the probes that completed\n",
+            ms.len()
+        )),
+        oslab_store::RunStatus::Running => out.push_str(&format!(
+            "running: still being measured; {} measurements so far\n",
+            ms.len()
+        )),
+        _ => {}
+    }
     out.push_str(&oslab_report::table::measurements(ms));
     out.push('\n');
     if let Some(matrix) = oslab_report::numa::matrix(ms) {

@@ -103,6 +103,9 @@ pub struct Options {
     pub file_size: Option<u64>,
     /// Directory for that file (default: $TMPDIR, else /var/tmp).
     pub temp_dir: Option<std::path::PathBuf>,
+    /// An executable that runs `task-helper REQUEST` (the oslab binary): the minimal parent that
+    /// process creation is timed from. None: timed from this process, and said so.
+    pub helper: Option<std::path::PathBuf>,
 }
 
 impl Context<'_> {

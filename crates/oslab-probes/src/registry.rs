@@ -25,6 +25,20 @@ pub fn all() -> Vec<&'static Probe> {
     .collect()
 }
 
+/// Roughly how long a probe takes relative to a one-measurement probe (timer.rdtsc = 1), for the
+/// progress bar's estimate of the time left. Sweeps over working-set sizes dominate a run.
+pub fn relative_cost(id: &str) -> f64 {
+    match id {
+        "memory.latency.chunk" | "memory.latency.random" | "memory.latency.sequential" => 18.0,
+        "bandwidth.sweep" => 14.0,
+        "memory.latency.pages" | "bandwidth.stream" => 8.0,
+        "bandwidth.threads" | "call.args" | "task.fork" | "numa.matrix" | "faults.file" => 5.0,
+        "memory.latency.stride" | "memory.latency.parallel" => 4.0,
+        _ if id.starts_with("switch.") || id.starts_with("syscall.") => 2.5,
+        _ => 1.0,
+    }
+}
+
 /// The probe with exactly this id.
 pub fn find(id: &str) -> Option<&'static Probe> {
     all().into_iter().find(|p| p.id == id)

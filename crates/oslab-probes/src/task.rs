@@ -2,108 +2,393 @@
 //! std::thread). Each event is timed alone; creation latency (until the creating call returns in
 //! the parent) and the full round trip (until the child has exited and been reaped, or joined) are
 //! reported separately.
+//!
+//! What fork costs depends on the parent: it copies the parent's page tables. The headline figures
+//! are therefore timed from a *minimal parent*, a freshly started helper process (oslab's hidden
+//! `task-helper` command: no allocator warm-up, no probe buffers), not from oslab after minutes of
+//! measuring; the note gives the helper's resident size. `task.fork` also times fork from the
+//! helper after it touched 1, 64 and 512 MiB (1, 16, 64 with `--quick`) and fits fixed cost +
+//! cost per MiB of touched memory: the page-table part of fork. Without a helper executable
+//! (library use, tests) creation is timed from this process, and the note says so.
 
 use crate::child::{wait_pid, NopProgram};
-use crate::harness::Event;
+use crate::harness::{Event, Harness, HarnessConfig, Timing};
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;
 use oslab_core::Clock;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// The task-creation probes.
 pub const PROBES: &[Probe] = &[
     Probe {
         id: "task.fork",
-        about: "fork + _exit + waitpid: creation (parent side) and round trip",
+        about:
+            "fork + _exit + waitpid from a minimal parent, and its cost per MiB the parent touched",
         unit: Unit::Ns,
         needs: &[],
-        run: |cx| two_phase(cx, "task.fork", &mut fork_once),
+        run: fork_with_sweep,
     },
     Probe {
         id: "task.vfork",
         about: "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid",
         unit: Unit::Ns,
         needs: &[],
-        run: |cx| {
-            let mut stack = vec![0u8; 64 * 1024];
-            let mut ms = two_phase(cx, "task.vfork", &mut |clock, out| {
-                vfork_once(clock, out, &mut stack)
-            })?;
-            ms[0].note = Some("CLONE_VFORK suspends the parent until the child exits, so creation includes the child's life".into());
-            Ok(ms)
-        },
+        run: |cx| created(cx, Kind::Vfork),
     },
     Probe {
         id: "task.posix_spawn",
         about: "posix_spawn of a static do-nothing program + waitpid",
         unit: Unit::Ns,
         needs: &[],
-        run: |cx| {
-            let prog = NopProgram::create()?;
-            let mut ms = two_phase(cx, "task.posix_spawn", &mut |clock, out| {
-                spawn_once(clock, out, &prog)
-            })?;
-            ms[0].note = Some("glibc's posix_spawn uses CLONE_VM|CLONE_VFORK: it returns once the child has exec'd".into());
-            Ok(ms)
-        },
+        run: |cx| created(cx, Kind::PosixSpawn),
     },
     Probe {
         id: "task.fork-exec",
         about: "fork + execve of a static do-nothing program + waitpid",
         unit: Unit::Ns,
         needs: &[],
-        run: |cx| {
-            let prog = NopProgram::create()?;
-            two_phase(cx, "task.fork-exec", &mut |clock, out| {
-                fork_exec_once(clock, out, &prog)
-            })
-        },
+        run: |cx| created(cx, Kind::ForkExec),
     },
     Probe {
         id: "task.pthread",
         about: "pthread_create + pthread_join of an empty thread",
         unit: Unit::Ns,
         needs: &[],
-        run: |cx| two_phase(cx, "task.pthread", &mut pthread_once),
+        run: |cx| created(cx, Kind::Pthread),
     },
     Probe {
         id: "task.std-thread",
         about: "std::thread::spawn + join of an empty closure",
         unit: Unit::Ns,
         needs: &[],
-        run: |cx| two_phase(cx, "task.std-thread", &mut std_thread_once),
+        run: |cx| created(cx, Kind::StdThread),
     },
 ];
 
-/// Runs an event that writes (creation, round trip) ticks and reports both.
-fn two_phase(
-    cx: &Context,
-    id: &str,
-    event: &mut Event<'_, 2>,
-) -> Result<Vec<Measurement>, ProbeError> {
-    // Fork copies page tables: give back heap that earlier probes freed (glibc keeps it), so the
-    // parent is as small as it can be whatever ran before.
-    // SAFETY: malloc_trim only releases free memory.
-    unsafe { libc::malloc_trim(0) };
-    let [create, round] = cx.harness.each::<2>(event)?;
-    // Creating a process copies the parent's page tables: say how big the parent was.
-    let rss = parent_rss_mib();
-    let p = || params! {"cpu" => cx.cpu, "parent_rss_mib" => rss};
-    Ok(vec![
-        cx.measurement(id, p(), "create", &create),
-        cx.measurement(id, p(), "round_trip", &round),
-    ])
+/// What is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// fork + _exit.
+    Fork,
+    /// clone(CLONE_VM|CLONE_VFORK) + _exit.
+    Vfork,
+    /// posix_spawn of the do-nothing program.
+    PosixSpawn,
+    /// fork + execve of the do-nothing program.
+    ForkExec,
+    /// pthread_create + join.
+    Pthread,
+    /// std::thread::spawn + join.
+    StdThread,
 }
 
-/// Resident set size of this process in MiB (0 when /proc is unreadable), rounded to 0.1.
-fn parent_rss_mib() -> f64 {
+impl Kind {
+    fn probe_id(self) -> &'static str {
+        match self {
+            Kind::Fork => "task.fork",
+            Kind::Vfork => "task.vfork",
+            Kind::PosixSpawn => "task.posix_spawn",
+            Kind::ForkExec => "task.fork-exec",
+            Kind::Pthread => "task.pthread",
+            Kind::StdThread => "task.std-thread",
+        }
+    }
+
+    fn note(self) -> Option<&'static str> {
+        match self {
+            Kind::Vfork => Some("CLONE_VFORK suspends the parent until the child exits, so creation includes the child's life"),
+            Kind::PosixSpawn => Some("glibc's posix_spawn uses CLONE_VM|CLONE_VFORK: it returns once the child has exec'd"),
+            _ => None,
+        }
+    }
+}
+
+/// Parent sizes of the fork sweep in MiB touched: full suite and `--quick`.
+const SWEEP_MIB: [u64; 3] = [1, 64, 512];
+const SWEEP_MIB_QUICK: [u64; 3] = [1, 16, 64];
+
+/// What the helper measured: per-event times in ns and its own size when it measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HelperReport {
+    /// Creation latency samples, ns.
+    pub create: Vec<f64>,
+    /// Round-trip samples, ns.
+    pub round: Vec<f64>,
+    /// Resident set of the helper while measuring, KiB.
+    pub rss_kib: u64,
+    /// Samples dropped as invalid, and other remarks.
+    pub note: Option<String>,
+}
+
+/// What the helper is asked: passed as one JSON argument.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HelperRequest {
+    /// What to create.
+    pub kind: Kind,
+    /// MiB of anonymous memory to touch before measuring.
+    pub touch_mib: u64,
+    /// The calibrated clock of the measuring process (so no second calibration).
+    pub clock: Clock,
+    /// Sampling budget in ms, and sample bounds.
+    pub budget_ms: u64,
+    /// Samples wanted at least.
+    pub min_samples: usize,
+    /// Samples taken at most.
+    pub max_samples: usize,
+}
+
+/// Creation costs of `kind`: from the minimal helper when there is one, else from this process.
+fn created(cx: &Context, kind: Kind) -> Result<Vec<Measurement>, ProbeError> {
+    let (create, round, parent) = measure(cx, kind, 0, cx.harness)?;
+    let p = || params! {"cpu" => cx.cpu};
+    let mut out = vec![
+        cx.measurement(kind.probe_id(), p(), "create", &create),
+        cx.measurement(kind.probe_id(), p(), "round_trip", &round),
+    ];
+    for m in &mut out {
+        m.note = Some(match (kind.note(), m.note.take()) {
+            (Some(k), Some(n)) => format!("{k}; {parent}; {n}"),
+            (Some(k), None) => format!("{k}; {parent}"),
+            (None, Some(n)) => format!("{parent}; {n}"),
+            (None, None) => parent.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// Times `kind` from the helper (touching `touch_mib` first) or, without one, from this
+/// process; returns (creation, round trip, where it was timed from in words).
+fn measure(
+    cx: &Context,
+    kind: Kind,
+    touch_mib: u64,
+    harness: &Harness,
+) -> Result<(Timing, Timing, String), ProbeError> {
+    let Some(exe) = &cx.options.helper else {
+        if touch_mib > 0 {
+            return Err(ProbeError::Unsupported(
+                "needs the oslab executable to start a helper parent".into(),
+            ));
+        }
+        // SAFETY: malloc_trim only releases free memory (fork copies what we keep).
+        unsafe { libc::malloc_trim(0) };
+        let [create, round] = harness.each::<2>(&mut event(kind)?)?;
+        return Ok((
+            create,
+            round,
+            format!(
+                "timed from this process ({:.1} MiB resident): no minimal helper parent available",
+                rss_kib() as f64 / 1024.0
+            ),
+        ));
+    };
+    let config = &harness.config;
+    let request = HelperRequest {
+        kind,
+        touch_mib,
+        clock: harness.clock.clone(),
+        budget_ms: config.budget.as_millis() as u64,
+        min_samples: config.min_samples,
+        max_samples: config.max_samples,
+    };
+    let report = run_helper(exe, &request)?;
+    let timing = |samples: Vec<f64>| Timing {
+        samples,
+        batch: 1,
+        overhead_ns: harness.read_overhead_ns(),
+        note: report.note.clone(),
+    };
+    let parent = format!(
+        "timed from a minimal helper process ({} resident{})",
+        oslab_core::model::bytes_text(report.rss_kib * 1024),
+        if touch_mib > 0 {
+            format!(", after touching {touch_mib} MiB")
+        } else {
+            String::new()
+        }
+    );
+    Ok((
+        timing(report.create.clone()),
+        timing(report.round.clone()),
+        parent,
+    ))
+}
+
+/// Starts `exe task-helper REQUEST` (it dies with us) and reads its report.
+fn run_helper(exe: &std::path::Path, request: &HelperRequest) -> Result<HelperReport, ProbeError> {
+    use std::os::unix::process::CommandExt;
+    let arg = serde_json::to_string(request).map_err(|e| ProbeError::Failed(e.to_string()))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("task-helper")
+        .arg(arg)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| ProbeError::Failed(format!("starting {} task-helper: {e}", exe.display())))?;
+    crate::harness::check_interrupt()?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(ProbeError::Failed(format!(
+            "the helper parent failed ({}): {}",
+            out.status,
+            err.lines().last().unwrap_or("no message")
+        )));
+    }
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| ProbeError::Failed(format!("the helper parent's report: {e}")))
+}
+
+/// The helper's side: touch the memory asked for, time the events, print the report as JSON.
+/// Runs in a fresh process started by [`run_helper`].
+pub fn helper_main(request: &str) -> Result<String, String> {
+    let request: HelperRequest =
+        serde_json::from_str(request).map_err(|e| format!("bad request: {e}"))?;
+    let touched = touch(request.touch_mib << 20)?;
+    let config = HarnessConfig {
+        budget: Duration::from_millis(request.budget_ms),
+        min_samples: request.min_samples,
+        max_samples: request.max_samples,
+        ..HarnessConfig::quick()
+    };
+    let harness = Harness::new(request.clock, config);
+    let rss = rss_kib();
+    let [create, round] = harness
+        .each::<2>(&mut event(request.kind).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    drop(touched);
+    serde_json::to_string(&HelperReport {
+        create: create.samples,
+        round: round.samples,
+        rss_kib: rss,
+        note: create.note,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Maps and touches `bytes` of private anonymous memory (one write per 4 KiB page).
+fn touch(bytes: u64) -> Result<Option<crate::buffer::Buffer>, String> {
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let buf = crate::buffer::Buffer::new(bytes as usize, crate::buffer::Pages::Small)
+        .map_err(|e| e.to_string())?;
+    for off in (0..buf.len()).step_by(4096) {
+        // SAFETY: in bounds of the mapping.
+        unsafe { std::ptr::write_volatile(buf.ptr().add(off), 1u8) };
+    }
+    Ok(Some(buf))
+}
+
+/// The event that creates one `kind` and writes (creation, round trip) ticks.
+fn event(kind: Kind) -> Result<Box<Event<'static, 2>>, ProbeError> {
+    Ok(match kind {
+        Kind::Fork => Box::new(fork_once),
+        Kind::Vfork => {
+            let mut stack = vec![0u8; 64 * 1024];
+            Box::new(move |clock: &Clock, out: &mut [u64; 2]| vfork_once(clock, out, &mut stack))
+        }
+        Kind::PosixSpawn => {
+            let prog = NopProgram::create()?;
+            Box::new(move |clock: &Clock, out: &mut [u64; 2]| spawn_once(clock, out, &prog))
+        }
+        Kind::ForkExec => {
+            let prog = NopProgram::create()?;
+            Box::new(move |clock: &Clock, out: &mut [u64; 2]| fork_exec_once(clock, out, &prog))
+        }
+        Kind::Pthread => Box::new(pthread_once),
+        Kind::StdThread => Box::new(std_thread_once),
+    })
+}
+
+/// `task.fork`: the headline from the minimal parent, then the sweep over touched memory and
+/// the fitted fixed cost and cost per MiB.
+fn fork_with_sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    let mut out = created(cx, Kind::Fork)?;
+    if cx.options.helper.is_none() {
+        return Ok(out);
+    }
+    let sizes = if cx.harness.config.memory_max < (512 << 20) {
+        SWEEP_MIB_QUICK
+    } else {
+        SWEEP_MIB
+    };
+    let harness = cx.harness.scaled(0.5);
+    let mut points = Vec::new();
+    for mib in sizes {
+        let (_, round, parent) = measure(cx, Kind::Fork, mib, &harness)?;
+        let mut m = cx.measurement(
+            "task.fork",
+            params! {"cpu" => cx.cpu, "touched_mib" => mib},
+            "round_trip",
+            &round,
+        );
+        m.note = Some(parent);
+        if let Some(s) = &m.summary {
+            points.push((mib as f64, s.median));
+        }
+        out.push(m);
+    }
+    out.extend(fork_fit(cx, &points));
+    Ok(out)
+}
+
+/// Least-squares line through (MiB touched, round trip): fixed cost and cost per MiB.
+fn fork_fit(cx: &Context, points: &[(f64, f64)]) -> Vec<Measurement> {
+    let Some((fixed, slope)) = line_fit(points) else {
+        return Vec::new();
+    };
+    let what = format!(
+        "least-squares line through the round trips after touching {} MiB: fork copies the page tables of what the parent touched",
+        points.iter().map(|p| format!("{}", p.0)).collect::<Vec<_>>().join(", ")
+    );
+    [("fixed_cost", fixed), ("cost_per_mib", slope)]
+        .into_iter()
+        .map(|(metric, v)| {
+            let mut m = Measurement::not_taken(
+                "task.fork",
+                params! {"cpu" => cx.cpu, "fit" => "touched memory"},
+                metric,
+                Unit::Ns,
+                Status::Ok,
+            );
+            m.summary = oslab_core::stats::Summary::new(&[v]);
+            m.cycles = cx.harness.clock.cycles_per_ns().map(|c| v * c);
+            m.note = Some(what.clone());
+            m
+        })
+        .collect()
+}
+
+/// Intercept and slope of the least-squares line; None with fewer than two distinct x.
+pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (points.len() >= 2 && sxx > 0.0).then(|| (my - sxy / sxx * mx, sxy / sxx))
+}
+
+/// Resident set size of this process in KiB (0 when /proc is unreadable).
+fn rss_kib() -> u64 {
     let pages = std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .unwrap_or(0.0);
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as f64;
-    (pages * page / (1 << 20) as f64 * 10.0).round() / 10.0
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    pages * page / 1024
 }
 
 /// Waits for child `pid`, checks it exited cleanly, and records (creation, round trip) from the
@@ -268,4 +553,17 @@ fn std_thread_once(clock: &Clock, out: &mut [u64; 2]) -> Result<bool, ProbeError
     let t2 = clock.stop();
     *out = [t1 - t0, t2 - t0];
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_through_fork_times() {
+        let (a, b) = line_fit(&[(1.0, 110.0), (64.0, 740.0), (512.0, 5250.0)]).unwrap();
+        assert!((b - 10.0).abs() < 0.1 && (a - 100.0).abs() < 5.0, "{a} {b}");
+        assert!(line_fit(&[(1.0, 2.0)]).is_none());
+        assert!(line_fit(&[(1.0, 2.0), (1.0, 3.0)]).is_none());
+    }
 }

@@ -54,6 +54,16 @@ pub enum Command {
     Runs(RunsArgs),
     /// Print a stored run again.
     Show(ShowArgs),
+    /// The minimal parent process creation is timed from (started by the task probes).
+    #[command(hide = true)]
+    TaskHelper(TaskHelperArgs),
+}
+
+/// `oslab task-helper REQUEST` (internal).
+#[derive(Debug, Args)]
+pub struct TaskHelperArgs {
+    /// What to measure, as JSON.
+    pub request: String,
 }
 
 /// Where results are stored.

@@ -4,6 +4,7 @@
 use crate::cmd::session::Session;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oslab_core::model::Measurement;
+use oslab_probes::registry;
 use oslab_probes::runner::Sink;
 use oslab_probes::Probe;
 use std::io::IsTerminal;
@@ -14,14 +15,19 @@ pub struct Progress<'a> {
     session: &'a Session,
 }
 
+/// Bar units per unit of relative cost (the bar advances by each probe's expected share).
+const SCALE: f64 = 100.0;
+
 impl<'a> Progress<'a> {
-    /// A bar for `total` probes; hidden when stderr is not a terminal.
-    pub fn new(total: usize, session: &'a Session) -> Progress<'a> {
-        let bar = ProgressBar::new(total as u64);
+    /// A bar over `probes`, advancing by each one's expected cost so the time-left estimate
+    /// holds; hidden when stderr is not a terminal.
+    pub fn new(probes: &[&Probe], session: &'a Session) -> Progress<'a> {
+        let total: f64 = probes.iter().map(|p| registry::relative_cost(p.id)).sum();
+        let bar = ProgressBar::new((total * SCALE) as u64);
         if std::io::stderr().is_terminal() {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+                ProgressStyle::with_template("{elapsed:>4} [{bar:30}] about {eta} left  {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
@@ -38,14 +44,15 @@ impl<'a> Progress<'a> {
 }
 
 impl Sink for Progress<'_> {
-    fn started(&mut self, probe: &Probe, index: usize, _total: usize) {
-        self.bar.set_position(index as u64);
-        self.bar.set_message(probe.id);
+    fn started(&mut self, probe: &Probe, index: usize, total: usize) {
+        self.bar
+            .set_message(format!("{}/{total} {}", index + 1, probe.id));
     }
 
-    fn finished(&mut self, _probe: &Probe, results: &[Measurement]) {
+    fn finished(&mut self, probe: &Probe, results: &[Measurement]) {
         self.session.append(results);
-        self.bar.inc(1);
+        self.bar
+            .inc((registry::relative_cost(probe.id) * SCALE) as u64);
     }
 
     fn retrying(&mut self, probe: &Probe, attempt: u32) {

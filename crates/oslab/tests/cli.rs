@@ -376,6 +376,46 @@ fn sigkill_at_a_random_point_keeps_every_completed_probe_intact() {
 }
 
 #[test]
+fn process_creation_is_timed_from_a_minimal_parent_and_fork_grows_with_its_memory() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let out = stdout(&[
+        "run",
+        "--quick",
+        "task.fork",
+        "task.pthread",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let run = json(&out);
+    let ms = run["measurements"].as_array().unwrap();
+    let find = |metric: &str, touched: Option<u64>| {
+        ms.iter()
+            .find(|m| {
+                m["probe"] == "task.fork"
+                    && m["metric"] == metric
+                    && m["params"]["touched_mib"].as_u64() == touched
+            })
+            .unwrap_or_else(|| panic!("no task.fork {metric} {touched:?}: {run}"))
+    };
+    // The headline comes from the helper, whose size is said (a few MiB at most).
+    let head = find("round_trip", None);
+    let note = head["note"].as_str().unwrap();
+    assert!(note.contains("minimal helper process"), "{note}");
+    assert!(head["params"].get("parent_rss_mib").is_none());
+    let pthread = ms.iter().find(|m| m["probe"] == "task.pthread").unwrap();
+    assert!(pthread["note"].as_str().unwrap().contains("minimal helper"));
+    // Fork copies page tables: 64 MiB touched costs more than 1 MiB, and the fit says so.
+    let median = |m: &Value| m["summary"]["median"].as_f64().unwrap();
+    assert!(median(find("round_trip", Some(64))) > median(find("round_trip", Some(1))));
+    assert!(median(find("cost_per_mib", None)) > 0.0);
+    // Nothing of the helpers is left behind.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(processes_mentioning(Path::new("task-helper")).is_empty());
+}
+
+#[test]
 fn fault_file_that_cannot_fit_is_refused_before_measuring() {
     let _turn = shared();
     let (dir, db) = temp_db();

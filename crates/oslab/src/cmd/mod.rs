@@ -42,7 +42,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => exchange::import(a),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
+        Command::TaskHelper(a) => task_helper(a),
     }
+}
+
+/// The helper parent of the task probes: prints its report as JSON.
+fn task_helper(args: crate::cli::TaskHelperArgs) -> anyhow::Result<ExitCode> {
+    let report = oslab_probes::task::helper_main(&args.request).map_err(anyhow::Error::msg)?;
+    print_text(&report)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Opens the store the user chose (or the default one).

@@ -13,6 +13,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = Options {
         file_size: args.file_size,
         temp_dir: args.temp_dir.clone(),
+        // Process creation is timed from a fresh oslab, not from this one after its probes.
+        helper: std::env::current_exe().ok(),
     };
     if probes.iter().any(|p| p.id == "faults.file") {
         check_fault_file(&options, args.quick)?;
@@ -29,7 +31,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _placed = session.place(args.no_rt)?;
         let harness = session.harness();
         let cx = session.context(&harness, &options);
-        let mut progress = Progress::new(probes.len(), &session);
+        let mut progress = Progress::new(&probes, &session);
         let outcome = runner::run(&probes, &cx, &mut progress);
         progress.finish();
         outcome

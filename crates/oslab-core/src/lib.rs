@@ -5,8 +5,8 @@
 //! # Brief overview
 //! - [`clock::Clock`]: fenced TSC reads (or `clock_gettime` where the TSC cannot be trusted) with a
 //!   calibrated frequency and its error.
-//! - [`stats::Summary`]: median-led summaries with bootstrap CI95 and Tukey outlier counts; it only
-//!   sees slices of numbers.
+//! - [`stats::Summary`]: median-led summaries with a CI95 of the median from batch medians (so drift
+//!   between bursts widens it) and Tukey outlier counts; it only sees slices of numbers.
 //! - [`topology::Topology`]: cpus, cores, packages, caches and NUMA nodes read from sysfs (any root, so
 //!   tests can describe machines this one is not).
 //! - [`cpulist::parse`]: "0-3,8", "node:1", "socket:0", "core-sibling-of:0".

@@ -261,7 +261,7 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
-/// Median of unsorted data, ignoring non-finite values (copies; no bootstrap, unlike
+/// Median of unsorted data, ignoring non-finite values (copies; no interval, unlike
 /// [`Summary::new`]).
 pub fn median(samples: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();

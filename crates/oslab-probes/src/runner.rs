@@ -37,6 +37,8 @@ pub struct Outcome {
     pub measurements: Vec<Measurement>,
     /// Whether the user stopped the run before the end.
     pub interrupted: bool,
+    /// Probes left with noisy results that the retry budget had no time to measure again.
+    pub not_retried: Vec<&'static str>,
 }
 
 /// Runs `probes` in order, then measures noisy ones again while the harness's retry budget lasts.
@@ -58,6 +60,14 @@ pub fn run(probes: &[&'static Probe], cx: &Context, sink: &mut dyn Sink) -> Outc
     if !outcome.interrupted {
         let budget = cx.harness.config.retry_budget;
         outcome.interrupted = retry_noisy(&mut done, cx, sink, budget);
+        outcome.not_retried = done
+            .iter()
+            .filter(|(_, r, _)| {
+                r.iter()
+                    .any(|m| m.status == Status::Noisy && m.attempts == 1)
+            })
+            .map(|(p, _, _)| p.id)
+            .collect();
     }
     outcome.measurements = done.into_iter().flat_map(|(_, r, _)| r).collect();
     outcome

@@ -4,8 +4,12 @@
 //! # Brief overview
 //! - [`Store::open`] creates or opens a store, refusing files that are not oslab databases or were
 //!   written by a newer oslab, and checking up front that it can write.
-//! - [`Store::save_run`] writes a run and all its measurements in one transaction: a run is either
-//!   stored whole (marked `complete` or `interrupted`) or not at all.
+//! - [`Store::begin_run`], [`Store::append`], [`Store::finish_run`]: a run written as it is measured.
+//!   It is `running` from the start (with the writer's pid and boot id), each probe's results are
+//!   added in one transaction, and the final results replace them in one transaction. A run whose
+//!   writer died reads as `crashed`, holding every probe that completed.
+//! - [`Store::save_run`] writes a finished run (an import, a fleet node) in one transaction: it is
+//!   stored whole or not at all.
 //! - [`Store::runs`], [`Store::load_run`], [`Store::load_timeline`] read them back.
 //! - [`exchange`]: the `oslab.run/1` JSON document (schema-validated on import) and CSV.
 //! - [`compare::compare`]: two runs side by side, with significance and regressions.

@@ -302,6 +302,10 @@ fn ctrl_c_keeps_what_completed_and_reaps_children() {
             "timer.rdtsc".as_ref(),
             "switch.process.pipe".as_ref(),
             "switch.process.futex".as_ref(),
+            // More than enough left to measure when the signal comes.
+            "switch.process.eventfd".as_ref(),
+            "switch.thread.pipe".as_ref(),
+            "switch.thread.futex".as_ref(),
             "--db".as_ref(),
             marker.as_os_str(),
         ],

@@ -36,6 +36,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         progress.finish();
         outcome
     };
+    if !outcome.not_retried.is_empty() {
+        let budget = session.harness().config.retry_budget;
+        eprintln!(
+            "note: {} probe(s) with noisy results were not measured again, the retry budget ({} s) being spent: {}",
+            outcome.not_retried.len(),
+            budget.as_secs(),
+            outcome.not_retried.join(", ")
+        );
+    }
     session.finish(
         &outcome.measurements,
         &[],

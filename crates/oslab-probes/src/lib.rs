@@ -10,6 +10,7 @@
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
+//! - [`contention`]: whether other work competed with a probe (results then marked noisy).
 #![deny(missing_docs)]
 
 pub mod activity;
@@ -18,6 +19,7 @@ pub mod buffer;
 pub mod call;
 pub mod chase;
 pub mod child;
+pub mod contention;
 pub mod faults;
 pub mod harness;
 pub mod kernels;

@@ -5,7 +5,11 @@
 //! time (so the new attempts are interleaved with each other, minutes after the first): for each
 //! measurement the best-supported attempt is kept (`ok` over `noisy`, then the narrower interval)
 //! and the number of attempts is recorded.
+//!
+//! Every attempt is watched for competing work ([`crate::contention`]): results measured while other
+//! work took the cpus are marked noisy with the reason, and measured again like any noisy result.
 
+use crate::contention::Snapshot;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::Environment;
 use oslab_core::model::{Measurement, Status};
@@ -39,6 +43,8 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Probes left with noisy results that the retry budget had no time to measure again.
     pub not_retried: Vec<&'static str>,
+    /// Probes whose kept results were measured while other work competed, with why.
+    pub contended: Vec<(&'static str, String)>,
 }
 
 /// Runs `probes` in order, then measures noisy ones again while the harness's retry budget lasts.
@@ -69,18 +75,46 @@ pub fn run(probes: &[&'static Probe], cx: &Context, sink: &mut dyn Sink) -> Outc
             .map(|(p, _, _)| p.id)
             .collect();
     }
+    outcome.contended = done
+        .iter()
+        .filter_map(|(p, r, _)| {
+            let why = r
+                .iter()
+                .find_map(|m| m.note.as_deref()?.split(CONTENDED).nth(1))?;
+            Some((p.id, why.split(';').next().unwrap_or(why).to_string()))
+        })
+        .collect();
     outcome.measurements = done.into_iter().flat_map(|(_, r, _)| r).collect();
     outcome
 }
 
-/// One attempt at a probe: its results, or `None` when the user stopped us.
+/// Starts the note of a result measured while other work competed.
+const CONTENDED: &str = "measured while the machine was busy: ";
+
+/// One attempt at a probe: its results, or `None` when the user stopped us. Results measured
+/// while other work competed are marked noisy, saying why.
 fn attempt(probe: &Probe, cx: &Context) -> Option<Vec<Measurement>> {
-    Some(match run_one(probe, cx) {
+    let before = Snapshot::take();
+    let mut results = match run_one(probe, cx) {
         Ok(r) => r,
         Err(ProbeError::Interrupted) => return None,
         Err(ProbeError::Unsupported(why)) => vec![whole_probe(probe, Status::Skipped(why))],
         Err(ProbeError::Failed(why)) => vec![whole_probe(probe, Status::Failed(why))],
-    })
+    };
+    let contended = before
+        .zip(Snapshot::take())
+        .and_then(|(a, b)| a.until(&b, cx.cpu))
+        .and_then(|c| c.reason());
+    if let Some(why) = contended {
+        for m in results.iter_mut().filter(|m| m.status.has_value()) {
+            m.status = Status::Noisy;
+            m.note = Some(match m.note.take() {
+                Some(n) => format!("{CONTENDED}{why}; {n}"),
+                None => format!("{CONTENDED}{why}"),
+            });
+        }
+    }
+    Some(results)
 }
 
 /// Passes over the probes with noisy results, cheapest first, while the budget allows another

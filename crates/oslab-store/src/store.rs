@@ -400,8 +400,8 @@ impl Store {
     }
 
     /// Ends a running run: its final measurements (replacing what was appended, so results measured
-    /// again replace the first attempt), its timeline, end time, wall time and status, in one
-    /// transaction.
+    /// again replace the first attempt), its timeline, end time, wall time, status and environment
+    /// report (warnings found while measuring), in one transaction.
     pub fn finish_run(
         &mut self,
         run_id: i64,
@@ -415,8 +415,14 @@ impl Store {
         insert_measurements(&tx, run_id, 0, measurements)?;
         insert_timeline(&tx, run_id, timeline)?;
         let changed = tx.execute(
-            "UPDATE runs SET finished = ?2, status = ?3, wall_s = ?4 WHERE id = ?1",
-            params![run_id, run.finished, run.status.as_str(), run.wall_s],
+            "UPDATE runs SET finished = ?2, status = ?3, wall_s = ?4, environment = ?5 WHERE id = ?1",
+            params![
+                run_id,
+                run.finished,
+                run.status.as_str(),
+                run.wall_s,
+                run.environment.to_string()
+            ],
         )?;
         if changed != 1 {
             return Err(StoreError::NoSuchRun(run_id.to_string()));

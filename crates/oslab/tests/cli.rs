@@ -420,6 +420,55 @@ fn process_creation_is_timed_from_a_minimal_parent_and_fork_grows_with_its_memor
 }
 
 #[test]
+fn results_measured_while_other_work_runs_are_not_ok() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let measure = || {
+        json(&stdout(&[
+            "run",
+            "--quick",
+            "timer.rdtsc",
+            "syscall.getppid",
+            "--json",
+            "--db",
+            db.to_str().unwrap(),
+        ]))
+    };
+    let note = |m: &Value| m["note"].as_str().unwrap_or_default().to_string();
+    // Alone (in our turn), the busy-machine note does not appear.
+    let quiet = measure();
+    let rdtsc = &quiet["measurements"][0];
+    assert!(!note(rdtsc).contains("busy"), "{rdtsc}");
+    // Two spinning processes, one per cpu of this machine: every result says so and is not ok.
+    let mut hogs: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let loaded = measure();
+    for h in &mut hogs {
+        h.kill().unwrap();
+        h.wait().unwrap();
+    }
+    for m in loaded["measurements"].as_array().unwrap() {
+        assert_eq!(m["status"], "noisy", "{m}");
+        assert!(
+            note(m).contains("measured while the machine was busy"),
+            "{m}"
+        );
+    }
+    let warnings = loaded["run"]["environment"]["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["kind"] == "contention"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
 fn fault_file_that_cannot_fit_is_refused_before_measuring() {
     let _turn = shared();
     let (dir, db) = temp_db();

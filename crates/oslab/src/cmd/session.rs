@@ -103,6 +103,18 @@ impl Session {
         }
     }
 
+    /// Adds a warning found while measuring to the environment report stored with the run.
+    pub fn warn(&mut self, kind: &str, message: String, remedy: &str) {
+        self.machine
+            .environment
+            .warnings
+            .push(oslab_core::machine::Warning {
+                kind: kind.to_string(),
+                message,
+                remedy: remedy.to_string(),
+            });
+    }
+
     fn record(&self, status: RunStatus) -> RunRecord {
         RunRecord {
             id: self.run_id.get(),

@@ -1,0 +1,229 @@
+//! Whether other work competed with a probe while it ran. A result measured on a contended machine
+//! is not a property of the machine: it is marked noisy and says why, so a phantom cache level or a
+//! 5x latency under load is never reported as `ok`.
+//!
+//! Three signs, compared between a snapshot before and after the probe:
+//! - **other work on the cpus**: the busy time /proc/stat counts on every cpu, minus the cpu time
+//!   of this process and its reaped children; more than [`MAX_FOREIGN_CPUS`] cpus on average
+//!   means something else ran (it takes cache, memory bandwidth, and the measuring cpu itself);
+//! - **involuntary context switches** of the measuring thread (getrusage RUSAGE_THREAD): it was
+//!   preempted (more than [`MAX_PREEMPTIONS_PER_S`] per second);
+//! - **steal time** of the measuring cpu (/proc/stat): the hypervisor ran something else while
+//!   this virtual cpu wanted to run (more than [`MAX_STEAL`] of its time).
+
+use std::time::Instant;
+
+/// Average cpus of other work that make a probe contended.
+pub const MAX_FOREIGN_CPUS: f64 = 0.3;
+/// Involuntary switches of the measuring thread per second that make a probe contended.
+pub const MAX_PREEMPTIONS_PER_S: f64 = 100.0;
+/// Share of the measuring cpu's time stolen by the hypervisor that makes a probe contended.
+pub const MAX_STEAL: f64 = 0.05;
+
+/// Counters at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    at: Instant,
+    /// Per cpu (by number): busy ticks (user, nice, system) and steal ticks.
+    cpus: Vec<Option<(u64, u64)>>,
+    /// CPU time of this process and its reaped children, ns.
+    own_ns: u64,
+    /// Involuntary context switches of the calling thread.
+    involuntary: u64,
+}
+
+/// What competed with a probe, per second of its wall time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contention {
+    /// Average cpus busy with work other than ours.
+    pub foreign_cpus: f64,
+    /// Involuntary context switches of the measuring thread per second.
+    pub preemptions_per_s: f64,
+    /// Share of the measuring cpu's time stolen by the hypervisor.
+    pub steal: f64,
+}
+
+impl Snapshot {
+    /// Reads the counters now (call on the measuring thread). None when /proc/stat is unreadable.
+    pub fn take() -> Option<Snapshot> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        Some(Snapshot {
+            at: Instant::now(),
+            cpus: parse_stat(&stat),
+            own_ns: own_cpu_ns(),
+            involuntary: involuntary_switches(),
+        })
+    }
+
+    /// What competed between `self` and `later`, with `cpu` the measuring cpu.
+    pub fn until(&self, later: &Snapshot, cpu: usize) -> Option<Contention> {
+        let wall = later.at.duration_since(self.at).as_secs_f64();
+        if wall <= 0.0 {
+            return None;
+        }
+        let tick_ns = 1e9 / clock_ticks_per_s();
+        let delta = |i: usize| -> Option<(f64, f64)> {
+            let (b0, s0) = (*self.cpus.get(i)?)?;
+            let (b1, s1) = (*later.cpus.get(i)?)?;
+            Some((
+                b1.saturating_sub(b0) as f64 * tick_ns,
+                s1.saturating_sub(s0) as f64 * tick_ns,
+            ))
+        };
+        let busy_ns: f64 = (0..later.cpus.len()).filter_map(delta).map(|d| d.0).sum();
+        let own_ns = later.own_ns.saturating_sub(self.own_ns) as f64;
+        let steal_ns = delta(cpu).map_or(0.0, |d| d.1);
+        Some(Contention {
+            foreign_cpus: ((busy_ns - own_ns) / 1e9 / wall).max(0.0),
+            preemptions_per_s: later.involuntary.saturating_sub(self.involuntary) as f64 / wall,
+            steal: steal_ns / 1e9 / wall,
+        })
+    }
+}
+
+impl Contention {
+    /// Why the probe counts as contended, or None when nothing competed enough to matter.
+    pub fn reason(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if self.foreign_cpus > MAX_FOREIGN_CPUS {
+            why.push(format!(
+                "other work kept {:.1} cpus busy on average",
+                self.foreign_cpus
+            ));
+        }
+        if self.preemptions_per_s > MAX_PREEMPTIONS_PER_S {
+            why.push(format!(
+                "the measuring thread was preempted {:.0} times a second",
+                self.preemptions_per_s
+            ));
+        }
+        if self.steal > MAX_STEAL {
+            why.push(format!(
+                "the hypervisor took {:.0}% of the measuring cpu (steal time)",
+                100.0 * self.steal
+            ));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+}
+
+/// Per cpu: (user + nice + system, steal) ticks, indexed by cpu number.
+fn parse_stat(stat: &str) -> Vec<Option<(u64, u64)>> {
+    let mut cpus: Vec<Option<(u64, u64)>> = Vec::new();
+    for line in stat.lines() {
+        // "cpuN ..." lines; the total line ("cpu  ...") has no number.
+        let Some(rest) = line
+            .strip_prefix("cpu")
+            .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let Some(Ok(n)) = fields.next().map(str::parse::<usize>) else {
+            continue;
+        };
+        let v: Vec<u64> = fields.filter_map(|f| f.parse().ok()).collect();
+        if v.len() < 8 {
+            continue;
+        }
+        if cpus.len() <= n {
+            cpus.resize(n + 1, None);
+        }
+        cpus[n] = Some((v[0] + v[1] + v[2], v[7]));
+    }
+    cpus
+}
+
+fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as f64
+    } else {
+        100.0
+    }
+}
+
+fn rusage(who: libc::c_int) -> libc::rusage {
+    // SAFETY: rusage is plain data, filled by the call.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrusage(who, &mut ru) };
+    ru
+}
+
+fn tv_ns(tv: libc::timeval) -> u64 {
+    tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000
+}
+
+/// User + system time of this process and its reaped children, ns.
+fn own_cpu_ns() -> u64 {
+    [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN]
+        .into_iter()
+        .map(rusage)
+        .map(|ru| tv_ns(ru.ru_utime) + tv_ns(ru.ru_stime))
+        .sum()
+}
+
+/// Involuntary context switches of the calling thread.
+fn involuntary_switches() -> u64 {
+    rusage(libc::RUSAGE_THREAD).ru_nivcsw.max(0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_busy_and_steal_per_cpu() {
+        let stat = "cpu  10 0 5 100 0 0 0 3 0 0\ncpu0 4 0 2 50 0 0 0 1 0 0\ncpu2 6 1 3 50 0 0 0 2 0 0\nintr 5\n";
+        assert_eq!(parse_stat(stat), vec![Some((6, 1)), None, Some((10, 2))]);
+    }
+
+    #[test]
+    fn contention_is_said_only_beyond_the_thresholds() {
+        let quiet = Contention {
+            foreign_cpus: 0.05,
+            preemptions_per_s: 2.0,
+            steal: 0.01,
+        };
+        assert_eq!(quiet.reason(), None);
+        let busy = Contention {
+            foreign_cpus: 1.8,
+            preemptions_per_s: 400.0,
+            steal: 0.2,
+        };
+        let why = busy.reason().unwrap();
+        assert!(why.contains("1.8 cpus") && why.contains("400 times") && why.contains("20%"));
+    }
+
+    #[test]
+    fn a_busy_thread_of_ours_is_not_foreign_work_but_another_process_is() {
+        let cpu = 0;
+        // Our own spinning thread: its time is ours.
+        let a = Snapshot::take().unwrap();
+        let spin = std::thread::spawn(|| {
+            let t = Instant::now();
+            while t.elapsed().as_millis() < 400 {
+                std::hint::black_box(0u64);
+            }
+        });
+        spin.join().unwrap();
+        let ours = a.until(&Snapshot::take().unwrap(), cpu).unwrap();
+        assert!(ours.foreign_cpus < 0.5, "{ours:?}");
+        // Another process spinning: foreign.
+        let a = Snapshot::take().unwrap();
+        let mut other = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "end=$(($(date +%s) + 1)); while [ $(date +%s) -lt $end ]; do :; done",
+            ])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let seen = a.until(&Snapshot::take().unwrap(), cpu).unwrap();
+        other.kill().ok();
+        other.wait().unwrap();
+        assert!(seen.foreign_cpus > 0.5, "{seen:?}");
+    }
+}

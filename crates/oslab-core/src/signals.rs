@@ -1,20 +1,19 @@
 //! Ctrl-C and SIGTERM become a flag that measuring loops poll, so an interrupted run unwinds
-//! normally: guards restore affinity, children are reaped and what completed is stored. A second
-//! signal ends the process at once.
+//! normally: guards restore affinity and sysctls, children are reaped and what completed is stored.
+//! A second signal never skips that (`timeout` sends SIGTERM to the process and then to its group,
+//! so two arrive at once): it only sets [`hurry`], which tells code that waits for a measurement
+//! to stop waiting. SIGKILL is the way to end oslab without restoring.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static HURRY: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if INTERRUPTED.swap(true, Ordering::SeqCst) {
-        // Second signal: the user insists. Default action (terminate) from here on.
-        // SAFETY: signal() and raise() are async-signal-safe.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
-        }
+        // The user insists: stop waiting for measurements, but still restore what we changed.
+        HURRY.store(true, Ordering::SeqCst);
     }
     SIGNAL.store(sig, Ordering::SeqCst);
 }
@@ -37,6 +36,12 @@ pub fn install() {
 #[inline]
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// Whether a second signal came: skip waiting for measurements (never skip restoring).
+#[inline]
+pub fn hurry() -> bool {
+    HURRY.load(Ordering::Relaxed)
 }
 
 /// The signal that interrupted us, if any.

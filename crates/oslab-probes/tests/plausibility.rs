@@ -304,11 +304,12 @@ fn tlb_reach_is_where_the_random_chain_leaves_the_chunked_one() {
     // The random sweep compares with the chunked one measured before it in the same run.
     let ms = run("memory.latency.chunk memory.latency.random");
     let reach: Vec<_> = ms.iter().filter(|m| m.metric == "tlb_reach").collect();
-    // 16 MiB is beyond every first-level data TLB (at most a few hundred 4 KiB pages).
+    // 16 MiB is beyond every first-level data TLB (at most a few thousand 4 KiB pages); below
+    // 256 KiB both sweeps are the same chain, so the reach is never found there.
     assert_eq!(reach.len(), 1, "{ms:#?}");
     let bytes = reach[0].summary.as_ref().unwrap().median;
     assert!(
-        (16.0 * 4096.0..=8.0 * 1048576.0).contains(&bytes),
+        (256.0 * 1024.0..=8.0 * 1048576.0).contains(&bytes),
         "{:?}",
         reach[0]
     );

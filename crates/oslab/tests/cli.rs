@@ -273,6 +273,17 @@ fn runs_unprivileged_and_says_what_was_not_permitted() {
 /// Starts oslab with `args`, lets `running` check it after `after`, sends SIGINT, and expects a
 /// clean stop (exit 130); returns its stderr.
 fn interrupted(args: &[&std::ffi::OsStr], after: Duration, running: impl FnOnce()) -> String {
+    signalled(args, after, running, &[libc::SIGINT])
+}
+
+/// Like [`interrupted`], sending each of `signals` in quick succession (as `timeout` sends
+/// SIGTERM to the process and then to its group).
+fn signalled(
+    args: &[&std::ffi::OsStr],
+    after: Duration,
+    running: impl FnOnce(),
+    signals: &[i32],
+) -> String {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
         .args(args)
         .stdout(std::process::Stdio::null())
@@ -281,8 +292,12 @@ fn interrupted(args: &[&std::ffi::OsStr], after: Duration, running: impl FnOnce(
         .unwrap();
     std::thread::sleep(after);
     running();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    for &sig in signals {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        // A moment between two: the same signal sent twice at once is delivered once.
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(130), "{err}");
@@ -961,22 +976,41 @@ fn shuffle_watches_a_contended_program_and_stores_its_decisions() {
 
 #[test]
 fn shuffle_restores_every_affinity_it_changed_on_ctrl_c() {
+    // Ctrl-C, and two SIGTERMs at once as `timeout` sends them: both restore everything.
+    for signals in [&[libc::SIGINT][..], &[libc::SIGTERM, libc::SIGTERM][..]] {
+        shuffle_restores_after(signals);
+    }
+}
+
+/// A child that is killed and reaped however the test ends (a failed assertion included).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn shuffle_restores_after(signals: &[i32]) {
     let _turn = exclusive();
     let (_dir, db) = temp_db();
-    let mut target = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
-        .args([
-            "lockbench",
-            "--threads",
-            "3",
-            "--locks",
-            "1",
-            "--iterations",
-            "100000000",
-        ])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = target.id() as i32;
+    let mut target = KillOnDrop(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+            .args([
+                "lockbench",
+                "--threads",
+                "3",
+                "--locks",
+                "1",
+                "--iterations",
+                "100000000",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = target.0.id() as i32;
     std::thread::sleep(Duration::from_millis(200));
     let tids = || -> Vec<i32> {
         std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -990,7 +1024,7 @@ fn shuffle_restores_every_affinity_it_changed_on_ctrl_c() {
         .map(|&t| oslab_core::affinity::get_affinity(t).unwrap())
         .collect();
     let pid_text = pid.to_string();
-    let err = interrupted(
+    let err = signalled(
         &[
             "shuffle".as_ref(),
             "--pid".as_ref(),
@@ -1002,6 +1036,7 @@ fn shuffle_restores_every_affinity_it_changed_on_ctrl_c() {
         ],
         Duration::from_millis(900),
         || {},
+        signals,
     );
     assert!(err.contains("shuffles"), "{err}");
     // It did move threads (so there was something to restore).
@@ -1020,9 +1055,7 @@ fn shuffle_restores_every_affinity_it_changed_on_ctrl_c() {
         .collect();
     // The target keeps running, with every thread where it was.
     assert_eq!(before, after);
-    assert!(target.try_wait().unwrap().is_none());
-    target.kill().unwrap();
-    target.wait().unwrap();
+    assert!(target.0.try_wait().unwrap().is_none());
 }
 
 #[test]

@@ -37,6 +37,45 @@ fn submit_checks_the_run_arguments_before_anything_is_queued() {
         2,
     );
     assert!(e.contains("spaces"), "{e}");
+    // Nothing a shell or Slurm could read as more than a value reaches the script.
+    for (flag, value, expect) in [
+        ("--partition", "x\ntouch /tmp/pwned\n", "partition name"),
+        ("--partition", "p --uid=0", "partition name"),
+        ("--time", "30:00\ntouch /tmp/pwned", "Slurm takes"),
+        ("--nodes", "n1\ntouch /tmp/pwned", "hostlist"),
+        ("--nodes", "n1 --uid=0", "hostlist"),
+    ] {
+        let mut args = vec!["fleet", "submit", "--dry-run", flag, value];
+        if flag != "--nodes" {
+            args.extend(["--nodes", "n1"]);
+        }
+        let out = common::oslab()
+            .args(&args)
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(expect), "{flag} {value:?}: {e}");
+        assert!(
+            out.stdout.is_empty(),
+            "a script was written for {flag} {value:?}"
+        );
+    }
+    // Probe globs are checked as `oslab run` checks them.
+    let e = fails(
+        &[
+            "fleet",
+            "submit",
+            "--dry-run",
+            "--nodes",
+            "n1",
+            "--",
+            "$(touch x)",
+        ],
+        2,
+    );
+    assert!(e.contains("no probe matches"), "{e}");
     // A dry run prints the script it would submit; bash parses it.
     let out = stdout(&[
         "fleet",

@@ -18,6 +18,70 @@ pub struct ScriptOptions<'a> {
     pub run_args: &'a [String],
 }
 
+/// Checks a partition name for an `#SBATCH` line: letters, digits, `_`, `-` and `.`, not
+/// starting with `-` (nothing a shell or Slurm's own option parser could read as more).
+pub fn check_partition(p: &str) -> Result<(), String> {
+    let ok = !p.is_empty()
+        && p.len() <= 128
+        && !p.starts_with('-')
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    ok.then_some(()).ok_or_else(|| {
+        format!("--partition {p:?}: a partition name is letters, digits, '_', '-' and '.'")
+    })
+}
+
+/// Checks a Slurm time limit: `MIN`, `MIN:SEC`, `H:MIN:SEC`, `D-H`, `D-H:MIN`, `D-H:MIN:SEC`,
+/// or `UNLIMITED` / `INFINITE`.
+pub fn check_time(t: &str) -> Result<(), String> {
+    let digits = |x: &str| !x.is_empty() && x.len() <= 9 && x.bytes().all(|b| b.is_ascii_digit());
+    let ok = ["unlimited", "infinite"].contains(&t.to_ascii_lowercase().as_str())
+        || match t.split_once('-') {
+            Some((days, rest)) => {
+                let parts: Vec<&str> = rest.split(':').collect();
+                digits(days) && parts.len() <= 3 && parts.iter().all(|x| digits(x))
+            }
+            None => {
+                let parts: Vec<&str> = t.split(':').collect();
+                parts.len() <= 3 && parts.iter().all(|x| digits(x))
+            }
+        };
+    ok.then_some(()).ok_or_else(|| {
+        format!("--time {t:?}: Slurm takes MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC or UNLIMITED")
+    })
+}
+
+/// Checks a hostlist (`n[01-16,20],gpu3`): host names of letters, digits, `_`, `-` and `.`, with
+/// bracketed ranges of digits, `-` and `,`, separated by commas.
+pub fn check_hostlist(list: &str) -> Result<(), String> {
+    let mut depth = 0;
+    let mut ok = !list.is_empty() && list.len() <= 65536 && !list.starts_with(['-', ',']);
+    for c in list.chars() {
+        ok &= match c {
+            '[' => {
+                depth += 1;
+                depth == 1
+            }
+            ']' => {
+                depth -= 1;
+                depth == 0
+            }
+            c if depth == 1 => c.is_ascii_digit() || c == '-' || c == ',',
+            c => c.is_ascii_alphanumeric() || "_-.,".contains(c),
+        };
+        if !ok {
+            break;
+        }
+    }
+    (ok && depth == 0).then_some(()).ok_or_else(|| {
+        let shown: String = list.chars().take(60).collect();
+        format!(
+            "--nodes {shown:?}{}: a Slurm hostlist is node names (letters, digits, '_', '-', '.') with ranges in brackets, e.g. n[01-16],gpu3",
+            if list.chars().count() > 60 { "..." } else { "" }
+        )
+    })
+}
+
 /// Single-quotes a word for bash.
 pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -149,6 +213,63 @@ pub fn in_queue(job: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sbatch_values_follow_slurms_syntax_and_nothing_else() {
+        for p in ["batch", "gpu-a100", "debug_2", "p.x"] {
+            assert!(check_partition(p).is_ok(), "{p}");
+        }
+        for p in [
+            "x\ntouch /tmp/pwned\n",
+            "p --uid=0",
+            "-p",
+            "",
+            "a;b",
+            "$(id)",
+        ] {
+            assert!(check_partition(p).is_err(), "{p:?}");
+        }
+        for t in [
+            "30",
+            "30:00",
+            "1:30:00",
+            "2-12",
+            "2-12:30",
+            "2-12:30:15",
+            "UNLIMITED",
+            "infinite",
+        ] {
+            assert!(check_time(t).is_ok(), "{t}");
+        }
+        for t in [
+            "",
+            "1:2:3:4",
+            "30:00\n#SBATCH --uid=0",
+            "1 -",
+            "-5",
+            "1-",
+            "x",
+        ] {
+            assert!(check_time(t).is_err(), "{t:?}");
+        }
+        for l in ["n1", "n[1-2]", "n[01-16,20],gpu3", "node-1.cluster"] {
+            assert!(check_hostlist(l).is_ok(), "{l}");
+        }
+        for l in [
+            "",
+            "n1\ntouch x",
+            "n1 n2",
+            "n[1-2",
+            "n]1",
+            "n[[1]]",
+            "n[a-b]",
+            "-n1",
+            "n1;id",
+            "n$(id)",
+        ] {
+            assert!(check_hostlist(l).is_err(), "{l:?}");
+        }
+    }
 
     #[test]
     fn the_script_runs_one_task_per_node_with_every_argument_intact() {

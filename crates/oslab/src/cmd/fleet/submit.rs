@@ -13,6 +13,16 @@ use std::time::Duration;
 
 pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
     check_run_args(&args.run_args)?;
+    // Every value that goes into an #SBATCH line follows Slurm's syntax, or nothing is written.
+    if let Some(p) = &args.partition {
+        slurm::check_partition(p).map_err(usage)?;
+    }
+    if let Some(t) = &args.time {
+        slurm::check_time(t).map_err(usage)?;
+    }
+    if args.nodes != "all" {
+        slurm::check_hostlist(&args.nodes).map_err(usage)?;
+    }
     let results = std::path::absolute(&args.results)?;
     if results.to_string_lossy().chars().any(char::is_whitespace) {
         return Err(usage(format!(
@@ -110,7 +120,12 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
         .into_iter()
         .map(String::from)
         .chain(run_args.iter().cloned());
-    Cli::try_parse_from(argv)
-        .map(|_| ())
-        .map_err(|e| usage(format!("the run arguments after --: {}", e.render())))
+    let cli = Cli::try_parse_from(argv)
+        .map_err(|e| usage(format!("the run arguments after --: {}", e.render())))?;
+    // The probes must exist, as `oslab run` checks them.
+    if let crate::cli::Command::Run(run) = cli.command {
+        oslab_probes::registry::select(&run.probes)
+            .map_err(|e| usage(format!("the run arguments after --: {e}")))?;
+    }
+    Ok(())
 }

@@ -150,6 +150,14 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// Rows computed between two checks for Ctrl-C: one, or one block row.
+    pub fn rows_per_step(self) -> usize {
+        match self {
+            Kernel::Naive => 1,
+            Kernel::Blocked(bs) => bs.max(1),
+        }
+    }
+
     /// Name used in parameters.
     pub fn name(self) -> &'static str {
         match self {
@@ -160,6 +168,14 @@ impl Kernel {
 }
 
 impl Matmul {
+    /// Seconds one whole multiply with `kernel` takes here, from timing one step of rows.
+    pub fn estimate_seconds(&mut self, kernel: Kernel) -> f64 {
+        let step = kernel.rows_per_step().min(self.n);
+        let t = Instant::now();
+        self.rows(kernel, 0..step);
+        t.elapsed().as_secs_f64() * self.n as f64 / step as f64
+    }
+
     /// Deterministic inputs of size `n` x `n`.
     pub fn new(n: usize) -> Matmul {
         let a = (0..n * n).map(|i| ((i % 7) as f64) * 0.5 + 1.0).collect();
@@ -281,7 +297,13 @@ pub fn run_matmul(
             .start()
             .map_err(|e| ProbeError::Failed(format!("counters: {e}")))?;
         let t = Instant::now();
-        m.rows(kernel, rows);
+        // Row by row (a block row for the blocked kernel), so Ctrl-C stops even a huge multiply
+        // within a row's time.
+        let step = kernel.rows_per_step();
+        for start in rows.clone().step_by(step) {
+            m.rows(kernel, start..(start + step).min(rows.end));
+            check_interrupt()?;
+        }
         let seconds = t.elapsed().as_secs_f64();
         let counters = group
             .stop()

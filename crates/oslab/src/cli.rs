@@ -317,6 +317,17 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A share of a whole, `10%` or `0.1`: above 0 and at most 100%.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let v = parse_fraction(s)?;
+    if v <= 0.0 || v > 1.0 {
+        return Err(format!(
+            "{s:?}: a share of thread time is above 0% and at most 100%"
+        ));
+    }
+    Ok(v)
+}
+
 /// `oslab export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -381,7 +392,7 @@ pub struct ShuffleArgs {
 #[derive(Debug, Args, Clone, Copy)]
 pub struct LockWaitArgs {
     /// Lock-wait share of thread time above which threads are regrouped, e.g. 10%.
-    #[arg(long, default_value = "10%", value_parser = parse_fraction)]
+    #[arg(long, default_value = "10%", value_parser = parse_share)]
     pub threshold: f64,
     /// How to measure lock waits: ebpf (exact, needs root or CAP_BPF+CAP_PERFMON), proxy
     /// (sampling /proc), or auto (eBPF when it loads, else the proxy, saying why).

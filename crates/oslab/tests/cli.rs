@@ -787,6 +787,32 @@ fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
 }
 
 #[test]
+fn a_huge_multiply_warns_first_and_stops_on_ctrl_c_within_a_row() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let started = std::time::Instant::now();
+    let err = interrupted(
+        &[
+            "migrate".as_ref(),
+            "--size".as_ref(),
+            "4096".as_ref(),
+            "--kernel".as_ref(),
+            "naive".as_ref(),
+            "--runs".as_ref(),
+            "1".as_ref(),
+            "--db".as_ref(),
+            db.as_os_str(),
+        ],
+        Duration::from_millis(2500),
+        || {},
+    );
+    // Minutes of work: said before it starts; stopped seconds after the signal, not minutes.
+    assert!(err.contains("note: this takes about"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+    assert_eq!(stored_runs(&db)[0].1, "interrupted");
+}
+
+#[test]
 fn migrate_refuses_bad_arguments() {
     let _turn = shared();
     let (_dir, db) = temp_db();
@@ -1069,6 +1095,14 @@ fn shuffle_refuses_targets_it_cannot_watch() {
     assert!(e.contains("cannot start"), "{e}");
     let e = fails(&["shuffle", "--db", db], 2);
     assert!(e.contains("--pid"), "{e}");
+    // A share of thread time cannot pass 100%.
+    for share in ["500%", "0", "1.5"] {
+        let e = fails(
+            &["shuffle", "--threshold", share, "--pid", "1", "--db", db],
+            2,
+        );
+        assert!(e.contains("at most 100%"), "{share}: {e}");
+    }
 }
 
 fn is_root() -> bool {

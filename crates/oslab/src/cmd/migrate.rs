@@ -73,6 +73,19 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let mut measurements = Vec::new();
     let mut interrupted = false;
     let mut m = Matmul::new(n);
+    // Say so before work that takes long: every run is two multiplies per kernel.
+    let estimate: f64 = kernels
+        .iter()
+        .map(|&k| m.estimate_seconds(k) * 2.0 * args.runs as f64)
+        .sum();
+    if estimate > 60.0 {
+        eprintln!(
+            "note: this takes about {:.0} minutes here ({} runs x pinned and migrated x {} kernel(s) of a {n}x{n} multiply); Ctrl-C stops it between rows and keeps the runs that completed",
+            estimate / 60.0,
+            args.runs,
+            kernels.len()
+        );
+    }
     'kernels: for kernel in kernels {
         let mut runs: [Vec<RunResult>; 2] = [Vec::new(), Vec::new()];
         for r in 0..args.runs as usize {

@@ -56,3 +56,23 @@ pub fn signal() -> Option<i32> {
 pub fn request_stop() {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
+
+/// Makes the process `cmd` starts die when the calling thread (a manager, a daemon) dies, even by
+/// SIGKILL, so nothing we started is left running, orphaned, after us. Start long-lived children
+/// from a thread that lives as long as the process (the kernel signals when that *thread* exits).
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid is async-signal-safe; the value is read before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // The parent may have died before prctl: then nobody will signal us.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}

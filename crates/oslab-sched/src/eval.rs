@@ -155,10 +155,12 @@ pub fn run_once(
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<Outcome>, String> {
     let started = Instant::now();
-    let mut child = Command::new(&w.argv[0])
-        .args(&w.argv[1..])
+    let mut cmd = Command::new(&w.argv[0]);
+    cmd.args(&w.argv[1..])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    oslab_core::signals::die_with_parent(&mut cmd);
+    let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", w.argv[0]))?;
     let pid = child.id() as i32;

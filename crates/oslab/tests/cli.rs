@@ -1085,6 +1085,36 @@ fn shuffle_restores_after(signals: &[i32]) {
 }
 
 #[test]
+fn sigkill_of_shuffle_takes_the_command_it_started_with_it() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    // A number no other process has in its command line.
+    let marker = format!("{}", 900_000_000 + std::process::id());
+    let mut shuffle = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["shuffle", "--interval", "100ms", "--db"])
+        .arg(&db)
+        .args([
+            "--",
+            assert_cmd::cargo::cargo_bin("oslab").to_str().unwrap(),
+        ])
+        .args(["lockbench", "--threads", "3", "--iterations", &marker])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(
+        processes_mentioning(Path::new(&marker)).len(),
+        2,
+        "shuffle and its command"
+    );
+    shuffle.kill().unwrap(); // SIGKILL
+    shuffle.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(processes_mentioning(Path::new(&marker)).is_empty());
+}
+
+#[test]
 fn shuffle_refuses_targets_it_cannot_watch() {
     let _turn = shared();
     let (_dir, db) = temp_db();

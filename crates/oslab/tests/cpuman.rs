@@ -323,6 +323,31 @@ fn ctrl_c_stops_and_reaps_every_job() {
 }
 
 #[test]
+fn sigkill_of_the_manager_takes_its_jobs_with_it() {
+    let _t = turn();
+    let (dir, db) = temp_db();
+    let marker = format!("{}", dir.path().join("killed-marker").display());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["cpuman", "run", "--workload", "W4", "--jobs", "3"])
+        .args(["--time-scale", "0.01", "--policy", "native", "--db"])
+        .arg(&db)
+        .env("OSLAB_CPUMAN_TEST_MARKER", &marker)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        processes_with_env(&marker).len() >= 2,
+        "jobs should be running"
+    );
+    child.kill().unwrap(); // SIGKILL: no handler runs, the kernel must end the jobs
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(processes_with_env(&marker), Vec::<String>::new());
+}
+
+#[test]
 fn simulation_is_deterministic_and_compares_like_live_runs() {
     let (dir, db) = temp_db();
     let d = db.to_str().unwrap();

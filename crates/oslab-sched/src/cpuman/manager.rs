@@ -429,6 +429,8 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
         }
     };
     cmd.stdin(Stdio::null());
+    // A job never outlives its manager, even one killed with SIGKILL.
+    oslab_core::signals::die_with_parent(&mut cmd);
     let fd = channel.as_ref().map_or(-1, |c| c.fd());
     let external = r.spec.command.is_some();
     // SAFETY: between fork and exec only async-signal-safe calls: fcntl, setpgid,

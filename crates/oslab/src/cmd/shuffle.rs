@@ -28,6 +28,8 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         None => {
             let mut cmd = std::process::Command::new(&args.command[0]);
             cmd.args(&args.command[1..]);
+            // The command we started (and pinned) dies with us, even if we are killed.
+            oslab_core::signals::die_with_parent(&mut cmd);
             if args.json {
                 // Our standard output carries the JSON: the command's goes to standard error.
                 use std::os::fd::AsFd;

@@ -26,6 +26,9 @@ pub const PROBES: &[Probe] = &[Probe {
             threshold.ticks,
             Limit::Duration(duration),
         )?;
+        if rec.interrupted {
+            return Err(ProbeError::Interrupted); // the suite stops; a partial probe is not kept
+        }
         Ok(summarise(cx, "activity.noise", &rec, &threshold, None))
     },
 }];
@@ -108,9 +111,12 @@ pub struct Recording {
     pub reads: u64,
     /// Interrupt counts of the CPU (delta over the recording), when readable.
     pub interrupts: Vec<(String, u64)>,
+    /// Stopped early by Ctrl-C / SIGTERM: what was recorded until then.
+    pub interrupted: bool,
 }
 
-/// Runs the busy loop on the calling thread (pin it first) until `limit`.
+/// Runs the busy loop on the calling thread (pin it first) until `limit`, or until the user
+/// stops us (then the recording so far comes back, marked interrupted).
 pub fn record(clock: &Clock, threshold: u64, limit: Limit) -> Result<Recording, ProbeError> {
     let cpu = oslab_core::affinity::current_cpu();
     let before = cpu.map(interrupts::snapshot);
@@ -123,13 +129,18 @@ pub fn record(clock: &Clock, threshold: u64, limit: Limit) -> Result<Recording, 
     let start = clock.start();
     let mut last = start;
     let mut reads = 0u64;
+    let mut interrupted = false;
     loop {
         let now = clock.start();
         reads += 1;
         if now.wrapping_sub(last) > threshold {
             gaps.push((last, now));
             // Rare (interruptions only), so checking here costs the loop nothing.
-            check_interrupt()?;
+            if check_interrupt().is_err() {
+                interrupted = true;
+                last = now;
+                break;
+            }
             if gaps.len() >= max_gaps {
                 last = now;
                 break;
@@ -150,6 +161,7 @@ pub fn record(clock: &Clock, threshold: u64, limit: Limit) -> Result<Recording, 
         gaps,
         reads,
         interrupts,
+        interrupted,
     })
 }
 
@@ -388,6 +400,7 @@ mod tests {
             gaps: vec![(2000, 2500), (6000, 6100)],
             reads: 10,
             interrupts: vec![],
+            interrupted: false,
         };
         let t = timeline(&clock, &rec, "cpu 0");
         let kinds: Vec<&str> = t.iter().map(|e| e.kind.as_str()).collect();

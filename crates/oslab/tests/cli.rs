@@ -213,6 +213,12 @@ fn unwritable_store_fails_before_measuring() {
         started.elapsed() < Duration::from_secs(5),
         "it measured before failing"
     );
+    // A --db in a directory that does not exist is refused, and no directory is made.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/x.db");
+    let err = fails(&["runs", "--db", missing.to_str().unwrap()], 1);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!dir.path().join("no").exists());
 }
 
 #[test]
@@ -619,6 +625,30 @@ fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
     assert!(
         spans > 0 && spans as i64 == stored,
         "{spans} spans, {stored} stored"
+    );
+}
+
+#[test]
+fn activity_interrupted_keeps_what_it_recorded() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let err = interrupted(
+        &[
+            "activity".as_ref(),
+            "--duration".as_ref(),
+            "10s".as_ref(),
+            "--db".as_ref(),
+            db.as_os_str(),
+        ],
+        Duration::from_millis(2500),
+        || {},
+    );
+    let runs = stored_runs(&db);
+    assert_eq!(runs.len(), 1, "{err}");
+    assert_eq!(runs[0].1, "interrupted");
+    assert!(
+        runs[0].2 > 0,
+        "the two seconds recorded are summarised: {err}"
     );
 }
 

@@ -5,7 +5,7 @@ use crate::cli::{parse_threshold_ns, ActivityArgs};
 use crate::error::usage;
 use oslab_core::Clock;
 use oslab_probes::activity::{self, Limit, Threshold};
-use oslab_probes::{Options, ProbeError};
+use oslab_probes::Options;
 use oslab_report::activity::{histogram, periods};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,14 +40,9 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
         let _placed = session.place(args.no_rt)?;
         activity::record(&clock, threshold.ticks, limit)
     };
-    let (rec, interrupted) = match recorded {
-        Ok(r) => (r, false),
-        Err(ProbeError::Interrupted) => {
-            eprintln!("interrupted: nothing recorded");
-            return Ok(ExitCode::from(130));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    // Interrupted: what was recorded until then is summarised and stored, marked so.
+    let rec = recorded?;
+    let interrupted = rec.interrupted;
     let track = format!("cpu {}", session.cpu);
     let timeline = activity::timeline(&clock, &rec, &track);
     let harness = session.harness();

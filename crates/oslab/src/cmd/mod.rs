@@ -55,6 +55,23 @@ fn task_helper(args: crate::cli::TaskHelperArgs) -> anyhow::Result<ExitCode> {
 
 /// Opens the store the user chose (or the default one).
 pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
+    // Only the default location's directory is created: a mistyped --db must not leave
+    // directories behind.
+    if let Some(dir) = args
+        .db
+        .as_deref()
+        .and_then(std::path::Path::parent)
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        return Err(oslab_store::StoreError::Unusable {
+            path: args.db.clone().unwrap_or_default(),
+            reason: format!(
+                "directory {} does not exist (create it first)",
+                dir.display()
+            ),
+        }
+        .into());
+    }
     let path = args.db.clone().unwrap_or_else(Store::default_path);
     Ok(Store::open(&path)?)
 }

@@ -43,7 +43,7 @@ impl HarnessConfig {
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(30),
             memory_max: 1 << 30,
-            retry_budget: Duration::from_secs(8),
+            retry_budget: Duration::from_secs(5),
         }
     }
 

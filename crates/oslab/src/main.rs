@@ -15,6 +15,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    // Settings a killed oslab left changed are put back first, and said.
+    for line in oslab_core::pending::recover(&oslab_core::pending::default_file()) {
+        eprintln!("note: {line}");
+    }
     match cmd::dispatch(args) {
         Ok(code) => code,
         Err(e) => {

@@ -347,6 +347,69 @@ fn sigkill_of_the_manager_takes_its_jobs_with_it() {
     assert_eq!(processes_with_env(&marker), Vec::<String>::new());
 }
 
+/// Puts kernel.numa_balancing back however the test ends.
+struct BalancingBack(String);
+
+impl Drop for BalancingBack {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/kernel/numa_balancing", &self.0);
+    }
+}
+
+#[test]
+fn a_sysctl_left_changed_by_a_killed_manager_is_restored_by_the_next_oslab() {
+    let _t = turn();
+    let (dir, db) = temp_db();
+    const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
+    let original = std::fs::read_to_string(BALANCING)
+        .unwrap()
+        .trim()
+        .to_string();
+    let _back = BalancingBack(original.clone());
+    let state = dir.path().join("state");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args([
+            "cpuman",
+            "run",
+            "--workload",
+            "W4",
+            "--jobs",
+            "3",
+            "--time-scale",
+            "0.01",
+        ])
+        .args(["--policy", "pdpa", "--migration", "kernel", "--db"])
+        .arg(&db)
+        .env("XDG_STATE_HOME", &state)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    assert_eq!(std::fs::read_to_string(BALANCING).unwrap().trim(), "1");
+    child.kill().unwrap(); // SIGKILL: no guard runs
+    child.wait().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(BALANCING).unwrap().trim(),
+        "1",
+        "left changed"
+    );
+    // The next oslab, whatever it is asked, puts it back and says so.
+    let out = oslab()
+        .args(["runs", "--db", db.to_str().unwrap()])
+        .env("XDG_STATE_HOME", &state)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("restored {BALANCING} to {original}")),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(BALANCING).unwrap().trim(), original);
+}
+
 #[test]
 fn simulation_is_deterministic_and_compares_like_live_runs() {
     let (dir, db) = temp_db();

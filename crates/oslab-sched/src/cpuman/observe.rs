@@ -156,7 +156,9 @@ pub fn pages_migrated() -> Option<u64> {
 
 const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
 
-/// Automatic NUMA balancing switched on; the previous value written back on drop.
+/// Automatic NUMA balancing switched on; the previous value written back on drop. The previous
+/// value is recorded (`oslab_core::pending`) before the switch, so the next oslab restores it if
+/// this one is killed.
 #[derive(Debug)]
 pub struct BalancingGuard {
     previous: String,
@@ -165,15 +167,15 @@ pub struct BalancingGuard {
 impl BalancingGuard {
     /// Switches automatic NUMA balancing on.
     pub fn enable() -> Result<BalancingGuard, String> {
-        let previous = fs::read_to_string(BALANCING).map_err(|e| {
-            format!("{BALANCING}: {e} (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)")
-        })?;
-        fs::write(BALANCING, "1").map_err(|e| {
-            format!("cannot switch automatic NUMA balancing on ({BALANCING}: {e}; needs root)")
-        })?;
-        Ok(BalancingGuard {
-            previous: previous.trim().to_string(),
-        })
+        let path = std::path::Path::new(BALANCING);
+        if !path.exists() {
+            return Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)"));
+        }
+        let previous = oslab_core::pending::change(&oslab_core::pending::default_file(), path, "1")
+            .map_err(|e| {
+                format!("cannot switch automatic NUMA balancing on ({BALANCING}: {e}; needs root)")
+            })?;
+        Ok(BalancingGuard { previous })
     }
 
     /// The value it had before.
@@ -184,7 +186,8 @@ impl BalancingGuard {
 
 impl Drop for BalancingGuard {
     fn drop(&mut self) {
-        if let Err(e) = fs::write(BALANCING, &self.previous) {
+        let file = oslab_core::pending::default_file();
+        if let Err(e) = oslab_core::pending::restore(&file, std::path::Path::new(BALANCING)) {
             eprintln!(
                 "warning: could not restore {BALANCING} to {}: {e}",
                 self.previous

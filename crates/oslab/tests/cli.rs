@@ -974,6 +974,33 @@ fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
 }
 
 #[test]
+fn import_reads_only_bounded_regular_files() {
+    let _turn = shared();
+    let (_dir, db) = temp_db();
+    // /dev/zero reports size 0 and never ends: it is refused before any byte is read.
+    let started = std::time::Instant::now();
+    let e = fails(&["import", "/dev/zero", "--db", db.to_str().unwrap()], 1);
+    assert!(e.contains("not a regular file"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // A FIFO with no writer does not block the import.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = fails(
+        &[
+            "import",
+            fifo.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(e.contains("not a regular file"), "{e}");
+}
+
+#[test]
 fn the_schema_file_in_the_repository_is_the_one_import_enforces() {
     let _turn = shared();
     let shipped = std::fs::read_to_string(concat!(

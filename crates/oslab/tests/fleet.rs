@@ -281,6 +281,45 @@ fn a_malformed_result_collects_nothing() {
     assert!(e.contains("no fleet results"), "{e}");
 }
 
+#[test]
+fn collect_follows_no_links_out_of_the_results() {
+    let results = tempfile::tempdir().unwrap();
+    let (_d, db) = temp_db();
+    let job = results.path().join("6");
+    std::fs::create_dir_all(&job).unwrap();
+    // A secret outside the results, linked in as a node's failure reason and as a node's run.
+    let secret = results.path().join("secret");
+    std::fs::write(&secret, "TOPSECRET\n").unwrap();
+    std::os::unix::fs::symlink(&secret, job.join("node-n2.failed")).unwrap();
+    let out = oslab()
+        .args(["fleet", "collect", results.path().to_str().unwrap(), "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("TOPSECRET"), "{text}");
+    assert!(text.contains("symbolic link"), "{text}");
+    std::os::unix::fs::symlink(&secret, job.join("node-n3.json")).unwrap();
+    let e = fails(
+        &[
+            "fleet",
+            "collect",
+            results.path().to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        e.contains("symbolic link") && !e.contains("TOPSECRET"),
+        "{e}"
+    );
+}
+
 /// munged, slurmctld and slurmd for this host only, on loopback ports of their own; stopped and
 /// reaped on drop.
 struct Cluster {

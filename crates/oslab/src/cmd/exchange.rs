@@ -1,6 +1,6 @@
 //! `oslab export` and `oslab import`: runs as files.
 
-use super::open_store;
+use super::{open_store, read_bounded, Links};
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
 use oslab_store::exchange::{self, RunDocument};
@@ -59,7 +59,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let docs = args
         .files
         .iter()
-        .map(|p| read_document(p).map(|d| (p, d)))
+        .map(|p| read_document(p, Links::Follow).map(|d| (p, d)))
         .collect::<anyhow::Result<Vec<_>>>()
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was imported."))?;
     let mut store = open_store(&args.store)?;
@@ -82,20 +82,14 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads and validates one oslab.run/1 document (size-checked before reading).
-pub fn read_document(path: &std::path::Path) -> anyhow::Result<RunDocument> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?
-        .len();
-    if size > exchange::MAX_BYTES {
-        anyhow::bail!(
-            "{} is {} MiB; an oslab export is at most {} MiB.",
-            path.display(),
-            size >> 20,
+/// Reads and validates one oslab.run/1 document: a regular file of at most the export limit,
+/// read without ever reading more.
+pub fn read_document(path: &std::path::Path, links: Links) -> anyhow::Result<RunDocument> {
+    let bytes = read_bounded(path, exchange::MAX_BYTES, links).map_err(|e| {
+        anyhow::anyhow!(
+            "{e} (an oslab export is a regular file of at most {} MiB)",
             exchange::MAX_BYTES >> 20
-        );
-    }
-    let bytes =
-        std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        )
+    })?;
     exchange::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

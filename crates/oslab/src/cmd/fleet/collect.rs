@@ -6,7 +6,7 @@
 use super::{is_job_id, parse_node_file, JOB_TAG, MANIFEST, NODE_TAG};
 use crate::cli::FleetCollectArgs;
 use crate::cmd::exchange::read_document;
-use crate::cmd::open_store;
+use crate::cmd::{open_store, read_bounded, Links};
 use oslab_store::exchange::RunDocument;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -134,6 +134,10 @@ fn job_dirs(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     Ok(out)
 }
 
+/// Largest failure reason and manifest read from a results directory.
+const FAILED_MAX: u64 = 64 << 10;
+const MANIFEST_MAX: u64 = 16 << 20;
+
 fn read_job(job: &str, dir: &Path) -> anyhow::Result<JobResults> {
     let mut r = JobResults {
         job: job.to_string(),
@@ -152,18 +156,22 @@ fn read_job(job: &str, dir: &Path) -> anyhow::Result<JobResults> {
         };
         match parse_node_file(fname) {
             Some((node, false)) => {
-                let doc = read_document(&path)?;
+                // Nodes write here: a link (to /etc/shadow, say) is refused, not followed.
+                let doc = read_document(&path, Links::Refuse)?;
                 r.runs.push((node.to_string(), path.clone(), doc));
             }
             Some((node, true)) => {
-                let why = std::fs::read_to_string(&path).unwrap_or_default();
-                r.failed.push((node.to_string(), why.trim().to_string()));
+                let why = match read_bounded(&path, FAILED_MAX, Links::Refuse) {
+                    Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+                    Err(e) => format!("(its reason is not shown: {e})"),
+                };
+                r.failed.push((node.to_string(), why));
             }
             None => {}
         }
     }
-    if let Ok(text) = std::fs::read_to_string(dir.join(MANIFEST)) {
-        let v: serde_json::Value = serde_json::from_str(&text)
+    if let Ok(text) = read_bounded(&dir.join(MANIFEST), MANIFEST_MAX, Links::Refuse) {
+        let v: serde_json::Value = serde_json::from_slice(&text)
             .map_err(|e| anyhow::anyhow!("{}: {e}", dir.join(MANIFEST).display()))?;
         r.expected = v["nodes"]
             .as_array()

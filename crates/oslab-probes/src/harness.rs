@@ -43,7 +43,7 @@ impl HarnessConfig {
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(30),
             memory_max: 1 << 30,
-            retry_budget: Duration::from_secs(5),
+            retry_budget: Duration::from_secs(4),
         }
     }
 
@@ -56,7 +56,7 @@ impl HarnessConfig {
             target_batch: Duration::from_micros(30),
             warmup: Duration::from_millis(10),
             memory_max: 64 << 20,
-            retry_budget: Duration::from_secs(2),
+            retry_budget: Duration::from_millis(1500),
         }
     }
 }

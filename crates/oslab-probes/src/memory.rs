@@ -462,12 +462,18 @@ fn claim_note(level: u8, claimed: u64, last_in: usize, first_out: usize) -> Stri
 
 /// Idle memory latency with the prefetchers defeated (see the module docs), over a working set
 /// far beyond the last-level cache: 16 times the largest claimed cache, at least 256 MiB and at
-/// most 1 GiB, within half the memory available.
+/// most 1 GiB (256 MiB with `--quick`), within half the memory available.
 fn idle_latency(cx: &Context, id: &str) -> Result<Measurement, ProbeError> {
     let llc = cx.cache_sizes().into_iter().max().unwrap_or(0) as usize;
     let available = crate::buffer::available_memory().map_or(usize::MAX, |a| a as usize / 2);
+    // `--quick` (a memory budget under 256 MiB) stops at 256 MiB: the set is built in a second.
+    let most = if cx.harness.config.memory_max < (256 << 20) {
+        256 << 20
+    } else {
+        1 << 30
+    };
     let size = (16 * llc)
-        .clamp(256 << 20, 1 << 30)
+        .clamp(256 << 20, most)
         .min(available)
         .max(16 << 20);
     let mut chain = Chain::spaced(

@@ -81,7 +81,21 @@ impl Snapshot {
     }
 }
 
+/// Whether a probe's own tasks take the measuring cpu from its thread (ping-pong on one cpu):
+/// then its involuntary switches are the measurement, not competition.
+pub fn preempts_itself(probe_id: &str) -> bool {
+    probe_id.starts_with("switch.")
+}
+
 impl Contention {
+    /// The same, for a probe that preempts itself: its preemptions do not count.
+    pub fn for_probe(mut self, probe_id: &str) -> Contention {
+        if preempts_itself(probe_id) {
+            self.preemptions_per_s = 0.0;
+        }
+        self
+    }
+
     /// Why the probe counts as contended, or None when nothing competed enough to matter.
     pub fn reason(&self) -> Option<String> {
         let mut why = Vec::new();
@@ -193,8 +207,11 @@ mod tests {
             preemptions_per_s: 400.0,
             steal: 0.2,
         };
-        let why = busy.reason().unwrap();
+        let why = busy.clone().reason().unwrap();
         assert!(why.contains("1.8 cpus") && why.contains("400 times") && why.contains("20%"));
+        // A ping-pong on one cpu preempts its own measuring thread: that is not competition.
+        let why = busy.for_probe("switch.thread.pipe").reason().unwrap();
+        assert!(!why.contains("preempted"), "{why}");
     }
 
     #[test]

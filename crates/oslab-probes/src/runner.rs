@@ -104,7 +104,7 @@ fn attempt(probe: &Probe, cx: &Context) -> Option<Vec<Measurement>> {
     let contended = before
         .zip(Snapshot::take())
         .and_then(|(a, b)| a.until(&b, cx.cpu))
-        .and_then(|c| c.reason());
+        .and_then(|c| c.for_probe(probe.id).reason());
     if let Some(why) = contended {
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
             m.status = Status::Noisy;

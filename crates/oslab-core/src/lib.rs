@@ -30,6 +30,7 @@ pub mod interrupts;
 pub mod machine;
 pub mod model;
 pub mod numa;
+pub mod paths;
 pub mod pending;
 pub mod perf;
 pub mod signals;

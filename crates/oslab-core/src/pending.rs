@@ -24,12 +24,7 @@ pub struct Change {
 
 /// The record file at its default place.
 pub fn default_file() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    base.join("oslab").join("pending.json")
+    crate::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("pending.json")
 }
 
 fn load(file: &Path) -> Vec<Change> {

@@ -208,12 +208,7 @@ pub struct Store {
 impl Store {
     /// The default location: `$XDG_DATA_HOME/oslab/oslab.db` (or `~/.local/share/oslab/oslab.db`).
     pub fn default_path() -> PathBuf {
-        let base = std::env::var_os("XDG_DATA_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-            .unwrap_or_else(|| PathBuf::from("."));
-        base.join("oslab").join("oslab.db")
+        oslab_core::paths::xdg_dir("XDG_DATA_HOME", ".local/share").join("oslab.db")
     }
 
     /// Opens (creating if needed) the store at `path` and migrates it to the current schema.

@@ -26,8 +26,14 @@ fn run(pattern: &str) -> Vec<Measurement> {
 }
 
 fn run_unlocked(pattern: &str) -> Vec<Measurement> {
+    run_with_budget(pattern, Duration::from_millis(40))
+}
+
+/// Like [`run_unlocked`], with `budget` per measurement (for curves compared with each other,
+/// where a few-millisecond point is too noisy).
+fn run_with_budget(pattern: &str, budget: Duration) -> Vec<Measurement> {
     let pattern = pattern.to_string();
-    with_context(move |cx| {
+    with_budget(budget, move |cx| {
         let patterns: Vec<String> = pattern.split_whitespace().map(String::from).collect();
         let probes = registry::select(&patterns).unwrap();
         runner::run(&probes, cx, &mut runner::Silent).measurements
@@ -36,6 +42,14 @@ fn run_unlocked(pattern: &str) -> Vec<Measurement> {
 
 /// Calls `f` with a measuring context on a pinned thread, short budgets, 16 MiB memory budget.
 fn with_context<T: Send + 'static>(f: impl FnOnce(&Context) -> T + Send + 'static) -> T {
+    with_budget(Duration::from_millis(40), f)
+}
+
+/// [`with_context`] with `budget` per measurement.
+fn with_budget<T: Send + 'static>(
+    budget: Duration,
+    f: impl FnOnce(&Context) -> T + Send + 'static,
+) -> T {
     std::thread::spawn(move || {
         let topology = Topology::read().unwrap();
         let clock = Clock::detect(Duration::from_millis(20));
@@ -46,7 +60,7 @@ fn with_context<T: Send + 'static>(f: impl FnOnce(&Context) -> T + Send + 'stati
         let peer = allowed.iter().find(|&c| c != cpu);
         let _pin = AffinityGuard::pin_current(&CpuSet::single(cpu)).unwrap();
         let mut cfg = HarnessConfig::quick();
-        cfg.budget = Duration::from_millis(40);
+        cfg.budget = budget;
         cfg.min_samples = 10;
         cfg.memory_max = 16 << 20;
         let harness = Harness::new(clock, cfg);
@@ -301,8 +315,13 @@ fn memory_latency_rises_from_cache_to_memory() {
 
 #[test]
 fn tlb_reach_is_where_the_random_chain_leaves_the_chunked_one() {
-    // The random sweep compares with the chunked one measured before it in the same run.
-    let ms = run("memory.latency.chunk memory.latency.random");
+    // The random sweep compares with the chunked one measured before it in the same run; points
+    // of 50 ms, as two curves measured apart are compared.
+    let _turn = serial();
+    let ms = run_with_budget(
+        "memory.latency.chunk memory.latency.random",
+        Duration::from_millis(200),
+    );
     let reach: Vec<_> = ms.iter().filter(|m| m.metric == "tlb_reach").collect();
     // 16 MiB is beyond every first-level data TLB (at most a few thousand 4 KiB pages); below
     // 256 KiB both sweeps are the same chain, so the reach is never found there.
@@ -314,7 +333,7 @@ fn tlb_reach_is_where_the_random_chain_leaves_the_chunked_one() {
         reach[0]
     );
     // Alone, the random sweep has nothing to compare with and says nothing about the TLB.
-    assert!(run("memory.latency.random")
+    assert!(run_unlocked("memory.latency.random")
         .iter()
         .all(|m| m.metric != "tlb_reach"));
 }

@@ -63,7 +63,7 @@ pub const PROBES: &[Probe] = &[
     },
     Probe {
         id: "switch.oneshot",
-        about: "the seed's one-shot method: parent TSC after fork/create -> child's first TSC",
+        about: "one-shot switch: parent's TSC after fork/create -> the child's first TSC read",
         unit: Unit::Ns,
         needs: &[],
         run: one_shot,
@@ -475,7 +475,7 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         Ok(t1 > t0)
     })?;
     let label =
-        "seed one-shot method: includes the wait/join entry and the child's return from fork/clone";
+        "one-shot method: includes the wait/join entry and the child's return from fork/clone";
     let mut out = Vec::new();
     for (kind, t) in [("process", process), ("thread", thread)] {
         let mut m = cx.measurement(

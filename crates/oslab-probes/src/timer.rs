@@ -32,7 +32,7 @@ pub const PROBES: &[Probe] = &[
     },
     Probe {
         id: "timer.cpuid-rdtsc",
-        about: "cpuid; rdtsc (the seed's serialized read; cpuid traps to a hypervisor)",
+        about: "cpuid; rdtsc (a serializing read; cpuid traps to a hypervisor)",
         unit: Unit::Ns,
         needs: &[],
         run: |cx| {

@@ -354,10 +354,9 @@ fn median_of(ms: &[Measurement], metric: &str, params: &[(&str, &str)]) -> f64 {
 }
 
 #[test]
+#[ignore = "needs AVX (x86-64 with AVX; CI runs it)"]
 fn bandwidth_is_gigabytes_per_second_and_counts_write_allocate() {
-    if oslab_probes::kernels::available().is_err() {
-        return;
-    }
+    oslab_probes::kernels::available().expect("the bandwidth kernels need AVX");
     let ms = run("bandwidth.stream");
     // From a slow DIMM to an L1 cache: 0.1 GB/s .. 5 TB/s.
     assert_range(&ms, "bandwidth", 0.1, 5_000.0);
@@ -375,10 +374,9 @@ fn bandwidth_is_gigabytes_per_second_and_counts_write_allocate() {
 }
 
 #[test]
+#[ignore = "needs AVX (x86-64 with AVX; CI runs it)"]
 fn bandwidth_sweep_is_faster_in_l1_than_beyond_l2() {
-    if oslab_probes::kernels::available().is_err() {
-        return;
-    }
+    oslab_probes::kernels::available().expect("the bandwidth kernels need AVX");
     let ms = run("bandwidth.sweep");
     assert_range(&ms, "bandwidth", 0.1, 5_000.0);
     let read = |size: &str| median_of(&ms, "bandwidth", &[("kernel", "read"), ("size", size)]);
@@ -409,10 +407,9 @@ fn page_faults_cost_microseconds_and_file_faults_map_several_pages() {
 }
 
 #[test]
+#[ignore = "needs AVX (x86-64 with AVX; CI runs it)"]
 fn numa_matrix_on_the_real_node_places_every_page_there() {
-    if oslab_probes::kernels::available().is_err() {
-        return;
-    }
+    oslab_probes::kernels::available().expect("the bandwidth kernels need AVX");
     let ms = run("numa.matrix");
     assert_range(&ms, "bandwidth", 0.1, 5_000.0);
     assert_range(&ms, "latency", 0.2, 2_000.0);
@@ -420,11 +417,10 @@ fn numa_matrix_on_the_real_node_places_every_page_there() {
 }
 
 #[test]
+#[ignore = "needs AVX (x86-64 with AVX; CI runs it)"]
 fn numa_matrix_covers_every_pair_of_a_bigger_fake_machine() {
     use oslab_core::numa::{FakeNuma, NumaNode};
-    if oslab_probes::kernels::available().is_err() {
-        return;
-    }
+    oslab_probes::kernels::available().expect("the bandwidth kernels need AVX");
     let _turn = serial();
     let ms = with_context(|cx| {
         let cpus: Vec<usize> = cx.allowed.iter().collect();
@@ -496,14 +492,14 @@ fn strided_and_parallel_chases_are_plausible() {
 }
 
 #[test]
+#[ignore = "needs 2 cpus in our affinity mask (CI runs it)"]
 fn migration_cost_is_measured_per_distance_class() {
     let ms = run("migration.cost");
-    if ms
-        .iter()
-        .all(|m| matches!(m.status, oslab_core::Status::Skipped(_)))
-    {
-        return; // one cpu: nowhere to move
-    }
+    assert!(
+        !ms.iter()
+            .all(|m| matches!(m.status, oslab_core::Status::Skipped(_))),
+        "migration.cost was skipped: it needs a second cpu: {ms:?}"
+    );
     // Moving a thread (sched_setaffinity to another cpu) takes between 100 ns and 10 ms.
     assert_range(&ms, "move", 100.0, 1e7);
     assert_range(&ms, "retouch_local", 1.0, 1e8);

@@ -25,16 +25,18 @@ pub enum Command {
     Activity(ActivityArgs),
     /// N busy processes on one CPU: who ran when, time slices and context switches.
     Timeslice(TimesliceArgs),
-    /// Matrix multiply pinned vs migrated half way to another cpu, with counters (seed 000).
+    /// Matrix multiply pinned vs migrated half way to another cpu, with counters: what a
+    /// migration costs a running program.
     Migrate(MigrateArgs),
     /// Watch a process's lock waits and regroup its threads by cache domain when they pass a
-    /// threshold (seed 001).
+    /// threshold.
     Shuffle(ShuffleArgs),
-    /// Evaluate shuffling: workloads run with and without it, interleaved (the seed's table).
+    /// Evaluate shuffling: workloads run with and without it, interleaved; time, lock wait and
+    /// shuffles side by side.
     ShuffleEval(ShuffleEvalArgs),
     /// A built-in lock benchmark: T threads, K mutexes, thread i uses lock i mod K.
     Lockbench(LockbenchArgs),
-    /// The CPU manager of seed 003: malleable parallel jobs under native, equipartition or PDPA
+    /// A user-level CPU manager: malleable parallel jobs under native, equipartition or PDPA
     /// allocation, with page migration; workloads, live runs, comparisons.
     Cpuman(CpumanArgs),
     /// Run the suite on every node of a Slurm cluster and see the nodes side by side: submit,
@@ -594,7 +596,8 @@ pub enum CpumanCommand {
     Run(CpumanRunArgs),
     /// Simulate the CPU manager on a CC-NUMA machine of any size (same policies, same outputs).
     Simulate(CpumanSimulateArgs),
-    /// Write a workload (the seed's W1..W4 mixes at a load) as an SWF trace.
+    /// Write a workload (the W1..W4 mixes of swim, bt, hydro2d and apsi jobs at a load) as an SWF
+    /// trace.
     Workload(CpumanWorkloadArgs),
     /// Compare CPU-manager runs: CPU time, speedup and migrations per policy, migration mode,
     /// application and load, with the with/without-migration ratios.
@@ -607,7 +610,7 @@ pub enum CpumanCommand {
 /// Where the jobs come from.
 #[derive(Debug, Args)]
 pub struct WorkloadSource {
-    /// A mix of the seed: W1 (swim+bt), W2 (bt+hydro2d), W3 (all four), W4 (bt).
+    /// A job mix: W1 (swim+bt), W2 (bt+hydro2d), W3 (all four), W4 (bt).
     #[arg(long, value_name = "W", conflicts_with = "trace")]
     pub workload: Option<String>,
     /// Load in percent: offered sequential work per second over the processors.
@@ -732,7 +735,7 @@ pub struct CpumanWorkloadArgs {
     /// Factor on the paper's sequential times.
     #[arg(long, default_value_t = 0.01)]
     pub time_scale: f64,
-    /// Seed.
+    /// Random seed of the arrivals and job order (the same seed gives the same workload).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Output file (default: stdout).

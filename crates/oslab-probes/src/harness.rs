@@ -47,6 +47,15 @@ impl HarnessConfig {
         }
     }
 
+    /// The budgets of the default suite, or of `--quick`.
+    pub fn suite(quick: bool) -> HarnessConfig {
+        if quick {
+            HarnessConfig::quick()
+        } else {
+            HarnessConfig::full()
+        }
+    }
+
     /// `--quick`: about 0.12 s per measurement.
     pub fn quick() -> HarnessConfig {
         HarnessConfig {

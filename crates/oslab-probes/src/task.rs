@@ -149,12 +149,12 @@ fn created(cx: &Context, kind: Kind) -> Result<Vec<Measurement>, ProbeError> {
         cx.measurement(kind.probe_id(), p(), "round_trip", &round),
     ];
     for m in &mut out {
-        m.note = Some(match (kind.note(), m.note.take()) {
-            (Some(k), Some(n)) => format!("{k}; {parent}; {n}"),
-            (Some(k), None) => format!("{k}; {parent}"),
-            (None, Some(n)) => format!("{parent}; {n}"),
-            (None, None) => parent.clone(),
-        });
+        let parts = [
+            kind.note().map(str::to_string),
+            Some(parent.clone()),
+            m.note.take(),
+        ];
+        m.note = Some(parts.into_iter().flatten().collect::<Vec<_>>().join("; "));
     }
     Ok(out)
 }

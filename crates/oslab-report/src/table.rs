@@ -100,7 +100,7 @@ pub fn runs(rows: &[RunSummary]) -> String {
         t.add_row(vec![
             r.id.to_string(),
             r.started.clone(),
-            format!("{:?}", r.status).to_lowercase(),
+            r.status.as_str().to_string(),
             r.hostname.clone(),
             r.measurements.to_string(),
             format!("{:.1} s", r.wall_s),

@@ -282,34 +282,32 @@ fn an_external_command_gets_its_threads_and_cpus() {
     );
 }
 
-#[test]
-fn ctrl_c_stops_and_reaps_every_job() {
-    let _t = turn();
-    let (dir, db) = temp_db();
-    let marker = format!("{}", dir.path().join("marker").display());
+/// Starts `oslab cpuman run` of three W4 jobs whose processes (manager and jobs) carry `marker` in
+/// their environment, and waits until the jobs run.
+fn start_marked_manager(db: &Path, marker: &str) -> std::process::Child {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
-        .args([
-            "cpuman",
-            "run",
-            "--workload",
-            "W4",
-            "--jobs",
-            "3",
-            "--time-scale",
-            "0.01",
-        ])
-        .args(["--policy", "native", "--db", db.to_str().unwrap()])
-        .env("OSLAB_CPUMAN_TEST_MARKER", &marker)
+        .args(["cpuman", "run", "--workload", "W4", "--jobs", "3"])
+        .args(["--time-scale", "0.01", "--policy", "native", "--db"])
+        .arg(db)
+        .env("OSLAB_CPUMAN_TEST_MARKER", marker)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    // The manager and its jobs carry the marker.
     assert!(
-        processes_with_env(&marker).len() >= 2,
+        processes_with_env(marker).len() >= 2,
         "jobs should be running"
     );
+    child
+}
+
+#[test]
+fn ctrl_c_stops_and_reaps_every_job() {
+    let _t = turn();
+    let (dir, db) = temp_db();
+    let marker = format!("{}", dir.path().join("marker").display());
+    let child = start_marked_manager(&db, &marker);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -327,20 +325,7 @@ fn sigkill_of_the_manager_takes_its_jobs_with_it() {
     let _t = turn();
     let (dir, db) = temp_db();
     let marker = format!("{}", dir.path().join("killed-marker").display());
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
-        .args(["cpuman", "run", "--workload", "W4", "--jobs", "3"])
-        .args(["--time-scale", "0.01", "--policy", "native", "--db"])
-        .arg(&db)
-        .env("OSLAB_CPUMAN_TEST_MARKER", &marker)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    assert!(
-        processes_with_env(&marker).len() >= 2,
-        "jobs should be running"
-    );
+    let mut child = start_marked_manager(&db, &marker);
     child.kill().unwrap(); // SIGKILL: no handler runs, the kernel must end the jobs
     child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(300));

@@ -50,7 +50,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if !outcome.not_retried.is_empty() {
-        let budget = session.harness().config.retry_budget;
+        let budget = HarnessConfig::suite(args.quick).retry_budget;
         eprintln!(
             "note: {} probe(s) with noisy results were not measured again, the retry budget ({} s) being spent: {}",
             outcome.not_retried.len(),
@@ -76,12 +76,7 @@ fn check_fault_file(options: &Options, quick: bool) -> anyhow::Result<()> {
             dir.display()
         )));
     }
-    let memory_max = if quick {
-        HarnessConfig::quick()
-    } else {
-        HarnessConfig::full()
-    }
-    .memory_max;
+    let memory_max = HarnessConfig::suite(quick).memory_max;
     let size = options
         .file_size
         .unwrap_or_else(|| faults::default_file_size(memory_max));

@@ -154,12 +154,10 @@ impl Session {
 
     /// A harness with this session's budgets.
     pub fn harness(&self) -> Harness {
-        let config = if self.quick {
-            HarnessConfig::quick()
-        } else {
-            HarnessConfig::full()
-        };
-        Harness::new(self.machine.clock().clone(), config)
+        Harness::new(
+            self.machine.clock().clone(),
+            HarnessConfig::suite(self.quick),
+        )
     }
 
     /// A probe context.

@@ -57,7 +57,7 @@ pub fn render_run(record: &RunRecord, ms: &[Measurement]) -> String {
             .map(|i| i.to_string())
             .unwrap_or_else(|| "-".into()),
         record.started,
-        format!("{:?}", record.status).to_lowercase(),
+        record.status.as_str(),
         record.hostname,
         record.oslab_version,
         record

@@ -25,18 +25,6 @@ pub enum PlacementError {
     },
 }
 
-fn to_cpu_set_t(set: &CpuSet) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
-    let mut raw: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for cpu in set.iter() {
-        if cpu < libc::CPU_SETSIZE as usize {
-            // SAFETY: cpu is below CPU_SETSIZE.
-            unsafe { libc::CPU_SET(cpu, &mut raw) };
-        }
-    }
-    raw
-}
-
 /// The CPUs thread `tid` may run on (0 = the calling thread).
 pub fn get_affinity(tid: libc::pid_t) -> io::Result<CpuSet> {
     // SAFETY: zeroed cpu_set_t is valid; the kernel writes at most its size.
@@ -56,7 +44,7 @@ pub fn get_affinity(tid: libc::pid_t) -> io::Result<CpuSet> {
 
 /// Sets the CPUs thread `tid` may run on (0 = the calling thread).
 pub fn set_affinity(tid: libc::pid_t, set: &CpuSet) -> io::Result<()> {
-    let raw = to_cpu_set_t(set);
+    let raw = crate::placement::cpu_set_t(set);
     // SAFETY: raw is a valid cpu_set_t of the size passed.
     let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&raw), &raw) };
     if rc != 0 {

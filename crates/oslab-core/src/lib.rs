@@ -19,6 +19,9 @@
 //! - [`counters`]: counters by perf's names, raw and PMU events, L2_TCM/L2_TCA presets, groups.
 //! - [`perf`]: one perf_event_open counter on the calling thread (software events need no PMU).
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`, `TimelineEvent`.
+//! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB).
+//! - [`paired`]: A/B experiments run as alternating pairs, judged on the paired differences.
+//! - [`placement`]: which cpus to measure on: the measuring cpu, its peer, the farthest one.
 #![deny(missing_docs)]
 
 pub mod affinity;
@@ -30,13 +33,16 @@ pub mod interrupts;
 pub mod machine;
 pub mod model;
 pub mod numa;
+pub mod paired;
 pub mod paths;
 pub mod pending;
 pub mod perf;
+pub mod placement;
 pub mod signals;
 pub mod stats;
 pub mod time;
 pub mod topology;
+pub mod units;
 
 pub use clock::Clock;
 pub use cpulist::CpuSet;

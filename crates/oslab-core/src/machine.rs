@@ -10,6 +10,37 @@ use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::fs;
 
+/// Everything known about the machine before measuring: topology, fingerprint (with the
+/// calibrated clock) and the environment report.
+pub struct Machine {
+    /// Topology.
+    pub topology: Topology,
+    /// Fingerprint (includes the calibrated clock).
+    pub fingerprint: Fingerprint,
+    /// Environment report.
+    pub environment: Environment,
+}
+
+impl Machine {
+    /// Reads the machine, calibrating the clock for `calibration`.
+    pub fn read(calibration: std::time::Duration) -> Result<Machine, crate::topology::TopologyError> {
+        let topology = Topology::read()?;
+        let clock = Clock::detect(calibration);
+        let fingerprint = Fingerprint::read(&topology, &clock);
+        let environment = Environment::read(&fingerprint);
+        Ok(Machine {
+            topology,
+            fingerprint,
+            environment,
+        })
+    }
+
+    /// The calibrated clock.
+    pub fn clock(&self) -> &Clock {
+        &self.fingerprint.clock
+    }
+}
+
 /// The machine fingerprint: enough to tell whether two runs were on comparable machines.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Fingerprint {

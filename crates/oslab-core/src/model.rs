@@ -1,7 +1,7 @@
 //! The data model shared by probes, store and report: a [`Measurement`] is what one probe measured
 //! under one set of parameters, with its summary, status and, where a model exists, a prediction.
 
-use crate::stats::Summary;
+use crate::stats::{noise_reason, NoiseRule, Summary};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -235,22 +235,69 @@ pub struct TimelineEvent {
     pub args: Map<String, Value>,
 }
 
-/// A size for reading: `32 KiB`, `1.5 MiB`, `4 GiB` (powers of 1024, three significant digits).
-pub fn bytes_text(bytes: u64) -> String {
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < 4 {
-        v /= 1024.0;
-        unit += 1;
+/// How a measurement's spread is judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Judge {
+    /// Noisy when the spread is too wide for the median ([`NoiseRule`]).
+    Median,
+    /// Noisy when the spread is too wide for this scale (a difference that may truly be zero is
+    /// judged against the cost it is a part of).
+    Scale(f64),
+    /// The spread is the result, not noise around one value: a distribution of periods, per-job
+    /// values, paired differences that carry their own interval.
+    Subject,
+}
+
+/// Raw samples kept per measurement (evenly thinned beyond this).
+pub const MAX_STORED_SAMPLES: usize = 5000;
+
+/// The one way from samples to a measurement: summary, status as `judge` says (noisy with the
+/// reason in the note), and the samples (thinned to [`MAX_STORED_SAMPLES`]). No valid samples
+/// give a failed measurement.
+pub fn judged(
+    probe: &str,
+    params: Map<String, Value>,
+    metric: &str,
+    unit: Unit,
+    samples: &[f64],
+    note: Option<String>,
+    judge: Judge,
+) -> Measurement {
+    let summary = Summary::new(samples);
+    let mut note = note;
+    let noise = |s: &Summary, scale: f64| noise_reason(s, NoiseRule::default(), scale);
+    let status = match (&summary, judge) {
+        (None, _) => Status::Failed("no valid samples".into()),
+        (Some(_), Judge::Subject) => Status::Ok,
+        (Some(s), Judge::Median) | (Some(s), Judge::Scale(_)) => {
+            let scale = match judge {
+                Judge::Scale(x) => x,
+                _ => s.median.abs(),
+            };
+            match noise(s, scale) {
+                Some(why) => {
+                    note = Some(match note {
+                        Some(n) => format!("{n}; noisy: {why}"),
+                        None => format!("noisy: {why}"),
+                    });
+                    Status::Noisy
+                }
+                None => Status::Ok,
+            }
+        }
+    };
+    let mut kept = samples.to_vec();
+    if kept.len() > MAX_STORED_SAMPLES {
+        let step = kept.len() as f64 / MAX_STORED_SAMPLES as f64;
+        kept = (0..MAX_STORED_SAMPLES)
+            .map(|i| samples[(i as f64 * step) as usize])
+            .collect();
     }
-    let sym = ["B", "KiB", "MiB", "GiB", "TiB"][unit];
-    if v.fract() == 0.0 || v >= 100.0 {
-        format!("{v:.0} {sym}")
-    } else if v >= 10.0 {
-        format!("{v:.1} {sym}")
-    } else {
-        format!("{:.2} {sym}", v).replace(".00 ", " ")
-    }
+    let mut m = Measurement::not_taken(probe, params, metric, unit, status);
+    m.summary = summary;
+    m.note = note;
+    m.samples = Some(kept);
+    m
 }
 
 /// Builds a JSON parameter map: `params!{"cpu" => 0, "cache" => "hot"}`.
@@ -293,15 +340,6 @@ mod tests {
             assert_eq!(Unit::from_name(&u.name()), Some(u));
         }
         assert_eq!(Unit::GBps.name(), "gbps");
-    }
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(bytes_text(32 << 10), "32 KiB");
-        assert_eq!(bytes_text(1536 << 10), "1.50 MiB");
-        assert_eq!(bytes_text(48 << 20), "48 MiB");
-        assert_eq!(bytes_text(1 << 30), "1 GiB");
-        assert_eq!(bytes_text(100), "100 B");
     }
 
     #[test]

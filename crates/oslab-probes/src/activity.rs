@@ -5,7 +5,8 @@
 //! by size, CPU time lost, beside the kernel's interrupt counts for the CPU.
 
 use crate::harness::check_interrupt;
-use crate::probe::{judged, Context, Probe, ProbeError};
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::model::{judged, Judge};
 use oslab_core::interrupts;
 use oslab_core::model::{Measurement, TimelineEvent, Unit};
 use oslab_core::{params, Clock, Status};
@@ -257,8 +258,7 @@ pub fn summarise(
         })
     };
     let value = |metric: &str, unit: Unit, v: f64, text: String| {
-        let mut m = judged(id, base.clone(), metric, unit, &[v], note(text), None);
-        m.status = Status::Ok;
+        let m = judged(id, base.clone(), metric, unit, &[v], note(text), Judge::Subject);
         m
     };
     let mut out = Vec::new();
@@ -291,18 +291,16 @@ pub fn summarise(
         format!("gaps above the threshold in {:.1} ms", span_ns / 1e6),
     ));
     if !durations.is_empty() {
-        let mut m = judged(
+        let m = judged(
             id,
             base.clone(),
             "interruption",
             Unit::Ns,
             &durations,
             note("duration of each inactive period".into()),
-            None,
+            // The spread is the subject here, not noise.
+            Judge::Subject,
         );
-        // The spread is the subject here, not noise.
-        m.status = Status::Ok;
-        m.note = note("duration of each inactive period".into());
         out.push(m);
         let mut lower = 0.0;
         for (upper, label) in CLASSES {
@@ -312,8 +310,7 @@ pub fn summarise(
                 .count();
             let mut p = base.clone();
             p.insert("class".into(), label.into());
-            let mut m = judged(id, p, "count", Unit::Count, &[n as f64], None, None);
-            m.status = Status::Ok;
+            let m = judged(id, p, "count", Unit::Count, &[n as f64], None, Judge::Subject);
             out.push(m);
             lower = upper;
         }

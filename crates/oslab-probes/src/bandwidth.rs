@@ -9,7 +9,8 @@
 use crate::buffer::Pages;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
-use crate::probe::{judged, Context, Probe, ProbeError};
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::model::{judged, Judge};
 use crate::stream::{gbps, team, Arrays, Reps};
 use oslab_core::dmi::{self, Peak};
 use oslab_core::model::{Measurement, Prediction, Unit};
@@ -104,8 +105,7 @@ pub fn bandwidth_measurements(
         Unit::GBps,
         &stream,
         Some(text),
-        None,
-    )];
+        Judge::Median)];
     if let Some(hw) = kernel
         .hardware_bytes(stores)
         .filter(|&h| h != kernel.stream_bytes())
@@ -122,8 +122,7 @@ pub fn bandwidth_measurements(
             Unit::GBps,
             &samples,
             Some(why),
-            None,
-        ));
+            Judge::Median));
     }
     out
 }
@@ -331,8 +330,7 @@ fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                     "{} passes per sample; STREAM byte counting",
                     t.batch
                 )),
-                None,
-            ));
+                Judge::Median));
         }
     }
     Ok(out)

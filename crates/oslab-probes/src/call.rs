@@ -5,7 +5,7 @@
 //! paired difference of samples taken in the same round.
 
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::{Judge, Measurement, Unit};
 use oslab_core::params;
 use oslab_core::stats;
 use std::hint::black_box;
@@ -91,9 +91,11 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         inc.samples = paired_differences(&timings[k].samples, &timings[k - 1].samples);
         inc.overhead_ns = 0.0;
         // Judged against the cost of the call itself: the increment may truly be about zero.
-        let scale = timings[k - 1].median().map(f64::abs);
+        let judge = timings[k - 1]
+            .median()
+            .map_or(Judge::Median, |m| Judge::Scale(m.abs()));
         let mut m =
-            cx.measurement_at_scale("call.args", params! {"args" => k}, "increment", &inc, scale);
+            cx.measurement_judged("call.args", params! {"args" => k}, "increment", &inc, judge);
         m.difference = true;
         let what = format!(
             "paired difference: {k} minus {} arguments, same round",

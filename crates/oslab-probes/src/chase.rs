@@ -4,7 +4,8 @@
 
 use crate::buffer::{Buffer, Pages};
 use crate::memory::{Chain, Order};
-use crate::probe::{judged, Context, Probe, ProbeError};
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;
 
@@ -144,8 +145,7 @@ fn parallel(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 "single-chase latency / time per load with this many chases: misses in flight"
                     .into(),
             ),
-            None,
-        ));
+            Judge::Median));
     }
     Ok(out)
 }

@@ -12,7 +12,8 @@
 
 use crate::buffer::{available_memory, Buffer, Pages};
 use crate::harness::check_interrupt;
-use crate::probe::{judged, Context, Options, Probe, ProbeError};
+use crate::probe::{Context, Options, Probe, ProbeError};
+use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::params;
 use oslab_core::perf::{self, Counter};
@@ -191,8 +192,7 @@ fn fault_measurements(
             Unit::Ns,
             &per_fault,
             Some(note.clone()),
-            None,
-        ));
+            Judge::Median));
     }
     let per_page = per(&|r| r.ns / pages);
     out.push(judged(
@@ -202,8 +202,7 @@ fn fault_measurements(
         Unit::Ns,
         &per_page,
         Some(note),
-        None,
-    ));
+        Judge::Median));
     let per_byte = per(&|r| r.ns / bytes as f64);
     out.push(judged(
         id,
@@ -212,8 +211,7 @@ fn fault_measurements(
         Unit::Ns,
         &per_byte,
         None,
-        None,
-    ));
+        Judge::Median));
     out
 }
 

@@ -10,6 +10,8 @@
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
+//! - [`session::Session`]: the machine, the chosen cpus, pinning and priority: what every measuring
+//!   command starts from.
 //! - [`contention`]: whether other work competed with a probe (results then marked noisy).
 #![deny(missing_docs)]
 
@@ -31,6 +33,7 @@ pub mod numa;
 pub mod probe;
 pub mod registry;
 pub mod runner;
+pub mod session;
 pub mod stream;
 pub mod switch;
 pub mod syscall;

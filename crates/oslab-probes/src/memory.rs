@@ -24,7 +24,8 @@
 use crate::buffer::{Buffer, Pages};
 use crate::levels;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{bytes_text, Measurement, Prediction, Status, Unit};
+
+use oslab_core::model::{Measurement, Prediction, Status, Unit};
 use oslab_core::params;
 use oslab_core::stats::{SplitMix64, Summary};
 
@@ -387,10 +388,10 @@ fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measure
         }
         let range = format!(
             "plateau from {} to {} ({} points); {} is the first size off it",
-            bytes_text(level.first_in as u64),
-            bytes_text(level.last_in as u64),
+            oslab_core::units::bytes(level.first_in as u64),
+            oslab_core::units::bytes(level.last_in as u64),
             level.points.len(),
-            bytes_text(first_out as u64)
+            oslab_core::units::bytes(first_out as u64)
         );
         let what = match claim {
             Some(c) => format!(
@@ -444,18 +445,18 @@ fn match_claims<'a>(
 /// How the plateau's end compares with the claimed size, in words.
 fn claim_note(level: u8, claimed: u64, last_in: usize, first_out: usize) -> String {
     let c = claimed as usize;
-    let claim = format!("sysfs claims L{level} = {}", bytes_text(claimed));
+    let claim = format!("sysfs claims L{level} = {}", oslab_core::units::bytes(claimed));
     if c >= last_in / 2 && c <= first_out * 2 {
         format!("{claim}: agrees")
     } else if c > first_out {
         format!(
             "{claim}, but latency rises from {}: only part of it serves this cpu (a virtual machine's share of a shared cache is often far smaller than the cache it reports)",
-            bytes_text(first_out as u64)
+            oslab_core::units::bytes(first_out as u64)
         )
     } else {
         format!(
             "{claim}, but the plateau goes on to {}: the next level is about as fast, or a larger cache serves this cpu",
-            bytes_text(last_in as u64)
+            oslab_core::units::bytes(last_in as u64)
         )
     }
 }
@@ -533,9 +534,9 @@ fn tlb_reach(cx: &Context, id: &str, random: &[Measurement]) -> Vec<Measurement>
     m.summary = Summary::new(&[last as f64]);
     m.note = Some(format!(
         "the random chain reads like the chunked one up to {} and over {:.0}% slower from {} on: beyond that the first-level data TLB misses (about {} pages of 4 KiB covered); the two sweeps were scaled to agree up to 256 KiB, where both are the same chain (the host's speed differed by {:+.0}% between them)",
-        bytes_text(last as u64),
+        oslab_core::units::bytes(last as u64),
         100.0 * (TLB_RISE - 1.0),
-        bytes_text(first_off as u64),
+        oslab_core::units::bytes(first_off as u64),
         last / 4096,
         100.0 * (drift - 1.0)
     ));

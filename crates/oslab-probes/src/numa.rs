@@ -7,7 +7,8 @@ use crate::bandwidth::{bandwidth_measurements, thread_order};
 use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores};
 use crate::memory::{Chain, Order};
-use crate::probe::{judged, Context, Probe, ProbeError};
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::model::{judged, Judge};
 use crate::stream::{gbps, team, Arrays, Reps};
 use oslab_core::affinity::set_affinity;
 use oslab_core::model::{Measurement, Status, Unit};
@@ -176,8 +177,7 @@ fn cell(
         Unit::GBps,
         &avg,
         Some("mean of copy, scale, add and triad per repetition".into()),
-        None,
-    ));
+        Judge::Median));
     if placed < 0.99 {
         for m in &mut out {
             m.status = Status::Failed(format!(

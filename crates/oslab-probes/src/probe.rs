@@ -2,8 +2,7 @@
 
 use crate::harness::{Harness, Timing};
 use oslab_core::machine::Environment;
-use oslab_core::model::{Measurement, Prediction, Status, Unit};
-use oslab_core::stats::{noise_reason, NoiseRule, Summary};
+use oslab_core::model::{judged, Judge, Measurement, Prediction, Unit};
 use oslab_core::{CpuSet, Topology};
 use serde_json::{Map, Value};
 
@@ -122,18 +121,17 @@ impl Context<'_> {
         metric: &str,
         t: &Timing,
     ) -> Measurement {
-        self.measurement_at_scale(probe, params, metric, t, None)
+        self.measurement_judged(probe, params, metric, t, Judge::Median)
     }
 
-    /// Like [`Context::measurement`], judging noise against `scale` (see
-    /// [`Summary::is_noisy_at_scale`]) instead of the median.
-    pub fn measurement_at_scale(
+    /// Like [`Context::measurement`], judged as `judge` says.
+    pub fn measurement_judged(
         &self,
         probe: &str,
         params: Map<String, Value>,
         metric: &str,
         t: &Timing,
-        scale: Option<f64>,
+        judge: Judge,
     ) -> Measurement {
         let mut m = judged(
             probe,
@@ -142,8 +140,7 @@ impl Context<'_> {
             Unit::Ns,
             &t.samples,
             t.note.clone(),
-            scale,
-        );
+            judge);
         m.cycles = m
             .summary
             .as_ref()
@@ -224,52 +221,6 @@ pub fn unmet(need: Need, environment: &Environment, peer_cpu: Option<usize>) -> 
         Need::Tool(t) => (!on_path(t)).then(|| format!("{t} is not installed")),
     }
 }
-
-/// A measurement of `samples` in `unit`: summary, status (noisy when the spread is too wide for
-/// `scale`, default the median) and the samples themselves (thinned to [`MAX_STORED_SAMPLES`]).
-pub fn judged(
-    probe: &str,
-    params: Map<String, Value>,
-    metric: &str,
-    unit: Unit,
-    samples: &[f64],
-    note: Option<String>,
-    scale: Option<f64>,
-) -> Measurement {
-    let summary = Summary::new(samples);
-    let mut note = note;
-    let status = match &summary {
-        None => Status::Failed("no valid samples".into()),
-        Some(s) => {
-            let scale = scale.unwrap_or(s.median.abs());
-            match noise_reason(s, NoiseRule::default(), scale) {
-                Some(why) => {
-                    note = Some(match note {
-                        Some(n) => format!("{n}; noisy: {why}"),
-                        None => format!("noisy: {why}"),
-                    });
-                    Status::Noisy
-                }
-                None => Status::Ok,
-            }
-        }
-    };
-    let mut kept = samples.to_vec();
-    if kept.len() > MAX_STORED_SAMPLES {
-        let step = kept.len() as f64 / MAX_STORED_SAMPLES as f64;
-        kept = (0..MAX_STORED_SAMPLES)
-            .map(|i| samples[(i as f64 * step) as usize])
-            .collect();
-    }
-    let mut m = Measurement::not_taken(probe, params, metric, unit, status);
-    m.summary = summary;
-    m.note = note;
-    m.samples = Some(kept);
-    m
-}
-
-/// Raw samples kept per measurement (evenly thinned beyond this).
-pub const MAX_STORED_SAMPLES: usize = 5000;
 
 /// Whether an executable named `tool` is on PATH.
 pub fn on_path(tool: &str) -> bool {

@@ -203,7 +203,7 @@ fn measure(
     };
     let parent = format!(
         "timed from a minimal helper process ({} resident{})",
-        oslab_core::model::bytes_text(report.rss_kib * 1024),
+        oslab_core::units::bytes(report.rss_kib * 1024),
         if touch_mib > 0 {
             format!(", after touching {touch_mib} MiB")
         } else {

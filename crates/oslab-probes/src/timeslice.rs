@@ -6,10 +6,11 @@
 
 use crate::child::{Child, SharedPage};
 use crate::harness::check_interrupt;
-use crate::probe::{judged, ProbeError};
+use crate::probe::ProbeError;
+use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, TimelineEvent, Unit};
 use oslab_core::perf::{self, Counter};
-use oslab_core::{params, Clock, Status};
+use oslab_core::{params, Clock, CpuSet, Status};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -78,10 +79,7 @@ pub fn record(
     let words = HEADER + n * (3 + 2 * CAPACITY);
     let shared = SharedPage::with_len(words * 8)?;
     // Built before fork: the child may not allocate.
-    // SAFETY: an all-zero cpu_set_t is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu is below CPU_SETSIZE for every cpu the topology reports.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    let set = oslab_core::placement::cpu_set_t(&CpuSet::single(cpu));
     let rr = libc::sched_param { sched_priority: 1 };
     let mut children = Vec::with_capacity(n);
     for k in 0..n {
@@ -293,8 +291,9 @@ pub fn summarise(
     // The first and last slice are cut by the recording's edges: keep the complete ones.
     let complete: Vec<f64> = sw.iter().skip(1).map(|s| s.3).collect();
     let gaps: Vec<f64> = sw.iter().map(|s| s.2).collect();
-    let mut slice = judged(id, base.clone(), "slice", Unit::Ns, &complete, None, None);
-    let mut switch = judged(id, base.clone(), "switch", Unit::Ns, &gaps, None, None);
+    // The distributions are the result, not noise around one value.
+    let mut slice = judged(id, base.clone(), "slice", Unit::Ns, &complete, None, Judge::Subject);
+    let mut switch = judged(id, base.clone(), "switch", Unit::Ns, &gaps, None, Judge::Subject);
     if policy == Policy::RoundRobin {
         slice.prediction = rec.rr_interval_ns.map(|v| oslab_core::Prediction {
             value: v,
@@ -303,9 +302,6 @@ pub fn summarise(
         });
     }
     for m in [&mut slice, &mut switch] {
-        if m.status == Status::Noisy {
-            m.status = Status::Ok; // the distribution is the result, not noise around one value
-        }
         if m.summary.is_none() {
             m.status = Status::Skipped(if n < 2 {
                 "one process: nothing to switch to".into()
@@ -324,9 +320,8 @@ pub fn summarise(
         Unit::Count,
         &[ours],
         None,
-        None,
+        Judge::Subject,
     );
-    count.status = Status::Ok;
     match &rec.kernel_switches {
         Ok(k) => {
             count.prediction = Some(oslab_core::Prediction {

@@ -5,7 +5,8 @@ use oslab_core::affinity::{get_affinity, AffinityGuard};
 use oslab_core::machine::{Environment, Fingerprint};
 use oslab_core::model::Measurement;
 use oslab_core::{Clock, CpuSet, Topology};
-use oslab_probes::{registry, runner, Context, Harness, HarnessConfig, Options};
+use oslab_probes::session::Session;
+use oslab_probes::{registry, runner, Context, HarnessConfig, Options};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -51,29 +52,15 @@ fn with_budget<T: Send + 'static>(
     f: impl FnOnce(&Context) -> T + Send + 'static,
 ) -> T {
     std::thread::spawn(move || {
-        let topology = Topology::read().unwrap();
-        let clock = Clock::detect(Duration::from_millis(20));
-        let fp = Fingerprint::read(&topology, &clock);
-        let env = Environment::read(&fp);
-        let allowed = get_affinity(0).unwrap();
-        let cpu = allowed.iter().last().unwrap();
-        let peer = allowed.iter().find(|&c| c != cpu);
-        let _pin = AffinityGuard::pin_current(&CpuSet::single(cpu)).unwrap();
+        let session = Session::open(true, None, None).unwrap();
+        let _placed = session.place(true).unwrap();
         let mut cfg = HarnessConfig::quick();
         cfg.budget = budget;
         cfg.min_samples = 10;
         cfg.memory_max = 16 << 20;
-        let harness = Harness::new(clock, cfg);
-        let cx = Context {
-            harness: &harness,
-            topology: &topology,
-            environment: &env,
-            cpu,
-            peer_cpu: peer,
-            allowed,
-            options: &Options::default(),
-            earlier: Default::default(),
-        };
+        let harness = session.harness_with(cfg);
+        let options = Options::default();
+        let cx = session.context(&harness, &options);
         f(&cx)
     })
     .join()

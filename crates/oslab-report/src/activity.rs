@@ -1,7 +1,7 @@
 //! Activity recordings as text: the list of periods (the seed's output) and a histogram of the
 //! inactive ones.
 
-use crate::units::value;
+use oslab_core::units::value;
 use oslab_core::model::{TimelineEvent, Unit};
 
 /// The periods, one per line: start (ms from the beginning), duration, state. At most `limit`

@@ -4,7 +4,7 @@
 //! the machine is escaped.
 
 use crate::plots::{self, Bar, Mark, Series, Track};
-use crate::units::{num, scale_for, value};
+use oslab_core::units::{num, scale_for, value};
 use oslab_core::machine::Environment;
 use oslab_core::model::{Measurement, Status, TimelineEvent, Unit};
 use oslab_store::RunRecord;
@@ -92,7 +92,7 @@ fn metadata(r: &RunRecord) -> String {
                         "L{} {} {}",
                         c.get("level")?,
                         c.get("kind")?.as_str()?,
-                        crate::units::bytes(c.get("size")?.as_u64()?)
+                        oslab_core::units::bytes(c.get("size")?.as_u64()?)
                     ))
                 })
                 .collect();
@@ -305,7 +305,7 @@ fn cache_marks(ms: &[&Measurement], record: &RunRecord) -> Vec<Mark> {
             let size = c["size"].as_u64()?;
             Some(Mark {
                 x: size as f64,
-                label: format!("L{} {} (sysfs)", c["level"], crate::units::bytes(size)),
+                label: format!("L{} {} (sysfs)", c["level"], oslab_core::units::bytes(size)),
             })
         })
         .collect();

@@ -2,7 +2,6 @@
 //! and the machine description of `oslab info`.
 //!
 //! # Brief overview
-//! - [`units`]: choosing a unit for a value and printing it with sensible precision.
 //! - [`table`]: the measurement table, the runs table and the probe list.
 //! - [`machine`]: `oslab info` as text.
 //! - [`activity`]: period lists and histograms of activity recordings.
@@ -20,4 +19,3 @@ pub mod paraver;
 pub mod plots;
 pub mod table;
 pub mod trace;
-pub mod units;

@@ -1,6 +1,6 @@
 //! `oslab info` as text: the machine as the tool sees it.
 
-use crate::units::bytes;
+use oslab_core::units::bytes;
 use oslab_core::machine::{Environment, Fingerprint};
 use oslab_core::topology::CacheKind;
 use std::fmt::Write;

@@ -2,7 +2,7 @@
 //! average of STREAM's four kernels), its ratio to the local cell, idle latency and its ratio,
 //! and the kernel's SLIT distances beside them.
 
-use crate::units::num;
+use oslab_core::units::num;
 use oslab_core::model::Measurement;
 use std::collections::BTreeMap;
 

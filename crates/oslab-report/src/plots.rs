@@ -88,7 +88,7 @@ pub fn lines_log_x(
                     .configure_mesh()
                     .x_desc(x_desc)
                     .y_desc(y_desc)
-                    .x_label_formatter(&|x| crate::units::value(*x, oslab_core::Unit::Bytes))
+                    .x_label_formatter(&|x| oslab_core::units::value(*x, oslab_core::Unit::Bytes))
                     .draw()
                     .map_err(err)?;
                 for m in marks {

@@ -1,6 +1,6 @@
 //! Terminal tables: measurements, stored runs, and the probe list.
 
-use crate::units::{num, scale_for};
+use oslab_core::units::{num, scale_for};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
 
 /// A rule under the header and nothing else: easy to read, easy to grep.

@@ -1,12 +1,20 @@
-//! The seed's evaluation, automated: a workload run N times without shuffling (the daemon in
+//! Shuffling evaluated: a workload run N times without shuffling (the daemon in
 //! monitor-only mode, so the lock contention is measured at the same cost) and N times with it,
 //! interleaved; execution time per run, contention, shuffles, and the reduction with its
 //! interval.
 
 use crate::locks::{Choice, Monitor};
 use crate::shuffle::{watch, Daemon};
+use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
+use oslab_core::paired::{self, Arm, Pairs};
+use oslab_core::params;
+use std::collections::BTreeSet;
+use std::fmt::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// Probe id of the evaluation's measurements.
+pub const PROBE: &str = "shuffle-eval";
 
 /// A program to evaluate on.
 #[derive(Debug, Clone)]
@@ -219,6 +227,152 @@ pub fn run_once(
         shuffles: watched.summary.shuffles,
         method,
     }))
+}
+
+/// How to evaluate.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The workloads (`Err(name, why)`: one that cannot run here, reported as skipped).
+    pub workloads: Vec<Result<Workload, (String, String)>>,
+    /// The cache domains threads are regrouped into.
+    pub domains: Vec<Vec<usize>>,
+    /// Pairs of runs (without, with) per workload.
+    pub runs: usize,
+    /// Lock-wait share above which the daemon regroups.
+    pub threshold: f64,
+    /// Daemon interval.
+    pub interval: Duration,
+    /// How lock waits are measured.
+    pub method: Choice,
+}
+
+/// What an evaluation produced.
+pub struct Evaluation {
+    /// Per workload and mode: time, lock-wait share and shuffles; per workload the reduction.
+    pub measurements: Vec<Measurement>,
+    /// One line per workload with the verdict, and the methods used.
+    pub text: String,
+    /// Whether it was stopped (what completed is kept).
+    pub interrupted: bool,
+}
+
+fn mode(arm: Arm) -> &'static str {
+    match arm {
+        Arm::A => "without",
+        Arm::B => "with",
+    }
+}
+
+/// Runs every workload `runs` times without and with shuffling, alternating; `stop` is polled,
+/// `progress` hears of each run.
+pub fn evaluate(
+    req: &Request,
+    stop: &dyn Fn() -> bool,
+    progress: &mut dyn FnMut(String),
+) -> Evaluation {
+    let mut text = format!(
+        "{} cache domain(s) among the cpus we may use, {} runs per mode\n",
+        req.domains.len(),
+        req.runs
+    );
+    if req.domains.len() < 2 {
+        text.push_str("note: with one cache domain, shuffling can only re-pin threads inside it: expect little or no gain here\n");
+    }
+    let not_taken = |name: &str, status| {
+        Measurement::not_taken(PROBE, params! {"workload" => name}, "time", Unit::Ns, status)
+    };
+    let mut ms = Vec::new();
+    let mut interrupted = false;
+    let mut methods = BTreeSet::new();
+    for w in &req.workloads {
+        let w = match w {
+            Ok(w) => w,
+            Err((name, why)) => {
+                let why = why.trim_start_matches("skipped: ").to_string();
+                ms.push(not_taken(name, Status::Skipped(why)));
+                continue;
+            }
+        };
+        let pairs = paired::alternate(req.runs, |arm, r| {
+            let shuffle = arm == Arm::B;
+            let o = run_once(w, &req.domains, req.threshold, req.interval, shuffle, req.method, stop)?;
+            if let Some(o) = &o {
+                progress(format!(
+                    "{} {} run {}/{}: {:.3} s, lock wait {:.1}%, {} shuffles",
+                    w.name,
+                    mode(arm),
+                    r + 1,
+                    req.runs,
+                    o.cost,
+                    o.lock_fraction * 100.0,
+                    o.shuffles
+                ));
+            }
+            Ok::<_, String>(o)
+        });
+        match pairs {
+            Ok(pairs) => {
+                summarise(&mut text, &mut ms, w, &pairs);
+                methods.extend(pairs.a.iter().chain(&pairs.b).map(|o| o.method.clone()));
+                if pairs.stopped {
+                    interrupted = true;
+                    break;
+                }
+            }
+            Err(e) => ms.push(not_taken(&w.name, Status::Failed(e))),
+        }
+    }
+    for m in &methods {
+        let _ = writeln!(text, "lock waits measured by {m}");
+    }
+    Evaluation {
+        measurements: ms,
+        text,
+        interrupted,
+    }
+}
+
+fn summarise(text: &mut String, ms: &mut Vec<Measurement>, w: &Workload, pairs: &Pairs<Outcome>) {
+    let unit = match w.score {
+        Score::Wall => "s",
+        Score::PerfBenchOps => "s per op",
+    };
+    for (arm, runs) in [(Arm::A, &pairs.a), (Arm::B, &pairs.b)] {
+        let p = params! {"workload" => w.name.clone(), "mode" => mode(arm)};
+        let row = |metric: &str, unit, f: &dyn Fn(&Outcome) -> f64, note: Option<String>| {
+            let samples: Vec<f64> = runs.iter().map(f).collect();
+            judged(PROBE, p.clone(), metric, unit, &samples, note, Judge::Median)
+        };
+        let what = format!("{unit} of the workload, one sample per run");
+        ms.push(row("time", Unit::Ns, &|o| o.cost * 1e9, Some(what)));
+        ms.push(row("lock_fraction", Unit::Ratio, &|o| o.lock_fraction, None));
+        ms.push(row("shuffles", Unit::Count, &|o| f64::from(o.shuffles), None));
+    }
+    // Reduction = (without - with) / without, per pair.
+    let reductions = pairs.differences(|o| -o.cost);
+    let reductions: Vec<f64> = reductions
+        .iter()
+        .zip(&pairs.a)
+        .map(|(d, a)| d / a.cost)
+        .collect();
+    let mean = |v: &[Outcome], f: fn(&Outcome) -> f64| {
+        v.iter().map(f).sum::<f64>() / v.len().max(1) as f64
+    };
+    let verdict = paired::verdict_text(&reductions, |v| format!("{:+.1}%", v * 100.0));
+    let _ = writeln!(
+        text,
+        "{:<20} without {:.4} {unit} (lock wait {:.1}%), with {:.4} {unit} ({:.1} shuffles per run): reduction {verdict}",
+        w.name,
+        mean(&pairs.a, |o| o.cost),
+        mean(&pairs.a, |o| o.lock_fraction) * 100.0,
+        mean(&pairs.b, |o| o.cost),
+        mean(&pairs.b, |o| f64::from(o.shuffles)),
+    );
+    let note = Some(format!("reduction {verdict}"));
+    // The interval says how sure we are: the spread is the subject, not noise.
+    let mut m = judged(PROBE, params! {"workload" => w.name.clone()}, "reduction", Unit::Ratio, &reductions, note, Judge::Subject);
+    m.difference = true;
+    ms.push(m);
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use crate::locks::{self, Monitor, MonitorError, ThreadWait};
 use oslab_core::affinity::{get_affinity, set_affinity};
-use oslab_core::model::TimelineEvent;
+use oslab_core::model::{judged, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, CpuSet, Topology};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -104,6 +104,105 @@ pub struct Summary {
     pub overhead: Option<f64>,
     /// Threads whose affinity was restored at the end.
     pub restored: usize,
+}
+
+/// How a process was watched, as its stored measurements say.
+#[derive(Debug, Clone)]
+pub struct Setting {
+    /// The process.
+    pub pid: i32,
+    /// Cache domains it may use.
+    pub domains: usize,
+    /// Lock-wait share that triggers a shuffle.
+    pub threshold: f64,
+    /// Daemon interval.
+    pub interval: Duration,
+    /// Measured and decided, but moved nothing.
+    pub monitor_only: bool,
+    /// How lock waits were measured, in words.
+    pub method: String,
+}
+
+/// Probe id of a watch's measurements.
+pub const PROBE: &str = "shuffle";
+
+impl Summary {
+    fn one_domain(s: &Setting) -> Option<&'static str> {
+        (s.domains < 2).then_some(
+            "the target may use one cache domain only: regrouping cannot separate anything on this machine",
+        )
+    }
+
+    /// The watch as measurements: lock-wait share per interval, shuffles, before/after, overhead.
+    pub fn measurements(&self, s: &Setting) -> Vec<Measurement> {
+        let base = params! {
+            "pid" => s.pid,
+            "domains" => s.domains,
+            "threshold" => s.threshold,
+            "interval_ms" => s.interval.as_millis() as u64,
+            "mode" => if s.monitor_only { "monitor-only" } else { "shuffle" },
+            "method" => if s.method.starts_with("eBPF") { "ebpf" } else { "proxy" },
+        };
+        let single = |metric: &str, unit: Unit, v: f64, note: &str| {
+            judged(PROBE, base.clone(), metric, unit, &[v], Some(note.into()), Judge::Subject)
+        };
+        let per_interval = format!("per interval; method: {}", s.method);
+        let mut ms = vec![judged(
+            PROBE,
+            base.clone(),
+            "lock_fraction",
+            Unit::Ratio,
+            &self.lock_fractions,
+            Some(per_interval),
+            Judge::Median,
+        )];
+        let applied = Self::one_domain(s).unwrap_or("placements applied");
+        ms.push(single("shuffles", Unit::Count, f64::from(self.shuffles), applied));
+        let optional = [
+            ("lock_before", self.before, "mean lock-wait fraction before the first shuffle"),
+            ("lock_after", self.after, "mean lock-wait fraction after the first shuffle"),
+            ("overhead", self.overhead, "the daemon's CPU time / the target's CPU time"),
+        ];
+        for (metric, v, note) in optional {
+            if let Some(v) = v {
+                ms.push(single(metric, Unit::Ratio, v, note));
+            }
+        }
+        ms
+    }
+
+    /// The watch in a few lines.
+    pub fn text(&self, s: &Setting) -> String {
+        let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
+        format!(
+            "shuffle summary: {} intervals, {} shuffles, lock wait {} before / {} after, daemon overhead {}, {} affinities restored\nmethod: {}\n{}",
+            self.intervals,
+            self.shuffles,
+            pct(self.before),
+            pct(self.after),
+            pct(self.overhead),
+            self.restored,
+            s.method,
+            Self::one_domain(s).unwrap_or("")
+        )
+    }
+}
+
+/// The cpus of process `pid` and its lock monitor, or why it cannot be watched (and, unless
+/// `monitor_only`, moved): checked before anything starts, not half way.
+pub fn prepare(pid: i32, monitor_only: bool, method: locks::Choice) -> Result<(CpuSet, Monitor), String> {
+    let allowed =
+        get_affinity(pid).map_err(|e| format!("cannot read the affinity of {pid}: {e}"))?;
+    if !monitor_only {
+        // Setting it to what it is fails now when we may not move its threads.
+        set_affinity(pid, &allowed).map_err(|e| {
+            format!(
+                "may not change the affinity of process {pid}: {e} (another user's process: run as its owner or root, or use --monitor-only)"
+            )
+        })?;
+    }
+    let monitor = Monitor::open(pid, method).map_err(|e| e.to_string())?;
+    Ok((allowed, monitor))
 }
 
 /// The shuffling loop over one process.

@@ -8,6 +8,8 @@
 //!   It is `running` from the start (with the writer's pid and boot id), each probe's results are
 //!   added in one transaction, and the final results replace them in one transaction. A run whose
 //!   writer died reads as `crashed`, holding every probe that completed.
+//! - [`Recorder`]: the same for a measuring command: assembles the run record from the machine and
+//!   writes the run through those three steps.
 //! - [`Store::save_run`] writes a finished run (an import, a fleet node) in one transaction: it is
 //!   stored whole or not at all.
 //! - [`Store::runs`], [`Store::load_run`], [`Store::load_timeline`] read them back.
@@ -18,7 +20,9 @@
 pub mod compare;
 pub mod exchange;
 pub mod fleet;
+pub mod recorder;
 mod schema;
 mod store;
 
+pub use recorder::{Program, Recorder};
 pub use store::{RunRecord, RunRef, RunStatus, RunSummary, Store, StoreError};

@@ -236,9 +236,9 @@ pub struct MigrateArgs {
     /// Block size of the blocked kernel (need not divide N).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub block: u64,
-    /// Which kernels: naive, blocked or both.
-    #[arg(long, value_parser = ["naive", "blocked", "both"], default_value = "both")]
-    pub kernel: String,
+    /// Which kernels.
+    #[arg(long, value_enum, default_value_t = MigrateKernel::Both)]
+    pub kernel: MigrateKernel,
     /// Runs per kernel and variant (pinned and migrated runs alternate).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub runs: u64,
@@ -260,6 +260,17 @@ pub struct MigrateArgs {
     /// Where to store the run.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// The kernels `oslab migrate` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MigrateKernel {
+    /// i-j-k loops.
+    Naive,
+    /// Square blocks of --block elements.
+    Blocked,
+    /// Both, one after the other.
+    Both,
 }
 
 /// `oslab report`.

@@ -7,7 +7,6 @@ mod cli;
 mod cmd;
 mod error;
 mod progress;
-mod setup;
 
 use clap::Parser;
 use error::UsageError;

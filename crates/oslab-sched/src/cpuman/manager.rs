@@ -436,7 +436,7 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
     // SAFETY: between fork and exec only async-signal-safe calls: fcntl, setpgid,
     // sched_setaffinity, with data prepared before the fork.
     unsafe {
-        let raw = to_mask(&set);
+        let raw = oslab_core::placement::cpu_set_t(&set);
         cmd.pre_exec(move || {
             if fd >= 0 {
                 libc::fcntl(fd, libc::F_SETFD, 0);
@@ -463,16 +463,6 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
         apply(r);
     }
     Ok(())
-}
-
-fn to_mask(set: &CpuSet) -> libc::cpu_set_t {
-    // SAFETY: all-zero is the empty set.
-    let mut raw: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for c in set.iter().filter(|&c| c < libc::CPU_SETSIZE as usize) {
-        // SAFETY: c is below CPU_SETSIZE.
-        unsafe { libc::CPU_SET(c, &mut raw) };
-    }
-    raw
 }
 
 fn set_is_empty(raw: &libc::cpu_set_t) -> bool {

@@ -3,8 +3,7 @@
 //! alike) and a timeline.
 
 use crate::jobs::Kind;
-use oslab_core::model::{Measurement, Status, TimelineEvent, Unit};
-use oslab_core::stats::Summary;
+use oslab_core::model::{judged, Judge, Measurement, Status, TimelineEvent, Unit};
 use serde_json::{json, Map, Value};
 
 fn object(v: Value) -> Map<String, Value> {
@@ -292,18 +291,12 @@ fn valued(
     samples: &[f64],
     note: String,
 ) -> Measurement {
-    let summary = Summary::new(samples);
-    let status = if summary.is_some() {
-        Status::Ok
-    } else {
-        Status::Skipped("nothing to measure: no completed job has this value".into())
-    };
-    Measurement {
-        summary,
-        note: Some(note),
-        samples: Some(samples.to_vec()).filter(|s| !s.is_empty()),
-        ..Measurement::not_taken(probe, params, metric, unit, status)
+    if samples.is_empty() {
+        let why = Status::Skipped("nothing to measure: no completed job has this value".into());
+        return Measurement::not_taken(probe, params, metric, unit, why);
     }
+    // Per-job values of a mix of jobs: their spread is the result.
+    judged(probe, params, metric, unit, samples, Some(note), Judge::Subject)
 }
 
 fn skipped(params: Map<String, Value>, metric: &str, unit: Unit, why: &str) -> Measurement {

@@ -9,7 +9,7 @@ use crate::cli::{
 use crate::error::usage;
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::CpuSet;
-use oslab_report::units::value;
+use oslab_core::units::value;
 use oslab_sched::cpuman::manager::{self, Config, Migration};
 use oslab_sched::cpuman::outcome::{RunOutcome, JOB_PROBE, RUN_PROBE};
 use oslab_sched::cpuman::simulate::{self as sim, SimConfig};
@@ -331,7 +331,7 @@ fn slit_ratio(topo: &oslab_core::Topology) -> Option<f64> {
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
     let cpus = match a.cpus {
         Some(c) => c as usize,
-        None => crate::setup::allowed_cpus()?.len(),
+        None => oslab_core::affinity::get_affinity(0)?.len(),
     };
     let g = Generate {
         mix: a.mix.clone(),

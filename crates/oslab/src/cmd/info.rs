@@ -2,7 +2,7 @@
 
 use super::{print_json, print_text};
 use crate::cli::InfoArgs;
-use crate::setup::Machine;
+use oslab_core::machine::Machine;
 use oslab_core::counters;
 use std::process::ExitCode;
 use std::time::Duration;

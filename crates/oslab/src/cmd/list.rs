@@ -2,7 +2,9 @@
 
 use super::{print_json, print_text};
 use crate::cli::ListArgs;
-use crate::setup::{allowed_cpus, choose_cpus, Machine};
+use oslab_core::affinity::get_affinity;
+use oslab_core::machine::Machine;
+use oslab_core::placement;
 use oslab_probes::runner::gate;
 use oslab_probes::{registry, Need};
 use std::process::ExitCode;
@@ -10,7 +12,9 @@ use std::time::Duration;
 
 pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     let m = Machine::read(Duration::from_millis(10))?;
-    let (_, peer) = choose_cpus(&m.topology, &allowed_cpus()?, None, None)?;
+    let allowed = get_affinity(0)?;
+    let peer = placement::measuring(&m.topology, &allowed)
+        .and_then(|cpu| placement::peer(&m.topology, &allowed, cpu));
     let rows: Vec<serde_json::Value> = registry::all()
         .into_iter()
         .map(|p| {

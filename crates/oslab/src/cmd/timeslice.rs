@@ -8,7 +8,7 @@ use oslab_core::model::Unit;
 use oslab_core::CpuSet;
 use oslab_probes::timeslice::{self, Policy};
 use oslab_probes::ProbeError;
-use oslab_report::units::value;
+use oslab_core::units::value;
 use std::fmt::Write;
 use std::process::ExitCode;
 
@@ -36,7 +36,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let clock = session.machine.clock().clone();
     let threshold = super::activity::threshold(args.threshold.as_deref(), &clock)?;
     // We wait on another cpu when there is one, so we never take the measured cpu from them.
-    let watcher = session.allowed.iter().find(|&c| c != session.cpu);
+    let watcher = oslab_core::placement::watcher(&session.allowed, session.cpu);
     let _away = watcher
         .map(|c| AffinityGuard::pin_current(&CpuSet::single(c)))
         .transpose()?;

@@ -1,7 +1,7 @@
 //! Units chosen for reading: nanoseconds scale to µs, ms and s; numbers keep three to four
 //! significant digits.
 
-use oslab_core::model::Unit;
+use crate::model::Unit;
 
 /// A scale for a time value: divisor and symbol.
 pub fn time_scale(ns: f64) -> (f64, &'static str) {
@@ -66,14 +66,38 @@ pub fn value(v: f64, unit: Unit) -> String {
     }
 }
 
-/// A byte count for people: `48 KiB`, `2 MiB`, `480 MiB`.
-pub fn bytes(b: u64) -> String {
-    oslab_core::model::bytes_text(b)
+/// A size for reading: `32 KiB`, `1.5 MiB`, `4 GiB` (powers of 1024, three significant digits).
+pub fn bytes(bytes: u64) -> String {
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < 4 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let sym = ["B", "KiB", "MiB", "GiB", "TiB"][unit];
+    if v.fract() == 0.0 || v >= 100.0 {
+        format!("{v:.0} {sym}")
+    } else if v >= 10.0 {
+        format!("{v:.1} {sym}")
+    } else {
+        format!("{:.2} {sym}", v).replace(".00 ", " ")
+    }
 }
+
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(bytes(32 << 10), "32 KiB");
+        assert_eq!(bytes(1536 << 10), "1.50 MiB");
+        assert_eq!(bytes(48 << 20), "48 MiB");
+        assert_eq!(bytes(1 << 30), "1 GiB");
+        assert_eq!(bytes(100), "100 B");
+    }
+
 
     #[test]
     fn scales_and_precision() {

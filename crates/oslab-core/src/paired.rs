@@ -1,0 +1,145 @@
+//! Paired A/B experiments, one way for every command that compares two conditions (pinned vs
+//! migrated, without vs with shuffling): runs alternate AB, BA, AB, ... so drift between runs
+//! hits both arms alike, and the verdict is on the paired differences: their mean and its 95%
+//! interval (Student's t), significant when the interval excludes 0.
+
+use crate::stats::mean_ci95;
+
+/// One of the two conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    /// The baseline.
+    A,
+    /// The treatment.
+    B,
+}
+
+/// The results of both arms, run `i` of each in position `i`.
+#[derive(Debug)]
+pub struct Pairs<T> {
+    /// Baseline runs.
+    pub a: Vec<T>,
+    /// Treatment runs.
+    pub b: Vec<T>,
+    /// Whether a run asked to stop (the user pressed Ctrl-C): the pairs hold what completed.
+    pub stopped: bool,
+}
+
+impl<T> Pairs<T> {
+    /// `f(b) - f(a)` for every complete pair.
+    pub fn differences(&self, f: impl Fn(&T) -> f64) -> Vec<f64> {
+        self.a.iter().zip(&self.b).map(|(a, b)| f(b) - f(a)).collect()
+    }
+}
+
+/// Runs `pairs` pairs; `run(arm, i)` runs one (`Ok(None)`: stop here). The first arm alternates
+/// between pairs. An error ends the experiment and is returned.
+pub fn alternate<T, E>(
+    pairs: usize,
+    mut run: impl FnMut(Arm, usize) -> Result<Option<T>, E>,
+) -> Result<Pairs<T>, E> {
+    let mut out = Pairs {
+        a: Vec::with_capacity(pairs),
+        b: Vec::with_capacity(pairs),
+        stopped: false,
+    };
+    for i in 0..pairs {
+        let order = match i % 2 {
+            0 => [Arm::A, Arm::B],
+            _ => [Arm::B, Arm::A],
+        };
+        for arm in order {
+            match run(arm, i)? {
+                Some(r) if arm == Arm::A => out.a.push(r),
+                Some(r) => out.b.push(r),
+                None => {
+                    out.stopped = true;
+                    return Ok(out);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The verdict on paired differences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    /// Mean difference.
+    pub mean: f64,
+    /// Its 95% interval.
+    pub low: f64,
+    /// Its 95% interval.
+    pub high: f64,
+    /// Pairs.
+    pub n: usize,
+}
+
+impl Verdict {
+    /// The verdict, or `None` with fewer than two pairs.
+    pub fn of(differences: &[f64]) -> Option<Verdict> {
+        let (mean, low, high) = mean_ci95(differences)?;
+        Some(Verdict {
+            mean,
+            low,
+            high,
+            n: differences.len(),
+        })
+    }
+
+    /// Whether the interval excludes 0.
+    pub fn significant(&self) -> bool {
+        self.low > 0.0 || self.high < 0.0
+    }
+
+    /// The verdict in words, values shown by `show` ("+1.2 ms", "-3.0%").
+    pub fn text(&self, show: impl Fn(f64) -> String) -> String {
+        let interval = format!("{} (95% interval {} .. {})", show(self.mean), show(self.low), show(self.high));
+        match self.significant() {
+            true => format!("{interval}: significant, the interval excludes 0"),
+            false => format!(
+                "{interval}: not significant at {} pairs, the interval includes 0 (within run-to-run noise)",
+                self.n
+            ),
+        }
+    }
+}
+
+/// The verdict in words for `differences`, or why there is none.
+pub fn verdict_text(differences: &[f64], show: impl Fn(f64) -> String) -> String {
+    match Verdict::of(differences) {
+        Some(v) => v.text(show),
+        None => "one run per arm: no interval (run 5 or more)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arms_alternate_and_stop_keeps_what_completed() {
+        let mut seen = Vec::new();
+        let p = alternate::<_, ()>(3, |arm, i| {
+            seen.push(arm);
+            Ok(Some(i))
+        })
+        .unwrap();
+        assert_eq!(seen, [Arm::A, Arm::B, Arm::B, Arm::A, Arm::A, Arm::B]);
+        assert_eq!((p.a, p.b, p.stopped), (vec![0, 1, 2], vec![0, 1, 2], false));
+        let p = alternate::<usize, ()>(3, |arm, i| Ok((i < 1 || arm == Arm::B).then_some(i))).unwrap();
+        assert!(p.stopped && p.a == [0] && p.b == [0, 1]);
+        assert_eq!(p.differences(|&x| x as f64), [0.0]);
+        assert!(alternate::<usize, &str>(2, |_, _| Err("broken")).is_err());
+    }
+
+    #[test]
+    fn verdicts_say_whether_the_interval_excludes_zero() {
+        let show = |v: f64| format!("{v:+.1}");
+        let v = Verdict::of(&[10.0, 11.0, 9.0, 10.5]).unwrap();
+        assert!(v.significant() && v.text(show).contains("significant, the interval excludes 0"));
+        let v = Verdict::of(&[1.0, -1.0, 2.0, -2.0]).unwrap();
+        assert!(!v.significant() && v.text(show).contains("not significant at 4 pairs"));
+        assert!(verdict_text(&[1.0], show).contains("no interval"));
+    }
+}

@@ -1,0 +1,165 @@
+//! Which cpus a measurement uses, chosen one way for every command: the measuring cpu, the peer
+//! of cross-cpu probes, the farthest cpu (where a migration goes) and the watcher (where a parent
+//! waits without taking the measured cpu). Also the one `cpu_set_t` builder.
+
+use crate::topology::Topology;
+use crate::CpuSet;
+
+/// What the user asked for cannot be placed: a usage error (exit status 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Misplaced(pub String);
+
+/// The raw kernel cpu mask of `set` (cpus beyond `CPU_SETSIZE` cannot be named and are left out).
+pub fn cpu_set_t(set: &CpuSet) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut raw: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in set.iter().filter(|&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: cpu is below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(cpu, &mut raw) };
+    }
+    raw
+}
+
+/// The default measuring cpu: the highest-numbered online allowed cpu (cpu 0 usually takes the
+/// most interrupts).
+pub fn measuring(topo: &Topology, allowed: &CpuSet) -> Option<usize> {
+    allowed.iter().filter(|c| topo.cpu(*c).is_some()).last()
+}
+
+/// The default peer of `cpu`: the nearest allowed cpu on another core (sharing a cache if
+/// possible), else an SMT sibling.
+pub fn peer(topo: &Topology, allowed: &CpuSet, cpu: usize) -> Option<usize> {
+    allowed
+        .iter()
+        .filter(|&c| c != cpu && topo.cpu(c).is_some())
+        .min_by_key(|&c| {
+            let rank = topo.distance_rank(cpu, c);
+            // Another core (rank >= 2) before an SMT sibling (rank 1).
+            (if rank >= 2 { rank } else { 10 }, c)
+        })
+}
+
+/// The allowed cpu farthest from `a`: other node, other package, other L3, other L2, sibling.
+pub fn farthest(topo: &Topology, allowed: &CpuSet, a: usize) -> Option<usize> {
+    allowed.iter().filter(|&c| c != a).max_by_key(|&c| {
+        let node = topo.cpu(a).map(|x| x.node) != topo.cpu(c).map(|x| x.node);
+        (node, topo.distance_rank(a, c), std::cmp::Reverse(c))
+    })
+}
+
+/// Where a parent waits while its children run on `cpu`: another allowed cpu, when there is one.
+pub fn watcher(allowed: &CpuSet, cpu: usize) -> Option<usize> {
+    allowed.iter().find(|&c| c != cpu)
+}
+
+/// The one cpu `arg` names (a number or a one-cpu list like "core-sibling-of:0"), which must be
+/// allowed; `flag` names the option in errors.
+pub fn one(arg: &str, flag: &str, topo: &Topology, allowed: &CpuSet) -> Result<usize, Misplaced> {
+    let set = CpuSet::parse(arg, topo).map_err(|e| Misplaced(format!("{flag}: {e}")))?;
+    if set.len() != 1 {
+        return Err(Misplaced(format!(
+            "{flag} {arg:?} names {} cpus ({set}); give exactly one",
+            set.len()
+        )));
+    }
+    let cpu = set.first().unwrap_or(0);
+    if !allowed.contains(cpu) {
+        return Err(Misplaced(format!(
+            "{flag}: cpu {cpu} is not in this process's affinity mask ({allowed}); pick one of those, or widen the mask (taskset/cgroup cpuset)"
+        )));
+    }
+    Ok(cpu)
+}
+
+/// The measuring cpu and the peer: what the user named (`--cpu`, `--peer-cpu`), checked, or the
+/// defaults of [`measuring`] and [`peer`].
+pub fn choose(
+    topo: &Topology,
+    allowed: &CpuSet,
+    cpu: Option<&str>,
+    peer_arg: Option<&str>,
+) -> Result<(usize, Option<usize>), Misplaced> {
+    let cpu = match cpu {
+        Some(a) => one(a, "--cpu", topo, allowed)?,
+        None => measuring(topo, allowed)
+            .ok_or_else(|| Misplaced(format!("no online cpu in our affinity mask ({allowed})")))?,
+    };
+    let peer_cpu = match peer_arg {
+        Some(a) => {
+            let p = one(a, "--peer-cpu", topo, allowed)?;
+            if p == cpu {
+                return Err(Misplaced(format!(
+                    "--peer-cpu {p} is the measuring cpu; choose a different one"
+                )));
+            }
+            Some(p)
+        }
+        None => peer(topo, allowed, cpu),
+    };
+    Ok((cpu, peer_cpu))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::write_fake_sysfs;
+
+    fn fake() -> Topology {
+        let dir = tempfile::tempdir().unwrap();
+        write_fake_sysfs(dir.path(), 2, 2, 2, 2).unwrap();
+        Topology::read_from(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn default_peer_is_another_core_nearby() {
+        let t = fake(); // cpus 0-3 first threads, 4-7 SMT siblings; packages {0,1,4,5} {2,3,6,7}
+        let all = t.online();
+        assert_eq!(choose(&t, &all, Some("0"), None).unwrap(), (0, Some(1)));
+        let only_siblings: CpuSet = [0, 4].into_iter().collect();
+        assert_eq!(
+            choose(&t, &only_siblings, Some("0"), None).unwrap().1,
+            Some(4)
+        );
+        assert_eq!(
+            choose(&t, &CpuSet::single(3), None, None).unwrap(),
+            (3, None)
+        );
+    }
+
+    #[test]
+    fn farthest_leaves_the_package_and_watcher_avoids_the_cpu() {
+        let t = fake();
+        let all = t.online();
+        let f = farthest(&t, &all, 0).unwrap();
+        assert_ne!(t.cpu(f).unwrap().package, t.cpu(0).unwrap().package);
+        assert_eq!(farthest(&t, &CpuSet::single(0), 0), None);
+        assert_eq!(watcher(&all, 0), Some(1));
+        assert_eq!(watcher(&CpuSet::single(2), 2), None);
+    }
+
+    #[test]
+    fn bad_cpus_are_refused_with_why() {
+        let t = fake();
+        let mask: CpuSet = [0, 1].into_iter().collect();
+        for (cpu, peer, expect) in [
+            (Some("5"), None, "affinity mask"),
+            (Some("0-3"), None, "exactly one"),
+            (Some("x"), None, "not a cpu number"),
+            (Some("99"), None, "not online"),
+            (Some("0"), Some("0"), "is the measuring cpu"),
+        ] {
+            let e = choose(&t, &mask, cpu, peer).unwrap_err();
+            assert!(e.to_string().contains(expect), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_mask_holds_exactly_the_set() {
+        let set: CpuSet = [0, 3, 5].into_iter().collect();
+        let raw = cpu_set_t(&set);
+        // SAFETY: reading a plain-data set.
+        let has = |c| unsafe { libc::CPU_ISSET(c, &raw) };
+        assert!(has(0) && has(3) && has(5) && !has(1) && !has(4));
+    }
+}

@@ -1,0 +1,292 @@
+//! The migration experiment behind `oslab migrate`: a matrix multiply runs pinned on cpu A, or
+//! moves to cpu B half way; counters per half; pinned and migrated runs alternate as pairs; the
+//! migration cost is the paired difference with its interval.
+
+use super::distance_class;
+use super::matmul::{run_matmul, Kernel, Matmul, RunResult, Variant};
+use crate::probe::ProbeError;
+use oslab_core::counters::{self, CpuId, Spec};
+use oslab_core::model::{judged, Judge, Measurement, Unit};
+use oslab_core::paired::{self, Arm, Pairs};
+use oslab_core::units::value;
+use oslab_core::{params, Topology};
+use std::fmt::Write;
+
+/// Probe id of the experiment's measurements.
+pub const PROBE: &str = "migrate";
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Matrix size N (N x N doubles).
+    pub size: usize,
+    /// Kernels, each run `runs` times per variant.
+    pub kernels: Vec<Kernel>,
+    /// Pairs of runs per kernel.
+    pub runs: usize,
+    /// Where every run starts.
+    pub from: usize,
+    /// Where migrated runs finish.
+    pub to: usize,
+    /// Counters per phase.
+    pub counters: Vec<Spec>,
+    /// Presets this cpu has no definition for, with why (reported, not counted).
+    pub undefined: Vec<String>,
+}
+
+/// The counters named in `list` (comma-separated). A preset this cpu has no definition for is
+/// reported in the request's `undefined`, not fatal; a misspelled name is an error.
+pub fn counters_of(list: &str) -> Result<(Vec<Spec>, Vec<String>), String> {
+    let cpu = CpuId::read();
+    let mut specs = Vec::new();
+    let mut undefined = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        match counters::parse(name, &cpu) {
+            Ok(s) => specs.push(s),
+            Err(why)
+                if counters::preset(name, &cpu).is_err() && ["L2_TCM", "L2_TCA"].contains(&name) =>
+            {
+                undefined.push(format!("{name}: {why}"))
+            }
+            Err(why) => return Err(why),
+        }
+    }
+    Ok((specs, undefined))
+}
+
+/// What the experiment produced: measurements, the per-run tables as text, and whether it was
+/// stopped (what completed is kept).
+pub struct Outcome {
+    /// Measurements of every kernel and variant, and the migration cost.
+    pub measurements: Vec<Measurement>,
+    /// Per-run tables and verdicts.
+    pub text: String,
+    /// Whether Ctrl-C stopped it.
+    pub interrupted: bool,
+}
+
+/// Seconds the whole request takes here, from timing one step of rows of each kernel.
+pub fn estimate_seconds(req: &Request) -> f64 {
+    let mut m = Matmul::new(req.size);
+    req.kernels
+        .iter()
+        .map(|&k| m.estimate_seconds(k) * 2.0 * req.runs as f64)
+        .sum()
+}
+
+/// Runs the request; `progress` hears of every run as it completes.
+pub fn run(
+    topology: &Topology,
+    req: &Request,
+    progress: &mut dyn FnMut(String),
+) -> Result<Outcome, ProbeError> {
+    let (n, a, b) = (req.size, req.from, req.to);
+    let class = distance_class(topology, a, b);
+    let mut text = format!(
+        "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, pinned and migrated alternating\n",
+        req.runs
+    );
+    let mut measurements = Vec::new();
+    let mut interrupted = false;
+    let mut m = Matmul::new(n);
+    for &kernel in &req.kernels {
+        let pairs = paired::alternate(req.runs, |arm, r| {
+            let variant = match arm {
+                Arm::A => Variant::Pinned,
+                Arm::B => Variant::Migrated,
+            };
+            match run_matmul(&mut m, kernel, variant, a, b, &req.counters) {
+                Ok(res) => {
+                    progress(format!(
+                        "{} {} run {}/{}: {:.3} s",
+                        kernel.name(),
+                        variant.name(),
+                        r + 1,
+                        req.runs,
+                        res.seconds()
+                    ));
+                    Ok(Some(res))
+                }
+                Err(ProbeError::Interrupted) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        interrupted = pairs.stopped;
+        report(&mut text, &mut measurements, req, kernel, class, &pairs);
+        if interrupted {
+            break;
+        }
+    }
+    let group = counters::Group::open(&req.counters, counters::Target::ThisThread);
+    let missing: Vec<String> = req
+        .undefined
+        .iter()
+        .cloned()
+        .chain(
+            group
+                .unavailable()
+                .iter()
+                .map(|u| format!("{}: {}", u.name, u.reason)),
+        )
+        .collect();
+    if !missing.is_empty() {
+        let _ = writeln!(
+            text,
+            "\ncounters not measured here:\n  {}",
+            missing.join("\n  ")
+        );
+    }
+    Ok(Outcome {
+        measurements,
+        text,
+        interrupted,
+    })
+}
+
+/// A signed time for people: "+1.23 ms", "-450 µs".
+fn signed(ns: f64) -> String {
+    let sign = if ns < 0.0 { "-" } else { "+" };
+    format!("{sign}{}", value(ns.abs(), Unit::Ns))
+}
+
+/// L2 misses per L2 access in phase `p`, when both were counted.
+fn miss_rate(r: &RunResult, p: usize) -> Option<f64> {
+    let get = |name: &str| {
+        r.phases[p]
+            .counters
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.value)
+    };
+    match (get("L2_TCM"), get("L2_TCA")) {
+        (Some(m), Some(t)) if t > 0.0 => Some(m / t),
+        _ => None,
+    }
+}
+
+/// Writes one kernel's per-run table and verdict, and adds its measurements.
+fn report(
+    text: &mut String,
+    out: &mut Vec<Measurement>,
+    req: &Request,
+    kernel: Kernel,
+    class: &str,
+    pairs: &Pairs<RunResult>,
+) {
+    let (n, a, b) = (req.size, req.from, req.to);
+    let block = match kernel {
+        Kernel::Blocked(bs) => bs,
+        Kernel::Naive => 0,
+    };
+    let _ = writeln!(
+        text,
+        "\n{} kernel{}:\n  {:<9} {:>3} {:>10} {:>16} {:>16} {:>14} {:>14}",
+        kernel.name(),
+        if block > 0 {
+            format!(" (block {block})")
+        } else {
+            String::new()
+        },
+        "variant",
+        "run",
+        "time",
+        "phase 1 (cpu)",
+        "phase 2 (cpu)",
+        "L2 miss rate 1",
+        "L2 miss rate 2"
+    );
+    for (variant, runs) in [(Variant::Pinned, &pairs.a), (Variant::Migrated, &pairs.b)] {
+        for (i, r) in runs.iter().enumerate() {
+            let phase = |p: usize| {
+                format!(
+                    "{} ({})",
+                    value(r.phases[p].seconds * 1e9, Unit::Ns),
+                    r.phases[p].cpu.map_or("?".into(), |c| c.to_string())
+                )
+            };
+            let rate = |p| miss_rate(r, p).map_or("-".into(), |x| format!("{:.4}", x));
+            let _ = writeln!(
+                text,
+                "  {:<9} {:>3} {:>10} {:>16} {:>16} {:>14} {:>14}",
+                variant.name(),
+                i + 1,
+                value(r.seconds() * 1e9, Unit::Ns),
+                phase(0),
+                phase(1),
+                rate(0),
+                rate(1)
+            );
+        }
+        let base = params! {
+            "kernel" => kernel.name(), "block" => block, "size" => n, "variant" => variant.name(),
+            "from" => a, "to" => if variant == Variant::Migrated { b } else { a }, "class" => class,
+        };
+        variant_measurements(out, &base, &req.counters, runs);
+    }
+    let mean = |v: &[RunResult]| v.iter().map(|r| r.seconds()).sum::<f64>() / v.len().max(1) as f64;
+    let (pinned, migrated) = (mean(&pairs.a), mean(&pairs.b));
+    let diffs = pairs.differences(|r| r.seconds() * 1e9);
+    let _ = writeln!(
+        text,
+        "  mean: pinned {}, migrated {}; migration cost (mean difference) {}",
+        value(pinned * 1e9, Unit::Ns),
+        value(migrated * 1e9, Unit::Ns),
+        signed((migrated - pinned) * 1e9)
+    );
+    let verdict = paired::verdict_text(&diffs, signed);
+    let _ = writeln!(text, "  migration cost {verdict}");
+    let params = params! {"kernel" => kernel.name(), "block" => block, "size" => n, "from" => a, "to" => b, "class" => class};
+    let note = format!("paired runs (migrated - pinned); {verdict}");
+    // The interval says how sure we are: the spread is the subject, not noise.
+    let mut cost = judged(PROBE, params, "migration_cost", Unit::Ns, &diffs, Some(note), Judge::Subject);
+    cost.difference = true;
+    out.push(cost);
+}
+
+/// The time, phase times, counters and miss rates of one variant's runs.
+fn variant_measurements(
+    out: &mut Vec<Measurement>,
+    base: &serde_json::Map<String, serde_json::Value>,
+    specs: &[Spec],
+    runs: &[RunResult],
+) {
+    let row = |metric: &str, unit, samples: &[f64], note: Option<String>| {
+        judged(PROBE, base.clone(), metric, unit, samples, note, Judge::Median)
+    };
+    let moves: Vec<f64> = runs.iter().filter_map(|r| r.moves).map(|n| n as f64).collect();
+    if !moves.is_empty() {
+        let note = "cpu-migrations counted across the move between the halves";
+        out.push(row("moves", Unit::Count, &moves, Some(note.into())));
+    }
+    let ns = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(|r| f(r) * 1e9).collect::<Vec<_>>();
+    out.push(row("time", Unit::Ns, &ns(&|r| r.seconds()), None));
+    for p in 0..2 {
+        let metric = format!("phase{}_time", p + 1);
+        out.push(row(&metric, Unit::Ns, &ns(&|r| r.phases[p].seconds), None));
+        for spec in specs {
+            let readings: Vec<_> = runs
+                .iter()
+                .filter_map(|r| r.phases[p].counters.iter().find(|c| c.name == spec.name))
+                .collect();
+            if readings.is_empty() {
+                continue;
+            }
+            let values: Vec<f64> = readings.iter().map(|c| c.value).collect();
+            let on_pmu = readings.iter().map(|c| c.running).fold(1.0, f64::min);
+            let mut note = spec.origin.clone();
+            if on_pmu < 0.999 {
+                note.push_str(&format!(
+                    "; multiplexed: on the PMU {:.0}% of the time at worst, values scaled by enabled/running",
+                    on_pmu * 100.0
+                ));
+            }
+            let metric = format!("{} phase{}", spec.name, p + 1);
+            out.push(row(&metric, Unit::Count, &values, Some(note)));
+        }
+        let rates: Vec<f64> = runs.iter().filter_map(|r| miss_rate(r, p)).collect();
+        if !rates.is_empty() {
+            let metric = format!("L2 miss rate phase{}", p + 1);
+            out.push(row(&metric, Unit::Ratio, &rates, None));
+        }
+    }
+}

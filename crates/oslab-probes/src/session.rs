@@ -1,0 +1,110 @@
+//! A measuring session: the machine read once, the cpus chosen and checked before anything is
+//! measured, the measuring thread pinned and raised, and the harness and probe context built from
+//! them. Every measuring command and the plausibility tests use this one.
+
+use crate::{Context, Harness, HarnessConfig, Options};
+use oslab_core::affinity::{get_affinity, AffinityGuard, PlacementError, SchedGuard};
+use oslab_core::machine::Machine;
+use oslab_core::placement::{self, Misplaced};
+use oslab_core::topology::TopologyError;
+use oslab_core::CpuSet;
+use std::time::Duration;
+
+/// Real-time priority for the measuring thread: high enough to keep ordinary tasks off the CPU,
+/// low enough to leave kernel threads at higher RT priorities alone.
+const RT_PRIORITY: i32 = 50;
+
+/// Why a session could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The topology could not be read.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// Our affinity mask could not be read.
+    #[error("cannot read this process's affinity mask: {0}")]
+    Affinity(std::io::Error),
+    /// The cpus asked for cannot be used (a usage error).
+    #[error(transparent)]
+    Misplaced(#[from] Misplaced),
+}
+
+/// The machine and the cpus of one measuring command.
+pub struct Session {
+    /// The machine.
+    pub machine: Machine,
+    /// CPUs we may use.
+    pub allowed: CpuSet,
+    /// The measuring CPU.
+    pub cpu: usize,
+    /// The peer CPU, when there is one.
+    pub peer_cpu: Option<usize>,
+    /// Shorter budgets (`--quick`).
+    pub quick: bool,
+}
+
+/// Guards that undo the pinning and priority change when dropped, and what was not permitted.
+pub struct Placement {
+    _pin: AffinityGuard,
+    _rt: Option<SchedGuard>,
+    /// Why the thread runs at normal priority although real time was asked for.
+    pub note: Option<String>,
+}
+
+impl Session {
+    /// Reads the machine and chooses the measuring cpu and its peer (`--cpu`, `--peer-cpu`, or
+    /// [`placement::choose`]'s defaults).
+    pub fn open(quick: bool, cpu: Option<&str>, peer: Option<&str>) -> Result<Session, SessionError> {
+        let machine = Machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
+        let allowed = get_affinity(0).map_err(SessionError::Affinity)?;
+        let (cpu, peer_cpu) = placement::choose(&machine.topology, &allowed, cpu, peer)?;
+        Ok(Session {
+            machine,
+            allowed,
+            cpu,
+            peer_cpu,
+            quick,
+        })
+    }
+
+    /// Pins the calling thread to the measuring CPU and, unless `no_rt`, raises it to SCHED_FIFO
+    /// when permitted (saying why not in the placement's note).
+    pub fn place(&self, no_rt: bool) -> Result<Placement, PlacementError> {
+        let pin = AffinityGuard::pin_current(&CpuSet::single(self.cpu))?;
+        let (rt, note) = match no_rt {
+            true => (None, None),
+            false => match SchedGuard::fifo(RT_PRIORITY) {
+                Ok(g) => (Some(g), None),
+                Err(e) => (None, Some(format!("measuring at normal priority: {e}"))),
+            },
+        };
+        Ok(Placement {
+            _pin: pin,
+            _rt: rt,
+            note,
+        })
+    }
+
+    /// A harness with this session's budgets.
+    pub fn harness(&self) -> Harness {
+        self.harness_with(HarnessConfig::suite(self.quick))
+    }
+
+    /// A harness with other budgets (tests use short ones).
+    pub fn harness_with(&self, config: HarnessConfig) -> Harness {
+        Harness::new(self.machine.clock().clone(), config)
+    }
+
+    /// A probe context.
+    pub fn context<'a>(&'a self, harness: &'a Harness, options: &'a Options) -> Context<'a> {
+        Context {
+            harness,
+            topology: &self.machine.topology,
+            environment: &self.machine.environment,
+            cpu: self.cpu,
+            peer_cpu: self.peer_cpu,
+            allowed: self.allowed.clone(),
+            options,
+            earlier: Default::default(),
+        }
+    }
+}

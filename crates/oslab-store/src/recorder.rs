@@ -1,0 +1,115 @@
+//! One run written as it is measured: started as `running` before the first probe, each probe's
+//! results appended as it completes, and the final results written in one transaction. The run
+//! record (machine, environment, command, timing) is assembled here, once for every command.
+
+use crate::{RunRecord, RunStatus, Store, StoreError};
+use oslab_core::machine::Machine;
+use oslab_core::model::{Measurement, TimelineEvent};
+use std::cell::Cell;
+use std::time::Instant;
+
+/// Which program wrote the run.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// Its version.
+    pub version: String,
+    /// Git revision of the build, when known.
+    pub git_rev: Option<String>,
+    /// The command line.
+    pub command: String,
+}
+
+/// Writes one run to a store.
+pub struct Recorder {
+    store: Store,
+    program: Program,
+    started: String,
+    wall: Instant,
+    quick: bool,
+    run_id: Cell<Option<i64>>,
+}
+
+impl Recorder {
+    /// A run about to start (nothing is written until [`Recorder::begin`] or
+    /// [`Recorder::finish`]).
+    pub fn new(store: Store, program: Program, quick: bool) -> Recorder {
+        Recorder {
+            store,
+            program,
+            started: oslab_core::time::utc_now(),
+            wall: Instant::now(),
+            quick,
+            run_id: Cell::new(None),
+        }
+    }
+
+    /// The store written to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Seconds since the run started.
+    pub fn wall_s(&self) -> f64 {
+        self.wall.elapsed().as_secs_f64()
+    }
+
+    fn record(&self, machine: &Machine, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id: self.run_id.get(),
+            started: self.started.clone(),
+            finished: oslab_core::time::utc_now(),
+            status,
+            oslab_version: self.program.version.clone(),
+            git_rev: self.program.git_rev.clone(),
+            command: self.program.command.clone(),
+            hostname: machine.fingerprint.hostname.clone(),
+            quick: self.quick,
+            wall_s: self.wall_s(),
+            fingerprint: serde_json::to_value(&machine.fingerprint)
+                .unwrap_or(serde_json::Value::Null),
+            environment: serde_json::to_value(&machine.environment)
+                .unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// Starts the run in the store as `running`, so what completes is kept even if this process
+    /// dies; returns its id (the same id when called again).
+    pub fn begin(&mut self, machine: &Machine) -> Result<i64, StoreError> {
+        if let Some(id) = self.run_id.get() {
+            return Ok(id);
+        }
+        let id = self
+            .store
+            .begin_run(&self.record(machine, RunStatus::Running))?;
+        self.run_id.set(Some(id));
+        Ok(id)
+    }
+
+    /// Stores the measurements of a completed probe of a started run (none before
+    /// [`Recorder::begin`]).
+    pub fn append(&self, measurements: &[Measurement]) -> Result<(), StoreError> {
+        match self.run_id.get() {
+            Some(id) => self.store.append(id, measurements, self.wall_s()),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the final run in one transaction (its measurements replace what was appended)
+    /// and returns its record, with its id.
+    pub fn finish(
+        &mut self,
+        machine: &Machine,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+        interrupted: bool,
+    ) -> Result<RunRecord, StoreError> {
+        let id = self.begin(machine)?;
+        let status = match interrupted {
+            true => RunStatus::Interrupted,
+            false => RunStatus::Complete,
+        };
+        let record = self.record(machine, status);
+        self.store.finish_run(id, &record, measurements, timeline)?;
+        Ok(record)
+    }
+}

@@ -13,6 +13,8 @@
 //! - [`affinity`]: guards for CPU affinity and scheduling policy that restore on drop.
 //! - [`signals`]: Ctrl-C / SIGTERM turned into a flag that long loops poll.
 //! - [`machine`]: the machine fingerprint and the environment report (noise sources, privileges).
+//! - [`files`]: bounded reads of files others supply (no devices, no links where refused) and
+//!   whole-or-nothing writes.
 //! - [`dmi`]: peak memory bandwidth from the SMBIOS memory devices.
 //! - [`interrupts`]: one CPU's interrupt counts from /proc/interrupts, and their deltas.
 //! - [`numa`]: bind memory to a node and ask where pages are, behind a trait with a fake for tests.
@@ -20,15 +22,18 @@
 //! - [`perf`]: one perf_event_open counter on the calling thread (software events need no PMU).
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`, `TimelineEvent`.
 //! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB).
+//! - [`compare::compare`]: two sets of measurements side by side: ratio, significance, regressions.
 //! - [`paired`]: A/B experiments run as alternating pairs, judged on the paired differences.
 //! - [`placement`]: which cpus to measure on: the measuring cpu, its peer, the farthest one.
 #![deny(missing_docs)]
 
 pub mod affinity;
 pub mod clock;
+pub mod compare;
 pub mod counters;
 pub mod cpulist;
 pub mod dmi;
+pub mod files;
 pub mod interrupts;
 pub mod machine;
 pub mod model;

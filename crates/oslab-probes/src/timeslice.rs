@@ -16,19 +16,21 @@ use std::time::{Duration, Instant};
 
 /// Scheduling class of the processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum SchedClass {
     /// SCHED_OTHER (the fair class).
     Other,
-    /// SCHED_RR at priority 1 (round-robin with a fixed slice).
+    /// SCHED_RR at priority 1 (round-robin with a fixed slice; needs privilege).
+    #[cfg_attr(feature = "clap", value(name = "rr"))]
     RoundRobin,
 }
 
-impl Policy {
+impl SchedClass {
     /// Name used in parameters.
     pub fn name(self) -> &'static str {
         match self {
-            Policy::Other => "other",
-            Policy::RoundRobin => "rr",
+            SchedClass::Other => "other",
+            SchedClass::RoundRobin => "rr",
         }
     }
 }
@@ -73,7 +75,7 @@ pub fn record(
     cpu: usize,
     n: usize,
     duration: Duration,
-    policy: Policy,
+    policy: SchedClass,
     threshold: u64,
 ) -> Result<Recording, ProbeError> {
     let words = HEADER + n * (3 + 2 * CAPACITY);
@@ -89,7 +91,7 @@ pub fn record(
             // SAFETY: raw syscalls on ourselves with data prepared before fork.
             unsafe {
                 libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                if policy == Policy::RoundRobin {
+                if policy == SchedClass::RoundRobin {
                     libc::sched_setscheduler(0, libc::SCHED_RR, &rr);
                 }
             }
@@ -280,7 +282,7 @@ pub fn summarise(
     id: &str,
     clock: &Clock,
     rec: &Recording,
-    policy: Policy,
+    policy: SchedClass,
     cpu: usize,
 ) -> Vec<Measurement> {
     let n = rec.processes.len();
@@ -294,7 +296,7 @@ pub fn summarise(
     // The distributions are the result, not noise around one value.
     let mut slice = judged(id, base.clone(), "slice", Unit::Ns, &complete, None, Judge::Subject);
     let mut switch = judged(id, base.clone(), "switch", Unit::Ns, &gaps, None, Judge::Subject);
-    if policy == Policy::RoundRobin {
+    if policy == SchedClass::RoundRobin {
         slice.prediction = rec.rr_interval_ns.map(|v| oslab_core::Prediction {
             value: v,
             model: "sched_rr_get_interval (the round-robin quantum)".into(),

@@ -121,8 +121,8 @@ pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
 }
 
 /// The comparison table: probe, params, metric, both medians, ratio, p-value, verdict.
-pub fn comparison(rows: &[oslab_store::compare::Row]) -> String {
-    use oslab_store::compare::Verdict;
+pub fn comparison(rows: &[oslab_core::compare::Row]) -> String {
+    use oslab_core::compare::Verdict;
     let mut t = new_table(&["probe", "params", "metric", "A", "B", "B/A", "p", "verdict"]);
     for r in rows {
         let scale = r.a.or(r.b).unwrap_or(0.0);

@@ -53,6 +53,34 @@ pub trait Policy {
     fn pins(&self) -> bool {
         true
     }
+    /// Whether jobs must measure their own speedup for it (PDPA's self-analysis).
+    fn needs_speedup(&self) -> bool {
+        false
+    }
+}
+
+/// The allocation policies, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum PolicyKind {
+    /// Every job gets its request; the OS places threads.
+    Native,
+    /// Equipartition: processors split evenly among running jobs.
+    Equip,
+    /// PDPA: allocations follow each job's measured efficiency.
+    Pdpa,
+}
+
+impl PolicyKind {
+    /// The policy, for `cpus` processors; PDPA aims at efficiency `target` and moves by `step`
+    /// processors (default 4 per 64 processors, at least 1).
+    pub fn build(self, target: f64, step: Option<usize>, cpus: usize) -> Box<dyn Policy> {
+        match self {
+            PolicyKind::Native => Box::new(Native),
+            PolicyKind::Equip => Box::new(Equip),
+            PolicyKind::Pdpa => Box::new(Pdpa::new(target, step.unwrap_or((cpus / 16).max(1)))),
+        }
+    }
 }
 
 /// Native: everyone gets its request.
@@ -177,6 +205,10 @@ impl Pdpa {
 impl Policy for Pdpa {
     fn name(&self) -> &'static str {
         "pdpa"
+    }
+
+    fn needs_speedup(&self) -> bool {
+        true
     }
 
     fn allocate(&mut self, jobs: &[JobView], cpus: usize) -> Vec<usize> {

@@ -2,6 +2,7 @@
 //! `schema/oslab.run.v1.schema.json`), CSV for spreadsheets, and reading a document back with
 //! validation, so results from other machines can be merged into a store.
 
+use oslab_core::files::{read_bounded, FileError, Links};
 use crate::store::RunRecord;
 use oslab_core::model::{Measurement, TimelineEvent};
 use serde::{Deserialize, Serialize};
@@ -88,6 +89,18 @@ pub fn parse(bytes: &[u8]) -> Result<RunDocument, ImportError> {
     let value: serde_json::Value = serde_json::from_slice(bytes)?;
     validate(&value)?;
     Ok(serde_json::from_value(value)?)
+}
+
+/// Reads and validates one oslab.run/1 document from a file: a regular file of at most
+/// [`MAX_BYTES`], read without ever reading more.
+pub fn read_file(path: &std::path::Path, links: Links) -> Result<RunDocument, FileError> {
+    let bytes = read_bounded(path, MAX_BYTES, links).map_err(|e| {
+        FileError(format!(
+            "{e} (an oslab export is a regular file of at most {} MiB)",
+            MAX_BYTES >> 20
+        ))
+    })?;
+    parse(&bytes).map_err(|e| FileError(format!("{}: {e}", path.display())))
 }
 
 /// The measurements as CSV: a header and one row per measurement.

@@ -14,10 +14,8 @@
 //!   stored whole or not at all.
 //! - [`Store::runs`], [`Store::load_run`], [`Store::load_timeline`] read them back.
 //! - [`exchange`]: the `oslab.run/1` JSON document (schema-validated on import) and CSV.
-//! - [`compare::compare`]: two runs side by side, with significance and regressions.
 #![deny(missing_docs)]
 
-pub mod compare;
 pub mod exchange;
 pub mod fleet;
 pub mod recorder;

@@ -1,6 +1,9 @@
 //! Command-line arguments (clap derive). What the user typed, before anything touches the OS.
 
 use clap::{Args, Parser, Subcommand};
+use oslab_sched::cpuman::manager::Migration;
+use oslab_probes::timeslice::SchedClass;
+use oslab_sched::policy::PolicyKind;
 use std::path::PathBuf;
 
 /// oslab: what your machine and its operating system really cost.
@@ -207,9 +210,9 @@ pub struct TimesliceArgs {
     /// Length of each recording, e.g. 1s.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s")]
     pub duration: std::time::Duration,
-    /// Scheduling class of the processes: other (SCHED_OTHER) or rr (SCHED_RR, needs privilege).
-    #[arg(long, value_parser = ["other", "rr"], default_value = "other")]
-    pub policy: String,
+    /// Scheduling class of the processes.
+    #[arg(long, value_enum, default_value_t = SchedClass::Other)]
+    pub policy: SchedClass,
     /// Gap threshold, as for `oslab activity`.
     #[arg(long, value_name = "T")]
     pub threshold: Option<String>,
@@ -641,27 +644,41 @@ pub struct WorkloadSource {
     pub trace: Option<PathBuf>,
 }
 
+/// How the CPU manager allocates (shared by `cpuman run` and `cpuman simulate`).
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// Allocation policy.
+    #[arg(long, value_enum, default_value_t = PolicyKind::Equip)]
+    pub policy: PolicyKind,
+    /// Page migration.
+    #[arg(long, value_enum, default_value_t = Migration::Off)]
+    pub migration: Migration,
+    /// Base multiprogramming level (PDPA raises it while processors stay free).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1048576))]
+    pub mpl: u64,
+    /// PDPA's target efficiency, in (0, 1].
+    #[arg(long, default_value_t = 0.7, value_parser = parse_efficiency)]
+    pub target: f64,
+    /// PDPA's step in processors (default: 4 per 64 processors, at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub step: Option<u64>,
+}
+
+/// An efficiency in (0, 1].
+fn parse_efficiency(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && *v <= 1.0)
+        .ok_or_else(|| format!("{s:?}: an efficiency in (0, 1]"))
+}
+
 /// `oslab cpuman run`.
 #[derive(Debug, Args)]
 pub struct CpumanRunArgs {
-    /// Allocation policy: native (requests, the OS places), equip (equipartition), pdpa.
-    #[arg(long, default_value = "equip", value_parser = ["native", "equip", "pdpa"])]
-    pub policy: String,
-    /// Page migration: off (first touch), kernel (automatic NUMA balancing for the run),
-    /// manual (pages follow a job's CPUs at each reallocation).
-    #[arg(long, default_value = "off", value_parser = ["off", "kernel", "manual"])]
-    pub migration: String,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     #[command(flatten)]
     pub source: WorkloadSource,
-    /// Base multiprogramming level (PDPA raises it while processors stay free).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    pub mpl: u64,
-    /// PDPA's target efficiency.
-    #[arg(long, default_value_t = 0.7)]
-    pub target: f64,
-    /// PDPA's step in processors (default: 4 per 64 processors, at least 1).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    pub step: Option<u64>,
     /// CPUs to manage (default: all we may use), e.g. 0-7 or node:0.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -694,12 +711,8 @@ pub struct CpumanSimulateArgs {
     /// NUMA nodes (processors split evenly; the Origin 2000 had 2 per node).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub nodes: u64,
-    /// Allocation policy.
-    #[arg(long, default_value = "equip", value_parser = ["native", "equip", "pdpa"])]
-    pub policy: String,
-    /// Page migration mode.
-    #[arg(long, default_value = "off", value_parser = ["off", "kernel", "manual"])]
-    pub migration: String,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     #[command(flatten)]
     pub source: WorkloadSource,
     /// Remote / local memory access cost (default 2.0, the Origin 2000's nearest remote node);
@@ -712,15 +725,6 @@ pub struct CpumanSimulateArgs {
     /// Cost of migrating one page.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "20us")]
     pub page_cost: std::time::Duration,
-    /// Base multiprogramming level.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1048576))]
-    pub mpl: u64,
-    /// PDPA's target efficiency.
-    #[arg(long, default_value_t = 0.7)]
-    pub target: f64,
-    /// PDPA's step (default: 4 per 64 processors).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536))]
-    pub step: Option<u64>,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -819,8 +823,8 @@ pub struct FleetSubmitArgs {
     pub results: PathBuf,
     /// How the nodes get this oslab binary: sbcast (copied to each node's /tmp) or shared (this
     /// path is visible on every node).
-    #[arg(long, value_parser = ["sbcast", "shared"], default_value = "sbcast")]
-    pub stage: String,
+    #[arg(long, value_enum, default_value_t = Stage::Sbcast)]
+    pub stage: Stage,
     /// Slurm time limit, e.g. 30:00.
     #[arg(long, value_name = "TIME")]
     pub time: Option<String>,
@@ -833,6 +837,15 @@ pub struct FleetSubmitArgs {
     /// Arguments of `oslab run` for every node (after --), e.g. -- --quick syscall.
     #[arg(last = true, value_name = "RUN-ARGS")]
     pub run_args: Vec<String>,
+}
+
+/// How the nodes get the oslab binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stage {
+    /// Copied to each node's /tmp with sbcast.
+    Sbcast,
+    /// This path is visible on every node.
+    Shared,
 }
 
 /// `oslab fleet collect`.

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 /// Page migration mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Migration {
     /// First touch only.
     Off,
@@ -44,12 +45,6 @@ impl Migration {
             Migration::Kernel => "kernel",
             Migration::Manual => "manual",
         }
-    }
-    /// Parses a name.
-    pub fn parse(s: &str) -> Option<Migration> {
-        [Migration::Off, Migration::Kernel, Migration::Manual]
-            .into_iter()
-            .find(|m| m.name() == s)
     }
 }
 
@@ -269,7 +264,7 @@ pub fn run(
                 r.alloc = a;
                 r.cpus = set;
                 if r.pid == 0 {
-                    start(r, cfg, policy.name() == "pdpa")?;
+                    start(r, cfg, policy.needs_speedup())?;
                 } else {
                     apply(r);
                     let new_nodes = nodes_of(&cfg.order, &r.cpus);

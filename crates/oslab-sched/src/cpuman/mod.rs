@@ -1,7 +1,8 @@
 //! The CPU manager of seed 003: processor allocation for malleable parallel jobs, with page
 //! migration, live on this machine.
 //!
-//! - [`workload`]: the mixes W1..W4 at a load as SWF, and SWF jobs as the jobs a run starts.
+//! - [`workload`]: the mixes W1..W4 at a load as SWF, and a mix, a trace or external commands as
+//!   the jobs a run starts.
 //! - [`work`] and [`job`]: the built-in jobs (real parallel kernels with the paper's four scaling
 //!   shapes), run as `oslab cpuman job` processes that follow their allocation.
 //! - [`channel`]: the shared page between the manager and a cooperative job.
@@ -9,9 +10,11 @@
 //! - [`manager`]: the live loop (queue, policy, mapping, page migration, observation).
 //! - [`observe`]: what the manager reads from the kernel.
 //! - [`simulate`]: the same policies and mapping on a modelled CC-NUMA machine of any size.
-//! - [`outcome`]: a run's results (live or simulated) as measurements and a timeline.
+//! - [`outcome`]: a run's results (live or simulated) as measurements, a timeline and text.
+//! - [`compare`]: stored runs side by side, with and without page migration.
 
 pub mod channel;
+pub mod compare;
 pub mod job;
 pub mod manager;
 pub mod mapping;

@@ -4,7 +4,9 @@
 
 use crate::jobs::Kind;
 use oslab_core::model::{judged, Judge, Measurement, Status, TimelineEvent, Unit};
+use oslab_core::units::value;
 use serde_json::{json, Map, Value};
+use std::fmt::Write;
 
 fn object(v: Value) -> Map<String, Value> {
     match v {
@@ -161,6 +163,52 @@ impl RunOutcome {
             p.insert("kind".into(), k.into());
         }
         p
+    }
+
+    /// The per-job table and the run's makespan and notes, as text.
+    pub fn text(&self) -> String {
+        let mut t = String::new();
+        let opt = |v: Option<f64>, unit: Unit| v.map_or("-".to_string(), |x| value(x, unit));
+        let _ = writeln!(
+            t,
+            "\n{} {} jobs, policy {}, page migration {}, {} cpus{}",
+            if self.simulated { "simulated:" } else { "live:" },
+            self.jobs.len(),
+            self.policy,
+            self.migration,
+            self.cpus,
+            self.load
+                .map_or(String::new(), |l| format!(", {} at {l}% load", self.workload))
+        );
+        let _ = writeln!(
+            t,
+            "  {:>5} {:>8} {:>4} {:>9} {:>9} {:>10} {:>10} {:>8} {:>6} {:>6}",
+            "job", "kind", "req", "arrival", "wait", "execution", "cpu time", "speedup", "alloc", "migr"
+        );
+        for j in &self.jobs {
+            let _ = writeln!(
+                t,
+                "  {:>5} {:>8} {:>4} {:>9} {:>9} {:>10} {:>10} {:>8} {:>6} {:>6} {}",
+                j.id,
+                j.kind_name(),
+                j.request,
+                value(j.submit_s * 1e9, Unit::Ns),
+                opt(j.start_s.map(|s| (s - j.submit_s) * 1e9), Unit::Ns),
+                opt(j.execution_s().map(|s| s * 1e9), Unit::Ns),
+                opt(j.cpu_s.map(|s| s * 1e9), Unit::Ns),
+                j.speedup()
+                    .filter(|_| !j.external)
+                    .map_or("-".into(), |s| format!("{s:.2}")),
+                j.mean_alloc().map_or("-".into(), |a| format!("{a:.2}")),
+                j.migrations.map_or("-".into(), |m| m.to_string()),
+                if j.completed { "" } else { "not completed" }
+            );
+        }
+        let _ = writeln!(t, "  makespan {}", value(self.makespan_s * 1e9, Unit::Ns));
+        for note in &self.notes {
+            let _ = writeln!(t, "note: {note}");
+        }
+        t
     }
 
     /// The measurements: per kind (and "all"), per-job samples of CPU time, execution and

@@ -365,6 +365,30 @@ fn move_pages(pages: &mut [f64], to: &[usize], share: f64) -> f64 {
     moved
 }
 
+/// Remote over local memory access cost: a number >= 1, or "slit" for the nearest remote
+/// node's SLIT distance over the local one on this machine.
+pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, String> {
+    if arg == "slit" {
+        return topology
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                let local = n.distances.get(n.id).copied().unwrap_or(10).max(1) as f64;
+                n.distances
+                    .iter()
+                    .enumerate()
+                    .filter(move |(i, _)| *i != n.id)
+                    .map(move |(_, &d)| d as f64 / local)
+            })
+            .reduce(f64::min)
+            .ok_or_else(|| "--remote-ratio slit: this machine has one NUMA node, no remote distance".into());
+    }
+    arg.parse::<f64>()
+        .ok()
+        .filter(|v| *v >= 1.0 && v.is_finite())
+        .ok_or_else(|| format!("--remote-ratio {arg:?}: a number >= 1, or 'slit'"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -141,6 +141,92 @@ pub fn spec(job: &SwfJob) -> Result<JobSpec, String> {
     })
 }
 
+/// Where a run's jobs come from: a generated mix or an SWF trace, and external commands.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    /// A mix W1..W4 generated at `load` (with `jobs`, `time_scale`, `seed`).
+    pub mix: Option<String>,
+    /// Load in percent.
+    pub load: f64,
+    /// Jobs in a generated workload.
+    pub jobs: usize,
+    /// Factor on the paper's sequential times.
+    pub time_scale: f64,
+    /// Random seed.
+    pub seed: u64,
+    /// An SWF trace to replay instead of a mix.
+    pub trace: Option<std::path::PathBuf>,
+    /// External commands started at time 0 as non-cooperative jobs.
+    pub external: Vec<String>,
+    /// Processors an external command requests (default: all).
+    pub external_request: Option<usize>,
+}
+
+/// The jobs of a run on `cpus` processors, the workload's label and its load (generated mixes).
+pub fn resolve(src: &Source, cpus: usize) -> Result<(Vec<JobSpec>, String, Option<f64>), String> {
+    let (mut specs, label, load) = match (&src.mix, &src.trace) {
+        (Some(mix), None) => {
+            let g = Generate {
+                mix: mix.clone(),
+                load: src.load,
+                jobs: src.jobs,
+                cpus,
+                time_scale: src.time_scale,
+                seed: src.seed,
+            };
+            let specs = generate(&g)?.iter().map(spec).collect::<Result<_, _>>()?;
+            (specs, mix.clone(), Some(src.load))
+        }
+        (None, Some(path)) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let mut specs = Vec::new();
+            for job in crate::swf::read(std::io::BufReader::new(file)) {
+                specs.push(spec(&job.map_err(|e| format!("{}: {e}", path.display()))?)?);
+            }
+            if specs.is_empty() {
+                return Err(format!("{} holds no jobs", path.display()));
+            }
+            let name = path
+                .file_name()
+                .map_or("trace".into(), |n| n.to_string_lossy().to_string());
+            (specs, name, None)
+        }
+        (None, None) if !src.external.is_empty() => (Vec::new(), "external".to_string(), None),
+        _ => {
+            return Err(
+                "give --workload W1..W4 (with --load), --trace FILE.swf or --external COMMAND".into(),
+            )
+        }
+    };
+    let next_id = specs.iter().map(|s| s.id).max().unwrap_or(0) + 1;
+    for (i, cmd) in src.external.iter().enumerate() {
+        let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
+        if argv.is_empty() {
+            return Err("--external needs a command".into());
+        }
+        specs.push(JobSpec {
+            id: next_id + i as u64,
+            kind: Kind::Bt,
+            submit_s: 0.0,
+            request: src.external_request.unwrap_or(cpus),
+            seq_s: 0.0,
+            command: Some(argv),
+        });
+    }
+    Ok((specs, label, load))
+}
+
+/// The comment block of a generated trace: what it is and how its fields read.
+pub fn header(g: &Generate) -> String {
+    format!(
+        "oslab cpuman workload: mix {} at {}% load, {} jobs for {} processors, time scale {}, seed {}\n\
+         field 4 (run time) is the sequential time at this scale, on field 5 = 1 processor;\n\
+         field 8 the request; field 14 the kind: 1 swim, 2 bt, 3 hydro2d, 4 apsi",
+        g.mix, g.load, g.jobs, g.cpus, g.time_scale, g.seed
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 use super::{open_store, print_json, print_text};
 use crate::cli::CompareArgs;
 use crate::error::usage;
-use oslab_store::compare::{compare, Verdict};
+use oslab_core::compare::{compare, Verdict};
 use oslab_store::RunRef;
 use std::process::ExitCode;
 
@@ -50,7 +50,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             run.id.unwrap_or_default(),
             run.started,
             args.threshold * 100.0,
-            oslab_store::compare::ALPHA
+            oslab_core::compare::ALPHA
         ));
         if !differs.is_empty() {
             text.push_str(&format!(

@@ -1,6 +1,7 @@
 //! `oslab export` and `oslab import`: runs as files.
 
-use super::{open_store, read_bounded, Links};
+use super::open_store;
+use oslab_core::files::{write_whole, Links};
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
 use oslab_store::exchange::{self, RunDocument};
@@ -42,7 +43,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         _ => serde_json::to_vec(&RunDocument::new(record, ms, timeline))?,
     };
     match &args.output {
-        Some(path) => super::write_whole(path, &bytes)?,
+        Some(path) => write_whole(path, &bytes)?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(&bytes)?;
@@ -59,8 +60,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let docs = args
         .files
         .iter()
-        .map(|p| read_document(p, Links::Follow).map(|d| (p, d)))
-        .collect::<anyhow::Result<Vec<_>>>()
+        .map(|p| exchange::read_file(p, Links::Follow).map(|d| (p, d)))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was imported."))?;
     let mut store = open_store(&args.store)?;
     for (path, doc) in docs {
@@ -80,16 +81,4 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Reads and validates one oslab.run/1 document: a regular file of at most the export limit,
-/// read without ever reading more.
-pub fn read_document(path: &std::path::Path, links: Links) -> anyhow::Result<RunDocument> {
-    let bytes = read_bounded(path, exchange::MAX_BYTES, links).map_err(|e| {
-        anyhow::anyhow!(
-            "{e} (an oslab export is a regular file of at most {} MiB)",
-            exchange::MAX_BYTES >> 20
-        )
-    })?;
-    exchange::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

@@ -96,72 +96,13 @@ pub fn print_text(s: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether [`read_bounded`] may follow a symbolic link at the path itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Links {
-    /// A file the user named: a link to a regular file is fine.
-    Follow,
-    /// A file found in a directory others write to (a fleet's results): a link is refused.
-    Refuse,
-}
-
-/// Reads a file a user (or another node) supplied: a regular file only (not a device, FIFO or
-/// directory: `/dev/zero` would never end), at most `limit` bytes, opened without blocking.
-pub fn read_bounded(path: &std::path::Path, limit: u64, links: Links) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
-    if links == Links::Refuse {
-        flags |= libc::O_NOFOLLOW;
-    }
-    let cannot = |e: std::io::Error| match e.raw_os_error() {
-        Some(libc::ELOOP) => anyhow::anyhow!("{} is a symbolic link: refused", path.display()),
-        _ => anyhow::anyhow!("cannot read {}: {e}", path.display()),
-    };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(path)
-        .map_err(cannot)?;
-    let meta = file.metadata().map_err(cannot)?;
-    if !meta.is_file() {
-        anyhow::bail!("{} is not a regular file", path.display());
-    }
-    if meta.len() > limit {
-        anyhow::bail!(
-            "{} is {} bytes; at most {limit} are read",
-            path.display(),
-            meta.len()
-        );
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > limit {
-        anyhow::bail!("{} is larger than {limit} bytes", path.display());
-    }
-    Ok(bytes)
-}
-
-/// Writes a file through a temporary name, so a failed write never leaves half a file.
-pub fn write_whole(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("oslab-partial");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            anyhow::anyhow!("cannot write {}: {e}", path.display())
-        })
-}
-
 /// Writes a Paraver trace as BASE.prv, BASE.pcf and BASE.row.
 pub fn write_paraver(
     base: &std::path::Path,
     p: &oslab_report::paraver::Paraver,
 ) -> anyhow::Result<()> {
     for (ext, body) in [("prv", &p.prv), ("pcf", &p.pcf), ("row", &p.row)] {
-        write_whole(&base.with_extension(ext), body.as_bytes())?;
+        oslab_core::files::write_whole(&base.with_extension(ext), body.as_bytes())?;
     }
     Ok(())
 }

@@ -46,5 +46,5 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    super::write_whole(path, bytes)
+    Ok(oslab_core::files::write_whole(path, bytes)?)
 }

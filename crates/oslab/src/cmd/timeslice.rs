@@ -6,7 +6,7 @@ use crate::error::usage;
 use oslab_core::affinity::AffinityGuard;
 use oslab_core::model::Unit;
 use oslab_core::CpuSet;
-use oslab_probes::timeslice::{self, Policy};
+use oslab_probes::timeslice::{self, SchedClass};
 use oslab_probes::ProbeError;
 use oslab_core::units::value;
 use std::fmt::Write;
@@ -22,12 +22,8 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     if counts.iter().any(|&n| n > 256) {
         return Err(usage("at most 256 processes"));
     }
-    let policy = if args.policy == "rr" {
-        Policy::RoundRobin
-    } else {
-        Policy::Other
-    };
-    if policy == Policy::RoundRobin && !oslab_core::affinity::fifo_permitted() {
+    let policy = args.policy;
+    if policy == SchedClass::RoundRobin && !oslab_core::affinity::fifo_permitted() {
         return Err(usage(
             "--policy rr needs permission for real-time scheduling (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)",
         ));

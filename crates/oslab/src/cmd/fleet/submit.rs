@@ -1,10 +1,10 @@
 //! `oslab fleet submit`: checks the run arguments here (a typo should not cost a queue wait),
 //! picks the nodes, writes the batch script and the job's manifest, submits, prints the job id.
 
-use super::slurm::{self, ScriptOptions};
-use super::MANIFEST;
-use crate::cli::{Cli, FleetSubmitArgs};
-use crate::cmd::write_whole;
+use oslab_store::fleet::slurm::{self, ScriptOptions};
+use oslab_store::fleet::MANIFEST;
+use crate::cli::{Cli, FleetSubmitArgs, Stage};
+use oslab_core::files::write_whole;
 use crate::error::usage;
 use clap::Parser;
 use oslab_core::signals;
@@ -54,7 +54,7 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         time: args.time.as_deref(),
         results: &results,
         binary: &binary,
-        sbcast: args.stage == "sbcast",
+        sbcast: args.stage == Stage::Sbcast,
         run_args: &args.run_args,
     });
     if args.dry_run {

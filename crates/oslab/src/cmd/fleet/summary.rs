@@ -1,38 +1,22 @@
 //! `oslab fleet summary JOB`: the collected runs of one job side by side.
 
-use super::{JOB_TAG, NODE_TAG};
 use crate::cli::FleetSummaryArgs;
 use crate::cmd::{open_store, print_json, print_text};
 use crate::error::usage;
 use oslab_core::stats::OUTLIER_Z;
-use oslab_store::fleet::{summarize, NodeRun};
-use oslab_store::RunRef;
+use oslab_store::fleet::{self, summarize};
 use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(&args.store)?;
-    let ids = store.tagged(JOB_TAG, &args.job)?;
-    if ids.is_empty() {
+    let runs = fleet::node_runs(&store, &args.job)?;
+    if runs.is_empty() {
         return Err(usage(format!(
             "no runs of fleet job {} in {} (collect them first: oslab fleet collect RESULTS/{})",
             args.job,
             store.path().display(),
             args.job
         )));
-    }
-    let mut runs = Vec::new();
-    for id in ids {
-        let node = store
-            .tags(id)?
-            .get(NODE_TAG)
-            .cloned()
-            .unwrap_or_else(|| format!("run{id}"));
-        let (_, measurements) = store.load_run(&RunRef::Id(id))?;
-        runs.push(NodeRun {
-            node,
-            run_id: id,
-            measurements,
-        });
     }
     let s = summarize(&runs);
     if args.json {

@@ -1,13 +1,10 @@
 //! `oslab fleet task` (internal): one node's share of a fleet job, started by srun. Runs
-//! `oslab run RUN-ARGS` into a private store in the node's temporary directory, then writes that
-//! run as RESULTS/JOB/node-NAME.json (through a temporary name), or node-NAME.failed saying why.
+//! `oslab run RUN-ARGS` into a private store in the node's temporary directory, then hands that
+//! run in as RESULTS/JOB/node-NAME.json, or node-NAME.failed saying why.
 
-use super::{is_job_id, is_node_name, node_file};
 use crate::cli::FleetTaskArgs;
-use crate::cmd::write_whole;
-use oslab_store::exchange::RunDocument;
-use oslab_store::{RunRef, Store};
-use std::path::Path;
+use oslab_core::files::write_whole;
+use oslab_store::fleet::{self, is_job_id, is_node_name, node_file};
 use std::process::{Command, ExitCode};
 
 pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
@@ -26,16 +23,14 @@ pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&dir)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let db = std::env::temp_dir().join(format!("oslab-fleet-{job}-{node}.db"));
-    remove_store(&db);
+    fleet::remove_store_files(&db);
     let status = Command::new(std::env::current_exe()?)
         .arg("run")
         .args(&args.run_args)
         .arg("--db")
         .arg(&db)
         .status();
-    let exported = export_latest(&db, &node_file(&dir, &node, false));
-    remove_store(&db);
-    let why = match (&status, exported) {
+    let why = match (&status, fleet::hand_in(&db, &node_file(&dir, &node, false))) {
         // Stored, complete or interrupted: the run speaks for itself.
         (_, Ok(())) => {
             return Ok(ExitCode::from(
@@ -47,26 +42,6 @@ pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
     };
     write_whole(&node_file(&dir, &node, true), format!("{why}\n").as_bytes())?;
     anyhow::bail!("node {node}: {why}")
-}
-
-/// Writes the store's latest run as an oslab.run/1 document.
-fn export_latest(db: &Path, to: &Path) -> anyhow::Result<()> {
-    let store = Store::open(db)?;
-    let (record, ms) = store.load_run(&RunRef::Latest)?;
-    let timeline = store.load_timeline(&RunRef::Latest)?;
-    write_whole(
-        to,
-        &serde_json::to_vec(&RunDocument::new(record, ms, timeline))?,
-    )
-}
-
-/// Removes a store and its WAL files.
-fn remove_store(db: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let mut p = db.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(p);
-    }
 }
 
 fn kernel_hostname() -> Option<String> {

@@ -3,8 +3,8 @@
 //! regression beyond a threshold. Runs from different machines compare too; placement parameters
 //! (which cpu) are left out of the match so the same probe lines up.
 
-use oslab_core::model::{Measurement, Unit};
-use oslab_core::stats::mann_whitney_p;
+use crate::model::{Measurement, Unit};
+use crate::stats::mann_whitney_p;
 use serde::Serialize;
 
 /// Parameters that say where a measurement ran, not what it measured.
@@ -52,7 +52,8 @@ pub struct Row {
     pub verdict: Verdict,
 }
 
-pub(crate) fn key(m: &Measurement) -> (String, String, String) {
+/// What lines a measurement up with its counterpart: probe, parameters without placement, metric.
+pub fn key(m: &Measurement) -> (String, String, String) {
     let mut params = m.params.clone();
     for k in PLACEMENT {
         params.remove(*k);

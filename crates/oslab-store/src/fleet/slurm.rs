@@ -6,15 +6,23 @@ use std::process::Command;
 /// What goes into the batch script.
 #[derive(Debug, Clone)]
 pub struct ScriptOptions<'a> {
+    /// Slurm partition (default: the cluster's default).
     pub partition: Option<&'a str>,
+    /// The nodes (a hostlist).
     pub nodelist: &'a str,
+    /// How many nodes, when known.
     pub node_count: Option<usize>,
+    /// Nodes not shared with other jobs.
     pub exclusive: bool,
+    /// Slurm time limit.
     pub time: Option<&'a str>,
+    /// The results directory every node sees.
     pub results: &'a Path,
+    /// The oslab binary.
     pub binary: &'a Path,
     /// Copy the binary to each node's /tmp with sbcast (else it is used where it is).
     pub sbcast: bool,
+    /// Arguments of `oslab run` on every node.
     pub run_args: &'a [String],
 }
 
@@ -132,23 +140,28 @@ pub fn script(o: &ScriptOptions) -> String {
     s
 }
 
+/// A Slurm client command that failed, and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct SlurmError(pub String);
+
 /// Runs a Slurm client command and returns its standard output, or a clear error.
-fn client(program: &str, args: &[&str]) -> anyhow::Result<String> {
+fn client(program: &str, args: &[&str]) -> Result<String, SlurmError> {
     let out = Command::new(program).args(args).output().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            anyhow::anyhow!(
+        SlurmError(if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
                 "{program} not found: oslab fleet needs Slurm's client commands (Debian: slurm-client); --dry-run prints the script without them"
             )
         } else {
-            anyhow::anyhow!("cannot run {program}: {e}")
-        }
+            format!("cannot run {program}: {e}")
+        })
     })?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(SlurmError(format!(
             "{program} {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -160,7 +173,7 @@ const USABLE: &[&str] = &["idle", "mix", "alloc", "comp", "resv", "plnd"];
 pub type Nodes = (Vec<String>, Vec<(String, String)>);
 
 /// The nodes of `partition` (or of the default partition).
-pub fn partition_nodes(partition: Option<&str>) -> anyhow::Result<Nodes> {
+pub fn partition_nodes(partition: Option<&str>) -> Result<Nodes, SlurmError> {
     let text = client("sinfo", &["-h", "-N", "-o", "%N %P %t"])?;
     Ok(pick_nodes(&text, partition))
 }
@@ -195,12 +208,12 @@ pub fn hostnames(list: &str) -> Option<Vec<String>> {
 }
 
 /// Submits a script; returns the job id.
-pub fn submit(script: &Path) -> anyhow::Result<String> {
+pub fn submit(script: &Path) -> Result<String, SlurmError> {
     let out = client("sbatch", &["--parsable", &script.to_string_lossy()])?;
     // "JOBID" or "JOBID;CLUSTER".
     let id = out.trim().split(';').next().unwrap_or("").to_string();
     if !super::is_job_id(&id) {
-        anyhow::bail!("sbatch answered {out:?}, not a job id");
+        return Err(SlurmError(format!("sbatch answered {out:?}, not a job id")));
     }
     Ok(id)
 }

@@ -1,0 +1,220 @@
+//! CPU-manager runs side by side: each run's totals, and for every run with page migration the
+//! run of the same policy, workload, load and size without it, compared per job kind with the
+//! one comparison engine ([`oslab_core::compare`]): CPU time per job with / without migration
+//! (the paper's ratio; below 1 migration helps) and whether the difference is significant.
+
+use super::outcome::{JOB_PROBE, RUN_PROBE};
+use oslab_core::compare::{compare, Verdict};
+use oslab_core::model::{Measurement, Unit};
+use oslab_core::units::value;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// The settings that identify a CPU-manager run.
+const SETTINGS: [&str; 5] = ["policy", "migration", "workload", "load", "cpus"];
+
+/// One stored CPU-manager run.
+pub struct StoredRun {
+    /// Its id in the store.
+    pub id: i64,
+    /// Its settings (policy, migration, workload, load, cpus).
+    pub settings: Vec<(String, String)>,
+    /// Its CPU-manager measurements.
+    pub measurements: Vec<Measurement>,
+}
+
+impl StoredRun {
+    /// The CPU-manager measurements of a stored run, or `None` when it holds none.
+    pub fn new(id: i64, measurements: Vec<Measurement>) -> Option<StoredRun> {
+        let ms: Vec<Measurement> = measurements
+            .into_iter()
+            .filter(|m| m.probe == JOB_PROBE || m.probe == RUN_PROBE)
+            .collect();
+        let first = ms.first()?;
+        let settings = SETTINGS
+            .iter()
+            .map(|k| (k.to_string(), param(first, k)))
+            .collect();
+        Some(StoredRun {
+            id,
+            settings,
+            measurements: ms,
+        })
+    }
+
+    fn setting(&self, k: &str) -> &str {
+        self.settings
+            .iter()
+            .find(|(key, _)| key == k)
+            .map_or("-", |(_, v)| v.as_str())
+    }
+
+    /// The run-wide value of `metric` (one sample per run).
+    pub fn total(&self, metric: &str) -> Option<f64> {
+        self.measurements
+            .iter()
+            .find(|m| m.probe == RUN_PROBE && m.metric == metric)
+            .and_then(|m| m.summary.as_ref())
+            .map(|s| s.median)
+    }
+
+    /// The per-job CPU-time measurement of `kind` ("all" for every job).
+    fn cpu_time(&self, kind: &str) -> Option<Measurement> {
+        let mut m = self
+            .measurements
+            .iter()
+            .find(|m| m.probe == JOB_PROBE && m.metric == "cpu_time" && param(m, "kind") == kind)?
+            .clone();
+        // With and without migration line up: the mode is what is compared.
+        m.params.remove("migration");
+        Some(m)
+    }
+}
+
+fn param(m: &Measurement, k: &str) -> String {
+    match m.params.get(k) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => "-".into(),
+    }
+}
+
+/// One with/without-migration comparison.
+#[derive(Debug, Serialize)]
+pub struct Ratio {
+    /// Policy.
+    pub policy: String,
+    /// Workload.
+    pub workload: String,
+    /// Load.
+    pub load: String,
+    /// Job kind, or "all".
+    pub kind: String,
+    /// Migration mode of the run with migration.
+    pub mode: String,
+    /// Median CPU time per job with migration (ns).
+    pub with_ns: f64,
+    /// Without (ns).
+    pub without_ns: f64,
+    /// with / without.
+    pub ratio: f64,
+    /// Mann-Whitney p-value over the jobs, when both runs have enough.
+    pub p: Option<f64>,
+    /// The comparison's verdict.
+    pub verdict: Verdict,
+}
+
+/// For every run with migration on, the run of the same policy, workload, load and size without
+/// it: per-job CPU time per kind and over all jobs.
+pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
+    let same = |a: &StoredRun, b: &StoredRun| {
+        ["policy", "workload", "load", "cpus"]
+            .iter()
+            .all(|k| a.setting(k) == b.setting(k))
+    };
+    let mut out = Vec::new();
+    for with in runs.iter().filter(|r| r.setting("migration") != "off") {
+        let Some(without) = runs
+            .iter()
+            .find(|r| r.setting("migration") == "off" && same(r, with))
+        else {
+            continue;
+        };
+        let mut kinds: Vec<String> = with
+            .measurements
+            .iter()
+            .filter(|m| m.probe == JOB_PROBE && m.metric == "cpu_time")
+            .map(|m| param(m, "kind"))
+            .collect();
+        kinds.dedup();
+        for kind in kinds {
+            let (Some(w), Some(wo)) = (with.cpu_time(&kind), without.cpu_time(&kind)) else {
+                continue;
+            };
+            let Some(row) = compare(&[wo], &[w], 0.05).into_iter().next() else {
+                continue;
+            };
+            let (Some(without_ns), Some(with_ns), Some(ratio)) = (row.a, row.b, row.ratio) else {
+                continue;
+            };
+            out.push(Ratio {
+                policy: with.setting("policy").into(),
+                workload: with.setting("workload").into(),
+                load: with.setting("load").into(),
+                kind,
+                mode: with.setting("migration").into(),
+                with_ns,
+                without_ns,
+                ratio,
+                p: row.p,
+                verdict: row.verdict,
+            });
+        }
+    }
+    out
+}
+
+/// The runs' totals and the ratios, as tables.
+pub fn text(runs: &[StoredRun], ratios: &[Ratio]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{:>5} {:>7} {:>8} {:>10} {:>5} {:>12} {:>12} {:>11} {:>12}",
+        "run", "policy", "migration", "workload", "load", "cpu time", "makespan", "migrations", "mean burst"
+    );
+    for r in runs {
+        let g = |metric: &str, unit| r.total(metric).map_or("-".into(), |v| value(v, unit));
+        let _ = writeln!(
+            t,
+            "{:>5} {:>7} {:>8} {:>10} {:>5} {:>12} {:>12} {:>11} {:>12}",
+            r.id,
+            r.setting("policy"),
+            r.setting("migration"),
+            r.setting("workload"),
+            r.setting("load"),
+            g("cpu_time", Unit::Ns),
+            g("makespan", Unit::Ns),
+            g("migrations", Unit::Count),
+            g("burst_length", Unit::Ns)
+        );
+    }
+    if ratios.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nno with/without-migration pairs: give runs of one policy and workload with --migration off and kernel/manual"
+        );
+        return t;
+    }
+    let _ = writeln!(
+        t,
+        "\nmedian CPU time per job with page migration / without (the paper's ratio; < 1: migration helps):"
+    );
+    let _ = writeln!(
+        t,
+        "{:>7} {:>10} {:>5} {:>9} {:>8} {:>12} {:>12} {:>7} {:>10}",
+        "policy", "workload", "load", "kind", "mode", "cpu time", "without", "ratio", "verdict"
+    );
+    for r in ratios {
+        let verdict = match r.verdict {
+            Verdict::Same => "same",
+            Verdict::Better => "better",
+            Verdict::Regression => "worse",
+            Verdict::Changed => "changed",
+            Verdict::Unknown => "too few",
+        };
+        let _ = writeln!(
+            t,
+            "{:>7} {:>10} {:>5} {:>9} {:>8} {:>12} {:>12} {:>7.3} {:>10}",
+            r.policy,
+            r.workload,
+            r.load,
+            r.kind,
+            r.mode,
+            value(r.with_ns, Unit::Ns),
+            value(r.without_ns, Unit::Ns),
+            r.ratio,
+            verdict
+        );
+    }
+    t
+}

@@ -1,0 +1,76 @@
+//! A contended-lock workload with a fixed amount of work, for the shuffler to act on (threads
+//! that share a lock benefit from sharing a cache): T threads, K mutexes, thread i uses lock
+//! i mod K, each acquisition holding the lock for a while and working outside it for a while.
+
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+/// The benchmark's shape.
+#[derive(Debug, Clone, Copy)]
+pub struct Lockbench {
+    /// Threads.
+    pub threads: usize,
+    /// Mutexes (1: one hot lock).
+    pub locks: usize,
+    /// Work inside the lock per acquisition.
+    pub critical: Duration,
+    /// Work outside it.
+    pub noncritical: Duration,
+    /// Acquisitions per thread.
+    pub iterations: u64,
+}
+
+/// Spins for about `d`, touching `data` so the lock's cache line and its data move with it.
+fn work(d: Duration, data: &mut u64) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        *data = data.wrapping_mul(6364136223846793005).wrapping_add(1);
+    }
+}
+
+/// Runs it; returns the seconds from the start barrier to the last thread's end.
+pub fn run(b: &Lockbench) -> Result<f64, String> {
+    let locks: Arc<Vec<Mutex<u64>>> = Arc::new((0..b.locks.max(1)).map(|_| Mutex::new(0)).collect());
+    let start = Arc::new(Barrier::new(b.threads + 1));
+    let handles: Vec<_> = (0..b.threads)
+        .map(|i| {
+            let (locks, start, b) = (Arc::clone(&locks), Arc::clone(&start), *b);
+            std::thread::spawn(move || {
+                let lock = &locks[i % locks.len()];
+                let mut own = i as u64;
+                start.wait();
+                for _ in 0..b.iterations {
+                    {
+                        let mut shared = lock.lock().unwrap_or_else(|p| p.into_inner());
+                        work(b.critical, &mut shared);
+                    }
+                    work(b.noncritical, &mut own);
+                }
+            })
+        })
+        .collect();
+    start.wait();
+    let t = Instant::now();
+    for h in handles {
+        h.join().map_err(|_| "a benchmark thread panicked".to_string())?;
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_amount_of_work_takes_at_least_its_critical_sections() {
+        let b = Lockbench {
+            threads: 3,
+            locks: 1,
+            critical: Duration::from_micros(20),
+            noncritical: Duration::ZERO,
+            iterations: 100,
+        };
+        // One lock serialises 300 critical sections of 20 µs each.
+        assert!(run(&b).unwrap() >= 300.0 * 20e-6);
+    }
+}

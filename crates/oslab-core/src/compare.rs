@@ -156,8 +156,8 @@ fn row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_core::model::Status;
-    use oslab_core::{params, Summary};
+    use crate::model::Status;
+    use crate::{params, Summary};
 
     fn m(cpu: usize, unit: Unit, samples: Vec<f64>) -> Measurement {
         let mut x = Measurement::not_taken(

@@ -38,7 +38,10 @@ pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, Fi
         .map_err(cannot)?;
     let meta = file.metadata().map_err(cannot)?;
     if !meta.is_file() {
-        return Err(FileError(format!("{} is not a regular file", path.display())));
+        return Err(FileError(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
     }
     if meta.len() > limit {
         return Err(FileError(format!(
@@ -52,7 +55,10 @@ pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, Fi
         .read_to_end(&mut bytes)
         .map_err(cannot)?;
     if bytes.len() as u64 > limit {
-        return Err(FileError(format!("{} is larger than {limit} bytes", path.display())));
+        return Err(FileError(format!(
+            "{} is larger than {limit} bytes",
+            path.display()
+        )));
     }
     Ok(bytes)
 }
@@ -67,4 +73,3 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
             FileError(format!("cannot write {}: {e}", path.display()))
         })
 }
-

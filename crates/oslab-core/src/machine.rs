@@ -23,7 +23,9 @@ pub struct Machine {
 
 impl Machine {
     /// Reads the machine, calibrating the clock for `calibration`.
-    pub fn read(calibration: std::time::Duration) -> Result<Machine, crate::topology::TopologyError> {
+    pub fn read(
+        calibration: std::time::Duration,
+    ) -> Result<Machine, crate::topology::TopologyError> {
         let topology = Topology::read()?;
         let clock = Clock::detect(calibration);
         let fingerprint = Fingerprint::read(&topology, &clock);

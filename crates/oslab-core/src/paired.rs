@@ -28,7 +28,11 @@ pub struct Pairs<T> {
 impl<T> Pairs<T> {
     /// `f(b) - f(a)` for every complete pair.
     pub fn differences(&self, f: impl Fn(&T) -> f64) -> Vec<f64> {
-        self.a.iter().zip(&self.b).map(|(a, b)| f(b) - f(a)).collect()
+        self.a
+            .iter()
+            .zip(&self.b)
+            .map(|(a, b)| f(b) - f(a))
+            .collect()
     }
 }
 
@@ -94,7 +98,12 @@ impl Verdict {
 
     /// The verdict in words, values shown by `show` ("+1.2 ms", "-3.0%").
     pub fn text(&self, show: impl Fn(f64) -> String) -> String {
-        let interval = format!("{} (95% interval {} .. {})", show(self.mean), show(self.low), show(self.high));
+        let interval = format!(
+            "{} (95% interval {} .. {})",
+            show(self.mean),
+            show(self.low),
+            show(self.high)
+        );
         match self.significant() {
             true => format!("{interval}: significant, the interval excludes 0"),
             false => format!(
@@ -127,7 +136,8 @@ mod tests {
         .unwrap();
         assert_eq!(seen, [Arm::A, Arm::B, Arm::B, Arm::A, Arm::A, Arm::B]);
         assert_eq!((p.a, p.b, p.stopped), (vec![0, 1, 2], vec![0, 1, 2], false));
-        let p = alternate::<usize, ()>(3, |arm, i| Ok((i < 1 || arm == Arm::B).then_some(i))).unwrap();
+        let p =
+            alternate::<usize, ()>(3, |arm, i| Ok((i < 1 || arm == Arm::B).then_some(i))).unwrap();
         assert!(p.stopped && p.a == [0] && p.b == [0, 1]);
         assert_eq!(p.differences(|&x| x as f64), [0.0]);
         assert!(alternate::<usize, &str>(2, |_, _| Err("broken")).is_err());
@@ -137,7 +147,11 @@ mod tests {
     fn verdicts_say_whether_the_interval_excludes_zero() {
         let show = |v: f64| format!("{v:+.1}");
         let v = Verdict::of(&[10.0, 11.0, 9.0, 10.5]).unwrap();
-        assert!(v.significant() && v.text(show).contains("significant, the interval excludes 0"));
+        assert!(
+            v.significant()
+                && v.text(show)
+                    .contains("significant, the interval excludes 0")
+        );
         let v = Verdict::of(&[1.0, -1.0, 2.0, -2.0]).unwrap();
         assert!(!v.significant() && v.text(show).contains("not significant at 4 pairs"));
         assert!(verdict_text(&[1.0], show).contains("no interval"));

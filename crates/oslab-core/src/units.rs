@@ -84,7 +84,6 @@ pub fn bytes(bytes: u64) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,7 +96,6 @@ mod tests {
         assert_eq!(bytes(1 << 30), "1 GiB");
         assert_eq!(bytes(100), "100 B");
     }
-
 
     #[test]
     fn scales_and_precision() {

@@ -6,8 +6,8 @@
 
 use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{judged, Judge};
 use oslab_core::interrupts;
+use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, TimelineEvent, Unit};
 use oslab_core::{params, Clock, Status};
 use std::time::{Duration, Instant};
@@ -258,8 +258,15 @@ pub fn summarise(
         })
     };
     let value = |metric: &str, unit: Unit, v: f64, text: String| {
-        let m = judged(id, base.clone(), metric, unit, &[v], note(text), Judge::Subject);
-        m
+        judged(
+            id,
+            base.clone(),
+            metric,
+            unit,
+            &[v],
+            note(text),
+            Judge::Subject,
+        )
     };
     let mut out = Vec::new();
     let per_read = (span_ns - lost) / rec.reads.max(1) as f64;
@@ -310,7 +317,15 @@ pub fn summarise(
                 .count();
             let mut p = base.clone();
             p.insert("class".into(), label.into());
-            let m = judged(id, p, "count", Unit::Count, &[n as f64], None, Judge::Subject);
+            let m = judged(
+                id,
+                p,
+                "count",
+                Unit::Count,
+                &[n as f64],
+                None,
+                Judge::Subject,
+            );
             out.push(m);
             lower = upper;
         }

@@ -10,9 +10,9 @@ use crate::buffer::Pages;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{judged, Judge};
 use crate::stream::{gbps, team, Arrays, Reps};
 use oslab_core::dmi::{self, Peak};
+use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Prediction, Unit};
 use oslab_core::params;
 use oslab_core::Topology;
@@ -105,7 +105,8 @@ pub fn bandwidth_measurements(
         Unit::GBps,
         &stream,
         Some(text),
-        Judge::Median)];
+        Judge::Median,
+    )];
     if let Some(hw) = kernel
         .hardware_bytes(stores)
         .filter(|&h| h != kernel.stream_bytes())
@@ -122,7 +123,8 @@ pub fn bandwidth_measurements(
             Unit::GBps,
             &samples,
             Some(why),
-            Judge::Median));
+            Judge::Median,
+        ));
     }
     out
 }
@@ -330,7 +332,8 @@ fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                     "{} passes per sample; STREAM byte counting",
                     t.batch
                 )),
-                Judge::Median));
+                Judge::Median,
+            ));
         }
     }
     Ok(out)

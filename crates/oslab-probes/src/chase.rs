@@ -145,7 +145,8 @@ fn parallel(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 "single-chase latency / time per load with this many chases: misses in flight"
                     .into(),
             ),
-            Judge::Median));
+            Judge::Median,
+        ));
     }
     Ok(out)
 }

@@ -192,7 +192,8 @@ fn fault_measurements(
             Unit::Ns,
             &per_fault,
             Some(note.clone()),
-            Judge::Median));
+            Judge::Median,
+        ));
     }
     let per_page = per(&|r| r.ns / pages);
     out.push(judged(
@@ -202,7 +203,8 @@ fn fault_measurements(
         Unit::Ns,
         &per_page,
         Some(note),
-        Judge::Median));
+        Judge::Median,
+    ));
     let per_byte = per(&|r| r.ns / bytes as f64);
     out.push(judged(
         id,
@@ -211,7 +213,8 @@ fn fault_measurements(
         Unit::Ns,
         &per_byte,
         None,
-        Judge::Median));
+        Judge::Median,
+    ));
     out
 }
 

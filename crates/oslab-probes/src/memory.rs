@@ -445,7 +445,10 @@ fn match_claims<'a>(
 /// How the plateau's end compares with the claimed size, in words.
 fn claim_note(level: u8, claimed: u64, last_in: usize, first_out: usize) -> String {
     let c = claimed as usize;
-    let claim = format!("sysfs claims L{level} = {}", oslab_core::units::bytes(claimed));
+    let claim = format!(
+        "sysfs claims L{level} = {}",
+        oslab_core::units::bytes(claimed)
+    );
     if c >= last_in / 2 && c <= first_out * 2 {
         format!("{claim}: agrees")
     } else if c > first_out {

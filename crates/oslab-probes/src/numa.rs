@@ -8,9 +8,9 @@ use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores};
 use crate::memory::{Chain, Order};
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{judged, Judge};
 use crate::stream::{gbps, team, Arrays, Reps};
 use oslab_core::affinity::set_affinity;
+use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::numa::{fraction_on, LinuxNuma, Numa, NumaNode};
 use oslab_core::{params, CpuSet};
@@ -177,7 +177,8 @@ fn cell(
         Unit::GBps,
         &avg,
         Some("mean of copy, scale, add and triad per repetition".into()),
-        Judge::Median));
+        Judge::Median,
+    ));
     if placed < 0.99 {
         for m in &mut out {
             m.status = Status::Failed(format!(

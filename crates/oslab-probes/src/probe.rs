@@ -140,7 +140,8 @@ impl Context<'_> {
             Unit::Ns,
             &t.samples,
             t.note.clone(),
-            judge);
+            judge,
+        );
         m.cycles = m
             .summary
             .as_ref()

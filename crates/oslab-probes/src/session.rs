@@ -53,7 +53,11 @@ pub struct Placement {
 impl Session {
     /// Reads the machine and chooses the measuring cpu and its peer (`--cpu`, `--peer-cpu`, or
     /// [`placement::choose`]'s defaults).
-    pub fn open(quick: bool, cpu: Option<&str>, peer: Option<&str>) -> Result<Session, SessionError> {
+    pub fn open(
+        quick: bool,
+        cpu: Option<&str>,
+        peer: Option<&str>,
+    ) -> Result<Session, SessionError> {
         let machine = Machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
         let allowed = get_affinity(0).map_err(SessionError::Affinity)?;
         let (cpu, peer_cpu) = placement::choose(&machine.topology, &allowed, cpu, peer)?;

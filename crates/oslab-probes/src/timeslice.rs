@@ -294,8 +294,24 @@ pub fn summarise(
     let complete: Vec<f64> = sw.iter().skip(1).map(|s| s.3).collect();
     let gaps: Vec<f64> = sw.iter().map(|s| s.2).collect();
     // The distributions are the result, not noise around one value.
-    let mut slice = judged(id, base.clone(), "slice", Unit::Ns, &complete, None, Judge::Subject);
-    let mut switch = judged(id, base.clone(), "switch", Unit::Ns, &gaps, None, Judge::Subject);
+    let mut slice = judged(
+        id,
+        base.clone(),
+        "slice",
+        Unit::Ns,
+        &complete,
+        None,
+        Judge::Subject,
+    );
+    let mut switch = judged(
+        id,
+        base.clone(),
+        "switch",
+        Unit::Ns,
+        &gaps,
+        None,
+        Judge::Subject,
+    );
     if policy == SchedClass::RoundRobin {
         slice.prediction = rec.rr_interval_ns.map(|v| oslab_core::Prediction {
             value: v,

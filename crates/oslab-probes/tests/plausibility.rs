@@ -1,10 +1,8 @@
 //! Every probe family, run for real with short budgets, must land in a plausible range. These are
 //! correctness checks (did we measure the thing at all, in the right unit), not speed targets.
 
-use oslab_core::affinity::{get_affinity, AffinityGuard};
-use oslab_core::machine::{Environment, Fingerprint};
 use oslab_core::model::Measurement;
-use oslab_core::{Clock, CpuSet, Topology};
+use oslab_core::{CpuSet, Topology};
 use oslab_probes::session::Session;
 use oslab_probes::{registry, runner, Context, HarnessConfig, Options};
 use std::sync::{Mutex, MutexGuard};

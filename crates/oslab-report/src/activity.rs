@@ -1,8 +1,8 @@
 //! Activity recordings as text: the list of periods (the seed's output) and a histogram of the
 //! inactive ones.
 
-use oslab_core::units::value;
 use oslab_core::model::{TimelineEvent, Unit};
+use oslab_core::units::value;
 
 /// The periods, one per line: start (ms from the beginning), duration, state. At most `limit`
 /// lines (None: all), with a line saying how many were left out.

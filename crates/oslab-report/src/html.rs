@@ -4,9 +4,9 @@
 //! the machine is escaped.
 
 use crate::plots::{self, Bar, Mark, Series, Track};
-use oslab_core::units::{num, scale_for, value};
 use oslab_core::machine::Environment;
 use oslab_core::model::{Measurement, Status, TimelineEvent, Unit};
+use oslab_core::units::{num, scale_for, value};
 use oslab_store::RunRecord;
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -1,8 +1,8 @@
 //! `oslab info` as text: the machine as the tool sees it.
 
-use oslab_core::units::bytes;
 use oslab_core::machine::{Environment, Fingerprint};
 use oslab_core::topology::CacheKind;
+use oslab_core::units::bytes;
 use std::fmt::Write;
 
 fn opt(v: &Option<String>) -> &str {

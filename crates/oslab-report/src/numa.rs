@@ -2,8 +2,8 @@
 //! average of STREAM's four kernels), its ratio to the local cell, idle latency and its ratio,
 //! and the kernel's SLIT distances beside them.
 
-use oslab_core::units::num;
 use oslab_core::model::Measurement;
+use oslab_core::units::num;
 use std::collections::BTreeMap;
 
 type Cells = BTreeMap<(u64, u64), f64>;

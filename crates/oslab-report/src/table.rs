@@ -1,7 +1,7 @@
 //! Terminal tables: measurements, stored runs, and the probe list.
 
-use oslab_core::units::{num, scale_for};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
+use oslab_core::units::{num, scale_for};
 
 /// A rule under the header and nothing else: easy to read, easy to grep.
 const STYLE: TableStyle =

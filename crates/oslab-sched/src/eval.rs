@@ -279,7 +279,13 @@ pub fn evaluate(
         text.push_str("note: with one cache domain, shuffling can only re-pin threads inside it: expect little or no gain here\n");
     }
     let not_taken = |name: &str, status| {
-        Measurement::not_taken(PROBE, params! {"workload" => name}, "time", Unit::Ns, status)
+        Measurement::not_taken(
+            PROBE,
+            params! {"workload" => name},
+            "time",
+            Unit::Ns,
+            status,
+        )
     };
     let mut ms = Vec::new();
     let mut interrupted = false;
@@ -295,7 +301,15 @@ pub fn evaluate(
         };
         let pairs = paired::alternate(req.runs, |arm, r| {
             let shuffle = arm == Arm::B;
-            let o = run_once(w, &req.domains, req.threshold, req.interval, shuffle, req.method, stop)?;
+            let o = run_once(
+                w,
+                &req.domains,
+                req.threshold,
+                req.interval,
+                shuffle,
+                req.method,
+                stop,
+            )?;
             if let Some(o) = &o {
                 progress(format!(
                     "{} {} run {}/{}: {:.3} s, lock wait {:.1}%, {} shuffles",
@@ -341,12 +355,30 @@ fn summarise(text: &mut String, ms: &mut Vec<Measurement>, w: &Workload, pairs: 
         let p = params! {"workload" => w.name.clone(), "mode" => mode(arm)};
         let row = |metric: &str, unit, f: &dyn Fn(&Outcome) -> f64, note: Option<String>| {
             let samples: Vec<f64> = runs.iter().map(f).collect();
-            judged(PROBE, p.clone(), metric, unit, &samples, note, Judge::Median)
+            judged(
+                PROBE,
+                p.clone(),
+                metric,
+                unit,
+                &samples,
+                note,
+                Judge::Median,
+            )
         };
         let what = format!("{unit} of the workload, one sample per run");
         ms.push(row("time", Unit::Ns, &|o| o.cost * 1e9, Some(what)));
-        ms.push(row("lock_fraction", Unit::Ratio, &|o| o.lock_fraction, None));
-        ms.push(row("shuffles", Unit::Count, &|o| f64::from(o.shuffles), None));
+        ms.push(row(
+            "lock_fraction",
+            Unit::Ratio,
+            &|o| o.lock_fraction,
+            None,
+        ));
+        ms.push(row(
+            "shuffles",
+            Unit::Count,
+            &|o| f64::from(o.shuffles),
+            None,
+        ));
     }
     // Reduction = (without - with) / without, per pair.
     let reductions = pairs.differences(|o| -o.cost);
@@ -370,7 +402,15 @@ fn summarise(text: &mut String, ms: &mut Vec<Measurement>, w: &Workload, pairs: 
     );
     let note = Some(format!("reduction {verdict}"));
     // The interval says how sure we are: the spread is the subject, not noise.
-    let mut m = judged(PROBE, params! {"workload" => w.name.clone()}, "reduction", Unit::Ratio, &reductions, note, Judge::Subject);
+    let mut m = judged(
+        PROBE,
+        params! {"workload" => w.name.clone()},
+        "reduction",
+        Unit::Ratio,
+        &reductions,
+        note,
+        Judge::Subject,
+    );
     m.difference = true;
     ms.push(m);
 }

@@ -30,7 +30,8 @@ fn work(d: Duration, data: &mut u64) {
 
 /// Runs it; returns the seconds from the start barrier to the last thread's end.
 pub fn run(b: &Lockbench) -> Result<f64, String> {
-    let locks: Arc<Vec<Mutex<u64>>> = Arc::new((0..b.locks.max(1)).map(|_| Mutex::new(0)).collect());
+    let locks: Arc<Vec<Mutex<u64>>> =
+        Arc::new((0..b.locks.max(1)).map(|_| Mutex::new(0)).collect());
     let start = Arc::new(Barrier::new(b.threads + 1));
     let handles: Vec<_> = (0..b.threads)
         .map(|i| {
@@ -52,7 +53,8 @@ pub fn run(b: &Lockbench) -> Result<f64, String> {
     start.wait();
     let t = Instant::now();
     for h in handles {
-        h.join().map_err(|_| "a benchmark thread panicked".to_string())?;
+        h.join()
+            .map_err(|_| "a benchmark thread panicked".to_string())?;
     }
     Ok(t.elapsed().as_secs_f64())
 }

@@ -144,7 +144,15 @@ impl Summary {
             "method" => if s.method.starts_with("eBPF") { "ebpf" } else { "proxy" },
         };
         let single = |metric: &str, unit: Unit, v: f64, note: &str| {
-            judged(PROBE, base.clone(), metric, unit, &[v], Some(note.into()), Judge::Subject)
+            judged(
+                PROBE,
+                base.clone(),
+                metric,
+                unit,
+                &[v],
+                Some(note.into()),
+                Judge::Subject,
+            )
         };
         let per_interval = format!("per interval; method: {}", s.method);
         let mut ms = vec![judged(
@@ -157,11 +165,28 @@ impl Summary {
             Judge::Median,
         )];
         let applied = Self::one_domain(s).unwrap_or("placements applied");
-        ms.push(single("shuffles", Unit::Count, f64::from(self.shuffles), applied));
+        ms.push(single(
+            "shuffles",
+            Unit::Count,
+            f64::from(self.shuffles),
+            applied,
+        ));
         let optional = [
-            ("lock_before", self.before, "mean lock-wait fraction before the first shuffle"),
-            ("lock_after", self.after, "mean lock-wait fraction after the first shuffle"),
-            ("overhead", self.overhead, "the daemon's CPU time / the target's CPU time"),
+            (
+                "lock_before",
+                self.before,
+                "mean lock-wait fraction before the first shuffle",
+            ),
+            (
+                "lock_after",
+                self.after,
+                "mean lock-wait fraction after the first shuffle",
+            ),
+            (
+                "overhead",
+                self.overhead,
+                "the daemon's CPU time / the target's CPU time",
+            ),
         ];
         for (metric, v, note) in optional {
             if let Some(v) = v {
@@ -190,7 +215,11 @@ impl Summary {
 
 /// The cpus of process `pid` and its lock monitor, or why it cannot be watched (and, unless
 /// `monitor_only`, moved): checked before anything starts, not half way.
-pub fn prepare(pid: i32, monitor_only: bool, method: locks::Choice) -> Result<(CpuSet, Monitor), String> {
+pub fn prepare(
+    pid: i32,
+    monitor_only: bool,
+    method: locks::Choice,
+) -> Result<(CpuSet, Monitor), String> {
     let allowed =
         get_affinity(pid).map_err(|e| format!("cannot read the affinity of {pid}: {e}"))?;
     if !monitor_only {

@@ -2,8 +2,8 @@
 //! `schema/oslab.run.v1.schema.json`), CSV for spreadsheets, and reading a document back with
 //! validation, so results from other machines can be merged into a store.
 
-use oslab_core::files::{read_bounded, FileError, Links};
 use crate::store::RunRecord;
+use oslab_core::files::{read_bounded, FileError, Links};
 use oslab_core::model::{Measurement, TimelineEvent};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;

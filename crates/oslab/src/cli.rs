@@ -1,8 +1,8 @@
 //! Command-line arguments (clap derive). What the user typed, before anything touches the OS.
 
 use clap::{Args, Parser, Subcommand};
-use oslab_sched::cpuman::manager::Migration;
 use oslab_probes::timeslice::SchedClass;
+use oslab_sched::cpuman::manager::Migration;
 use oslab_sched::policy::PolicyKind;
 use std::path::PathBuf;
 

@@ -44,7 +44,8 @@ pub fn counters_of(list: &str) -> Result<(Vec<Spec>, Vec<String>), String> {
         match counters::parse(name, &cpu) {
             Ok(s) => specs.push(s),
             Err(why)
-                if counters::preset(name, &cpu).is_err() && ["L2_TCM", "L2_TCA"].contains(&name) =>
+                if counters::preset(name, &cpu).is_err()
+                    && ["L2_TCM", "L2_TCA"].contains(&name) =>
             {
                 undefined.push(format!("{name}: {why}"))
             }
@@ -238,7 +239,15 @@ fn report(
     let params = params! {"kernel" => kernel.name(), "block" => block, "size" => n, "from" => a, "to" => b, "class" => class};
     let note = format!("paired runs (migrated - pinned); {verdict}");
     // The interval says how sure we are: the spread is the subject, not noise.
-    let mut cost = judged(PROBE, params, "migration_cost", Unit::Ns, &diffs, Some(note), Judge::Subject);
+    let mut cost = judged(
+        PROBE,
+        params,
+        "migration_cost",
+        Unit::Ns,
+        &diffs,
+        Some(note),
+        Judge::Subject,
+    );
     cost.difference = true;
     out.push(cost);
 }
@@ -251,9 +260,21 @@ fn variant_measurements(
     runs: &[RunResult],
 ) {
     let row = |metric: &str, unit, samples: &[f64], note: Option<String>| {
-        judged(PROBE, base.clone(), metric, unit, samples, note, Judge::Median)
+        judged(
+            PROBE,
+            base.clone(),
+            metric,
+            unit,
+            samples,
+            note,
+            Judge::Median,
+        )
     };
-    let moves: Vec<f64> = runs.iter().filter_map(|r| r.moves).map(|n| n as f64).collect();
+    let moves: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.moves)
+        .map(|n| n as f64)
+        .collect();
     if !moves.is_empty() {
         let note = "cpu-migrations counted across the move between the halves";
         out.push(row("moves", Unit::Count, &moves, Some(note.into())));

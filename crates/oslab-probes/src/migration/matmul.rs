@@ -222,7 +222,6 @@ pub fn run_matmul(
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

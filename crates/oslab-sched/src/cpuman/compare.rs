@@ -160,7 +160,15 @@ pub fn text(runs: &[StoredRun], ratios: &[Ratio]) -> String {
     let _ = writeln!(
         t,
         "{:>5} {:>7} {:>8} {:>10} {:>5} {:>12} {:>12} {:>11} {:>12}",
-        "run", "policy", "migration", "workload", "load", "cpu time", "makespan", "migrations", "mean burst"
+        "run",
+        "policy",
+        "migration",
+        "workload",
+        "load",
+        "cpu time",
+        "makespan",
+        "migrations",
+        "mean burst"
     );
     for r in runs {
         let g = |metric: &str, unit| r.total(metric).map_or("-".into(), |v| value(v, unit));

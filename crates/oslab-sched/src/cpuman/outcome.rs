@@ -172,18 +172,33 @@ impl RunOutcome {
         let _ = writeln!(
             t,
             "\n{} {} jobs, policy {}, page migration {}, {} cpus{}",
-            if self.simulated { "simulated:" } else { "live:" },
+            if self.simulated {
+                "simulated:"
+            } else {
+                "live:"
+            },
             self.jobs.len(),
             self.policy,
             self.migration,
             self.cpus,
-            self.load
-                .map_or(String::new(), |l| format!(", {} at {l}% load", self.workload))
+            self.load.map_or(String::new(), |l| format!(
+                ", {} at {l}% load",
+                self.workload
+            ))
         );
         let _ = writeln!(
             t,
             "  {:>5} {:>8} {:>4} {:>9} {:>9} {:>10} {:>10} {:>8} {:>6} {:>6}",
-            "job", "kind", "req", "arrival", "wait", "execution", "cpu time", "speedup", "alloc", "migr"
+            "job",
+            "kind",
+            "req",
+            "arrival",
+            "wait",
+            "execution",
+            "cpu time",
+            "speedup",
+            "alloc",
+            "migr"
         );
         for j in &self.jobs {
             let _ = writeln!(
@@ -344,7 +359,15 @@ fn valued(
         return Measurement::not_taken(probe, params, metric, unit, why);
     }
     // Per-job values of a mix of jobs: their spread is the result.
-    judged(probe, params, metric, unit, samples, Some(note), Judge::Subject)
+    judged(
+        probe,
+        params,
+        metric,
+        unit,
+        samples,
+        Some(note),
+        Judge::Subject,
+    )
 }
 
 fn skipped(params: Map<String, Value>, metric: &str, unit: Unit, why: &str) -> Measurement {

@@ -381,7 +381,9 @@ pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, S
                     .map(move |(_, &d)| d as f64 / local)
             })
             .reduce(f64::min)
-            .ok_or_else(|| "--remote-ratio slit: this machine has one NUMA node, no remote distance".into());
+            .ok_or_else(|| {
+                "--remote-ratio slit: this machine has one NUMA node, no remote distance".into()
+            });
     }
     arg.parse::<f64>()
         .ok()

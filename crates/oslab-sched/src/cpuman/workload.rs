@@ -195,7 +195,8 @@ pub fn resolve(src: &Source, cpus: usize) -> Result<(Vec<JobSpec>, String, Optio
         (None, None) if !src.external.is_empty() => (Vec::new(), "external".to_string(), None),
         _ => {
             return Err(
-                "give --workload W1..W4 (with --load), --trace FILE.swf or --external COMMAND".into(),
+                "give --workload W1..W4 (with --load), --trace FILE.swf or --external COMMAND"
+                    .into(),
             )
         }
     };

@@ -237,11 +237,14 @@ pub fn node_runs(store: &Store, job: &str) -> Result<Vec<NodeRun>, StoreError> {
 pub fn hand_in(db: &Path, to: &Path) -> Result<(), String> {
     let exported = (|| {
         let store = Store::open(db).map_err(|e| e.to_string())?;
-        let (record, ms) = store.load_run(&crate::RunRef::Latest).map_err(|e| e.to_string())?;
+        let (record, ms) = store
+            .load_run(&crate::RunRef::Latest)
+            .map_err(|e| e.to_string())?;
         let timeline = store
             .load_timeline(&crate::RunRef::Latest)
             .map_err(|e| e.to_string())?;
-        let doc = serde_json::to_vec(&RunDocument::new(record, ms, timeline)).map_err(|e| e.to_string())?;
+        let doc = serde_json::to_vec(&RunDocument::new(record, ms, timeline))
+            .map_err(|e| e.to_string())?;
         oslab_core::files::write_whole(to, &doc).map_err(|e| e.to_string())
     })();
     remove_store_files(db);

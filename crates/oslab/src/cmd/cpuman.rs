@@ -3,12 +3,12 @@
 
 use super::session::Session;
 use super::{open_store, print_json, print_text};
-use oslab_core::files::write_whole;
 use crate::cli::{
     CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanRunArgs, CpumanSimulateArgs,
     CpumanWorkloadArgs, PolicyArgs, WorkloadSource,
 };
 use crate::error::usage;
+use oslab_core::files::write_whole;
 use oslab_core::model::Unit;
 use oslab_core::units::value;
 use oslab_core::CpuSet;
@@ -158,9 +158,11 @@ fn write_paraver(
 
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::open(true, None, None, &a.store)?;
-    let remote_ratio = sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
+    let remote_ratio =
+        sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
     let cpus = a.cpus as usize;
-    let (specs, label, load) = workload::resolve(&source(&a.source, &[], None), cpus).map_err(usage)?;
+    let (specs, label, load) =
+        workload::resolve(&source(&a.source, &[], None), cpus).map_err(usage)?;
     let cfg = SimConfig {
         cpus,
         nodes: a.nodes as usize,

@@ -1,9 +1,9 @@
 //! `oslab export` and `oslab import`: runs as files.
 
 use super::open_store;
-use oslab_core::files::{write_whole, Links};
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
+use oslab_core::files::{write_whole, Links};
 use oslab_store::exchange::{self, RunDocument};
 use oslab_store::RunRef;
 use std::io::Write;

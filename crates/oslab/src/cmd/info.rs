@@ -2,8 +2,8 @@
 
 use super::{print_json, print_text};
 use crate::cli::InfoArgs;
-use oslab_core::machine::Machine;
 use oslab_core::counters;
+use oslab_core::machine::Machine;
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -28,7 +28,11 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let b = match (args.to.as_ref(), session.peer_cpu) {
         (Some(_), Some(p)) => p,
         _ => placement::farthest(&session.machine.topology, &session.allowed, a).ok_or_else(
-            || usage(format!("only cpu {a} is in our affinity mask: there is nowhere to migrate to")),
+            || {
+                usage(format!(
+                    "only cpu {a} is in our affinity mask: there is nowhere to migrate to"
+                ))
+            },
         )?,
     };
     let req = Request {
@@ -49,7 +53,9 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     }
     let outcome = {
         let _restore = AffinityGuard::pin_current(&session.allowed)?;
-        experiment::run(&session.machine.topology, &req, &mut |line| eprintln!("{line}"))?
+        experiment::run(&session.machine.topology, &req, &mut |line| {
+            eprintln!("{line}")
+        })?
     };
     session.finish(
         &outcome.measurements,

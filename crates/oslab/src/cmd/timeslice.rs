@@ -5,10 +5,10 @@ use crate::cli::TimesliceArgs;
 use crate::error::usage;
 use oslab_core::affinity::AffinityGuard;
 use oslab_core::model::Unit;
+use oslab_core::units::value;
 use oslab_core::CpuSet;
 use oslab_probes::timeslice::{self, SchedClass};
 use oslab_probes::ProbeError;
-use oslab_core::units::value;
 use std::fmt::Write;
 use std::process::ExitCode;
 

@@ -20,7 +20,11 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
     let mut store = open_store(&args.store)?;
     for j in jobs {
         let c = fleet::collect(&mut store, &j)?;
-        let new: Vec<String> = c.new.iter().map(|(n, id)| format!("{n} (run {id})")).collect();
+        let new: Vec<String> = c
+            .new
+            .iter()
+            .map(|(n, id)| format!("{n} (run {id})"))
+            .collect();
         eprintln!(
             "job {}: collected {} run(s){}{}",
             j.job,

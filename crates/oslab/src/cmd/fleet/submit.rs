@@ -1,13 +1,13 @@
 //! `oslab fleet submit`: checks the run arguments here (a typo should not cost a queue wait),
 //! picks the nodes, writes the batch script and the job's manifest, submits, prints the job id.
 
-use oslab_store::fleet::slurm::{self, ScriptOptions};
-use oslab_store::fleet::MANIFEST;
 use crate::cli::{Cli, FleetSubmitArgs, Stage};
-use oslab_core::files::write_whole;
 use crate::error::usage;
 use clap::Parser;
+use oslab_core::files::write_whole;
 use oslab_core::signals;
+use oslab_store::fleet::slurm::{self, ScriptOptions};
+use oslab_store::fleet::MANIFEST;
 use std::process::ExitCode;
 use std::time::Duration;
 

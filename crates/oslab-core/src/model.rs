@@ -218,14 +218,90 @@ impl Measurement {
     }
 }
 
+/// What a timeline event is. Stored and exported by name; a name this oslab does not know (a
+/// document from a newer one) is kept as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum EventKind {
+    /// A busy loop ran.
+    Active,
+    /// It did not (the OS or the hypervisor took the cpu).
+    Inactive,
+    /// A thread held a cpu.
+    Running,
+    /// A job's processor allocation changed.
+    Alloc,
+    /// A job's whole run, arrival to end.
+    Run,
+    /// One interval of the lock-wait monitor.
+    Interval,
+    /// Threads were regrouped.
+    Shuffle,
+    /// A regrouping decided but not applied (monitor only).
+    Decision,
+    /// A kind from elsewhere.
+    Other(String),
+}
+
+impl EventKind {
+    const NAMED: [(EventKind, &'static str); 8] = [
+        (EventKind::Active, "active"),
+        (EventKind::Inactive, "inactive"),
+        (EventKind::Running, "running"),
+        (EventKind::Alloc, "alloc"),
+        (EventKind::Run, "run"),
+        (EventKind::Interval, "interval"),
+        (EventKind::Shuffle, "shuffle"),
+        (EventKind::Decision, "decision (monitor only)"),
+    ];
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        match self {
+            EventKind::Other(s) => s,
+            k => Self::NAMED
+                .iter()
+                .find(|(n, _)| n == k)
+                .map_or("other", |(_, s)| s),
+        }
+    }
+}
+
+impl From<String> for EventKind {
+    fn from(s: String) -> EventKind {
+        Self::NAMED
+            .iter()
+            .find(|(_, n)| *n == s)
+            .map_or(EventKind::Other(s), |(k, _)| k.clone())
+    }
+}
+
+impl From<&str> for EventKind {
+    fn from(s: &str) -> EventKind {
+        EventKind::from(s.to_string())
+    }
+}
+
+impl From<EventKind> for String {
+    fn from(k: EventKind) -> String {
+        k.name().to_string()
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One span on a timeline: a period a task was active or inactive, a process holding a CPU, a
 /// decision. Times are ns from the start of the recording (TSC-derived where the TSC is used).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineEvent {
     /// The row it belongs to, e.g. "cpu 1" or "pid 4242".
     pub track: String,
-    /// What it is, e.g. "active", "inactive", "running".
-    pub kind: String,
+    /// What it is.
+    pub kind: EventKind,
     /// Start, ns from the recording's origin.
     pub start_ns: f64,
     /// Duration in ns (0 for an instant).

@@ -7,8 +7,7 @@
 use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::interrupts;
-use oslab_core::model::{judged, Judge};
-use oslab_core::model::{Measurement, TimelineEvent, Unit};
+use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, Clock, Status};
 use std::time::{Duration, Instant};
 
@@ -216,19 +215,19 @@ pub fn timeline(clock: &Clock, rec: &Recording, track: &str) -> Vec<TimelineEven
     let ns = |t: u64| clock.ticks_to_ns(t.wrapping_sub(rec.start) as f64);
     let mut out = Vec::with_capacity(rec.gaps.len() * 2 + 1);
     let mut from = rec.start;
-    let span = |kind: &str, a: u64, b: u64| TimelineEvent {
+    let span = |kind: EventKind, a: u64, b: u64| TimelineEvent {
         track: track.to_string(),
-        kind: kind.to_string(),
+        kind,
         start_ns: ns(a),
         dur_ns: clock.ticks_to_ns(b.wrapping_sub(a) as f64),
         args: params! {},
     };
     for &(a, b) in &rec.gaps {
-        out.push(span("active", from, a));
-        out.push(span("inactive", a, b));
+        out.push(span(EventKind::Active, from, a));
+        out.push(span(EventKind::Inactive, a, b));
         from = b;
     }
-    out.push(span("active", from, rec.end));
+    out.push(span(EventKind::Active, from, rec.end));
     out
 }
 
@@ -415,7 +414,7 @@ mod tests {
             interrupted: false,
         };
         let t = timeline(&clock, &rec, "cpu 0");
-        let kinds: Vec<&str> = t.iter().map(|e| e.kind.as_str()).collect();
+        let kinds: Vec<&str> = t.iter().map(|e| e.kind.name()).collect();
         assert_eq!(
             kinds,
             ["active", "inactive", "active", "inactive", "active"]

@@ -8,7 +8,7 @@ use crate::child::{Child, SharedPage};
 use crate::harness::check_interrupt;
 use crate::probe::ProbeError;
 use oslab_core::model::{judged, Judge};
-use oslab_core::model::{Measurement, TimelineEvent, Unit};
+use oslab_core::model::{EventKind, Measurement, TimelineEvent, Unit};
 use oslab_core::perf::{self, Counter};
 use oslab_core::{params, Clock, CpuSet, Status};
 use std::sync::atomic::Ordering;
@@ -267,7 +267,7 @@ pub fn timeline(
             let p = &rec.processes[s.proc];
             TimelineEvent {
                 track: format!("{n} procs: process {} (pid {})", s.proc, p.pid),
-                kind: "running".into(),
+                kind: EventKind::Running,
                 start_ns: offset_ns + clock.ticks_to_ns(s.start.saturating_sub(rec.origin) as f64),
                 dur_ns: clock.ticks_to_ns(s.end.saturating_sub(s.start) as f64),
                 args: params! {"n" => rec.processes.len()},

@@ -1,7 +1,7 @@
 //! Activity recordings as text: the list of periods (the seed's output) and a histogram of the
 //! inactive ones.
 
-use oslab_core::model::{TimelineEvent, Unit};
+use oslab_core::model::{EventKind, TimelineEvent, Unit};
 use oslab_core::units::value;
 
 /// The periods, one per line: start (ms from the beginning), duration, state. At most `limit`
@@ -30,7 +30,7 @@ pub fn periods(events: &[TimelineEvent], limit: Option<usize>) -> String {
 pub fn histogram(events: &[TimelineEvent]) -> String {
     let durations: Vec<f64> = events
         .iter()
-        .filter(|e| e.kind == "inactive")
+        .filter(|e| e.kind == EventKind::Inactive)
         .map(|e| e.dur_ns.max(1.0))
         .collect();
     if durations.is_empty() {

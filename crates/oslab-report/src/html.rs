@@ -5,7 +5,7 @@
 
 use crate::plots::{self, Bar, Mark, Series, Track};
 use oslab_core::machine::Environment;
-use oslab_core::model::{Measurement, Status, TimelineEvent, Unit};
+use oslab_core::model::{EventKind, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::units::{num, scale_for, value};
 use oslab_store::RunRecord;
 use std::collections::BTreeMap;
@@ -518,10 +518,10 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
 /// The timeline chart (its first 100 ms).
 pub fn timeline_chart(events: &[TimelineEvent]) -> Option<Figure> {
     // A CPU-manager run (it has allocation events) is shown whole, its CPUs coloured by job.
-    let cpuman = events.iter().any(|e| e.kind == "alloc");
+    let cpuman = events.iter().any(|e| e.kind == EventKind::Alloc);
     let label = |e: &TimelineEvent| match (cpuman, e.args.get("job")) {
-        (true, Some(job)) if e.kind == "run" => format!("job {job}"),
-        _ => e.kind.clone(),
+        (true, Some(job)) if e.kind == EventKind::Run => format!("job {job}"),
+        _ => e.kind.to_string(),
     };
     let mut tracks: Vec<Track> = Vec::new();
     let mut kinds: Vec<String> = Vec::new();

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod export;
 pub mod html;
 pub mod machine;
 pub mod numa;

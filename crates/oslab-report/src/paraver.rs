@@ -3,7 +3,7 @@
 //! threads are the job's thread slots; a thread's "run" spans become Running states on their CPU,
 //! allocation changes an event (type 90000001, value = processors) on the job's first thread.
 
-use oslab_core::model::TimelineEvent;
+use oslab_core::model::{EventKind, TimelineEvent};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -33,7 +33,10 @@ pub fn paraver(
     cpus: usize,
     host: &str,
 ) -> Option<Paraver> {
-    let runs: Vec<&TimelineEvent> = timeline.iter().filter(|e| e.kind == "run").collect();
+    let runs: Vec<&TimelineEvent> = timeline
+        .iter()
+        .filter(|e| e.kind == EventKind::Run)
+        .collect();
     if runs.is_empty() {
         return None;
     }
@@ -45,7 +48,7 @@ pub fn paraver(
             if let Some(slot) = arg_u64(e, "slot") {
                 entry.0 = entry.0.max(slot as usize + 1);
             }
-            if e.kind == "running" || e.kind == "alloc" {
+            if e.kind == EventKind::Running || e.kind == EventKind::Alloc {
                 entry.1 = e.track.clone();
             }
         }
@@ -78,7 +81,7 @@ pub fn paraver(
             format!("1:{}:{}:1:{slot}:{b}:{f}:1", cpu + 1, appl[&job]),
         ));
     }
-    for e in timeline.iter().filter(|e| e.kind == "alloc") {
+    for e in timeline.iter().filter(|e| e.kind == EventKind::Alloc) {
         let (Some(job), Some(threads)) = (arg_u64(e, "job"), arg_u64(e, "threads")) else {
             continue;
         };

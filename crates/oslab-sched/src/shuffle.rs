@@ -6,7 +6,7 @@
 
 use crate::locks::{self, Monitor, MonitorError, ThreadWait};
 use oslab_core::affinity::{get_affinity, set_affinity};
-use oslab_core::model::{judged, Judge, Measurement, TimelineEvent, Unit};
+use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, CpuSet, Topology};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -291,7 +291,7 @@ impl Daemon {
             .collect();
         self.timeline.push(TimelineEvent {
             track: "lock wait".into(),
-            kind: "interval".into(),
+            kind: EventKind::Interval,
             start_ns: t - self.interval.as_nanos() as f64,
             dur_ns: self.interval.as_nanos() as f64,
             args: params! {"lock_fraction" => fraction, "threads" => per_thread},
@@ -339,11 +339,10 @@ impl Daemon {
             self.timeline.push(TimelineEvent {
                 track: "shuffle".into(),
                 kind: if self.monitor_only {
-                    "decision (monitor only)"
+                    EventKind::Decision
                 } else {
-                    "shuffle"
-                }
-                .into(),
+                    EventKind::Shuffle
+                },
                 start_ns: t,
                 dur_ns: 0.0,
                 args: params! {"lock_fraction" => fraction, "groups" => groups, "moves" => moved},

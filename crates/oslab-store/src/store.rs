@@ -437,7 +437,7 @@ impl Store {
                 let args: Option<String> = r.get(4)?;
                 Ok(TimelineEvent {
                     track: r.get(0)?,
-                    kind: r.get(1)?,
+                    kind: r.get::<_, String>(1)?.into(),
                     start_ns: r.get(2)?,
                     dur_ns: r.get(3)?,
                     args: args
@@ -648,7 +648,7 @@ fn insert_timeline(
             run_id,
             seq as i64,
             e.track,
-            e.kind,
+            e.kind.name(),
             e.start_ns,
             e.dur_ns,
             (!e.args.is_empty()).then(|| serde_json::Value::Object(e.args.clone()).to_string()),
@@ -746,6 +746,7 @@ fn decode_samples(b: &[u8]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oslab_core::model::EventKind;
     use oslab_core::params;
 
     fn record() -> RunRecord {
@@ -826,14 +827,14 @@ mod tests {
         let timeline = vec![
             TimelineEvent {
                 track: "cpu 1".into(),
-                kind: "inactive".into(),
+                kind: EventKind::Inactive,
                 start_ns: 4.0e6,
                 dur_ns: 2500.0,
                 args: params! {"irq" => "LOC"},
             },
             TimelineEvent {
                 track: "cpu 1".into(),
-                kind: "active".into(),
+                kind: EventKind::Active,
                 start_ns: 0.0,
                 dur_ns: 4.0e6,
                 args: params! {},

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use oslab_probes::timeslice::SchedClass;
+use oslab_report::export::Format;
 use oslab_sched::cpuman::manager::Migration;
 use oslab_sched::policy::PolicyKind;
 use std::path::PathBuf;
@@ -286,11 +287,20 @@ pub struct ReportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// html (one self-contained file) or md (Markdown with SVG charts beside it).
-    #[arg(long, value_parser = ["html", "md"], default_value = "html")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Html, value_parser = report_format)]
+    pub format: Format,
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// The formats a report is written in.
+fn report_format(s: &str) -> Result<Format, String> {
+    match s {
+        "html" => Ok(Format::Html),
+        "md" => Ok(Format::Md),
+        _ => Err(format!("{s:?}: html or md")),
+    }
 }
 
 /// `oslab compare`.
@@ -350,10 +360,9 @@ pub struct ExportArgs {
     /// Run id, or 'latest'.
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// json (everything, samples included), csv (one row per measurement), perfetto (timeline),
-    /// paraver (a CPU-manager timeline as BASE.prv, .pcf and .row; needs -o BASE).
-    #[arg(long, value_parser = ["json", "csv", "perfetto", "paraver"], default_value = "json")]
-    pub format: String,
+    /// The format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
     /// Write to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

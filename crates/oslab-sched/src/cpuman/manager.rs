@@ -15,7 +15,7 @@ use super::outcome::{JobOutcome, RunOutcome};
 use super::workload::JobSpec;
 use crate::jobs::Kind;
 use crate::policy::{JobView, Policy};
-use oslab_core::model::TimelineEvent;
+use oslab_core::model::{EventKind, TimelineEvent};
 use oslab_core::perf::{self, Counter};
 use oslab_core::{signals, CpuSet};
 use serde_json::Map;
@@ -625,7 +625,7 @@ fn span_event(s: &Span) -> TimelineEvent {
     args.insert("cpu".into(), s.cpu.into());
     TimelineEvent {
         track: format!("cpu {}", s.cpu),
-        kind: "run".into(),
+        kind: EventKind::Run,
         start_ns: s.start * 1e9,
         dur_ns: (s.end - s.start) * 1e9,
         args,

@@ -3,7 +3,7 @@
 //! alike) and a timeline.
 
 use crate::jobs::Kind;
-use oslab_core::model::{judged, Judge, Measurement, Status, TimelineEvent, Unit};
+use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::units::value;
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -70,7 +70,7 @@ impl JobOutcome {
     pub fn alloc_event(&self, threads: usize, cpus: &[usize], t: f64) -> TimelineEvent {
         TimelineEvent {
             track: self.track(),
-            kind: "alloc".into(),
+            kind: EventKind::Alloc,
             start_ns: t * 1e9,
             dur_ns: 0.0,
             args: object(json!({"job": self.id, "threads": threads, "cpus": cpus})),
@@ -83,7 +83,7 @@ impl JobOutcome {
         let end = self.end_s.unwrap_or(self.submit_s);
         TimelineEvent {
             track: self.track(),
-            kind: "running".into(),
+            kind: EventKind::Running,
             start_ns: start * 1e9,
             dur_ns: (end - start) * 1e9,
             args: object(json!({

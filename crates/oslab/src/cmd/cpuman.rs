@@ -148,7 +148,7 @@ fn write_paraver(
         eprintln!("no thread ran long enough to be sampled: no Paraver trace written");
         return Ok(());
     };
-    super::write_paraver(base, &p)?;
+    super::exchange::write_files(&oslab_report::export::paraver_files(p), Some(base))?;
     eprintln!(
         "Paraver trace: {}.prv (+ .pcf, .row)",
         base.with_extension("").display()

@@ -4,53 +4,69 @@ use super::open_store;
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
 use oslab_core::files::{write_whole, Links};
+use oslab_report::export::{self, File, Format, Place};
 use oslab_store::exchange::{self, RunDocument};
 use oslab_store::RunRef;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let run: RunRef = args.run.parse().map_err(usage)?;
-    let store = open_store(&args.store)?;
+    if args.output.is_none() && export::exporter(args.format).needs_output() {
+        return Err(usage(format!(
+            "--format {} writes files for a viewer, not text: give -o FILE (or -o BASE)",
+            format_name(args.format)
+        )));
+    }
+    let (_, files) = exported(&args.run, args.format, &args.store)?;
+    write_files(&files, args.output.as_deref())
+}
+
+/// A format as the user writes it.
+fn format_name(f: Format) -> String {
+    use clap::ValueEnum;
+    f.to_possible_value()
+        .map_or_else(|| format!("{f:?}"), |v| v.get_name().to_string())
+}
+
+/// A stored run, loaded whole, and its files in `format`.
+pub fn exported(
+    run: &str,
+    format: Format,
+    store: &crate::cli::StoreArgs,
+) -> anyhow::Result<(RunDocument, Vec<File>)> {
+    let run: RunRef = run.parse().map_err(usage)?;
+    let store = open_store(store)?;
     let (record, ms) = store.load_run(&run)?;
     let timeline = store.load_timeline(&run)?;
-    let id = record.id.unwrap_or_default();
-    if args.format == "paraver" {
-        let base = args
-            .output
-            .as_ref()
-            .ok_or_else(|| usage("--format paraver writes three files: give -o BASE"))?;
-        let p = oslab_report::paraver::paraver(&timeline, &record.started, 0, &record.hostname)
-            .ok_or_else(|| {
-                usage(format!(
-                    "run {id} has no threads-on-cpus timeline (runs of `oslab cpuman` have one)"
-                ))
-            })?;
-        super::write_paraver(base, &p)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let bytes = match args.format.as_str() {
-        "csv" => exchange::csv(id, &ms).into_bytes(),
-        "perfetto" => {
-            if timeline.is_empty() {
-                anyhow::bail!(
-                    "run {id} has no timeline to export (runs of `oslab activity` and `oslab timeslice` have one); use --format json or csv"
-                );
+    let doc = RunDocument::new(record, ms, timeline);
+    let files = export::exporter(format).export(&doc).map_err(usage)?;
+    Ok((doc, files))
+}
+
+/// Writes an export's files: the main one to `output` (standard output when none), the others
+/// next to it.
+pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<ExitCode> {
+    for f in files {
+        let path = match (&f.place, output) {
+            (Place::Main, None) => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&f.bytes)?;
+                if !f.bytes.ends_with(b"\n") {
+                    out.write_all(b"\n")?;
+                }
+                continue;
             }
-            let title = format!("oslab run {id} ({})", record.command);
-            serde_json::to_vec(&oslab_report::trace::chrome_trace(&title, &timeline))?
-        }
-        _ => serde_json::to_vec(&RunDocument::new(record, ms, timeline))?,
-    };
-    match &args.output {
-        Some(path) => write_whole(path, &bytes)?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)?;
-            if !bytes.ends_with(b"\n") {
-                out.write_all(b"\n")?;
-            }
-        }
+            (Place::Main, Some(p)) => p.to_path_buf(),
+            (Place::Extension(ext), Some(p)) => p.with_extension(ext),
+            (Place::Beside(name), Some(p)) => p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join(name),
+            (_, None) => return Err(usage("this format writes several files: give -o BASE")),
+        };
+        write_whole(&path, &f.bytes)?;
     }
     Ok(ExitCode::SUCCESS)
 }

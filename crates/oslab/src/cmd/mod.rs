@@ -95,14 +95,3 @@ pub fn print_text(s: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
-/// Writes a Paraver trace as BASE.prv, BASE.pcf and BASE.row.
-pub fn write_paraver(
-    base: &std::path::Path,
-    p: &oslab_report::paraver::Paraver,
-) -> anyhow::Result<()> {
-    for (ext, body) in [("prv", &p.prv), ("pcf", &p.pcf), ("row", &p.row)] {
-        oslab_core::files::write_whole(&base.with_extension(ext), body.as_bytes())?;
-    }
-    Ok(())
-}

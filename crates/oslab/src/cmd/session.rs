@@ -2,13 +2,14 @@
 //! pinning) and a [`Recorder`] writing the run as it is measured, opened before anything is
 //! measured; at the end the run is printed.
 
-use super::stored::{render_run, run_json};
+use super::stored::render_run;
 use super::{open_store, print_json, print_text};
 use crate::cli::StoreArgs;
 use crate::error::usage;
 use oslab_core::model::{Measurement, TimelineEvent};
 use oslab_core::signals;
 use oslab_probes::session::{self, Placement, SessionError};
+use oslab_store::exchange::RunDocument;
 use oslab_store::{Program, Recorder, RunRecord};
 use std::cell::Cell;
 use std::process::ExitCode;
@@ -123,7 +124,7 @@ impl Session {
         let mut shown = measurements.to_vec();
         shown.iter_mut().for_each(|m| m.samples = None);
         if json {
-            print_json(&run_json(&record, &shown))?;
+            print_json(&RunDocument::new(record.clone(), shown, timeline.to_vec()))?;
         } else {
             print_text(&render_run(&record, &shown))?;
             if let Some(text) = extra {

@@ -5,6 +5,7 @@ use crate::cli::{RunsArgs, ShowArgs};
 use crate::error::usage;
 use oslab_core::machine::Environment;
 use oslab_core::model::Measurement;
+use oslab_store::exchange::RunDocument;
 use oslab_store::{RunRecord, RunRef};
 use std::process::ExitCode;
 
@@ -32,20 +33,12 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         ms.iter_mut().for_each(|m| m.samples = None);
     }
     if args.json {
-        print_json(&run_json(&record, &ms))?;
+        let timeline = store.load_timeline(&run)?;
+        print_json(&RunDocument::new(record, ms, timeline))?;
     } else {
         print_text(&render_run(&record, &ms))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The stable JSON form of a run (`oslab.run/1`).
-pub fn run_json(record: &RunRecord, ms: &[Measurement]) -> serde_json::Value {
-    serde_json::json!({
-        "schema": "oslab.run/1",
-        "run": record,
-        "measurements": ms,
-    })
 }
 
 /// A run as text: header, table, warnings.

@@ -1,0 +1,189 @@
+//! Every way a stored run leaves oslab, one exporter per format behind one trait: the
+//! `oslab.run/1` JSON document, CSV, a Perfetto trace of the timeline, a Paraver trace, a
+//! self-contained HTML report and Markdown with SVG charts. `oslab export` and `oslab report`
+//! both go through [`exporter`]; a new format is one more implementation here.
+
+use crate::{html, paraver, trace};
+use oslab_store::exchange::{self, RunDocument};
+
+/// The formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Format {
+    /// Everything, samples included (schema oslab.run/1).
+    Json,
+    /// One row per measurement.
+    Csv,
+    /// The timeline as Chrome trace-event JSON (opens in Perfetto).
+    Perfetto,
+    /// A CPU-manager timeline as BASE.prv, .pcf and .row (needs an output name).
+    Paraver,
+    /// One self-contained HTML page with charts.
+    Html,
+    /// Markdown with SVG charts beside it (needs an output name).
+    Md,
+}
+
+/// Where a file goes, relative to the output the user named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// The output itself (or standard output when none was named and the format allows it).
+    Main,
+    /// The output with this extension instead of its own.
+    Extension(&'static str),
+    /// A file of this name in the output's directory.
+    Beside(String),
+}
+
+/// One file of an export.
+#[derive(Debug, Clone)]
+pub struct File {
+    /// Where it goes.
+    pub place: Place,
+    /// What it holds.
+    pub bytes: Vec<u8>,
+}
+
+impl File {
+    fn main(bytes: impl Into<Vec<u8>>) -> File {
+        File {
+            place: Place::Main,
+            bytes: bytes.into(),
+        }
+    }
+}
+
+/// A way to write a run.
+pub trait Exporter {
+    /// The extension of a default file name.
+    fn extension(&self) -> &'static str;
+    /// Whether the files need a named output (several files, or a page for a browser).
+    fn needs_output(&self) -> bool {
+        false
+    }
+    /// The files, the main one first; or why this run cannot be written so.
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String>;
+}
+
+/// The exporter of a format.
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Json => Box::new(Json),
+        Format::Csv => Box::new(Csv),
+        Format::Perfetto => Box::new(Perfetto),
+        Format::Paraver => Box::new(Paraver),
+        Format::Html => Box::new(Html),
+        Format::Md => Box::new(Markdown),
+    }
+}
+
+fn run_id(doc: &RunDocument) -> i64 {
+    doc.run.id.unwrap_or_default()
+}
+
+struct Json;
+impl Exporter for Json {
+    fn extension(&self) -> &'static str {
+        "json"
+    }
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+        let bytes = serde_json::to_vec(doc).map_err(|e| e.to_string())?;
+        Ok(vec![File::main(bytes)])
+    }
+}
+
+struct Csv;
+impl Exporter for Csv {
+    fn extension(&self) -> &'static str {
+        "csv"
+    }
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+        Ok(vec![File::main(exchange::csv(
+            run_id(doc),
+            &doc.measurements,
+        ))])
+    }
+}
+
+struct Perfetto;
+impl Exporter for Perfetto {
+    fn extension(&self) -> &'static str {
+        "json"
+    }
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+        if doc.timeline.is_empty() {
+            return Err(format!(
+                "run {} has no timeline to export (runs of `oslab activity` and `oslab timeslice` have one); use --format json or csv",
+                run_id(doc)
+            ));
+        }
+        let title = format!("oslab run {} ({})", run_id(doc), doc.run.command);
+        let bytes = serde_json::to_vec(&trace::chrome_trace(&title, &doc.timeline))
+            .map_err(|e| e.to_string())?;
+        Ok(vec![File::main(bytes)])
+    }
+}
+
+struct Paraver;
+impl Exporter for Paraver {
+    fn extension(&self) -> &'static str {
+        "prv"
+    }
+    fn needs_output(&self) -> bool {
+        true
+    }
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+        let p = paraver::paraver(&doc.timeline, &doc.run.started, 0, &doc.run.hostname)
+            .ok_or_else(|| {
+                format!(
+                    "run {} has no threads-on-cpus timeline (runs of `oslab cpuman` have one)",
+                    run_id(doc)
+                )
+            })?;
+        Ok(paraver_files(p))
+    }
+}
+
+/// A Paraver trace as its three files.
+pub fn paraver_files(p: paraver::Paraver) -> Vec<File> {
+    [("prv", p.prv), ("pcf", p.pcf), ("row", p.row)]
+        .into_iter()
+        .map(|(ext, body)| File {
+            place: Place::Extension(ext),
+            bytes: body.into_bytes(),
+        })
+        .collect()
+}
+
+struct Html;
+impl Exporter for Html {
+    fn extension(&self) -> &'static str {
+        "html"
+    }
+    fn needs_output(&self) -> bool {
+        true
+    }
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+        let page = html::report(&doc.run, &doc.measurements, &doc.timeline);
+        Ok(vec![File::main(page)])
+    }
+}
+
+struct Markdown;
+impl Exporter for Markdown {
+    fn extension(&self) -> &'static str {
+        "md"
+    }
+    fn needs_output(&self) -> bool {
+        true
+    }
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+        let (text, figures) = html::markdown(&doc.run, &doc.measurements, &doc.timeline);
+        let mut files = vec![File::main(text)];
+        files.extend(figures.into_iter().map(|(name, svg)| File {
+            place: Place::Beside(name),
+            bytes: svg.into_bytes(),
+        }));
+        Ok(files)
+    }
+}

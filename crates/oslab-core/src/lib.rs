@@ -21,6 +21,7 @@
 //! - [`counters`]: counters by perf's names, raw and PMU events, L2_TCM/L2_TCA presets, groups.
 //! - [`perf`]: one perf_event_open counter on the calling thread (software events need no PMU).
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`, `TimelineEvent`.
+//! - [`text`]: lines and tables an experiment reports, as data the report crate renders.
 //! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB).
 //! - [`compare::compare`]: two sets of measurements side by side: ratio, significance, regressions.
 //! - [`paired`]: A/B experiments run as alternating pairs, judged on the paired differences.
@@ -45,6 +46,7 @@ pub mod perf;
 pub mod placement;
 pub mod signals;
 pub mod stats;
+pub mod text;
 pub mod time;
 pub mod topology;
 pub mod units;

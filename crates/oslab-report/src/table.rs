@@ -25,6 +25,39 @@ fn right(t: &mut Table, cols: &[usize]) {
     }
 }
 
+/// A table of [`oslab_core::text`], in the terminal style of every oslab table.
+pub fn render(table: &oslab_core::text::Table) -> String {
+    let header: Vec<&str> = table.header.iter().map(String::as_str).collect();
+    let mut t = new_table(&header);
+    for r in &table.rows {
+        t.add_row(r.clone());
+    }
+    right(&mut t, &table.numeric);
+    t.to_string()
+}
+
+/// Lines and tables, in order, tables indented under their text.
+pub fn doc(blocks: &[oslab_core::text::Block]) -> String {
+    use oslab_core::text::Block;
+    let mut out = String::new();
+    for b in blocks {
+        match b {
+            Block::Text(s) => out.push_str(s),
+            Block::Table(t) => {
+                for line in render(t).lines() {
+                    out.push_str("  ");
+                    out.push_str(line.trim_end());
+                    out.push('\n');
+                }
+            }
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The measurement table: probe, params, metric, median, best (min for times, max for rates, none
 /// for differences), CI95, unit, cycles, predicted, status. Values of one row share one unit, chosen from its median.
 pub fn measurements(ms: &[Measurement]) -> String {

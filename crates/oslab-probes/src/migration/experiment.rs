@@ -8,9 +8,9 @@ use crate::probe::ProbeError;
 use oslab_core::counters::{self, CpuId, Spec};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::paired::{self, Arm, Pairs};
+use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use oslab_core::{params, Topology};
-use std::fmt::Write;
 
 /// Probe id of the experiment's measurements.
 pub const PROBE: &str = "migrate";
@@ -61,7 +61,7 @@ pub struct Outcome {
     /// Measurements of every kernel and variant, and the migration cost.
     pub measurements: Vec<Measurement>,
     /// Per-run tables and verdicts.
-    pub text: String,
+    pub doc: Doc,
     /// Whether Ctrl-C stopped it.
     pub interrupted: bool,
 }
@@ -83,10 +83,10 @@ pub fn run(
 ) -> Result<Outcome, ProbeError> {
     let (n, a, b) = (req.size, req.from, req.to);
     let class = distance_class(topology, a, b);
-    let mut text = format!(
-        "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, pinned and migrated alternating\n",
+    let mut doc = vec![Block::Text(format!(
+        "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, pinned and migrated alternating",
         req.runs
-    );
+    ))];
     let mut measurements = Vec::new();
     let mut interrupted = false;
     let mut m = Matmul::new(n);
@@ -113,7 +113,7 @@ pub fn run(
             }
         })?;
         interrupted = pairs.stopped;
-        report(&mut text, &mut measurements, req, kernel, class, &pairs);
+        report(&mut doc, &mut measurements, req, kernel, class, &pairs);
         if interrupted {
             break;
         }
@@ -131,15 +131,14 @@ pub fn run(
         )
         .collect();
     if !missing.is_empty() {
-        let _ = writeln!(
-            text,
+        doc.push(Block::Text(format!(
             "\ncounters not measured here:\n  {}",
             missing.join("\n  ")
-        );
+        )));
     }
     Ok(Outcome {
         measurements,
-        text,
+        doc,
         interrupted,
     })
 }
@@ -167,7 +166,7 @@ fn miss_rate(r: &RunResult, p: usize) -> Option<f64> {
 
 /// Writes one kernel's per-run table and verdict, and adds its measurements.
 fn report(
-    text: &mut String,
+    doc: &mut Doc,
     out: &mut Vec<Measurement>,
     req: &Request,
     kernel: Kernel,
@@ -179,22 +178,26 @@ fn report(
         Kernel::Blocked(bs) => bs,
         Kernel::Naive => 0,
     };
-    let _ = writeln!(
-        text,
-        "\n{} kernel{}:\n  {:<9} {:>3} {:>10} {:>16} {:>16} {:>14} {:>14}",
+    doc.push(Block::Text(format!(
+        "\n{} kernel{}:",
         kernel.name(),
         if block > 0 {
             format!(" (block {block})")
         } else {
             String::new()
-        },
-        "variant",
-        "run",
-        "time",
-        "phase 1 (cpu)",
-        "phase 2 (cpu)",
-        "L2 miss rate 1",
-        "L2 miss rate 2"
+        }
+    )));
+    let mut table = Table::new(
+        &[
+            "variant",
+            "run",
+            "time",
+            "phase 1 (cpu)",
+            "phase 2 (cpu)",
+            "L2 miss rate 1",
+            "L2 miss rate 2",
+        ],
+        &[1, 2, 3, 4, 5, 6],
     );
     for (variant, runs) in [(Variant::Pinned, &pairs.a), (Variant::Migrated, &pairs.b)] {
         for (i, r) in runs.iter().enumerate() {
@@ -206,17 +209,15 @@ fn report(
                 )
             };
             let rate = |p| miss_rate(r, p).map_or("-".into(), |x| format!("{:.4}", x));
-            let _ = writeln!(
-                text,
-                "  {:<9} {:>3} {:>10} {:>16} {:>16} {:>14} {:>14}",
-                variant.name(),
-                i + 1,
+            table.row(vec![
+                variant.name().into(),
+                (i + 1).to_string(),
                 value(r.seconds() * 1e9, Unit::Ns),
                 phase(0),
                 phase(1),
                 rate(0),
-                rate(1)
-            );
+                rate(1),
+            ]);
         }
         let base = params! {
             "kernel" => kernel.name(), "block" => block, "size" => n, "variant" => variant.name(),
@@ -224,18 +225,17 @@ fn report(
         };
         variant_measurements(out, &base, &req.counters, runs);
     }
+    doc.push(Block::Table(table));
     let mean = |v: &[RunResult]| v.iter().map(|r| r.seconds()).sum::<f64>() / v.len().max(1) as f64;
     let (pinned, migrated) = (mean(&pairs.a), mean(&pairs.b));
     let diffs = pairs.differences(|r| r.seconds() * 1e9);
-    let _ = writeln!(
-        text,
-        "  mean: pinned {}, migrated {}; migration cost (mean difference) {}",
+    let verdict = paired::verdict_text(&diffs, signed);
+    doc.push(Block::Text(format!(
+        "  mean: pinned {}, migrated {}; migration cost (mean difference) {}\n  migration cost {verdict}",
         value(pinned * 1e9, Unit::Ns),
         value(migrated * 1e9, Unit::Ns),
         signed((migrated - pinned) * 1e9)
-    );
-    let verdict = paired::verdict_text(&diffs, signed);
-    let _ = writeln!(text, "  migration cost {verdict}");
+    )));
     let params = params! {"kernel" => kernel.name(), "block" => block, "size" => n, "from" => a, "to" => b, "class" => class};
     let note = format!("paired runs (migrated - pinned); {verdict}");
     // The interval says how sure we are: the spread is the subject, not noise.

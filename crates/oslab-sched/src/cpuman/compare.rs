@@ -6,9 +6,9 @@
 use super::outcome::{JOB_PROBE, RUN_PROBE};
 use oslab_core::compare::{compare, Verdict};
 use oslab_core::model::{Measurement, Unit};
+use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use serde::Serialize;
-use std::fmt::Write;
 
 /// The settings that identify a CPU-manager run.
 const SETTINGS: [&str; 5] = ["policy", "migration", "workload", "load", "cpus"];
@@ -155,52 +155,50 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
 }
 
 /// The runs' totals and the ratios, as tables.
-pub fn text(runs: &[StoredRun], ratios: &[Ratio]) -> String {
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "{:>5} {:>7} {:>8} {:>10} {:>5} {:>12} {:>12} {:>11} {:>12}",
-        "run",
-        "policy",
-        "migration",
-        "workload",
-        "load",
-        "cpu time",
-        "makespan",
-        "migrations",
-        "mean burst"
+pub fn doc(runs: &[StoredRun], ratios: &[Ratio]) -> Doc {
+    let mut totals = Table::new(
+        &[
+            "run",
+            "policy",
+            "migration",
+            "workload",
+            "load",
+            "cpu time",
+            "makespan",
+            "migrations",
+            "mean burst",
+        ],
+        &[0, 4, 5, 6, 7, 8],
     );
     for r in runs {
         let g = |metric: &str, unit| r.total(metric).map_or("-".into(), |v| value(v, unit));
-        let _ = writeln!(
-            t,
-            "{:>5} {:>7} {:>8} {:>10} {:>5} {:>12} {:>12} {:>11} {:>12}",
-            r.id,
-            r.setting("policy"),
-            r.setting("migration"),
-            r.setting("workload"),
-            r.setting("load"),
+        totals.row(vec![
+            r.id.to_string(),
+            r.setting("policy").into(),
+            r.setting("migration").into(),
+            r.setting("workload").into(),
+            r.setting("load").into(),
             g("cpu_time", Unit::Ns),
             g("makespan", Unit::Ns),
             g("migrations", Unit::Count),
-            g("burst_length", Unit::Ns)
-        );
+            g("burst_length", Unit::Ns),
+        ]);
     }
+    let mut doc = vec![Block::Table(totals)];
     if ratios.is_empty() {
-        let _ = writeln!(
-            t,
-            "\nno with/without-migration pairs: give runs of one policy and workload with --migration off and kernel/manual"
-        );
-        return t;
+        doc.push(Block::Text(
+            "\nno with/without-migration pairs: give runs of one policy and workload with --migration off and kernel/manual".into(),
+        ));
+        return doc;
     }
-    let _ = writeln!(
-        t,
-        "\nmedian CPU time per job with page migration / without (the paper's ratio; < 1: migration helps):"
-    );
-    let _ = writeln!(
-        t,
-        "{:>7} {:>10} {:>5} {:>9} {:>8} {:>12} {:>12} {:>7} {:>10}",
-        "policy", "workload", "load", "kind", "mode", "cpu time", "without", "ratio", "verdict"
+    doc.push(Block::Text(
+        "\nmedian CPU time per job with page migration / without (the paper's ratio; < 1: migration helps):".into(),
+    ));
+    let mut t = Table::new(
+        &[
+            "policy", "workload", "load", "kind", "mode", "cpu time", "without", "ratio", "verdict",
+        ],
+        &[2, 5, 6, 7],
     );
     for r in ratios {
         let verdict = match r.verdict {
@@ -208,21 +206,20 @@ pub fn text(runs: &[StoredRun], ratios: &[Ratio]) -> String {
             Verdict::Better => "better",
             Verdict::Regression => "worse",
             Verdict::Changed => "changed",
-            Verdict::Unknown => "too few",
+            Verdict::Unknown => "too few jobs",
         };
-        let _ = writeln!(
-            t,
-            "{:>7} {:>10} {:>5} {:>9} {:>8} {:>12} {:>12} {:>7.3} {:>10}",
-            r.policy,
-            r.workload,
-            r.load,
-            r.kind,
-            r.mode,
+        t.row(vec![
+            r.policy.clone(),
+            r.workload.clone(),
+            r.load.clone(),
+            r.kind.clone(),
+            r.mode.clone(),
             value(r.with_ns, Unit::Ns),
             value(r.without_ns, Unit::Ns),
-            r.ratio,
-            verdict
-        );
+            format!("{:.3}", r.ratio),
+            verdict.into(),
+        ]);
     }
-    t
+    doc.push(Block::Table(t));
+    doc
 }

@@ -4,9 +4,9 @@
 
 use crate::jobs::Kind;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
+use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use serde_json::{json, Map, Value};
-use std::fmt::Write;
 
 fn object(v: Value) -> Map<String, Value> {
     match v {
@@ -165,12 +165,10 @@ impl RunOutcome {
         p
     }
 
-    /// The per-job table and the run's makespan and notes, as text.
-    pub fn text(&self) -> String {
-        let mut t = String::new();
+    /// The per-job table, the makespan and the notes.
+    pub fn doc(&self) -> Doc {
         let opt = |v: Option<f64>, unit: Unit| v.map_or("-".to_string(), |x| value(x, unit));
-        let _ = writeln!(
-            t,
+        let mut doc = vec![Block::Text(format!(
             "\n{} {} jobs, policy {}, page migration {}, {} cpus{}",
             if self.simulated {
                 "simulated:"
@@ -185,28 +183,28 @@ impl RunOutcome {
                 ", {} at {l}% load",
                 self.workload
             ))
-        );
-        let _ = writeln!(
-            t,
-            "  {:>5} {:>8} {:>4} {:>9} {:>9} {:>10} {:>10} {:>8} {:>6} {:>6}",
-            "job",
-            "kind",
-            "req",
-            "arrival",
-            "wait",
-            "execution",
-            "cpu time",
-            "speedup",
-            "alloc",
-            "migr"
+        ))];
+        let mut t = Table::new(
+            &[
+                "job",
+                "kind",
+                "req",
+                "arrival",
+                "wait",
+                "execution",
+                "cpu time",
+                "speedup",
+                "alloc",
+                "migr",
+                "state",
+            ],
+            &[0, 2, 3, 4, 5, 6, 7, 8, 9],
         );
         for j in &self.jobs {
-            let _ = writeln!(
-                t,
-                "  {:>5} {:>8} {:>4} {:>9} {:>9} {:>10} {:>10} {:>8} {:>6} {:>6} {}",
-                j.id,
-                j.kind_name(),
-                j.request,
+            t.row(vec![
+                j.id.to_string(),
+                j.kind_name().into(),
+                j.request.to_string(),
                 value(j.submit_s * 1e9, Unit::Ns),
                 opt(j.start_s.map(|s| (s - j.submit_s) * 1e9), Unit::Ns),
                 opt(j.execution_s().map(|s| s * 1e9), Unit::Ns),
@@ -216,14 +214,16 @@ impl RunOutcome {
                     .map_or("-".into(), |s| format!("{s:.2}")),
                 j.mean_alloc().map_or("-".into(), |a| format!("{a:.2}")),
                 j.migrations.map_or("-".into(), |m| m.to_string()),
-                if j.completed { "" } else { "not completed" }
-            );
+                if j.completed { "" } else { "not completed" }.into(),
+            ]);
         }
-        let _ = writeln!(t, "  makespan {}", value(self.makespan_s * 1e9, Unit::Ns));
+        doc.push(Block::Table(t));
+        let mut tail = format!("  makespan {}", value(self.makespan_s * 1e9, Unit::Ns));
         for note in &self.notes {
-            let _ = writeln!(t, "note: {note}");
+            tail.push_str(&format!("\nnote: {note}"));
         }
-        t
+        doc.push(Block::Text(tail));
+        doc
     }
 
     /// The measurements: per kind (and "all"), per-job samples of CPU time, execution and

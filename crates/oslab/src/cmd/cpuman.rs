@@ -12,6 +12,7 @@ use oslab_core::files::write_whole;
 use oslab_core::model::Unit;
 use oslab_core::units::value;
 use oslab_core::CpuSet;
+use oslab_report::table::doc;
 use oslab_sched::cpuman::compare::{self, StoredRun};
 use oslab_sched::cpuman::manager::{self, Config};
 use oslab_sched::cpuman::outcome::RunOutcome;
@@ -127,7 +128,7 @@ fn live(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let text = format!(
         "{}one sequential iteration here: {}",
-        outcome.text(),
+        doc(&outcome.doc()),
         cal.join(", ")
     );
     if let Some(base) = &args.paraver {
@@ -185,7 +186,13 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         t.elapsed().as_secs_f64()
     );
     let ms = outcome.measurements();
-    session.finish(&ms, &outcome.timeline, false, a.json, Some(outcome.text()))
+    session.finish(
+        &ms,
+        &outcome.timeline,
+        false,
+        a.json,
+        Some(doc(&outcome.doc())),
+    )
 }
 
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
@@ -237,7 +244,7 @@ fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
     }
     let ratios = compare::migration_ratios(&runs);
     if !a.json {
-        print_text(&compare::text(&runs, &ratios))?;
+        print_text(&doc(&compare::doc(&runs, &ratios)))?;
         return Ok(ExitCode::SUCCESS);
     }
     let runs: Vec<serde_json::Value> = runs

@@ -62,6 +62,6 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         &[],
         outcome.interrupted,
         args.json,
-        Some(outcome.text),
+        Some(oslab_report::table::doc(&outcome.doc)),
     )
 }

@@ -5,11 +5,11 @@ use crate::cli::TimesliceArgs;
 use crate::error::usage;
 use oslab_core::affinity::AffinityGuard;
 use oslab_core::model::Unit;
+use oslab_core::text::{Block, Table};
 use oslab_core::units::value;
 use oslab_core::CpuSet;
 use oslab_probes::timeslice::{self, SchedClass};
 use oslab_probes::ProbeError;
-use std::fmt::Write;
 use std::process::ExitCode;
 
 pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
@@ -38,10 +38,10 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let mut measurements = Vec::new();
     let mut timeline = Vec::new();
-    let mut text = format!("threshold: {}\n", threshold.how);
+    let mut doc = vec![Block::Text(format!("threshold: {}", threshold.how))];
     let mut interrupted = false;
     let mut offset = 0.0;
-    let mut summary = Vec::new();
+    let mut summary = Table::new(&["procs", "slice", "switch", "switches"], &[0, 1, 2, 3]);
     for &n in &counts {
         let rec = match timeslice::record(
             &clock,
@@ -63,28 +63,27 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         timeline.extend(timeslice::timeline(&clock, &rec, &slices, offset));
         offset += args.duration.as_nanos() as f64 * 1.05;
         let ms = timeslice::summarise("timeslice", &clock, &rec, policy, session.cpu);
-        let _ = writeln!(
-            text,
+        doc.push(Block::Text(format!(
             "\n{n} processes on cpu {} ({}):",
             session.cpu,
             policy.name()
-        );
-        let _ = writeln!(
-            text,
-            "  {:>5} {:>5} {:>12} {:>12}",
-            "from", "to", "switch", "slice"
-        );
+        )));
+        let mut table = Table::new(&["from", "to", "switch", "slice"], &[0, 1, 2, 3]);
         let limit = if args.all { usize::MAX } else { 20 };
         for (from, to, sw, slice) in switches.iter().take(limit) {
-            let _ = writeln!(
-                text,
-                "  {from:>5} {to:>5} {:>12} {:>12}",
+            table.row(vec![
+                from.to_string(),
+                to.to_string(),
                 value(*sw, Unit::Ns),
-                value(*slice, Unit::Ns)
-            );
+                value(*slice, Unit::Ns),
+            ]);
         }
+        doc.push(Block::Table(table));
         if switches.len() > limit {
-            let _ = writeln!(text, "  ... {} more (--all)", switches.len() - limit);
+            doc.push(Block::Text(format!(
+                "  ... {} more (--all)",
+                switches.len() - limit
+            )));
         }
         let median = |metric: &str| {
             ms.iter()
@@ -92,24 +91,19 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
                 .and_then(|m| m.summary.as_ref())
                 .map_or("-".to_string(), |s| value(s.median, Unit::Ns))
         };
-        summary.push(format!(
-            "  {n:>5} {:>12} {:>12} {:>9}",
+        summary.row(vec![
+            n.to_string(),
             median("slice"),
             median("switch"),
-            switches.len()
-        ));
+            switches.len().to_string(),
+        ]);
         measurements.extend(ms);
     }
-    if summary.len() > 1 {
-        let _ = writeln!(text, "\nslice and switch by number of processes (medians):");
-        let _ = writeln!(
-            text,
-            "  {:>5} {:>12} {:>12} {:>9}",
-            "procs", "slice", "switch", "switches"
-        );
-        for line in &summary {
-            let _ = writeln!(text, "{line}");
-        }
+    if summary.rows.len() > 1 {
+        doc.push(Block::Text(
+            "\nslice and switch by number of processes (medians):".into(),
+        ));
+        doc.push(Block::Table(summary));
     }
     if let Some(path) = &args.trace {
         let doc = oslab_report::trace::chrome_trace("oslab timeslice", &timeline);
@@ -120,5 +114,6 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
+    let text = oslab_report::table::doc(&doc);
     session.finish(&measurements, &timeline, interrupted, args.json, Some(text))
 }

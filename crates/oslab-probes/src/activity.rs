@@ -48,6 +48,18 @@ fn q(sorted: &[u64], p: f64) -> u64 {
 }
 
 impl Threshold {
+    /// The threshold a user gave (cycles, "2000", or a time, "3us"), or one chosen from the
+    /// loop's own back-to-back reads.
+    pub fn from_arg(given: Option<&str>, clock: &Clock) -> Result<Threshold, String> {
+        Ok(match given {
+            Some(t) => Threshold::given_ns(
+                clock,
+                oslab_core::units::parse_threshold_ns(t, clock.ticks_per_ns)?,
+            ),
+            None => Threshold::calibrate(clock, std::time::Duration::from_millis(50)),
+        })
+    }
+
     /// Measures back-to-back reads for `window` and puts the threshold well above the loop's own
     /// jitter (cache and TLB misses) and well below real interruptions (microseconds): the larger
     /// of 4 x the 99.9th percentile and 20 x the median.

@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive). What the user typed, before anything touches the OS.
 
 use clap::{Args, Parser, Subcommand};
+use oslab_core::units::{parse_bytes, parse_duration, parse_fraction, parse_share};
 use oslab_probes::timeslice::SchedClass;
 use oslab_report::export::Format;
 use oslab_sched::cpuman::manager::Migration;
@@ -329,31 +330,6 @@ pub struct CompareArgs {
     pub store: StoreArgs,
 }
 
-/// Parses "5%" or "0.05" into 0.05.
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| format!("{s:?} is not a fraction (5% or 0.05)"))?;
-    if !(0.0..10.0).contains(&v) {
-        return Err(format!("{s:?}: give a fraction between 0% and 1000%"));
-    }
-    Ok(v)
-}
-
-/// A share of a whole, `10%` or `0.1`: above 0 and at most 100%.
-pub fn parse_share(s: &str) -> Result<f64, String> {
-    let v = parse_fraction(s)?;
-    if v <= 0.0 || v > 1.0 {
-        return Err(format!(
-            "{s:?}: a share of thread time is above 0% and at most 100%"
-        ));
-    }
-    Ok(v)
-}
-
 /// `oslab export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -501,108 +477,6 @@ pub struct ShowArgs {
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,
-}
-
-/// Parses a byte size: "4096", "512K", "2.8G", "1GiB", "64MB" (binary multiples).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (e.g. 512M, 2.8G)"))?;
-    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => return Err(format!("{s:?}: unknown unit (use K, M, G or T)")),
-    };
-    let bytes = n * mult as f64;
-    if !(1.0..=(1u64 << 50) as f64).contains(&bytes) {
-        return Err(format!("{s:?}: size must be between 1 byte and 1 PiB"));
-    }
-    Ok(bytes as u64)
-}
-
-/// Parses a duration: "2s", "500ms", "250us", "1.5" (seconds), "1m".
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (e.g. 2s, 500ms)"))?;
-    let secs = match unit.trim() {
-        "" | "s" => n,
-        "ms" => n / 1e3,
-        "us" => n / 1e6,
-        "m" | "min" => n * 60.0,
-        other => {
-            return Err(format!(
-                "{s:?}: unknown unit {other:?} (use s, ms, us or m)"
-            ))
-        }
-    };
-    if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!("{s:?}: must be more than 0 and at most a day"));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
-}
-
-/// A threshold in ns: cycles ("2000", at `ticks_per_ns`) or a time ("3us", "800ns").
-pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
-    let t = s.trim();
-    // (number, ns per unit); cycles are divided by the rate, not multiplied by its inverse.
-    let (num, to_ns): (&str, &dyn Fn(f64) -> f64) = if let Some(n) = t.strip_suffix("ns") {
-        (n, &|v| v)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, &|v| v * 1e3)
-    } else if let Some(n) = t.strip_suffix("ms") {
-        (n, &|v| v * 1e6)
-    } else {
-        (t.strip_suffix("cycles").unwrap_or(t), &|v| v / ticks_per_ns)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("--threshold {s:?}: give cycles (2000) or a time (3us, 800ns)"))?;
-    if v.is_nan() || v <= 0.0 {
-        return Err(format!("--threshold {s:?}: must be positive"));
-    }
-    Ok(to_ns(v))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{parse_bytes, parse_duration, parse_threshold_ns};
-
-    #[test]
-    fn durations_and_thresholds_parse() {
-        assert_eq!(parse_duration("2s").unwrap().as_millis(), 2000);
-        assert_eq!(parse_duration("250ms").unwrap().as_millis(), 250);
-        assert_eq!(parse_duration("1.5").unwrap().as_millis(), 1500);
-        assert!(parse_duration("0s").is_err() && parse_duration("3 weeks").is_err());
-        assert_eq!(parse_threshold_ns("3us", 2.6), Ok(3000.0));
-        assert_eq!(parse_threshold_ns("2600", 2.6), Ok(1000.0));
-        assert!(parse_threshold_ns("-1ns", 2.6).is_err() && parse_threshold_ns("x", 2.6).is_err());
-    }
-
-    #[test]
-    fn sizes_parse_with_binary_units() {
-        assert_eq!(parse_bytes("4096"), Ok(4096));
-        assert_eq!(parse_bytes("512K"), Ok(512 << 10));
-        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_bytes("2.5g"), Ok(5 << 29));
-        assert!(parse_bytes("12Q").is_err());
-        assert!(parse_bytes("lots").is_err());
-        assert!(parse_bytes("0").is_err());
-    }
 }
 
 /// `oslab cpuman`.

@@ -1,36 +1,17 @@
 //! `oslab activity`: the busy-loop tracker on one CPU, its periods stored as a timeline.
 
 use super::session::Session;
-use crate::cli::{parse_threshold_ns, ActivityArgs};
+use crate::cli::ActivityArgs;
 use crate::error::usage;
-use oslab_core::Clock;
 use oslab_probes::activity::{self, Limit, Threshold};
 use oslab_probes::Options;
 use oslab_report::activity::{histogram, periods};
 use std::process::ExitCode;
-use std::time::Duration;
-
-/// The gap threshold the user gave (cycles or a time), or one chosen from the loop's own reads.
-pub fn threshold(given: Option<&str>, clock: &Clock) -> anyhow::Result<Threshold> {
-    Ok(match given {
-        Some(t) => Threshold::given_ns(
-            clock,
-            parse_threshold_ns(t, clock.ticks_per_ns).map_err(usage)?,
-        ),
-        None => Threshold::calibrate(clock, Duration::from_millis(50)),
-    })
-}
 
 pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::open(false, args.cpu.as_deref(), None, &args.store)?;
     let clock = session.machine.clock().clone();
-    let threshold = match &args.threshold {
-        Some(t) => Threshold::given_ns(
-            &clock,
-            parse_threshold_ns(t, clock.ticks_per_ns).map_err(usage)?,
-        ),
-        None => Threshold::calibrate(&clock, Duration::from_millis(50)),
-    };
+    let threshold = Threshold::from_arg(args.threshold.as_deref(), &clock).map_err(usage)?;
     let limit = match args.samples {
         Some(0) => return Err(usage("--samples must be at least 1")),
         Some(n) => Limit::Samples(n),

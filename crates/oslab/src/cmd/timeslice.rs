@@ -8,6 +8,7 @@ use oslab_core::model::Unit;
 use oslab_core::text::{Block, Table};
 use oslab_core::units::value;
 use oslab_core::CpuSet;
+use oslab_probes::activity::Threshold;
 use oslab_probes::timeslice::{self, SchedClass};
 use oslab_probes::ProbeError;
 use std::process::ExitCode;
@@ -30,7 +31,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     }
     let mut session = Session::open(false, args.cpu.as_deref(), None, &args.store)?;
     let clock = session.machine.clock().clone();
-    let threshold = super::activity::threshold(args.threshold.as_deref(), &clock)?;
+    let threshold = Threshold::from_arg(args.threshold.as_deref(), &clock).map_err(usage)?;
     // We wait on another cpu when there is one, so we never take the measured cpu from them.
     let watcher = oslab_core::placement::watcher(&session.allowed, session.cpu);
     let _away = watcher

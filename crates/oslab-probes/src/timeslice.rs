@@ -10,6 +10,8 @@ use crate::probe::ProbeError;
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{EventKind, Measurement, TimelineEvent, Unit};
 use oslab_core::perf::{self, Counter};
+use oslab_core::text::{Block, Doc, Table};
+use oslab_core::units::value;
 use oslab_core::{params, Clock, CpuSet, Status};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -366,6 +368,106 @@ fn rr_interval_ns(pid: libc::pid_t) -> Option<f64> {
         return None;
     }
     Some(ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64).filter(|&v| v > 0.0)
+}
+
+/// A sweep over process counts, one recording each (`oslab timeslice`).
+pub struct Sweep<'a> {
+    /// The cpu the processes share.
+    pub cpu: usize,
+    /// Process counts, one recording each.
+    pub counts: Vec<usize>,
+    /// Length of each recording.
+    pub duration: Duration,
+    /// Their scheduling class.
+    pub class: SchedClass,
+    /// The gap threshold.
+    pub threshold: &'a crate::activity::Threshold,
+    /// Switches listed per recording.
+    pub shown: usize,
+}
+
+/// What a sweep recorded.
+pub struct Swept {
+    /// Slice, switch and count per recording.
+    pub measurements: Vec<Measurement>,
+    /// Who ran when, the recordings one after another.
+    pub timeline: Vec<TimelineEvent>,
+    /// The switches of each recording and, over several counts, the medians by count.
+    pub doc: Doc,
+    /// Whether Ctrl-C stopped it (what completed is kept).
+    pub interrupted: bool,
+}
+
+/// Records every count of the sweep in turn. The caller should wait on another cpu.
+pub fn sweep(clock: &Clock, s: &Sweep) -> Result<Swept, ProbeError> {
+    let mut measurements = Vec::new();
+    let mut timeline = Vec::new();
+    let mut doc = vec![Block::Text(format!("threshold: {}", s.threshold.how))];
+    let mut interrupted = false;
+    let mut offset = 0.0;
+    let mut summary = Table::new(&["procs", "slice", "switch", "switches"], &[0, 1, 2, 3]);
+    for &n in &s.counts {
+        let rec = match record(clock, s.cpu, n, s.duration, s.class, s.threshold.ticks) {
+            Ok(r) => r,
+            Err(ProbeError::Interrupted) => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        let slices = schedule(&rec.processes);
+        let switches = switches(clock, &slices);
+        timeline.extend(self::timeline(clock, &rec, &slices, offset));
+        offset += s.duration.as_nanos() as f64 * 1.05;
+        let ms = summarise("timeslice", clock, &rec, s.class, s.cpu);
+        doc.push(Block::Text(format!(
+            "\n{n} processes on cpu {} ({}):",
+            s.cpu,
+            s.class.name()
+        )));
+        let mut table = Table::new(&["from", "to", "switch", "slice"], &[0, 1, 2, 3]);
+        let limit = s.shown;
+        for (from, to, sw, slice) in switches.iter().take(limit) {
+            table.row(vec![
+                from.to_string(),
+                to.to_string(),
+                value(*sw, Unit::Ns),
+                value(*slice, Unit::Ns),
+            ]);
+        }
+        doc.push(Block::Table(table));
+        if switches.len() > limit {
+            doc.push(Block::Text(format!(
+                "  ... {} more (--all)",
+                switches.len() - limit
+            )));
+        }
+        let median = |metric: &str| {
+            ms.iter()
+                .find(|m| m.metric == metric)
+                .and_then(|m| m.summary.as_ref())
+                .map_or("-".to_string(), |s| value(s.median, Unit::Ns))
+        };
+        summary.row(vec![
+            n.to_string(),
+            median("slice"),
+            median("switch"),
+            switches.len().to_string(),
+        ]);
+        measurements.extend(ms);
+    }
+    if summary.rows.len() > 1 {
+        doc.push(Block::Text(
+            "\nslice and switch by number of processes (medians):".into(),
+        ));
+        doc.push(Block::Table(summary));
+    }
+    Ok(Swept {
+        measurements,
+        timeline,
+        doc,
+        interrupted,
+    })
 }
 
 #[cfg(test)]

@@ -118,6 +118,61 @@ pub fn measurements(ms: &[Measurement]) -> String {
     t.to_string()
 }
 
+/// A run as text: header, table, warnings.
+pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
+    let mut out = format!(
+        "run {}  {}  {}  host {}  oslab {}{}  wall {:.1} s\n{}\n",
+        record
+            .id
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "-".into()),
+        record.started,
+        record.status.as_str(),
+        record.hostname,
+        record.oslab_version,
+        record
+            .git_rev
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default(),
+        record.wall_s,
+        record.command,
+    );
+    if let Some(clock) = record
+        .fingerprint
+        .get("clock")
+        .and_then(|c| serde_json::from_value::<oslab_core::Clock>(c.clone()).ok())
+    {
+        out.push_str(&format!("clock: {}\n", clock.describe()));
+    }
+    match record.status {
+        oslab_store::RunStatus::Crashed => out.push_str(&format!(
+            "crashed: the process that measured this run no longer exists (killed, out of memory, or the machine went down); it holds the {} measurements of the probes that completed\n",
+            ms.len()
+        )),
+        oslab_store::RunStatus::Running => out.push_str(&format!(
+            "running: still being measured; {} measurements so far\n",
+            ms.len()
+        )),
+        _ => {}
+    }
+    out.push_str(&measurements(ms));
+    out.push('\n');
+    if let Some(matrix) = crate::numa::matrix(ms) {
+        out.push('\n');
+        out.push_str(&matrix);
+    }
+    if let Ok(env) =
+        serde_json::from_value::<oslab_core::machine::Environment>(record.environment.clone())
+    {
+        if !env.warnings.is_empty() {
+            out.push_str("\nenvironment warnings (they affect these numbers):\n");
+            out.push_str(&crate::machine::warnings(&env));
+        }
+    }
+    out
+}
+
 /// One row per stored run.
 pub fn runs(rows: &[RunSummary]) -> String {
     let mut t = new_table(&[

@@ -154,6 +154,28 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
     out
 }
 
+/// The runs' totals and the ratios, as JSON.
+pub fn json(runs: &[StoredRun], ratios: &[Ratio]) -> serde_json::Value {
+    let runs: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let params: serde_json::Map<String, serde_json::Value> = r
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into()))
+                .collect();
+            serde_json::json!({
+                "run": r.id, "params": params,
+                "cpu_time_s": r.total("cpu_time").map(|v| v / 1e9),
+                "makespan_s": r.total("makespan").map(|v| v / 1e9),
+                "migrations": r.total("migrations"),
+                "burst_length_ns": r.total("burst_length"),
+            })
+        })
+        .collect();
+    serde_json::json!({ "runs": runs, "ratios": ratios })
+}
+
 /// The runs' totals and the ratios, as tables.
 pub fn doc(runs: &[StoredRun], ratios: &[Ratio]) -> Doc {
     let mut totals = Table::new(

@@ -146,6 +146,25 @@ pub struct Status {
     pub done: usize,
 }
 
+impl Status {
+    /// One line for a terminal.
+    pub fn line(&self) -> String {
+        let running: Vec<String> = self
+            .running
+            .iter()
+            .map(|(j, a)| format!("{j}:{a}"))
+            .collect();
+        format!(
+            "{:6.1} s  running [{}]  queued {}  to arrive {}  done {}",
+            self.t,
+            running.join(" "),
+            self.queued,
+            self.pending,
+            self.done
+        )
+    }
+}
+
 /// Runs `specs` under `policy`; `status` is called every tick. Returns what happened; an
 /// interrupt (Ctrl-C, SIGTERM) stops the jobs, and the outcome holds what completed.
 pub fn run(

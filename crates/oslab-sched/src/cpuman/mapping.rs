@@ -9,6 +9,41 @@ use oslab_core::topology::Topology;
 use oslab_core::CpuSet;
 use std::collections::BTreeMap;
 
+/// The cpus a live run manages, in placement order: those `list` names ("0-7", "node:0"), which
+/// must be within `allowed`, or all of `allowed`.
+pub fn managed(
+    topology: &Topology,
+    allowed: &CpuSet,
+    list: Option<&str>,
+) -> Result<Vec<(usize, usize)>, String> {
+    let set = match list {
+        Some(list) => {
+            let set = CpuSet::parse(list, topology).map_err(|e| format!("--cpus: {e}"))?;
+            if !set.is_subset(allowed) {
+                return Err(format!(
+                    "--cpus {set} is not within the cpus we may use ({allowed})"
+                ));
+            }
+            set
+        }
+        None => allowed.clone(),
+    };
+    let order = placement_order(topology, &set);
+    match order.is_empty() {
+        true => Err("no online cpu to manage".into()),
+        false => Ok(order),
+    }
+}
+
+/// The L2 size of `cpu` (1 MiB when sysfs does not say), for the stencil's grid.
+pub fn l2_bytes(topology: &Topology, cpu: usize) -> u64 {
+    topology
+        .caches_of(cpu)
+        .iter()
+        .find(|c| c.level == 2)
+        .map_or(1 << 20, |c| c.size)
+}
+
 /// CPUs in placement order with their NUMA node: by node, package, core, then SMT sibling, so
 /// that a run of consecutive entries shares as much as the machine allows.
 pub fn placement_order(topology: &Topology, allowed: &CpuSet) -> Vec<(usize, usize)> {

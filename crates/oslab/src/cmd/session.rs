@@ -2,7 +2,6 @@
 //! pinning) and a [`Recorder`] writing the run as it is measured, opened before anything is
 //! measured; at the end the run is printed.
 
-use super::stored::render_run;
 use super::{open_store, print_json, print_text};
 use crate::cli::StoreArgs;
 use crate::error::usage;
@@ -126,7 +125,7 @@ impl Session {
         if json {
             print_json(&RunDocument::new(record.clone(), shown, timeline.to_vec()))?;
         } else {
-            print_text(&render_run(&record, &shown))?;
+            print_text(&oslab_report::table::run(&record, &shown))?;
             if let Some(text) = extra {
                 print_text(&text)?;
             }

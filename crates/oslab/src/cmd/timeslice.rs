@@ -4,13 +4,9 @@ use super::session::Session;
 use crate::cli::TimesliceArgs;
 use crate::error::usage;
 use oslab_core::affinity::AffinityGuard;
-use oslab_core::model::Unit;
-use oslab_core::text::{Block, Table};
-use oslab_core::units::value;
 use oslab_core::CpuSet;
 use oslab_probes::activity::Threshold;
-use oslab_probes::timeslice::{self, SchedClass};
-use oslab_probes::ProbeError;
+use oslab_probes::timeslice::{self, SchedClass, Sweep, Swept};
 use std::process::ExitCode;
 
 pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
@@ -37,75 +33,20 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let _away = watcher
         .map(|c| AffinityGuard::pin_current(&CpuSet::single(c)))
         .transpose()?;
-    let mut measurements = Vec::new();
-    let mut timeline = Vec::new();
-    let mut doc = vec![Block::Text(format!("threshold: {}", threshold.how))];
-    let mut interrupted = false;
-    let mut offset = 0.0;
-    let mut summary = Table::new(&["procs", "slice", "switch", "switches"], &[0, 1, 2, 3]);
-    for &n in &counts {
-        let rec = match timeslice::record(
-            &clock,
-            session.cpu,
-            n,
-            args.duration,
-            policy,
-            threshold.ticks,
-        ) {
-            Ok(r) => r,
-            Err(ProbeError::Interrupted) => {
-                interrupted = true;
-                break;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let slices = timeslice::schedule(&rec.processes);
-        let switches = timeslice::switches(&clock, &slices);
-        timeline.extend(timeslice::timeline(&clock, &rec, &slices, offset));
-        offset += args.duration.as_nanos() as f64 * 1.05;
-        let ms = timeslice::summarise("timeslice", &clock, &rec, policy, session.cpu);
-        doc.push(Block::Text(format!(
-            "\n{n} processes on cpu {} ({}):",
-            session.cpu,
-            policy.name()
-        )));
-        let mut table = Table::new(&["from", "to", "switch", "slice"], &[0, 1, 2, 3]);
-        let limit = if args.all { usize::MAX } else { 20 };
-        for (from, to, sw, slice) in switches.iter().take(limit) {
-            table.row(vec![
-                from.to_string(),
-                to.to_string(),
-                value(*sw, Unit::Ns),
-                value(*slice, Unit::Ns),
-            ]);
-        }
-        doc.push(Block::Table(table));
-        if switches.len() > limit {
-            doc.push(Block::Text(format!(
-                "  ... {} more (--all)",
-                switches.len() - limit
-            )));
-        }
-        let median = |metric: &str| {
-            ms.iter()
-                .find(|m| m.metric == metric)
-                .and_then(|m| m.summary.as_ref())
-                .map_or("-".to_string(), |s| value(s.median, Unit::Ns))
-        };
-        summary.row(vec![
-            n.to_string(),
-            median("slice"),
-            median("switch"),
-            switches.len().to_string(),
-        ]);
-        measurements.extend(ms);
-    }
-    if summary.rows.len() > 1 {
-        doc.push(Block::Text(
-            "\nslice and switch by number of processes (medians):".into(),
-        ));
-        doc.push(Block::Table(summary));
-    }
+    let sweep = Sweep {
+        cpu: session.cpu,
+        counts,
+        duration: args.duration,
+        class: policy,
+        threshold: &threshold,
+        shown: if args.all { usize::MAX } else { 20 },
+    };
+    let Swept {
+        measurements,
+        timeline,
+        doc,
+        interrupted,
+    } = timeslice::sweep(&clock, &sweep)?;
     if let Some(path) = &args.trace {
         let doc = oslab_report::trace::chrome_trace("oslab timeslice", &timeline);
         std::fs::write(path, serde_json::to_vec(&doc)?)

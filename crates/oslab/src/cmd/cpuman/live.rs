@@ -1,0 +1,90 @@
+//! `oslab cpuman run`: a workload live on this machine's cpus.
+
+use super::super::session::Session;
+use super::{policy, source};
+use crate::cli::CpumanRunArgs;
+use crate::error::usage;
+use oslab_core::model::Unit;
+use oslab_core::units::value;
+use oslab_report::table::doc;
+use oslab_sched::cpuman::manager::{self, Config};
+use oslab_sched::cpuman::outcome::RunOutcome;
+use oslab_sched::cpuman::{mapping, work, workload};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
+    let mut session = Session::open(true, None, None, &args.store)?;
+    let topo = &session.machine.topology;
+    let order = mapping::managed(topo, &session.allowed, args.cpus.as_deref()).map_err(usage)?;
+    let p = order.len();
+    let src = source(&args.source, &args.external, args.external_request);
+    let (specs, label, load) = workload::resolve(&src, p).map_err(usage)?;
+    let l2 = mapping::l2_bytes(topo, order[0].0);
+    eprintln!("calibrating the built-in jobs' iterations (one thread each) ...");
+    let iteration_s = work::calibrate(l2);
+    let migration = args.policy.migration;
+    let cfg = Config {
+        migration,
+        mpl: args.policy.mpl as usize,
+        order,
+        nodes: topo.nodes.len(),
+        tick: args.tick,
+        program: std::env::current_exe()?,
+        l2_bytes: l2,
+        iteration_s: iteration_s.clone(),
+        workload: label,
+        load,
+    };
+    let mut pol = policy(&args.policy, p);
+    let tty = std::io::stderr().is_terminal();
+    let mut status = |s: &manager::Status| {
+        if tty {
+            eprint!("\r\x1b[K{}", s.line());
+        }
+    };
+    eprintln!(
+        "{} jobs under {} (page migration {}) on {p} cpus ...",
+        specs.len(),
+        pol.name(),
+        migration.name()
+    );
+    let outcome = manager::run(pol.as_mut(), &cfg, specs, &mut status)?;
+    if tty {
+        eprintln!();
+    }
+    let interrupted = oslab_core::signals::interrupted();
+    let cal: Vec<String> = iteration_s
+        .iter()
+        .map(|(k, s)| format!("{k} {}", value(s * 1e9, Unit::Ns)))
+        .collect();
+    let text = format!(
+        "{}one sequential iteration here: {}",
+        doc(&outcome.doc()),
+        cal.join(", ")
+    );
+    if let Some(base) = &args.paraver {
+        write_paraver(base, &outcome, &session.machine.fingerprint.hostname, p)?;
+    }
+    let ms = outcome.measurements();
+    session.finish(&ms, &outcome.timeline, interrupted, args.json, Some(text))
+}
+
+fn write_paraver(
+    base: &std::path::Path,
+    outcome: &RunOutcome,
+    host: &str,
+    cpus: usize,
+) -> anyhow::Result<()> {
+    let started = oslab_core::time::utc_now();
+    let Some(p) = oslab_report::paraver::paraver(&outcome.timeline, &started, cpus, host) else {
+        eprintln!("no thread ran long enough to be sampled: no Paraver trace written");
+        return Ok(());
+    };
+    super::super::exchange::write_files(&oslab_report::export::paraver_files(p), Some(base))?;
+    eprintln!(
+        "Paraver trace: {}.prv (+ .pcf, .row)",
+        base.with_extension("").display()
+    );
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! `oslab cpuman run | simulate | workload | compare` (and the internal `job`): arguments to
+//! [`oslab_sched::cpuman`] and back.
+
+mod live;
+
+use super::session::Session;
+use super::{open_store, print_json, print_text};
+use crate::cli::{
+    CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanSimulateArgs,
+    CpumanWorkloadArgs, PolicyArgs, WorkloadSource,
+};
+use crate::error::usage;
+use oslab_core::files::write_whole;
+use oslab_report::table::doc;
+use oslab_sched::cpuman::compare::{self, StoredRun};
+use oslab_sched::cpuman::simulate::{self as sim, SimConfig};
+use oslab_sched::cpuman::workload::{self, Generate, Source};
+use oslab_sched::cpuman::{channel::Channel, job};
+use oslab_sched::jobs::Kind;
+use oslab_sched::policy::Policy;
+use oslab_sched::swf;
+use oslab_store::RunRef;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+pub fn run(args: CpumanArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        CpumanCommand::Run(a) => live::run(a),
+        CpumanCommand::Simulate(a) => simulate(a),
+        CpumanCommand::Workload(a) => write_workload(a),
+        CpumanCommand::Compare(a) => compare(a),
+        CpumanCommand::Job(a) => job_process(a),
+    }
+}
+
+pub(super) fn source(
+    s: &WorkloadSource,
+    external: &[String],
+    external_request: Option<u64>,
+) -> Source {
+    Source {
+        mix: s.workload.clone(),
+        load: s.load,
+        jobs: s.jobs as usize,
+        time_scale: s.time_scale,
+        seed: s.seed,
+        trace: s.trace.clone(),
+        external: external.to_vec(),
+        external_request: external_request.map(|r| r as usize),
+    }
+}
+
+pub(super) fn policy(p: &PolicyArgs, cpus: usize) -> Box<dyn Policy> {
+    p.policy.build(p.target, p.step.map(|s| s as usize), cpus)
+}
+
+fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
+    let mut session = Session::open(true, None, None, &a.store)?;
+    let remote_ratio =
+        sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
+    let cpus = a.cpus as usize;
+    let (specs, label, load) =
+        workload::resolve(&source(&a.source, &[], None), cpus).map_err(usage)?;
+    let cfg = SimConfig {
+        cpus,
+        nodes: a.nodes as usize,
+        remote_ratio,
+        quantum_s: a.quantum.as_secs_f64().max(1e-6),
+        migration: a.policy.migration,
+        page_cost_s: a.page_cost.as_secs_f64(),
+        settle_s: 1.0,
+        kernel_rate: 0.5,
+        mpl: a.policy.mpl as usize,
+        workload: label,
+        load,
+    };
+    let mut pol = policy(&a.policy, cpus);
+    let t = std::time::Instant::now();
+    let outcome = sim::simulate(pol.as_mut(), &cfg, specs);
+    eprintln!(
+        "simulated {} jobs on {cpus} cpus in {:.2} s",
+        outcome.jobs.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let ms = outcome.measurements();
+    session.finish(
+        &ms,
+        &outcome.timeline,
+        false,
+        a.json,
+        Some(doc(&outcome.doc())),
+    )
+}
+
+fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
+    let cpus = match a.cpus {
+        Some(c) => c as usize,
+        None => oslab_core::affinity::get_affinity(0)?.len(),
+    };
+    let g = Generate {
+        mix: a.mix.clone(),
+        load: a.load,
+        jobs: a.jobs as usize,
+        cpus,
+        time_scale: a.time_scale,
+        seed: a.seed,
+    };
+    let jobs = workload::generate(&g).map_err(usage)?;
+    let mut bytes = Vec::new();
+    swf::write(&mut bytes, &workload::header(&g), &jobs)?;
+    match &a.output {
+        Some(path) => {
+            write_whole(path, &bytes)?;
+            eprintln!("{} jobs written to {}", jobs.len(), path.display());
+        }
+        None => std::io::stdout().lock().write_all(&bytes)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn job_process(a: CpumanJobArgs) -> anyhow::Result<ExitCode> {
+    let kind = Kind::parse(&a.kind).ok_or_else(|| usage(format!("unknown kind {}", a.kind)))?;
+    let channel = Channel::open_fd(a.channel_fd)
+        .map_err(|e| anyhow::anyhow!("this is started by `oslab cpuman run`: {e}"))?;
+    job::run(kind, a.iterations, a.l2_bytes, &channel);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&a.store)?;
+    let mut runs = Vec::new();
+    for r in &a.runs {
+        let run: RunRef = r.parse().map_err(usage)?;
+        let (record, ms) = store.load_run(&run)?;
+        let id = record.id.unwrap_or_default();
+        runs.push(StoredRun::new(id, ms).ok_or_else(|| {
+            usage(format!(
+                "run {id} is not a CPU-manager run (`oslab cpuman run` or `simulate`)"
+            ))
+        })?);
+    }
+    let ratios = compare::migration_ratios(&runs);
+    if !a.json {
+        print_text(&doc(&compare::doc(&runs, &ratios)))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_json(&compare::json(&runs, &ratios))?;
+    Ok(ExitCode::SUCCESS)
+}

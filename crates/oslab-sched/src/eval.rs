@@ -141,7 +141,7 @@ pub fn workloads(
 
 /// One run of a workload.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct WorkloadRun {
     /// Its cost (seconds, or seconds per operation).
     pub cost: f64,
     /// Mean lock-wait fraction over the run's intervals.
@@ -161,7 +161,7 @@ pub fn run_once(
     shuffle: bool,
     method: Choice,
     stop: &dyn Fn() -> bool,
-) -> Result<Option<Outcome>, String> {
+) -> Result<Option<WorkloadRun>, String> {
     let started = Instant::now();
     let mut cmd = Command::new(&w.argv[0]);
     cmd.args(&w.argv[1..])
@@ -217,7 +217,7 @@ pub fn run_once(
         }
     };
     let fr = &watched.summary.lock_fractions;
-    Ok(Some(Outcome {
+    Ok(Some(WorkloadRun {
         cost,
         lock_fraction: if fr.is_empty() {
             0.0
@@ -346,14 +346,19 @@ pub fn evaluate(
     }
 }
 
-fn summarise(text: &mut String, ms: &mut Vec<Measurement>, w: &Workload, pairs: &Pairs<Outcome>) {
+fn summarise(
+    text: &mut String,
+    ms: &mut Vec<Measurement>,
+    w: &Workload,
+    pairs: &Pairs<WorkloadRun>,
+) {
     let unit = match w.score {
         Score::Wall => "s",
         Score::PerfBenchOps => "s per op",
     };
     for (arm, runs) in [(Arm::A, &pairs.a), (Arm::B, &pairs.b)] {
         let p = params! {"workload" => w.name.clone(), "mode" => mode(arm)};
-        let row = |metric: &str, unit, f: &dyn Fn(&Outcome) -> f64, note: Option<String>| {
+        let row = |metric: &str, unit, f: &dyn Fn(&WorkloadRun) -> f64, note: Option<String>| {
             let samples: Vec<f64> = runs.iter().map(f).collect();
             judged(
                 PROBE,
@@ -387,7 +392,7 @@ fn summarise(text: &mut String, ms: &mut Vec<Measurement>, w: &Workload, pairs: 
         .zip(&pairs.a)
         .map(|(d, a)| d / a.cost)
         .collect();
-    let mean = |v: &[Outcome], f: fn(&Outcome) -> f64| {
+    let mean = |v: &[WorkloadRun], f: fn(&WorkloadRun) -> f64| {
         v.iter().map(f).sum::<f64>() / v.len().max(1) as f64
     };
     let verdict = paired::verdict_text(&reductions, |v| format!("{:+.1}%", v * 100.0));

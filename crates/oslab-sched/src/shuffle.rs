@@ -89,7 +89,7 @@ pub fn decide(waits: &[ThreadWait], domains: &[Vec<usize>], threshold: f64) -> O
 
 /// What the daemon did, for its summary line and the store.
 #[derive(Debug, Clone, Default)]
-pub struct Summary {
+pub struct WatchSummary {
     /// Intervals monitored.
     pub intervals: u32,
     /// Shuffles performed (placements applied).
@@ -126,7 +126,7 @@ pub struct Setting {
 /// Probe id of a watch's measurements.
 pub const PROBE: &str = "shuffle";
 
-impl Summary {
+impl WatchSummary {
     fn one_domain(s: &Setting) -> Option<&'static str> {
         (s.domains < 2).then_some(
             "the target may use one cache domain only: regrouping cannot separate anything on this machine",
@@ -246,7 +246,7 @@ pub struct Daemon {
     placed: BTreeMap<i32, usize>,
     /// Decisions and lock fractions as a timeline (track "shuffle").
     pub timeline: Vec<TimelineEvent>,
-    summary: Summary,
+    summary: WatchSummary,
     start: Instant,
     /// Intervals measured before the first shuffle.
     first_shuffle: Option<usize>,
@@ -272,7 +272,7 @@ impl Daemon {
             originals: BTreeMap::new(),
             placed: BTreeMap::new(),
             timeline: Vec::new(),
-            summary: Summary::default(),
+            summary: WatchSummary::default(),
             start: Instant::now(),
             first_shuffle: None,
         }
@@ -381,7 +381,7 @@ impl Daemon {
         mut self,
         daemon_cpu_s: f64,
         target_cpu_s: Option<f64>,
-    ) -> (Summary, Vec<TimelineEvent>) {
+    ) -> (WatchSummary, Vec<TimelineEvent>) {
         self.summary.restored = self.restore();
         let fr = &self.summary.lock_fractions;
         let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
@@ -398,7 +398,7 @@ impl Daemon {
 #[derive(Debug)]
 pub struct Watched {
     /// What the daemon did.
-    pub summary: Summary,
+    pub summary: WatchSummary,
     /// Its decisions.
     pub timeline: Vec<TimelineEvent>,
     /// Whether `stop` asked us to stop (Ctrl-C) before the target ended.

@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand};
 use oslab_core::units::{parse_bytes, parse_duration, parse_fraction, parse_share};
 use oslab_probes::timeslice::SchedClass;
 use oslab_report::export::Format;
-use oslab_sched::cpuman::manager::Migration;
+use oslab_sched::cpuman::manager::PageMigration;
 use oslab_sched::policy::PolicyKind;
 use std::path::PathBuf;
 
@@ -534,8 +534,8 @@ pub struct PolicyArgs {
     #[arg(long, value_enum, default_value_t = PolicyKind::Equip)]
     pub policy: PolicyKind,
     /// Page migration.
-    #[arg(long, value_enum, default_value_t = Migration::Off)]
-    pub migration: Migration,
+    #[arg(long, value_enum, default_value_t = PageMigration::Off)]
+    pub migration: PageMigration,
     /// Base multiprogramming level (PDPA raises it while processors stay free).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1048576))]
     pub mpl: u64,

@@ -3,7 +3,7 @@
 //! migration cost is the paired difference with its interval.
 
 use super::distance_class;
-use super::matmul::{run_matmul, Kernel, Matmul, RunResult, Variant};
+use super::matmul::{run_matmul, Matmul, MatmulKernel, RunResult, Variant};
 use crate::probe::ProbeError;
 use oslab_core::counters::{self, CpuId, Spec};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
@@ -21,7 +21,7 @@ pub struct Request {
     /// Matrix size N (N x N doubles).
     pub size: usize,
     /// Kernels, each run `runs` times per variant.
-    pub kernels: Vec<Kernel>,
+    pub kernels: Vec<MatmulKernel>,
     /// Pairs of runs per kernel.
     pub runs: usize,
     /// Where every run starts.
@@ -57,7 +57,7 @@ pub fn counters_of(list: &str) -> Result<(Vec<Spec>, Vec<String>), String> {
 
 /// What the experiment produced: measurements, the per-run tables as text, and whether it was
 /// stopped (what completed is kept).
-pub struct Outcome {
+pub struct Experiment {
     /// Measurements of every kernel and variant, and the migration cost.
     pub measurements: Vec<Measurement>,
     /// Per-run tables and verdicts.
@@ -80,7 +80,7 @@ pub fn run(
     topology: &Topology,
     req: &Request,
     progress: &mut dyn FnMut(String),
-) -> Result<Outcome, ProbeError> {
+) -> Result<Experiment, ProbeError> {
     let (n, a, b) = (req.size, req.from, req.to);
     let class = distance_class(topology, a, b);
     let mut doc = vec![Block::Text(format!(
@@ -136,7 +136,7 @@ pub fn run(
             missing.join("\n  ")
         )));
     }
-    Ok(Outcome {
+    Ok(Experiment {
         measurements,
         doc,
         interrupted,
@@ -169,14 +169,14 @@ fn report(
     doc: &mut Doc,
     out: &mut Vec<Measurement>,
     req: &Request,
-    kernel: Kernel,
+    kernel: MatmulKernel,
     class: &str,
     pairs: &Pairs<RunResult>,
 ) {
     let (n, a, b) = (req.size, req.from, req.to);
     let block = match kernel {
-        Kernel::Blocked(bs) => bs,
-        Kernel::Naive => 0,
+        MatmulKernel::Blocked(bs) => bs,
+        MatmulKernel::Naive => 0,
     };
     doc.push(Block::Text(format!(
         "\n{} kernel{}:",

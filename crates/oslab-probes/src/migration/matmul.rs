@@ -20,7 +20,7 @@ pub struct Matmul {
 
 /// How C is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
+pub enum MatmulKernel {
     /// i-j-k loops: B walked by column.
     Naive,
     /// Blocked i-j-k with square blocks of this many elements (edges handled when N is not a
@@ -28,27 +28,27 @@ pub enum Kernel {
     Blocked(usize),
 }
 
-impl Kernel {
+impl MatmulKernel {
     /// Rows computed between two checks for Ctrl-C: one, or one block row.
     pub fn rows_per_step(self) -> usize {
         match self {
-            Kernel::Naive => 1,
-            Kernel::Blocked(bs) => bs.max(1),
+            MatmulKernel::Naive => 1,
+            MatmulKernel::Blocked(bs) => bs.max(1),
         }
     }
 
     /// Name used in parameters.
     pub fn name(self) -> &'static str {
         match self {
-            Kernel::Naive => "naive",
-            Kernel::Blocked(_) => "blocked",
+            MatmulKernel::Naive => "naive",
+            MatmulKernel::Blocked(_) => "blocked",
         }
     }
 }
 
 impl Matmul {
     /// Seconds one whole multiply with `kernel` takes here, from timing one step of rows.
-    pub fn estimate_seconds(&mut self, kernel: Kernel) -> f64 {
+    pub fn estimate_seconds(&mut self, kernel: MatmulKernel) -> f64 {
         let step = kernel.rows_per_step().min(self.n);
         let t = Instant::now();
         self.rows(kernel, 0..step);
@@ -68,11 +68,11 @@ impl Matmul {
     }
 
     /// Computes rows `rows` of C with `kernel` (rows are overwritten).
-    pub fn rows(&mut self, kernel: Kernel, rows: std::ops::Range<usize>) {
+    pub fn rows(&mut self, kernel: MatmulKernel, rows: std::ops::Range<usize>) {
         let n = self.n;
         let (a, b, c) = (&self.a, &self.b, &mut self.c);
         match kernel {
-            Kernel::Naive => {
+            MatmulKernel::Naive => {
                 for i in rows {
                     for j in 0..n {
                         let mut s = 0.0;
@@ -83,7 +83,7 @@ impl Matmul {
                     }
                 }
             }
-            Kernel::Blocked(bs) => {
+            MatmulKernel::Blocked(bs) => {
                 let bs = bs.max(1);
                 c[rows.start * n..rows.end * n].fill(0.0);
                 for ii in rows.clone().step_by(bs) {
@@ -158,7 +158,7 @@ impl RunResult {
 /// on `from` (pinned) or `to` (migrated), counting `specs` per phase.
 pub fn run_matmul(
     m: &mut Matmul,
-    kernel: Kernel,
+    kernel: MatmulKernel,
     variant: Variant,
     from: usize,
     to: usize,
@@ -230,10 +230,10 @@ mod tests {
     fn blocked_and_naive_agree_also_when_blocks_do_not_divide_n() {
         for (n, bs) in [(37, 16), (64, 16), (33, 8), (5, 16)] {
             let mut naive = Matmul::new(n);
-            naive.rows(Kernel::Naive, 0..n);
+            naive.rows(MatmulKernel::Naive, 0..n);
             let mut blocked = Matmul::new(n);
-            blocked.rows(Kernel::Blocked(bs), 0..n / 2);
-            blocked.rows(Kernel::Blocked(bs), n / 2..n);
+            blocked.rows(MatmulKernel::Blocked(bs), 0..n / 2);
+            blocked.rows(MatmulKernel::Blocked(bs), n / 2..n);
             for (x, y) in naive.c.iter().zip(&blocked.c) {
                 assert!(
                     (x - y).abs() <= 1e-9 * x.abs().max(1.0),
@@ -257,11 +257,19 @@ mod tests {
         )
         .unwrap()];
         let mut m = Matmul::new(64);
-        let r = run_matmul(&mut m, Kernel::Blocked(16), Variant::Migrated, a, b, &specs).unwrap();
+        let r = run_matmul(
+            &mut m,
+            MatmulKernel::Blocked(16),
+            Variant::Migrated,
+            a,
+            b,
+            &specs,
+        )
+        .unwrap();
         assert_eq!(r.phases[0].cpu, Some(a));
         assert_eq!(r.phases[1].cpu, Some(b));
         assert!(r.moves.is_none_or(|n| n >= 1), "{:?}", r.moves);
-        let r = run_matmul(&mut m, Kernel::Naive, Variant::Pinned, a, b, &specs).unwrap();
+        let r = run_matmul(&mut m, MatmulKernel::Naive, Variant::Pinned, a, b, &specs).unwrap();
         assert_eq!(r.phases[1].cpu, Some(a));
         assert!(r.moves.is_none_or(|n| n == 0), "{:?}", r.moves);
     }

@@ -90,7 +90,7 @@ pub struct Ratio {
     pub load: String,
     /// Job kind, or "all".
     pub kind: String,
-    /// Migration mode of the run with migration.
+    /// Page migration mode of the run with migration.
     pub mode: String,
     /// Median CPU time per job with migration (ns).
     pub with_ns: f64,

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 /// Page migration mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Migration {
+pub enum PageMigration {
     /// First touch only.
     Off,
     /// The kernel's automatic NUMA balancing, switched on for the run.
@@ -37,13 +37,13 @@ pub enum Migration {
     Manual,
 }
 
-impl Migration {
+impl PageMigration {
     /// Its name.
     pub fn name(self) -> &'static str {
         match self {
-            Migration::Off => "off",
-            Migration::Kernel => "kernel",
-            Migration::Manual => "manual",
+            PageMigration::Off => "off",
+            PageMigration::Kernel => "kernel",
+            PageMigration::Manual => "manual",
         }
     }
 }
@@ -52,7 +52,7 @@ impl Migration {
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Page migration mode.
-    pub migration: Migration,
+    pub migration: PageMigration,
     /// Base multiprogramming level.
     pub mpl: usize,
     /// The CPUs managed, in placement order, with their nodes.
@@ -133,7 +133,7 @@ struct Span {
 
 /// What the live status line shows.
 #[derive(Debug, Clone)]
-pub struct Status {
+pub struct TickState {
     /// Seconds since the start.
     pub t: f64,
     /// Jobs not yet arrived.
@@ -146,7 +146,7 @@ pub struct Status {
     pub done: usize,
 }
 
-impl Status {
+impl TickState {
     /// One line for a terminal.
     pub fn line(&self) -> String {
         let running: Vec<String> = self
@@ -171,14 +171,14 @@ pub fn run(
     policy: &mut dyn Policy,
     cfg: &Config,
     mut specs: Vec<JobSpec>,
-    status: &mut dyn FnMut(&Status),
+    status: &mut dyn FnMut(&TickState),
 ) -> Result<RunOutcome, ManagerError> {
     specs.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s));
     let p = cfg.order.len();
     let cpus: Vec<usize> = cfg.order.iter().map(|&(c, _)| c).collect();
     let mut notes = Vec::new();
     let _balancing = match cfg.migration {
-        Migration::Kernel => {
+        PageMigration::Kernel => {
             let g = BalancingGuard::enable().map_err(ManagerError::Setup)?;
             notes.push(format!(
                 "automatic NUMA balancing switched on for the run (was {}), restored after",
@@ -188,7 +188,7 @@ pub fn run(
         }
         _ => None,
     };
-    if cfg.migration != Migration::Off && cfg.nodes < 2 {
+    if cfg.migration != PageMigration::Off && cfg.nodes < 2 {
         notes.push(format!(
             "one NUMA node: page migration ({}) has nothing to move here; the run shows its overhead only",
             cfg.migration.name()
@@ -287,7 +287,7 @@ pub fn run(
                 } else {
                     apply(r);
                     let new_nodes = nodes_of(&cfg.order, &r.cpus);
-                    if cfg.migration == Migration::Manual
+                    if cfg.migration == PageMigration::Manual
                         && cfg.nodes > 1
                         && !new_nodes.is_empty()
                         && new_nodes != old_nodes
@@ -307,7 +307,7 @@ pub fn run(
             sample(r, &mut spans, &mut timeline, from, t);
         }
         last_sample = t;
-        status(&Status {
+        status(&TickState {
             t,
             pending: pending.len(),
             queued: queue.len(),

@@ -21,7 +21,7 @@
 //!   been stable for `settle` seconds, its remote pages migrate at `kernel_rate` of them per
 //!   second (same per-page cost); threads that move every quantum never qualify.
 
-use super::manager::Migration;
+use super::manager::PageMigration;
 use super::mapping;
 use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
 use super::workload::JobSpec;
@@ -41,7 +41,7 @@ pub struct SimConfig {
     /// Time-sharing quantum of the native scheduler, s.
     pub quantum_s: f64,
     /// Page migration mode.
-    pub migration: Migration,
+    pub migration: PageMigration,
     /// Cost of migrating one page, s.
     pub page_cost_s: f64,
     /// Kernel mode: seconds a job's CPUs must be stable before its pages follow.
@@ -143,7 +143,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
                     for &n in &on {
                         j.pages[n] = total / on.len() as f64;
                     }
-                } else if cfg.migration == Migration::Manual && policy.pins() {
+                } else if cfg.migration == PageMigration::Manual && policy.pins() {
                     let moved = move_pages(&mut j.pages, &on, 1.0);
                     pages_moved += moved;
                     j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
@@ -187,7 +187,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
                 dt = dt.min(m - t);
             }
         }
-        if cfg.migration == Migration::Kernel && !running.is_empty() {
+        if cfg.migration == PageMigration::Kernel && !running.is_empty() {
             dt = dt.min(1.0);
         }
         if !dt.is_finite() {
@@ -210,7 +210,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
             }
             let settled =
                 (policy.pins() || !oversubscribed) && t + dt - j.stable_since >= cfg.settle_s;
-            if cfg.migration == Migration::Kernel && settled {
+            if cfg.migration == PageMigration::Kernel && settled {
                 let on = node_set(&j.cpus, per_node, nodes);
                 let share = 1.0 - (-cfg.kernel_rate * dt).exp();
                 let moved = move_pages(&mut j.pages, &on, share);
@@ -397,7 +397,7 @@ mod tests {
     use crate::cpuman::workload::{generate, spec, Generate};
     use crate::policy::{Equip, Native, Pdpa};
 
-    fn cfg(migration: Migration) -> SimConfig {
+    fn cfg(migration: PageMigration) -> SimConfig {
         SimConfig {
             cpus: 64,
             nodes: 32,
@@ -440,7 +440,7 @@ mod tests {
             command: None,
         }];
         // One node: every access local, bt at 32 processors: speedup 20.
-        let mut c = cfg(Migration::Off);
+        let mut c = cfg(PageMigration::Off);
         c.nodes = 1;
         let o = simulate(&mut Equip, &c, one);
         let j = &o.jobs[0];
@@ -452,7 +452,11 @@ mod tests {
 
     #[test]
     fn every_job_finishes_under_every_policy_deterministically() {
-        for m in [Migration::Off, Migration::Kernel, Migration::Manual] {
+        for m in [
+            PageMigration::Off,
+            PageMigration::Kernel,
+            PageMigration::Manual,
+        ] {
             let policies: Vec<Box<dyn Policy>> = vec![
                 Box::new(Native),
                 Box::new(Equip),
@@ -472,8 +476,8 @@ mod tests {
 
     #[test]
     fn native_migrates_threads_and_pinned_policies_rarely_do() {
-        let native = simulate(&mut Native, &cfg(Migration::Off), specs("W1", 30));
-        let equip = simulate(&mut Equip, &cfg(Migration::Off), specs("W1", 30));
+        let native = simulate(&mut Native, &cfg(PageMigration::Off), specs("W1", 30));
+        let equip = simulate(&mut Equip, &cfg(PageMigration::Off), specs("W1", 30));
         let migrations = |o: &RunOutcome| o.jobs.iter().filter_map(|j| j.migrations).sum::<u64>();
         assert!(
             migrations(&native) > 100 * migrations(&equip).max(1),
@@ -482,7 +486,7 @@ mod tests {
             migrations(&equip)
         );
         // Manual migration brings pages to the threads: equip's CPU time does not grow.
-        let manual = simulate(&mut Equip, &cfg(Migration::Manual), specs("W1", 30));
+        let manual = simulate(&mut Equip, &cfg(PageMigration::Manual), specs("W1", 30));
         let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
         assert!(cpu(&manual) <= cpu(&equip) * 1.01);
         assert!(manual.page_migrations.clone().unwrap() > 0);

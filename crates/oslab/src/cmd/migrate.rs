@@ -7,16 +7,16 @@ use crate::error::usage;
 use oslab_core::affinity::{get_affinity, AffinityGuard};
 use oslab_core::placement;
 use oslab_probes::migration::experiment::{self, Request};
-use oslab_probes::migration::matmul::Kernel;
+use oslab_probes::migration::matmul::MatmulKernel;
 use std::process::ExitCode;
 
 pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let (counters, undefined) = experiment::counters_of(&args.counters).map_err(usage)?;
     let block = args.block as usize;
     let kernels = match args.kernel {
-        MigrateKernel::Naive => vec![Kernel::Naive],
-        MigrateKernel::Blocked => vec![Kernel::Blocked(block)],
-        MigrateKernel::Both => vec![Kernel::Naive, Kernel::Blocked(block)],
+        MigrateKernel::Naive => vec![MatmulKernel::Naive],
+        MigrateKernel::Blocked => vec![MatmulKernel::Blocked(block)],
+        MigrateKernel::Both => vec![MatmulKernel::Naive, MatmulKernel::Blocked(block)],
     };
     let allowed = get_affinity(0)?;
     let from = args.from.clone().unwrap_or_else(|| {

@@ -38,7 +38,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     };
     let mut pol = policy(&args.policy, p);
     let tty = std::io::stderr().is_terminal();
-    let mut status = |s: &manager::Status| {
+    let mut status = |s: &manager::TickState| {
         if tty {
             eprint!("\r\x1b[K{}", s.line());
         }

@@ -34,7 +34,7 @@ pub struct Cell {
 
 /// One measurement across the fleet.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub struct FleetRow {
     /// Probe id.
     pub probe: String,
     /// Parameters (placement left out, as in compare).
@@ -49,7 +49,7 @@ pub struct Row {
     pub cells: Vec<Option<Cell>>,
 }
 
-impl Row {
+impl FleetRow {
     /// "probe params metric", for one line of text.
     pub fn label(&self) -> String {
         [&self.probe, &self.params, &self.metric]
@@ -82,7 +82,7 @@ pub struct FleetSummary {
     /// Node names, sorted.
     pub nodes: Vec<String>,
     /// One row per measurement, in first-seen order.
-    pub rows: Vec<Row>,
+    pub rows: Vec<FleetRow>,
     /// One verdict per node, in `nodes` order.
     pub verdicts: Vec<NodeVerdict>,
 }
@@ -131,7 +131,7 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
             }
         }
     }
-    let rows: Vec<Row> = keys
+    let rows: Vec<FleetRow> = keys
         .into_iter()
         .zip(units)
         .zip(values)
@@ -158,7 +158,7 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
                     })
                 })
                 .collect();
-            Some(Row {
+            Some(FleetRow {
                 probe,
                 params,
                 metric,

@@ -9,7 +9,7 @@
 //!   between bursts widens it) and Tukey outlier counts; it only sees slices of numbers.
 //! - [`topology::Topology`]: cpus, cores, packages, caches and NUMA nodes read from sysfs (any root, so
 //!   tests can describe machines this one is not).
-//! - [`cpulist::parse`]: "0-3,8", "node:1", "socket:0", "core-sibling-of:0".
+//! - [`cpulist`]: "0-3,8", "node:1", "socket:0", "core-sibling-of:0".
 //! - [`affinity`]: guards for CPU affinity and scheduling policy that restore on drop.
 //! - [`signals`]: Ctrl-C / SIGTERM turned into a flag that long loops poll.
 //! - [`machine`]: the machine fingerprint and the environment report (noise sources, privileges).

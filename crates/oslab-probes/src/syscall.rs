@@ -1,7 +1,7 @@
 //! System call cost: raw `syscall` instructions that no library can cache or short-circuit, the
 //! vDSO path beside its raw-syscall twin, and tiny I/O on /dev/zero and /dev/null. Each is measured
 //! hot (back to back in a batch) and cold (each call timed alone after evicting the caches by
-//! reading a buffer larger than them; see [`eviction_buffer`] for machines with a huge LLC).
+//! reading a buffer larger than them; see `eviction_buffer` for machines with a huge LLC).
 
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::model::{Measurement, Unit};

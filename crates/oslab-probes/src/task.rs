@@ -250,7 +250,7 @@ fn run_helper(exe: &std::path::Path, request: &HelperRequest) -> Result<HelperRe
 }
 
 /// The helper's side: touch the memory asked for, time the events, print the report as JSON.
-/// Runs in a fresh process started by [`run_helper`].
+/// Runs in a fresh process started by `run_helper`.
 pub fn helper_main(request: &str) -> Result<String, String> {
     let request: HelperRequest =
         serde_json::from_str(request).map_err(|e| format!("bad request: {e}"))?;

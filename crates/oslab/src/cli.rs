@@ -5,7 +5,7 @@ use oslab_core::units::{parse_bytes, parse_duration, parse_fraction, parse_share
 use oslab_probes::timeslice::SchedClass;
 use oslab_report::export::Format;
 use oslab_sched::cpuman::manager::PageMigration;
-use oslab_sched::policy::PolicyKind;
+use oslab_sched::cpuman::policy::PolicyKind;
 use std::path::PathBuf;
 
 /// oslab: what your machine and its operating system really cost.
@@ -398,7 +398,7 @@ pub struct LockWaitArgs {
     /// How to measure lock waits: ebpf (exact, needs root or CAP_BPF+CAP_PERFMON), proxy
     /// (sampling /proc), or auto (eBPF when it loads, else the proxy, saying why).
     #[arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")]
-    pub method: oslab_sched::locks::Choice,
+    pub method: oslab_sched::shuffle::locks::Choice,
 }
 
 /// `oslab shuffle-eval`.

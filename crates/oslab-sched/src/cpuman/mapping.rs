@@ -150,8 +150,8 @@ pub fn map(
 /// on `cpus` processors, and the mapping updated from them (a policy that does not pin leaves it
 /// empty; counts that did not change leave it as it is).
 pub fn reallocate(
-    policy: &mut dyn crate::policy::Policy,
-    views: &[crate::policy::JobView],
+    policy: &mut dyn crate::cpuman::policy::Policy,
+    views: &[crate::cpuman::policy::JobView],
     order: &[(usize, usize)],
     mapping: &mut BTreeMap<u64, Vec<usize>>,
 ) -> Vec<usize> {

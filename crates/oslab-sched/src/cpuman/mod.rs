@@ -16,10 +16,13 @@
 pub mod channel;
 pub mod compare;
 pub mod job;
+pub mod jobs;
 pub mod manager;
 pub mod mapping;
 pub mod observe;
 pub mod outcome;
+pub mod policy;
 pub mod simulate;
+pub mod swf;
 pub mod work;
 pub mod workload;

@@ -2,7 +2,7 @@
 //! into the store's measurements (so `oslab compare`, `cpuman compare` and the report read both
 //! alike) and a timeline.
 
-use crate::jobs::Kind;
+use crate::cpuman::jobs::Kind;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;

@@ -25,8 +25,8 @@ use super::manager::PageMigration;
 use super::mapping;
 use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
 use super::workload::JobSpec;
-use crate::jobs::Kind;
-use crate::policy::{JobView, Policy};
+use crate::cpuman::jobs::Kind;
+use crate::cpuman::policy::{JobView, Policy};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The simulated machine and its rules.
@@ -394,8 +394,8 @@ pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpuman::policy::{Equip, Native, Pdpa};
     use crate::cpuman::workload::{generate, spec, Generate};
-    use crate::policy::{Equip, Native, Pdpa};
 
     fn cfg(migration: PageMigration) -> SimConfig {
         SimConfig {

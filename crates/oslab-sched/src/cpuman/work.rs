@@ -11,7 +11,7 @@
 //! - apsi-like: 95% serial while the other threads spin at the join (an OpenMP runtime with
 //!   active waiting): no speedup, and CPU time that grows with every thread given to it.
 
-use super::super::jobs::Kind;
+use super::jobs::Kind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 

@@ -7,8 +7,8 @@
 //! scale and field 5 (allocated processors) is 1, which is what that run time was on; field 8 is
 //! the request and field 14 (executable) the kind: 1 swim, 2 bt, 3 hydro2d, 4 apsi.
 
-use crate::jobs::{mix, Kind};
-use crate::swf::SwfJob;
+use crate::cpuman::jobs::{mix, Kind};
+use crate::cpuman::swf::SwfJob;
 use oslab_core::stats::SplitMix64;
 
 /// One job as a run starts it.
@@ -181,7 +181,7 @@ pub fn resolve(src: &Source, cpus: usize) -> Result<(Vec<JobSpec>, String, Optio
             let file = std::fs::File::open(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let mut specs = Vec::new();
-            for job in crate::swf::read(std::io::BufReader::new(file)) {
+            for job in crate::cpuman::swf::read(std::io::BufReader::new(file)) {
                 specs.push(spec(&job.map_err(|e| format!("{}: {e}", path.display()))?)?);
             }
             if specs.is_empty() {
@@ -231,7 +231,7 @@ pub fn header(g: &Generate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::swf;
+    use crate::cpuman::swf;
 
     fn w(mix: &str, load: f64, jobs: usize) -> Generate {
         Generate {

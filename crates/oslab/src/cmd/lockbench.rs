@@ -1,8 +1,8 @@
-//! `oslab lockbench`: [`oslab_sched::lockbench`], its time printed as JSON.
+//! `oslab lockbench`: [`oslab_sched::shuffle::lockbench`], its time printed as JSON.
 
 use crate::cli::LockbenchArgs;
 use crate::error::usage;
-use oslab_sched::lockbench::{self, Lockbench};
+use oslab_sched::shuffle::lockbench::{self, Lockbench};
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -4,7 +4,7 @@ use super::session::Session;
 use crate::cli::ShuffleArgs;
 use crate::error::usage;
 use oslab_core::signals;
-use oslab_sched::locks::{self, MonitorError};
+use oslab_sched::shuffle::locks::{self, MonitorError};
 use oslab_sched::shuffle::{self, Daemon, Setting};
 use std::process::ExitCode;
 

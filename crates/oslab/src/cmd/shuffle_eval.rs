@@ -1,12 +1,12 @@
 //! `oslab shuffle-eval`: workloads run with and without shuffling
-//! ([`oslab_sched::eval::evaluate`]).
+//! ([`oslab_sched::shuffle::eval::evaluate`]).
 
 use super::session::Session;
 use crate::cli::ShuffleEvalArgs;
 use crate::error::usage;
 use oslab_core::signals;
-use oslab_sched::eval::{self, Request, Score, Workload};
 use oslab_sched::shuffle::domains;
+use oslab_sched::shuffle::eval::{self, Request, Score, Workload};
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {

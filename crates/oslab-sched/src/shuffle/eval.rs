@@ -3,7 +3,7 @@
 //! interleaved; execution time per run, contention, shuffles, and the reduction with its
 //! interval.
 
-use crate::locks::{Choice, Monitor};
+use crate::shuffle::locks::{Choice, Monitor};
 use crate::shuffle::{watch, Daemon};
 use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
 use oslab_core::paired::{self, Arm, Pairs};

@@ -1,10 +1,14 @@
-//! Shuffling (seed 001): watch a multithreaded process's lock waits; when they pass a threshold,
+//! Shuffling : watch a multithreaded process's lock waits; when they pass a threshold,
 //! sort the threads by lock time, cut them into as many groups as there are last-level-cache
 //! domains the process may use (threads with similar lock times together), and pin each group's
 //! threads to consecutive CPUs of one domain. Threads created later are placed at the next
 //! interval; threads that exit are dropped. Every affinity changed is restored at the end.
 
-use crate::locks::{self, Monitor, MonitorError, ThreadWait};
+pub mod eval;
+pub mod lockbench;
+pub mod locks;
+
+use locks::{Monitor, MonitorError, ThreadWait};
 use oslab_core::affinity::{get_affinity, set_affinity};
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, CpuSet, Topology};

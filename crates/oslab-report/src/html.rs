@@ -322,132 +322,157 @@ fn cache_marks(ms: &[&Measurement], record: &RunRecord) -> Vec<Mark> {
     marks
 }
 
+/// Charts of a probe family: the families it draws, and how.
+type FamilyCharts = fn(&str, &[&Measurement], &RunRecord) -> Vec<Figure>;
+
+/// Which function draws which families (a family without an entry has no chart).
+const CHARTS: &[(&[&str], FamilyCharts)] = &[
+    (&["memory"], memory),
+    (&["bandwidth"], bandwidth),
+    (&["call"], call),
+    (&["task", "switch", "syscall", "faults", "timer"], costs),
+    (&["numa"], numa),
+    (&["migrate"], migrate),
+];
+
 /// The charts of one probe family.
 pub fn charts(family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figure> {
+    CHARTS
+        .iter()
+        .find(|(families, _)| families.contains(&family))
+        .map_or_else(Vec::new, |(_, draw)| draw(family, ms, record))
+}
+
+fn memory(_family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let mut push = |svg: Result<String, String>, caption: &str| {
-        if let Some(f) = figure(svg, caption) {
-            out.push(f);
-        }
-    };
-    match family {
-        "memory" => {
-            let series = series_by(ms, "memory.latency.", "per_load", "size", "order");
-            let curves: Vec<Series> = series
-                .into_iter()
-                .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
-                .collect();
-            push(
-                plots::lines_log_x("load-to-use latency vs working set", "working set", "ns per load", &curves, &cache_marks(ms, record), true),
-                "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows.",
+    let series = series_by(ms, "memory.latency.", "per_load", "size", "order");
+    let curves: Vec<Series> = series
+        .into_iter()
+        .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
+        .collect();
+    out.extend(figure(
+        plots::lines_log_x("load-to-use latency vs working set", "working set", "ns per load", &curves, &cache_marks(ms, record), true),
+        "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows.",
+    ));
+    let mlp = series_by(ms, "memory.latency.parallel", "per_load", "chases", "");
+    out.extend(figure(
+        plots::bars(
+            "time per load vs independent chases",
+            "ns per load",
+            &mlp.iter()
+                .flat_map(|s| s.points.iter())
+                .map(|&(k, y)| Bar {
+                    label: format!("{k:.0}"),
+                    value: y,
+                    interval: None,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        "Memory-level parallelism: more chases in flight, less time per load.",
+    ));
+    out
+}
+
+fn bandwidth(_family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let sweep = series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel");
+    out.extend(figure(
+        plots::lines_log_x(
+            "bandwidth vs working set",
+            "working set",
+            "GB/s",
+            &sweep,
+            &cache_marks(ms, record),
+            false,
+        ),
+        "One thread; each cache level shows as a plateau.",
+    ));
+    let bars = bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"]);
+    out.extend(figure(
+        plots::bars("RAM bandwidth, one thread (STREAM counting)", "GB/s", &bars),
+        "Median with CI95; plain vs non-temporal stores.",
+    ));
+    let threads = series_by(ms, "bandwidth.threads", "bandwidth", "threads", "kernel");
+    out.extend(figure(
+        plots::lines_log_x(
+            "bandwidth vs threads",
+            "threads",
+            "GB/s",
+            &threads,
+            &[],
+            false,
+        ),
+        "Threads pinned one per core first, then SMT siblings.",
+    ));
+    out
+}
+
+fn call(_family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let calls = bar_list(ms, "call.", "per_call", &["args"]);
+    out.extend(figure(
+        plots::bars("procedure call cost by argument count", "ns", &calls),
+        "Median with CI95.",
+    ));
+    out
+}
+
+fn costs(family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let mut bars: Vec<Bar> = Vec::new();
+    for m in ms
+        .iter()
+        .filter(|m| m.unit == Unit::Ns && median(m).is_some())
+    {
+        if let (Some(s), Some(y)) = (&m.summary, median(m)) {
+            let label = format!(
+                "{} {}",
+                m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
+                m.metric
             );
-            let mlp = series_by(ms, "memory.latency.parallel", "per_load", "chases", "");
-            push(
+            bars.push(Bar {
+                label,
+                value: y,
+                interval: Some((s.ci_low, s.ci_high)),
+            });
+        }
+    }
+    bars.truncate(16);
+    out.extend(figure(
+        plots::bars(&format!("{family} costs"), "ns", &bars),
+        "Median with CI95 per measurement.",
+    ));
+    out
+}
+
+fn numa(_family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
+    numa_chart(ms).into_iter().collect()
+}
+
+fn migrate(_family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let times = bar_list(ms, "migrate", "time", &["kernel", "variant"]);
+    out.extend(figure(
+        plots::bars("execution time, pinned vs migrated", "ns", &times),
+        "Median of the runs, CI95.",
+    ));
+    for phase in ["phase1", "phase2"] {
+        let rates = bar_list(
+            ms,
+            "migrate",
+            &format!("L2 miss rate {phase}"),
+            &["kernel", "variant"],
+        );
+        if !rates.is_empty() {
+            out.extend(figure(
                 plots::bars(
-                    "time per load vs independent chases",
-                    "ns per load",
-                    &mlp.iter()
-                        .flat_map(|s| s.points.iter())
-                        .map(|&(k, y)| Bar {
-                            label: format!("{k:.0}"),
-                            value: y,
-                            interval: None,
-                        })
-                        .collect::<Vec<_>>(),
+                    &format!("L2 miss rate, {phase}"),
+                    "misses / accesses",
+                    &rates,
                 ),
-                "Memory-level parallelism: more chases in flight, less time per load.",
-            );
+                "From the L2_TCM / L2_TCA presets.",
+            ));
         }
-        "bandwidth" => {
-            let sweep = series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel");
-            push(
-                plots::lines_log_x(
-                    "bandwidth vs working set",
-                    "working set",
-                    "GB/s",
-                    &sweep,
-                    &cache_marks(ms, record),
-                    false,
-                ),
-                "One thread; each cache level shows as a plateau.",
-            );
-            let bars = bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"]);
-            push(
-                plots::bars("RAM bandwidth, one thread (STREAM counting)", "GB/s", &bars),
-                "Median with CI95; plain vs non-temporal stores.",
-            );
-            let threads = series_by(ms, "bandwidth.threads", "bandwidth", "threads", "kernel");
-            push(
-                plots::lines_log_x(
-                    "bandwidth vs threads",
-                    "threads",
-                    "GB/s",
-                    &threads,
-                    &[],
-                    false,
-                ),
-                "Threads pinned one per core first, then SMT siblings.",
-            );
-        }
-        "call" => {
-            let calls = bar_list(ms, "call.", "per_call", &["args"]);
-            push(
-                plots::bars("procedure call cost by argument count", "ns", &calls),
-                "Median with CI95.",
-            );
-        }
-        "task" | "switch" | "syscall" | "faults" | "timer" => {
-            let mut bars: Vec<Bar> = Vec::new();
-            for m in ms
-                .iter()
-                .filter(|m| m.unit == Unit::Ns && median(m).is_some())
-            {
-                if let (Some(s), Some(y)) = (&m.summary, median(m)) {
-                    let label = format!(
-                        "{} {}",
-                        m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
-                        m.metric
-                    );
-                    bars.push(Bar {
-                        label,
-                        value: y,
-                        interval: Some((s.ci_low, s.ci_high)),
-                    });
-                }
-            }
-            bars.truncate(16);
-            push(
-                plots::bars(&format!("{family} costs"), "ns", &bars),
-                "Median with CI95 per measurement.",
-            );
-        }
-        "numa" => out.extend(numa_chart(ms)),
-        "migrate" => {
-            let times = bar_list(ms, "migrate", "time", &["kernel", "variant"]);
-            push(
-                plots::bars("execution time, pinned vs migrated", "ns", &times),
-                "Median of the runs, CI95.",
-            );
-            for phase in ["phase1", "phase2"] {
-                let rates = bar_list(
-                    ms,
-                    "migrate",
-                    &format!("L2 miss rate {phase}"),
-                    &["kernel", "variant"],
-                );
-                if !rates.is_empty() {
-                    push(
-                        plots::bars(
-                            &format!("L2 miss rate, {phase}"),
-                            "misses / accesses",
-                            &rates,
-                        ),
-                        "From the L2_TCM / L2_TCA presets.",
-                    );
-                }
-            }
-        }
-        _ => {}
     }
     out
 }

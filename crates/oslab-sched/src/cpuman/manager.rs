@@ -9,17 +9,17 @@
 //! migration, moves the pages of jobs whose nodes changed), and samples where every thread ran.
 
 use super::channel::Channel;
-use super::mapping;
+use super::core::{Core, Managed};
 use super::observe::{self, BalancingGuard, BurstCounter, TaskSampler};
 use super::outcome::{JobOutcome, RunOutcome};
 use super::workload::JobSpec;
 use crate::cpuman::jobs::Kind;
-use crate::cpuman::policy::{JobView, Policy};
+use crate::cpuman::policy::Policy;
 use oslab_core::model::{EventKind, TimelineEvent};
 use oslab_core::perf::{self, Counter};
 use oslab_core::{signals, CpuSet};
 use serde_json::Map;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -108,6 +108,18 @@ struct Running {
     slots: BTreeMap<i32, usize>,
 }
 
+impl Managed for Running {
+    fn spec(&self) -> &JobSpec {
+        &self.spec
+    }
+    fn alloc(&self) -> usize {
+        self.alloc
+    }
+    fn take_speedup(&mut self) -> Option<f64> {
+        self.speedup.take()
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         // Never leave a job behind: whatever is still running in its group is killed and the
@@ -170,10 +182,9 @@ impl TickState {
 pub fn run(
     policy: &mut dyn Policy,
     cfg: &Config,
-    mut specs: Vec<JobSpec>,
+    specs: Vec<JobSpec>,
     status: &mut dyn FnMut(&TickState),
 ) -> Result<RunOutcome, ManagerError> {
-    specs.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s));
     let p = cfg.order.len();
     let cpus: Vec<usize> = cfg.order.iter().map(|&(c, _)| c).collect();
     let mut notes = Vec::new();
@@ -198,15 +209,13 @@ pub fn run(
     let pages_before = observe::pages_migrated();
     let t0 = Instant::now();
     let now = || t0.elapsed().as_secs_f64();
-    let mut pending: VecDeque<JobSpec> = specs.into();
-    let mut queue: VecDeque<JobSpec> = VecDeque::new();
+    let mut core = Core::new(specs, cfg.order.clone(), cfg.mpl);
     let mut running: Vec<Running> = Vec::new();
     let mut finished: Vec<JobOutcome> = Vec::new();
     let mut timeline: Vec<TimelineEvent> = Vec::new();
     let mut spans: BTreeMap<(u64, i32), Span> = BTreeMap::new();
-    let mut mapping: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     let mut last_sample = 0.0f64;
-    let first_arrival = pending.front().map_or(0.0, |j| j.submit_s);
+    let first_arrival = core.next_arrival().unwrap_or(0.0);
     let mut interrupted = false;
     loop {
         let t = now();
@@ -215,9 +224,7 @@ pub fn run(
             break;
         }
         let mut changed = false;
-        while pending.front().is_some_and(|j| j.submit_s <= t) {
-            queue.extend(pending.pop_front());
-        }
+        core.arrive(t);
         // Finished jobs.
         let mut k = 0;
         while k < running.len() {
@@ -226,8 +233,7 @@ pub fn run(
                 close_spans(&mut spans, &mut timeline, Some(r.spec.id));
                 account(&mut r, end);
                 timeline.push(r.outcome.span_event());
-                policy.remove(r.spec.id);
-                mapping.remove(&r.spec.id);
+                core.finished(policy, r.spec.id);
                 finished.push(r.outcome.clone());
                 r.pid = 0; // reaped
                 changed = true;
@@ -256,24 +262,10 @@ pub fn run(
             }
         }
         // Admission.
-        while !queue.is_empty() {
-            let views = views(&mut running, false);
-            if !policy.admit(&views, p, cfg.mpl) {
-                break;
-            }
-            let Some(spec) = queue.pop_front() else { break };
-            running.push(admitted(spec, t));
-            changed = true;
-        }
+        changed |= core.admit(policy, &mut running, |spec| admitted(spec, t));
         if changed {
-            let views = views(&mut running, true);
-            let allocs = mapping::reallocate(policy, &views, &cfg.order, &mut mapping);
-            for (r, &a) in running.iter_mut().zip(&allocs) {
-                let set = if policy.pins() {
-                    mapping.get(&r.spec.id).cloned().unwrap_or_default()
-                } else {
-                    Vec::new()
-                };
+            let placed = core.reallocate(policy, &mut running);
+            for (r, (a, set)) in running.iter_mut().zip(placed) {
                 if r.pid != 0 && a == r.alloc && set == r.cpus {
                     continue;
                 }
@@ -307,14 +299,15 @@ pub fn run(
             sample(r, &mut spans, &mut timeline, from, t);
         }
         last_sample = t;
+        let (pending, queued) = core.waiting();
         status(&TickState {
             t,
-            pending: pending.len(),
-            queued: queue.len(),
+            pending,
+            queued,
             running: running.iter().map(|r| (r.spec.id, r.alloc)).collect(),
             done: finished.len(),
         });
-        if pending.is_empty() && queue.is_empty() && running.is_empty() {
+        if core.drained() && running.is_empty() {
             break;
         }
         std::thread::sleep(cfg.tick);
@@ -380,18 +373,6 @@ fn admitted(spec: JobSpec, t: f64) -> Running {
 }
 
 /// What the policy sees; `take` hands over (and clears) the speedups measured since last time.
-fn views(running: &mut [Running], take: bool) -> Vec<JobView> {
-    running
-        .iter_mut()
-        .map(|r| JobView {
-            id: r.spec.id,
-            request: r.spec.request,
-            alloc: r.alloc,
-            speedup: if take { r.speedup.take() } else { r.speedup },
-        })
-        .collect()
-}
-
 fn nodes_of(order: &[(usize, usize)], cpus: &[usize]) -> Vec<usize> {
     let mut n: Vec<usize> = order
         .iter()

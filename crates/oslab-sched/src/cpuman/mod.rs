@@ -7,7 +7,9 @@
 //!   shapes), run as `oslab cpuman job` processes that follow their allocation.
 //! - [`channel`]: the shared page between the manager and a cooperative job.
 //! - [`mapping`]: allocation counts to stable, contiguous CPU sets.
-//! - [`manager`]: the live loop (queue, policy, mapping, page migration, observation).
+//! - [`core`]: arrivals, queue, admission and reallocation, shared by the live manager and the
+//!   simulator.
+//! - [`manager`]: the live driver (real processes, page migration, observation).
 //! - [`observe`]: what the manager reads from the kernel.
 //! - [`simulate`]: the same policies and mapping on a modelled CC-NUMA machine of any size.
 //! - [`outcome`]: a run's results (live or simulated) as measurements, a timeline and text.
@@ -15,6 +17,7 @@
 
 pub mod channel;
 pub mod compare;
+pub mod core;
 pub mod job;
 pub mod jobs;
 pub mod manager;

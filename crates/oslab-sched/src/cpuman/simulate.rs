@@ -21,13 +21,12 @@
 //!   been stable for `settle` seconds, its remote pages migrate at `kernel_rate` of them per
 //!   second (same per-page cost); threads that move every quantum never qualify.
 
+use super::core::{Core, Managed};
 use super::manager::PageMigration;
-use super::mapping;
 use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
 use super::workload::JobSpec;
 use crate::cpuman::jobs::Kind;
-use crate::cpuman::policy::{JobView, Policy};
-use std::collections::{BTreeMap, VecDeque};
+use crate::cpuman::policy::Policy;
 
 /// The simulated machine and its rules.
 #[derive(Debug, Clone)]
@@ -83,43 +82,39 @@ struct SimJob {
     local: Option<f64>,
 }
 
+impl Managed for SimJob {
+    fn spec(&self) -> &JobSpec {
+        &self.spec
+    }
+    fn alloc(&self) -> usize {
+        self.alloc
+    }
+    fn take_speedup(&mut self) -> Option<f64> {
+        self.speedup.take()
+    }
+}
+
 /// Runs the simulation.
-pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec>) -> RunOutcome {
-    specs.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s));
+pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -> RunOutcome {
     let p = cfg.cpus.max(1);
     let nodes = cfg.nodes.clamp(1, p);
     let per_node = p.div_ceil(nodes);
     let order: Vec<(usize, usize)> = (0..p).map(|c| (c, c / per_node)).collect();
-    let first_arrival = specs.first().map_or(0.0, |s| s.submit_s);
-    let mut pending: VecDeque<JobSpec> = specs.into();
-    let mut queue: VecDeque<JobSpec> = VecDeque::new();
+    let mut core = Core::new(specs, order, cfg.mpl);
+    let first_arrival = core.next_arrival().unwrap_or(0.0);
     let mut running: Vec<SimJob> = Vec::new();
     let mut done: Vec<JobOutcome> = Vec::new();
     let mut timeline = Vec::new();
-    let mut mapping: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     let (mut busy, mut bursts, mut pages_moved) = (0.0f64, 0.0f64, 0.0f64);
     let mut t = first_arrival;
     let mut changed = false;
     loop {
-        while pending.front().is_some_and(|j| j.submit_s <= t + 1e-12) {
-            queue.extend(pending.pop_front());
-        }
-        while !queue.is_empty() {
-            let views = views(&running, false);
-            if !policy.admit(&views, p, cfg.mpl) {
-                break;
-            }
-            let Some(spec) = queue.pop_front() else { break };
-            running.push(start(spec, t, nodes));
-            changed = true;
-        }
+        core.arrive(t);
+        changed |= core.admit(policy, &mut running, |spec| start(spec, t, nodes));
         if changed {
             changed = false;
-            let views = views(&running, true);
-            running.iter_mut().for_each(|j| j.speedup = None);
-            let allocs = mapping::reallocate(policy, &views, &order, &mut mapping);
-            for (j, &a) in running.iter_mut().zip(&allocs) {
-                let set = mapping.get(&j.spec.id).cloned().unwrap_or_default();
+            let placed = core.reallocate(policy, &mut running);
+            for (j, (a, set)) in running.iter_mut().zip(placed) {
                 if a == j.alloc && set == j.cpus {
                     continue;
                 }
@@ -173,7 +168,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
             })
             .collect();
         // Next event: arrival, a completion, a stall's end, a measurement, a kernel step.
-        let mut dt = pending.front().map_or(f64::INFINITY, |j| j.submit_s - t);
+        let mut dt = core.next_arrival().map_or(f64::INFINITY, |a| a - t);
         for (j, &(_, rate)) in running.iter_mut().zip(&rates) {
             if j.stall > t {
                 dt = dt.min(j.stall - t);
@@ -230,8 +225,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
                 j.out.completed = true;
                 j.out.migrations = Some(j.migrations.round() as u64);
                 bursts += j.alloc.min(p) as f64;
-                policy.remove(j.spec.id);
-                mapping.remove(&j.spec.id);
+                core.finished(policy, j.spec.id);
                 timeline.push(j.out.span_event());
                 done.push(j.out);
                 changed = true;
@@ -245,7 +239,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, mut specs: Vec<JobSpec
             }
             k += 1;
         }
-        if pending.is_empty() && queue.is_empty() && running.is_empty() {
+        if core.drained() && running.is_empty() {
             break;
         }
     }
@@ -313,18 +307,6 @@ fn start(spec: JobSpec, t: f64, nodes: usize) -> SimJob {
         migrations: 0.0,
         local: None,
     }
-}
-
-fn views(running: &[SimJob], with_speedup: bool) -> Vec<JobView> {
-    running
-        .iter()
-        .map(|j| JobView {
-            id: j.spec.id,
-            request: j.spec.request,
-            alloc: j.alloc,
-            speedup: if with_speedup { j.speedup } else { None },
-        })
-        .collect()
 }
 
 fn node_set(cpus: &[usize], per_node: usize, nodes: usize) -> Vec<usize> {

@@ -597,9 +597,9 @@ pub fn markdown(
 ) -> (String, Vec<(String, String)>) {
     let id = record.id.map_or("-".into(), |i| i.to_string());
     let mut md = format!(
-        "# oslab run {id} on {}\n\n`{}` — {} — {:.1} s\n\n",
+        "# oslab run {id} on {}\n\n{} — {} — {:.1} s\n\n",
         md_text(&record.hostname),
-        record.command.replace('`', "'"),
+        md_code(&record.command),
         record.started,
         record.wall_s
     );
@@ -669,16 +669,64 @@ pub fn markdown(
 }
 
 /// Text safe inside a Markdown table cell or paragraph.
+/// Text that Markdown shows as text: one line, every character with a meaning in CommonMark
+/// (emphasis, links, code, tables, raw HTML, entities) escaped.
 fn md_text(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace('\n', " ")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '#' | '|' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A code span that stays one span: on one line (a blank line would end it and let what follows
+/// be read as HTML), without backticks.
+fn md_code(s: &str) -> String {
+    let one_line: String = s
+        .chars()
+        .map(|c| match c {
+            '`' => '\'',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    format!("`{}`", one_line.trim())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_of_hostile_strings_renders_no_markup() {
+        let hostile = "x\n\n<script>alert(1)</script>\n\n**bold** [l](javascript:x) `c` | t";
+        let record: RunRecord = serde_json::from_value(serde_json::json!({
+            "id": 1, "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z",
+            "status": "complete", "oslab_version": "0", "git_rev": null, "command": hostile,
+            "hostname": hostile, "quick": true, "wall_s": 1.0, "fingerprint": {},
+            "environment": {"warnings": [{"kind": hostile, "message": hostile, "remedy": hostile}]},
+        }))
+        .unwrap();
+        let (md, _) = markdown(&record, &[], &[]);
+        // Rendered with CommonMark's rules, as GitHub and every viewer do.
+        let mut html = String::new();
+        pulldown_cmark::html::push_html(&mut html, pulldown_cmark::Parser::new(&md));
+        for markup in ["<script", "<strong>", "<a ", "<em>", "<table"] {
+            assert!(!html.contains(markup), "{markup} in {html}");
+        }
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+    }
 
     #[test]
     fn escaping_covers_markup_and_quotes() {

@@ -72,25 +72,29 @@ pub fn one(arg: &str, flag: &str, topo: &Topology, allowed: &CpuSet) -> Result<u
     Ok(cpu)
 }
 
-/// The measuring cpu and the peer: what the user named (`--cpu`, `--peer-cpu`), checked, or the
+/// A cpu the user named, with the option that named it (errors name that option).
+pub type Named<'a> = (&'a str, &'a str);
+
+/// The measuring cpu and the peer: what the user named (option, value), checked, or the
 /// defaults of [`measuring`] and [`peer`].
 pub fn choose(
     topo: &Topology,
     allowed: &CpuSet,
-    cpu: Option<&str>,
-    peer_arg: Option<&str>,
+    cpu: Option<Named>,
+    peer_arg: Option<Named>,
 ) -> Result<(usize, Option<usize>), Misplaced> {
+    let cpu_flag = cpu.map_or("--cpu", |(flag, _)| flag);
     let cpu = match cpu {
-        Some(a) => one(a, "--cpu", topo, allowed)?,
+        Some((flag, a)) => one(a, flag, topo, allowed)?,
         None => measuring(topo, allowed)
             .ok_or_else(|| Misplaced(format!("no online cpu in our affinity mask ({allowed})")))?,
     };
     let peer_cpu = match peer_arg {
-        Some(a) => {
-            let p = one(a, "--peer-cpu", topo, allowed)?;
+        Some((flag, a)) => {
+            let p = one(a, flag, topo, allowed)?;
             if p == cpu {
                 return Err(Misplaced(format!(
-                    "--peer-cpu {p} is the measuring cpu; choose a different one"
+                    "{flag} {p} is the measuring cpu ({cpu_flag}); choose a different one"
                 )));
             }
             Some(p)
@@ -115,10 +119,15 @@ mod tests {
     fn default_peer_is_another_core_nearby() {
         let t = fake(); // cpus 0-3 first threads, 4-7 SMT siblings; packages {0,1,4,5} {2,3,6,7}
         let all = t.online();
-        assert_eq!(choose(&t, &all, Some("0"), None).unwrap(), (0, Some(1)));
+        assert_eq!(
+            choose(&t, &all, Some(("--cpu", "0")), None).unwrap(),
+            (0, Some(1))
+        );
         let only_siblings: CpuSet = [0, 4].into_iter().collect();
         assert_eq!(
-            choose(&t, &only_siblings, Some("0"), None).unwrap().1,
+            choose(&t, &only_siblings, Some(("--cpu", "0")), None)
+                .unwrap()
+                .1,
             Some(4)
         );
         assert_eq!(
@@ -143,11 +152,20 @@ mod tests {
         let t = fake();
         let mask: CpuSet = [0, 1].into_iter().collect();
         for (cpu, peer, expect) in [
-            (Some("5"), None, "affinity mask"),
-            (Some("0-3"), None, "exactly one"),
-            (Some("x"), None, "not a cpu number"),
-            (Some("99"), None, "not online"),
-            (Some("0"), Some("0"), "is the measuring cpu"),
+            (Some(("--cpu", "5")), None, "affinity mask"),
+            (Some(("--cpu", "0-3")), None, "exactly one"),
+            (Some(("--cpu", "x")), None, "not a cpu number"),
+            (Some(("--cpu", "99")), None, "not online"),
+            (
+                Some(("--cpu", "0")),
+                Some(("--peer-cpu", "0")),
+                "--peer-cpu 0 is the measuring cpu (--cpu)",
+            ),
+            (
+                Some(("--from", "1")),
+                Some(("--to", "1")),
+                "--to 1 is the measuring cpu (--from)",
+            ),
         ] {
             let e = choose(&t, &mask, cpu, peer).unwrap_err();
             assert!(e.to_string().contains(expect), "{e}");

@@ -51,12 +51,12 @@ pub struct Placement {
 }
 
 impl Session {
-    /// Reads the machine and chooses the measuring cpu and its peer (`--cpu`, `--peer-cpu`, or
+    /// Reads the machine and chooses the measuring cpu and its peer (as the user named them, or
     /// [`placement::choose`]'s defaults).
     pub fn open(
         quick: bool,
-        cpu: Option<&str>,
-        peer: Option<&str>,
+        cpu: Option<placement::Named>,
+        peer: Option<placement::Named>,
     ) -> Result<Session, SessionError> {
         let machine = Machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
         let allowed = get_affinity(0).map_err(SessionError::Affinity)?;

@@ -856,6 +856,11 @@ fn migrate_refuses_bad_arguments() {
     assert!(e.contains("4095"), "{e}");
     let e = fails(&["migrate", "--counters", "cycles,bogus", "--db", db], 2);
     assert!(e.contains("bogus"), "{e}");
+    // Errors name the options the user gave, not the ones `run` has.
+    let e = fails(&["migrate", "--from", "0", "--to", "0", "--db", db], 2);
+    assert!(e.contains("--to 0 is the measuring cpu (--from)"), "{e}");
+    let e = fails(&["migrate", "--from", "4095", "--db", db], 2);
+    assert!(e.contains("--from") && !e.contains("--cpu"), "{e}");
 }
 
 #[test]

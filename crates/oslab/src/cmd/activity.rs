@@ -9,7 +9,12 @@ use oslab_report::activity::{histogram, periods};
 use std::process::ExitCode;
 
 pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(false, args.cpu.as_deref(), None, &args.store)?;
+    let mut session = Session::open(
+        false,
+        args.cpu.as_deref().map(|c| ("--cpu", c)),
+        None,
+        &args.store,
+    )?;
     let clock = session.machine.clock().clone();
     let threshold = Threshold::from_arg(args.threshold.as_deref(), &clock).map_err(usage)?;
     let limit = match args.samples {

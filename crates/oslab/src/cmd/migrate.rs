@@ -23,7 +23,12 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         let first = allowed.first().unwrap_or(0);
         (if allowed.contains(0) { 0 } else { first }).to_string()
     });
-    let mut session = Session::open(false, Some(&from), args.to.as_deref(), &args.store)?;
+    let mut session = Session::open(
+        false,
+        Some(("--from", &from)),
+        args.to.as_deref().map(|t| ("--to", t)),
+        &args.store,
+    )?;
     let a = session.cpu;
     let b = match (args.to.as_ref(), session.peer_cpu) {
         (Some(_), Some(p)) => p,

@@ -21,8 +21,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut session = Session::open(
         args.quick,
-        args.cpu.as_deref(),
-        args.peer_cpu.as_deref(),
+        args.cpu.as_deref().map(|c| ("--cpu", c)),
+        args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
         &args.store,
     )?;
     session.begin()?;

@@ -6,6 +6,7 @@ use super::{open_store, print_json, print_text};
 use crate::cli::StoreArgs;
 use crate::error::usage;
 use oslab_core::model::{Measurement, TimelineEvent};
+use oslab_core::placement::Named;
 use oslab_core::signals;
 use oslab_probes::session::{self, Placement, SessionError};
 use oslab_store::exchange::RunDocument;
@@ -41,8 +42,8 @@ impl Session {
     /// Reads the machine and checks the request; opens the store. Installs the Ctrl-C handler.
     pub fn open(
         quick: bool,
-        cpu: Option<&str>,
-        peer: Option<&str>,
+        cpu: Option<Named>,
+        peer: Option<Named>,
         store: &StoreArgs,
     ) -> anyhow::Result<Session> {
         let inner = session::Session::open(quick, cpu, peer).map_err(|e| match e {

@@ -25,7 +25,12 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
             "--policy rr needs permission for real-time scheduling (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)",
         ));
     }
-    let mut session = Session::open(false, args.cpu.as_deref(), None, &args.store)?;
+    let mut session = Session::open(
+        false,
+        args.cpu.as_deref().map(|c| ("--cpu", c)),
+        None,
+        &args.store,
+    )?;
     let clock = session.machine.clock().clone();
     let threshold = Threshold::from_arg(args.threshold.as_deref(), &clock).map_err(usage)?;
     // We wait on another cpu when there is one, so we never take the measured cpu from them.

@@ -21,6 +21,15 @@ pub struct CpuListError {
     pub reason: String,
 }
 
+/// What the user typed, short enough to echo: a 100k-character list is not repeated whole.
+fn shown(s: &str) -> String {
+    const MAX: usize = 60;
+    match s.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}... ({} characters)", &s[..cut], s.chars().count()),
+        None => s.to_string(),
+    }
+}
+
 const SYNTAX: &str =
     "expected e.g. \"0-3,8\", \"0-15:2\", \"all\", \"node:1\", \"socket:0\", \"core-sibling-of:0\"";
 
@@ -38,7 +47,7 @@ impl CpuSet {
     /// Parses the kernel's numeric list format ("0-3,8"), without topology keywords.
     pub fn parse_list(s: &str) -> Result<CpuSet, CpuListError> {
         let err = |reason: String| CpuListError {
-            input: s.to_string(),
+            input: shown(s),
             reason,
         };
         let mut set = CpuSet::new();
@@ -89,7 +98,7 @@ impl CpuSet {
     /// online.
     pub fn parse(s: &str, topo: &Topology) -> Result<CpuSet, CpuListError> {
         let err = |reason: String| CpuListError {
-            input: s.to_string(),
+            input: shown(s),
             reason,
         };
         let online = topo.online();
@@ -252,6 +261,17 @@ impl TryFrom<String> for CpuSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_list_is_not_echoed_whole() {
+        let huge = "1,".repeat(50_000) + "x";
+        let e = CpuSet::parse_list(&huge).unwrap_err().to_string();
+        assert!(
+            e.len() < 300 && e.contains("100001 characters"),
+            "{}",
+            &e[..e.len().min(400)]
+        );
+    }
     use crate::topology::write_fake_sysfs;
 
     fn fake(packages: usize, cores: usize, threads: usize, nodes: usize) -> Topology {

@@ -220,6 +220,69 @@ impl Store {
         }
     }
 
+    /// Opens an existing store only to read it (a store on read-only media, or another user's):
+    /// nothing is created, migrated or locked for writing. A store of an older schema must be
+    /// opened once with write access first.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let unusable = |reason: String| StoreError::Unusable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if !path.is_file() {
+            return Err(unusable("no store there".into()));
+        }
+        // A store in WAL mode needs its -shm file, which a reader without write access cannot
+        // create: it is read as immutable then (what it holds at open time, without locking).
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let uri = |extra: &str| {
+            let mut u = String::from("file:");
+            for b in path.as_os_str().as_encoded_bytes() {
+                match b {
+                    b'%' | b'?' | b'#' | 0x80.. => u.push_str(&format!("%{b:02X}")),
+                    _ => u.push(*b as char),
+                }
+            }
+            u + extra
+        };
+        let conn = Connection::open_with_flags(uri("?mode=ro"), flags)
+            .and_then(|c| {
+                c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+                    .map(|_| c)
+            })
+            .or_else(|_| Connection::open_with_flags(uri("?mode=ro&immutable=1"), flags))
+            .map_err(|e| unusable(e.to_string()))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.classify(store.conn.busy_timeout(std::time::Duration::from_secs(5)))?;
+        let version: Option<i64> = store
+            .classify(
+                store
+                    .conn
+                    .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0)),
+            )
+            .map_err(|e| match e {
+                StoreError::Sqlite(_) => StoreError::Foreign {
+                    path: path.to_path_buf(),
+                },
+                other => other,
+            })?;
+        match version.unwrap_or(0) {
+            v if v == current_version() => Ok(store),
+            v if v > current_version() => Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found: v,
+                supported: current_version(),
+            }),
+            _ => Err(unusable(
+                "written by an older oslab and read-only here: open it once with write access to upgrade it".into(),
+            )),
+        }
+    }
+
     /// Opens the file and checks it is a writable SQLite database.
     fn connect(path: &Path) -> Result<Store, StoreError> {
         let unusable = |reason: String| StoreError::Unusable {
@@ -748,6 +811,20 @@ mod tests {
     use super::*;
     use oslab_core::model::EventKind;
     use oslab_core::params;
+
+    #[test]
+    fn a_read_only_store_can_be_read_but_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ro.db");
+        let mut w = Store::open(&path).unwrap();
+        w.save_run(&record(), &[], &[]).unwrap();
+        drop(w);
+        let mut r = Store::open_read_only(&path).unwrap();
+        assert_eq!(r.runs().unwrap().len(), 1);
+        assert!(r.save_run(&record(), &[], &[]).is_err());
+        let missing = Store::open_read_only(&dir.path().join("none.db"));
+        assert!(missing.is_err() && !dir.path().join("none.db").exists());
+    }
 
     fn record() -> RunRecord {
         RunRecord {

@@ -1345,3 +1345,44 @@ fn shuffle_eval_runs_with_and_without_and_says_whether_it_helped() {
     );
     assert!(e.contains("no workload"), "{e}");
 }
+
+#[test]
+#[ignore = "needs root, to read a store as another user who may not write it"]
+fn a_store_others_may_only_read_can_still_be_listed_shown_and_exported() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "this test needs root");
+    let (dir, db) = temp_db();
+    let d = db.to_str().unwrap();
+    stdout(&["run", "timer.rdtsc", "--quick", "--db", d]);
+    // The store is root's: nobody may read it and its directory, not write them.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .env("HOME", "/tmp")
+            .output()
+            .unwrap()
+    };
+    for args in [
+        vec!["runs", "--db", d],
+        vec!["show", "latest", "--db", d],
+        vec!["export", "latest", "--format", "csv", "--db", d],
+    ] {
+        let out = as_nobody(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("timer.rdtsc") || args[0] == "runs");
+    }
+    // Writing still says why it cannot.
+    let out = as_nobody(&["run", "timer.rdtsc", "--quick", "--db", d]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot use result store"));
+}

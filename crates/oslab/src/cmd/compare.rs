@@ -1,6 +1,6 @@
 //! `oslab compare`: a baseline run against one or more others.
 
-use super::{open_store, print_json, print_text};
+use super::{open_store_to_read, print_json, print_text};
 use crate::cli::CompareArgs;
 use crate::error::usage;
 use oslab_core::compare::{compare, Verdict};
@@ -18,7 +18,7 @@ const MACHINE: &[&str] = &[
 ];
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.store)?;
+    let store = open_store_to_read(&args.store)?;
     let base_ref: RunRef = args.a.parse().map_err(usage)?;
     let (base, base_ms) = store.load_run(&base_ref)?;
     let mut regressions = 0;

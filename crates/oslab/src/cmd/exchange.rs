@@ -1,6 +1,6 @@
 //! `oslab export` and `oslab import`: runs as files.
 
-use super::open_store;
+use super::{open_store, open_store_to_read};
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
 use oslab_core::files::{write_whole, Links};
@@ -36,7 +36,7 @@ pub fn exported(
     store: &crate::cli::StoreArgs,
 ) -> anyhow::Result<(RunDocument, Vec<File>)> {
     let run: RunRef = run.parse().map_err(usage)?;
-    let store = open_store(store)?;
+    let store = open_store_to_read(store)?;
     let (record, ms) = store.load_run(&run)?;
     let timeline = store.load_timeline(&run)?;
     let doc = RunDocument::new(record, ms, timeline);

@@ -76,6 +76,23 @@ pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
     Ok(Store::open(&path)?)
 }
 
+/// Opens the store for a command that only reads it: with write access when there is (so an
+/// older store is upgraded), else read-only (a store on read-only media or another user's).
+pub fn open_store_to_read(args: &StoreArgs) -> anyhow::Result<Store> {
+    match open_store(args) {
+        Err(e)
+            if matches!(
+                e.downcast_ref(),
+                Some(oslab_store::StoreError::Unusable { .. })
+            ) =>
+        {
+            let path = args.db.clone().unwrap_or_else(Store::default_path);
+            Store::open_read_only(&path).map_err(|_| e)
+        }
+        other => other,
+    }
+}
+
 /// Prints JSON, pretty.
 pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     use std::io::Write;

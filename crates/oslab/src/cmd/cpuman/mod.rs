@@ -4,7 +4,7 @@
 mod live;
 
 use super::session::Session;
-use super::{open_store, print_json, print_text};
+use super::{print_json, print_text};
 use crate::cli::{
     CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanSimulateArgs,
     CpumanWorkloadArgs, PolicyArgs, WorkloadSource,
@@ -127,7 +127,7 @@ fn job_process(a: CpumanJobArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&a.store)?;
+    let store = super::open_store_to_read(&a.store)?;
     let mut runs = Vec::new();
     for r in &a.runs {
         let run: RunRef = r.parse().map_err(usage)?;

@@ -498,3 +498,44 @@ fn simulation_is_deterministic_and_compares_like_live_runs() {
     )
     .contains("--remote-ratio"));
 }
+
+#[test]
+#[ignore = "needs root, to run as a user who may not switch NUMA balancing on"]
+fn kernel_page_migration_without_permission_is_refused_before_any_job() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "this test needs root");
+    let (dir, db) = temp_db();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let marker = "OSLAB_TEST_KERNEL_REFUSED";
+    let t = std::time::Instant::now();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(assert_cmd::cargo::cargo_bin("oslab"))
+        .args([
+            "cpuman",
+            "run",
+            "--workload",
+            "W4",
+            "--jobs",
+            "2",
+            "--migration",
+            "kernel",
+        ])
+        .args(["--db", db.to_str().unwrap()])
+        .env("HOME", dir.path())
+        .env(marker, "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("numa_balancing") && err.contains("root"),
+        "{err}"
+    );
+    // Refused up front: no calibration, no job, no store.
+    assert!(!err.contains("calibrating"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(processes_with_env(marker).is_empty());
+    assert!(!db.exists());
+}

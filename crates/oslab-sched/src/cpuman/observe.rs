@@ -165,6 +165,21 @@ pub struct BalancingGuard {
 }
 
 impl BalancingGuard {
+    /// Why automatic NUMA balancing could not be switched on here, found before anything starts.
+    pub fn check() -> Result<(), String> {
+        let path = std::ffi::CString::new(BALANCING).map_err(|e| e.to_string())?;
+        if !std::path::Path::new(BALANCING).exists() {
+            return Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)"));
+        }
+        // SAFETY: a valid C string; access only reads it.
+        if unsafe { libc::access(path.as_ptr(), libc::W_OK) } != 0 {
+            return Err(format!(
+                "--migration kernel switches automatic NUMA balancing on for the run, and this user may not write {BALANCING} (run as root, or use --migration manual or off)"
+            ));
+        }
+        Ok(())
+    }
+
     /// Switches automatic NUMA balancing on.
     pub fn enable() -> Result<BalancingGuard, String> {
         let path = std::path::Path::new(BALANCING);

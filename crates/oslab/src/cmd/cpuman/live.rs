@@ -7,13 +7,18 @@ use crate::error::usage;
 use oslab_core::model::Unit;
 use oslab_core::units::value;
 use oslab_report::table::doc;
-use oslab_sched::cpuman::manager::{self, Config};
+use oslab_sched::cpuman::manager::{self, Config, PageMigration};
+use oslab_sched::cpuman::observe::BalancingGuard;
 use oslab_sched::cpuman::outcome::RunOutcome;
 use oslab_sched::cpuman::{mapping, work, workload};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
+    // Refused before the store, the calibration or any job: a run that cannot do what was asked.
+    if args.policy.migration == PageMigration::Kernel {
+        BalancingGuard::check().map_err(usage)?;
+    }
     let mut session = Session::open(true, None, None, &args.store)?;
     let topo = &session.machine.topology;
     let order = mapping::managed(topo, &session.allowed, args.cpus.as_deref()).map_err(usage)?;

@@ -351,8 +351,18 @@ fn disk_of(dir: &Path) -> Result<(u64, bool), String> {
     Ok((s.f_bavail as u64 * s.f_bsize as u64, tmpfs))
 }
 
-/// Checks that `size` bytes fit in `dir` with 10% of its free space to spare.
+/// Checks that this user may write `dir` and that `size` bytes fit in it with 10% of its free
+/// space to spare.
 pub fn check_space(dir: &Path, size: u64) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: a valid C string; access only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(format!(
+            "temp dir {} is not writable by this user: pass --temp-dir with a directory you may write",
+            dir.display()
+        ));
+    }
     let (free, _) = disk_of(dir)?;
     if size > free / 10 * 9 {
         return Err(format!(

@@ -1386,3 +1386,29 @@ fn a_store_others_may_only_read_can_still_be_listed_shown_and_exported() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot use result store"));
 }
+
+#[test]
+#[ignore = "needs root, to run as a user who may not write the temp dir"]
+fn a_temp_dir_that_cannot_be_written_is_refused_before_measuring() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "this test needs root");
+    let (dir, db) = temp_db();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let readonly = dir.path().join("readonly");
+    std::fs::create_dir(&readonly).unwrap();
+    std::fs::set_permissions(&readonly, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["run", "faults.file", "--quick", "--temp-dir"])
+        .arg(&readonly)
+        .args(["--db", db.to_str().unwrap()])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not writable"), "{err}");
+    assert!(!db.exists(), "nothing is stored for a refused run");
+}

@@ -264,6 +264,22 @@ fn an_external_command_gets_its_threads_and_cpus() {
     let allowed = parts.next().unwrap();
     assert!(!allowed.contains(',') && !allowed.contains('-'), "{got}");
     assert!(cpus.contains(allowed.parse().unwrap()));
+    // A command that fails says how, and how --external reads its argument.
+    let out = stdout(&[
+        "cpuman",
+        "run",
+        "--external",
+        "sh -c 'exit 3'",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("did not complete")
+            && text.contains("without shell quoting")
+            && text.contains("exited with status"),
+        "{text}"
+    );
     // A command that does not exist: a clear error, nothing left.
     let err = fails(
         &[

@@ -106,6 +106,8 @@ struct Running {
     migrations: Option<Counter>,
     sampler: TaskSampler,
     slots: BTreeMap<i32, usize>,
+    /// How it ended, once reaped.
+    exit: Option<String>,
 }
 
 impl Managed for Running {
@@ -230,6 +232,9 @@ pub fn run(
         while k < running.len() {
             if let Some(end) = reap(&mut running[k], t) {
                 let mut r = running.remove(k);
+                if !r.outcome.completed {
+                    notes.push(failure(&r));
+                }
                 close_spans(&mut spans, &mut timeline, Some(r.spec.id));
                 account(&mut r, end);
                 timeline.push(r.outcome.span_event());
@@ -369,6 +374,7 @@ fn admitted(spec: JobSpec, t: f64) -> Running {
         migrations: None,
         sampler: TaskSampler::default(),
         slots: BTreeMap::new(),
+        exit: None,
     }
 }
 
@@ -518,7 +524,25 @@ fn reap(r: &mut Running, t: f64) -> Option<f64> {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     r.outcome.cpu_s = Some(tv(usage.ru_utime) + tv(usage.ru_stime));
     r.outcome.completed = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    r.exit = Some(if libc::WIFEXITED(status) {
+        format!("exited with status {}", libc::WEXITSTATUS(status))
+    } else {
+        format!("was killed by signal {}", libc::WTERMSIG(status))
+    });
     Some(t)
+}
+
+/// Why a job that ended did not complete, in words.
+fn failure(r: &Running) -> String {
+    let what = match &r.spec.command {
+        Some(argv) => format!(
+            "{} (split at spaces, without shell quoting: put a shell command in a script)",
+            argv.join(" ")
+        ),
+        None => format!("built-in {}", r.spec.kind.name()),
+    };
+    let how = r.exit.as_deref().unwrap_or("ended");
+    format!("job {} did not complete: {what} {how}", r.spec.id)
 }
 
 fn account(r: &mut Running, end: f64) {

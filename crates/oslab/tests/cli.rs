@@ -1412,3 +1412,41 @@ fn a_temp_dir_that_cannot_be_written_is_refused_before_measuring() {
     assert!(err.contains("not writable"), "{err}");
     assert!(!db.exists(), "nothing is stored for a refused run");
 }
+
+#[test]
+fn shuffle_of_a_process_that_becomes_a_zombie_ends() {
+    let _turn = shared();
+    let (_dir, db) = temp_db();
+    // Our child: it exits after a second and stays a zombie until this test reaps it.
+    let mut target = std::process::Command::new("sleep")
+        .arg("1")
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let out = oslab()
+        .args(["shuffle", "--monitor-only", "--interval", "100ms", "--pid"])
+        .arg(target.id().to_string())
+        .args(["--db", db.to_str().unwrap()])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
+    // Already a zombie: refused like a process that does not exist.
+    let e = fails(
+        &[
+            "shuffle",
+            "--pid",
+            &target.id().to_string(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(e.contains("no such process"), "{e}");
+    target.wait().unwrap();
+}

@@ -433,6 +433,10 @@ pub fn watch(
                 break;
             }
         }
+        // Gone, or a zombie another process has not reaped: nothing left to watch.
+        if matches!(locks::threads(pid), Err(MonitorError::Gone(_))) {
+            break;
+        }
         match daemon.step() {
             Ok(line) => status(&line),
             Err(MonitorError::Gone(_)) => break,

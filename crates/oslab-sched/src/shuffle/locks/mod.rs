@@ -60,6 +60,9 @@ pub enum MonitorError {
 
 /// The thread ids of `pid`, or why not.
 pub fn threads(pid: i32) -> Result<Vec<i32>, MonitorError> {
+    if ended(pid) {
+        return Err(MonitorError::Gone(pid));
+    }
     let dir = format!("/proc/{pid}/task");
     let entries = std::fs::read_dir(&dir).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => MonitorError::Gone(pid),
@@ -74,6 +77,18 @@ pub fn threads(pid: i32) -> Result<Vec<i32>, MonitorError> {
         .collect();
     tids.sort_unstable();
     Ok(tids)
+}
+
+/// Whether process `pid` has exited but is not yet reaped (a zombie has no threads left to
+/// watch, and may stay one for as long as its parent lives).
+fn ended(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+        })
+        .unwrap_or(false)
 }
 
 /// Which method to use.

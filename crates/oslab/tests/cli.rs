@@ -1450,3 +1450,44 @@ fn shuffle_of_a_process_that_becomes_a_zombie_ends() {
     assert!(e.contains("no such process"), "{e}");
     target.wait().unwrap();
 }
+
+#[test]
+fn ctrl_c_stops_a_long_simulation_with_what_completed() {
+    let _turn = shared();
+    let (dir, db) = temp_db();
+    // Half a million jobs: many seconds of simulation on any machine.
+    let trace = dir.path().join("big.swf");
+    stdout(&[
+        "cpuman",
+        "workload",
+        "--mix",
+        "W3",
+        "--jobs",
+        "500000",
+        "--cpus",
+        "64",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    let t = std::time::Instant::now();
+    let words = [
+        "cpuman",
+        "simulate",
+        "--cpus",
+        "64",
+        "--nodes",
+        "32",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ];
+    let args: Vec<&std::ffi::OsStr> = words.iter().map(std::ffi::OsStr::new).collect();
+    let err = interrupted(&args, Duration::from_millis(1500), || {});
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "{:?}: {err}",
+        t.elapsed()
+    );
+    assert_eq!(stored_runs(&db).len(), 1);
+}

@@ -108,7 +108,13 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
     let (mut busy, mut bursts, mut pages_moved) = (0.0f64, 0.0f64, 0.0f64);
     let mut t = first_arrival;
     let mut changed = false;
+    let mut stopped = false;
     loop {
+        // Ctrl-C ends a long simulation with what completed.
+        if oslab_core::signals::interrupted() {
+            stopped = true;
+            break;
+        }
         core.arrive(t);
         changed |= core.admit(policy, &mut running, |spec| start(spec, t, nodes));
         if changed {
@@ -267,12 +273,14 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
         page_migrations: Ok(pages_moved.round() as u64),
         makespan_s: end - first_arrival,
         timeline,
-        notes: vec![format!(
+        notes: std::iter::once(format!(
             "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, quantum {} ms, page cost {} us",
             cfg.remote_ratio,
             cfg.quantum_s * 1e3,
             cfg.page_cost_s * 1e6
-        )],
+        ))
+        .chain(stopped.then(|| "interrupted: only jobs completed before Ctrl-C count".to_string()))
+        .collect(),
         simulated: true,
     }
 }

@@ -72,6 +72,11 @@ pub struct SwfError {
     pub what: String,
 }
 
+/// The longest time a trace field may hold (about 31 years; real traces span a few).
+pub const MAX_SECONDS: f64 = 1e9;
+/// The most processors a job may use or ask for.
+pub const MAX_PROCESSORS: f64 = 1e7;
+
 /// Parses one non-comment line.
 pub fn parse_line(text: &str, line: usize) -> Result<SwfJob, SwfError> {
     let err = |what: String| SwfError { line, what };
@@ -102,6 +107,23 @@ pub fn parse_line(text: &str, line: usize) -> Result<SwfJob, SwfError> {
     }
     if fields[0] < 1.0 {
         return Err(err("field 1 (job number) must be a positive number".into()));
+    }
+    // Beyond these a trace is corrupt, not large: replaying it would never end.
+    for (i, max, what) in [
+        (1, MAX_SECONDS, "s"),
+        (2, MAX_SECONDS, "s"),
+        (3, MAX_SECONDS, "s"),
+        (4, MAX_PROCESSORS, "processors"),
+        (7, MAX_PROCESSORS, "processors"),
+    ] {
+        if fields[i] > max {
+            return Err(err(format!(
+                "field {} ({}) is {} {what}: at most {max:e} {what} is replayed",
+                i + 1,
+                FIELDS[i],
+                parts[i]
+            )));
+        }
     }
     if fields[1] < 0.0 {
         return Err(err(
@@ -181,6 +203,32 @@ pub fn write(mut out: impl Write, header: &str, jobs: &[SwfJob]) -> std::io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_and_sizes_beyond_sane_bounds_are_refused_with_the_line() {
+        let ok = "1 0 -1 5 1 -1 -1 2 -1 -1 1 -1 -1 2 -1 -1 -1 -1";
+        assert!(parse_line(ok, 1).is_ok());
+        for (bad, field) in [
+            (
+                "1 1e300 -1 5 1 -1 -1 2 -1 -1 1 -1 -1 2 -1 -1 -1 -1",
+                "field 2",
+            ),
+            (
+                "1 0 -1 1e12 1 -1 -1 2 -1 -1 1 -1 -1 2 -1 -1 -1 -1",
+                "field 4",
+            ),
+            (
+                "1 0 -1 5 1 -1 -1 1e9 -1 -1 1 -1 -1 2 -1 -1 -1 -1",
+                "field 8",
+            ),
+        ] {
+            let e = parse_line(bad, 7).unwrap_err().to_string();
+            assert!(
+                e.contains(field) && e.contains('7') && e.contains("at most"),
+                "{e}"
+            );
+        }
+    }
 
     const TRACE: &str = "; a comment\n\n1 0 5 100 32 -1 -1 32 200 -1 1 1 1 1 1 -1 -1 -1\n2 10.5 0 50 -1 -1 -1 2 60 -1 1 1 1 4 1 -1 -1 -1\n";
 

@@ -83,13 +83,9 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         t.elapsed().as_secs_f64()
     );
     let ms = outcome.measurements();
-    session.finish(
-        &ms,
-        &outcome.timeline,
-        false,
-        a.json,
-        Some(doc(&outcome.doc())),
-    )
+    let interrupted = oslab_core::signals::interrupted();
+    let text = doc(&outcome.doc());
+    session.finish(&ms, &outcome.timeline, interrupted, a.json, Some(text))
 }
 
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {

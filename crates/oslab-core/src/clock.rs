@@ -272,7 +272,7 @@ pub mod arch {
         }
     }
 
-    /// `cpuid; rdtsc` as the seed's measurement code serialized reads.
+    /// `cpuid; rdtsc` as classic measurement code serializes reads.
     #[inline(always)]
     pub fn cpuid_rdtsc() -> u64 {
         // SAFETY: cpuid leaf 0 and rdtsc exist on every x86_64 CPU.

@@ -1,7 +1,7 @@
 //! Hardware and software counters by name, as perf spells them: generic hardware events
 //! (`cycles`, `cache-misses`, ...), generic cache events (`L1-dcache-load-misses`, `LLC-loads`,
 //! `dTLB-load-misses`, ...), software events (`task-clock`, `page-faults`, ...), raw events
-//! (`r01c4`, `cpu/event=0x24,umask=0x27/`), and the PAPI presets the seed used (`L2_TCM`,
+//! (`r01c4`, `cpu/event=0x24,umask=0x27/`), and the PAPI presets (`L2_TCM`,
 //! `L2_TCA`), mapped per CPU from documented encodings, possibly as a sum of two events.
 //!
 //! Events are opened together as groups (read atomically) on a thread or a CPU, and a reading

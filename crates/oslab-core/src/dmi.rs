@@ -1,5 +1,5 @@
 //! Theoretical peak memory bandwidth from the firmware's SMBIOS tables (type 17, Memory Device):
-//! channels x transfer rate x bus width, as the seed computed it. The tables are read from
+//! channels x transfer rate x bus width, the textbook peak. The tables are read from
 //! /sys/firmware/dmi/tables/DMI (root only); a VM often has none or reports no speed, and then
 //! there is no model, with the reason.
 

@@ -1,4 +1,4 @@
-//! Activity of a busy process (the seed's "tracker"): a pinned loop reads the clock back to back;
+//! Activity of a busy process (an activity tracker): a pinned loop reads the clock back to back;
 //! a gap between two reads longer than a threshold is a period the loop did not run (a timer
 //! tick, an IPI, another task, the hypervisor). The threshold is chosen from the loop's own
 //! distribution of gaps, and the periods are summarised: inferred tick frequency, interruptions

@@ -1,4 +1,4 @@
-//! More pointer-chasing views of the memory hierarchy: the seed's size x stride table, the same
+//! More pointer-chasing views of the memory hierarchy: the size x stride table, the same
 //! random chain on 4 KiB, transparent-huge and hugetlb pages, and parallel chases that show how
 //! many misses the core keeps in flight (memory-level parallelism).
 

@@ -158,7 +158,7 @@ impl Chain {
         Chain::link(buf, &slots)
     }
 
-    /// Links one element every `stride` bytes of `buf`, in address order (the seed's size x
+    /// Links one element every `stride` bytes of `buf`, in address order (the classic size x
     /// stride table). Strides below 8 bytes are raised to 8.
     pub fn strided(buf: Buffer, stride: usize) -> Chain {
         let stride = stride.max(8);

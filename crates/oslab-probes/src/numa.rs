@@ -1,5 +1,5 @@
 //! The NUMA matrix: for every (cpu node, memory node) pair, STREAM bandwidth (four kernels and
-//! their average, as the seed reported) with a thread per core of the cpu node, and idle latency
+//! their average, as NUMA bandwidth tables report it) with a thread per core of the cpu node, and idle latency
 //! from one of its CPUs; memory bound to the memory node before first touch and its placement
 //! checked afterwards. Memory-only nodes (CXL, HBM) are columns without a row.
 
@@ -157,7 +157,7 @@ fn cell(
         let ms = bandwidth_measurements(PROBE, params.clone(), k, s, secs, elems, note);
         out.extend(ms.into_iter().filter(|m| m.metric == "bandwidth"));
     }
-    // The seed's figure: the average of the four kernels, repetition by repetition.
+    // The reported figure: the average of the four kernels, repetition by repetition.
     let per_kernel: Vec<Vec<f64>> = jobs
         .iter()
         .zip(&times)

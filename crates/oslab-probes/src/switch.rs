@@ -5,7 +5,7 @@
 //! (round trip - 2 x transfer) / 2, where the transfer (post + wait on a channel that already holds
 //! a token, in one task) is measured interleaved with the round trips, lmbench-style.
 //! Different CPUs: the tasks are pinned apart; round trip / 2 is the wake-up latency (transfer
-//! included, not subtracted). The seed's one-shot method (the child reads the TSC first thing after
+//! included, not subtracted). The one-shot method (the child reads the TSC first thing after
 //! fork) is reported beside them, labelled as such.
 
 use crate::child::{wait_pid, Child, SharedPage};
@@ -428,7 +428,7 @@ extern "C" fn stamp_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
     std::ptr::null_mut()
 }
 
-/// The seed's method: after fork (or pthread_create) returns, the parent reads the TSC and blocks
+/// The one-shot method: after fork (or pthread_create) returns, the parent reads the TSC and blocks
 /// in wait (join); the child's first act is reading the TSC. Samples where the child ran first
 /// (negative interval) are dropped and counted.
 fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {

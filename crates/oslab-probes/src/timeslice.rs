@@ -1,4 +1,4 @@
-//! Time slices (the seed's "context tracker"): N busy processes pinned to one CPU, each recording
+//! Time slices (a "context tracker"): N busy processes pinned to one CPU, each recording
 //! the periods it ran against the shared clock. Merged, the periods show who ran when: each hand-
 //! over from one process to another is a context switch (its duration is the gap between them),
 //! and each process's uninterrupted stretch is a time slice. The kernel's own count of switches on
@@ -239,7 +239,7 @@ pub fn schedule(processes: &[ProcessRecord]) -> Vec<Slice> {
     slices
 }
 
-/// Per switch: (from, to, switch ns, slice ns of `from`), for the table the seed printed.
+/// Per switch: (from, to, switch ns, slice ns of `from`), for the per-switch table.
 pub fn switches(clock: &Clock, slices: &[Slice]) -> Vec<(usize, usize, f64, f64)> {
     slices
         .windows(2)

@@ -1,4 +1,4 @@
-//! Activity recordings as text: the list of periods (the seed's output) and a histogram of the
+//! Activity recordings as text: the list of periods (one line each) and a histogram of the
 //! inactive ones.
 
 use oslab_core::model::{EventKind, TimelineEvent, Unit};

@@ -1,4 +1,4 @@
-//! The cost of moving a thread to another CPU (seed 000).
+//! The cost of moving a thread to another CPU.
 //!
 //! Two views: an experiment (a matrix multiply pinned on one CPU versus migrated half way to
 //! another, with counters per phase; [`experiment`]) and a direct probe, `migration.cost`: warm

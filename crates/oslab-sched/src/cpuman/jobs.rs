@@ -1,4 +1,4 @@
-//! The seed's job kinds and workloads (its Tables III and IV): four applications with the four
+//! The paper's job kinds and workloads (its Tables III and IV): four applications with the four
 //! scaling shapes, their processor requests, and the mixes W1..W4. Speedup at any processor
 //! count is interpolated from the measured points (1, 8, 16 and 32 processors), linearly in
 //! log2(p), and held flat beyond 32: a model of the paper's numbers, not a fit to this machine.

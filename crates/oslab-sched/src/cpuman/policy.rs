@@ -1,4 +1,4 @@
-//! Processor-allocation policies for malleable parallel jobs (seed 003), behind one trait that the
+//! Processor-allocation policies for malleable parallel jobs, behind one trait that the
 //! live CPU manager and the simulator both drive.
 //!
 //! - `native`: every job gets what it requested; the OS time-shares the machine (oversubscribed).

@@ -1,4 +1,4 @@
-//! The built-in malleable jobs: real parallel kernels with the seed's four scaling shapes. One
+//! The built-in malleable jobs: real parallel kernels with the paper's four scaling shapes. One
 //! call of [`Work::iteration`] is one outer iteration, run by a team of `threads` threads (the
 //! calling thread is member 0), each pinned to its CPU of the assignment when there is one.
 //!

@@ -1,4 +1,4 @@
-//! Workloads for the CPU manager: the seed's mixes W1..W4 at a load, written as SWF, and any
+//! Workloads for the CPU manager: the paper's mixes W1..W4 at a load, written as SWF, and any
 //! SWF trace turned into the jobs a run (live or simulated) starts.
 //!
 //! Load is offered sequential work per second over the processors: at 100% jobs arrive (with

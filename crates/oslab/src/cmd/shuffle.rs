@@ -1,4 +1,4 @@
-//! `oslab shuffle`: the lock-contention shuffler on a live process (seed 001).
+//! `oslab shuffle`: the lock-contention shuffler on a live process.
 
 use super::session::Session;
 use crate::cli::ShuffleArgs;

@@ -1219,9 +1219,7 @@ fn without_bpf_permission_shuffle_says_so_and_falls_back_or_refuses() {
     .unwrap();
     let db = dir.path().join("nobody.db");
     let nobody = |args: &[&str]| {
-        std::process::Command::new("/usr/bin/setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(assert_cmd::cargo::cargo_bin("oslab"))
+        common::oslab_as_nobody()
             .args(["shuffle", "--interval", "50ms", "--db"])
             .arg(&db)
             .args(args)
@@ -1358,11 +1356,8 @@ fn a_store_others_may_only_read_can_still_be_listed_shown_and_exported() {
     // The store is root's: nobody may read it and its directory, not write them.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("oslab");
     let as_nobody = |args: &[&str]| {
-        std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
+        common::oslab_as_nobody()
             .args(args)
             .env("HOME", "/tmp")
             .output()
@@ -1398,9 +1393,7 @@ fn a_temp_dir_that_cannot_be_written_is_refused_before_measuring() {
     let readonly = dir.path().join("readonly");
     std::fs::create_dir(&readonly).unwrap();
     std::fs::set_permissions(&readonly, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(assert_cmd::cargo::cargo_bin("oslab"))
+    let out = common::oslab_as_nobody()
         .args(["run", "faults.file", "--quick", "--temp-dir"])
         .arg(&readonly)
         .args(["--db", db.to_str().unwrap()])

@@ -525,9 +525,7 @@ fn kernel_page_migration_without_permission_is_refused_before_any_job() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let marker = "OSLAB_TEST_KERNEL_REFUSED";
     let t = std::time::Instant::now();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(assert_cmd::cargo::cargo_bin("oslab"))
+    let out = common::oslab_as_nobody()
         .args([
             "cpuman",
             "run",

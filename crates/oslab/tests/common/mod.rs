@@ -32,3 +32,12 @@ pub fn fails(args: &[&str], code: i32) -> String {
     let out = oslab().args(args).assert().code(code).get_output().clone();
     String::from_utf8_lossy(&out.stderr).to_string()
 }
+
+/// oslab run as user nobody (setpriv; the caller is root), ready for arguments.
+#[allow(dead_code)] // not every test file acts as another user
+pub fn oslab_as_nobody() -> std::process::Command {
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(assert_cmd::cargo::cargo_bin("oslab"));
+    c
+}

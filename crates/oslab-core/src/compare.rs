@@ -1,31 +1,62 @@
-//! Comparing two runs measurement by measurement: both medians, their ratio, whether the
-//! difference is significant given both runs' samples (Mann-Whitney U), and whether it is a
-//! regression beyond a threshold. Runs from different machines compare too; placement parameters
-//! (which cpu) are left out of the match so the same probe lines up.
+//! Comparing runs measurement by measurement, in the manner of Go's benchstat. The unit of
+//! replication is an independent repetition of a probe (`oslab run --repeat N`, or several runs
+//! taken together as one side), never the samples of one burst: those share the burst's
+//! conditions, and tested as if independent they make any drift between two runs look
+//! significant.
+//!
+//! A side of one run has its repetitions as replicates: they show the noise within a run, not
+//! how far the machine drifts between runs (on a shared host, far). A side of several runs has one
+//! replicate per run (the median of its repetitions), so that drift is in the comparison; runs
+//! taken alternately (A B A B A B) and compared as groups are the way to compare on a noisy host.
+//!
+//! A side of one run has its band widened, besides, by how far earlier runs of the same machine
+//! drifted apart ([`Drift`]), when the store holds enough of them.
+//!
+//! For each measurement: the median of each side's replicates, their ratio, the Hodges-Lehmann
+//! interval of the ratio (at [`CONFIDENCE`], on logarithms), the Mann-Whitney p of the
+//! replicates, and a verdict. A regression or an improvement is called only when the whole
+//! interval lies beyond the band: the threshold, widened to the spread of either side's own
+//! repetitions (a change smaller than the noise between repetitions is not called). With fewer
+//! than 3 repetitions a side no interval reaches the confidence: the ratio is shown, unjudged.
+//! Placement parameters (which cpu) are left out of the match, so runs from different machines
+//! or cpus line up.
 
-use crate::model::{Measurement, Unit};
-use crate::stats::mann_whitney_p;
+use crate::model::{pairs_text, Measurement, Unit};
+use crate::ranks::{mann_whitney_p, shift_interval};
+use crate::stats::{median, robust_z, OUTLIER_Z};
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 
 /// Parameters that say where a measurement ran, not what it measured.
 const PLACEMENT: &[&str] = &["cpu", "cpus", "peer_cpu", "from", "to", "temp_dir"];
 
-/// Significance level for "the difference is real".
-pub const ALPHA: f64 = 0.01;
+/// Found while measuring, not asked for: parameters in runs stored before oslab kept them apart
+/// (`Measurement::context`); left out of the match so those runs still compare.
+const FOUND: &[&str] = &["pages", "claimed_bytes"];
+
+/// The relative change that counts unless the user says otherwise: 5%.
+pub const DEFAULT_THRESHOLD: f64 = 0.05;
+
+/// Confidence of the ratio's interval: the most that 3 repetitions a side can give (the whole
+/// range of their 9 ratios), 95% on each side.
+pub const CONFIDENCE: f64 = 0.90;
 
 /// What changed for one measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Significantly better beyond the threshold.
+    /// Better beyond the band, with the confidence.
     Better,
-    /// Significantly worse beyond the threshold.
+    /// Worse beyond the band, with the confidence.
     Regression,
-    /// Significant but within the threshold, or in a unit without a better direction.
+    /// Different with the confidence, but not beyond the band (or in a unit without a better
+    /// direction).
     Changed,
-    /// No significant difference.
+    /// No difference shown.
     Same,
-    /// Cannot tell: too few samples, or a value missing on one side.
+    /// Too few repetitions to judge: the ratio alone.
+    RatioOnly,
+    /// Cannot compare: missing on one side, or without a value there.
     Unknown,
 }
 
@@ -40,117 +71,266 @@ pub struct Row {
     pub metric: String,
     /// Unit.
     pub unit: Unit,
-    /// Median of the baseline, when it has a value.
+    /// Whether each side has the measurement at all (with or without a value).
+    pub present: [bool; 2],
+    /// The drift between runs of this machine that widened the band, when a side is one run and
+    /// earlier runs show it.
+    pub drift: Option<f64>,
+    /// The judgement.
+    #[serde(flatten)]
+    pub judgement: Judgement,
+}
+
+/// Two sets of independent replicate values judged against each other.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judgement {
+    /// Median of the baseline's replicates.
     pub a: Option<f64>,
-    /// Median of the other run.
+    /// Median of the other side's.
     pub b: Option<f64>,
+    /// Replicates on each side.
+    pub n: [usize; 2],
     /// b / a.
     pub ratio: Option<f64>,
-    /// Mann-Whitney p-value, when both have samples.
+    /// Interval of the ratio at [`CONFIDENCE`], when there are enough replicates.
+    pub interval: Option<[f64; 2]>,
+    /// The relative change that counts: the threshold, or the replicates' spread when larger.
+    pub band: f64,
+    /// Mann-Whitney p of the replicates.
     pub p: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
 }
 
-/// What lines a measurement up with its counterpart: probe, parameters without placement, metric.
-pub fn key(m: &Measurement) -> (String, String, String) {
-    let mut params = m.params.clone();
-    for k in PLACEMENT {
-        params.remove(*k);
-    }
-    let text = params
-        .iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
-    (m.probe.clone(), text, m.metric.clone())
-}
-
-/// Compares `b` against the baseline `a`; `threshold` is the relative change that counts
-/// (0.05 = 5%). Rows follow the baseline's order, then what only `b` has.
-pub fn compare(a: &[Measurement], b: &[Measurement], threshold: f64) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut used = vec![false; b.len()];
-    for ma in a {
-        let k = key(ma);
-        let found = b
-            .iter()
-            .enumerate()
-            .find(|(i, mb)| !used[*i] && key(mb) == k);
-        let mb = found.map(|(i, mb)| {
-            used[i] = true;
-            mb
-        });
-        rows.push(row(k, ma.unit, Some(ma), mb, threshold));
-    }
-    for (mb, _) in b.iter().zip(&used).filter(|(_, u)| !**u) {
-        rows.push(row(key(mb), mb.unit, None, Some(mb), threshold));
-    }
-    rows
-}
-
-fn median(m: Option<&Measurement>) -> Option<f64> {
-    m.filter(|m| m.status.has_value())?
-        .summary
-        .as_ref()
-        .map(|s| s.median)
-}
-
-fn row(
-    (probe, params, metric): (String, String, String),
-    unit: Unit,
-    ma: Option<&Measurement>,
-    mb: Option<&Measurement>,
-    threshold: f64,
-) -> Row {
-    let (a, b) = (median(ma), median(mb));
-    let ratio = match (a, b) {
-        (Some(x), Some(y)) if x != 0.0 => Some(y / x),
+/// Judges replicates `b` against the baseline `a`: a change counts when the ratio's interval lies
+/// wholly outside [1 - band, 1 + band]. Better and worse follow the unit (lower times, higher
+/// bandwidth); other units only change.
+pub fn judge(a: &[f64], b: &[f64], unit: Unit, band: f64) -> Judgement {
+    let (ma, mb) = (median(a), median(b));
+    let positive = |v: &[f64]| v.iter().all(|x| *x > 0.0 && x.is_finite());
+    let ratio = match (ma, mb) {
+        (Some(x), Some(y)) if x > 0.0 && y >= 0.0 => Some(y / x),
         _ => None,
     };
-    let samples =
-        |m: Option<&Measurement>| m.and_then(|m| m.samples.clone()).filter(|s| s.len() >= 3);
-    let p = match (samples(ma), samples(mb)) {
-        (Some(x), Some(y)) => mann_whitney_p(&x, &y),
-        _ => None,
-    };
-    let verdict = match (ratio, p) {
-        (Some(r), Some(p)) if p < ALPHA => {
-            let worse = match unit {
-                Unit::Ns | Unit::Cycles => r > 1.0 + threshold,
-                Unit::GBps => r < 1.0 - threshold,
-                _ => false,
+    let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
+    let interval = (positive(a) && positive(b))
+        .then(|| shift_interval(&logs(a), &logs(b), CONFIDENCE))
+        .flatten()
+        .map(|(_, lo, hi)| [lo.exp(), hi.exp()]);
+    let verdict = match (ratio, interval) {
+        _ if ma.is_none() || mb.is_none() => Verdict::Unknown,
+        // Values that may be zero or below (paired differences, counts) have no ratio: a shift
+        // whose interval excludes zero is a change, never better or worse.
+        _ if !positive(a) || !positive(b) => match shift_interval(a, b, CONFIDENCE) {
+            None => Verdict::RatioOnly,
+            Some((_, lo, hi)) if lo > 0.0 || hi < 0.0 => Verdict::Changed,
+            Some(_) => Verdict::Same,
+        },
+        (_, None) => Verdict::RatioOnly,
+        (_, Some([lo, hi])) => {
+            let lower_is_better = match unit {
+                Unit::Ns | Unit::Cycles => Some(true),
+                Unit::GBps => Some(false),
+                _ => None,
             };
-            let better = match unit {
-                Unit::Ns | Unit::Cycles => r < 1.0 - threshold,
-                Unit::GBps => r > 1.0 + threshold,
-                _ => false,
-            };
-            if worse {
-                Verdict::Regression
-            } else if better {
-                Verdict::Better
-            } else {
-                Verdict::Changed
+            let up = lo > 1.0 + band;
+            let down = hi < 1.0 - band;
+            match (up || down, lower_is_better) {
+                (true, Some(lower)) if up == lower => Verdict::Regression,
+                (true, Some(_)) => Verdict::Better,
+                (true, None) => Verdict::Changed,
+                (false, _) if lo > 1.0 || hi < 1.0 => Verdict::Changed,
+                (false, _) => Verdict::Same,
             }
         }
-        (Some(_), Some(_)) => Verdict::Same,
-        _ => Verdict::Unknown,
     };
-    Row {
-        probe,
-        params,
-        metric,
-        unit,
-        a,
-        b,
+    Judgement {
+        a: ma,
+        b: mb,
+        n: [a.len(), b.len()],
         ratio,
-        p,
+        interval,
+        band,
+        p: mann_whitney_p(a, b),
         verdict,
     }
+}
+
+/// What lines a measurement up with its counterpart: probe, parameters without placement (nor
+/// values found while measuring), metric.
+pub fn key(m: &Measurement) -> (String, String, String) {
+    let mut params = m.params.clone();
+    for k in PLACEMENT.iter().chain(FOUND) {
+        params.remove(*k);
+    }
+    (m.probe.clone(), pairs_text(params.iter()), m.metric.clone())
+}
+
+/// Relative spread of replicates: (max - min) / median; 0 with fewer than two.
+fn spread(v: &[f64]) -> f64 {
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+            (l.min(*x), h.max(*x))
+        });
+    match median(v) {
+        Some(m) if v.len() >= 2 && m > 0.0 => (hi - lo) / m,
+        _ => 0.0,
+    }
+}
+
+/// What lines measurements up.
+type Key = (String, String, String);
+
+/// The values of some runs: per key (in order of first appearance), per run, the medians of its
+/// repetitions (the first value of each repetition; none when the measurement has no value).
+struct PerRun {
+    order: Vec<(Key, Unit)>,
+    values: HashMap<Key, Vec<Vec<f64>>>,
+}
+
+impl PerRun {
+    fn of(runs: &[&[Measurement]]) -> PerRun {
+        let mut order = Vec::new();
+        let mut values: HashMap<Key, Vec<Vec<f64>>> = HashMap::new();
+        for (run_no, run) in runs.iter().enumerate() {
+            let mut seen = HashSet::new();
+            for m in run.iter() {
+                let k = key(m);
+                if !seen.insert((k.clone(), m.repetition)) {
+                    continue;
+                }
+                let v = values.entry(k.clone()).or_insert_with(|| {
+                    order.push((k, m.unit));
+                    Vec::new()
+                });
+                v.resize(runs.len(), Vec::new());
+                if let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) {
+                    v[run_no].push(s.median);
+                }
+            }
+        }
+        PerRun { order, values }
+    }
+
+    /// The replicates of `k`: each repetition when one run has a value, else one value per run
+    /// (the median of its repetitions); and how many runs have a value.
+    fn replicates(&self, k: &Key) -> (Vec<f64>, usize) {
+        let runs: Vec<&Vec<f64>> = self
+            .values
+            .get(k)
+            .map(|v| v.iter().filter(|r| !r.is_empty()).collect())
+            .unwrap_or_default();
+        match runs.as_slice() {
+            [one] => (one.to_vec(), 1),
+            many => (many.iter().filter_map(|v| median(v)).collect(), many.len()),
+        }
+    }
+}
+
+/// How far runs of one machine drift apart when nothing changed, from earlier runs: per
+/// measurement, the relative change that 90% of the pairs of runs stayed within (runs far out
+/// of the rest, by robust z-score, left out). It widens the
+/// band of a side that is a single run, whose repetitions cannot show drift between runs.
+#[derive(Debug, Default)]
+pub struct Drift {
+    per_key: HashMap<Key, f64>,
+    /// How many runs it was learnt from.
+    pub runs: usize,
+}
+
+/// Runs a measurement needs in the history before its drift is trusted.
+const DRIFT_MIN_RUNS: usize = 3;
+
+impl Drift {
+    /// Learns the drift from `runs` (earlier runs of the same machine and suite, none of them
+    /// compared now: a regressed run among them would hide itself).
+    pub fn from_runs(runs: &[&[Measurement]]) -> Drift {
+        let per = PerRun::of(runs);
+        let mut per_key = HashMap::new();
+        for (k, _) in &per.order {
+            let logs: Vec<f64> = per.values[k]
+                .iter()
+                .filter_map(|v| median(v))
+                .filter(|v| *v > 0.0 && v.is_finite())
+                .map(f64::ln)
+                .collect();
+            // A run that stands far out (a regressed build in the history) is left out, so that
+            // it does not hide the next one.
+            let medians: Vec<f64> = match robust_z(&logs) {
+                Some(z) => logs
+                    .iter()
+                    .zip(z)
+                    .filter(|(_, z)| z.abs() <= OUTLIER_Z)
+                    .map(|(l, _)| l.exp())
+                    .collect(),
+                None => logs.iter().map(|l| l.exp()).collect(),
+            };
+            if medians.len() < DRIFT_MIN_RUNS {
+                continue;
+            }
+            let mut apart: Vec<f64> = Vec::new();
+            for (i, x) in medians.iter().enumerate() {
+                apart.extend(medians[i + 1..].iter().map(|y| (y / x).ln().abs()));
+            }
+            apart.sort_by(f64::total_cmp);
+            let q = crate::stats::quantile_sorted(&apart, 0.9);
+            per_key.insert(k.clone(), q.exp() - 1.0);
+        }
+        Drift {
+            per_key,
+            runs: runs.len(),
+        }
+    }
+
+    fn of(&self, k: &Key) -> Option<f64> {
+        self.per_key.get(k).copied()
+    }
+}
+
+/// Compares side `b` against the baseline side `a`, each one or more runs (see the module
+/// documentation for what the replicates are). `threshold` is the relative change that counts
+/// (0.05 = 5%); `drift` widens it for sides of one run. Rows follow the baseline's order, then
+/// what only `b` has.
+pub fn compare(
+    a: &[&[Measurement]],
+    b: &[&[Measurement]],
+    threshold: f64,
+    drift: &Drift,
+) -> Vec<Row> {
+    let sides = [PerRun::of(a), PerRun::of(b)];
+    let mut order = sides[0].order.clone();
+    order.extend(
+        sides[1]
+            .order
+            .iter()
+            .filter(|(k, _)| !sides[0].values.contains_key(k))
+            .cloned(),
+    );
+    order
+        .into_iter()
+        .map(|(k, unit)| {
+            let (va, runs_a) = sides[0].replicates(&k);
+            let (vb, runs_b) = sides[1].replicates(&k);
+            let single = runs_a == 1 || runs_b == 1;
+            let drift = drift.of(&k).filter(|_| single);
+            let band = threshold
+                .max(spread(&va))
+                .max(spread(&vb))
+                .max(drift.unwrap_or(0.0))
+                .min(0.99);
+            let (probe, params, metric) = k.clone();
+            Row {
+                probe,
+                params,
+                metric,
+                unit,
+                present: [0, 1].map(|i| sides[i].values.contains_key(&k)),
+                drift,
+                judgement: judge(&va, &vb, unit, band),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -159,7 +339,8 @@ mod tests {
     use crate::model::Status;
     use crate::{params, Summary};
 
-    fn m(cpu: usize, unit: Unit, samples: Vec<f64>) -> Measurement {
+    /// One repetition of a measurement on `cpu` whose samples center on `value`.
+    fn m(cpu: usize, unit: Unit, repetition: u32, value: f64) -> Measurement {
         let mut x = Measurement::not_taken(
             "syscall.getppid",
             params! {"cpu" => cpu, "cache" => "hot"},
@@ -167,54 +348,151 @@ mod tests {
             unit,
             Status::Ok,
         );
+        let samples = vec![value; 40];
         x.summary = Summary::new(&samples);
         x.samples = Some(samples);
+        x.repetition = repetition;
         x
     }
 
-    #[test]
-    fn slower_times_are_regressions_and_faster_rates_are_better() {
-        let base: Vec<f64> = (0..40).map(|i| 100.0 + (i % 5) as f64).collect();
-        let slow: Vec<f64> = base.iter().map(|x| x * 1.2).collect();
-        // Different cpus still line up: placement is not part of the key.
-        let rows = compare(
-            &[m(1, Unit::Ns, base.clone())],
-            &[m(3, Unit::Ns, slow.clone())],
-            0.05,
-        );
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].verdict, Verdict::Regression);
-        assert!((rows[0].ratio.unwrap() - 1.2).abs() < 0.01);
-        let rows = compare(
-            &[m(1, Unit::GBps, base.clone())],
-            &[m(1, Unit::GBps, slow)],
-            0.05,
-        );
-        assert_eq!(rows[0].verdict, Verdict::Better);
-        let rows = compare(
-            &[m(1, Unit::Ns, base.clone())],
-            &[m(1, Unit::Ns, base.clone())],
-            0.05,
-        );
-        assert_eq!(rows[0].verdict, Verdict::Same);
-        // A 2% change that is significant is "changed", not a regression, at a 5% threshold.
-        let bit: Vec<f64> = base.iter().map(|x| x * 1.02 + 0.001).collect();
-        let rows = compare(
-            &[m(1, Unit::Ns, base.clone())],
-            &[m(1, Unit::Ns, bit)],
-            0.05,
-        );
-        assert!(matches!(rows[0].verdict, Verdict::Changed | Verdict::Same));
+    /// A run of one measurement repeated at these values.
+    fn run(cpu: usize, unit: Unit, values: &[f64]) -> Vec<Measurement> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| m(cpu, unit, i as u32 + 1, *v))
+            .collect()
+    }
+
+    fn verdict(a: &[Measurement], b: &[Measurement]) -> Row {
+        let rows = compare(&[a], &[b], 0.05, &Drift::default());
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        rows.into_iter().next().unwrap()
     }
 
     #[test]
-    fn unmatched_measurements_are_listed_as_unknown() {
-        let a = m(1, Unit::Ns, vec![1.0, 2.0, 3.0]);
-        let mut b = m(1, Unit::Ns, vec![1.0, 2.0, 3.0]);
-        b.metric = "other".into();
-        let rows = compare(&[a], &[b], 0.05);
+    fn a_slowdown_in_every_repetition_is_a_regression_and_faster_rates_are_better() {
+        let base = run(1, Unit::Ns, &[100.0, 101.0, 102.0]);
+        // Different cpus still line up: placement is not part of the key.
+        let slow = run(3, Unit::Ns, &[120.0, 121.5, 123.0]);
+        let r = verdict(&base, &slow);
+        assert_eq!(r.judgement.verdict, Verdict::Regression);
+        assert!((r.judgement.ratio.unwrap() - 121.5 / 101.0).abs() < 1e-9);
+        let [lo, hi] = r.judgement.interval.unwrap();
+        assert!((lo - 120.0 / 102.0).abs() < 1e-9 && (hi - 123.0 / 100.0).abs() < 1e-9);
+        assert!((r.judgement.p.unwrap() - 0.1).abs() < 1e-12);
+        let rates = verdict(
+            &run(1, Unit::GBps, &[100.0, 101.0, 102.0]),
+            &run(1, Unit::GBps, &[120.0, 121.5, 123.0]),
+        );
+        assert_eq!(rates.judgement.verdict, Verdict::Better);
+        assert_eq!(verdict(&base, &base).judgement.verdict, Verdict::Same);
+        // A 2% change, every repetition apart, is a change but not beyond a 5% threshold.
+        let bit = run(1, Unit::Ns, &[103.5, 104.0, 104.5]);
+        assert_eq!(verdict(&base, &bit).judgement.verdict, Verdict::Changed);
+    }
+
+    #[test]
+    fn one_repetition_a_side_gives_a_ratio_and_no_verdict() {
+        let r = verdict(&run(1, Unit::Ns, &[100.0]), &run(1, Unit::Ns, &[200.0]));
+        assert_eq!(r.judgement.verdict, Verdict::RatioOnly);
+        assert_eq!(r.judgement.ratio, Some(2.0));
+        assert!(r.judgement.interval.is_none());
+        // Three runs of one repetition each make a side of three.
+        let (a1, a2, a3) = (
+            run(1, Unit::Ns, &[100.0]),
+            run(1, Unit::Ns, &[101.0]),
+            run(1, Unit::Ns, &[102.0]),
+        );
+        let (b1, b2, b3) = (
+            run(1, Unit::Ns, &[150.0]),
+            run(1, Unit::Ns, &[151.0]),
+            run(1, Unit::Ns, &[152.0]),
+        );
+        let rows = compare(&[&a1, &a2, &a3], &[&b1, &b2, &b3], 0.05, &Drift::default());
+        assert_eq!(rows[0].judgement.n, [3, 3]);
+        assert_eq!(rows[0].judgement.verdict, Verdict::Regression);
+    }
+
+    #[test]
+    fn several_runs_a_side_count_once_each_so_drift_between_runs_is_seen() {
+        // Each run's repetitions agree closely, but the runs drift 20% apart: one run against
+        // one run looks like a regression; three runs a side, alternated, do not.
+        let (a1, b1) = (
+            run(1, Unit::Ns, &[100.0, 100.5, 101.0]),
+            run(1, Unit::Ns, &[120.0, 120.5, 121.0]),
+        );
+        assert_eq!(verdict(&a1, &b1).judgement.verdict, Verdict::Regression);
+        let (a2, b2) = (
+            run(1, Unit::Ns, &[121.0, 121.5, 122.0]),
+            run(1, Unit::Ns, &[99.0, 99.5, 100.0]),
+        );
+        let (a3, b3) = (
+            run(1, Unit::Ns, &[110.0, 110.5, 111.0]),
+            run(1, Unit::Ns, &[111.0, 111.5, 112.0]),
+        );
+        let rows = compare(&[&a1, &a2, &a3], &[&b1, &b2, &b3], 0.05, &Drift::default());
+        assert_eq!(rows[0].judgement.n, [3, 3]);
+        assert_eq!(rows[0].judgement.a, Some(110.5));
+        assert_eq!(rows[0].judgement.verdict, Verdict::Same);
+        // Those runs as history: one run against one, the band is their 90% drift.
+        let drift = Drift::from_runs(&[&a1, &b1, &a2, &b2, &a3, &b3]);
+        let rows = compare(&[&a1], &[&b1], 0.05, &drift);
+        let d = rows[0].drift.unwrap();
+        assert!(d > 0.19 && d < 0.23, "{d}");
+        assert_eq!(rows[0].judgement.verdict, Verdict::Changed);
+        // A run far out of the history (a regressed build) is left out of it.
+        let regressed = run(1, Unit::Ns, &[300.0, 301.0, 302.0]);
+        let with = Drift::from_runs(&[&a1, &b1, &a2, &b2, &a3, &b3, &regressed]);
+        let rows = compare(&[&a1], &[&b1], 0.05, &with);
+        assert_eq!(rows[0].drift, Some(d));
+        // Too little history says nothing.
+        let rows = compare(&[&a1], &[&b1], 0.05, &Drift::from_runs(&[&a2, &b2]));
+        assert!(rows[0].drift.is_none());
+    }
+
+    #[test]
+    fn a_change_within_the_noise_between_repetitions_is_not_called() {
+        // The repetitions of each side spread 26% of their median: a 26% shift is not beyond.
+        let a = run(1, Unit::Ns, &[100.0, 115.0, 130.0]);
+        let b = run(1, Unit::Ns, &[131.0, 145.0, 160.0]);
+        let r = verdict(&a, &b);
+        assert!((r.judgement.band - 30.0 / 115.0).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.judgement.verdict, Verdict::Changed);
+    }
+
+    #[test]
+    fn unmatched_measurements_are_unknown_and_say_which_side_has_them() {
+        let a = run(1, Unit::Ns, &[1.0, 2.0, 3.0]);
+        let mut b = run(1, Unit::Ns, &[1.0, 2.0, 3.0]);
+        b.iter_mut().for_each(|m| m.metric = "other".into());
+        let rows = compare(&[&a], &[&b], 0.05, &Drift::default());
         assert_eq!(rows.len(), 2);
-        assert!(rows.iter().all(|r| r.verdict == Verdict::Unknown));
-        assert!(rows[0].b.is_none() && rows[1].a.is_none());
+        assert!(rows.iter().all(|r| r.judgement.verdict == Verdict::Unknown));
+        // Values at or below zero have no ratio; their shift can still be a change.
+        let (d0, d1) = (
+            run(1, Unit::Ns, &[-0.5, -0.4, -0.45]),
+            run(1, Unit::Ns, &[0.5, 0.6, 0.55]),
+        );
+        let r = verdict(&d0, &d1);
+        assert_eq!(
+            (r.judgement.ratio, r.judgement.verdict),
+            (None, Verdict::Changed)
+        );
+        assert_eq!(verdict(&d0, &d0).judgement.verdict, Verdict::Same);
+        assert_eq!(
+            (rows[0].present, rows[1].present),
+            ([true, false], [false, true])
+        );
+    }
+
+    #[test]
+    fn what_was_found_while_measuring_does_not_split_a_match() {
+        let a = vec![m(1, Unit::Ns, 1, 5.0).found("pages", "thp 91%")];
+        let mut old = m(1, Unit::Ns, 1, 5.0);
+        old.params.insert("pages".into(), "thp 88%".into());
+        let rows = compare(&[&a], &[&[old]], 0.05, &Drift::default());
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].present, [true, true]);
     }
 }

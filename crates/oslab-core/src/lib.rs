@@ -23,7 +23,10 @@
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`, `TimelineEvent`.
 //! - [`text`]: lines and tables an experiment reports, as data the report crate renders.
 //! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB).
-//! - [`compare::compare`]: two sets of measurements side by side: ratio, significance, regressions.
+//! - [`compare::compare`]: runs side by side, repetition by repetition: ratio, its interval,
+//!   significance, regressions.
+//! - [`repetitions`]: a measurement's repetitions pooled into one row for tables and charts.
+//! - [`ranks`]: Mann-Whitney U (exact for few values) and the Hodges-Lehmann shift interval.
 //! - [`paired`]: A/B experiments run as alternating pairs, judged on the paired differences.
 //! - [`placement`]: which cpus to measure on: the measuring cpu, its peer, the farthest one.
 #![deny(missing_docs)]
@@ -44,6 +47,8 @@ pub mod paths;
 pub mod pending;
 pub mod perf;
 pub mod placement;
+pub mod ranks;
+pub mod repetitions;
 pub mod signals;
 pub mod stats;
 pub mod text;

@@ -148,6 +148,14 @@ pub struct Measurement {
     /// noisy result was measured again later in the run.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub attempts: u32,
+    /// Which independent repetition of the probe this is (1, 2, ... with `oslab run --repeat`):
+    /// the unit of replication when runs are compared.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repetition: u32,
+    /// What was found while measuring (the page size the kernel actually gave, the cache size the
+    /// machine claims): shown beside the parameters, never used to match measurements.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub context: Map<String, Value>,
 }
 
 fn one() -> u32 {
@@ -182,7 +190,15 @@ impl Measurement {
             samples: None,
             difference: false,
             attempts: 1,
+            repetition: 1,
+            context: Map::new(),
         }
+    }
+
+    /// The same measurement with `key` recorded as found while measuring (see `context`).
+    pub fn found(mut self, key: &str, value: impl Into<Value>) -> Measurement {
+        self.context.insert(key.to_string(), value.into());
+        self
     }
 
     /// The best sample: the maximum of a rate, the minimum of a time or count; none for a
@@ -205,17 +221,29 @@ impl Measurement {
                 .is_some_and(|s| s.ci_low <= 0.0 && s.ci_high >= 0.0)
     }
 
-    /// Parameters as a short `k=v k=v` string for tables.
+    /// Parameters as a short `k=v k=v` string for tables, then what was found while measuring
+    /// in brackets: `size=8388608 [pages=4k]`.
     pub fn params_text(&self) -> String {
-        self.params
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => format!("{k}={s}"),
-                other => format!("{k}={other}"),
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        let params = pairs_text(self.params.iter());
+        if self.context.is_empty() {
+            params
+        } else {
+            format!("{params} [{}]", pairs_text(self.context.iter()))
+                .trim_start()
+                .to_string()
+        }
     }
+}
+
+/// `k=v k=v`, strings without their quotes.
+pub fn pairs_text<'a>(pairs: impl Iterator<Item = (&'a String, &'a Value)>) -> String {
+    pairs
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What a timeline event is. Stored and exported by name; a name this oslab does not know (a

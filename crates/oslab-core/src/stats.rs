@@ -171,59 +171,6 @@ pub fn noise_reason(summary: &Summary, rule: NoiseRule, scale: f64) -> Option<St
     })
 }
 
-/// Two-sided p-value of the Mann-Whitney U test (normal approximation with tie correction and
-/// continuity correction): how likely samples this different are if both come from one
-/// distribution. None when either side is empty.
-pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> Option<f64> {
-    let (n1, n2) = (a.len(), b.len());
-    if n1 == 0 || n2 == 0 {
-        return None;
-    }
-    let mut all: Vec<(f64, bool)> = a
-        .iter()
-        .map(|&x| (x, true))
-        .chain(b.iter().map(|&x| (x, false)))
-        .collect();
-    all.sort_by(|x, y| x.0.total_cmp(&y.0));
-    // Mid-ranks for ties.
-    let n = all.len();
-    let mut rank_a = 0.0;
-    let mut ties = 0.0;
-    let mut i = 0;
-    while i < n {
-        let mut j = i;
-        while j + 1 < n && all[j + 1].0 == all[i].0 {
-            j += 1;
-        }
-        let rank = (i + j) as f64 / 2.0 + 1.0;
-        let t = (j - i + 1) as f64;
-        ties += t * t * t - t;
-        rank_a += all[i..=j].iter().filter(|x| x.1).count() as f64 * rank;
-        i = j + 1;
-    }
-    let (n1f, n2f) = (n1 as f64, n2 as f64);
-    let u = rank_a - n1f * (n1f + 1.0) / 2.0;
-    let mean = n1f * n2f / 2.0;
-    let nf = n as f64;
-    let var = n1f * n2f / 12.0 * ((nf + 1.0) - ties / (nf * (nf - 1.0)).max(1.0));
-    if var <= 0.0 {
-        return Some(1.0); // every value equal
-    }
-    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
-    Some((2.0 * normal_tail(z)).min(1.0))
-}
-
-/// P(Z > z) for a standard normal Z (Abramowitz-Stegun 7.1.26 erfc, error < 1.5e-7).
-fn normal_tail(z: f64) -> f64 {
-    let x = z / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    0.5 * poly * (-x * x).exp()
-}
-
 /// Mean and the 95% confidence interval of the mean (Student's t), for small samples such as
 /// paired run differences. None with fewer than two values.
 pub fn mean_ci95(samples: &[f64]) -> Option<(f64, f64, f64)> {
@@ -355,18 +302,6 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mann_whitney_separates_shifted_samples_only() {
-        let a: Vec<f64> = (0..30).map(|i| 100.0 + (i % 7) as f64).collect();
-        let b: Vec<f64> = (0..30).map(|i| 110.0 + (i % 7) as f64).collect();
-        assert!(mann_whitney_p(&a, &b).unwrap() < 1e-6);
-        let same = mann_whitney_p(&a, &a).unwrap();
-        assert!(same > 0.9, "{same}");
-        assert_eq!(mann_whitney_p(&[1.0; 5], &[1.0; 5]), Some(1.0));
-        assert!(mann_whitney_p(&[], &a).is_none());
-        assert!((normal_tail(1.96) - 0.025).abs() < 1e-3);
-    }
 
     #[test]
     fn mean_interval_widens_with_few_samples() {

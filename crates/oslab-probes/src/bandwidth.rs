@@ -172,8 +172,8 @@ fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         "threads" => 1,
         "cpus" => cx.cpu.to_string(),
         "array_bytes" => arrays.bytes,
-        "pages" => arrays.d.pages_used(),
     };
+    let pages = arrays.d.pages_used();
     Ok(jobs
         .iter()
         .zip(&times)
@@ -188,7 +188,7 @@ fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 note.as_deref(),
             );
             attach_peak(&mut ms, k, s, &peak);
-            ms
+            ms.into_iter().map(|m| m.found("pages", pages.as_str()))
         })
         .collect())
 }
@@ -263,8 +263,8 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             "threads" => t,
             "cpus" => list.join(","),
             "array_bytes" => arrays.bytes,
-            "pages" => arrays.d.pages_used(),
         };
+        let pages = arrays.d.pages_used();
         for (&(k, s), secs) in jobs.iter().zip(&times) {
             let mut ms = bandwidth_measurements(
                 "bandwidth.threads",
@@ -276,7 +276,7 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 note.as_deref(),
             );
             attach_peak(&mut ms, k, s, &peak);
-            out.extend(ms);
+            out.extend(ms.into_iter().map(|m| m.found("pages", pages.as_str())));
         }
     }
     Ok(out)

@@ -69,10 +69,12 @@ fn stride_table(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             let p = params! {
                 "size" => size,
                 "stride" => stride,
-                "pages" => chain.buffer().pages_used(),
                 "cpu" => cx.cpu,
             };
-            out.push(cx.measurement("memory.latency.stride", p, "per_load", &t));
+            out.push(
+                cx.measurement("memory.latency.stride", p, "per_load", &t)
+                    .found("pages", chain.buffer().pages_used()),
+            );
             buf = Some(chain.into_buffer());
         }
     }
@@ -103,9 +105,10 @@ fn page_modes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             let mut chain = Chain::in_buffer(buf, Order::Random, size as u64);
             chain.walk((size / 64).min(1 << 22) as u64);
             let t = harness.raw(&mut |n| chain.walk(n))?;
-            let mut p = p;
-            p.insert("pages".into(), chain.buffer().pages_used().into());
-            out.push(cx.measurement("memory.latency.pages", p, "per_load", &t));
+            out.push(
+                cx.measurement("memory.latency.pages", p, "per_load", &t)
+                    .found("pages", chain.buffer().pages_used()),
+            );
         }
     }
     Ok(out)

@@ -30,6 +30,18 @@ pub struct HarnessConfig {
     pub memory_max: usize,
     /// Time the runner may spend measuring noisy results again at the end of a run.
     pub retry_budget: Duration,
+    /// Extra runs of every batched body inside its timed region: a real slowdown of
+    /// (1 + extra) times that comparisons must catch. Zero unless the test-only environment
+    /// variable `OSLAB_TEST_EXTRA_WORK` sets it.
+    pub extra_work: u32,
+}
+
+/// The test-only slowdown (see [`HarnessConfig::extra_work`]).
+fn extra_work() -> u32 {
+    std::env::var("OSLAB_TEST_EXTRA_WORK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 impl HarnessConfig {
@@ -44,6 +56,7 @@ impl HarnessConfig {
             warmup: Duration::from_millis(30),
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
+            extra_work: extra_work(),
         }
     }
 
@@ -66,6 +79,7 @@ impl HarnessConfig {
             warmup: Duration::from_millis(10),
             memory_max: 64 << 20,
             retry_budget: Duration::from_millis(1500),
+            extra_work: extra_work(),
         }
     }
 }
@@ -162,6 +176,9 @@ impl Harness {
     fn time(&self, body: &mut dyn FnMut(u64), n: u64) -> f64 {
         let a = self.clock.start();
         body(n);
+        for _ in 0..self.config.extra_work {
+            body(n);
+        }
         let b = self.clock.stop();
         b.wrapping_sub(a) as f64
     }

@@ -297,10 +297,11 @@ fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, Probe
         let params = params! {
             "size" => size,
             "order" => order.name(),
-            "pages" => chain.buffer().pages_used(),
             "cpu" => cx.cpu,
         };
-        Ok(cx.measurement(id, params, "per_load", &t))
+        Ok(cx
+            .measurement(id, params, "per_load", &t)
+            .found("pages", chain.buffer().pages_used()))
     };
     let mut out = sweep_sizes(max, &caches)
         .into_iter()
@@ -382,10 +383,7 @@ fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measure
         };
         let claim = matched[k].map(|j| claimed[j]);
         let name = claim.map_or_else(|| format!("{}", k + 1), |c| format!("L{}", c.level));
-        let mut p = params! {"level" => name, "order" => "chunk", "cpu" => cx.cpu};
-        if let Some(c) = claim {
-            p.insert("claimed_bytes".into(), serde_json::json!(c.size));
-        }
+        let p = params! {"level" => name, "order" => "chunk", "cpu" => cx.cpu};
         let range = format!(
             "plateau from {} to {} ({} points); {} is the first size off it",
             oslab_core::units::bytes(level.first_in as u64),
@@ -408,6 +406,9 @@ fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measure
             inputs: params! {"claimed_bytes" => c.size, "level" => c.level},
         });
         size.note = Some(what.clone());
+        if let Some(c) = claim {
+            size = size.found("claimed_bytes", c.size);
+        }
         out.push(size);
         let mut lat = Measurement::not_taken(id, p, "level_latency", Unit::Ns, Status::Ok);
         lat.summary = Summary::new(&level.points);

@@ -1,6 +1,11 @@
 //! Runs selected probes one after another: checks what each needs, catches panics, stops cleanly
 //! on Ctrl-C, and reports every probe's results to a [`Sink`] as soon as it finishes.
 //!
+//! With several repetitions the suite runs that many times over, interleaved (every probe's
+//! first repetition, then every probe's second, ...), so that each repetition of a probe sees
+//! the machine at a different time: the repetitions are the independent replicates that
+//! comparisons between runs rest on.
+//!
 //! Then, while the retry budget lasts, probes with a noisy result are measured again, a pass at a
 //! time (so the new attempts are interleaved with each other, minutes after the first): for each
 //! measurement the best-supported attempt is kept (`ok` over `noisy`, then the narrower interval)
@@ -47,21 +52,35 @@ pub struct Outcome {
     pub contended: Vec<(&'static str, String)>,
 }
 
-/// Runs `probes` in order, then measures noisy ones again while the harness's retry budget lasts.
-pub fn run(probes: &[&'static Probe], cx: &Context, sink: &mut dyn Sink) -> Outcome {
+/// Runs `probes` in order, `repetitions` times over (at least once), then measures noisy ones
+/// again while the harness's retry budget lasts.
+pub fn run(
+    probes: &[&'static Probe],
+    repetitions: u32,
+    cx: &Context,
+    sink: &mut dyn Sink,
+) -> Outcome {
     let mut outcome = Outcome::default();
-    // Per probe: its results and what one attempt cost.
+    // Per probe and repetition: its results and what one attempt cost.
     let mut done: Vec<(&'static Probe, Vec<Measurement>, Duration)> = Vec::new();
-    for (i, probe) in probes.iter().enumerate() {
-        sink.started(probe, i, probes.len());
-        let began = Instant::now();
-        let Some(results) = attempt(probe, cx) else {
-            outcome.interrupted = true;
-            break;
-        };
-        sink.finished(probe, &results);
-        cx.earlier.borrow_mut().extend(results.iter().cloned());
-        done.push((probe, results, began.elapsed()));
+    let total = probes.len() * repetitions.max(1) as usize;
+    'passes: for repetition in 1..=repetitions.max(1) {
+        for probe in probes {
+            sink.started(probe, done.len(), total);
+            let began = Instant::now();
+            let Some(mut results) = attempt(probe, cx) else {
+                outcome.interrupted = true;
+                break 'passes;
+            };
+            for m in &mut results {
+                m.repetition = repetition;
+            }
+            sink.finished(probe, &results);
+            if repetition == 1 {
+                cx.earlier.borrow_mut().extend(results.iter().cloned());
+            }
+            done.push((probe, results, began.elapsed()));
+        }
     }
     if !outcome.interrupted {
         let budget = cx.harness.config.retry_budget;
@@ -74,6 +93,8 @@ pub fn run(probes: &[&'static Probe], cx: &Context, sink: &mut dyn Sink) -> Outc
             })
             .map(|(p, _, _)| p.id)
             .collect();
+        let mut named = std::collections::HashSet::new();
+        outcome.not_retried.retain(|p| named.insert(*p));
     }
     outcome.contended = done
         .iter()
@@ -84,6 +105,9 @@ pub fn run(probes: &[&'static Probe], cx: &Context, sink: &mut dyn Sink) -> Outc
             Some((p.id, why.split(';').next().unwrap_or(why).to_string()))
         })
         .collect();
+    // A probe contended in several repetitions is named once.
+    let mut named = std::collections::HashSet::new();
+    outcome.contended.retain(|(p, _)| named.insert(*p));
     outcome.measurements = done.into_iter().flat_map(|(_, r, _)| r).collect();
     outcome
 }
@@ -149,7 +173,9 @@ fn retry_noisy(
 /// Keeps, for each measurement of `kept`, the better supported of it and the same measurement
 /// (probe, params, metric) in `again`; every matched measurement records `attempt` attempts.
 pub fn merge_attempt(kept: &mut [Measurement], again: Vec<Measurement>, attempt: u32) {
-    for new in again {
+    let repetition = kept.first().map_or(1, |m| m.repetition);
+    for mut new in again {
+        new.repetition = repetition;
         let Some(old) = kept
             .iter_mut()
             .find(|m| m.probe == new.probe && m.metric == new.metric && m.params == new.params)

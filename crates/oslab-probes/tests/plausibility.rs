@@ -35,7 +35,7 @@ fn run_with_budget(pattern: &str, budget: Duration) -> Vec<Measurement> {
     with_budget(budget, move |cx| {
         let patterns: Vec<String> = pattern.split_whitespace().map(String::from).collect();
         let probes = registry::select(&patterns).unwrap();
-        runner::run(&probes, cx, &mut runner::Silent).measurements
+        runner::run(&probes, 1, cx, &mut runner::Silent).measurements
     })
 }
 
@@ -262,7 +262,7 @@ fn memory_latency_rises_from_cache_to_memory() {
         at(4096)
     );
     let curve: Vec<_> = ms.iter().filter(|m| m.metric == "per_load").collect();
-    assert!(curve.iter().all(|m| m.params["pages"] == "4k"));
+    assert!(curve.iter().all(|m| m.context["pages"] == "4k"));
     // The curve's plateaus are reported as levels, the last one being memory.
     let levels: Vec<_> = ms.iter().filter(|m| m.metric == "level_latency").collect();
     assert!(!levels.is_empty());
@@ -473,7 +473,7 @@ fn strided_and_parallel_chases_are_plausible() {
     assert!(ms
         .iter()
         .filter(|m| m.params["asked"] == "4k" && m.status.has_value())
-        .all(|m| m.params["pages"] == "4k"));
+        .all(|m| m.context["pages"] == "4k"));
 }
 
 #[test]

@@ -31,12 +31,13 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;marg
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.warn{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;margin:.3em 0}
-.noisy{color:#a15c00;font-weight:600}.skipped{color:#666;font-style:italic}.failed{color:#b00020;font-weight:600}
+.noisy,.changed{color:#a15c00;font-weight:600}.regression{color:#b00020;font-weight:700}.better{color:#1b7a2a;font-weight:700}.skipped{color:#666;font-style:italic}.failed{color:#b00020;font-weight:600}
 figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.meta td:first-child{color:#666}
 @media print{body{max-width:none}figure{break-inside:avoid}}";
 
 /// The report of one run.
 pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]) -> String {
+    let ms = &oslab_core::repetitions::pooled(ms);
     let mut h = String::new();
     let id = record.id.map_or("-".into(), |i| i.to_string());
     let _ = write!(
@@ -60,7 +61,7 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
     for family in order {
         let list = &families[family];
         let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
-        for chart in charts(family, list, record) {
+        for chart in charts(family, &alone(list), record) {
             h.push_str(&figure_html(&chart));
         }
         h.push_str(&table(list));
@@ -72,6 +73,119 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         }
     }
     h.push_str("</body></html>\n");
+    h
+}
+
+/// One line of a run's description, read from its record.
+type RecordField = fn(&RunRecord) -> String;
+
+/// Runs side by side: what each side is, the comparison of every side with the first (verdicts
+/// from repetitions, as `oslab compare` gives them), then per probe family the sides overlaid on
+/// the same charts. `sides` are (label, the side's first run, its measurements pooled).
+pub fn comparison_report(
+    sides: &[(String, &RunRecord, Vec<Measurement>)],
+    comparisons: &[crate::comparison::Comparison],
+) -> String {
+    let labels: Vec<&str> = sides.iter().map(|s| s.0.as_str()).collect();
+    let mut h = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oslab: {0}</title><style>{STYLE}</style></head><body>\n<h1>oslab: {0}</h1>\n",
+        escape(&labels.join(" vs "))
+    );
+    h.push_str("<table class=\"meta\"><tr><th></th>");
+    for l in &labels {
+        let _ = write!(h, "<th>{}</th>", escape(l));
+    }
+    h.push_str("</tr>\n");
+    let fields: [(&str, RecordField); 5] = [
+        ("started", |r| r.started.clone()),
+        ("host", |r| r.hostname.clone()),
+        ("cpu", |r| {
+            r.fingerprint["cpu_model"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string()
+        }),
+        ("kernel", |r| {
+            r.fingerprint["kernel"].as_str().unwrap_or("?").to_string()
+        }),
+        ("command", |r| r.command.clone()),
+    ];
+    for (name, f) in fields {
+        let _ = write!(h, "<tr><td>{name}</td>");
+        for (_, r, _) in sides {
+            let _ = write!(h, "<td>{}</td>", escape(&f(r)));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n<h2 id=\"comparison\">comparison</h2>\n");
+    for c in comparisons {
+        h.push_str(&comparison_table(c));
+    }
+    let pooled: Vec<Vec<&Measurement>> = sides.iter().map(|s| s.2.iter().collect()).collect();
+    let mut order: Vec<&str> = Vec::new();
+    for m in pooled.iter().flatten() {
+        let family = m.probe.split('.').next().unwrap_or(&m.probe);
+        if !order.contains(&family) {
+            order.push(family);
+        }
+    }
+    for family in order {
+        let drawn: Vec<Drawn> = sides
+            .iter()
+            .zip(&pooled)
+            .map(|((label, _, _), ms)| Drawn {
+                label: label.clone(),
+                ms: ms
+                    .iter()
+                    .copied()
+                    .filter(|m| m.probe.split('.').next() == Some(family))
+                    .collect(),
+            })
+            .collect();
+        let figures = charts(family, &drawn, sides[0].1);
+        if figures.is_empty() {
+            continue;
+        }
+        let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
+        for f in &figures {
+            h.push_str(&figure_html(f));
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// One comparison as an HTML table: the rows `oslab compare` shows by default.
+fn comparison_table(c: &crate::comparison::Comparison) -> String {
+    let mut h = format!(
+        "<p>{} against {}: {}</p>\n<table><tr><th>probe</th><th>params</th><th>metric</th><th>A</th><th>B</th><th>B/A</th><th>interval</th><th>band</th><th>n</th><th>verdict</th></tr>\n",
+        escape(&c.b.set),
+        escape(&c.a.set),
+        escape(&c.tally())
+    );
+    for r in c.shown(false) {
+        let j = &r.judgement;
+        let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
+        let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
+        let verdict = crate::comparison::verdict_text(r);
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">±{:.0}%</td><td class=\"n\">{}/{}</td><td class=\"{}\">{}</td></tr>",
+            escape(&r.probe),
+            escape(&r.params),
+            escape(&r.metric),
+            escape(&show(j.a)),
+            escape(&show(j.b)),
+            j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
+            j.interval.map_or("-".into(), |[lo, hi]| format!("{lo:.3} – {hi:.3}")),
+            j.band * 100.0,
+            j.n[0],
+            j.n[1],
+            verdict.to_lowercase().replace(' ', "-"),
+            escape(verdict)
+        );
+    }
+    h.push_str("</table>\n");
     h
 }
 
@@ -322,8 +436,65 @@ fn cache_marks(ms: &[&Measurement], record: &RunRecord) -> Vec<Mark> {
     marks
 }
 
+/// What one chart overlay draws: a run, or runs taken together, pooled.
+pub struct Drawn<'a> {
+    /// How the legend names it ("run 3", "tag kernel=6.18").
+    pub label: String,
+    /// Its measurements.
+    pub ms: Vec<&'a Measurement>,
+}
+
+/// One run drawn alone.
+fn alone<'a>(ms: &[&'a Measurement]) -> [Drawn<'a>; 1] {
+    [Drawn {
+        label: String::new(),
+        ms: ms.to_vec(),
+    }]
+}
+
+/// The series `f` finds in each side, named after their side when there are several.
+fn lines(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Series>) -> Vec<Series> {
+    sides
+        .iter()
+        .flat_map(|side| {
+            f(&side.ms).into_iter().map(|mut s| {
+                if sides.len() > 1 {
+                    s.name = format!("{}: {}", side.label, s.name);
+                }
+                s
+            })
+        })
+        .collect()
+}
+
+/// The bars `f` finds in each side, the sides' bars of one label next to each other.
+fn bars(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Bar>) -> Vec<Bar> {
+    let mut per: Vec<std::vec::IntoIter<Bar>> = sides
+        .iter()
+        .enumerate()
+        .map(|(k, side)| {
+            let mut v = f(&side.ms);
+            if sides.len() > 1 {
+                v.iter_mut().for_each(|b| {
+                    b.label = format!("{} ({})", b.label, side.label);
+                    b.side = k;
+                });
+            }
+            v.into_iter()
+        })
+        .collect();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        out.extend(per.iter_mut().filter_map(Iterator::next));
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
 /// Charts of a probe family: the families it draws, and how.
-type FamilyCharts = fn(&str, &[&Measurement], &RunRecord) -> Vec<Figure>;
+type FamilyCharts = fn(&str, &[Drawn], &RunRecord) -> Vec<Figure>;
 
 /// Which function draws which families (a family without an entry has no chart).
 const CHARTS: &[(&[&str], FamilyCharts)] = &[
@@ -335,64 +506,75 @@ const CHARTS: &[(&[&str], FamilyCharts)] = &[
     (&["migrate"], migrate),
 ];
 
-/// The charts of one probe family.
-pub fn charts(family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figure> {
+/// The charts of one probe family, each side overlaid (the record's machine marks the caches).
+pub fn charts(family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     CHARTS
         .iter()
         .find(|(families, _)| families.contains(&family))
-        .map_or_else(Vec::new, |(_, draw)| draw(family, ms, record))
+        .map_or_else(Vec::new, |(_, draw)| draw(family, sides, record))
 }
 
-fn memory(_family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figure> {
+fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let series = series_by(ms, "memory.latency.", "per_load", "size", "order");
-    let curves: Vec<Series> = series
-        .into_iter()
-        .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
-        .collect();
+    let curves = lines(sides, |ms| {
+        series_by(ms, "memory.latency.", "per_load", "size", "order")
+            .into_iter()
+            .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
+            .collect()
+    });
     out.extend(figure(
-        plots::lines_log_x("load-to-use latency vs working set", "working set", "ns per load", &curves, &cache_marks(ms, record), true),
+        plots::lines_log_x("load-to-use latency vs working set", "working set", "ns per load", &curves, &cache_marks(&sides[0].ms, record), true),
         "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows.",
     ));
-    let mlp = series_by(ms, "memory.latency.parallel", "per_load", "chases", "");
+    let mlp = bars(sides, |ms| {
+        series_by(ms, "memory.latency.parallel", "per_load", "chases", "")
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .map(|&(k, y)| Bar {
+                label: format!("{k:.0}"),
+                value: y,
+                interval: None,
+                side: 0,
+            })
+            .collect()
+    });
     out.extend(figure(
-        plots::bars(
-            "time per load vs independent chases",
-            "ns per load",
-            &mlp.iter()
-                .flat_map(|s| s.points.iter())
-                .map(|&(k, y)| Bar {
-                    label: format!("{k:.0}"),
-                    value: y,
-                    interval: None,
-                })
-                .collect::<Vec<_>>(),
-        ),
+        plots::bars("time per load vs independent chases", "ns per load", &mlp),
         "Memory-level parallelism: more chases in flight, less time per load.",
     ));
     out
 }
 
-fn bandwidth(_family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figure> {
+fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let sweep = series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel");
+    let sweep = lines(sides, |ms| {
+        series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel")
+    });
     out.extend(figure(
         plots::lines_log_x(
             "bandwidth vs working set",
             "working set",
             "GB/s",
             &sweep,
-            &cache_marks(ms, record),
+            &cache_marks(&sides[0].ms, record),
             false,
         ),
         "One thread; each cache level shows as a plateau.",
     ));
-    let bars = bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"]);
+    let stream = bars(sides, |ms| {
+        bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"])
+    });
     out.extend(figure(
-        plots::bars("RAM bandwidth, one thread (STREAM counting)", "GB/s", &bars),
+        plots::bars(
+            "RAM bandwidth, one thread (STREAM counting)",
+            "GB/s",
+            &stream,
+        ),
         "Median with CI95; plain vs non-temporal stores.",
     ));
-    let threads = series_by(ms, "bandwidth.threads", "bandwidth", "threads", "kernel");
+    let threads = lines(sides, |ms| {
+        series_by(ms, "bandwidth.threads", "bandwidth", "threads", "kernel")
+    });
     out.extend(figure(
         plots::lines_log_x(
             "bandwidth vs threads",
@@ -407,9 +589,9 @@ fn bandwidth(_family: &str, ms: &[&Measurement], record: &RunRecord) -> Vec<Figu
     out
 }
 
-fn call(_family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
+fn call(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let calls = bar_list(ms, "call.", "per_call", &["args"]);
+    let calls = bars(sides, |ms| bar_list(ms, "call.", "per_call", &["args"]));
     out.extend(figure(
         plots::bars("procedure call cost by argument count", "ns", &calls),
         "Median with CI95.",
@@ -417,52 +599,62 @@ fn call(_family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> 
     out
 }
 
-fn costs(family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
+fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let mut bars: Vec<Bar> = Vec::new();
-    for m in ms
-        .iter()
-        .filter(|m| m.unit == Unit::Ns && median(m).is_some())
-    {
-        if let (Some(s), Some(y)) = (&m.summary, median(m)) {
-            let label = format!(
-                "{} {}",
-                m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
-                m.metric
-            );
-            bars.push(Bar {
-                label,
-                value: y,
-                interval: Some((s.ci_low, s.ci_high)),
-            });
-        }
-    }
-    bars.truncate(16);
+    let mut list = bars(sides, |ms| {
+        ms.iter()
+            .filter(|m| m.unit == Unit::Ns)
+            .filter_map(|m| {
+                let (s, y) = (m.summary.as_ref()?, median(m)?);
+                let label = format!(
+                    "{} {}",
+                    m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
+                    m.metric
+                );
+                Some(Bar {
+                    label,
+                    value: y,
+                    interval: Some((s.ci_low, s.ci_high)),
+                    side: 0,
+                })
+            })
+            .collect()
+    });
+    list.truncate(16 * sides.len());
     out.extend(figure(
-        plots::bars(&format!("{family} costs"), "ns", &bars),
+        plots::bars(&format!("{family} costs"), "ns", &list),
         "Median with CI95 per measurement.",
     ));
     out
 }
 
-fn numa(_family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
-    numa_chart(ms).into_iter().collect()
+fn numa(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
+    sides
+        .iter()
+        .filter_map(|side| {
+            let (svg, caption) = numa_chart(&side.ms)?;
+            Some(match sides.len() {
+                1 => (svg, caption),
+                _ => (svg, format!("{}: {caption}", side.label)),
+            })
+        })
+        .collect()
 }
 
-fn migrate(_family: &str, ms: &[&Measurement], _record: &RunRecord) -> Vec<Figure> {
+fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let times = bar_list(ms, "migrate", "time", &["kernel", "variant"]);
+    let times = bars(sides, |ms| {
+        bar_list(ms, "migrate", "time", &["kernel", "variant"])
+    });
     out.extend(figure(
         plots::bars("execution time, pinned vs migrated", "ns", &times),
         "Median of the runs, CI95.",
     ));
     for phase in ["phase1", "phase2"] {
-        let rates = bar_list(
-            ms,
-            "migrate",
-            &format!("L2 miss rate {phase}"),
-            &["kernel", "variant"],
-        );
+        let metric = format!("L2 miss rate {phase}");
+        let rates = bars(sides, |ms| {
+            bar_list(ms, "migrate", &metric, &["kernel", "variant"])
+        });
         if !rates.is_empty() {
             out.extend(figure(
                 plots::bars(
@@ -492,6 +684,7 @@ fn bar_list(ms: &[&Measurement], prefix: &str, metric: &str, keys: &[&str]) -> V
                 label,
                 value: y,
                 interval: Some((s.ci_low, s.ci_high)),
+                side: 0,
             })
         })
         .collect()
@@ -595,6 +788,7 @@ pub fn markdown(
     ms: &[Measurement],
     timeline: &[TimelineEvent],
 ) -> (String, Vec<(String, String)>) {
+    let ms = &oslab_core::repetitions::pooled(ms);
     let id = record.id.map_or("-".into(), |i| i.to_string());
     let mut md = format!(
         "# oslab run {id} on {}\n\n{} — {} — {:.1} s\n\n",
@@ -631,7 +825,7 @@ pub fn markdown(
     };
     for (family, list) in &families {
         let _ = writeln!(md, "## {}\n", md_text(family));
-        for f in charts(family, list, record) {
+        for f in charts(family, &alone(list), record) {
             add(&mut md, f);
         }
         md.push_str("| probe | params | metric | median | CI95 | unit | predicted | status |\n|---|---|---|--:|--:|---|--:|---|\n");

@@ -2,6 +2,7 @@
 //! and the machine description of `oslab info`.
 //!
 //! # Brief overview
+//! - [`comparison`]: `oslab compare` as text and JSON.
 //! - [`table`]: the measurement table, the runs table and the probe list.
 //! - [`machine`]: `oslab info` as text.
 //! - [`activity`]: period lists and histograms of activity recordings.
@@ -12,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod comparison;
 pub mod export;
 pub mod html;
 pub mod machine;

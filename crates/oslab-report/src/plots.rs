@@ -160,6 +160,8 @@ pub struct Bar {
     pub value: f64,
     /// Whisker (low, high), e.g. the CI95.
     pub interval: Option<(f64, f64)>,
+    /// Which of several overlaid runs it belongs to (bars are then coloured by run); 0 alone.
+    pub side: usize,
 }
 
 /// Vertical bars with whiskers, labelled under their centres.
@@ -202,8 +204,9 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
             .y_desc(y_desc)
             .draw()
             .map_err(err)?;
+        let overlaid = bars.iter().any(|b| b.side > 0);
         for (i, b) in bars.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
+            let color = PALETTE[if overlaid { b.side } else { i } % PALETTE.len()];
             let i = i as u32;
             chart
                 .draw_series(std::iter::once(Rectangle::new(
@@ -401,6 +404,7 @@ mod tests {
                 label: "fork".into(),
                 value: 40.0,
                 interval: Some((38.0, 42.0)),
+                side: 0,
             }],
         )
         .unwrap();

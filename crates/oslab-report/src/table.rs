@@ -9,7 +9,7 @@ const STYLE: TableStyle =
 use oslab_core::model::Measurement;
 use oslab_store::RunSummary;
 
-fn new_table(header: &[&str]) -> Table {
+pub(crate) fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(STYLE)
         .set_content_arrangement(ContentArrangement::Disabled)
@@ -17,7 +17,7 @@ fn new_table(header: &[&str]) -> Table {
     t
 }
 
-fn right(t: &mut Table, cols: &[usize]) {
+pub(crate) fn right(t: &mut Table, cols: &[usize]) {
     for &c in cols {
         if let Some(col) = t.column_mut(c) {
             col.set_cell_alignment(CellAlignment::Right);
@@ -156,6 +156,13 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
         )),
         _ => {}
     }
+    let repetitions = ms.iter().map(|m| m.repetition).max().unwrap_or(1);
+    if repetitions > 1 {
+        out.push_str(&format!(
+            "{repetitions} repetitions of each probe, shown pooled: the median of their medians, the interval spanning theirs (`oslab export` has each)\n"
+        ));
+    }
+    let ms = &oslab_core::repetitions::pooled(ms);
     out.push_str(&measurements(ms));
     out.push('\n');
     if let Some(matrix) = crate::numa::matrix(ms) {
@@ -182,9 +189,11 @@ pub fn runs(rows: &[RunSummary]) -> String {
         "host",
         "measurements",
         "wall",
+        "tags",
         "command",
     ]);
     for r in rows {
+        let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         t.add_row(vec![
             r.id.to_string(),
             r.started.clone(),
@@ -192,6 +201,7 @@ pub fn runs(rows: &[RunSummary]) -> String {
             r.hostname.clone(),
             r.measurements.to_string(),
             format!("{:.1} s", r.wall_s),
+            tags.join(" "),
             r.command.clone(),
         ]);
     }
@@ -205,43 +215,6 @@ pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
     for (id, unit, needs, here, about) in rows {
         t.add_row(vec![id, unit, needs, here, about]);
     }
-    t.to_string()
-}
-
-/// The comparison table: probe, params, metric, both medians, ratio, p-value, verdict.
-pub fn comparison(rows: &[oslab_core::compare::Row]) -> String {
-    use oslab_core::compare::Verdict;
-    let mut t = new_table(&["probe", "params", "metric", "A", "B", "B/A", "p", "verdict"]);
-    for r in rows {
-        let scale = r.a.or(r.b).unwrap_or(0.0);
-        let (div, sym) = scale_for(r.unit, scale);
-        let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
-        let verdict = match r.verdict {
-            Verdict::Better => "better",
-            Verdict::Regression => "REGRESSION",
-            Verdict::Changed => "changed",
-            Verdict::Same => "same",
-            Verdict::Unknown if r.a.is_none() || r.b.is_none() => "only in one run",
-            Verdict::Unknown => "too few samples",
-        };
-        t.add_row(vec![
-            r.probe.clone(),
-            r.params.clone(),
-            r.metric.clone(),
-            show(r.a),
-            show(r.b),
-            r.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            r.p.map_or("-".into(), |p| {
-                if p < 1e-15 {
-                    "<1e-15".into()
-                } else {
-                    format!("{p:.2e}")
-                }
-            }),
-            verdict.to_string(),
-        ]);
-    }
-    right(&mut t, &[3, 4, 5, 6]);
     t.to_string()
 }
 

@@ -106,13 +106,14 @@ pub fn read_file(path: &std::path::Path, links: Links) -> Result<RunDocument, Fi
 /// The measurements as CSV: a header and one row per measurement.
 pub fn csv(run_id: i64, ms: &[Measurement]) -> String {
     let mut out = String::from(
-        "run,probe,params,metric,unit,status,n,min,p25,median,p75,max,mean,stddev,ci_low,ci_high,cycles,predicted,note\n",
+        "run,repetition,probe,params,metric,unit,status,n,min,p25,median,p75,max,mean,stddev,ci_low,ci_high,cycles,predicted,note\n",
     );
     let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     for m in ms {
         let s = m.summary.as_ref();
         let fields = [
             run_id.to_string(),
+            m.repetition.to_string(),
             m.probe.clone(),
             m.params_text(),
             m.metric.clone(),
@@ -186,6 +187,7 @@ mod tests {
             wall_s: 1.0,
             fingerprint: serde_json::json!({"cpu_model": "x"}),
             environment: serde_json::json!({"warnings": []}),
+            tags: Default::default(),
         };
         RunDocument::new(run, vec![m, skipped], vec![])
     }
@@ -227,7 +229,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(
-            lines[1].starts_with("4,x.y,cpu=1,per_call,ns,ok,3,1,"),
+            lines[1].starts_with("4,1,x.y,cpu=1,per_call,ns,ok,3,1,"),
             "{}",
             lines[1]
         );

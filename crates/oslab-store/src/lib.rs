@@ -13,14 +13,18 @@
 //! - [`Store::save_run`] writes a finished run (an import, a fleet node) in one transaction: it is
 //!   stored whole or not at all.
 //! - [`Store::runs`], [`Store::load_run`], [`Store::load_timeline`] read them back.
+//! - [`RunSet`]: several runs taken together (`3,4,5`, `tag:kernel=6.18`), loaded with
+//!   [`Store::load_set`].
 //! - [`exchange`]: the `oslab.run/1` JSON document (schema-validated on import) and CSV.
 #![deny(missing_docs)]
 
 pub mod exchange;
 pub mod fleet;
 pub mod recorder;
+mod runset;
 mod schema;
 mod store;
 
 pub use recorder::{Program, Recorder};
+pub use runset::{Loaded, RunSet};
 pub use store::{RunRecord, RunRef, RunStatus, RunSummary, Store, StoreError};

@@ -26,6 +26,7 @@ pub struct Recorder {
     started: String,
     wall: Instant,
     quick: bool,
+    tags: std::collections::BTreeMap<String, String>,
     run_id: Cell<Option<i64>>,
 }
 
@@ -39,8 +40,14 @@ impl Recorder {
             started: oslab_core::time::utc_now(),
             wall: Instant::now(),
             quick,
+            tags: Default::default(),
             run_id: Cell::new(None),
         }
+    }
+
+    /// Labels the run (before [`Recorder::begin`]): `kernel` = `6.18`.
+    pub fn tag(&mut self, key: &str, value: &str) {
+        self.tags.insert(key.to_string(), value.to_string());
     }
 
     /// The store written to.
@@ -69,6 +76,7 @@ impl Recorder {
                 .unwrap_or(serde_json::Value::Null),
             environment: serde_json::to_value(&machine.environment)
                 .unwrap_or(serde_json::Value::Null),
+            tags: self.tags.clone(),
         }
     }
 

@@ -83,6 +83,12 @@ ALTER TABLE runs ADD COLUMN boot_id TEXT;
 ALTER TABLE measurements ADD COLUMN difference INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE measurements ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
 "#,
+    // Runs repeat probes (`--repeat`): each measurement says which repetition it is. What was
+    // found while measuring is kept apart from the parameters that identify a measurement.
+    r#"
+ALTER TABLE measurements ADD COLUMN repetition INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE measurements ADD COLUMN context TEXT;
+"#,
 ];
 
 /// The schema version this build writes.

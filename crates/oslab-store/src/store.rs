@@ -5,6 +5,7 @@ use oslab_core::model::{Measurement, Prediction, Status, TimelineEvent, Unit};
 use oslab_core::stats::Summary;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
+use serde_json::Map;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -154,6 +155,10 @@ pub struct RunRecord {
     pub fingerprint: serde_json::Value,
     /// Environment report (JSON of `oslab_core::machine::Environment`).
     pub environment: serde_json::Value,
+    /// Labels the user or a collector gave the run (`--tag kernel=6.18`, the fleet job and node):
+    /// runs are grouped by them when compared.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
 }
 
 /// One line of `oslab runs`.
@@ -171,6 +176,9 @@ pub struct RunSummary {
     pub command: String,
     /// Number of measurements.
     pub measurements: i64,
+    /// Its tags.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
     /// Wall time in seconds.
     pub wall_s: f64,
 }
@@ -395,7 +403,8 @@ impl Store {
         self.save_tagged_run(run, measurements, timeline, &[])
     }
 
-    /// [`Store::save_run`] with tags (key, value), in the same transaction.
+    /// [`Store::save_run`] with tags (key, value) added to the run's own, in the same
+    /// transaction.
     pub fn save_tagged_run(
         &mut self,
         run: &RunRecord,
@@ -403,17 +412,13 @@ impl Store {
         timeline: &[TimelineEvent],
         tags: &[(&str, &str)],
     ) -> Result<i64, StoreError> {
+        let mut run = run.clone();
+        run.tags
+            .extend(tags.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let tx = self.conn.transaction()?;
-        let run_id = insert_run(&tx, run, None)?;
+        let run_id = insert_run(&tx, &run, None)?;
         insert_measurements(&tx, run_id, 0, measurements)?;
         insert_timeline(&tx, run_id, timeline)?;
-        {
-            let mut tag =
-                tx.prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)")?;
-            for (k, v) in tags {
-                tag.execute(params![run_id, k, v])?;
-            }
-        }
         tx.commit()?;
         Ok(run_id)
     }
@@ -530,9 +535,14 @@ impl Store {
                 command: r.get(4)?,
                 wall_s: r.get(5)?,
                 measurements: r.get(6)?,
+                tags: BTreeMap::new(),
             })
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut rows: Vec<RunSummary> = rows.collect::<Result<_, _>>()?;
+        for r in &mut rows {
+            r.tags = self.tags(r.id)?;
+        }
+        Ok(rows)
     }
 
     /// The runs tagged `key` = `value`, oldest first.
@@ -574,6 +584,23 @@ impl Store {
 
     /// Loads a run and its measurements (with predictions and raw samples).
     pub fn load_run(&self, run: &RunRef) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
+        self.load(run, true)
+    }
+
+    /// Loads a run and its measurements without their raw samples (summaries only: quicker for
+    /// many runs).
+    pub fn load_run_summaries(
+        &self,
+        run: &RunRef,
+    ) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
+        self.load(run, false)
+    }
+
+    fn load(
+        &self,
+        run: &RunRef,
+        samples: bool,
+    ) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
         let id = self.resolve(run)?;
         let record = self.conn.query_row(
             "SELECT id, started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment, pid, boot_id
@@ -594,15 +621,21 @@ impl Store {
                     wall_s: r.get(9)?,
                     fingerprint: parse_json(&r.get::<_, String>(10)?),
                     environment: parse_json(&r.get::<_, String>(11)?),
+                    tags: BTreeMap::new(),
                 })
             },
         )?;
+        let record = RunRecord {
+            tags: self.tags(id)?,
+            ..record
+        };
         let mut stmt = self.conn.prepare(
-            "SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
-                    m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, m.samples,
-                    p.value, p.model, p.inputs, m.difference, m.attempts
+            &format!("SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
+                    m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, {},
+                    p.value, p.model, p.inputs, m.difference, m.attempts, m.repetition, m.context
              FROM measurements m LEFT JOIN predictions p ON p.measurement_id = m.id
              WHERE m.run_id = ?1 ORDER BY m.seq",
+            if samples { "m.samples" } else { "NULL" }),
         )?;
         let ms = stmt
             .query_map([id], read_measurement)?
@@ -639,7 +672,12 @@ fn insert_run(
             pid.and_then(|_| current_boot_id()),
         ],
     )?;
-    Ok(tx.last_insert_rowid())
+    let id = tx.last_insert_rowid();
+    let mut tag = tx.prepare("INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)")?;
+    for (k, v) in &run.tags {
+        tag.execute(params![id, k, v])?;
+    }
+    Ok(id)
 }
 
 /// Inserts measurements (and their predictions) with sequence numbers from `first_seq`.
@@ -651,8 +689,8 @@ fn insert_measurements(
 ) -> Result<(), StoreError> {
     let mut ins = tx.prepare(
         "INSERT INTO measurements (run_id, seq, probe, params, metric, unit, n, min, p25, median, p75, max, mean, stddev,
-         ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples, difference, attempts)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+         ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples, difference, attempts, repetition, context)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
     )?;
     let mut pred = tx.prepare(
         "INSERT INTO predictions (measurement_id, value, model, inputs) VALUES (?1, ?2, ?3, ?4)",
@@ -685,6 +723,9 @@ fn insert_measurements(
             m.samples.as_deref().map(encode_samples),
             m.difference,
             m.attempts,
+            m.repetition,
+            (!m.context.is_empty())
+                .then(|| serde_json::Value::Object(m.context.clone()).to_string()),
         ])?;
         if let Some(p) = &m.prediction {
             pred.execute(params![
@@ -765,6 +806,8 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
     let note = r.get(19)?;
     let difference = r.get(24)?;
     let attempts = r.get(25)?;
+    let repetition = r.get(26)?;
+    let context: Option<String> = r.get(27)?;
     Ok((|| {
         let unit =
             Unit::from_name(&unit_name).ok_or_else(|| format!("unknown unit {unit_name:?}"))?;
@@ -791,6 +834,11 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
             samples: samples.map(|b| decode_samples(&b)),
             difference,
             attempts,
+            repetition,
+            context: match context {
+                Some(c) => parse_map(&c)?,
+                None => Map::new(),
+            },
         })
     })())
 }
@@ -840,6 +888,7 @@ mod tests {
             wall_s: 5.0,
             fingerprint: serde_json::json!({"cpu_model": "test"}),
             environment: serde_json::json!({"warnings": []}),
+            tags: BTreeMap::new(),
         }
     }
 
@@ -1073,11 +1122,16 @@ mod tests {
         assert!(s.tagged("fleet.job", "8").unwrap().is_empty());
         assert_eq!(s.tags(c).unwrap()["fleet.node"], "n2");
         assert!(s.tags(b).unwrap().is_empty());
-        // A duplicate key is refused, and the whole run with it.
-        let runs = s.runs().unwrap().len();
-        assert!(s
-            .save_tagged_run(&record(), &[measured()], &[], &[("k", "1"), ("k", "2")])
-            .is_err());
-        assert_eq!(s.runs().unwrap().len(), runs);
+        // The run's own tags are kept beside those added; an added key wins; both load back.
+        let mut own = record();
+        own.tags.insert("kernel".into(), "6.18".into());
+        own.tags.insert("fleet.node".into(), "mine".into());
+        let d = s
+            .save_tagged_run(&own, &[measured()], &[], &[("fleet.node", "n3")])
+            .unwrap();
+        let (back, _) = s.load_run(&RunRef::Id(d)).unwrap();
+        assert_eq!(back.tags["kernel"], "6.18");
+        assert_eq!(back.tags["fleet.node"], "n3");
+        assert_eq!(s.tagged("kernel", "6.18").unwrap(), vec![d]);
     }
 }

@@ -1,11 +1,13 @@
 //! Command-line arguments (clap derive). What the user typed, before anything touches the OS.
 
 use clap::{Args, Parser, Subcommand};
+use oslab_core::compare::DEFAULT_THRESHOLD;
 use oslab_core::units::{parse_bytes, parse_duration, parse_fraction, parse_share};
 use oslab_probes::timeslice::SchedClass;
 use oslab_report::export::Format;
 use oslab_sched::cpuman::manager::PageMigration;
 use oslab_sched::cpuman::policy::PolicyKind;
+use oslab_store::RunSet;
 use std::path::PathBuf;
 
 /// oslab: what your machine and its operating system really cost.
@@ -126,6 +128,15 @@ pub struct RunArgs {
     /// Directory for that file (default: $TMPDIR, else /var/tmp); it is never left behind.
     #[arg(long, value_name = "DIR")]
     pub temp_dir: Option<PathBuf>,
+    /// Measure every probe N times, interleaved (each probe once, then each again, ...): the
+    /// independent repetitions `oslab compare` needs to judge a difference (3 or more).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Label the run, e.g. --tag kernel=6.18 (repeatable): `oslab compare tag:kernel=6.18 ...`
+    /// takes every run so labelled as one side.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tag: Vec<(String, String)>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -158,6 +169,8 @@ impl From<NumaArgs> for RunArgs {
             no_rt: false,
             file_size: None,
             temp_dir: None,
+            repeat: 1,
+            tag: Vec::new(),
             json: a.json,
             store: a.store,
         }
@@ -281,10 +294,12 @@ pub enum MigrateKernel {
 /// `oslab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Run id, or 'latest'.
-    #[arg(value_name = "RUN", default_value = "latest")]
-    pub run: String,
-    /// Output file (default: oslab-run-ID.html, or .md).
+    /// Run id or 'latest'; or several, each a run, runs taken together (3,4,5 or 3-5) or
+    /// tag:KEY=VALUE, overlaid on the same charts with their comparison (the first is the
+    /// baseline; HTML only).
+    #[arg(value_name = "RUNS", default_value = "latest")]
+    pub runs: Vec<RunSet>,
+    /// Output file (default: oslab-run-ID.html or .md; oslab-comparison.html for several).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// html (one self-contained file) or md (Markdown with SVG charts beside it).
@@ -307,19 +322,31 @@ fn report_format(s: &str) -> Result<Format, String> {
 /// `oslab compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline run (id or 'latest').
-    #[arg(value_name = "RUN_A")]
-    pub a: String,
-    /// Runs compared with the baseline.
-    #[arg(value_name = "RUN_B", required = true)]
-    pub others: Vec<String>,
+    /// The baseline, then what is compared with it. Each side is a run id, 'latest', several runs
+    /// taken together (3,4,5 or 3-5) or every run with a tag (tag:kernel=6.18); each run's
+    /// repetitions (`run --repeat`) are the replicates.
+    #[arg(value_name = "RUNS", required = true)]
+    pub sets: Vec<RunSet>,
+    /// The baseline, given apart: then every RUNS is compared with it.
+    #[arg(long, value_name = "RUNS")]
+    pub baseline: Option<RunSet>,
     /// Relative change that counts as a regression or an improvement, e.g. 5% or 0.05.
-    #[arg(long, default_value = "5%", value_parser = parse_fraction)]
+    #[arg(long, default_value_t = DEFAULT_THRESHOLD, value_parser = parse_fraction)]
     pub threshold: f64,
-    /// Exit with status 1 when any measurement regressed beyond the threshold (for CI gates).
+    /// Earlier runs that show how far runs of this machine drift apart when nothing changed
+    /// (default: up to 20 recent runs of the baseline's machine and suite, not compared now).
+    /// The drift widens the band of a side that is a single run.
+    #[arg(long, value_name = "RUNS", conflicts_with = "no_history")]
+    pub history: Option<RunSet>,
+    /// Judge single runs by their repetitions alone, without the drift earlier runs show.
+    #[arg(long)]
+    pub no_history: bool,
+    /// Exit with status 1 when any measurement regressed beyond the threshold (for CI gates);
+    /// with too few repetitions to judge anything, exit with status 2 and say so.
     #[arg(long)]
     pub fail_on_regression: bool,
-    /// Show every row (default: only those that changed or cannot be compared).
+    /// Show every row (default: those that changed, could not be compared, or, unjudged, moved
+    /// beyond the threshold).
     #[arg(long)]
     pub all: bool,
     /// Print JSON instead of tables.
@@ -548,6 +575,22 @@ pub struct PolicyArgs {
 }
 
 /// An efficiency in (0, 1].
+/// `key=value`, both non-empty, the key without spaces or ':'.
+fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v))
+            if !k.is_empty()
+                && !v.is_empty()
+                && !k.contains(|c: char| c.is_whitespace() || c == ':') =>
+        {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!(
+            "{s:?}: a tag is KEY=VALUE, e.g. kernel=6.18 (the key without spaces or ':')"
+        )),
+    }
+}
+
 fn parse_efficiency(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()

@@ -21,8 +21,9 @@ const SCALE: f64 = 100.0;
 impl<'a> Progress<'a> {
     /// A bar over `probes`, advancing by each one's expected cost so the time-left estimate
     /// holds; hidden when stderr is not a terminal.
-    pub fn new(probes: &[&Probe], session: &'a Session) -> Progress<'a> {
-        let total: f64 = probes.iter().map(|p| registry::relative_cost(p.id)).sum();
+    pub fn new(probes: &[&Probe], repetitions: u32, session: &'a Session) -> Progress<'a> {
+        let once: f64 = probes.iter().map(|p| registry::relative_cost(p.id)).sum();
+        let total = once * repetitions as f64;
         let bar = ProgressBar::new((total * SCALE) as u64);
         if std::io::stderr().is_terminal() {
             bar.set_draw_target(ProgressDrawTarget::stderr());

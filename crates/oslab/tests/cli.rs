@@ -864,47 +864,6 @@ fn migrate_refuses_bad_arguments() {
 }
 
 #[test]
-fn compare_lines_runs_up_and_gates_on_regressions() {
-    let _turn = exclusive();
-    let (_dir, db) = temp_db();
-    let db = db.to_str().unwrap();
-    stdout(&[
-        "run",
-        "--quick",
-        "timer.rdtsc",
-        "syscall.getppid",
-        "--db",
-        db,
-    ]);
-    // A run compared with itself: nothing regressed, so the gate passes.
-    let out = stdout(&[
-        "compare",
-        "1",
-        "1",
-        "--fail-on-regression",
-        "--all",
-        "--json",
-        "--db",
-        db,
-    ]);
-    let doc = json(&out);
-    let rows = doc["comparisons"][0]["rows"].as_array().unwrap();
-    assert!(rows.len() >= 2);
-    assert!(rows.iter().all(|r| r["verdict"] == "same"), "{rows:?}");
-    let text = String::from_utf8(stdout(&["compare", "1", "latest", "--all", "--db", db])).unwrap();
-    assert!(
-        text.contains("B/A") && text.contains("timer.rdtsc"),
-        "{text}"
-    );
-    let e = fails(&["compare", "1", "7", "--db", db], 1);
-    assert!(e.contains("7"), "{e}");
-    let e = fails(&["compare", "1", "x", "--db", db], 2);
-    assert!(!e.is_empty());
-    let e = fails(&["compare", "1", "1", "--threshold", "lots", "--db", db], 2);
-    assert!(e.contains("fraction"), "{e}");
-}
-
-#[test]
 fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
     let _turn = exclusive();
     let (dir, db) = temp_db();
@@ -939,7 +898,7 @@ fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
     assert!(trace["traceEvents"].as_array().unwrap().len() > 2);
     let csv =
         String::from_utf8(stdout(&["export", "1", "--format", "csv", "--db", other])).unwrap();
-    assert!(csv.starts_with("run,probe,params,metric,unit,status,n,"));
+    assert!(csv.starts_with("run,repetition,probe,params,metric,unit,status,n,"));
     assert_eq!(
         csv.lines().count(),
         original["measurements"].as_array().unwrap().len() + 1

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::stdout as oslab;
+use common::{fails, stdout as oslab};
 use scraper::{Html, Selector};
 use std::path::Path;
 
@@ -105,6 +105,54 @@ fn html_report_of_real_runs_parses_back_with_every_chart_and_nothing_unescaped()
 }
 
 #[test]
+fn a_report_of_several_runs_overlays_them_and_compares_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    for _ in 0..2 {
+        oslab(&[
+            "run",
+            "--quick",
+            "--repeat",
+            "3",
+            "call",
+            "memory.latency.chunk",
+            "--db",
+            db,
+        ]);
+    }
+    // A directory that does not exist yet is created, as --db creates the store's.
+    let out = dir.path().join("new/dir/cmp.html");
+    oslab(&["report", "1", "2", "-o", out.to_str().unwrap(), "--db", db]);
+    let doc = Html::parse_document(&std::fs::read_to_string(&out).unwrap());
+    let title: String = select(&doc, "h1")[0].text().collect();
+    assert!(title.contains("run 1 vs run 2"), "{title}");
+    // The comparison, with a verdict per row shown and the tally.
+    let tally: String = select(&doc, "p").iter().flat_map(|p| p.text()).collect();
+    assert!(
+        tally.contains("run 2 against run 1") && tally.contains("compared:"),
+        "{tally}"
+    );
+    // Overlays: both runs in one latency chart's legend, both runs' bars in one call chart.
+    let svgs: Vec<String> = select(&doc, "figure svg")
+        .iter()
+        .map(|s| s.html())
+        .collect();
+    assert!(
+        svgs.iter()
+            .any(|s| s.contains("run 1: chunk") && s.contains("run 2: chunk")),
+        "no overlaid latency curves"
+    );
+    assert!(
+        svgs.iter()
+            .any(|s| s.contains("(run 1)") && s.contains("(run 2)")),
+        "no bars side by side"
+    );
+    let e = fails(&["report", "1", "2", "--format", "md", "--db", db], 2);
+    assert!(e.contains("--format html"), "{e}");
+}
+
+#[test]
 fn markdown_report_writes_its_charts_beside_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
@@ -136,8 +184,11 @@ fn a_headless_browser_renders_the_report() {
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
     oslab(&["run", "--quick", "timer.rdtsc", "call", "--db", db]);
+    oslab(&["run", "--quick", "timer.rdtsc", "call", "--db", db]);
     let out = dir.path().join("r.html");
     oslab(&["report", "latest", "-o", out.to_str().unwrap(), "--db", db]);
+    let both = dir.path().join("both.html");
+    oslab(&["report", "1", "2", "-o", both.to_str().unwrap(), "--db", db]);
     let browser = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| {
@@ -157,6 +208,16 @@ fn a_headless_browser_renders_the_report() {
     let text = String::from_utf8_lossy(&dom.stdout);
     assert!(
         text.contains("oslab run") && text.contains("<svg"),
+        "{text}"
+    );
+    let dom = std::process::Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", both.display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.status.success() && text.contains("run 1 vs run 2") && text.contains("(run 2)"),
         "{text}"
     );
 }

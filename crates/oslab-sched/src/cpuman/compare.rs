@@ -4,7 +4,7 @@
 //! (the paper's ratio; below 1 migration helps) and whether the difference is significant.
 
 use super::outcome::{JOB_PROBE, RUN_PROBE};
-use oslab_core::compare::{compare, Verdict};
+use oslab_core::compare::{judge, Verdict};
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
@@ -131,9 +131,9 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
             let (Some(w), Some(wo)) = (with.cpu_time(&kind), without.cpu_time(&kind)) else {
                 continue;
             };
-            let Some(row) = compare(&[wo], &[w], 0.05).into_iter().next() else {
-                continue;
-            };
+            // Each job is an independent replicate: its CPU time is one value.
+            let jobs = |m: &Measurement| m.samples.clone().unwrap_or_default();
+            let row = judge(&jobs(&wo), &jobs(&w), Unit::Ns, 0.05);
             let (Some(without_ns), Some(with_ns), Some(ratio)) = (row.a, row.b, row.ratio) else {
                 continue;
             };
@@ -228,7 +228,7 @@ pub fn doc(runs: &[StoredRun], ratios: &[Ratio]) -> Doc {
             Verdict::Better => "better",
             Verdict::Regression => "worse",
             Verdict::Changed => "changed",
-            Verdict::Unknown => "too few jobs",
+            Verdict::Unknown | Verdict::RatioOnly => "too few jobs",
         };
         t.row(vec![
             r.policy.clone(),

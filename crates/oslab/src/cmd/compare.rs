@@ -1,95 +1,163 @@
-//! `oslab compare`: a baseline run against one or more others.
+//! `oslab compare`: a baseline side against one or more others, each side one or more runs; and
+//! the sides as `oslab report` overlays them.
 
 use super::{open_store_to_read, print_json, print_text};
 use crate::cli::CompareArgs;
 use crate::error::usage;
-use oslab_core::compare::{compare, Verdict};
-use oslab_store::RunRef;
+use oslab_core::compare::{compare, Drift, Verdict};
+use oslab_core::model::Measurement;
+use oslab_report::comparison::{Comparison, Side};
+use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store};
 use std::process::ExitCode;
 
-/// Fingerprint fields worth showing when runs come from different machines.
-const MACHINE: &[&str] = &[
-    "hostname",
-    "cpu_model",
-    "microcode",
-    "kernel",
-    "governor",
-    "threads",
-];
+/// Earlier runs looked at, at most, for the drift between runs.
+const HISTORY_RUNS: usize = 20;
 
-pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store_to_read(&args.store)?;
-    let base_ref: RunRef = args.a.parse().map_err(usage)?;
-    let (base, base_ms) = store.load_run(&base_ref)?;
-    let mut regressions = 0;
-    let mut json = Vec::new();
-    let mut text = String::new();
-    for other in &args.others {
-        let r: RunRef = other.parse().map_err(usage)?;
-        let (run, ms) = store.load_run(&r)?;
-        let rows = compare(&base_ms, &ms, args.threshold);
-        regressions += rows
+/// Sides loaded from the store: the baseline first; and the drift between runs of its machine.
+pub struct Sides {
+    sets: Vec<RunSet>,
+    loaded: Vec<Loaded>,
+    drift: Drift,
+}
+
+fn measurements(runs: &Loaded) -> Vec<&[Measurement]> {
+    runs.iter().map(|(_, m)| &m[..]).collect()
+}
+
+impl Sides {
+    /// Loads `sets` (the baseline first) and the history: `history` when given, none with
+    /// `no_history`, else recent runs of the baseline's machine.
+    pub fn load(
+        store: &Store,
+        sets: Vec<RunSet>,
+        history: Option<&RunSet>,
+        no_history: bool,
+    ) -> anyhow::Result<Sides> {
+        let loaded = sets
             .iter()
-            .filter(|r| r.verdict == Verdict::Regression)
-            .count();
-        let differs: Vec<String> = MACHINE
+            .map(|s| store.load_set(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let compared: Vec<i64> = loaded.iter().flatten().filter_map(|(r, _)| r.id).collect();
+        let history = match (history, no_history) {
+            (_, true) => Vec::new(),
+            (Some(set), _) => store.load_set(set)?,
+            (None, _) => same_machine(store, &loaded[0][0].0, &compared)?,
+        };
+        let history: Loaded = history
+            .into_iter()
+            .filter(|(r, _)| r.id.is_none_or(|id| !compared.contains(&id)))
+            .collect();
+        let drift = Drift::from_runs(&measurements(&history));
+        Ok(Sides {
+            sets,
+            loaded,
+            drift,
+        })
+    }
+
+    /// Every side after the first compared with the first.
+    pub fn comparisons(&self, threshold: f64) -> Vec<Comparison<'_>> {
+        let side = |i: usize| Side {
+            set: self.sets[i].to_string(),
+            runs: &self.loaded[i],
+        };
+        (1..self.sets.len())
+            .map(|i| Comparison {
+                rows: compare(
+                    &measurements(&self.loaded[0]),
+                    &measurements(&self.loaded[i]),
+                    threshold,
+                    &self.drift,
+                ),
+                a: side(0),
+                b: side(i),
+                threshold,
+                history: self.drift.runs,
+            })
+            .collect()
+    }
+
+    /// Each side as a report draws it: its name, its first run, its measurements pooled.
+    pub fn drawn(&self) -> Vec<(String, &RunRecord, Vec<Measurement>)> {
+        self.sets
             .iter()
-            .filter(|k| base.fingerprint.get(**k) != run.fingerprint.get(**k))
-            .map(|k| {
-                format!(
-                    "  {k}: {} -> {}",
-                    base.fingerprint.get(*k).unwrap_or(&serde_json::Value::Null),
-                    run.fingerprint.get(*k).unwrap_or(&serde_json::Value::Null)
+            .zip(&self.loaded)
+            .map(|(set, runs)| {
+                let all: Vec<Measurement> = runs.iter().flat_map(|(_, m)| m.clone()).collect();
+                (
+                    set.to_string(),
+                    &runs[0].0,
+                    oslab_core::repetitions::pooled(&all),
                 )
             })
-            .collect();
-        text.push_str(&format!(
-            "run {} ({}) vs run {} ({}), threshold {:.1}%, significance: Mann-Whitney p < {}\n",
-            base.id.unwrap_or_default(),
-            base.started,
-            run.id.unwrap_or_default(),
-            run.started,
-            args.threshold * 100.0,
-            oslab_core::compare::ALPHA
-        ));
-        if !differs.is_empty() {
-            text.push_str(&format!(
-                "different machines or settings:\n{}\n",
-                differs.join("\n")
-            ));
+            .collect()
+    }
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let sets = match (&args.baseline, args.sets.len()) {
+        (Some(b), _) => std::iter::once(b.clone()).chain(args.sets.clone()).collect(),
+        (None, 2..) => args.sets.clone(),
+        (None, _) => {
+            return Err(usage(
+                "compare needs a baseline and at least one side to compare with it (or --baseline RUNS)",
+            ))
         }
-        let shown: Vec<_> = rows
-            .iter()
-            .filter(|r| args.all || r.verdict != Verdict::Same)
-            .cloned()
-            .collect();
-        text.push_str(&oslab_report::table::comparison(&shown));
-        let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-        text.push_str(&format!(
-            "\n{} compared: {} regressions, {} better, {} changed within the threshold, {} same, {} not comparable{}\n\n",
-            rows.len(),
-            count(Verdict::Regression),
-            count(Verdict::Better),
-            count(Verdict::Changed),
-            count(Verdict::Same),
-            count(Verdict::Unknown),
-            if args.all { "" } else { " (--all shows the unchanged rows)" }
-        ));
-        json.push(serde_json::json!({"a": base.id, "b": run.id, "rows": rows}));
-    }
+    };
+    let store = open_store_to_read(&args.store)?;
+    let sides = Sides::load(&store, sets, args.history.as_ref(), args.no_history)?;
+    let comparisons = sides.comparisons(args.threshold);
     if args.json {
-        print_json(
-            &serde_json::json!({"schema": "oslab.compare/1", "threshold": args.threshold, "comparisons": json}),
-        )?;
+        print_json(&serde_json::json!({
+            "schema": "oslab.compare/2",
+            "threshold": args.threshold,
+            "comparisons": comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
+        }))?;
     } else {
-        print_text(&text)?;
+        let texts: Vec<String> = comparisons.iter().map(|c| c.text(args.all)).collect();
+        print_text(&texts.join("\n"))?;
     }
-    if args.fail_on_regression && regressions > 0 {
+    if !args.fail_on_regression {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let regressions: usize = comparisons
+        .iter()
+        .map(|c| c.count(Verdict::Regression))
+        .sum();
+    let judged = comparisons
+        .iter()
+        .flat_map(|c| &c.rows)
+        .any(|r| !matches!(r.judgement.verdict, Verdict::RatioOnly | Verdict::Unknown));
+    if regressions > 0 {
         eprintln!(
             "{regressions} measurements regressed beyond {:.1}%",
             args.threshold * 100.0
         );
         return Ok(ExitCode::from(1));
     }
+    if !judged {
+        eprintln!("error: --fail-on-regression: no measurement has enough repetitions to judge (3 a side); measure with `oslab run --repeat 3` or give several runs a side");
+        return Ok(ExitCode::from(2));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Recent runs of the machine and suite (`--quick` or not) of `like`, newest first, none of
+/// `compared`: what this machine does between runs when nothing changed.
+fn same_machine(store: &Store, like: &RunRecord, compared: &[i64]) -> anyhow::Result<Loaded> {
+    let cpu = |r: &RunRecord| r.fingerprint.get("cpu_model").cloned();
+    let mut out = Vec::new();
+    for summary in store.runs()? {
+        if out.len() == HISTORY_RUNS {
+            break;
+        }
+        if summary.hostname != like.hostname || compared.contains(&summary.id) {
+            continue;
+        }
+        let (record, ms) = store.load_run_summaries(&RunRef::Id(summary.id))?;
+        if record.quick == like.quick && cpu(&record) == cpu(like) {
+            out.push((record, ms));
+        }
+    }
+    Ok(out)
 }

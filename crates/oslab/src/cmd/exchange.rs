@@ -18,7 +18,8 @@ pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             format_name(args.format)
         )));
     }
-    let (_, files) = exported(&args.run, args.format, &args.store)?;
+    let run: RunRef = args.run.parse().map_err(usage)?;
+    let (_, files) = exported(&run, args.format, &args.store)?;
     write_files(&files, args.output.as_deref())
 }
 
@@ -31,11 +32,11 @@ fn format_name(f: Format) -> String {
 
 /// A stored run, loaded whole, and its files in `format`.
 pub fn exported(
-    run: &str,
+    run: &RunRef,
     format: Format,
     store: &crate::cli::StoreArgs,
 ) -> anyhow::Result<(RunDocument, Vec<File>)> {
-    let run: RunRef = run.parse().map_err(usage)?;
+    let run = run.clone();
     let store = open_store_to_read(store)?;
     let (record, ms) = store.load_run(&run)?;
     let timeline = store.load_timeline(&run)?;
@@ -45,8 +46,15 @@ pub fn exported(
 }
 
 /// Writes an export's files: the main one to `output` (standard output when none), the others
-/// next to it.
+/// next to it. A missing directory is created, as `--db` creates the store's.
 pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = output
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
     for f in files {
         let path = match (&f.place, output) {
             (Place::Main, None) => {

@@ -1,14 +1,58 @@
 //! `oslab report`: a stored run as an HTML page or a Markdown file with SVG charts, through the
-//! same exporters as `oslab export`.
+//! same exporters as `oslab export`; or several runs (or groups of runs) overlaid on one page
+//! with their comparison.
 
+use super::compare::Sides;
 use super::exchange::{exported, write_files};
+use super::open_store_to_read;
 use crate::cli::ReportArgs;
-use oslab_report::export::{exporter, Format, Place};
+use crate::error::usage;
+use oslab_core::compare::DEFAULT_THRESHOLD;
+use oslab_report::export::{exporter, File, Format, Place};
+use oslab_store::RunSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let (doc, files) = exported(&args.run, args.format, &args.store)?;
+    if let [RunSet::Runs(one)] = &args.runs[..] {
+        if let [run] = &one[..] {
+            return single(&args, run);
+        }
+    }
+    if args.format != Format::Html {
+        return Err(usage(
+            "several runs are reported on one HTML page: use --format html",
+        ));
+    }
+    let store = open_store_to_read(&args.store)?;
+    let sides = Sides::load(&store, args.runs.clone(), None, false)?;
+    let comparisons = sides.comparisons(DEFAULT_THRESHOLD);
+    let page = oslab_report::html::comparison_report(&sides.drawn(), &comparisons);
+    let path = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("oslab-comparison.html"));
+    write_files(
+        &[File {
+            place: Place::Main,
+            bytes: page.into_bytes(),
+        }],
+        Some(&path),
+    )?;
+    eprintln!(
+        "report of {} written to {} (one self-contained file)",
+        args.runs
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(" vs "),
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn single(args: &ReportArgs, run: &oslab_store::RunRef) -> anyhow::Result<ExitCode> {
+    let (doc, files) = exported(run, args.format, &args.store)?;
     let ext = exporter(args.format).extension();
     let path = args.output.clone().unwrap_or_else(|| {
         PathBuf::from(format!(

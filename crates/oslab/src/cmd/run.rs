@@ -25,14 +25,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
         &args.store,
     )?;
+    for (k, v) in &args.tag {
+        session.tag(k, v);
+    }
     session.begin()?;
     let outcome = {
         // The measuring thread is pinned (and real-time when permitted) until the guards drop.
         let _placed = session.place(args.no_rt)?;
         let harness = session.harness();
         let cx = session.context(&harness, &options);
-        let mut progress = Progress::new(&probes, &session);
-        let outcome = runner::run(&probes, &cx, &mut progress);
+        let mut progress = Progress::new(&probes, args.repeat, &session);
+        let outcome = runner::run(&probes, args.repeat, &cx, &mut progress);
         progress.finish();
         outcome
     };

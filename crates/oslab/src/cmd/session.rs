@@ -59,6 +59,11 @@ impl Session {
         })
     }
 
+    /// Labels the run (before [`Session::begin`]).
+    pub fn tag(&mut self, key: &str, value: &str) {
+        self.recorder.tag(key, value);
+    }
+
     /// Starts the run in the store as `running`, so what completes is kept if this process dies.
     pub fn begin(&mut self) -> anyhow::Result<i64> {
         Ok(self.recorder.begin(&self.inner.machine)?)

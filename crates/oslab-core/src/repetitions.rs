@@ -1,0 +1,130 @@
+//! Repetitions of one measurement (`oslab run --repeat`, or several runs taken together) shown
+//! as one, for tables and charts: comparisons use them one by one ([`crate::compare`]).
+
+use crate::model::{Measurement, Status};
+use crate::stats::median;
+
+/// `ms` with the repetitions of each measurement (same probe, parameters and metric) pooled
+/// into one, in order of first appearance.
+pub fn pooled(ms: &[Measurement]) -> Vec<Measurement> {
+    let mut groups: Vec<Vec<&Measurement>> = Vec::new();
+    for m in ms {
+        match groups.iter_mut().find(|g| {
+            let first = g[0];
+            first.probe == m.probe && first.metric == m.metric && first.params == m.params
+        }) {
+            Some(g) => g.push(m),
+            None => groups.push(vec![m]),
+        }
+    }
+    groups.iter().map(|g| pool(g)).collect()
+}
+
+/// Repetitions of one measurement as one: the median of their medians, with an interval that
+/// spans theirs (so it shows the drift between them, not only the noise within each).
+pub fn pool(reps: &[&Measurement]) -> Measurement {
+    let mut out = reps[0].clone();
+    if reps.len() == 1 {
+        return out;
+    }
+    let valued: Vec<&Measurement> = reps
+        .iter()
+        .copied()
+        .filter(|m| m.status.has_value() && m.summary.is_some())
+        .collect();
+    let Some(first) = valued.first() else {
+        return out;
+    };
+    let of = |f: fn(&crate::Summary) -> f64| -> Vec<f64> {
+        valued
+            .iter()
+            .filter_map(|m| m.summary.as_ref().map(f))
+            .collect()
+    };
+    let fold =
+        |v: Vec<f64>, pick: fn(f64, f64) -> f64| v.into_iter().reduce(pick).unwrap_or(f64::NAN);
+    let mut s = first.summary.clone().expect("filtered on summary");
+    s.n = valued
+        .iter()
+        .filter_map(|m| m.summary.as_ref())
+        .map(|s| s.n)
+        .sum();
+    s.median = median(&of(|s| s.median)).unwrap_or(s.median);
+    s.p25 = median(&of(|s| s.p25)).unwrap_or(s.p25);
+    s.p75 = median(&of(|s| s.p75)).unwrap_or(s.p75);
+    s.min = fold(of(|s| s.min), f64::min);
+    s.max = fold(of(|s| s.max), f64::max);
+    s.ci_low = fold(of(|s| s.ci_low), f64::min);
+    s.ci_high = fold(of(|s| s.ci_high), f64::max);
+    let means = of(|s| s.mean);
+    s.mean = means.iter().sum::<f64>() / means.len() as f64;
+    let variances = of(|s| s.stddev * s.stddev);
+    s.stddev = (variances.iter().sum::<f64>() / variances.len() as f64).sqrt();
+    s.outliers = valued
+        .iter()
+        .filter_map(|m| m.summary.as_ref())
+        .map(|s| s.outliers)
+        .sum();
+    out.summary = Some(s);
+    out.cycles = median(&valued.iter().filter_map(|m| m.cycles).collect::<Vec<_>>());
+    out.status = if valued.len() == reps.len() && valued.iter().all(|m| m.status == Status::Ok) {
+        Status::Ok
+    } else {
+        Status::Noisy
+    };
+    out.samples = None;
+    out.attempts = reps.iter().map(|m| m.attempts).max().unwrap_or(1);
+    let pooled = format!(
+        "median of {} repetitions ({} with a value), interval spanning theirs",
+        reps.len(),
+        valued.len()
+    );
+    out.note = Some(match &first.note {
+        Some(n) => format!("{pooled}; {n}"),
+        None => pooled,
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Unit;
+    use crate::{params, Summary};
+
+    fn rep(k: u32, value: f64, status: Status) -> Measurement {
+        let mut m = Measurement::not_taken("p", params! {"x" => 1}, "t", Unit::Ns, status);
+        m.summary = Summary::new(&[value - 1.0, value, value + 1.0]);
+        m.repetition = k;
+        m
+    }
+
+    #[test]
+    fn repetitions_pool_into_one_row_whose_interval_spans_them() {
+        let mut other = rep(1, 5.0, Status::Ok);
+        other.metric = "u".into();
+        let ms = vec![
+            rep(1, 100.0, Status::Ok),
+            other,
+            rep(2, 110.0, Status::Ok),
+            rep(3, 104.0, Status::Ok),
+        ];
+        let p = pooled(&ms);
+        assert_eq!(p.len(), 2);
+        let s = p[0].summary.as_ref().unwrap();
+        assert_eq!((s.median, s.n), (104.0, 9));
+        assert!(s.ci_low <= 100.0 && s.ci_high >= 110.0, "{s:?}");
+        assert_eq!(p[0].status, Status::Ok);
+        assert!(p[0].note.as_deref().unwrap().contains("3 repetitions"));
+        assert_eq!(p[1].metric, "u");
+        // A noisy or failed repetition makes the pooled row noisy.
+        let p = pooled(&[
+            rep(1, 100.0, Status::Ok),
+            rep(2, 0.0, Status::Failed("x".into())),
+        ]);
+        assert_eq!(
+            (p[0].status.clone(), p[0].summary.as_ref().unwrap().median),
+            (Status::Noisy, 100.0)
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! `oslab compare` for reading: which runs each side holds, how their machines differ, the rows
+//! (by default those that changed or could not be judged) and the tally.
+
+use crate::table::{new_table, right};
+use oslab_core::compare::{Row, Verdict, CONFIDENCE};
+use oslab_core::units::{num, scale_for};
+use oslab_store::Loaded;
+
+/// Fingerprint fields worth showing when the sides come from different machines.
+const MACHINE: &[&str] = &[
+    "hostname",
+    "cpu_model",
+    "microcode",
+    "kernel",
+    "governor",
+    "threads",
+];
+
+/// One side: how it was chosen and its runs.
+pub struct Side<'a> {
+    /// The selector as the user gave it, in words (`runs 3, 4, 5`, `tag kernel=6.18`).
+    pub set: String,
+    /// Its runs.
+    pub runs: &'a Loaded,
+}
+
+impl Side<'_> {
+    fn ids(&self) -> Vec<i64> {
+        self.runs.iter().filter_map(|(r, _)| r.id).collect()
+    }
+
+    /// Repetitions per run (the most any measurement of the run has).
+    fn repetitions(&self) -> Vec<u32> {
+        self.runs
+            .iter()
+            .map(|(_, ms)| ms.iter().map(|m| m.repetition).max().unwrap_or(1))
+            .collect()
+    }
+
+    fn describe(&self) -> String {
+        let ids: Vec<String> = self.ids().iter().map(|i| i.to_string()).collect();
+        let reps = self.repetitions();
+        let total: u32 = reps.iter().sum();
+        let when = match (self.runs.first(), self.runs.last()) {
+            (Some((a, _)), Some((b, _))) if self.runs.len() > 1 => {
+                format!("{} to {}", a.started, b.started)
+            }
+            (Some((a, _)), _) => a.started.clone(),
+            _ => String::new(),
+        };
+        let runs = if ids.len() == 1 {
+            format!("run {}", ids[0])
+        } else {
+            format!("runs {}", ids.join(", "))
+        };
+        let chosen = if self.set.starts_with("tag ") {
+            format!("{}: ", self.set)
+        } else {
+            String::new()
+        };
+        format!(
+            "{chosen}{runs} ({when}), {total} repetition{}",
+            if total == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// A comparison of side B against the baseline side A.
+pub struct Comparison<'a> {
+    /// The baseline.
+    pub a: Side<'a>,
+    /// The side compared with it.
+    pub b: Side<'a>,
+    /// Its rows.
+    pub rows: Vec<Row>,
+    /// The threshold asked for.
+    pub threshold: f64,
+    /// Earlier runs the drift between runs was learnt from.
+    pub history: usize,
+}
+
+/// A row's verdict in words.
+pub fn verdict_text(r: &Row) -> &'static str {
+    match r.judgement.verdict {
+        Verdict::Better => "better",
+        Verdict::Regression => "REGRESSION",
+        Verdict::Changed => "changed",
+        Verdict::Same => "same",
+        Verdict::RatioOnly => "ratio only",
+        Verdict::Unknown => match r.present {
+            [true, false] => "only in A",
+            [false, true] => "only in B",
+            _ if r.judgement.a.is_none() || r.judgement.b.is_none() => "no value",
+            _ => "no ratio (values <= 0)",
+        },
+    }
+}
+
+impl Comparison<'_> {
+    /// How many rows have verdict `v`.
+    pub fn count(&self, v: Verdict) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| r.judgement.verdict == v)
+            .count()
+    }
+
+    /// Whether a row is worth showing by default: it changed, cannot be compared, or (unjudged)
+    /// its ratio lies beyond the threshold.
+    fn notable(&self, r: &Row) -> bool {
+        match r.judgement.verdict {
+            Verdict::Same => false,
+            Verdict::RatioOnly => r
+                .judgement
+                .ratio
+                .is_some_and(|x| (x - 1.0).abs() > self.threshold),
+            _ => true,
+        }
+    }
+
+    /// The rows shown: every one with `all`, else the notable ones.
+    pub fn shown(&self, all: bool) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| all || self.notable(r))
+            .collect()
+    }
+
+    /// How many rows got each verdict, in a line.
+    pub fn tally(&self) -> String {
+        format!(
+            "{} compared: {} regressions, {} better, {} changed within the band, {} same, {} ratio only, {} not comparable",
+            self.rows.len(),
+            self.count(Verdict::Regression),
+            self.count(Verdict::Better),
+            self.count(Verdict::Changed),
+            self.count(Verdict::Same),
+            self.count(Verdict::RatioOnly),
+            self.count(Verdict::Unknown),
+        )
+    }
+
+    /// Machine settings that differ between the sides' first runs.
+    fn machine_differences(&self) -> Vec<String> {
+        let (Some((a, _)), Some((b, _))) = (self.a.runs.first(), self.b.runs.first()) else {
+            return Vec::new();
+        };
+        let null = serde_json::Value::Null;
+        MACHINE
+            .iter()
+            .filter(|k| a.fingerprint.get(**k) != b.fingerprint.get(**k))
+            .map(|k| {
+                format!(
+                    "  {k}: {} -> {}",
+                    a.fingerprint.get(*k).unwrap_or(&null),
+                    b.fingerprint.get(*k).unwrap_or(&null)
+                )
+            })
+            .collect()
+    }
+
+    /// The comparison as text: sides, method, table, tally.
+    pub fn text(&self, all: bool) -> String {
+        let mut out = format!("A: {}\nB: {}\n", self.a.describe(), self.b.describe());
+        let differs = self.machine_differences();
+        if !differs.is_empty() {
+            out.push_str(&format!(
+                "different machines or settings:\n{}\n",
+                differs.join("\n")
+            ));
+        }
+        out.push_str(&format!(
+            "A change is called when the {:.0}% interval of B/A lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}.\n",
+            CONFIDENCE * 100.0,
+            self.threshold * 100.0,
+            if self.history >= 3 {
+                format!(" and, for a single run, to the drift between {} earlier runs of this machine", self.history)
+            } else {
+                String::new()
+            }
+        ));
+        let shown = self.shown(all);
+        if !shown.is_empty() {
+            out.push_str(&table(&shown));
+            out.push('\n');
+        }
+        let ratio_only = self.count(Verdict::RatioOnly);
+        out.push_str(&self.tally());
+        out.push_str(if all {
+            "\n"
+        } else {
+            " (--all shows every row)\n"
+        });
+        let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
+        let single = self.a.runs.len() == 1 || self.b.runs.len() == 1;
+        if called > 0 && single && self.history < 3 {
+            out.push_str("A side of one run has its repetitions as replicates: they show the noise within a run, not how far the machine drifts between runs, and the store holds too few earlier runs of this machine to show that. On a shared host, confirm with runs taken alternately and compared as groups (`oslab compare 1,3,5 2,4,6`).\n");
+        }
+        if ratio_only > 0 {
+            out.push_str(&format!(
+                "{ratio_only} rows have too few repetitions to judge (3 a side are needed): measure with `oslab run --repeat 3`, or give several runs a side (`compare 1,2,3 4,5,6`, `tag:KEY=VALUE`).\n"
+            ));
+        }
+        out
+    }
+
+    /// The comparison as JSON (schema `oslab.compare/2`).
+    pub fn json(&self) -> serde_json::Value {
+        let side = |s: &Side| serde_json::json!({"set": s.set, "runs": s.ids(), "repetitions": s.repetitions()});
+        serde_json::json!({
+            "history_runs": self.history,
+            "a": side(&self.a),
+            "b": side(&self.b),
+            "confidence": CONFIDENCE,
+            "rows": self.rows,
+        })
+    }
+}
+
+/// The comparison table: probe, params, metric, both medians, ratio and its interval,
+/// repetitions a side, p-value, verdict.
+fn table(rows: &[&Row]) -> String {
+    let interval = format!("{:.0}% interval", CONFIDENCE * 100.0);
+    let mut t = new_table(&[
+        "probe", "params", "metric", "A", "B", "B/A", &interval, "band", "n", "p", "verdict",
+    ]);
+    for r in rows {
+        let j = &r.judgement;
+        let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
+        let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
+        t.add_row(vec![
+            r.probe.clone(),
+            r.params.clone(),
+            r.metric.clone(),
+            show(j.a),
+            show(j.b),
+            j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
+            j.interval
+                .map_or("-".into(), |[lo, hi]| format!("{lo:.3} – {hi:.3}")),
+            format!("±{:.0}%", j.band * 100.0),
+            format!("{}/{}", j.n[0], j.n[1]),
+            j.p.map_or("-".into(), |p| format!("{p:.2}")),
+            verdict_text(r).to_string(),
+        ]);
+    }
+    right(&mut t, &[3, 4, 5, 6, 7, 8, 9]);
+    t.to_string()
+}

@@ -13,7 +13,7 @@
 //! drifted apart ([`Drift`]), when the store holds enough of them.
 //!
 //! For each measurement: the median of each side's replicates, their ratio, the Hodges-Lehmann
-//! interval of the ratio (at [`CONFIDENCE`], on logarithms), the Mann-Whitney p of the
+//! interval of the ratio (at the highest of [`CONFIDENCES`] reached, on logarithms), the Mann-Whitney p of the
 //! replicates, and a verdict. A regression or an improvement is called only when the whole
 //! interval lies beyond the band: the threshold, widened to the spread of either side's own
 //! repetitions (a change smaller than the noise between repetitions is not called). With fewer
@@ -21,7 +21,7 @@
 //! Placement parameters (which cpu) are left out of the match, so runs from different machines
 //! or cpus line up.
 
-use crate::model::{pairs_text, Measurement, Unit};
+use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
 use crate::ranks::{mann_whitney_p, shift_interval};
 use crate::stats::{median, robust_z, OUTLIER_Z};
 use serde::Serialize;
@@ -32,14 +32,15 @@ const PLACEMENT: &[&str] = &["cpu", "cpus", "peer_cpu", "from", "to", "temp_dir"
 
 /// Found while measuring, not asked for: parameters in runs stored before oslab kept them apart
 /// (`Measurement::context`); left out of the match so those runs still compare.
-const FOUND: &[&str] = &["pages", "claimed_bytes"];
+const FOUND: &[&str] = &["pages", "claimed_bytes", "placed"];
 
 /// The relative change that counts unless the user says otherwise: 5%.
 pub const DEFAULT_THRESHOLD: f64 = 0.05;
 
-/// Confidence of the ratio's interval: the most that 3 repetitions a side can give (the whole
-/// range of their 9 ratios), 95% on each side.
-pub const CONFIDENCE: f64 = 0.90;
+/// Confidences of the ratio's interval, the highest the replicates reach: 99% from 5 a side, 95%
+/// from 4, 90% from 3 (the whole range of their 9 ratios; 95% on each side). The more rows a
+/// comparison has, the more a higher confidence spares it false alarms.
+pub const CONFIDENCES: [f64; 3] = [0.99, 0.95, 0.90];
 
 /// What changed for one measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -65,7 +66,7 @@ pub enum Verdict {
 pub struct Row {
     /// Probe id.
     pub probe: String,
-    /// Parameters (placement left out).
+    /// Parameters for reading (placement left out).
     pub params: String,
     /// Metric.
     pub metric: String,
@@ -92,8 +93,10 @@ pub struct Judgement {
     pub n: [usize; 2],
     /// b / a.
     pub ratio: Option<f64>,
-    /// Interval of the ratio at [`CONFIDENCE`], when there are enough replicates.
+    /// Interval of the ratio, when there are enough replicates.
     pub interval: Option<[f64; 2]>,
+    /// Its confidence (one of [`CONFIDENCES`]).
+    pub confidence: Option<f64>,
     /// The relative change that counts: the threshold, or the replicates' spread when larger.
     pub band: f64,
     /// Mann-Whitney p of the replicates.
@@ -113,15 +116,21 @@ pub fn judge(a: &[f64], b: &[f64], unit: Unit, band: f64) -> Judgement {
         _ => None,
     };
     let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
-    let interval = (positive(a) && positive(b))
-        .then(|| shift_interval(&logs(a), &logs(b), CONFIDENCE))
-        .flatten()
-        .map(|(_, lo, hi)| [lo.exp(), hi.exp()]);
+    // The highest confidence the replicates reach.
+    let best = |x: &[f64], y: &[f64]| {
+        CONFIDENCES
+            .iter()
+            .find_map(|&c| shift_interval(x, y, c).map(|(_, lo, hi)| (c, lo, hi)))
+    };
+    let found = (positive(a) && positive(b))
+        .then(|| best(&logs(a), &logs(b)))
+        .flatten();
+    let interval = found.map(|(_, lo, hi)| [lo.exp(), hi.exp()]);
     let verdict = match (ratio, interval) {
         _ if ma.is_none() || mb.is_none() => Verdict::Unknown,
         // Values that may be zero or below (paired differences, counts) have no ratio: a shift
         // whose interval excludes zero is a change, never better or worse.
-        _ if !positive(a) || !positive(b) => match shift_interval(a, b, CONFIDENCE) {
+        _ if !positive(a) || !positive(b) => match best(a, b) {
             None => Verdict::RatioOnly,
             Some((_, lo, hi)) if lo > 0.0 || hi < 0.0 => Verdict::Changed,
             Some(_) => Verdict::Same,
@@ -150,19 +159,27 @@ pub fn judge(a: &[f64], b: &[f64], unit: Unit, band: f64) -> Judgement {
         n: [a.len(), b.len()],
         ratio,
         interval,
+        confidence: found.map(|(c, _, _)| c),
         band,
         p: mann_whitney_p(a, b),
         verdict,
     }
 }
 
-/// What lines a measurement up with its counterpart: probe, parameters without placement (nor
-/// values found while measuring), metric.
-pub fn key(m: &Measurement) -> (String, String, String) {
+/// The parameters that identify a measurement across runs: placement and values found while
+/// measuring left out.
+fn identifying(m: &Measurement) -> serde_json::Map<String, serde_json::Value> {
     let mut params = m.params.clone();
     for k in PLACEMENT.iter().chain(FOUND) {
         params.remove(*k);
     }
+    params
+}
+
+/// What lines a measurement up with its counterpart: probe, identifying parameters (exactly),
+/// metric.
+pub fn key(m: &Measurement) -> (String, String, String) {
+    let params = identifying(m);
     (m.probe.clone(), pairs_text(params.iter()), m.metric.clone())
 }
 
@@ -185,7 +202,8 @@ type Key = (String, String, String);
 /// The values of some runs: per key (in order of first appearance), per run, the medians of its
 /// repetitions (the first value of each repetition; none when the measurement has no value).
 struct PerRun {
-    order: Vec<(Key, Unit)>,
+    /// Keys with their unit and their parameters for reading.
+    order: Vec<(Key, Unit, String)>,
     values: HashMap<Key, Vec<Vec<f64>>>,
 }
 
@@ -201,7 +219,7 @@ impl PerRun {
                     continue;
                 }
                 let v = values.entry(k.clone()).or_insert_with(|| {
-                    order.push((k, m.unit));
+                    order.push((k, m.unit, readable_pairs(identifying(m).iter())));
                     Vec::new()
                 });
                 v.resize(runs.len(), Vec::new());
@@ -248,7 +266,7 @@ impl Drift {
     pub fn from_runs(runs: &[&[Measurement]]) -> Drift {
         let per = PerRun::of(runs);
         let mut per_key = HashMap::new();
-        for (k, _) in &per.order {
+        for (k, _, _) in &per.order {
             let logs: Vec<f64> = per.values[k]
                 .iter()
                 .filter_map(|v| median(v))
@@ -304,12 +322,12 @@ pub fn compare(
         sides[1]
             .order
             .iter()
-            .filter(|(k, _)| !sides[0].values.contains_key(k))
+            .filter(|(k, _, _)| !sides[0].values.contains_key(k))
             .cloned(),
     );
     order
         .into_iter()
-        .map(|(k, unit)| {
+        .map(|(k, unit, params)| {
             let (va, runs_a) = sides[0].replicates(&k);
             let (vb, runs_b) = sides[1].replicates(&k);
             let single = runs_a == 1 || runs_b == 1;
@@ -319,7 +337,7 @@ pub fn compare(
                 .max(spread(&vb))
                 .max(drift.unwrap_or(0.0))
                 .min(0.99);
-            let (probe, params, metric) = k.clone();
+            let (probe, _, metric) = k.clone();
             Row {
                 probe,
                 params,

@@ -83,6 +83,24 @@ impl Status {
         }
     }
 
+    /// The outcome in one word: ok, noisy, skipped, failed.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Noisy => "noisy",
+            Status::Skipped(_) => "skipped",
+            Status::Failed(_) => "failed",
+        }
+    }
+
+    /// Why it was skipped or failed.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Status::Skipped(r) | Status::Failed(r) => Some(r),
+            _ => None,
+        }
+    }
+
     /// Whether a value was measured (ok or noisy).
     pub fn has_value(&self) -> bool {
         matches!(self, Status::Ok | Status::Noisy)
@@ -221,21 +239,45 @@ impl Measurement {
                 .is_some_and(|s| s.ci_low <= 0.0 && s.ci_high >= 0.0)
     }
 
-    /// Parameters as a short `k=v k=v` string for tables, then what was found while measuring
-    /// in brackets: `size=8388608 [pages=4k]`.
+    /// Parameters as a short `k=v k=v` string for reading (sizes in KiB, MiB, ...), then what
+    /// was found while measuring in brackets: `size=8 MiB [pages=4k]`.
     pub fn params_text(&self) -> String {
-        let params = pairs_text(self.params.iter());
+        let params = readable_pairs(self.params.iter());
         if self.context.is_empty() {
             params
         } else {
-            format!("{params} [{}]", pairs_text(self.context.iter()))
+            format!("{params} [{}]", readable_pairs(self.context.iter()))
                 .trim_start()
                 .to_string()
         }
     }
 }
 
-/// `k=v k=v`, strings without their quotes.
+/// Parameters whose numbers are sizes in bytes.
+const BYTE_PARAMS: &[&str] = &[
+    "size",
+    "stride",
+    "bytes",
+    "array_bytes",
+    "page_bytes",
+    "claimed_bytes",
+];
+
+/// `k=v k=v` for reading: sizes in bytes as KiB, MiB, ... (not exact: never for matching).
+pub fn readable_pairs<'a>(pairs: impl Iterator<Item = (&'a String, &'a Value)>) -> String {
+    pairs
+        .map(|(k, v)| match (v, v.as_u64()) {
+            (_, Some(n)) if BYTE_PARAMS.contains(&k.as_str()) => {
+                format!("{k}={}", crate::units::bytes(n))
+            }
+            (Value::String(s), _) => format!("{k}={s}"),
+            (other, _) => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `k=v k=v` exactly, strings without their quotes.
 pub fn pairs_text<'a>(pairs: impl Iterator<Item = (&'a String, &'a Value)>) -> String {
     pairs
         .map(|(k, v)| match v {
@@ -456,6 +498,11 @@ mod tests {
             Status::Ok,
         );
         assert_eq!(m.params_text(), "args=3 cache=cold");
+        let sized = m.clone().found("claimed_bytes", 1572864);
+        assert_eq!(
+            sized.params_text(),
+            "args=3 cache=cold [claimed_bytes=1.50 MiB]"
+        );
         m.params.clear();
         assert_eq!(m.params_text(), "");
     }

@@ -40,3 +40,63 @@ pub enum Block {
 
 /// Text and tables in order.
 pub type Doc = Vec<Block>;
+
+/// `text` with every line longer than `width` characters broken at spaces; a continuation is
+/// indented two more than its line. A word longer than the width stays whole.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = body.len() - body.trim_start().len();
+        let pad = " ".repeat(indent + 2);
+        let mut current = body[..indent].to_string();
+        let mut fresh = true;
+        for word in body[indent..].split(' ') {
+            let len = current.chars().count();
+            if !fresh && len + 1 + word.chars().count() > width {
+                out.push_str(current.trim_end());
+                out.push('\n');
+                current = pad.clone();
+                fresh = true;
+            }
+            if !fresh {
+                current.push(' ');
+            }
+            current.push_str(word);
+            fresh = false;
+        }
+        out.push_str(current.trim_end());
+        out.push_str(end);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_break_at_spaces_and_short_ones_stay() {
+        let text = "short\n  a line of several words that is far too long\nend";
+        let wrapped = wrap(text, 20);
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= 20),
+            "{wrapped}"
+        );
+        assert_eq!(
+            wrapped,
+            "short\n  a line of several\n    words that is\n    far too long\nend"
+        );
+        assert_eq!(
+            wrap("averyveryverylongword x", 5),
+            "averyveryverylongword\n  x"
+        );
+    }
+}

@@ -147,7 +147,6 @@ fn cell(
     }
     let mut params = base.clone();
     params.insert("threads".into(), cpus.len().into());
-    params.insert("placed".into(), format!("{:.0}%", placed * 100.0).into());
     let notes: Vec<&str> = [note, size_note.as_deref()].into_iter().flatten().collect();
     let joined = notes.join("; ");
     let note = (!joined.is_empty()).then_some(joined.as_str());
@@ -179,6 +178,10 @@ fn cell(
         Some("mean of copy, scale, add and triad per repetition".into()),
         Judge::Median,
     ));
+    let found = format!("{:.0}%", placed * 100.0);
+    for m in &mut out {
+        m.context.insert("placed".into(), found.as_str().into());
+    }
     if placed < 0.99 {
         for m in &mut out {
             m.status = Status::Failed(format!(
@@ -226,8 +229,9 @@ fn latency(
     params.insert("cpu".into(), cpu.into());
     params.insert("size".into(), size.into());
     params.insert("order".into(), "chunk".into());
-    params.insert("placed".into(), format!("{:.0}%", placed * 100.0).into());
-    let mut m = cx.measurement(PROBE, params, "latency", &t);
+    let mut m = cx
+        .measurement(PROBE, params, "latency", &t)
+        .found("placed", format!("{:.0}%", placed * 100.0));
     if let Some(n) = note {
         m.note = Some(match m.note.take() {
             Some(old) => format!("{old}; {n}"),

@@ -398,7 +398,7 @@ fn numa_matrix_on_the_real_node_places_every_page_there() {
     let ms = run("numa.matrix");
     assert_range(&ms, "bandwidth", 0.1, 5_000.0);
     assert_range(&ms, "latency", 0.2, 2_000.0);
-    assert!(ms.iter().all(|m| m.params["placed"] == "100%"), "{ms:?}");
+    assert!(ms.iter().all(|m| m.context["placed"] == "100%"), "{ms:?}");
 }
 
 #[test]
@@ -443,7 +443,7 @@ fn numa_matrix_covers_every_pair_of_a_bigger_fake_machine() {
     assert!(ms.iter().all(|m| m.status.has_value()), "{ms:?}");
     assert!(ms
         .iter()
-        .all(|m| m.params["placed"] == "100%" && m.params["numa"] == "fake"));
+        .all(|m| m.context["placed"] == "100%" && m.params["numa"] == "fake"));
     let averages = ms
         .iter()
         .filter(|m| m.params.get("kernel").is_some_and(|k| k == "average"))

@@ -1,8 +1,8 @@
 //! `oslab compare` for reading: which runs each side holds, how their machines differ, the rows
 //! (by default those that changed or could not be judged) and the tally.
 
-use crate::table::{new_table, right};
-use oslab_core::compare::{Row, Verdict, CONFIDENCE};
+use crate::table::{new_table, right, whole};
+use oslab_core::compare::{Row, Verdict};
 use oslab_core::units::{num, scale_for};
 use oslab_store::Loaded;
 
@@ -170,8 +170,7 @@ impl Comparison<'_> {
             ));
         }
         out.push_str(&format!(
-            "A change is called when the {:.0}% interval of B/A lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}.\n",
-            CONFIDENCE * 100.0,
+            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}.\n",
             self.threshold * 100.0,
             if self.history >= 3 {
                 format!(" and, for a single run, to the drift between {} earlier runs of this machine", self.history)
@@ -211,18 +210,24 @@ impl Comparison<'_> {
             "history_runs": self.history,
             "a": side(&self.a),
             "b": side(&self.b),
-            "confidence": CONFIDENCE,
             "rows": self.rows,
         })
+    }
+}
+
+/// The ratio's interval and its confidence: `1.02 – 1.10 (90%)`.
+pub fn interval_text(j: &oslab_core::compare::Judgement) -> String {
+    match (j.interval, j.confidence) {
+        (Some([lo, hi]), Some(c)) => format!("{lo:.3} – {hi:.3} ({:.0}%)", c * 100.0),
+        _ => "-".into(),
     }
 }
 
 /// The comparison table: probe, params, metric, both medians, ratio and its interval,
 /// repetitions a side, p-value, verdict.
 fn table(rows: &[&Row]) -> String {
-    let interval = format!("{:.0}% interval", CONFIDENCE * 100.0);
     let mut t = new_table(&[
-        "probe", "params", "metric", "A", "B", "B/A", &interval, "band", "n", "p", "verdict",
+        "probe", "params", "metric", "A", "B", "B/A", "interval", "band", "n", "p", "verdict",
     ]);
     for r in rows {
         let j = &r.judgement;
@@ -235,8 +240,7 @@ fn table(rows: &[&Row]) -> String {
             show(j.a),
             show(j.b),
             j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            j.interval
-                .map_or("-".into(), |[lo, hi]| format!("{lo:.3} – {hi:.3}")),
+            interval_text(j),
             format!("±{:.0}%", j.band * 100.0),
             format!("{}/{}", j.n[0], j.n[1]),
             j.p.map_or("-".into(), |p| format!("{p:.2}")),
@@ -244,5 +248,6 @@ fn table(rows: &[&Row]) -> String {
         ]);
     }
     right(&mut t, &[3, 4, 5, 6, 7, 8, 9]);
+    whole(&mut t, &[2]);
     t.to_string()
 }

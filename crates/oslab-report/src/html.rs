@@ -3,7 +3,7 @@
 //! where one exists and the table of its measurements. Everything that comes from the user or
 //! the machine is escaped.
 
-use crate::plots::{self, Bar, Mark, Series, Track};
+use crate::plots::{self, Bar, Mark, Series, Track, XAxis};
 use oslab_core::machine::Environment;
 use oslab_core::model::{EventKind, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::units::{num, scale_for, value};
@@ -177,7 +177,7 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
             escape(&show(j.a)),
             escape(&show(j.b)),
             j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            j.interval.map_or("-".into(), |[lo, hi]| format!("{lo:.3} – {hi:.3}")),
+            crate::comparison::interval_text(j),
             j.band * 100.0,
             j.n[0],
             j.n[1],
@@ -380,7 +380,8 @@ fn text_param(m: &Measurement, k: &str) -> String {
     }
 }
 
-/// Series of `metric` over the numeric parameter `x`, one series per value of `by`.
+/// Series of `metric` over the numeric parameter `x`, one series per combination of the values
+/// of the parameters `by` names (space-separated; none: one series per probe).
 fn series_by(
     ms: &[&Measurement],
     probe_prefix: &str,
@@ -397,7 +398,10 @@ fn series_by(
             let name = if by.is_empty() {
                 m.probe.clone()
             } else {
-                text_param(m, by)
+                by.split(' ')
+                    .map(|k| text_param(m, k))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             };
             groups.entry(name).or_default().push((xv, y));
         }
@@ -523,7 +527,7 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
             .collect()
     });
     out.extend(figure(
-        plots::lines_log_x("load-to-use latency vs working set", "working set", "ns per load", &curves, &cache_marks(&sides[0].ms, record), true),
+        plots::lines("load-to-use latency vs working set", XAxis::Bytes, ("working set", "ns per load"), &curves, &cache_marks(&sides[0].ms, record), true),
         "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows.",
     ));
     let mlp = bars(sides, |ms| {
@@ -551,10 +555,10 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel")
     });
     out.extend(figure(
-        plots::lines_log_x(
+        plots::lines(
             "bandwidth vs working set",
-            "working set",
-            "GB/s",
+            XAxis::Bytes,
+            ("working set", "GB/s"),
             &sweep,
             &cache_marks(&sides[0].ms, record),
             false,
@@ -572,14 +576,21 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         ),
         "Median with CI95; plain vs non-temporal stores.",
     ));
+    // Plain and non-temporal stores are separate lines.
     let threads = lines(sides, |ms| {
-        series_by(ms, "bandwidth.threads", "bandwidth", "threads", "kernel")
+        series_by(
+            ms,
+            "bandwidth.threads",
+            "bandwidth",
+            "threads",
+            "kernel stores",
+        )
     });
     out.extend(figure(
-        plots::lines_log_x(
+        plots::lines(
             "bandwidth vs threads",
-            "threads",
-            "GB/s",
+            XAxis::Count,
+            ("threads", "GB/s"),
             &threads,
             &[],
             false,
@@ -605,18 +616,12 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
         ms.iter()
             .filter(|m| m.unit == Unit::Ns)
             .filter_map(|m| {
-                let (s, y) = (m.summary.as_ref()?, median(m)?);
                 let label = format!(
                     "{} {}",
                     m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
                     m.metric
                 );
-                Some(Bar {
-                    label,
-                    value: y,
-                    interval: Some((s.ci_low, s.ci_high)),
-                    side: 0,
-                })
+                measured_bar(label, m)
             })
             .collect()
     });
@@ -673,21 +678,25 @@ fn bar_list(ms: &[&Measurement], prefix: &str, metric: &str, keys: &[&str]) -> V
     ms.iter()
         .filter(|m| m.probe.starts_with(prefix) && m.metric == metric)
         .filter_map(|m| {
-            let s = m.summary.as_ref()?;
-            let y = median(m)?;
             let label = keys
                 .iter()
                 .map(|k| text_param(m, k))
                 .collect::<Vec<_>>()
                 .join(" ");
-            Some(Bar {
-                label,
-                value: y,
-                interval: Some((s.ci_low, s.ci_high)),
-                side: 0,
-            })
+            measured_bar(label, m)
         })
         .collect()
+}
+
+/// A bar of a measurement's median with its CI95, when it has a value.
+fn measured_bar(label: String, m: &Measurement) -> Option<Bar> {
+    let s = m.summary.as_ref()?;
+    Some(Bar {
+        label,
+        value: median(m)?,
+        interval: Some((s.ci_low, s.ci_high)),
+        side: 0,
+    })
 }
 
 fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {

@@ -3,6 +3,7 @@
 //!
 //! # Brief overview
 //! - [`comparison`]: `oslab compare` as text and JSON.
+//! - [`headline`]: the lines a person quotes from a run, printed first.
 //! - [`table`]: the measurement table, the runs table and the probe list.
 //! - [`machine`]: `oslab info` as text.
 //! - [`activity`]: period lists and histograms of activity recordings.
@@ -15,6 +16,7 @@
 pub mod activity;
 pub mod comparison;
 pub mod export;
+pub mod headline;
 pub mod html;
 pub mod machine;
 pub mod numa;

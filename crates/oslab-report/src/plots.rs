@@ -53,11 +53,63 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Lines over a logarithmic x axis (sizes), y linear or logarithmic, with vertical marks.
-pub fn lines_log_x(
+/// An axis value as people write it: `250000`, `10`, `2.5`, never `250000.0`.
+fn plain(v: f64) -> String {
+    if v == v.round() {
+        format!("{v:.0}")
+    } else {
+        oslab_core::units::num(v)
+    }
+}
+
+/// What the x axis of a line chart counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum XAxis {
+    /// Sizes in bytes: a base-2 logarithmic axis, ticks at powers of two labelled 4 KiB, 1 MiB.
+    Bytes,
+    /// Things counted (threads): a linear axis, ticks at whole numbers.
+    Count,
+}
+
+impl XAxis {
+    /// Where a value sits on the axis.
+    fn place(self, x: f64) -> f64 {
+        match self {
+            XAxis::Bytes => x.log2(),
+            XAxis::Count => x,
+        }
+    }
+
+    /// Whole-number tick positions (in placed units) over [lo, hi], at most about ten: how many
+    /// labels the axis asks for.
+    pub fn ticks(self, lo: f64, hi: f64) -> Vec<f64> {
+        let (first, last) = (lo.ceil() as i64, hi.floor() as i64);
+        let span = (last - first).max(1);
+        let step = (1..).find(|s| span / s <= 10).unwrap_or(1);
+        (first..=last)
+            .step_by(step as usize)
+            .map(|v| v as f64)
+            .collect()
+    }
+
+    /// A tick's label; none off the whole numbers (a power of two, a count).
+    pub fn label(self, placed: f64) -> String {
+        if (placed - placed.round()).abs() > 1e-9 {
+            return String::new();
+        }
+        match self {
+            XAxis::Bytes => oslab_core::units::bytes(placed.exp2().round() as u64),
+            XAxis::Count => format!("{placed:.0}"),
+        }
+    }
+}
+
+/// Lines over x (sizes on a power-of-two axis, or counts), y linear or logarithmic, with
+/// vertical marks.
+pub fn lines(
     title: &str,
-    x_desc: &str,
-    y_desc: &str,
+    x_axis: XAxis,
+    (x_desc, y_desc): (&str, &str),
     series: &[Series],
     marks: &[Mark],
     log_y: bool,
@@ -67,6 +119,7 @@ pub fn lines_log_x(
             .iter()
             .flat_map(|s| s.points.iter())
             .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+            .map(|p| (x_axis.place(p.0), p.1))
     };
     let (xmin, xmax) = pts().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
     let (ymin, ymax) = pts().fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
@@ -88,10 +141,15 @@ pub fn lines_log_x(
                     .configure_mesh()
                     .x_desc(x_desc)
                     .y_desc(y_desc)
-                    .x_label_formatter(&|x| oslab_core::units::value(*x, oslab_core::Unit::Bytes))
+                    .x_labels(x_axis.ticks(xmin, xmax).len())
+                    .x_label_formatter(&|x| x_axis.label(*x))
+                    .y_label_formatter(&|y| plain(*y))
                     .draw()
                     .map_err(err)?;
-                for m in marks {
+                for m in marks.iter().map(|m| Mark {
+                    x: x_axis.place(m.x),
+                    label: m.label.clone(),
+                }) {
                     let style = ShapeStyle::from(&BLACK.mix(0.35)).stroke_width(1);
                     chart
                         .draw_series(std::iter::once(PathElement::new(
@@ -114,6 +172,7 @@ pub fn lines_log_x(
                         .iter()
                         .copied()
                         .filter(|p| p.0 > 0.0 && p.1 > 0.0)
+                        .map(|p| (x_axis.place(p.0), p.1))
                         .collect();
                     p.sort_by(|a, b| a.0.total_cmp(&b.0));
                     chart
@@ -136,16 +195,14 @@ pub fn lines_log_x(
                     .map_err(err)?;
             }};
         }
+        let x = xmin..xmax;
         if log_y {
             body!(builder
-                .build_cartesian_2d(
-                    (xmin..xmax).log_scale(),
-                    (ymin * 0.8..ymax * 1.25).log_scale()
-                )
+                .build_cartesian_2d(x, (ymin * 0.8..ymax * 1.25).log_scale())
                 .map_err(err)?);
         } else {
             body!(builder
-                .build_cartesian_2d((xmin..xmax).log_scale(), 0.0..ymax * 1.1)
+                .build_cartesian_2d(x, 0.0..ymax * 1.1)
                 .map_err(err)?);
         }
         Ok(())
@@ -202,6 +259,7 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
                 _ => String::new(),
             })
             .y_desc(y_desc)
+            .y_label_formatter(&|y| plain(*y))
             .draw()
             .map_err(err)?;
         let overlaid = bars.iter().any(|b| b.side > 0);
@@ -379,12 +437,20 @@ pub fn timeline(
 mod tests {
     use super::*;
 
+    /// The text of every `<text>` element.
+    fn labels(svg: &str) -> Vec<String> {
+        svg.split("</text>")
+            .filter_map(|part| Some(part.rsplit_once('>')?.1.trim().to_string()))
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+
     #[test]
     fn every_chart_is_an_svg_with_its_labels() {
-        let s = lines_log_x(
+        let s = lines(
             "latency",
-            "working set",
-            "ns",
+            XAxis::Bytes,
+            ("working set", "ns"),
             &[Series {
                 name: "random".into(),
                 points: vec![(4096.0, 1.4), (1e6, 5.0), (1e9, 300.0)],
@@ -397,6 +463,46 @@ mod tests {
         )
         .unwrap();
         assert!(s.starts_with("<svg") && s.contains("random") && s.contains("L1 48 KiB"));
+        // Sizes tick at powers of two, labelled as sizes; values read as plain numbers.
+        let ticks = labels(&s);
+        for label in ["4 KiB", "16 KiB", "1 MiB", "256 MiB", "10", "100"] {
+            assert!(
+                ticks.iter().any(|t| t == label),
+                "no {label} tick: {ticks:?}"
+            );
+        }
+        assert!(!s.contains("9.766") && !s.contains("100.0"), "{ticks:?}");
+        // Thread counts tick at whole numbers, with no unit.
+        let t = lines(
+            "threads",
+            XAxis::Count,
+            ("threads", "GB/s"),
+            &[Series {
+                name: "triad plain".into(),
+                points: vec![(1.0, 10.0), (2.0, 19.0), (4.0, 30.0), (8.0, 41.0)],
+            }],
+            &[],
+            false,
+        )
+        .unwrap();
+        let ticks = labels(&t);
+        for label in ["1", "2", "4", "8"] {
+            assert!(
+                ticks.iter().any(|t| t == label),
+                "no {label} tick: {ticks:?}"
+            );
+        }
+        assert!(
+            !ticks
+                .iter()
+                .any(|t| t.ends_with(" B") || t.contains("1.000")),
+            "{ticks:?}"
+        );
+        assert_eq!(XAxis::Bytes.ticks(12.0, 30.0).len(), 10);
+        assert_eq!(
+            XAxis::Count.ticks(1.0, 8.0),
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+        );
         let b = bars(
             "fork",
             "µs",
@@ -429,6 +535,6 @@ mod tests {
         )
         .unwrap();
         assert!(t.contains("cpu 1") && t.contains("inactive"));
-        assert!(lines_log_x("x", "x", "y", &[], &[], false).is_err());
+        assert!(lines("x", XAxis::Count, ("x", "y"), &[], &[], false).is_err());
     }
 }

@@ -1,7 +1,11 @@
 //! Terminal tables: measurements, stored runs, and the probe list.
 
-use comfy_table::{Cell, CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
+use comfy_table::{
+    Cell, CellAlignment, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle,
+};
 use oslab_core::units::{num, scale_for};
+use std::io::IsTerminal;
+use std::sync::OnceLock;
 
 /// A rule under the header and nothing else: easy to read, easy to grep.
 const STYLE: TableStyle =
@@ -9,18 +13,57 @@ const STYLE: TableStyle =
 use oslab_core::model::Measurement;
 use oslab_store::RunSummary;
 
+static WIDTH: OnceLock<Option<u16>> = OnceLock::new();
+
+/// Makes every table fit `columns` characters (None: as wide as its content, e.g. `--wide`).
+/// Without a call, tables fit `$COLUMNS`, else the terminal when standard output is one.
+pub fn set_width(columns: Option<u16>) {
+    let _ = WIDTH.set(columns);
+}
+
+/// The width tables and text fit: see [`set_width`].
+pub fn width() -> Option<u16> {
+    *WIDTH.get_or_init(|| {
+        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+        columns.or_else(|| {
+            std::io::stdout()
+                .is_terminal()
+                .then(|| Table::new().width())
+                .flatten()
+        })
+    })
+}
+
 pub(crate) fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_style(STYLE)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.iter().map(Cell::new));
+    t.load_style(STYLE).set_header(header.iter().map(Cell::new));
+    match width() {
+        // Text columns wrap to fit; numbers never do (see `right`).
+        Some(w) => t
+            .set_width(w)
+            .set_content_arrangement(ContentArrangement::Dynamic),
+        None => t.set_content_arrangement(ContentArrangement::Disabled),
+    };
+    // The first column names the row: it stays whole.
+    whole(&mut t, &[0]);
     t
 }
 
+/// Keeps these columns on one line (names that must stay whole).
+pub(crate) fn whole(t: &mut Table, cols: &[usize]) {
+    for &c in cols {
+        if let Some(col) = t.column_mut(c) {
+            col.set_constraint(ColumnConstraint::ContentWidth);
+        }
+    }
+}
+
+/// Aligns number columns right and keeps each on one line.
 pub(crate) fn right(t: &mut Table, cols: &[usize]) {
     for &c in cols {
         if let Some(col) = t.column_mut(c) {
             col.set_cell_alignment(CellAlignment::Right);
+            col.set_constraint(ColumnConstraint::ContentWidth);
         }
     }
 }
@@ -58,64 +101,140 @@ pub fn doc(blocks: &[oslab_core::text::Block]) -> String {
     out
 }
 
-/// The measurement table: probe, params, metric, median, best (min for times, max for rates, none
-/// for differences), CI95, unit, cycles, predicted, status. Values of one row share one unit, chosen from its median.
+/// The measurement table: probe, params, metric, median, CI95, unit, predicted, status; as wide
+/// as its content (`--wide`, or no terminal width known) also the best sample (min for times, max
+/// for rates, none for differences), the sample count with outliers, and cycles. Values of one
+/// probe and metric share one unit, chosen from their typical median.
 pub fn measurements(ms: &[Measurement]) -> String {
-    let mut t = new_table(&[
-        "probe",
-        "params",
-        "metric",
-        "median",
-        "best",
-        "CI95",
-        "unit",
-        "cycles",
-        "predicted",
-        "status",
-    ]);
+    let wide = width().is_none();
+    // The cpu most measurements name (the measuring cpu) is said once above, not on each row.
+    let mut cpus: std::collections::BTreeMap<String, usize> = Default::default();
     for m in ms {
-        let (median, min, ci, unit, predicted) = match &m.summary {
-            Some(s) => {
-                let (div, sym) = scale_for(m.unit, s.median);
-                let pred = m
-                    .prediction
-                    .as_ref()
-                    .map(|p| num(p.value / div))
-                    .unwrap_or_else(|| "no model".into());
-                (
-                    num(s.median / div),
-                    m.best().map_or_else(|| "-".into(), |b| num(b / div)),
-                    format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
-                    sym.to_string(),
-                    pred,
-                )
-            }
-            None => Default::default(),
-        };
-        let status = match (&m.status, &m.summary) {
-            (oslab_core::Status::Ok, Some(s)) if s.outliers > 0 => {
-                format!("ok (n={}, {} outliers)", s.n, s.outliers)
-            }
-            (oslab_core::Status::Ok, Some(s)) | (oslab_core::Status::Noisy, Some(s)) => {
-                format!("{} (n={})", m.status, s.n)
-            }
-            _ => m.status.to_string(),
-        };
-        t.add_row(vec![
-            m.probe.clone(),
-            m.params_text(),
-            m.metric.clone(),
-            median,
-            min,
-            ci,
-            unit,
-            m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default(),
-            predicted,
-            status,
-        ]);
+        if let Some(c) = m.params.get("cpu") {
+            *cpus.entry(c.to_string()).or_default() += 1;
+        }
     }
-    right(&mut t, &[3, 4, 5, 7, 8]);
-    t.to_string()
+    let one_cpu = cpus.into_iter().max_by_key(|(_, n)| *n).map(|(c, _)| c);
+    let stripped: Vec<Measurement>;
+    let ms = match &one_cpu {
+        Some(cpu) => {
+            stripped = ms
+                .iter()
+                .cloned()
+                .map(|mut m| {
+                    let this = m.params.get("cpu").map(ToString::to_string);
+                    if this.as_deref() == Some(cpu.as_str()) {
+                        m.params.remove("cpu");
+                    }
+                    m
+                })
+                .collect();
+            &stripped[..]
+        }
+        None => ms,
+    };
+    let columns: &[&str] = if wide {
+        &[
+            "probe",
+            "params",
+            "metric",
+            "median",
+            "CI95",
+            "best",
+            "unit",
+            "n",
+            "outliers",
+            "cycles",
+            "predicted",
+            "status",
+        ]
+    } else {
+        &[
+            "probe",
+            "params",
+            "metric",
+            "median",
+            "CI95",
+            "unit",
+            "predicted",
+            "status",
+        ]
+    };
+    let mut t = new_table(columns);
+    let mut typical: std::collections::HashMap<(&str, &str), Vec<f64>> = Default::default();
+    for m in ms {
+        if let Some(s) = &m.summary {
+            typical
+                .entry((&m.probe, &m.metric))
+                .or_default()
+                .push(s.median);
+        }
+    }
+    for m in ms {
+        let mut row = vec![m.probe.clone(), m.params_text(), m.metric.clone()];
+        let cells = m.summary.as_ref().map(|s| {
+            let group = &typical[&(m.probe.as_str(), m.metric.as_str())];
+            let (div, sym) =
+                scale_for(m.unit, oslab_core::stats::median(group).unwrap_or(s.median));
+            let predicted = m
+                .prediction
+                .as_ref()
+                .map_or_else(|| "no model".into(), |p| num(p.value / div));
+            (s, div, sym, predicted)
+        });
+        match &cells {
+            Some((s, div, sym, predicted)) => {
+                row.push(num(s.median / div));
+                row.push(format!(
+                    "{} – {}",
+                    num(s.ci_low / div),
+                    num(s.ci_high / div)
+                ));
+                if wide {
+                    row.push(m.best().map_or_else(|| "-".into(), |b| num(b / div)));
+                }
+                row.push(sym.to_string());
+                if wide {
+                    row.push(s.n.to_string());
+                    row.push(s.outliers.to_string());
+                    row.push(m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default());
+                }
+                row.push(predicted.clone());
+            }
+            None => row.resize(columns.len() - 1, String::new()),
+        }
+        row.push(m.status.word().to_string());
+        t.add_row(row);
+    }
+    // Names stay whole; parameters and the status (a skip's reason) wrap.
+    let numbers: &[usize] = if wide {
+        &[3, 4, 5, 7, 8, 9, 10]
+    } else {
+        &[3, 4, 6]
+    };
+    right(&mut t, numbers);
+    let unit = if wide { 6 } else { 5 };
+    whole(&mut t, &[2, unit, columns.len() - 1]);
+    let mut out = match one_cpu {
+        Some(cpu) => format!("measured on cpu {cpu} unless a row names another\n{t}"),
+        None => t.to_string(),
+    };
+    // Why rows were skipped or failed, each reason once per probe, after the table.
+    let mut said: Vec<(&str, &str)> = Vec::new();
+    for m in ms {
+        if let Some(why) = m.status.reason() {
+            if !said.contains(&(m.probe.as_str(), why)) {
+                said.push((&m.probe, why));
+            }
+        }
+    }
+    if !said.is_empty() {
+        out.push_str("\n\nskipped or failed:\n");
+        for (probe, why) in said {
+            out.push_str(&format!("  {probe}: {why}\n"));
+        }
+    }
+    out
 }
 
 /// A run as text: header, table, warnings.
@@ -163,6 +282,11 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
         ));
     }
     let ms = &oslab_core::repetitions::pooled(ms);
+    if let Some(headline) = crate::headline::table(ms) {
+        out.push_str("\nheadline (details below; `oslab report` draws them)\n");
+        out.push_str(&render(&headline));
+        out.push_str("\n\ndetails\n");
+    }
     out.push_str(&measurements(ms));
     out.push('\n');
     if let Some(matrix) = crate::numa::matrix(ms) {
@@ -293,6 +417,9 @@ mod tests {
         assert!(out.contains("51.00") && out.contains("µs"), "{out}");
         assert!(out.contains("140000"), "{out}");
         assert!(out.contains("no model"), "{out}");
-        assert!(out.contains("skipped: needs a second cpu"), "{out}");
+        assert!(
+            out.contains("skipped or failed:\n  switch.process.pipe: needs a second cpu"),
+            "{out}"
+        );
     }
 }

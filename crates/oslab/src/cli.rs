@@ -17,6 +17,9 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Tables and text as wide as their content (default: they fit $COLUMNS, or the terminal).
+    #[arg(long, global = true)]
+    pub wide: bool,
 }
 
 /// Subcommands.
@@ -63,9 +66,21 @@ pub enum Command {
     Runs(RunsArgs),
     /// Print a stored run again.
     Show(ShowArgs),
+    /// Print a shell completion script: oslab completions bash > /etc/bash_completion.d/oslab
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): oslab man | man -l -
+    Man,
     /// The minimal parent process creation is timed from (started by the task probes).
     #[command(hide = true)]
     TaskHelper(TaskHelperArgs),
+}
+
+/// `oslab completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `oslab task-helper REQUEST` (internal).

@@ -14,6 +14,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    if args.wide {
+        oslab_report::table::set_width(None);
+    }
     // Settings a killed oslab left changed are put back first, and said.
     for line in oslab_core::pending::recover(&oslab_core::pending::default_file()) {
         eprintln!("note: {line}");

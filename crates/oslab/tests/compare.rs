@@ -92,7 +92,10 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
     let grouped = rows(db, &["--baseline", "tag:role=history", "6"]);
     assert!(!called(&grouped, "regression").is_empty(), "{grouped:?}");
     let runs = String::from_utf8(stdout(&["runs", "--db", db])).unwrap();
-    assert!(runs.contains("role=history") && runs.contains("build=new"), "{runs}");
+    assert!(
+        runs.contains("role=history") && runs.contains("build=new"),
+        "{runs}"
+    );
     let text =
         String::from_utf8(stdout(&["compare", "tag:role=history", "4,5", "--db", db])).unwrap();
     assert!(

@@ -121,8 +121,23 @@ fn a_report_of_several_runs_overlays_them_and_compares_them() {
             db,
         ]);
     }
-    // A directory that does not exist yet is created, as --db creates the store's.
-    let out = dir.path().join("new/dir/cmp.html");
+    // A directory that does not exist is refused, as --db refuses one.
+    let missing = dir.path().join("new/dir/cmp.html");
+    let e = fails(
+        &[
+            "report",
+            "1",
+            "2",
+            "-o",
+            missing.to_str().unwrap(),
+            "--db",
+            db,
+        ],
+        2,
+    );
+    assert!(e.contains("no such directory"), "{e}");
+    assert!(!dir.path().join("new").exists());
+    let out = dir.path().join("cmp.html");
     oslab(&["report", "1", "2", "-o", out.to_str().unwrap(), "--db", db]);
     let doc = Html::parse_document(&std::fs::read_to_string(&out).unwrap());
     let title: String = select(&doc, "h1")[0].text().collect();
@@ -198,26 +213,25 @@ fn a_headless_browser_renders_the_report() {
                 .is_ok_and(|o| o.status.success())
         })
         .expect("chromium is not installed");
-    let dom = std::process::Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
-        .arg(format!("file://{}", out.display()))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&dom.stderr);
-    assert!(dom.status.success(), "{stderr}");
-    let text = String::from_utf8_lossy(&dom.stdout);
+    // The page as the browser built it.
+    let dom = |page: &Path| {
+        let out = std::process::Command::new(browser)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = dom(&out);
     assert!(
         text.contains("oslab run") && text.contains("<svg"),
         "{text}"
     );
-    let dom = std::process::Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
-        .arg(format!("file://{}", both.display()))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&dom.stdout);
+    let text = dom(&both);
     assert!(
-        dom.status.success() && text.contains("run 1 vs run 2") && text.contains("(run 2)"),
+        text.contains("run 1 vs run 2") && text.contains("(run 2)"),
         "{text}"
     );
 }

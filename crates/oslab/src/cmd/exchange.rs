@@ -46,14 +46,17 @@ pub fn exported(
 }
 
 /// Writes an export's files: the main one to `output` (standard output when none), the others
-/// next to it. A missing directory is created, as `--db` creates the store's.
+/// next to it. A missing directory is refused, as `--db` refuses one: a mistyped path must not
+/// leave directories behind.
 pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<ExitCode> {
     if let Some(dir) = output
         .and_then(Path::parent)
-        .filter(|d| !d.as_os_str().is_empty())
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
     {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        return Err(usage(format!(
+            "{}: no such directory (create it first)",
+            dir.display()
+        )));
     }
     for f in files {
         let path = match (&f.place, output) {

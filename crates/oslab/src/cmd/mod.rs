@@ -18,6 +18,7 @@ mod stored;
 mod timeslice;
 
 use crate::cli::{Cli, Command, StoreArgs};
+use clap::CommandFactory;
 use oslab_store::Store;
 use std::process::ExitCode;
 
@@ -43,6 +44,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
         Command::TaskHelper(a) => task_helper(a),
+        Command::Completions(a) => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(a.shell, &mut cmd, "oslab", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -105,6 +115,14 @@ pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
 /// Prints text to stdout, reporting a closed pipe as an error main treats as success.
 pub fn print_text(s: &str) -> anyhow::Result<()> {
     use std::io::Write;
+    let wrapped;
+    let s = match oslab_report::table::width() {
+        Some(w) => {
+            wrapped = oslab_core::text::wrap(s, w as usize);
+            wrapped.as_str()
+        }
+        None => s,
+    };
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())?;
     if !s.ends_with('\n') {

@@ -1,0 +1,188 @@
+//! The lines a person quotes from a run, first: timer, system call, context switches, process and
+//! thread creation, latency per cache level and of DRAM, bandwidth, page faults.
+
+use oslab_core::model::Measurement;
+use oslab_core::text::Table;
+use oslab_core::units::{num, scale_for};
+
+/// A headline: what it is called, and which measurement it is (probe, metric, parameters that
+/// must match; the value `max` picks the largest number among the matches).
+type Line = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+const LINES: &[Line] = &[
+    (
+        "timer read (clock_gettime)",
+        "timer.clock_gettime",
+        "per_read",
+        &[],
+    ),
+    (
+        "system call (getppid)",
+        "syscall.getppid",
+        "per_call",
+        &[("cache", "hot")],
+    ),
+    (
+        "thread switch, same cpu",
+        "switch.thread.futex",
+        "switch",
+        &[("placement", "same-cpu")],
+    ),
+    (
+        "process switch, same cpu",
+        "switch.process.pipe",
+        "switch",
+        &[("placement", "same-cpu")],
+    ),
+    (
+        "wake-up on another cpu",
+        "switch.thread.futex",
+        "wakeup",
+        &[("placement", "cross-cpu")],
+    ),
+    (
+        "fork, exit and wait",
+        "task.fork",
+        "round_trip",
+        &[("touched_mib", "")],
+    ),
+    ("thread create and join", "task.pthread", "round_trip", &[]),
+    (
+        "L1 latency",
+        "memory.latency.chunk",
+        "level_latency",
+        &[("level", "L1")],
+    ),
+    (
+        "L2 latency",
+        "memory.latency.chunk",
+        "level_latency",
+        &[("level", "L2")],
+    ),
+    (
+        "L3 latency",
+        "memory.latency.chunk",
+        "level_latency",
+        &[("level", "L3")],
+    ),
+    (
+        "DRAM latency (idle)",
+        "memory.latency.chunk",
+        "level_latency",
+        &[("level", "memory")],
+    ),
+    (
+        "read bandwidth, 1 thread",
+        "bandwidth.stream",
+        "bandwidth",
+        &[("kernel", "read")],
+    ),
+    (
+        "triad bandwidth, 1 thread",
+        "bandwidth.stream",
+        "bandwidth",
+        &[("kernel", "triad"), ("stores", "plain")],
+    ),
+    (
+        "triad bandwidth, all threads",
+        "bandwidth.threads",
+        "bandwidth",
+        &[("kernel", "triad"), ("stores", "plain"), ("threads", "max")],
+    ),
+    ("page fault (anonymous)", "faults.anon", "per_fault", &[]),
+];
+
+fn text(v: Option<&serde_json::Value>) -> String {
+    match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The measurement a headline names, if the run has it.
+fn find<'a>(ms: &'a [Measurement], (_, probe, metric, want): &Line) -> Option<&'a Measurement> {
+    let matching: Vec<&Measurement> = ms
+        .iter()
+        .filter(|m| m.probe == *probe && m.metric == *metric && m.summary.is_some())
+        .filter(|m| {
+            want.iter()
+                .all(|(k, v)| *v == "max" || text(m.params.get(*k)) == *v)
+        })
+        .collect();
+    match want.iter().find(|(_, v)| *v == "max") {
+        Some((k, _)) => matching
+            .into_iter()
+            .max_by_key(|m| m.params.get(*k).and_then(|v| v.as_u64()).unwrap_or(0)),
+        None => matching.into_iter().next(),
+    }
+}
+
+/// The headline table of a run, or None when it holds fewer than two of the lines.
+pub fn table(ms: &[Measurement]) -> Option<Table> {
+    let mut t = Table::new(&["", "median", "CI95", "status"], &[1, 2]);
+    for line in LINES {
+        let Some(m) = find(ms, line) else { continue };
+        let s = m.summary.as_ref()?;
+        let (div, sym) = scale_for(m.unit, s.median);
+        t.row(vec![
+            line.0.to_string(),
+            format!("{} {sym}", num(s.median / div)),
+            format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+            m.status.to_string(),
+        ]);
+    }
+    (t.rows.len() >= 2).then_some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::model::{Status, Unit};
+    use oslab_core::{params, Summary};
+
+    fn m(
+        probe: &str,
+        metric: &str,
+        params: serde_json::Map<String, serde_json::Value>,
+        v: f64,
+    ) -> Measurement {
+        let mut m = Measurement::not_taken(probe, params, metric, Unit::GBps, Status::Ok);
+        m.summary = Summary::new(&[v, v, v]);
+        m
+    }
+
+    #[test]
+    fn headlines_pick_their_measurement_and_the_most_threads() {
+        let ms = vec![
+            m(
+                "bandwidth.threads",
+                "bandwidth",
+                params! {"kernel" => "triad", "stores" => "plain", "threads" => 1},
+                10.0,
+            ),
+            m(
+                "bandwidth.threads",
+                "bandwidth",
+                params! {"kernel" => "triad", "stores" => "plain", "threads" => 8},
+                80.0,
+            ),
+            m(
+                "bandwidth.stream",
+                "bandwidth",
+                params! {"kernel" => "read", "stores" => "plain"},
+                12.0,
+            ),
+        ];
+        let t = table(&ms).unwrap();
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0][0], "read bandwidth, 1 thread");
+        assert_eq!(t.rows[1][1], "80.00 GB/s");
+        assert!(table(&ms[..1]).is_none());
+    }
+}

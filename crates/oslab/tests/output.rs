@@ -1,0 +1,124 @@
+//! What people read: tables that fit the terminal, sizes humanized, a headline first, shell
+//! completions and a manual page, no jargon from the design documents in the help.
+
+mod common;
+
+use common::{oslab, temp_db};
+
+#[test]
+fn a_run_fits_a_120_column_terminal_with_sizes_humanized_and_a_headline() {
+    let (_dir, db) = temp_db();
+    let out = oslab()
+        .env("COLUMNS", "120")
+        .args([
+            "run",
+            "--quick",
+            "timer",
+            "syscall.getppid",
+            "memory.latency.pages",
+            "faults.anon",
+        ])
+        .args(["--db", db.to_str().unwrap()])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 120, "a line of {widest} characters:\n{text}");
+    assert!(
+        text.contains("headline") && text.contains("system call (getppid)"),
+        "{text}"
+    );
+    // Sizes read as sizes, never as raw byte counts.
+    assert!(text.contains("MiB"), "{text}");
+    let raw = regex_free_raw_bytes(&text);
+    assert!(raw.is_empty(), "raw byte counts: {raw:?}");
+    // As wide as its content with --wide: every column, longer lines.
+    let wide = oslab()
+        .env("COLUMNS", "120")
+        .args(["show", "latest", "--wide", "--db", db.to_str().unwrap()])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let wide = String::from_utf8(wide).unwrap();
+    assert!(
+        wide.contains("cycles") && wide.contains("outliers"),
+        "{wide}"
+    );
+}
+
+/// `size=`, `bytes=` and the like followed by a bare number.
+fn regex_free_raw_bytes(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .filter(|w| {
+            ["size=", "bytes=", "stride="].iter().any(|k| {
+                w.split_once(k)
+                    .is_some_and(|(_, v)| v.parse::<u64>().is_ok_and(|n| n >= 1024))
+            })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn completions_and_the_manual_page_are_generated_and_help_speaks_plainly() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = oslab()
+            .args(["completions", shell])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let script = String::from_utf8(out).unwrap();
+        assert!(
+            script.contains("oslab") && script.contains("compare"),
+            "{shell}: {script}"
+        );
+    }
+    let man = oslab()
+        .arg("man")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let man = String::from_utf8(man).unwrap();
+    assert!(
+        man.contains(".TH oslab 1") && man.contains("compare"),
+        "{man}"
+    );
+    oslab().args(["completions", "tcsh"]).assert().code(2);
+    // No subcommand's help speaks of "seeds" (the design documents a user never sees).
+    let help = String::from_utf8(
+        oslab()
+            .arg("--help")
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    let commands: Vec<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert!(commands.len() > 10, "{help}");
+    for c in commands.iter().chain(std::iter::once(&String::new())) {
+        let mut cmd = oslab();
+        if !c.is_empty() {
+            cmd.arg(c);
+        }
+        let out = cmd.arg("--help").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
+        assert!(!text.contains("seed"), "oslab {c} --help: {text}");
+    }
+}

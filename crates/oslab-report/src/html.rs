@@ -32,7 +32,7 @@ h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-to
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.warn{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;margin:.3em 0}
 .noisy,.changed{color:#a15c00;font-weight:600}.regression{color:#b00020;font-weight:700}.better{color:#1b7a2a;font-weight:700}.skipped{color:#666;font-style:italic}.failed{color:#b00020;font-weight:600}
-figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.meta td:first-child{color:#666}
+nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.meta td:first-child{color:#666}
 @media print{body{max-width:none}figure{break-inside:avoid}}";
 
 /// The report of one run.
@@ -58,6 +58,16 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         }
         families.entry(family).or_default().push(m);
     }
+    let mut sections = order.clone();
+    if !timeline.is_empty() {
+        sections.push("timeline");
+    }
+    if let Some(t) = crate::headline::table(ms) {
+        h.push_str("<h2 id=\"headline\">headline</h2>\n");
+        h.push_str(&text_table(&t));
+        sections.insert(0, "headline");
+    }
+    h.push_str(&contents(&sections));
     for family in order {
         let list = &families[family];
         let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
@@ -152,6 +162,41 @@ pub fn comparison_report(
         }
     }
     h.push_str("</body></html>\n");
+    h
+}
+
+/// Links to the page's sections.
+fn contents(sections: &[&str]) -> String {
+    let links: Vec<String> = sections
+        .iter()
+        .map(|s| format!("<a href=\"#{0}\">{0}</a>", escape(s)))
+        .collect();
+    format!(
+        "<nav class=\"contents\">contents: {}</nav>\n",
+        links.join(" · ")
+    )
+}
+
+/// A [`oslab_core::text::Table`] as an HTML table.
+fn text_table(t: &oslab_core::text::Table) -> String {
+    let mut h = String::from("<table><tr>");
+    for c in &t.header {
+        let _ = write!(h, "<th>{}</th>", escape(c));
+    }
+    h.push_str("</tr>\n");
+    for row in &t.rows {
+        h.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if t.numeric.contains(&i) {
+                " class=\"n\""
+            } else {
+                ""
+            };
+            let _ = write!(h, "<td{class}>{}</td>", escape(cell));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
     h
 }
 

@@ -9,6 +9,51 @@ fn opt(v: &Option<String>) -> &str {
     v.as_deref().unwrap_or("not exposed")
 }
 
+/// Cache instances summarised, one line per kind of instance: `L2 unified 2 MiB x 2 ... 1 cpu
+/// each` (the cpus are listed when there is one instance).
+fn caches(caches: &[oslab_core::topology::Cache]) -> String {
+    type Cache = oslab_core::topology::Cache;
+    let mut groups: Vec<Vec<&Cache>> = Vec::new();
+    for c in caches {
+        let same = |g: &Cache| {
+            (g.level, g.kind, g.size, g.line, g.ways) == (c.level, c.kind, c.size, c.line, c.ways)
+        };
+        match groups.iter_mut().find(|g| same(g[0])) {
+            Some(all) => all.push(c),
+            None => groups.push(vec![c]),
+        }
+    }
+    let mut o = String::new();
+    for all in groups {
+        let c = all[0];
+        let kind = match c.kind {
+            CacheKind::Data => "data",
+            CacheKind::Instruction => "instruction",
+            CacheKind::Unified => "unified",
+        };
+        let sharing: std::collections::BTreeSet<usize> = all.iter().map(|c| c.cpus.len()).collect();
+        let who = match (all.as_slice(), sharing.len()) {
+            ([one], _) => format!("cpus {}", one.cpus),
+            (_, 1) => {
+                let n = sharing.into_iter().next().unwrap_or(0);
+                format!("{n} cpu{} each", if n == 1 { "" } else { "s" })
+            }
+            _ => "shared unevenly".into(),
+        };
+        let _ = writeln!(
+            o,
+            "  L{} {:<11} {:>10} x {:<3} line {:>3} B  {:>2} ways  {who}",
+            c.level,
+            kind,
+            bytes(c.size),
+            all.len(),
+            c.line.map(|l| l.to_string()).unwrap_or_else(|| "?".into()),
+            c.ways.map(|w| w.to_string()).unwrap_or_else(|| "?".into()),
+        );
+    }
+    o
+}
+
 /// Renders the fingerprint and environment.
 pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     let mut o = String::new();
@@ -31,23 +76,7 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
         opt(&fp.smt)
     );
     let _ = writeln!(o, "caches");
-    for c in &t.caches {
-        let kind = match c.kind {
-            CacheKind::Data => "data",
-            CacheKind::Instruction => "instruction",
-            CacheKind::Unified => "unified",
-        };
-        let _ = writeln!(
-            o,
-            "  L{} {:<11} {:>10}  line {:>3} B  {:>2} ways  cpus {}",
-            c.level,
-            kind,
-            bytes(c.size),
-            c.line.map(|l| l.to_string()).unwrap_or_else(|| "?".into()),
-            c.ways.map(|w| w.to_string()).unwrap_or_else(|| "?".into()),
-            c.cpus
-        );
-    }
+    o.push_str(&caches(&t.caches));
     let _ = writeln!(o, "numa        {} node(s)", t.nodes.len());
     for n in &t.nodes {
         let _ = writeln!(
@@ -177,4 +206,42 @@ pub fn counters(rows: &[oslab_core::counters::Availability]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::topology::Cache;
+    use oslab_core::CpuSet;
+
+    fn cache(level: u8, size: u64, cpus: &str) -> Cache {
+        Cache {
+            level,
+            kind: CacheKind::Unified,
+            size,
+            line: Some(64),
+            ways: Some(16),
+            cpus: CpuSet::parse_list(cpus).unwrap(),
+        }
+    }
+
+    #[test]
+    fn cache_instances_are_summarised_one_line_per_kind() {
+        let text = caches(&[
+            cache(2, 1 << 20, "0-1"),
+            cache(2, 1 << 20, "2-3"),
+            cache(2, 1 << 20, "4-5"),
+            cache(3, 32 << 20, "0-5"),
+        ]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].contains("1 MiB x 3") && lines[0].ends_with("2 cpus each"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("32 MiB x 1") && lines[1].ends_with("cpus 0-5"),
+            "{text}"
+        );
+    }
 }

@@ -81,6 +81,24 @@ fn html_report_of_real_runs_parses_back_with_every_chart_and_nothing_unescaped()
     );
     let rows = select(&doc, "table tr");
     assert!(rows.len() > 20);
+    // The contents link every section, the headline first.
+    let links: Vec<String> = select(&doc, "nav.contents a")
+        .iter()
+        .filter_map(|a| a.value().attr("href").map(str::to_string))
+        .collect();
+    assert_eq!(
+        links.first().map(String::as_str),
+        Some("#headline"),
+        "{links:?}"
+    );
+    for link in &links {
+        assert_eq!(select(&doc, link).len(), 1, "{link} leads nowhere");
+    }
+    let headline: String = select(&doc, "#headline + table")
+        .iter()
+        .flat_map(|t| t.text())
+        .collect();
+    assert!(headline.contains("L1 latency"), "{headline}");
 
     hostile_run(dir.path(), db);
     let out = dir.path().join("run2.html");

@@ -395,6 +395,9 @@ pub struct ImportArgs {
     /// oslab.run/1 JSON files (from `oslab export`). All are checked before any is stored.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
+    /// Print what was imported as JSON on standard output.
+    #[arg(long)]
+    pub json: bool,
     /// The store.
     #[command(flatten)]
     pub store: StoreArgs,
@@ -775,6 +778,9 @@ pub struct FleetSubmitArgs {
     /// Wait until the job has left the queue.
     #[arg(long)]
     pub wait: bool,
+    /// Print the job, its results directory and nodes as JSON (default: the job id alone).
+    #[arg(long)]
+    pub json: bool,
     /// Arguments of `oslab run` for every node (after --), e.g. -- --quick syscall.
     #[arg(last = true, value_name = "RUN-ARGS")]
     pub run_args: Vec<String>,
@@ -795,6 +801,9 @@ pub struct FleetCollectArgs {
     /// A job's results directory (RESULTS/JOBID), or RESULTS itself for every job in it.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// Print what was collected as JSON on standard output.
+    #[arg(long)]
+    pub json: bool,
     /// Where to store the runs.
     #[command(flatten)]
     pub store: StoreArgs,

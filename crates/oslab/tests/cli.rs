@@ -880,7 +880,14 @@ fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
         "--db",
         db,
     ]));
-    stdout(&["import", file.to_str().unwrap(), "--db", other]);
+    let said = json(&stdout(&[
+        "import",
+        file.to_str().unwrap(),
+        "--json",
+        "--db",
+        other,
+    ]));
+    assert_eq!(said["imported"][0]["run"], 1, "{said}");
     let copy = json(&stdout(&[
         "show",
         "latest",

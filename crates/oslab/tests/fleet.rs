@@ -209,7 +209,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     assert!(err.contains("no result yet from late"), "{err}");
     // Collecting again stores nothing twice.
     let out = oslab()
-        .args(["fleet", "collect"])
+        .args(["fleet", "collect", "--json"])
         .arg(&job)
         .args(["--db", db_s])
         .assert()
@@ -219,6 +219,9 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("collected 0 run(s); 6 already in the store")
     );
+    let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(said["jobs"][0]["already"], 6, "{said}");
+    assert_eq!(said["jobs"][0]["missing"][0], "late", "{said}");
     let conn = rusqlite::Connection::open(&db).unwrap();
     let tagged: i64 = conn
         .query_row(

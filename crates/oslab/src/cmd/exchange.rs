@@ -1,6 +1,6 @@
 //! `oslab export` and `oslab import`: runs as files.
 
-use super::{open_store, open_store_to_read};
+use super::{open_store, open_store_to_read, print_json};
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
 use oslab_core::files::{write_whole, Links};
@@ -91,6 +91,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was imported."))?;
     let mut store = open_store(&args.store)?;
+    let mut imported = Vec::new();
     for (path, doc) in docs {
         let from = doc.run.id;
         let record = oslab_store::RunRecord {
@@ -98,6 +99,10 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             ..doc.run
         };
         let id = store.save_run(&record, &doc.measurements, &doc.timeline)?;
+        imported.push(serde_json::json!({
+            "file": path, "run": id, "from_run": from, "host": record.hostname,
+            "measurements": doc.measurements.len(), "timeline_events": doc.timeline.len(),
+        }));
         eprintln!(
             "imported {} as run {id} ({} measurements, {} timeline events; host {}, run {} there)",
             path.display(),
@@ -106,6 +111,9 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             record.hostname,
             from.map_or("?".into(), |i| i.to_string())
         );
+    }
+    if args.json {
+        print_json(&serde_json::json!({"imported": imported}))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,7 @@
 //! late nodes finish is safe.
 
 use crate::cli::FleetCollectArgs;
-use crate::cmd::open_store;
+use crate::cmd::{open_store, print_json};
 use oslab_store::fleet;
 use std::process::ExitCode;
 
@@ -18,8 +18,16 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
         })
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was collected."))?;
     let mut store = open_store(&args.store)?;
+    let mut collected = Vec::new();
     for j in jobs {
         let c = fleet::collect(&mut store, &j)?;
+        collected.push(serde_json::json!({
+            "job": j.job,
+            "new": c.new.iter().map(|(node, run)| serde_json::json!({"node": node, "run": run})).collect::<Vec<_>>(),
+            "already": c.already,
+            "failed": j.failed.iter().map(|(node, why)| serde_json::json!({"node": node, "why": why})).collect::<Vec<_>>(),
+            "missing": c.missing,
+        }));
         let new: Vec<String> = c
             .new
             .iter()
@@ -50,6 +58,9 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
                 j.job
             );
         }
+    }
+    if args.json {
+        print_json(&serde_json::json!({"jobs": collected}))?;
     }
     Ok(ExitCode::SUCCESS)
 }

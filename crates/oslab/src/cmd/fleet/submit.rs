@@ -86,7 +86,13 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_string_pretty(&manifest)?.as_bytes(),
     )?;
     let _ = std::fs::remove_file(&script_path);
-    println!("{job}");
+    if args.json {
+        crate::cmd::print_json(&serde_json::json!({
+            "job": job, "results": job_dir, "nodes": names.clone().unwrap_or_else(|| vec![nodelist.clone()]),
+        }))?;
+    } else {
+        println!("{job}");
+    }
     eprintln!(
         "submitted fleet job {job} on {}; results in {}\nthen: oslab fleet collect {} && oslab fleet summary {job}",
         names.map_or(nodelist.clone(), |n| format!("{} node(s)", n.len())),

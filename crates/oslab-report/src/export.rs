@@ -12,8 +12,10 @@ use oslab_store::exchange::{self, RunDocument};
 pub enum Format {
     /// Everything, samples included (schema oslab.run/1).
     Json,
-    /// One row per measurement.
+    /// One row per measurement, one column per parameter (tidy).
     Csv,
+    /// One row per sample (long), as `--format csv --samples` asks.
+    CsvSamples,
     /// The timeline as Chrome trace-event JSON (opens in Perfetto).
     Perfetto,
     /// A CPU-manager timeline as BASE.prv, .pcf and .row (needs an output name).
@@ -69,7 +71,8 @@ pub trait Exporter {
 pub fn exporter(format: Format) -> Box<dyn Exporter> {
     match format {
         Format::Json => Box::new(Json),
-        Format::Csv => Box::new(Csv),
+        Format::Csv => Box::new(Csv { samples: false }),
+        Format::CsvSamples => Box::new(Csv { samples: true }),
         Format::Perfetto => Box::new(Perfetto),
         Format::Paraver => Box::new(Paraver),
         Format::Html => Box::new(Html),
@@ -92,16 +95,19 @@ impl Exporter for Json {
     }
 }
 
-struct Csv;
+struct Csv {
+    samples: bool,
+}
 impl Exporter for Csv {
     fn extension(&self) -> &'static str {
         "csv"
     }
     fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
-        Ok(vec![File::main(exchange::csv(
-            run_id(doc),
-            &doc.measurements,
-        ))])
+        let text = match self.samples {
+            true => exchange::csv_samples(&doc.run, &doc.measurements),
+            false => exchange::csv(&doc.run, &doc.measurements),
+        };
+        Ok(vec![File::main(text)])
     }
 }
 

@@ -103,22 +103,78 @@ pub fn read_file(path: &std::path::Path, links: Links) -> Result<RunDocument, Fi
     parse(&bytes).map_err(|e| FileError(format!("{}: {e}", path.display())))
 }
 
-/// The measurements as CSV: a header and one row per measurement.
-pub fn csv(run_id: i64, ms: &[Measurement]) -> String {
-    let mut out = String::from(
-        "run,repetition,probe,params,metric,unit,status,n,min,p25,median,p75,max,mean,stddev,ci_low,ci_high,cycles,predicted,note\n",
-    );
+/// Columns every row has, before the parameters: the run, then what was measured.
+const RUN_COLUMNS: [&str; 6] = ["run", "host", "started", "repetition", "probe", "metric"];
+
+/// A JSON value as a CSV cell: numbers as numbers, strings bare.
+fn cell(v: Option<&serde_json::Value>) -> String {
+    match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// The parameter and context keys of `ms`, sorted, each as its column name (a key that is also
+/// a fixed column gets a `param_` prefix).
+fn key_columns(ms: &[Measurement], fixed: &[&str]) -> Vec<(String, String)> {
+    let keys: std::collections::BTreeSet<&String> = ms
+        .iter()
+        .flat_map(|m| m.params.keys().chain(m.context.keys()))
+        .collect();
+    keys.into_iter()
+        .map(|k| {
+            let name = if fixed.contains(&k.as_str()) {
+                format!("param_{k}")
+            } else {
+                k.clone()
+            };
+            (k.clone(), name)
+        })
+        .collect()
+}
+
+fn row(fields: impl IntoIterator<Item = String>) -> String {
+    let cells: Vec<String> = fields.into_iter().map(|f| csv_field(&f)).collect();
+    cells.join(",") + "\n"
+}
+
+/// The measurements as tidy CSV: one row per measurement; the run, host and start time; one
+/// column per parameter (numbers as numbers; empty where a measurement lacks it); status and
+/// its reason apart; the summary, prediction and note.
+pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
+    const MEASURED: [&str; 16] = [
+        "unit",
+        "status",
+        "reason",
+        "n",
+        "min",
+        "p25",
+        "median",
+        "p75",
+        "max",
+        "mean",
+        "stddev",
+        "ci_low",
+        "ci_high",
+        "cycles",
+        "predicted",
+        "note",
+    ];
+    let fixed: Vec<&str> = RUN_COLUMNS.iter().chain(&MEASURED).copied().collect();
+    let keys = key_columns(ms, &fixed);
+    let mut out = row(RUN_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(keys.iter().map(|(_, name)| name.clone()))
+        .chain(MEASURED.iter().map(|c| c.to_string())));
     let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     for m in ms {
         let s = m.summary.as_ref();
-        let fields = [
-            run_id.to_string(),
-            m.repetition.to_string(),
-            m.probe.clone(),
-            m.params_text(),
-            m.metric.clone(),
+        let measured = [
             m.unit.name(),
-            m.status.to_string(),
+            m.status.word().to_string(),
+            m.status.reason().unwrap_or_default().to_string(),
             s.map(|s| s.n.to_string()).unwrap_or_default(),
             num(s.map(|s| s.min)),
             num(s.map(|s| s.p25)),
@@ -133,9 +189,49 @@ pub fn csv(run_id: i64, ms: &[Measurement]) -> String {
             num(m.prediction.as_ref().map(|p| p.value)),
             m.note.clone().unwrap_or_default(),
         ];
-        let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        out.push_str(&row.join(","));
-        out.push('\n');
+        out.push_str(&row(run_cells(run, m)
+            .into_iter()
+            .chain(
+                keys.iter()
+                    .map(|(k, _)| cell(m.params.get(k).or(m.context.get(k)))),
+            )
+            .chain(measured)));
+    }
+    out
+}
+
+fn run_cells(run: &RunRecord, m: &Measurement) -> [String; 6] {
+    [
+        run.id.map(|i| i.to_string()).unwrap_or_default(),
+        run.hostname.clone(),
+        run.started.clone(),
+        m.repetition.to_string(),
+        m.probe.clone(),
+        m.metric.clone(),
+    ]
+}
+
+/// The samples as long CSV: one row per sample, with the run, the measurement's parameters,
+/// metric and unit, the sample's index and value (measurements stored without samples have none).
+pub fn csv_samples(run: &RunRecord, ms: &[Measurement]) -> String {
+    const SAMPLE: [&str; 3] = ["unit", "sample", "value"];
+    let fixed: Vec<&str> = RUN_COLUMNS.iter().chain(&SAMPLE).copied().collect();
+    let keys = key_columns(ms, &fixed);
+    let mut out = row(RUN_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(keys.iter().map(|(_, name)| name.clone()))
+        .chain(SAMPLE.iter().map(|c| c.to_string())));
+    for m in ms {
+        for (i, v) in m.samples.iter().flatten().enumerate() {
+            out.push_str(&row(run_cells(run, m)
+                .into_iter()
+                .chain(
+                    keys.iter()
+                        .map(|(k, _)| cell(m.params.get(k).or(m.context.get(k)))),
+                )
+                .chain([m.unit.name(), i.to_string(), v.to_string()])));
+        }
     }
     out
 }
@@ -224,12 +320,19 @@ mod tests {
     }
 
     #[test]
-    fn csv_quotes_what_needs_quoting() {
-        let text = csv(4, &doc().measurements);
+    fn csv_is_tidy_and_quotes_what_needs_quoting() {
+        let d = doc();
+        let text = csv(&d.run, &d.measurements);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(
-            lines[1].starts_with("4,1,x.y,cpu=1,per_call,ns,ok,3,1,"),
+            lines[0]
+                .starts_with("run,host,started,repetition,probe,metric,cpu,unit,status,reason,n,"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("4,elsewhere,2026-01-01T00:00:00Z,1,x.y,per_call,1,ns,ok,,3,1,"),
             "{}",
             lines[1]
         );
@@ -238,6 +341,15 @@ mod tests {
             "{}",
             lines[1]
         );
-        assert!(lines[2].contains("skipped: needs 2 cpus"));
+        assert!(lines[2].contains(",skipped,needs 2 cpus,"), "{}", lines[2]);
+        // One row per sample in the long form.
+        let long = csv_samples(&d.run, &d.measurements);
+        let n = d.measurements[0].samples.as_ref().map_or(0, Vec::len);
+        assert_eq!(long.lines().count(), 1 + n, "{long}");
+        assert!(long
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("cpu,unit,sample,value"));
     }
 }

@@ -381,6 +381,9 @@ pub struct ExportArgs {
     /// The format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
+    /// With --format csv: one row per sample (long format) instead of one per measurement.
+    #[arg(long)]
+    pub samples: bool,
     /// Write to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -905,7 +905,31 @@ fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
     assert!(trace["traceEvents"].as_array().unwrap().len() > 2);
     let csv =
         String::from_utf8(stdout(&["export", "1", "--format", "csv", "--db", other])).unwrap();
-    assert!(csv.starts_with("run,repetition,probe,params,metric,unit,status,n,"));
+    assert!(
+        csv.starts_with("run,host,started,repetition,probe,metric,"),
+        "{csv}"
+    );
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .contains(",unit,status,reason,n,"));
+    let long = String::from_utf8(stdout(&[
+        "export",
+        "1",
+        "--format",
+        "csv",
+        "--samples",
+        "--db",
+        other,
+    ]))
+    .unwrap();
+    assert!(
+        long.lines().next().unwrap().ends_with(",unit,sample,value"),
+        "{long}"
+    );
+    assert!(long.lines().count() > csv.lines().count());
+    fails(&["export", "1", "--samples", "--db", other], 2);
     assert_eq!(
         csv.lines().count(),
         original["measurements"].as_array().unwrap().len() + 1

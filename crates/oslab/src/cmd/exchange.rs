@@ -11,7 +11,15 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
+pub fn export(mut args: ExportArgs) -> anyhow::Result<ExitCode> {
+    if args.samples {
+        if args.format != Format::Csv {
+            return Err(usage(
+                "--samples goes with --format csv (the JSON export holds every sample already)",
+            ));
+        }
+        args.format = Format::CsvSamples;
+    }
     if args.output.is_none() && export::exporter(args.format).needs_output() {
         return Err(usage(format!(
             "--format {} writes files for a viewer, not text: give -o FILE (or -o BASE)",

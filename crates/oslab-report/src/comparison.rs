@@ -1,7 +1,7 @@
 //! `oslab compare` for reading: which runs each side holds, how their machines differ, the rows
 //! (by default those that changed or could not be judged) and the tally.
 
-use crate::table::{new_table, right, whole};
+use crate::table::{new_table, outcome_cell, right, whole};
 use oslab_core::compare::{Row, Verdict};
 use oslab_core::units::{num, scale_for};
 use oslab_store::Loaded;
@@ -233,19 +233,24 @@ fn table(rows: &[&Row]) -> String {
         let j = &r.judgement;
         let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
         let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
-        t.add_row(vec![
-            r.probe.clone(),
-            r.params.clone(),
-            r.metric.clone(),
-            show(j.a),
-            show(j.b),
-            j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            interval_text(j),
-            format!("±{:.0}%", j.band * 100.0),
-            format!("{}/{}", j.n[0], j.n[1]),
-            j.p.map_or("-".into(), |p| format!("{p:.2}")),
-            verdict_text(r).to_string(),
-        ]);
+        t.add_row(
+            vec![
+                r.probe.clone(),
+                r.params.clone(),
+                r.metric.clone(),
+                show(j.a),
+                show(j.b),
+                j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
+                interval_text(j),
+                format!("±{:.0}%", j.band * 100.0),
+                format!("{}/{}", j.n[0], j.n[1]),
+                j.p.map_or("-".into(), |p| format!("{p:.2}")),
+            ]
+            .into_iter()
+            .map(comfy_table::Cell::new)
+            .chain([outcome_cell(verdict_text(r))])
+            .collect::<Vec<_>>(),
+        );
     }
     right(&mut t, &[3, 4, 5, 6, 7, 8, 9]);
     whole(&mut t, &[2]);

@@ -37,6 +37,10 @@ pub fn width() -> Option<u16> {
 pub(crate) fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(STYLE).set_header(header.iter().map(Cell::new));
+    // Colour only on a terminal (comfy-table's own check), and never with NO_COLOR set.
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        t.force_no_tty();
+    }
     match width() {
         // Text columns wrap to fit; numbers never do (see `right`).
         Some(w) => t
@@ -47,6 +51,24 @@ pub(crate) fn new_table(header: &[&str]) -> Table {
     // The first column names the row: it stays whole.
     whole(&mut t, &[0]);
     t
+}
+
+/// A word that says how a result came out, coloured so that trouble stands out: warnings
+/// (noisy, changed) yellow, failures and regressions red, improvements green, skips grey.
+pub(crate) fn outcome_cell(word: &str) -> Cell {
+    use comfy_table::Color;
+    let color = match word {
+        "noisy" | "changed" => Some(Color::Yellow),
+        "failed" | "REGRESSION" => Some(Color::Red),
+        "better" => Some(Color::Green),
+        "skipped" => Some(Color::DarkGrey),
+        _ => None,
+    };
+    let cell = Cell::new(word);
+    match color {
+        Some(c) => cell.fg(c),
+        None => cell,
+    }
 }
 
 /// Keeps these columns on one line (names that must stay whole).
@@ -203,8 +225,9 @@ pub fn measurements(ms: &[Measurement]) -> String {
             }
             None => row.resize(columns.len() - 1, String::new()),
         }
-        row.push(m.status.word().to_string());
-        t.add_row(row);
+        let mut cells: Vec<Cell> = row.into_iter().map(Cell::new).collect();
+        cells.push(outcome_cell(m.status.word()));
+        t.add_row(cells);
     }
     // Names stay whole; parameters and the status (a skip's reason) wrap.
     let numbers: &[usize] = if wide {

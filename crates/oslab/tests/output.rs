@@ -31,6 +31,8 @@ fn a_run_fits_a_120_column_terminal_with_sizes_humanized_and_a_headline() {
         text.contains("headline") && text.contains("system call (getppid)"),
         "{text}"
     );
+    // Colour is for terminals: none in a pipe.
+    assert!(!text.contains('\x1b'), "escape codes in a pipe");
     // Sizes read as sizes, never as raw byte counts.
     assert!(text.contains("MiB"), "{text}");
     let raw = regex_free_raw_bytes(&text);

@@ -260,6 +260,126 @@ pub fn measurements(ms: &[Measurement]) -> String {
     out
 }
 
+/// Sizes a probe must sweep (for one metric) to be shown as a sweep table.
+const SWEEP_MIN: usize = 6;
+
+/// Sweeps as lmbench prints them: for every probe and metric measured at [`SWEEP_MIN`] or more
+/// sizes, one table with the size down and the other parameters that vary across (e.g. the
+/// stride), values in one unit, `~` after a noisy one. Returns the tables and the measurements
+/// left for the details table.
+fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let size = |m: &Measurement| m.params.get("size").and_then(|v| v.as_u64());
+    let mut groups: Vec<((&str, &str), Vec<&Measurement>)> = Vec::new();
+    for m in ms
+        .iter()
+        .filter(|m| size(m).is_some() && m.summary.is_some())
+    {
+        match groups
+            .iter_mut()
+            .find(|(k, _)| *k == (m.probe.as_str(), m.metric.as_str()))
+        {
+            Some((_, g)) => g.push(m),
+            None => groups.push(((&m.probe, &m.metric), vec![m])),
+        }
+    }
+    let mut out = String::new();
+    let mut shown: Vec<*const Measurement> = Vec::new();
+    for ((probe, metric), g) in groups {
+        let sizes: BTreeSet<u64> = g.iter().filter_map(|m| size(m)).collect();
+        if sizes.len() < SWEEP_MIN {
+            continue;
+        }
+        // The parameters besides the size (and the cpu) that vary make the columns; those that
+        // do not are said once in the title.
+        let others = |m: &Measurement| {
+            let mut p = m.params.clone();
+            p.remove("size");
+            p.remove("cpu");
+            p
+        };
+        let all_keys: BTreeSet<String> = g
+            .iter()
+            .flat_map(|m| others(m).keys().cloned().collect::<Vec<_>>())
+            .collect();
+        let (varying, fixed): (Vec<String>, Vec<String>) = all_keys
+            .into_iter()
+            .partition(|k| g.iter().any(|m| m.params.get(k) != g[0].params.get(k)));
+        let pick = |m: &Measurement, keys: &[String]| {
+            let p: serde_json::Map<String, serde_json::Value> = others(m)
+                .into_iter()
+                .filter(|(k, _)| keys.contains(k))
+                .collect();
+            oslab_core::model::readable_pairs(p.iter())
+        };
+        let label = |m: &Measurement| pick(m, &varying);
+        let mut columns: Vec<String> = Vec::new();
+        for m in &g {
+            let l = label(m);
+            if !columns.contains(&l) {
+                columns.push(l);
+            }
+        }
+        // One parameter across: its values head the columns and its name the title.
+        let across = (varying.len() == 1).then(|| varying[0].clone());
+        let short = |c: &str| match &across {
+            _ if c.is_empty() => metric.to_string(),
+            Some(k) => c.strip_prefix(&format!("{k}=")).unwrap_or(c).to_string(),
+            None => c.to_string(),
+        };
+        let common = pick(g[0], &fixed);
+        let medians: Vec<f64> = g
+            .iter()
+            .filter_map(|m| m.summary.as_ref().map(|s| s.median))
+            .collect();
+        let (div, sym) = scale_for(
+            g[0].unit,
+            oslab_core::stats::median(&medians).unwrap_or(1.0),
+        );
+        let mut cells: BTreeMap<(u64, usize), String> = BTreeMap::new();
+        for m in &g {
+            let (Some(sz), Some(s)) = (size(m), &m.summary) else {
+                continue;
+            };
+            let col = columns.iter().position(|c| *c == label(m)).unwrap_or(0);
+            let mark = if m.status == oslab_core::Status::Ok {
+                ""
+            } else {
+                "~"
+            };
+            cells.insert((sz, col), format!("{}{mark}", num(s.median / div)));
+            shown.push(*m as *const Measurement);
+        }
+        let mut header = vec!["size".to_string()];
+        header.extend(columns.iter().map(|c| short(c)));
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = new_table(&header_refs);
+        for sz in &sizes {
+            let mut row = vec![oslab_core::units::bytes(*sz)];
+            row.extend(
+                (0..columns.len()).map(|c| cells.get(&(*sz, c)).cloned().unwrap_or_default()),
+            );
+            t.add_row(row);
+        }
+        right(&mut t, &(0..=columns.len()).collect::<Vec<_>>());
+        let fixed = if common.is_empty() {
+            String::new()
+        } else {
+            format!(", {common}")
+        };
+        let across = across.map_or(String::new(), |k| format!(", {k} across"));
+        out.push_str(&format!(
+            "{probe} {metric} in {sym}{fixed}: size down{across} (~ noisy)\n{t}\n\n"
+        ));
+    }
+    let rest = ms
+        .iter()
+        .filter(|m| !shown.contains(&(*m as *const Measurement)))
+        .cloned()
+        .collect();
+    (out, rest)
+}
+
 /// A run as text: header, table, warnings.
 pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
     let mut out = format!(
@@ -310,7 +430,9 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
         out.push_str(&render(&headline));
         out.push_str("\n\ndetails\n");
     }
-    out.push_str(&measurements(ms));
+    let (swept, rest) = sweeps(ms);
+    out.push_str(&swept);
+    out.push_str(&measurements(&rest));
     out.push('\n');
     if let Some(matrix) = crate::numa::matrix(ms) {
         out.push('\n');
@@ -444,5 +566,37 @@ mod tests {
             out.contains("skipped or failed:\n  switch.process.pipe: needs a second cpu"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn sweeps_print_size_down_and_the_varying_parameter_across() {
+        let mut ms = Vec::new();
+        for size in [4096u64, 8192, 16384, 32768, 65536, 1 << 20] {
+            for stride in [8u64, 64] {
+                let mut m = Measurement::not_taken(
+                    "memory.latency.stride",
+                    params! {"size" => size, "stride" => stride, "cpu" => 1},
+                    "per_load",
+                    Unit::Ns,
+                    Status::Ok,
+                );
+                m.summary = Summary::new(&[size as f64 / 4096.0 + stride as f64; 3]);
+                ms.push(m);
+            }
+        }
+        let mut other = ms[0].clone();
+        other.probe = "timer.rdtsc".into();
+        other.params = params! {"cpu" => 1};
+        ms.push(other);
+        let (text, rest) = sweeps(&ms);
+        assert!(text.contains("size down, stride across"), "{text}");
+        let header = text.lines().nth(1).unwrap();
+        assert!(
+            header.contains("8 B") && header.contains("64 B") && !header.contains("stride="),
+            "{header}"
+        );
+        assert!(text.contains("1 MiB"), "{text}");
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].probe, "timer.rdtsc");
     }
 }

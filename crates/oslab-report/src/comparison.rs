@@ -225,31 +225,41 @@ pub fn interval_text(j: &oslab_core::compare::Judgement) -> String {
 
 /// The comparison table: probe, params, metric, both medians, ratio and its interval,
 /// repetitions a side, p-value, verdict.
+/// The columns of a comparison row, then which of them hold numbers.
+pub const COLUMNS: [&str; 11] = [
+    "probe", "params", "metric", "A", "B", "B/A", "interval", "band", "n", "p", "verdict",
+];
+
+/// A row's cells, as [`COLUMNS`] names them (the verdict last), for the terminal and the report.
+pub fn cells(r: &Row) -> [String; 11] {
+    let j = &r.judgement;
+    let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
+    let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
+    [
+        r.probe.clone(),
+        r.params.clone(),
+        r.metric.clone(),
+        show(j.a),
+        show(j.b),
+        j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
+        interval_text(j),
+        format!("±{:.0}%", j.band * 100.0),
+        format!("{}/{}", j.n[0], j.n[1]),
+        j.p.map_or("-".into(), |p| format!("{p:.2}")),
+        verdict_text(r).to_string(),
+    ]
+}
+
 fn table(rows: &[&Row]) -> String {
-    let mut t = new_table(&[
-        "probe", "params", "metric", "A", "B", "B/A", "interval", "band", "n", "p", "verdict",
-    ]);
+    let mut t = new_table(&COLUMNS);
     for r in rows {
-        let j = &r.judgement;
-        let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
-        let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
+        let [cells @ .., verdict] = cells(r);
         t.add_row(
-            vec![
-                r.probe.clone(),
-                r.params.clone(),
-                r.metric.clone(),
-                show(j.a),
-                show(j.b),
-                j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-                interval_text(j),
-                format!("±{:.0}%", j.band * 100.0),
-                format!("{}/{}", j.n[0], j.n[1]),
-                j.p.map_or("-".into(), |p| format!("{p:.2}")),
-            ]
-            .into_iter()
-            .map(comfy_table::Cell::new)
-            .chain([outcome_cell(verdict_text(r))])
-            .collect::<Vec<_>>(),
+            cells
+                .into_iter()
+                .map(comfy_table::Cell::new)
+                .chain([outcome_cell(&verdict)])
+                .collect::<Vec<_>>(),
         );
     }
     right(&mut t, &[3, 4, 5, 6, 7, 8, 9]);

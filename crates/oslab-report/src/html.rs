@@ -202,33 +202,29 @@ fn text_table(t: &oslab_core::text::Table) -> String {
 
 /// One comparison as an HTML table: the rows `oslab compare` shows by default.
 fn comparison_table(c: &crate::comparison::Comparison) -> String {
+    use crate::comparison::{cells, COLUMNS};
     let mut h = format!(
-        "<p>{} against {}: {}</p>\n<table><tr><th>probe</th><th>params</th><th>metric</th><th>A</th><th>B</th><th>B/A</th><th>interval</th><th>band</th><th>n</th><th>verdict</th></tr>\n",
+        "<p>{} against {}: {}</p>\n<table><tr>",
         escape(&c.b.set),
         escape(&c.a.set),
         escape(&c.tally())
     );
+    for name in COLUMNS {
+        let _ = write!(h, "<th>{name}</th>");
+    }
+    h.push_str("</tr>\n");
     for r in c.shown(false) {
-        let j = &r.judgement;
-        let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
-        let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
-        let verdict = crate::comparison::verdict_text(r);
-        let _ = writeln!(
-            h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">±{:.0}%</td><td class=\"n\">{}/{}</td><td class=\"{}\">{}</td></tr>",
-            escape(&r.probe),
-            escape(&r.params),
-            escape(&r.metric),
-            escape(&show(j.a)),
-            escape(&show(j.b)),
-            j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            crate::comparison::interval_text(j),
-            j.band * 100.0,
-            j.n[0],
-            j.n[1],
-            verdict.to_lowercase().replace(' ', "-"),
-            escape(verdict)
-        );
+        h.push_str("<tr>");
+        for (i, cell) in cells(r).iter().enumerate() {
+            // Names and the verdict (a class that colours it) on the left, numbers on the right.
+            let class = match i {
+                0..=2 => String::new(),
+                10 => format!(" class=\"{}\"", cell.to_lowercase().replace(' ', "-")),
+                _ => " class=\"n\"".into(),
+            };
+            let _ = write!(h, "<td{class}>{}</td>", escape(cell));
+        }
+        h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
     h
@@ -502,7 +498,7 @@ fn alone<'a>(ms: &[&'a Measurement]) -> [Drawn<'a>; 1] {
 }
 
 /// The series `f` finds in each side, named after their side when there are several.
-fn lines(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Series>) -> Vec<Series> {
+fn overlaid_series(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Series>) -> Vec<Series> {
     sides
         .iter()
         .flat_map(|side| {
@@ -517,7 +513,7 @@ fn lines(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Series>) -> Vec<Ser
 }
 
 /// The bars `f` finds in each side, the sides' bars of one label next to each other.
-fn bars(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Bar>) -> Vec<Bar> {
+fn overlaid_bars(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Bar>) -> Vec<Bar> {
     let mut per: Vec<std::vec::IntoIter<Bar>> = sides
         .iter()
         .enumerate()
@@ -565,7 +561,7 @@ pub fn charts(family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
 
 fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let curves = lines(sides, |ms| {
+    let curves = overlaid_series(sides, |ms| {
         series_by(ms, "memory.latency.", "per_load", "size", "order")
             .into_iter()
             .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
@@ -575,7 +571,7 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
         plots::lines("load-to-use latency vs working set", XAxis::Bytes, ("working set", "ns per load"), &curves, &cache_marks(&sides[0].ms, record), true),
         "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows.",
     ));
-    let mlp = bars(sides, |ms| {
+    let mlp = overlaid_bars(sides, |ms| {
         series_by(ms, "memory.latency.parallel", "per_load", "chases", "")
             .iter()
             .flat_map(|s| s.points.iter())
@@ -596,7 +592,7 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
 
 fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let sweep = lines(sides, |ms| {
+    let sweep = overlaid_series(sides, |ms| {
         series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel")
     });
     out.extend(figure(
@@ -610,7 +606,7 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         ),
         "One thread; each cache level shows as a plateau.",
     ));
-    let stream = bars(sides, |ms| {
+    let stream = overlaid_bars(sides, |ms| {
         bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"])
     });
     out.extend(figure(
@@ -622,7 +618,7 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         "Median with CI95; plain vs non-temporal stores.",
     ));
     // Plain and non-temporal stores are separate lines.
-    let threads = lines(sides, |ms| {
+    let threads = overlaid_series(sides, |ms| {
         series_by(
             ms,
             "bandwidth.threads",
@@ -647,7 +643,7 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
 
 fn call(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let calls = bars(sides, |ms| bar_list(ms, "call.", "per_call", &["args"]));
+    let calls = overlaid_bars(sides, |ms| bar_list(ms, "call.", "per_call", &["args"]));
     out.extend(figure(
         plots::bars("procedure call cost by argument count", "ns", &calls),
         "Median with CI95.",
@@ -657,7 +653,7 @@ fn call(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
 
 fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let mut list = bars(sides, |ms| {
+    let mut list = overlaid_bars(sides, |ms| {
         ms.iter()
             .filter(|m| m.unit == Unit::Ns)
             .filter_map(|m| {
@@ -693,7 +689,7 @@ fn numa(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
 
 fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let times = bars(sides, |ms| {
+    let times = overlaid_bars(sides, |ms| {
         bar_list(ms, "migrate", "time", &["kernel", "variant"])
     });
     out.extend(figure(
@@ -702,7 +698,7 @@ fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     ));
     for phase in ["phase1", "phase2"] {
         let metric = format!("L2 miss rate {phase}");
-        let rates = bars(sides, |ms| {
+        let rates = overlaid_bars(sides, |ms| {
             bar_list(ms, "migrate", &metric, &["kernel", "variant"])
         });
         if !rates.is_empty() {

@@ -58,6 +58,6 @@ pub mod units;
 
 pub use clock::Clock;
 pub use cpulist::CpuSet;
-pub use model::{Measurement, Prediction, Status, TimelineEvent, Unit};
+pub use model::{Measurement, ModelKind, Prediction, Status, TimelineEvent, Unit};
 pub use stats::Summary;
 pub use topology::Topology;

@@ -123,10 +123,71 @@ impl fmt::Display for Status {
 pub struct Prediction {
     /// Predicted value, in the measurement's unit.
     pub value: f64,
-    /// The model in words, e.g. "1 cycle per iteration at the TSC rate".
+    /// The model's name, e.g. "L2 hit latency" (older runs: the model in words).
     pub model: String,
     /// The inputs the model used (name -> value).
     pub inputs: Map<String, Value>,
+    /// What kind of model: from the specs, or composed from other measurements of the run.
+    #[serde(default)]
+    pub kind: ModelKind,
+    /// The formula with its inputs filled in, e.g. "16 cycles / 2.10 GHz".
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub formula: String,
+    /// Where each input comes from (input name -> "table: ...", "measured: ...", "--memory").
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub sources: Map<String, Value>,
+    /// When measured and predicted differ by more than 2x: by how much and the likely reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<String>,
+}
+
+/// What a prediction rests on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// The machine's specifications (published cycle counts, the memory's rate, the kernel's
+    /// configuration) and the measured core clock: a prediction.
+    #[default]
+    Spec,
+    /// Other measurements of the same run composed: a consistency check, not a prediction.
+    Composed,
+    /// A count the kernel keeps for the same interval: a cross-check of the measurement.
+    Reference,
+}
+
+impl ModelKind {
+    /// The stored name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Spec => "spec",
+            ModelKind::Composed => "composed",
+            ModelKind::Reference => "reference",
+        }
+    }
+
+    /// Parses the stored name (unknown names read as `Spec`, the kind of older runs).
+    pub fn from_name(s: &str) -> ModelKind {
+        match s {
+            "composed" => ModelKind::Composed,
+            "reference" => ModelKind::Reference,
+            _ => ModelKind::Spec,
+        }
+    }
+}
+
+impl Prediction {
+    /// A prediction with no formula, sources or gap (filled in by the machine model).
+    pub fn new(value: f64, model: impl Into<String>, inputs: Map<String, Value>) -> Prediction {
+        Prediction {
+            value,
+            model: model.into(),
+            inputs,
+            kind: ModelKind::Spec,
+            formula: String::new(),
+            sources: Map::new(),
+            gap: None,
+        }
+    }
 }
 
 /// What one probe measured under one set of parameters.
@@ -155,6 +216,9 @@ pub struct Measurement {
     pub note: Option<String>,
     /// The model value, when a model exists.
     pub prediction: Option<Prediction>,
+    /// Why there is no prediction: which input is missing and how to supply it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_model: Option<String>,
     /// Raw per-iteration samples (after overhead subtraction), in `unit`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub samples: Option<Vec<f64>>,
@@ -205,6 +269,7 @@ impl Measurement {
             status,
             note: None,
             prediction: None,
+            no_model: None,
             samples: None,
             difference: false,
             attempts: 1,
@@ -228,6 +293,13 @@ impl Measurement {
             (false, true) => Some(s.max),
             (false, false) => Some(s.min),
         }
+    }
+
+    /// Measured over predicted (the median over the model's value), when both exist.
+    pub fn efficiency(&self) -> Option<f64> {
+        let p = self.prediction.as_ref()?.value;
+        let m = self.summary.as_ref()?.median;
+        (p != 0.0 && self.status.has_value()).then(|| m / p)
     }
 
     /// Whether the CI95 of a difference includes zero: no measurable difference.

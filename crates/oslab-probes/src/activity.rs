@@ -302,12 +302,15 @@ pub fn summarise(
         lost / span_ns.max(1.0),
         format!("{:.3} ms inactive in {:.1} ms", lost / 1e6, span_ns / 1e6),
     ));
-    out.push(value(
-        "interruptions",
-        Unit::Count,
-        durations.len() as f64,
-        format!("gaps above the threshold in {:.1} ms", span_ns / 1e6),
-    ));
+    out.push(
+        value(
+            "interruptions",
+            Unit::Count,
+            durations.len() as f64,
+            format!("gaps above the threshold in {:.1} ms", span_ns / 1e6),
+        )
+        .found("recording_s", (span_ns / 1e6).round() / 1e3),
+    );
     if !durations.is_empty() {
         let m = judged(
             id,
@@ -378,11 +381,9 @@ pub fn summarise(
                     m.note = m.note.map(|n| format!("{n}; the kernel took {hz:.0} local timer interrupts per second, more than this period shows: some ticks were too short to cross the threshold"));
                 }
             }
-            m.prediction = kernel_hz.map(|hz| oslab_core::Prediction {
-                value: hz,
-                model: "local timer interrupts counted by the kernel per second of recording".into(),
-                inputs: params! {"local_timer_interrupts" => kernel_timer, "seconds" => span_ns / 1e9},
-            });
+            if let Some(hz) = kernel_hz {
+                m = m.found("kernel_timer_hz", (hz * 10.0).round() / 10.0);
+            }
             out.push(m);
         }
         None => out.push(Measurement::not_taken(

@@ -11,9 +11,8 @@ use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
 use crate::probe::{Context, Probe, ProbeError};
 use crate::stream::{gbps, team, Arrays, Reps};
-use oslab_core::dmi::{self, Peak};
 use oslab_core::model::{judged, Judge};
-use oslab_core::model::{Measurement, Prediction, Unit};
+use oslab_core::model::{Measurement, Unit};
 use oslab_core::params;
 use oslab_core::Topology;
 use serde_json::{Map, Value};
@@ -129,35 +128,6 @@ pub fn bandwidth_measurements(
     out
 }
 
-/// Gives the row that counts what the memory bus carries (the last of `ms`) the SMBIOS peak as
-/// its prediction, or the reason there is none in its note.
-fn attach_peak(
-    ms: &mut [Measurement],
-    kernel: Kernel,
-    stores: Stores,
-    peak: &Result<Peak, String>,
-) {
-    let Some(bus) = ms
-        .last_mut()
-        .filter(|_| kernel.hardware_bytes(stores).is_some())
-    else {
-        return;
-    };
-    match peak {
-        Ok(p) => {
-            bus.prediction = Some(Prediction {
-                value: p.gbps,
-                model: format!("theoretical peak: {}", p.model()),
-                inputs: params! {"channels" => p.channels, "mts" => p.mts, "width_bits" => p.width_bits},
-            })
-        }
-        Err(why) => {
-            let n = bus.note.get_or_insert_with(String::new);
-            n.push_str(&format!("; no peak model: {why}"));
-        }
-    }
-}
-
 fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
@@ -167,7 +137,6 @@ fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         jobs.extend(k.store_kinds().iter().map(|&s| (*k, s)));
     }
     let times = team(&[cx.cpu], &arrays, &jobs, reps(cx))?;
-    let peak = dmi::read_peak();
     let base = params! {
         "threads" => 1,
         "cpus" => cx.cpu.to_string(),
@@ -178,7 +147,7 @@ fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         .iter()
         .zip(&times)
         .flat_map(|(&(k, s), t)| {
-            let mut ms = bandwidth_measurements(
+            let ms = bandwidth_measurements(
                 "bandwidth.stream",
                 base.clone(),
                 k,
@@ -187,7 +156,6 @@ fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 arrays.bytes / 8,
                 note.as_deref(),
             );
-            attach_peak(&mut ms, k, s, &peak);
             ms.into_iter().map(|m| m.found("pages", pages.as_str()))
         })
         .collect())
@@ -251,7 +219,6 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         (Kernel::Triad, Stores::Plain),
         (Kernel::Triad, Stores::NonTemporal),
     ];
-    let peak = dmi::read_peak();
     let mut out = Vec::new();
     for t in thread_counts(cores, order.len()) {
         // Fresh arrays per team, so each thread first-touches (and places) its own slice.
@@ -266,7 +233,7 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         };
         let pages = arrays.d.pages_used();
         for (&(k, s), secs) in jobs.iter().zip(&times) {
-            let mut ms = bandwidth_measurements(
+            let ms = bandwidth_measurements(
                 "bandwidth.threads",
                 base.clone(),
                 k,
@@ -275,7 +242,6 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 arrays.bytes / 8,
                 note.as_deref(),
             );
-            attach_peak(&mut ms, k, s, &peak);
             out.extend(ms.into_iter().map(|m| m.found("pages", pages.as_str())));
         }
     }

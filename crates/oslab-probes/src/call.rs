@@ -53,10 +53,6 @@ macro_rules! call_body {
     };
 }
 
-/// Cycles per extra argument in the prediction: one move in the caller and one xor in the callee,
-/// at four instructions per cycle.
-const MODEL_CYCLES_PER_ARG: f64 = 0.5;
-
 fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let mut b0 = call_body!(f0);
     let mut b1 = call_body!(f1, 1);
@@ -69,21 +65,11 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let timings = cx.harness.interleaved(&mut [
         &mut b0, &mut b1, &mut b2, &mut b3, &mut b4, &mut b5, &mut b6, &mut b7,
     ])?;
-    let base_cycles = timings[0]
-        .median()
-        .and_then(|ns| Some(ns * cx.harness.clock.cycles_per_ns()?));
     let mut out = Vec::new();
     for (k, t) in timings.iter().enumerate() {
         let mut m = cx.measurement("call.args", params! {"args" => k}, "per_call", t);
         m.note =
             (k == 7).then(|| "SysV x86-64 passes the 7th integer argument on the stack".into());
-        if let (Some(c0), true) = (base_cycles, k > 0) {
-            m.prediction = cx.predict_cycles(
-                c0 + k as f64 * MODEL_CYCLES_PER_ARG,
-                "measured 0-argument call + 0.5 cycle per argument (a move and an xor, 4 per cycle)",
-                params! {"base_cycles" => c0, "cycles_per_arg" => MODEL_CYCLES_PER_ARG, "args" => k},
-            );
-        }
         out.push(m);
     }
     for k in 1..timings.len() {
@@ -111,11 +97,6 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         if m.cycles.is_some_and(|c| c < 0.0) {
             m.cycles = None; // fewer cycles for more arguments is noise or reordering, not a cost
         }
-        m.prediction = cx.predict_cycles(
-            MODEL_CYCLES_PER_ARG,
-            "0.5 cycle per argument (a move and an xor, 4 per cycle)",
-            params! {"cycles_per_arg" => MODEL_CYCLES_PER_ARG},
-        );
         out.push(m);
     }
     Ok(out)

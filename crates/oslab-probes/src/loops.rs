@@ -19,14 +19,7 @@ pub const PROBES: &[Probe] = &[Probe {
 
 fn run_loop(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let t = cx.harness.raw(&mut counted_loop)?;
-    let mut m = cx.measurement("loop.empty", params! {"cpu" => cx.cpu}, "per_iteration", &t);
-    // A decrement fused with a taken branch: one iteration per cycle on any core that takes one
-    // branch per cycle.
-    m.prediction = cx.predict_cycles(
-        1.0,
-        "1 core cycle per iteration (one taken branch per cycle), core clock taken as the TSC rate",
-        params! {"cycles_per_iteration" => 1},
-    );
+    let m = cx.measurement("loop.empty", params! {"cpu" => cx.cpu}, "per_iteration", &t);
     Ok(vec![m])
 }
 

@@ -25,7 +25,7 @@ use crate::buffer::{Buffer, Pages};
 use crate::levels;
 use crate::probe::{Context, Probe, ProbeError};
 
-use oslab_core::model::{Measurement, Prediction, Status, Unit};
+use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;
 use oslab_core::stats::{SplitMix64, Summary};
 
@@ -400,11 +400,6 @@ fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measure
         };
         let mut size = Measurement::not_taken(id, p.clone(), "level_size", Unit::Bytes, Status::Ok);
         size.summary = Summary::new(&[level.last_in as f64]);
-        size.prediction = claim.map(|c| Prediction {
-            value: c.size as f64,
-            model: format!("the L{} size sysfs reports", c.level),
-            inputs: params! {"claimed_bytes" => c.size, "level" => c.level},
-        });
         size.note = Some(what.clone());
         if let Some(c) = claim {
             size = size.found("claimed_bytes", c.size);

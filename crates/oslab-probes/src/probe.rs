@@ -1,8 +1,8 @@
 //! What a probe is: a row of the registry table, and the context it runs in.
 
 use crate::harness::{Harness, Timing};
-use oslab_core::machine::Environment;
-use oslab_core::model::{judged, Judge, Measurement, Prediction, Unit};
+use oslab_core::machine::{Environment, Fingerprint};
+use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::{CpuSet, Topology};
 use serde_json::{Map, Value};
 
@@ -82,6 +82,8 @@ pub struct Context<'a> {
     pub topology: &'a Topology,
     /// The environment (privileges, PMU).
     pub environment: &'a Environment,
+    /// The fingerprint (cpu, caches, mitigations, ...): what the machine model reads.
+    pub fingerprint: &'a Fingerprint,
     /// The CPU the measuring thread is pinned to.
     pub cpu: usize,
     /// A second CPU for cross-CPU measurements, when we have one.
@@ -105,6 +107,8 @@ pub struct Options {
     /// An executable that runs `task-helper REQUEST` (the oslab binary): the minimal parent that
     /// process creation is timed from. None: timed from this process, and said so.
     pub helper: Option<std::path::PathBuf>,
+    /// The memory as the user describes it (`--memory DDR5-4800x12`), for the bandwidth models.
+    pub memory: Option<String>,
 }
 
 impl Context<'_> {
@@ -180,26 +184,6 @@ impl Context<'_> {
     /// Converts TSC cycles to ns, when the clock is the TSC.
     pub fn cycles_to_ns(&self, cycles: f64) -> Option<f64> {
         Some(cycles / self.harness.clock.cycles_per_ns()?)
-    }
-
-    /// A prediction stated in cycles, converted to ns (None when we have no cycle rate).
-    pub fn predict_cycles(
-        &self,
-        cycles: f64,
-        model: &str,
-        mut inputs: Map<String, Value>,
-    ) -> Option<Prediction> {
-        let ns = self.cycles_to_ns(cycles)?;
-        inputs.insert("predicted_cycles".into(), serde_json::json!(cycles));
-        inputs.insert(
-            "cycles_per_ns".into(),
-            serde_json::json!(self.harness.clock.ticks_per_ns),
-        );
-        Some(Prediction {
-            value: ns,
-            model: model.to_string(),
-            inputs,
-        })
     }
 }
 

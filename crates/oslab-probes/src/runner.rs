@@ -109,6 +109,10 @@ pub fn run(
     let mut named = std::collections::HashSet::new();
     outcome.contended.retain(|(p, _)| named.insert(*p));
     outcome.measurements = done.into_iter().flat_map(|(_, r, _)| r).collect();
+    // Every measurement gets its prediction from the machine model, read now on the measuring
+    // cpu (the core clock is measured there) with everything the run measured at hand.
+    let spec = oslab_model::Spec::read(cx.fingerprint, cx.cpu, cx.options.memory.as_deref());
+    oslab_model::predict(&spec, &mut outcome.measurements);
     outcome
 }
 

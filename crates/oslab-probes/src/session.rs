@@ -104,6 +104,7 @@ impl Session {
             harness,
             topology: &self.machine.topology,
             environment: &self.machine.environment,
+            fingerprint: &self.machine.fingerprint,
             cpu: self.cpu,
             peer_cpu: self.peer_cpu,
             allowed: self.allowed.clone(),

@@ -315,10 +315,12 @@ pub fn summarise(
         Judge::Subject,
     );
     if policy == SchedClass::RoundRobin {
-        slice.prediction = rec.rr_interval_ns.map(|v| oslab_core::Prediction {
-            value: v,
-            model: "sched_rr_get_interval (the round-robin quantum)".into(),
-            inputs: params! {},
+        slice.prediction = rec.rr_interval_ns.map(|v| {
+            oslab_core::Prediction::new(
+                v,
+                "sched_rr_get_interval (the round-robin quantum)",
+                params! {},
+            )
         });
     }
     for m in [&mut slice, &mut switch] {
@@ -345,9 +347,8 @@ pub fn summarise(
     match &rec.kernel_switches {
         Ok(k) => {
             count.prediction = Some(oslab_core::Prediction {
-                value: *k as f64,
-                model: "sched:sched_switch events on the cpu over the same interval (the kernel's count; it also counts switches to other tasks and to idle)".into(),
-                inputs: params! {},
+                kind: oslab_core::ModelKind::Reference,
+                ..oslab_core::Prediction::new(*k as f64, "sched:sched_switch events on the cpu over the same interval (the kernel's count; it also counts switches to other tasks and to idle)", params! {})
             });
             count.note = Some(format!(
                 "{ours:.0} hand-overs between our processes seen, the kernel counted {k} switches on the cpu"

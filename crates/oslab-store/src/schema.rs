@@ -89,6 +89,16 @@ ALTER TABLE measurements ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE measurements ADD COLUMN repetition INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE measurements ADD COLUMN context TEXT;
 "#,
+    // Predictions say what they rest on (specs, or other measurements composed), the formula
+    // with its inputs, where each input came from and, far off, the likely reason; a measurement
+    // without one says which input was missing.
+    r#"
+ALTER TABLE predictions ADD COLUMN kind TEXT NOT NULL DEFAULT 'spec';
+ALTER TABLE predictions ADD COLUMN formula TEXT NOT NULL DEFAULT '';
+ALTER TABLE predictions ADD COLUMN sources TEXT;
+ALTER TABLE predictions ADD COLUMN gap TEXT;
+ALTER TABLE measurements ADD COLUMN no_model TEXT;
+"#,
 ];
 
 /// The schema version this build writes.

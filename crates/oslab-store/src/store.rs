@@ -1,7 +1,7 @@
 //! Opening, writing and reading the store.
 
 use crate::schema::{current_version, MIGRATIONS};
-use oslab_core::model::{Measurement, Prediction, Status, TimelineEvent, Unit};
+use oslab_core::model::{Measurement, ModelKind, Prediction, Status, TimelineEvent, Unit};
 use oslab_core::stats::Summary;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
@@ -632,7 +632,8 @@ impl Store {
         let mut stmt = self.conn.prepare(
             &format!("SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
                     m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, {},
-                    p.value, p.model, p.inputs, m.difference, m.attempts, m.repetition, m.context
+                    p.value, p.model, p.inputs, m.difference, m.attempts, m.repetition, m.context,
+                    p.kind, p.formula, p.sources, p.gap, m.no_model
              FROM measurements m LEFT JOIN predictions p ON p.measurement_id = m.id
              WHERE m.run_id = ?1 ORDER BY m.seq",
             if samples { "m.samples" } else { "NULL" }),
@@ -689,11 +690,12 @@ fn insert_measurements(
 ) -> Result<(), StoreError> {
     let mut ins = tx.prepare(
         "INSERT INTO measurements (run_id, seq, probe, params, metric, unit, n, min, p25, median, p75, max, mean, stddev,
-         ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples, difference, attempts, repetition, context)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+         ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples, difference, attempts, repetition, context, no_model)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
     )?;
     let mut pred = tx.prepare(
-        "INSERT INTO predictions (measurement_id, value, model, inputs) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO predictions (measurement_id, value, model, inputs, kind, formula, sources, gap)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for (seq, m) in measurements.iter().enumerate() {
         let s = m.summary.as_ref();
@@ -726,13 +728,19 @@ fn insert_measurements(
             m.repetition,
             (!m.context.is_empty())
                 .then(|| serde_json::Value::Object(m.context.clone()).to_string()),
+            m.no_model,
         ])?;
         if let Some(p) = &m.prediction {
             pred.execute(params![
                 tx.last_insert_rowid(),
                 p.value,
                 p.model,
-                serde_json::Value::Object(p.inputs.clone()).to_string()
+                serde_json::Value::Object(p.inputs.clone()).to_string(),
+                p.kind.name(),
+                p.formula,
+                (!p.sources.is_empty())
+                    .then(|| serde_json::Value::Object(p.sources.clone()).to_string()),
+                p.gap,
             ])?;
         }
     }
@@ -808,6 +816,11 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
     let attempts = r.get(25)?;
     let repetition = r.get(26)?;
     let context: Option<String> = r.get(27)?;
+    let kind: Option<String> = r.get(28)?;
+    let formula: Option<String> = r.get(29)?;
+    let sources: Option<String> = r.get(30)?;
+    let gap: Option<String> = r.get(31)?;
+    let no_model: Option<String> = r.get(32)?;
     Ok((|| {
         let unit =
             Unit::from_name(&unit_name).ok_or_else(|| format!("unknown unit {unit_name:?}"))?;
@@ -816,6 +829,13 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
                 value,
                 model,
                 inputs: parse_map(&inputs)?,
+                kind: ModelKind::from_name(kind.as_deref().unwrap_or_default()),
+                formula: formula.unwrap_or_default(),
+                sources: match sources {
+                    Some(s) => parse_map(&s)?,
+                    None => Map::new(),
+                },
+                gap,
             }),
             None => None,
         };
@@ -831,6 +851,7 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
             status,
             note,
             prediction,
+            no_model,
             samples: samples.map(|b| decode_samples(&b)),
             difference,
             attempts,
@@ -906,9 +927,11 @@ mod tests {
         m.overhead = Some(0.3);
         m.samples = Some(vec![100.0, 101.0, 99.0, 250.0]);
         m.prediction = Some(Prediction {
-            value: 90.0,
-            model: "test".into(),
-            inputs: params! {"x" => 1},
+            kind: ModelKind::Composed,
+            formula: "1 + 89".into(),
+            sources: params! {"x" => "measured"},
+            gap: Some("far off".into()),
+            ..Prediction::new(90.0, "test", params! {"x" => 1})
         });
         m
     }

@@ -143,6 +143,10 @@ pub struct RunArgs {
     /// Directory for that file (default: $TMPDIR, else /var/tmp); it is never left behind.
     #[arg(long, value_name = "DIR")]
     pub temp_dir: Option<PathBuf>,
+    /// The memory, for the bandwidth predictions where the firmware does not say: TYPE-RATExCHANNELS,
+    /// e.g. DDR5-4800x12 or DDR4-3200x2.
+    #[arg(long, value_name = "SPEC", env = "OSLAB_MEMORY", value_parser = parse_memory)]
+    pub memory: Option<String>,
     /// Measure every probe N times, interleaved (each probe once, then each again, ...): the
     /// independent repetitions `oslab compare` needs to judge a difference (3 or more).
     #[arg(long, value_name = "N", default_value_t = 1,
@@ -184,6 +188,7 @@ impl From<NumaArgs> for RunArgs {
             no_rt: false,
             file_size: None,
             temp_dir: None,
+            memory: None,
             repeat: 1,
             tag: Vec::new(),
             json: a.json,
@@ -597,6 +602,10 @@ pub struct PolicyArgs {
 
 /// An efficiency in (0, 1].
 /// `key=value`, both non-empty, the key without spaces or ':'.
+fn parse_memory(s: &str) -> Result<String, String> {
+    oslab_model::memory::MemorySpec::parse(s).map(|_| s.to_string())
+}
+
 fn parse_tag(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v))

@@ -15,6 +15,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         temp_dir: args.temp_dir.clone(),
         // Process creation is timed from a fresh oslab, not from this one after its probes.
         helper: std::env::current_exe().ok(),
+        memory: args.memory.clone(),
     };
     if probes.iter().any(|p| p.id == "faults.file") {
         check_fault_file(&options, args.quick)?;

@@ -1,0 +1,249 @@
+//! Timer reads, the loop, procedure calls and system calls: cycles at the measured core clock.
+
+use crate::run::{param, Run};
+use crate::{at_clock, Model, Outcome, Spec};
+use oslab_core::model::Measurement;
+
+/// Cycles of `syscall`/`sysret` and the kernel's entry and exit code, without mitigations.
+pub(crate) const NULL_SYSCALL_CYCLES: f64 = 150.0;
+const NULL_SYSCALL_SOURCE: &str = "estimate: syscall + sysret and the kernel's entry/exit path, about 150 cycles on x86 without entry mitigations (lmbench lat_syscall null, FlexSC OSDI 2010)";
+/// The VFS path of a read or write on a character device: fd lookup, checks, notification hooks.
+const VFS_CYCLES: f64 = 150.0;
+/// A VM exit and re-entry, for instructions that always exit (cpuid) or events that do.
+pub(crate) const VM_EXIT_CYCLES: f64 = 1200.0;
+pub(crate) const VM_EXIT_SOURCE: &str = "estimate: a VM exit and re-entry, about 1,200 cycles on recent Intel and AMD hosts (kvm-unit-tests vmexit)";
+/// Cache lines a system call touches that an eviction sends back to the next level.
+const COLD_LINES: f64 = 40.0;
+
+/// A kernel entry and exit: the null system call with the active entry mitigations.
+pub(crate) fn null_syscall(spec: &Spec, model: Model) -> (Model, f64) {
+    let (mitigation, what) = spec.mitigation_cycles();
+    let model = model
+        .input(
+            "null_syscall_cycles",
+            NULL_SYSCALL_CYCLES,
+            NULL_SYSCALL_SOURCE,
+        )
+        .input(
+            "mitigation_cycles",
+            mitigation,
+            format!("kernel: /sys/devices/system/cpu/vulnerabilities: {what}"),
+        );
+    (model, NULL_SYSCALL_CYCLES + mitigation)
+}
+
+pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let u = spec.uarch();
+    match (m.probe.as_str(), m.metric.as_str()) {
+        ("loop.empty", _) => {
+            let model = Model::spec(
+                "loop iteration",
+                0.0,
+                "1 cycle (a fused decrement and branch, one taken branch per cycle)",
+            )
+            .input(
+                "cycles_per_iteration",
+                1,
+                "table: one taken branch per cycle on every core since Haswell and Zen",
+            );
+            at_clock(spec, model, 1.0)
+        }
+        ("call.args", "per_call") => {
+            let args = crate::run::number(&m.params, "args").unwrap_or(0.0);
+            let cycles = 2.0 + 0.5 * args;
+            let model = Model::spec("procedure call", 0.0, format!("(2 + 0.5 x {args}) cycles"))
+                .input(
+                    "call_ret_cycles",
+                    2,
+                    "table: call and ret are two taken branches, one per cycle",
+                )
+                .input(
+                    "cycles_per_arg",
+                    0.5,
+                    "estimate: a move in the caller and a use in the callee, four per cycle",
+                )
+                .input("args", args, "parameter");
+            at_clock(spec, model, cycles)
+        }
+        ("call.args", "increment") => {
+            let model = Model::spec("argument cost", 0.0, "0.5 cycle").input(
+                "cycles_per_arg",
+                0.5,
+                "estimate: a move in the caller and a use in the callee, four per cycle",
+            );
+            at_clock(spec, model, 0.5)
+        }
+        ("timer.rdtsc", _) => {
+            let u = u?;
+            let model = Model::spec("rdtsc", 0.0, format!("{} cycles", u.rdtsc_cycles)).input(
+                "rdtsc_cycles",
+                u.rdtsc_cycles,
+                format!("table: {}", u.name),
+            );
+            at_clock(spec, model, u.rdtsc_cycles)
+        }
+        ("timer.rdtscp", _) | ("timer.lfence-rdtsc", _) => {
+            let u = u?;
+            let (extra, what) = if m.probe == "timer.rdtscp" {
+                (7.0, "estimate: rdtscp waits for earlier instructions, about 7 cycles more than rdtsc")
+            } else {
+                (
+                    5.0,
+                    "estimate: lfence waits for earlier loads, about 5 cycles",
+                )
+            };
+            let model = Model::spec(
+                "ordered rdtsc",
+                0.0,
+                format!("({} + {extra}) cycles", u.rdtsc_cycles),
+            )
+            .input("rdtsc_cycles", u.rdtsc_cycles, format!("table: {}", u.name))
+            .input("ordering_cycles", extra, what);
+            at_clock(spec, model, u.rdtsc_cycles + extra)
+        }
+        ("timer.cpuid-rdtsc", _) => {
+            let u = u?;
+            let cpuid = 150.0;
+            let mut model = Model::spec(
+                "cpuid + rdtsc",
+                0.0,
+                format!("({cpuid} + {}", u.rdtsc_cycles),
+            )
+            .input(
+                "cpuid_cycles",
+                cpuid,
+                "table: cpuid 100-250 cycles on bare metal (Agner Fog's instruction tables)",
+            )
+            .input("rdtsc_cycles", u.rdtsc_cycles, format!("table: {}", u.name));
+            let mut cycles = cpuid + u.rdtsc_cycles;
+            if let Some(h) = &spec.hypervisor {
+                cycles += VM_EXIT_CYCLES;
+                model = model.input(
+                    "vm_exit_cycles",
+                    VM_EXIT_CYCLES,
+                    format!("{VM_EXIT_SOURCE}; cpuid always exits to the hypervisor ({h})"),
+                );
+                model
+                    .formula
+                    .push_str(&format!(" + {VM_EXIT_CYCLES} VM exit"));
+            }
+            model.formula.push_str(") cycles");
+            at_clock(spec, model, cycles)
+        }
+        ("timer.clock_gettime", _) => clock_gettime(spec, false),
+        ("timer.clock_gettime.syscall", _) => clock_gettime(spec, true),
+        _ => {
+            let _ = run;
+            Err(format!("no model for {} {}", m.probe, m.metric))
+        }
+    }
+}
+
+/// clock_gettime: the vDSO reads the TSC ordered and scales it under a sequence count; through
+/// the system call it adds a kernel entry. A clocksource the vDSO cannot read makes the vDSO
+/// call the kernel too.
+fn clock_gettime(spec: &Spec, syscall: bool) -> Outcome {
+    let u = spec.uarch()?;
+    let read = u.rdtsc_cycles + 5.0 + 20.0;
+    let mut model = Model::spec(
+        "clock_gettime",
+        0.0,
+        format!("({} + 5 + 20", u.rdtsc_cycles),
+    )
+    .input("rdtsc_cycles", u.rdtsc_cycles, format!("table: {}", u.name))
+    .input("ordering_cycles", 5, "estimate: the fence before the read")
+    .input(
+        "scale_cycles",
+        20,
+        "estimate: the vDSO's sequence count, multiply and shift",
+    );
+    let vdso_reads = spec.clocksource.as_deref().is_none_or(|c| {
+        [
+            "tsc",
+            "kvm-clock",
+            "arch_sys_counter",
+            "hyperv_clocksource_tsc_page",
+        ]
+        .contains(&c)
+    });
+    let mut cycles = read;
+    if syscall || !vdso_reads {
+        let (m, entry) = null_syscall(spec, model);
+        model = m;
+        cycles += entry;
+        model.formula.push_str(&format!(" + {entry} kernel entry"));
+        if !vdso_reads {
+            model = model.input(
+                "clocksource",
+                spec.clocksource.clone().unwrap_or_default(),
+                "kernel: the vDSO cannot read this clocksource and calls the kernel",
+            );
+        }
+    }
+    model.formula.push_str(") cycles");
+    at_clock(spec, model, cycles)
+}
+
+pub(crate) fn syscall(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let hot = match m.probe.as_str() {
+        "syscall.getpid" | "syscall.getppid" => {
+            let (model, cycles) = null_syscall(spec, Model::spec("null system call", 0.0, ""));
+            (model, cycles, format!("{cycles} cycles"))
+        }
+        "syscall.time.raw" => {
+            let (model, cycles) = null_syscall(spec, Model::spec("time system call", 0.0, ""));
+            let model = model.input(
+                "work_cycles",
+                20,
+                "estimate: reading the seconds under a sequence count",
+            );
+            (model, cycles + 20.0, format!("({cycles} + 20) cycles"))
+        }
+        "syscall.time.vdso" => (
+            Model::spec("vDSO time", 0.0, "").input(
+                "cycles",
+                5,
+                "estimate: a call and a load from the vDSO data page, no kernel entry",
+            ),
+            5.0,
+            "5 cycles".to_string(),
+        ),
+        "syscall.read.devzero" | "syscall.write.devnull" => {
+            let (model, cycles) = null_syscall(spec, Model::spec("1-byte device I/O", 0.0, ""));
+            let model = model.input(
+                "vfs_cycles",
+                VFS_CYCLES,
+                "estimate: fd lookup, access checks and notification hooks of read(2)/write(2)",
+            );
+            (
+                model,
+                cycles + VFS_CYCLES,
+                format!("({cycles} + {VFS_CYCLES}) cycles"),
+            )
+        }
+        _ => return Err(format!("no model for {}", m.probe)),
+    };
+    let (mut model, cycles, formula) = hot;
+    model.formula = formula;
+    let model = at_clock(spec, model, cycles)?;
+    if param(&m.params, "cache").as_deref() != Some("cold") {
+        return Ok(model);
+    }
+    // Cold: the lines the call touches come back one after another from where the eviction
+    // left them: the last level (private caches evicted) or memory.
+    let from_llc = param(&m.params, "evicted").as_deref() == Some("private");
+    let refill = if from_llc {
+        crate::hierarchy::level_latency(spec, spec.caches.len())
+    } else {
+        crate::hierarchy::dram_latency(spec, run, m)
+    }?;
+    let mut model = model
+        .input("lines", COLD_LINES, "estimate: kernel entry code, the syscall table, task structures and the call's own code and data")
+        .input("refill_ns", crate::round(refill.value), refill.source.clone());
+    model.value += COLD_LINES * refill.value;
+    model.formula = format!(
+        "{} + {COLD_LINES} lines x {:.1} ns",
+        model.formula, refill.value
+    );
+    Ok(model)
+}

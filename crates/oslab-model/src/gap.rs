@@ -1,0 +1,99 @@
+//! When measured and predicted differ by more than 2x: by how much, and the likely reason, from
+//! what the machine is (a hypervisor, mitigations, caches smaller than claimed) and what the
+//! probe does.
+
+use crate::run::{number, param, Run};
+use crate::Spec;
+use oslab_core::model::Measurement;
+
+/// How far apart measured and predicted may be before the gap is explained.
+pub const FACTOR: f64 = 2.0;
+
+/// The gap's size and likely reason, when the measurement is more than [`FACTOR`] off.
+pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String> {
+    let e = m.efficiency()?;
+    if (1.0 / FACTOR..=FACTOR).contains(&e) {
+        return None;
+    }
+    // Slower: a time above the prediction or a rate below it.
+    let slower = (e > 1.0) != m.unit.higher_is_better();
+    let how = if e >= 1.0 {
+        format!("measured {e:.1}x the prediction")
+    } else {
+        format!("measured {:.2}x the prediction ({:.1}x below)", e, 1.0 / e)
+    };
+    Some(format!("{how}: {}", reason(spec, run, m, slower)))
+}
+
+fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
+    let family = m.probe.split('.').next().unwrap_or_default();
+    let vm = spec.hypervisor.as_deref();
+    let (_, mitigations) = spec.mitigation_cycles();
+    let shrunk = shrunk_cache(spec, run, m);
+    if !slower {
+        return match family {
+            "memory" if m.probe.contains("stride") || m.probe.contains("sequential") => {
+                "the prefetchers fetch ahead of the chain; the model assumes none".into()
+            }
+            "bandwidth" | "numa" => "the L2 prefetchers keep more lines in flight than the L1's fill buffers that Little's law counts, or the table's latency is another platform's".into(),
+            _ => "the published figure is for another configuration of this core (a faster uncore, memory or kernel path than the table assumes)".into(),
+        };
+    }
+    let mut why: Vec<String> = Vec::new();
+    match family {
+        "timer" if m.probe.contains("cpuid") && vm.is_none() => {
+            why.push("cpuid serialises the core and its cost varies by leaf".into())
+        }
+        "memory" | "bandwidth" | "numa" | "migration" => {
+            if let Some(s) = shrunk {
+                why.push(s);
+            }
+            if let Some(h) = vm {
+                why.push(format!(
+                    "under a hypervisor ({h}) the host's other guests share the last-level cache and memory bandwidth, and guest memory may sit on another host node"
+                ));
+            }
+        }
+        "syscall" | "switch" | "task" | "faults" => {
+            if !mitigations.starts_with("none") {
+                why.push(format!("mitigations at kernel entry: {mitigations}"));
+            }
+            if let Some(h) = vm {
+                why.push(match family {
+                    "switch" => format!("under a hypervisor ({h}) an IPI and an idle vcpu's wake-up go through the host's scheduler"),
+                    "faults" | "task" => format!("under a hypervisor ({h}) page-table updates and new guest pages cost two-dimensional page walks and host faults"),
+                    _ => format!("under a hypervisor ({h}) the host may preempt the vcpu"),
+                });
+            }
+        }
+        _ => {}
+    }
+    if why.is_empty() {
+        why.push(match vm {
+            Some(h) => format!("the host ({h}) is shared: another guest competes for the core and its caches"),
+            None => "the core ran slower than its measured clock suggests (power state), or other work competed".into(),
+        });
+    }
+    why.join("; ")
+}
+
+/// When the working set fits the claimed cache but not the effective one this run measured.
+fn shrunk_cache(spec: &Spec, run: &Run, m: &Measurement) -> Option<String> {
+    let size = number(&m.params, "size")?;
+    let claimed = spec.caches.iter().find(|c| size <= c.size as f64)?;
+    let name = format!("L{}", claimed.level);
+    let measured = run
+        .all("memory.latency.chunk", "level_size", move |p| {
+            param(p, "level").as_deref() == Some(name.as_str())
+        })
+        .filter_map(|l| l.summary.as_ref().map(|s| s.median))
+        .next()?;
+    (measured < size).then(|| {
+        format!(
+            "the effective L{} is smaller than the {} sysfs claims: its plateau ends at {}, below this working set",
+            claimed.level,
+            oslab_core::units::bytes(claimed.size),
+            oslab_core::units::bytes(measured as u64)
+        )
+    })
+}

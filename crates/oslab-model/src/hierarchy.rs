@@ -1,0 +1,282 @@
+//! Memory latency: the level that holds a working set, its load-to-use cycles from the core's
+//! table at the measured clock, DRAM from the platform's typical idle latency, and the TLB's
+//! share for orders that leave its reach.
+
+use crate::run::{number, param, Run};
+use crate::{Figure, Model, Outcome, Spec};
+use oslab_core::model::Measurement;
+use oslab_core::units::bytes;
+
+const LINE: f64 = 64.0;
+const PAGE: f64 = 4096.0;
+
+/// Latency of cache level `level` (1-based) at the measured clock.
+pub(crate) fn level_latency(spec: &Spec, level: usize) -> Result<Figure, String> {
+    let u = spec.uarch()?;
+    let ghz = spec.ghz()?;
+    let cycles = *u
+        .latency
+        .get(level.wrapping_sub(1))
+        .filter(|&&c| c > 0.0)
+        .ok_or_else(|| format!("no published L{level} latency for {}", u.name))?;
+    Ok(Figure::new(
+        cycles / ghz.value,
+        format!(
+            "table: L{level} {cycles} cycles ({}) at {:.2} GHz (core clock {})",
+            u.name,
+            ghz.value,
+            ghz.source.trim_start_matches("measured: ")
+        ),
+    ))
+}
+
+/// Idle DRAM latency: the figure typical of the core's platforms.
+pub(crate) fn dram_latency(spec: &Spec, _run: &Run, _m: &Measurement) -> Result<Figure, String> {
+    let u = spec.uarch()?;
+    Ok(Figure::new(
+        u.dram_ns,
+        format!(
+            "table: typical idle DRAM latency of {} platforms, {} ns",
+            u.name, u.dram_ns
+        ),
+    ))
+}
+
+/// The level a working set of `size` bytes lives in: its name and latency.
+pub(crate) fn level_of(
+    spec: &Spec,
+    run: &Run,
+    m: &Measurement,
+    size: f64,
+) -> Result<(String, Figure), String> {
+    match spec.caches.iter().position(|c| size <= c.size as f64) {
+        Some(i) => Ok((
+            format!("L{}", spec.caches[i].level),
+            level_latency(spec, spec.caches[i].level as usize)?,
+        )),
+        None => Ok(("memory".into(), dram_latency(spec, run, m)?)),
+    }
+}
+
+/// Bytes per ns the core reads from the level a working set of `size` lives in (for the
+/// sequential chase and the bandwidth kernels): L1 loads, L2 and L3 fills at the table's bytes
+/// per cycle, memory by Little's law over the fill buffers.
+pub(crate) fn level_read_rate(
+    spec: &Spec,
+    run: &Run,
+    m: &Measurement,
+    size: f64,
+) -> Result<Figure, String> {
+    let u = spec.uarch()?;
+    let ghz = spec.ghz()?.value;
+    let (name, _) = level_of(spec, run, m, size)?;
+    let bpc = match name.as_str() {
+        "L1" => u.bytes_per_cycle[0],
+        "L2" => u.bytes_per_cycle[2],
+        "memory" => {
+            let lat = dram_latency(spec, run, m)?;
+            let rate = u.fill_buffers as f64 * LINE / lat.value;
+            return Ok(Figure::new(
+                rate,
+                format!(
+                    "Little's law: {} fill buffers x 64 B / {} ns (table: {})",
+                    u.fill_buffers, lat.value, u.name
+                ),
+            ));
+        }
+        _ => u.bytes_per_cycle[3],
+    };
+    Ok(Figure::new(
+        bpc * ghz,
+        format!("table: {name} {bpc} B/cycle ({}) at {ghz:.2} GHz", u.name),
+    ))
+}
+
+/// What a load beyond the TLB's reach adds: an STLB hit past the first level, and a page walk
+/// (reading the page-table entry from where the tables live) past the second.
+fn tlb_share(
+    spec: &Spec,
+    run: &Run,
+    m: &Measurement,
+    size: f64,
+    page: f64,
+) -> Result<(f64, String), String> {
+    let u = spec.uarch()?;
+    let ghz = spec.ghz()?.value;
+    let pages = size / page;
+    let mut ns = 0.0;
+    let mut what = Vec::new();
+    if pages > u.tlb[0] as f64 {
+        ns += u.stlb_hit_cycles / ghz;
+        what.push(format!(
+            "{} cycles STLB hit ({} pages > {} entries)",
+            u.stlb_hit_cycles, pages, u.tlb[0]
+        ));
+    }
+    if pages > u.tlb[1] as f64 {
+        let (level, walk) = level_of(spec, run, m, pages * 8.0)?;
+        ns += walk.value;
+        what.push(format!(
+            "a page walk reading the {level}-resident page tables ({:.1} ns)",
+            walk.value
+        ));
+    }
+    Ok((ns, what.join(" + ")))
+}
+
+pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let size = number(&m.params, "size");
+    match (m.probe.as_str(), m.metric.as_str()) {
+        (_, "level_size") => {
+            let level = param(&m.params, "level").unwrap_or_default();
+            let n: u8 = level
+                .trim_start_matches('L')
+                .parse()
+                .map_err(|_| "the plateau matches no cache level sysfs reports".to_string())?;
+            let c = spec
+                .caches
+                .iter()
+                .find(|c| c.level == n)
+                .ok_or_else(|| format!("sysfs reports no L{n} cache"))?;
+            Ok(Model::spec(
+                "cache size",
+                c.size as f64,
+                format!("the L{n} size sysfs reports, {}", bytes(c.size)),
+            )
+            .input(
+                "claimed_bytes",
+                c.size,
+                "kernel: /sys/devices/system/cpu/cpu*/cache",
+            ))
+        }
+        (_, "level_latency") => {
+            let level = param(&m.params, "level").unwrap_or_default();
+            let f = match level.as_str() {
+                "memory" => dram_latency(spec, run, m)?,
+                l => level_latency(
+                    spec,
+                    l.trim_start_matches('L').parse().map_err(|_| {
+                        "the plateau matches no cache level sysfs reports".to_string()
+                    })?,
+                )?,
+            };
+            Ok(
+                Model::spec("cache level latency", f.value, format!("{:.2} ns", f.value))
+                    .figure("latency_ns", &f),
+            )
+        }
+        (_, "tlb_reach") => {
+            let u = spec.uarch()?;
+            let reach = u.tlb[0] as f64 * PAGE;
+            Ok(Model::spec(
+                "first-level TLB reach",
+                reach,
+                format!("{} entries x 4 KiB", u.tlb[0]),
+            )
+            .input("dtlb_entries", u.tlb[0], format!("table: {}", u.name)))
+        }
+        (_, "parallelism") => {
+            let u = spec.uarch()?;
+            let k = number(&m.params, "chases").unwrap_or(1.0);
+            let mlp = k.min(u.fill_buffers as f64);
+            Ok(Model::spec(
+                "misses in flight",
+                mlp,
+                format!("min({k} chases, {} fill buffers)", u.fill_buffers),
+            )
+            .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name)))
+        }
+        ("memory.latency.parallel", "per_load") => {
+            let u = spec.uarch()?;
+            let size = size.ok_or("no size")?;
+            let k = number(&m.params, "chases").unwrap_or(1.0);
+            let (level, lat) = level_of(spec, run, m, size)?;
+            let mlp = k.min(u.fill_buffers as f64);
+            Ok(Model::spec(
+                "overlapped misses",
+                lat.value / mlp,
+                format!(
+                    "{level} {:.1} ns / min({k} chases, {} fill buffers)",
+                    lat.value, u.fill_buffers
+                ),
+            )
+            .figure("latency_ns", &lat)
+            .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name)))
+        }
+        ("memory.latency.stride", "per_load") => stride(spec, run, m),
+        (_, "per_load") => {
+            let size = size.ok_or("no size parameter")?;
+            let order = param(&m.params, "order").unwrap_or_default();
+            let (level, lat) = level_of(spec, run, m, size)?;
+            let model = Model::spec(
+                "load-to-use latency",
+                lat.value,
+                format!("{level} {:.2} ns", lat.value),
+            )
+            .input("size", size, "parameter")
+            .figure("latency_ns", &lat);
+            match order.as_str() {
+                "sequential" => {
+                    let l1 = level_latency(spec, 1)?;
+                    let rate = level_read_rate(spec, run, m, size)?;
+                    let per_line = LINE / rate.value;
+                    let mut model = model.figure("l1_ns", &l1).figure("read_rate_gbps", &rate);
+                    model.name = "prefetched load";
+                    model.value = l1.value.max(per_line);
+                    model.formula = format!("max(L1 {:.2} ns, 64 B / {:.1} GB/s from {level}): the prefetchers run ahead of the chain", l1.value, rate.value);
+                    Ok(model)
+                }
+                "random" => {
+                    let page = match param(&m.params, "asked").as_deref() {
+                        Some("4k") | None => PAGE,
+                        Some("1g") => (1u64 << 30) as f64,
+                        Some(_) => (2u64 << 20) as f64,
+                    };
+                    let (tlb, what) = tlb_share(spec, run, m, size, page)?;
+                    let mut model = model.input("page_bytes", page, "parameter");
+                    if tlb > 0.0 {
+                        model.value += tlb;
+                        model.formula = format!("{} + {what}", model.formula);
+                    }
+                    Ok(model)
+                }
+                _ => Ok(model),
+            }
+        }
+        _ => Err(format!("no model for {} {}", m.probe, m.metric)),
+    }
+}
+
+/// The lmbench table: loads `stride` apart in address order over `size`. Without prefetching,
+/// a stride below the line re-uses the line (an L1 hit) for all but one load in 64/stride; the
+/// lines touched occupy `size` x 64/stride and live in the level that holds that footprint.
+fn stride(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let size = number(&m.params, "size").ok_or("no size parameter")?;
+    let stride = number(&m.params, "stride").ok_or("no stride parameter")?;
+    let miss = (stride / LINE).min(1.0);
+    let footprint = size * (LINE / stride).min(1.0);
+    let l1 = level_latency(spec, 1)?;
+    let (level, lat) = level_of(spec, run, m, footprint)?;
+    let mut value = miss * lat.value + (1.0 - miss) * l1.value;
+    let mut formula = format!(
+        "{miss:.3} x {level} {:.2} ns + {:.3} x L1 {:.2} ns (no prefetching)",
+        lat.value,
+        1.0 - miss,
+        l1.value
+    );
+    if stride >= PAGE {
+        let (tlb, what) = tlb_share(spec, run, m, size / stride * PAGE, PAGE)?;
+        if tlb > 0.0 {
+            value += tlb;
+            formula.push_str(&format!(" + {what}"));
+        }
+    }
+    Ok(Model::spec("strided load", value, formula)
+        .input(
+            "footprint_bytes",
+            footprint,
+            "parameter: size x min(1, 64 B / stride)",
+        )
+        .figure("latency_ns", &lat)
+        .figure("l1_ns", &l1))
+}

@@ -1,0 +1,181 @@
+//! The machine model: what each measurement should cost, predicted from the machine's
+//! specifications before looking at what was measured (seed 004's method: predict, measure,
+//! explain the gap).
+//!
+//! - [`spec::Spec`]: the machine's figures, each with its source: the core's published cycle
+//!   counts ([`uarch`]), the core clock measured by a chain of dependent adds ([`clock`]), the
+//!   memory's rate and channels ([`memory`]: SMBIOS or `--memory`), cache sizes, mitigations,
+//!   CONFIG_HZ, idle-state exit latencies and NUMA distances.
+//! - [`predict`]: gives every measurement of a run its model's value, formula, inputs and their
+//!   sources, and, where measured and predicted differ more than 2x, the likely reason; or says
+//!   which input was missing and how to supply it.
+//!
+//! A *spec* model predicts from the specifications alone. A *composed* model predicts a complex
+//! primitive from simpler ones measured in the same run (a pipe round trip from the switch and
+//! the transfer): a consistency check, labelled as such. `docs/models.md` lists every model.
+
+pub mod clock;
+pub mod memory;
+pub mod spec;
+pub mod uarch;
+
+mod activity;
+mod bandwidth;
+mod cpu;
+mod faults;
+mod gap;
+mod hierarchy;
+mod run;
+mod tasks;
+
+pub use spec::{Figure, Spec};
+
+use oslab_core::model::{Measurement, ModelKind, Prediction};
+use run::Run;
+use serde_json::{Map, Value};
+
+/// One model's answer for one measurement.
+#[derive(Debug, Clone)]
+pub(crate) struct Model {
+    name: &'static str,
+    kind: ModelKind,
+    value: f64,
+    formula: String,
+    inputs: Vec<(String, Value, String)>,
+}
+
+impl Model {
+    /// A prediction from the specifications.
+    fn spec(name: &'static str, value: f64, formula: impl Into<String>) -> Model {
+        Model {
+            name,
+            kind: ModelKind::Spec,
+            value,
+            formula: formula.into(),
+            inputs: Vec::new(),
+        }
+    }
+
+    /// A consistency check composed from other measurements of the run.
+    fn composed(name: &'static str, value: f64, formula: impl Into<String>) -> Model {
+        Model {
+            kind: ModelKind::Composed,
+            ..Model::spec(name, value, formula)
+        }
+    }
+
+    /// Records an input, its value and where it came from. An input measured in this run makes
+    /// a spec model a composed one.
+    fn input(mut self, name: &str, value: impl Into<Value>, source: impl Into<String>) -> Model {
+        let source = source.into();
+        if source.starts_with("measured in this run") && self.kind == ModelKind::Spec {
+            self.kind = ModelKind::Composed;
+        }
+        self.inputs.push((name.to_string(), value.into(), source));
+        self
+    }
+
+    /// Records a figure as an input.
+    fn figure(self, name: &str, f: &Figure) -> Model {
+        self.input(name, round(f.value), f.source.clone())
+    }
+
+    /// The same model with its value scaled (per fault to per byte, ...).
+    fn scaled(mut self, by: f64, how: &str) -> Model {
+        self.value *= by;
+        self.formula = format!("({}) {how}", self.formula);
+        self
+    }
+
+    fn into_prediction(self) -> Prediction {
+        let mut inputs = Map::new();
+        let mut sources = Map::new();
+        for (name, value, source) in self.inputs {
+            inputs.insert(name.clone(), value);
+            sources.insert(name, Value::String(source));
+        }
+        Prediction {
+            kind: self.kind,
+            formula: self.formula,
+            sources,
+            ..Prediction::new(self.value, self.name, inputs)
+        }
+    }
+}
+
+/// A model, or why there is none: which input is missing and how to supply it.
+pub(crate) type Outcome = Result<Model, String>;
+
+/// Four significant digits, so inputs read as figures rather than float noise.
+pub(crate) fn round(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// Gives every measured value of a run its prediction (or the reason there is none). A
+/// prediction a probe made itself from what it observed (a count the kernel kept over the same
+/// interval) is kept.
+pub fn predict(spec: &Spec, measurements: &mut [Measurement]) {
+    let run = Run::new(measurements.to_vec());
+    for m in measurements.iter_mut() {
+        if !m.status.has_value() {
+            continue;
+        }
+        if m.prediction
+            .as_ref()
+            .is_some_and(|p| p.kind == ModelKind::Reference)
+        {
+            continue;
+        }
+        match model(spec, &run, m) {
+            Ok(model) if model.value.is_finite() && model.value > 0.0 => {
+                let mut p = model.into_prediction();
+                m.prediction = Some(p.clone());
+                p.gap = gap::explain(spec, &run, m);
+                m.prediction = Some(p);
+                m.no_model = None;
+            }
+            Ok(model) => {
+                m.prediction = None;
+                m.no_model = Some(format!(
+                    "the {} model gives no positive value ({})",
+                    model.name, model.formula
+                ));
+            }
+            Err(why) => {
+                m.prediction = None;
+                m.no_model = Some(why);
+            }
+        }
+    }
+}
+
+fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    match m.probe.split('.').next().unwrap_or_default() {
+        "timer" | "loop" | "call" => cpu::model(spec, run, m),
+        "syscall" => cpu::syscall(spec, run, m),
+        "task" => tasks::creation(spec, run, m),
+        "switch" => tasks::switch(spec, run, m),
+        "migration" => tasks::migration(spec, run, m),
+        "memory" => hierarchy::model(spec, run, m),
+        "bandwidth" | "numa" => bandwidth::model(spec, run, m),
+        "faults" => faults::model(spec, run, m),
+        "activity" => activity::model(spec, run, m),
+        _ => Err(format!("no model for {} yet", m.probe)),
+    }
+}
+
+/// Cycles at the measured core clock, in ns, recording the clock as an input.
+pub(crate) fn at_clock(spec: &Spec, model: Model, cycles: f64) -> Outcome {
+    let ghz = spec.ghz()?;
+    let mut model = model.figure("core_ghz", ghz);
+    model.value = cycles / ghz.value;
+    model.formula = format!("{} / {:.2} GHz", model.formula, ghz.value);
+    Ok(model)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,287 @@
+//! The machine as the models see it: every figure with where it came from (a published table, a
+//! measurement, the kernel, the firmware, the user), or why it is missing and how to supply it.
+
+use crate::clock::CoreClock;
+use crate::memory::MemorySpec;
+use crate::uarch::{self, Uarch};
+use oslab_core::machine::Fingerprint;
+use oslab_core::topology::CacheKind;
+
+/// A number and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// The value.
+    pub value: f64,
+    /// Where it came from: "table: ...", "measured: ...", "kernel: ...", "--memory ...".
+    pub source: String,
+}
+
+impl Figure {
+    /// A figure from `source`.
+    pub fn new(value: f64, source: impl Into<String>) -> Figure {
+        Figure {
+            value,
+            source: source.into(),
+        }
+    }
+}
+
+/// One cache level of the measuring cpu, as sysfs describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheLevel {
+    /// 1, 2, 3, ...
+    pub level: u8,
+    /// Size sysfs claims, bytes.
+    pub size: u64,
+}
+
+/// What a kernel entry costs on top of the instructions, for each mitigation the kernel runs at
+/// entry or exit: (the vulnerability file, text of its state that means the costly variant,
+/// cycles, what it does). Approximate figures from published measurements of each mitigation.
+const ENTRY_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
+    (
+        "meltdown",
+        "PTI",
+        200.0,
+        "page-table isolation: two CR3 writes per entry (with PCID)",
+    ),
+    (
+        "mds",
+        "Clear CPU buffers",
+        100.0,
+        "VERW clears the cpu buffers on every return to user",
+    ),
+    (
+        "tsa",
+        "Clear CPU buffers",
+        100.0,
+        "VERW clears the cpu buffers on every return to user",
+    ),
+    (
+        "spectre_v2",
+        "; IBRS",
+        300.0,
+        "legacy IBRS: an MSR write on entry and exit",
+    ),
+    (
+        "spectre_v2",
+        "BHI: SW loop",
+        60.0,
+        "the branch-history clearing loop on entry",
+    ),
+    (
+        "retbleed",
+        "untrained return thunk",
+        40.0,
+        "return thunks on the kernel's returns",
+    ),
+    (
+        "spec_rstack_overflow",
+        "Safe RET",
+        60.0,
+        "safe-return sequences on the kernel's returns",
+    ),
+];
+
+/// Everything the models know about the machine.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The core's published figures, or why there are none.
+    pub cpu: Result<&'static Uarch, String>,
+    /// The core clock measured on the measuring cpu, or why not.
+    pub core_ghz: Result<Figure, String>,
+    /// Data and unified caches of the measuring cpu, smallest first.
+    pub caches: Vec<CacheLevel>,
+    /// The memory's rate and channels, or why unknown and how to supply it.
+    pub memory: Result<MemorySpec, String>,
+    /// The hypervisor, when virtualized.
+    pub hypervisor: Option<String>,
+    /// Active mitigations that cost at every kernel entry: (name, cycles, what it does).
+    pub entry_mitigations: Vec<(String, f64, &'static str)>,
+    /// CONFIG_HZ, when the kernel's configuration is readable.
+    pub tick_hz: Option<u32>,
+    /// The kernel's clocksource.
+    pub clocksource: Option<String>,
+    /// Exit latency of the deepest idle state enabled, µs (cpuidle), or why unknown.
+    pub idle_exit_us: Result<Figure, String>,
+    /// SLIT distances, node x node.
+    pub distances: Vec<Vec<u32>>,
+}
+
+impl Spec {
+    /// The model of this machine, measuring the core clock on the calling thread's cpu (pinned
+    /// to `cpu`); `memory` is the user's description, if any.
+    pub fn read(fingerprint: &Fingerprint, cpu: usize, memory: Option<&str>) -> Spec {
+        let core_ghz = match CoreClock::measure() {
+            Some(c) if c.spread < 0.25 => Ok(Figure::new(c.ghz, c.describe())),
+            Some(c) => Err(format!(
+                "the core clock could not be measured steadily ({}): the cpu was shared or changed speed",
+                c.describe()
+            )),
+            None => Err("no dependent-operation chain is written for this architecture".into()),
+        };
+        Spec::from_parts(
+            fingerprint,
+            cpu,
+            core_ghz,
+            MemorySpec::find(memory),
+            idle_exit(cpu),
+        )
+    }
+
+    /// The model from a fingerprint and figures found elsewhere (tests describe machines this
+    /// one is not).
+    pub fn from_parts(
+        fingerprint: &Fingerprint,
+        cpu: usize,
+        core_ghz: Result<Figure, String>,
+        memory: Result<MemorySpec, String>,
+        idle_exit_us: Result<Figure, String>,
+    ) -> Spec {
+        let topology = &fingerprint.topology;
+        let mut caches: Vec<CacheLevel> = topology
+            .caches_of(cpu)
+            .into_iter()
+            .filter(|c| c.kind != CacheKind::Instruction)
+            .map(|c| CacheLevel {
+                level: c.level,
+                size: c.size,
+            })
+            .collect();
+        caches.sort_by_key(|c| c.level);
+        caches.dedup_by_key(|c| c.level);
+        let entry_mitigations = fingerprint
+            .mitigations
+            .iter()
+            .flat_map(|(name, state)| {
+                ENTRY_MITIGATIONS
+                    .iter()
+                    .filter(move |(n, text, _, _)| n == name && costly(state, text))
+                    .map(|(n, _, cycles, what)| (n.to_string(), *cycles, *what))
+            })
+            .collect::<Vec<_>>();
+        // VERW runs once per return whichever vulnerability asked for it.
+        let mut seen_verw = false;
+        let entry_mitigations = entry_mitigations
+            .into_iter()
+            .filter(|(_, _, what)| {
+                let verw = what.starts_with("VERW");
+                let keep = !(verw && seen_verw);
+                seen_verw |= verw;
+                keep
+            })
+            .collect();
+        Spec {
+            cpu: uarch::lookup(
+                fingerprint.cpu_vendor.as_deref(),
+                fingerprint.cpu_signature.as_deref(),
+            ),
+            core_ghz,
+            caches,
+            memory,
+            hypervisor: fingerprint.hypervisor.clone(),
+            entry_mitigations,
+            tick_hz: fingerprint.tick_hz,
+            clocksource: fingerprint.clocksource.clone(),
+            idle_exit_us,
+            distances: topology.nodes.iter().map(|n| n.distances.clone()).collect(),
+        }
+    }
+
+    /// The core clock, or why there is none.
+    pub fn ghz(&self) -> Result<&Figure, String> {
+        self.core_ghz
+            .as_ref()
+            .map_err(|why| format!("core clock unknown: {why}"))
+    }
+
+    /// The core's published figures, or why there are none and what that means.
+    pub fn uarch(&self) -> Result<&'static Uarch, String> {
+        self.cpu
+            .clone()
+            .map_err(|why| format!("{why}; add the core to crates/oslab-model/src/uarch.rs"))
+    }
+
+    /// Cycles a kernel entry and exit cost for the active mitigations, and what they are.
+    pub fn mitigation_cycles(&self) -> (f64, String) {
+        let cycles = self.entry_mitigations.iter().map(|m| m.1).sum();
+        let names = self
+            .entry_mitigations
+            .iter()
+            .map(|(n, c, what)| format!("{n} {c:.0} ({what})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        (
+            cycles,
+            if names.is_empty() {
+                "none of the entry mitigations oslab knows is active".into()
+            } else {
+                names
+            },
+        )
+    }
+}
+
+/// Whether a mitigation's state names the costly variant (`"; IBRS"` must not match
+/// "Enhanced / Automatic IBRS").
+fn costly(state: &str, text: &str) -> bool {
+    if !state.starts_with("Mitigation") {
+        return false;
+    }
+    match text.strip_prefix("; ") {
+        Some(word) => state
+            .split([';', ':'])
+            .any(|part| part.trim() == word || part.trim() == format!("Mitigation: {word}")),
+        None => state.contains(text),
+    }
+}
+
+/// The exit latency of the deepest enabled idle state of `cpu`, from cpuidle.
+fn idle_exit(cpu: usize) -> Result<Figure, String> {
+    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+    let read = |p: String| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let mut deepest = None;
+    for k in 0.. {
+        let Some(latency) = read(format!("{dir}/state{k}/latency")) else {
+            break;
+        };
+        if read(format!("{dir}/state{k}/disable")).as_deref() == Some("1") {
+            continue;
+        }
+        let name = read(format!("{dir}/state{k}/name")).unwrap_or_default();
+        if let Ok(us) = latency.parse::<f64>() {
+            deepest = Some((us, name));
+        }
+    }
+    match deepest {
+        Some((us, name)) => Ok(Figure::new(
+            us,
+            format!("kernel: cpuidle state {name}, exit latency {us} µs"),
+        )),
+        None => Err(format!("{dir} lists no idle states (no cpuidle driver)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costly_variants_are_told_from_cheap_ones() {
+        assert!(costly("Mitigation: PTI", "PTI"));
+        assert!(!costly("Not affected", "PTI"));
+        assert!(!costly(
+            "Mitigation: Enhanced / Automatic IBRS; IBPB: conditional",
+            "; IBRS"
+        ));
+        assert!(costly("Mitigation: IBRS; IBPB: conditional", "; IBRS"));
+        assert!(costly(
+            "Mitigation: Retpolines; BHI: SW loop, KVM: SW loop",
+            "BHI: SW loop"
+        ));
+    }
+}

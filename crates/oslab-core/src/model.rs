@@ -296,10 +296,12 @@ impl Measurement {
     }
 
     /// Measured over predicted (the median over the model's value), when both exist.
+    /// None for a difference with nothing measurable (its interval spans zero).
     pub fn efficiency(&self) -> Option<f64> {
         let p = self.prediction.as_ref()?.value;
         let m = self.summary.as_ref()?.median;
-        (p != 0.0 && self.status.has_value()).then(|| m / p)
+        (p > 0.0 && m > 0.0 && self.status.has_value() && !self.difference_spans_zero())
+            .then(|| m / p)
     }
 
     /// Whether the CI95 of a difference includes zero: no measurable difference.

@@ -64,6 +64,9 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         ));
     }
     let kernel = param(&m.params, "kernel").unwrap_or_default();
+    if kernel == "average" {
+        return average(spec, run, m);
+    }
     let (loads, stores) =
         streams(&kernel).ok_or_else(|| format!("no model for the {kernel} kernel"))?;
     let nontemporal = param(&m.params, "stores").as_deref() == Some("nontemporal");
@@ -78,7 +81,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let ghz = spec.ghz()?;
     let u = spec.uarch()?;
     let level = match size {
-        Some(s) if !nontemporal && threads == 1.0 => level_of(spec, run, m, s)?.0,
+        Some(s) if !nontemporal => level_of(spec, run, m, s)?.0,
         _ => "memory".to_string(),
     };
     // The core's own bound, counted bytes per cycle: load and store ports per 32-byte vector,
@@ -92,7 +95,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         .max(stores * 32.0 / u.bytes_per_cycle[1])
         .max(chain);
     let core_bpc = counted * 32.0 / core_cycles;
-    let core = Model::spec("core ports", core_bpc * ghz.value, format!("{counted} x 32 B / max({loads} x 32 B / {} B loads, {stores} x 32 B / {} B stores, {chain} cycles of add chain) per cycle x {:.2} GHz", u.bytes_per_cycle[0], u.bytes_per_cycle[1], ghz.value))
+    let core = Model::spec("core ports", threads * core_bpc * ghz.value, format!("{threads} x {counted} x 32 B / max({loads} x 32 B / {} B loads, {stores} x 32 B / {} B stores, {chain} cycles of add chain) per cycle x {:.2} GHz", u.bytes_per_cycle[0], u.bytes_per_cycle[1], ghz.value))
         .input("load_bytes_per_cycle", u.bytes_per_cycle[0], format!("table: {}", u.name))
         .input("store_bytes_per_cycle", u.bytes_per_cycle[1], format!("table: {}", u.name))
         .input("fadd_cycles", u.fadd_cycles, format!("table: {}", u.name))
@@ -160,4 +163,26 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         model = model.input("distance", d, "kernel: SLIT distance");
     }
     Ok(model)
+}
+
+/// The NUMA matrix's average of the four STREAM kernels: the average of their models.
+fn average(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let mut sum = 0.0;
+    let mut first = None;
+    for k in ["copy", "scale", "add", "triad"] {
+        let mut one = m.clone();
+        one.params.insert("kernel".into(), k.into());
+        let model = model(spec, run, &one)?;
+        sum += model.value;
+        first.get_or_insert(model);
+    }
+    let first = first.expect("four kernels");
+    Ok(Model {
+        value: sum / 4.0,
+        formula: format!(
+            "average of the copy, scale, add and triad models (copy: {})",
+            first.formula
+        ),
+        ..first
+    })
 }

@@ -22,7 +22,15 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
     } else {
         format!("measured {:.2}x the prediction ({:.1}x below)", e, 1.0 / e)
     };
-    Some(format!("{how}: {}", reason(spec, run, m, slower)))
+    let mut why = reason(spec, run, m, slower);
+    let p = m.prediction.as_ref()?;
+    if p.kind == oslab_core::ModelKind::Composed {
+        why = format!(
+            "the parts measured in this run do not add up to it ({}); {why}",
+            p.formula
+        );
+    }
+    Some(format!("{how}: {why}"))
 }
 
 fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
@@ -30,20 +38,37 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
     let vm = spec.hypervisor.as_deref();
     let (_, mitigations) = spec.mitigation_cycles();
     let shrunk = shrunk_cache(spec, run, m);
+    if m.metric == "level_size" {
+        return "the cache sysfs reports is the host's; a virtual cpu gets a share of it, and the plateau this run measured is that share".into();
+    }
     if !slower {
+        let estimates: Vec<&str> = m
+            .prediction
+            .iter()
+            .flat_map(|p| p.sources.iter())
+            .filter(|(_, s)| s.as_str().is_some_and(|s| s.starts_with("estimate")))
+            .map(|(k, _)| k.as_str())
+            .collect();
         return match family {
             "memory" if m.probe.contains("stride") || m.probe.contains("sequential") => {
                 "the prefetchers fetch ahead of the chain; the model assumes none".into()
             }
             "bandwidth" | "numa" => "the L2 prefetchers keep more lines in flight than the L1's fill buffers that Little's law counts, or the table's latency is another platform's".into(),
-            _ => "the published figure is for another configuration of this core (a faster uncore, memory or kernel path than the table assumes)".into(),
+            "migration" => "the re-read is sequential: the L2 prefetchers fetch the moved lines ahead, more at once than the fill buffers the model counts".into(),
+            _ if !estimates.is_empty() => format!("the model's estimates ({}) are higher than this kernel and core need", estimates.join(", ")),
+            _ => "the published figure is for another configuration of this core (a faster uncore or memory than the table assumes)".into(),
         };
     }
     let mut why: Vec<String> = Vec::new();
     match family {
-        "timer" if m.probe.contains("cpuid") && vm.is_none() => {
-            why.push("cpuid serialises the core and its cost varies by leaf".into())
-        }
+        "timer" => why.push(match vm {
+            Some(h) if m.probe.contains("cpuid") => format!("cpuid exits to the hypervisor ({h}), and an exit costs more on this host than the estimate"),
+            _ => "the table's cycle counts come from older cores; reading the time stamp counter takes longer on some recent ones".into(),
+        }),
+        "activity" => why.push(match vm {
+            Some(h) => format!("the interruptions come from outside this kernel: the hypervisor ({h}) preempts the virtual cpu"),
+            None => "interrupts other than the tick (devices, IPIs) or kernel threads ran on the cpu".into(),
+        }),
         "memory" | "bandwidth" | "numa" | "migration" => {
             if let Some(s) = shrunk {
                 why.push(s);

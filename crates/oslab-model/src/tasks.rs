@@ -47,12 +47,20 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         }
         ("task.fork", "round_trip") => {
             let touched = number(&m.params, "touched_mib").unwrap_or(0.0);
-            let fit = |metric: &str| measured(run, m, "task.fork", metric, |p| p.contains_key("fit"));
+            let fit =
+                |metric: &str| measured(run, m, "task.fork", metric, |p| p.contains_key("fit"));
             let (fixed, slope) = (fit("fixed_cost")?, fit("cost_per_mib")?);
-            Ok(Model::composed("fork fit", fixed.value + slope.value * touched, format!("{:.0} ns + {:.0} ns/MiB x {touched} MiB", fixed.value, slope.value))
-                .figure("fixed_ns", &fixed)
-                .figure("per_mib_ns", &slope)
-                .input("touched_mib", touched, "parameter"))
+            Ok(Model::composed(
+                "fork fit",
+                fixed.value + slope.value * touched,
+                format!(
+                    "{:.0} ns + {:.0} ns/MiB x {touched} MiB",
+                    fixed.value, slope.value
+                ),
+            )
+            .figure("fixed_ns", &fixed)
+            .figure("per_mib_ns", &slope)
+            .input("touched_mib", touched, "parameter"))
         }
         ("task.vfork", _) => {
             let t = rt("task.pthread")?;
@@ -60,26 +68,65 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 .figure("pthread_round_trip_ns", &t))
         }
         ("task.posix_spawn", _) | ("task.fork-exec", "round_trip") => {
-            let exec = |a: Figure, b: Figure| Figure::new(a.value - b.value, format!("{} minus {}", a.source, b.source));
+            let exec = |a: Figure, b: Figure| {
+                Figure::new(
+                    a.value - b.value,
+                    format!("{} minus {}", a.source, b.source),
+                )
+            };
             let (base, exec) = if m.probe == "task.posix_spawn" {
-                let base = if m.metric == "create" { create("task.vfork")? } else { rt("task.vfork")? };
+                let base = if m.metric == "create" {
+                    create("task.vfork")?
+                } else {
+                    rt("task.vfork")?
+                };
                 (base, exec(rt("task.fork-exec")?, rt("task.fork")?))
             } else {
-                (rt("task.fork")?, exec(rt("task.posix_spawn")?, rt("task.vfork")?))
+                (
+                    rt("task.fork")?,
+                    exec(rt("task.posix_spawn")?, rt("task.vfork")?),
+                )
             };
-            Ok(Model::composed("creation + exec", base.value + exec.value, format!("{:.0} ns + exec {:.0} ns", base.value, exec.value))
-                .figure("creation_ns", &base)
-                .figure("exec_ns", &exec))
+            Ok(Model::composed(
+                "creation + exec",
+                base.value + exec.value,
+                format!("{:.0} ns + exec {:.0} ns", base.value, exec.value),
+            )
+            .figure("creation_ns", &base)
+            .figure("exec_ns", &exec))
         }
         ("task.fork-exec", "create") => {
             let f = create("task.fork")?;
-            Ok(Model::composed("fork", f.value, format!("fork create {:.0} ns: the parent returns from fork before the child execs", f.value)).figure("fork_create_ns", &f))
+            Ok(Model::composed(
+                "fork",
+                f.value,
+                format!(
+                    "fork create {:.0} ns: the parent returns from fork before the child execs",
+                    f.value
+                ),
+            )
+            .figure("fork_create_ns", &f))
         }
         ("task.std-thread", metric) => {
-            let t = if metric == "create" { create("task.pthread")? } else { rt("task.pthread")? };
-            Ok(Model::composed("pthread", t.value, format!("pthread {metric} {:.0} ns: std::thread wraps pthread_create", t.value)).figure("pthread_ns", &t))
+            let t = if metric == "create" {
+                create("task.pthread")?
+            } else {
+                rt("task.pthread")?
+            };
+            Ok(Model::composed(
+                "pthread",
+                t.value,
+                format!(
+                    "pthread {metric} {:.0} ns: std::thread wraps pthread_create",
+                    t.value
+                ),
+            )
+            .figure("pthread_ns", &t))
         }
-        _ => Err(format!("{} {}: no published figure to predict it from; compare it with the other creation costs", m.probe, m.metric)),
+        _ => Err(format!(
+            "no published figure to predict the {} from; compare it with the other creation costs",
+            m.metric.replace('_', " ")
+        )),
     }
 }
 
@@ -91,7 +138,10 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             param(p, "placement").as_deref() == Some("same-cpu")
         })
     };
-    match (m.probe.split('.').nth(1).unwrap_or_default(), m.metric.as_str()) {
+    match (
+        m.probe.split('.').nth(1).unwrap_or_default(),
+        m.metric.as_str(),
+    ) {
         ("thread", "switch") => {
             let model = Model::spec("thread switch", 0.0, format!("{THREAD_SWITCH_CYCLES} cycles"))
                 .input("switch_cycles", THREAD_SWITCH_CYCLES, "estimate: dequeue, pick, enqueue, switch_to and the vector state saved and restored");
@@ -107,30 +157,55 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 .figure("core_ghz", ghz))
         }
         (_, "transfer") => {
-            let syscall = |probe: &str| measured(run, m, probe, "per_call", |p| param(p, "cache").as_deref() == Some("hot"));
+            let syscall = |probe: &str| {
+                measured(run, m, probe, "per_call", |p| {
+                    param(p, "cache").as_deref() == Some("hot")
+                })
+            };
             if ipc == "futex" {
                 let s = syscall("syscall.getppid")?;
                 Ok(Model::composed("futex wake + wait", 2.0 * s.value, format!("2 x null system call {:.0} ns (a wake with no waiter, a wait that finds the value changed)", s.value)).figure("null_syscall_ns", &s))
             } else {
-                let (w, r) = (syscall("syscall.write.devnull")?, syscall("syscall.read.devzero")?);
-                Ok(Model::composed("write + read", w.value + r.value, format!("write {:.0} ns + read {:.0} ns of one byte", w.value, r.value))
-                    .figure("write_ns", &w)
-                    .figure("read_ns", &r))
+                let (w, r) = (
+                    syscall("syscall.write.devnull")?,
+                    syscall("syscall.read.devzero")?,
+                );
+                Ok(Model::composed(
+                    "write + read",
+                    w.value + r.value,
+                    format!(
+                        "write {:.0} ns + read {:.0} ns of one byte",
+                        w.value, r.value
+                    ),
+                )
+                .figure("write_ns", &w)
+                .figure("read_ns", &r))
             }
         }
         (task, "wakeup") if task == "thread" || task == "process" => {
-            let task: &'static str = if task == "thread" { "thread" } else { "process" };
+            let task: &'static str = if task == "thread" {
+                "thread"
+            } else {
+                "process"
+            };
             let transfer = same(task, "transfer")?;
             let ghz = spec.ghz()?;
             let idle = match &spec.idle_exit_us {
                 Ok(f) => f.clone(),
-                Err(why) => Figure::new(HLT_EXIT_US, format!("estimate: HLT (C1) exit about 1 µs ({why})")),
+                Err(why) => Figure::new(
+                    HLT_EXIT_US,
+                    format!("estimate: HLT (C1) exit about 1 µs ({why})"),
+                ),
             };
             let mut cycles = IPI_CYCLES;
             let mut formula = format!("transfer {:.0} ns + (IPI {IPI_CYCLES}", transfer.value);
             let mut model = Model::composed("cross-cpu wake-up", 0.0, "")
                 .figure("transfer_ns", &transfer)
-                .input("ipi_cycles", IPI_CYCLES, "estimate: send an inter-processor interrupt and take it on the other cpu")
+                .input(
+                    "ipi_cycles",
+                    IPI_CYCLES,
+                    "estimate: send an inter-processor interrupt and take it on the other cpu",
+                )
                 .figure("idle_exit_us", &idle);
             if let Some(h) = &spec.hypervisor {
                 cycles += 2.0 * VM_EXIT_CYCLES;
@@ -138,10 +213,16 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 model = model.input("vm_exit_cycles", VM_EXIT_CYCLES, format!("{VM_EXIT_SOURCE}; the IPI's send and the idle vcpu's HLT exit to the hypervisor ({h})"));
             }
             model.value = transfer.value + cycles / ghz.value + idle.value * 1e3;
-            model.formula = format!("{formula}) cycles / {:.2} GHz + idle exit {} µs", ghz.value, idle.value);
+            model.formula = format!(
+                "{formula}) cycles / {:.2} GHz + idle exit {} µs",
+                ghz.value, idle.value
+            );
             Ok(model.figure("core_ghz", ghz))
         }
-        _ => Err(format!("{} {}: the one-shot method mixes creation with the first switch; no model separates them", m.probe, m.metric)),
+        _ => Err(
+            "the one-shot method mixes creation with the first switch; no model separates them"
+                .into(),
+        ),
     }
 }
 

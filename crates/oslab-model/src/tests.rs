@@ -1,1 +1,356 @@
+//! Each model's arithmetic on hand-worked inputs: a Sapphire Rapids core at 2 GHz with known
+//! caches, so every expected value below can be checked with pencil and paper.
 
+use super::*;
+use crate::memory::MemorySpec;
+use crate::spec::CacheLevel;
+use oslab_core::model::{Status, Unit};
+use oslab_core::{params, Summary};
+
+fn spr() -> &'static uarch::Uarch {
+    uarch::lookup(Some("GenuineIntel"), Some("6/143/8")).unwrap()
+}
+
+fn spec() -> Spec {
+    Spec {
+        cpu: Ok(spr()),
+        core_ghz: Ok(Figure::new(2.0, "measured: test")),
+        caches: vec![
+            CacheLevel {
+                level: 1,
+                size: 48 << 10,
+            },
+            CacheLevel {
+                level: 2,
+                size: 2 << 20,
+            },
+            CacheLevel {
+                level: 3,
+                size: 105 << 20,
+            },
+        ],
+        memory: Err("memory speed unknown: describe it with --memory".into()),
+        hypervisor: None,
+        entry_mitigations: Vec::new(),
+        tick_hz: Some(250),
+        clocksource: Some("tsc".into()),
+        idle_exit_us: Ok(Figure::new(2.0, "kernel: test")),
+        distances: vec![vec![10]],
+    }
+}
+
+fn measured(
+    probe: &str,
+    params: serde_json::Map<String, serde_json::Value>,
+    metric: &str,
+    unit: Unit,
+    value: f64,
+) -> Measurement {
+    let mut m = Measurement::not_taken(probe, params, metric, unit, Status::Ok);
+    m.summary = Summary::new(&[value, value, value]);
+    m
+}
+
+/// Predicts `ms` and returns the prediction of the first.
+fn predicted(spec: &Spec, mut ms: Vec<Measurement>) -> Measurement {
+    predict(spec, &mut ms);
+    ms.remove(0)
+}
+
+fn value(m: &Measurement) -> f64 {
+    m.prediction
+        .as_ref()
+        .unwrap_or_else(|| panic!("no prediction: {:?}", m.no_model))
+        .value
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+}
+
+#[test]
+fn loop_and_calls_are_cycles_at_the_measured_clock() {
+    let s = spec();
+    // 1 cycle at 2 GHz.
+    let m = predicted(
+        &s,
+        vec![measured(
+            "loop.empty",
+            params! {"cpu" => 0},
+            "per_iteration",
+            Unit::Ns,
+            0.6,
+        )],
+    );
+    assert!(close(value(&m), 0.5));
+    // call + ret with 4 arguments: (2 + 0.5 x 4) cycles / 2 GHz = 2 ns.
+    let m = predicted(
+        &s,
+        vec![measured(
+            "call.args",
+            params! {"args" => 4},
+            "per_call",
+            Unit::Ns,
+            2.2,
+        )],
+    );
+    assert!(close(value(&m), 2.0));
+    let p = m.prediction.unwrap();
+    assert_eq!(p.kind, ModelKind::Spec);
+    assert!(p.sources["core_ghz"]
+        .as_str()
+        .unwrap()
+        .starts_with("measured"));
+}
+
+#[test]
+fn a_null_system_call_pays_its_mitigations() {
+    let mut s = spec();
+    let hot = || {
+        measured(
+            "syscall.getppid",
+            params! {"cache" => "hot"},
+            "per_call",
+            Unit::Ns,
+            100.0,
+        )
+    };
+    // 150 cycles / 2 GHz = 75 ns.
+    assert!(close(value(&predicted(&s, vec![hot()])), 75.0));
+    // Page-table isolation adds two CR3 writes: (150 + 200) / 2 = 175 ns.
+    s.entry_mitigations = vec![("meltdown".into(), 200.0, "page-table isolation")];
+    assert!(close(value(&predicted(&s, vec![hot()])), 175.0));
+}
+
+#[test]
+fn cache_latency_is_the_level_that_holds_the_working_set() {
+    let s = spec();
+    let chunk = |size: u64| {
+        measured(
+            "memory.latency.chunk",
+            params! {"size" => size, "order" => "chunk"},
+            "per_load",
+            Unit::Ns,
+            5.0,
+        )
+    };
+    // 1 MiB lives in the 2 MiB L2: 16 cycles / 2 GHz = 8 ns.
+    assert!(close(value(&predicted(&s, vec![chunk(1 << 20)])), 8.0));
+    // 32 KiB in L1: 5 cycles = 2.5 ns; 1 GiB in memory: the table's 110 ns.
+    assert!(close(value(&predicted(&s, vec![chunk(32 << 10)])), 2.5));
+    assert!(close(value(&predicted(&s, vec![chunk(1 << 30)])), 110.0));
+    // Random over 64 MiB: L3 (110 cycles = 55 ns) + an STLB hit (9 cycles = 4.5 ns) + a walk
+    // whose page tables (64 MiB / 512 = 128 KiB) sit in L2 (8 ns).
+    let random = measured(
+        "memory.latency.random",
+        params! {"size" => 64u64 << 20, "order" => "random"},
+        "per_load",
+        Unit::Ns,
+        70.0,
+    );
+    assert!(close(value(&predicted(&s, vec![random])), 55.0 + 4.5 + 8.0));
+}
+
+#[test]
+fn stride_without_prefetching_mixes_hits_and_misses() {
+    let s = spec();
+    // 16-byte stride over 8 MiB: a quarter of the loads start a line; the lines touched are the
+    // whole 8 MiB (L3, 55 ns), the rest hit L1 (2.5 ns): 0.25 x 55 + 0.75 x 2.5 = 15.625 ns.
+    let m = measured(
+        "memory.latency.stride",
+        params! {"size" => 8u64 << 20, "stride" => 16},
+        "per_load",
+        Unit::Ns,
+        3.0,
+    );
+    let m = predicted(&s, vec![m]);
+    assert!(close(value(&m), 15.625));
+    // Measured 5x faster than that: the gap names the prefetchers.
+    assert!(m.prediction.unwrap().gap.unwrap().contains("prefetchers"));
+}
+
+#[test]
+fn bandwidth_from_ports_levels_and_littles_law() {
+    let mut s = spec();
+    let bw = |kernel: &str, size: u64, threads: u32| {
+        measured(
+            "bandwidth.sweep",
+            params! {"kernel" => kernel, "size" => size, "stores" => "plain", "threads" => threads},
+            "bandwidth",
+            Unit::GBps,
+            50.0,
+        )
+    };
+    // Read in L1: four accumulators wait 2 cycles per add, so 0.5 cycle per 32-byte vector
+    // (the loads need 1/3): 64 B/cycle x 2 GHz = 128 GB/s.
+    assert!(close(
+        value(&predicted(&s, vec![bw("read", 16 << 10, 1)])),
+        128.0
+    ));
+    // Copy in L2: 64 B/cycle fills x 2 GHz x 2/3 (write-allocate) = 85.33 GB/s.
+    assert!(close(
+        value(&predicted(&s, vec![bw("copy", 1 << 20, 1)])),
+        128.0 * 2.0 / 3.0
+    ));
+    // Triad from memory: Little's law 16 fill buffers x 64 B / 110 ns = 9.309 GB/s of traffic,
+    // of which STREAM counts 3/4.
+    let one = 16.0 * 64.0 / 110.0;
+    assert!(close(
+        value(&predicted(&s, vec![bw("triad", 1 << 30, 1)])),
+        one * 0.75
+    ));
+    // 8 threads: 74.5 GB/s wanted, DDR4-3200 x 2 channels x 8 B = 51.2 GB/s available.
+    s.memory = MemorySpec::parse("DDR4-3200x2");
+    let m = predicted(&s, vec![bw("read", 1 << 30, 8)]);
+    assert!(close(value(&m), 51.2));
+    assert_eq!(m.prediction.unwrap().model, "memory peak");
+    assert!(close(
+        value(&predicted(&s, vec![bw("read", 1 << 30, 4)])),
+        4.0 * one
+    ));
+}
+
+#[test]
+fn composed_models_say_so_and_use_the_run() {
+    let s = spec();
+    let same = || params! {"placement" => "same-cpu"};
+    let run = vec![
+        measured("switch.process.pipe", same(), "switch", Unit::Ns, 1200.0),
+        measured("switch.thread.pipe", same(), "switch", Unit::Ns, 1000.0),
+        measured("switch.thread.pipe", same(), "transfer", Unit::Ns, 500.0),
+        measured(
+            "syscall.write.devnull",
+            params! {"cache" => "hot"},
+            "per_call",
+            Unit::Ns,
+            180.0,
+        ),
+        measured(
+            "syscall.read.devzero",
+            params! {"cache" => "hot"},
+            "per_call",
+            Unit::Ns,
+            250.0,
+        ),
+    ];
+    let mut ms = run.clone();
+    predict(&s, &mut ms);
+    // Process switch = the thread switch measured + 200 cycles (100 ns at 2 GHz).
+    let p = ms[0].prediction.as_ref().unwrap();
+    assert!(close(p.value, 1100.0));
+    assert_eq!(p.kind, ModelKind::Composed);
+    assert!(p.sources["thread_switch_ns"]
+        .as_str()
+        .unwrap()
+        .starts_with("measured in this run"));
+    // A pipe's transfer = the write and the read of one byte, measured.
+    assert!(close(ms[2].prediction.as_ref().unwrap().value, 430.0));
+    // Without the parts, the composed model says what to measure.
+    let alone = predicted(&s, vec![run[0].clone()]);
+    assert!(alone.no_model.unwrap().contains("switch.thread.pipe"));
+}
+
+#[test]
+fn a_page_fault_is_a_trap_an_allocation_and_zeroing() {
+    let s = spec();
+    let fault = measured(
+        "faults.anon",
+        params! {"page_bytes" => 4096},
+        "per_fault",
+        Unit::Ns,
+        2000.0,
+    );
+    let write = measured(
+        "bandwidth.stream",
+        params! {"kernel" => "write", "stores" => "plain", "threads" => 1},
+        "bandwidth",
+        Unit::GBps,
+        10.0,
+    );
+    // (150 + 500) cycles / 2 GHz = 325 ns, + 4096 B at 10 GB/s = 409.6 ns.
+    let m = predicted(&s, vec![fault, write]);
+    assert!(close(value(&m), 325.0 + 409.6));
+    assert_eq!(m.prediction.unwrap().kind, ModelKind::Composed);
+}
+
+#[test]
+fn missing_inputs_say_which_and_how_to_supply_them() {
+    let mut s = spec();
+    s.tick_hz = None;
+    let tick = measured(
+        "activity.noise",
+        params! {"cpu" => 0},
+        "tick_hz",
+        Unit::Count,
+        250.0,
+    );
+    assert!(predicted(&s, vec![tick])
+        .no_model
+        .unwrap()
+        .contains("CONFIG_HZ"));
+    s.cpu = uarch::lookup(Some("GenuineIntel"), Some("6/1/0"));
+    let l1 = measured(
+        "memory.latency.chunk",
+        params! {"size" => 4096, "order" => "chunk"},
+        "per_load",
+        Unit::Ns,
+        2.0,
+    );
+    let why = predicted(&s, vec![l1]).no_model.unwrap();
+    assert!(
+        why.contains("not in oslab's table") && why.contains("uarch.rs"),
+        "{why}"
+    );
+    s = spec();
+    s.core_ghz = Err("no chain".into());
+    let lp = measured("loop.empty", params! {}, "per_iteration", Unit::Ns, 0.5);
+    assert!(predicted(&s, vec![lp])
+        .no_model
+        .unwrap()
+        .contains("core clock unknown"));
+}
+
+#[test]
+fn far_gaps_are_explained_near_ones_are_not() {
+    let mut s = spec();
+    let hot = |ns: f64| {
+        measured(
+            "syscall.getppid",
+            params! {"cache" => "hot"},
+            "per_call",
+            Unit::Ns,
+            ns,
+        )
+    };
+    // 150 ns against 75 predicted: exactly 2x, not flagged.
+    assert!(predicted(&s, vec![hot(150.0)])
+        .prediction
+        .unwrap()
+        .gap
+        .is_none());
+    s.hypervisor = Some("KVM".into());
+    s.entry_mitigations = vec![(
+        "mds".into(),
+        100.0,
+        "VERW clears the cpu buffers on every return to user",
+    )];
+    // (150 + 100) / 2 = 125 ns predicted, 1250 measured.
+    let gap = predicted(&s, vec![hot(1250.0)])
+        .prediction
+        .unwrap()
+        .gap
+        .unwrap();
+    assert!(gap.starts_with("measured 10.0x the prediction"), "{gap}");
+    assert!(gap.contains("mds") && gap.contains("KVM"), "{gap}");
+}
+
+#[test]
+fn reference_predictions_from_the_probe_are_kept() {
+    let s = spec();
+    let mut m = measured("timeslice.x", params! {}, "switches", Unit::Count, 10.0);
+    m.prediction = Some(oslab_core::Prediction {
+        kind: ModelKind::Reference,
+        ..oslab_core::Prediction::new(12.0, "the kernel's count", params! {})
+    });
+    assert!(close(value(&predicted(&s, vec![m])), 12.0));
+}

@@ -125,7 +125,10 @@ fn find<'a>(ms: &'a [Measurement], (_, probe, metric, want): &Line) -> Option<&'
 
 /// The headline table of a run, or None when it holds fewer than two of the lines.
 pub fn table(ms: &[Measurement]) -> Option<Table> {
-    let mut t = Table::new(&["", "median", "CI95", "status"], &[1, 2]);
+    let mut t = Table::new(
+        &["", "median", "CI95", "predicted", "vs model", "status"],
+        &[1, 2, 3, 4],
+    );
     for line in LINES {
         let Some(m) = find(ms, line) else { continue };
         let s = m.summary.as_ref()?;
@@ -134,6 +137,11 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
             line.0.to_string(),
             format!("{} {sym}", num(s.median / div)),
             format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+            m.prediction.as_ref().map_or_else(
+                || "no model".into(),
+                |p| format!("{} {sym}", num(p.value / div)),
+            ),
+            crate::table::versus(m),
             m.status.to_string(),
         ]);
     }

@@ -67,7 +67,16 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         h.push_str(&text_table(&t));
         sections.insert(0, "headline");
     }
+    let model = crate::model_view::html(ms);
+    if model.is_some() {
+        let at = usize::from(sections.first() == Some(&"headline"));
+        sections.insert(at, "model vs measured");
+    }
     h.push_str(&contents(&sections));
+    if let Some(model) = model {
+        h.push_str("<h2 id=\"model-vs-measured\">model vs measured</h2>\n");
+        h.push_str(&model);
+    }
     for family in order {
         let list = &families[family];
         let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
@@ -169,7 +178,13 @@ pub fn comparison_report(
 fn contents(sections: &[&str]) -> String {
     let links: Vec<String> = sections
         .iter()
-        .map(|s| format!("<a href=\"#{0}\">{0}</a>", escape(s)))
+        .map(|s| {
+            format!(
+                "<a href=\"#{}\">{}</a>",
+                escape(&s.replace(' ', "-")),
+                escape(s)
+            )
+        })
         .collect();
     format!(
         "<nav class=\"contents\">contents: {}</nav>\n",
@@ -340,7 +355,7 @@ fn status_cell(m: &Measurement) -> String {
 
 fn table(ms: &[&Measurement]) -> String {
     let mut h = String::from(
-        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>unit</th><th>cycles</th><th>predicted</th><th>efficiency</th><th>status</th></tr>\n",
+        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>unit</th><th>cycles</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n",
     );
     for m in ms {
         let (median, ci, best, unit, pred, eff) = match &m.summary {
@@ -348,14 +363,7 @@ fn table(ms: &[&Measurement]) -> String {
                 let (div, sym) = scale_for(m.unit, s.median);
                 let best = m.best();
                 let (pred, eff) = match &m.prediction {
-                    Some(p) => (
-                        num(p.value / div),
-                        if p.value != 0.0 {
-                            format!("{:.2}", s.median / p.value)
-                        } else {
-                            String::new()
-                        },
-                    ),
+                    Some(p) => (num(p.value / div), crate::table::versus(m)),
                     None => ("no model".into(), String::new()),
                 };
                 (
@@ -450,6 +458,27 @@ fn series_by(
     groups
         .into_iter()
         .map(|(name, points)| Series { name, points })
+        .collect()
+}
+
+/// The predictions of the measurements `series_by` would draw, one dashed line per series.
+fn model_series(ms: &[&Measurement], probe: &str, metric: &str, x: &str, by: &str) -> Vec<Series> {
+    let predicted: Vec<Measurement> = ms
+        .iter()
+        .filter(|m| m.probe == probe && m.metric == metric)
+        .filter_map(|m| {
+            let mut p = (*m).clone();
+            p.summary = oslab_core::Summary::new(&[m.prediction.as_ref()?.value]);
+            Some(p)
+        })
+        .collect();
+    let refs: Vec<&Measurement> = predicted.iter().collect();
+    series_by(&refs, probe, metric, x, by)
+        .into_iter()
+        .map(|s| Series {
+            name: format!("{}{}", plots::MODEL, s.name),
+            ..s
+        })
         .collect()
 }
 
@@ -561,15 +590,24 @@ pub fn charts(family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
 
 fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let curves = overlaid_series(sides, |ms| {
+    let mut curves = overlaid_series(sides, |ms| {
         series_by(ms, "memory.latency.", "per_load", "size", "order")
             .into_iter()
             .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
             .collect()
     });
+    if let [one] = sides {
+        curves.extend(model_series(
+            &one.ms,
+            "memory.latency.chunk",
+            "per_load",
+            "size",
+            "order",
+        ));
+    }
     out.extend(figure(
         plots::lines("load-to-use latency vs working set", XAxis::Bytes, ("working set", "ns per load"), &curves, &cache_marks(&sides[0].ms, record), true),
-        "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows.",
+        "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows; dashed: the machine model's prediction.",
     ));
     let mlp = overlaid_bars(sides, |ms| {
         series_by(ms, "memory.latency.parallel", "per_load", "chases", "")
@@ -592,9 +630,18 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
 
 fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let sweep = overlaid_series(sides, |ms| {
+    let mut sweep = overlaid_series(sides, |ms| {
         series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel")
     });
+    if let [one] = sides {
+        sweep.extend(model_series(
+            &one.ms,
+            "bandwidth.sweep",
+            "bandwidth",
+            "size",
+            "kernel",
+        ));
+    }
     out.extend(figure(
         plots::lines(
             "bandwidth vs working set",
@@ -604,7 +651,7 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
             &cache_marks(&sides[0].ms, record),
             false,
         ),
-        "One thread; each cache level shows as a plateau.",
+        "One thread; each cache level shows as a plateau; dashed: the machine model's prediction.",
     ));
     let stream = overlaid_bars(sides, |ms| {
         bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"])

@@ -8,6 +8,7 @@
 //! - [`machine`]: `oslab info` as text.
 //! - [`activity`]: period lists and histograms of activity recordings.
 //! - [`html`]: the self-contained HTML report of a run (inline CSS and SVG, everything escaped).
+//! - [`model_view`]: "model vs measured" per family: prediction, measurement, analysis.
 //! - [`plots`]: SVG charts (plotters): lines over log sizes, bars, heatmaps, timelines.
 //! - [`trace`]: timelines as Chrome trace-event JSON (Perfetto).
 //! - [`numa`]: the NUMA matrix views (bandwidth, latency, ratios to local, SLIT distances).
@@ -19,6 +20,7 @@ pub mod export;
 pub mod headline;
 pub mod html;
 pub mod machine;
+pub mod model_view;
 pub mod numa;
 pub mod paraver;
 pub mod plots;

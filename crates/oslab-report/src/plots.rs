@@ -28,6 +28,10 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// The name prefix of a series that is a model's prediction of another: drawn dashed, in the
+/// colour of the series named after the prefix.
+pub const MODEL: &str = "model: ";
+
 /// A vertical marker on the x axis (e.g. a cache size).
 pub struct Mark {
     /// Where.
@@ -165,7 +169,17 @@ pub fn lines(
                         )))
                         .map_err(err)?;
                 }
-                for (i, s) in series.iter().enumerate() {
+                // A model's line ("model: NAME") is dashed, in the colour of the series it models.
+                let measured: Vec<&Series> = series
+                    .iter()
+                    .filter(|s| !s.name.starts_with(MODEL))
+                    .collect();
+                for s in series {
+                    let modelled = s.name.strip_prefix(MODEL);
+                    let i = measured
+                        .iter()
+                        .position(|m| Some(m.name.as_str()) == modelled || m.name == s.name)
+                        .unwrap_or(measured.len());
                     let color = PALETTE[i % PALETTE.len()];
                     let mut p: Vec<(f64, f64)> = s
                         .points
@@ -175,6 +189,16 @@ pub fn lines(
                         .map(|p| (x_axis.place(p.0), p.1))
                         .collect();
                     p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    if modelled.is_some() {
+                        chart
+                            .draw_series(DashedLineSeries::new(p, 6, 4, color.stroke_width(1)))
+                            .map_err(err)?
+                            .label(s.name.clone())
+                            .legend(move |(x, y)| {
+                                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(1))
+                            });
+                        continue;
+                    }
                     chart
                         .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
                         .map_err(err)?

@@ -123,6 +123,86 @@ pub fn doc(blocks: &[oslab_core::text::Block]) -> String {
     out
 }
 
+/// Measured over predicted, e.g. "0.96x", with "!" when the gap is more than 2x (explained after
+/// the table); empty without a prediction.
+pub(crate) fn versus(m: &Measurement) -> String {
+    let Some(e) = m.efficiency() else {
+        return String::new();
+    };
+    let far = m.prediction.as_ref().is_some_and(|p| p.gap.is_some());
+    let e = if e.abs() >= 10.0 {
+        format!("{e:.0}x")
+    } else {
+        format!("{e:.2}x")
+    };
+    if far {
+        format!("{e}!")
+    } else {
+        e
+    }
+}
+
+/// What the model says of the rows of a table, once per probe: why some are far from their
+/// prediction (with the range of measured/predicted), and why some have none.
+pub(crate) fn model_notes(ms: &[Measurement]) -> String {
+    let mut far: Vec<(&str, &str, f64, f64, usize)> = Vec::new();
+    let mut none: Vec<(&str, &str)> = Vec::new();
+    for m in ms.iter().filter(|m| m.status.has_value()) {
+        if let (Some(gap), Some(e)) = (
+            m.prediction.as_ref().and_then(|p| p.gap.as_deref()),
+            m.efficiency(),
+        ) {
+            let why = gap.split_once(": ").map_or(gap, |(_, w)| w);
+            match far.iter_mut().find(|f| f.0 == m.probe && f.1 == why) {
+                Some(f) => {
+                    f.2 = f.2.min(e);
+                    f.3 = f.3.max(e);
+                    f.4 += 1;
+                }
+                None => far.push((&m.probe, why, e, e, 1)),
+            }
+        }
+        if let Some(why) = m.no_model.as_deref() {
+            if !none.contains(&(m.probe.as_str(), why)) {
+                none.push((&m.probe, why));
+            }
+        }
+    }
+    let mut out = String::new();
+    if !far.is_empty() {
+        out.push_str(
+            "
+more than 2x from the model (measured/predicted):
+",
+        );
+        for (probe, why, lo, hi, n) in far {
+            let range = if n == 1 {
+                format!("{lo:.2}x")
+            } else {
+                format!("{n} rows, {lo:.2}x to {hi:.2}x")
+            };
+            out.push_str(&format!(
+                "  {probe} ({range}): {why}
+"
+            ));
+        }
+    }
+    if !none.is_empty() {
+        out.push_str(
+            "
+no model:
+",
+        );
+        for (probe, why) in none {
+            out.push_str(&format!(
+                "  {probe}: {why}
+"
+            ));
+        }
+    }
+    out
+}
+
 /// The measurement table: probe, params, metric, median, CI95, unit, predicted, status; as wide
 /// as its content (`--wide`, or no terminal width known) also the best sample (min for times, max
 /// for rates, none for differences), the sample count with outliers, and cycles. Values of one
@@ -168,6 +248,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
             "outliers",
             "cycles",
             "predicted",
+            "vs model",
             "status",
         ]
     } else {
@@ -179,6 +260,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
             "CI95",
             "unit",
             "predicted",
+            "vs model",
             "status",
         ]
     };
@@ -222,6 +304,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
                     row.push(m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default());
                 }
                 row.push(predicted.clone());
+                row.push(versus(m));
             }
             None => row.resize(columns.len() - 1, String::new()),
         }
@@ -231,9 +314,9 @@ pub fn measurements(ms: &[Measurement]) -> String {
     }
     // Names stay whole; parameters and the status (a skip's reason) wrap.
     let numbers: &[usize] = if wide {
-        &[3, 4, 5, 7, 8, 9, 10]
+        &[3, 4, 5, 7, 8, 9, 10, 11]
     } else {
-        &[3, 4, 6]
+        &[3, 4, 6, 7]
     };
     right(&mut t, numbers);
     let unit = if wide { 6 } else { 5 };
@@ -257,6 +340,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
             out.push_str(&format!("  {probe}: {why}\n"));
         }
     }
+    out.push_str(&model_notes(ms));
     out
 }
 
@@ -350,8 +434,21 @@ fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
             cells.insert((sz, col), format!("{}{mark}", num(s.median / div)));
             shown.push(*m as *const Measurement);
         }
+        // One value per size: its prediction beside it.
+        let model = columns.len() == 1;
+        let mut predicted: BTreeMap<u64, String> = BTreeMap::new();
+        if model {
+            for m in &g {
+                if let (Some(sz), Some(p)) = (size(m), &m.prediction) {
+                    predicted.insert(sz, format!("{} {}", num(p.value / div), versus(m)));
+                }
+            }
+        }
         let mut header = vec!["size".to_string()];
         header.extend(columns.iter().map(|c| short(c)));
+        if model && !predicted.is_empty() {
+            header.push("model, vs".to_string());
+        }
         let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
         let mut t = new_table(&header_refs);
         for sz in &sizes {
@@ -359,9 +456,12 @@ fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
             row.extend(
                 (0..columns.len()).map(|c| cells.get(&(*sz, c)).cloned().unwrap_or_default()),
             );
+            if model && !predicted.is_empty() {
+                row.push(predicted.get(sz).cloned().unwrap_or_default());
+            }
             t.add_row(row);
         }
-        right(&mut t, &(0..=columns.len()).collect::<Vec<_>>());
+        right(&mut t, &(0..header.len()).collect::<Vec<_>>());
         let fixed = if common.is_empty() {
             String::new()
         } else {

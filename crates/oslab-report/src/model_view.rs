@@ -1,0 +1,202 @@
+//! "Model vs measured": per probe family, in the order the primitive costs are usually taught
+//! (timer, loop, call, system call, creation, switch, memory, bandwidth, faults, NUMA, noise,
+//! migration), each measurement's prediction, the measured value, their ratio and the analysis of
+//! the gap, with the model's formula and the source of every input. Sweeps (many sizes of one
+//! probe and metric) are summarised in one row: their curves are drawn with the model beside them.
+
+use crate::html::escape;
+use oslab_core::model::Measurement;
+use oslab_core::units::{num, scale_for};
+use std::fmt::Write;
+
+/// Families in the order of the cost of an operating system's primitives.
+pub const ORDER: &[&str] = &[
+    "timer",
+    "loop",
+    "call",
+    "syscall",
+    "task",
+    "switch",
+    "memory",
+    "bandwidth",
+    "faults",
+    "numa",
+    "activity",
+    "migration",
+];
+
+/// Rows of one probe and metric beyond which they are a sweep, summarised.
+const SWEEP: usize = 6;
+
+/// The HTML of the view, or None when no measurement has a value.
+pub fn html(ms: &[Measurement]) -> Option<String> {
+    let measured: Vec<&Measurement> = ms.iter().filter(|m| m.status.has_value()).collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let predicted = measured.iter().filter(|m| m.prediction.is_some()).count();
+    let far = measured
+        .iter()
+        .filter(|m| m.prediction.as_ref().is_some_and(|p| p.gap.is_some()))
+        .count();
+    let mut h = String::new();
+    let _ = writeln!(
+        h,
+        "<p>{predicted} of {} measured values carry a prediction; {far} are more than 2x from it. \
+         <b>spec</b>: predicted from the machine's specifications (published cycle counts at the measured core clock, the memory's rate, the kernel's configuration); \
+         <b>composed</b>: from simpler measurements of this run, a consistency check. Hover a model for its inputs and their sources.</p>",
+        measured.len()
+    );
+    let families: Vec<&str> = ORDER
+        .iter()
+        .copied()
+        .chain(
+            measured
+                .iter()
+                .map(|m| family(m))
+                .filter(|f| !ORDER.contains(f)),
+        )
+        .collect();
+    let mut seen = Vec::new();
+    for fam in families {
+        if seen.contains(&fam) {
+            continue;
+        }
+        seen.push(fam);
+        let rows: Vec<&&Measurement> = measured.iter().filter(|m| family(m) == fam).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(h, "<h3>{}</h3>", escape(fam));
+        h.push_str("<table><tr><th>measurement</th><th>predicted</th><th>model</th><th>measured</th><th>measured / predicted</th><th>analysis</th></tr>\n");
+        let mut done: Vec<(&str, &str)> = Vec::new();
+        for m in &rows {
+            let key = (m.probe.as_str(), m.metric.as_str());
+            if done.contains(&key) {
+                continue;
+            }
+            let group: Vec<&Measurement> = rows
+                .iter()
+                .filter(|r| (r.probe.as_str(), r.metric.as_str()) == key)
+                .map(|r| **r)
+                .collect();
+            if group.len() > SWEEP && group.iter().all(|g| g.params.contains_key("size")) {
+                done.push(key);
+                h.push_str(&sweep_row(&group));
+            } else {
+                h.push_str(&row(m));
+            }
+        }
+        h.push_str("</table>\n");
+    }
+    Some(h)
+}
+
+fn family(m: &Measurement) -> &str {
+    m.probe.split('.').next().unwrap_or(&m.probe)
+}
+
+/// The model's inputs and their sources, for a tooltip.
+fn inputs(m: &Measurement) -> String {
+    let Some(p) = &m.prediction else {
+        return String::new();
+    };
+    p.inputs
+        .iter()
+        .map(|(k, v)| {
+            let source = p.sources.get(k).and_then(|s| s.as_str()).unwrap_or("");
+            format!("{k} = {v}: {source}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn row(m: &Measurement) -> String {
+    let Some(s) = &m.summary else {
+        return String::new();
+    };
+    let (div, sym) = scale_for(m.unit, s.median);
+    let what = format!("{} {} {}", m.probe, m.params_text(), m.metric);
+    let (pred, model, ratio, analysis) = match &m.prediction {
+        Some(p) => (
+            format!("{} {sym}", num(p.value / div)),
+            format!(
+                "<span title=\"{}\"><b>{}</b> {}: {}</span>",
+                escape(&inputs(m)),
+                escape(p.kind.name()),
+                escape(&p.model),
+                escape(&p.formula)
+            ),
+            crate::table::versus(m),
+            match &p.gap {
+                Some(g) => format!("<span class=\"noisy\">{}</span>", escape(g)),
+                None if m.efficiency().is_some() => "within 2x".to_string(),
+                None => "no measurable value to compare".to_string(),
+            },
+        ),
+        None => (
+            "no model".into(),
+            escape(m.no_model.as_deref().unwrap_or("")),
+            String::new(),
+            String::new(),
+        ),
+    };
+    format!(
+        "<tr><td>{}</td><td class=\"n\">{pred}</td><td>{model}</td><td class=\"n\">{} {sym}</td><td class=\"n\">{}</td><td>{analysis}</td></tr>\n",
+        escape(&what),
+        num(s.median / div),
+        escape(&ratio)
+    )
+}
+
+/// One row for a sweep: how many rows, the models used, the spread of measured/predicted and
+/// the reasons given for those far off.
+fn sweep_row(group: &[&Measurement]) -> String {
+    let first = group[0];
+    let mut ratios: Vec<f64> = group.iter().filter_map(|m| m.efficiency()).collect();
+    ratios.sort_by(f64::total_cmp);
+    let mut models: Vec<String> = Vec::new();
+    let mut reasons: Vec<String> = Vec::new();
+    for m in group {
+        if let Some(p) = &m.prediction {
+            let name = format!("{} {}", p.kind.name(), p.model);
+            if !models.contains(&name) {
+                models.push(name);
+            }
+            if let Some(g) = &p.gap {
+                let why = g
+                    .split_once(": ")
+                    .map_or(g.as_str(), |(_, w)| w)
+                    .to_string();
+                if !reasons.contains(&why) {
+                    reasons.push(why);
+                }
+            }
+        } else if let Some(why) = &m.no_model {
+            let why = format!("no model: {why}");
+            if !reasons.contains(&why) {
+                reasons.push(why);
+            }
+        }
+    }
+    let far = group
+        .iter()
+        .filter(|m| m.prediction.as_ref().is_some_and(|p| p.gap.is_some()))
+        .count();
+    let spread = match (ratios.first(), ratios.get(ratios.len() / 2), ratios.last()) {
+        (Some(lo), Some(mid), Some(hi)) => format!("{mid:.2}x (from {lo:.2}x to {hi:.2}x)"),
+        _ => String::new(),
+    };
+    format!(
+        "<tr><td>{} {} ({} rows: a sweep, drawn with its model in its section)</td><td class=\"n\">{} predicted</td><td>{}</td><td class=\"n\">{} measured</td><td class=\"n\">{}</td><td>{}{}</td></tr>\n",
+        escape(&first.probe),
+        escape(&first.metric),
+        group.len(),
+        ratios.len(),
+        escape(&models.join("; ")),
+        group.len(),
+        escape(&spread),
+        if far > 0 { format!("{far} more than 2x off: ") } else { "all within 2x".into() },
+        escape(&reasons.join("; "))
+    )
+}

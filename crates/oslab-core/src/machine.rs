@@ -52,7 +52,7 @@ pub struct Fingerprint {
     pub cpu_vendor: Option<String>,
     /// CPU model name.
     pub cpu_model: Option<String>,
-    /// family/model/stepping as "6/167/1".
+    /// family/model/stepping as "6/167/1" (x86), implementer/part/variant as "0x41/0xd0c/0x3" (Arm).
     pub cpu_signature: Option<String>,
     /// Microcode revision.
     pub microcode: Option<String>,
@@ -281,7 +281,15 @@ impl Fingerprint {
             cpuinfo_field("stepping"),
         ) {
             (Some(f), Some(m), Some(s)) => Some(format!("{f}/{m}/{s}")),
-            _ => None,
+            // Arm: implementer/part/variant from the MIDR, e.g. "0x41/0xd0c/0x3".
+            _ => match (
+                cpuinfo_field("CPU implementer"),
+                cpuinfo_field("CPU part"),
+                cpuinfo_field("CPU variant"),
+            ) {
+                (Some(i), Some(p), v) => Some(format!("{i}/{p}/{}", v.unwrap_or_default())),
+                _ => None,
+            },
         };
         Fingerprint {
             hostname: hostname(),

@@ -78,7 +78,7 @@ impl MemorySpec {
                 source: format!("SMBIOS memory devices: {}", p.model()),
             }),
             Err(why) => Err(format!(
-                "memory speed unknown ({why}): describe it with --memory TYPE-RATExCHANNELS, e.g. --memory DDR5-4800x12"
+                "memory speed unknown ({why}): describe it with oslab run --memory TYPE-RATExCHANNELS (or OSLAB_MEMORY), e.g. --memory DDR5-4800x12"
             )),
         }
     }

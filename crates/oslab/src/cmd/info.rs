@@ -9,6 +9,10 @@ use std::time::Duration;
 
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let m = Machine::read(Duration::from_millis(200))?;
+    // What the predictions of a run would rest on (the core clock measured on this cpu now).
+    let cpu = oslab_core::affinity::current_cpu().unwrap_or(0);
+    let memory = std::env::var("OSLAB_MEMORY").ok();
+    let model = oslab_model::Spec::read(&m.fingerprint, cpu, memory.as_deref()).describe();
     let counters = args
         .counters
         .then(|| counters::availability(&counters::CpuId::read()));
@@ -17,9 +21,15 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
             "fingerprint": m.fingerprint,
             "environment": m.environment,
             "counters": counters,
+            "model": model.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<std::collections::BTreeMap<_, _>>(),
         }))?;
     } else {
         print_text(&oslab_report::machine::info(&m.fingerprint, &m.environment))?;
+        let mut text = String::from("\nmachine model (what predictions rest on)\n");
+        for (k, v) in &model {
+            text.push_str(&format!("  {k:<13}{v}\n"));
+        }
+        print_text(&text)?;
         if let Some(c) = counters {
             print_text(&oslab_report::machine::counters(&c))?;
         }

@@ -42,6 +42,16 @@ pub struct Summary {
     pub ci_high: f64,
     /// Samples outside Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR).
     pub outliers: usize,
+    /// The tail: 90th percentile, given 10 samples or more (each sample is one timed event or the
+    /// mean of one batch; the measurement's `batch` says which).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90: Option<f64>,
+    /// 99th percentile, given 100 samples or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<f64>,
+    /// 99.9th percentile, given 1000 samples or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999: Option<f64>,
 }
 
 /// When a summary counts as noisy.
@@ -87,7 +97,12 @@ impl Summary {
         let iqr = p75 - p25;
         let (lo_fence, hi_fence) = (p25 - 1.5 * iqr, p75 + 1.5 * iqr);
         let outliers = v.iter().filter(|&&x| x < lo_fence || x > hi_fence).count();
+        // A percentile is reported only when enough samples lie beyond it to place it.
+        let tail = |q: f64, need: usize| (n >= need).then(|| quantile_sorted(&v, q));
         Some(Summary {
+            p90: tail(0.90, 10),
+            p99: tail(0.99, 100),
+            p999: tail(0.999, 1000),
             n,
             min: v[0],
             p25,
@@ -152,6 +167,10 @@ impl Summary {
             ci_low: clo * k,
             ci_high: chi * k,
             outliers: self.outliers,
+            // A negative factor turns the upper tail into the lower one, which is not kept.
+            p90: self.p90.filter(|_| k >= 0.0).map(|v| v * k),
+            p99: self.p99.filter(|_| k >= 0.0).map(|v| v * k),
+            p999: self.p999.filter(|_| k >= 0.0).map(|v| v * k),
         }
     }
 }
@@ -302,6 +321,21 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tail_is_reported_only_where_samples_place_it() {
+        let few = Summary::new(&[1.0; 9]).unwrap();
+        assert_eq!((few.p90, few.p99, few.p999), (None, None, None));
+        // 1..=1000: the 90th percentile near 900, the 99th near 990, the 99.9th near 999.
+        let v: Vec<f64> = (1..=1000).map(f64::from).collect();
+        let s = Summary::new(&v).unwrap();
+        assert!((s.p90.unwrap() - 900.1).abs() < 1.0, "{s:?}");
+        assert!((s.p99.unwrap() - 990.0).abs() < 1.0, "{s:?}");
+        assert!((s.p999.unwrap() - 999.0).abs() < 1.0, "{s:?}");
+        // Converted units scale the tail; a negative factor drops it.
+        assert_eq!(s.scaled(2.0).p99, s.p99.map(|x| x * 2.0));
+        assert_eq!(s.scaled(-1.0).p99, None);
+    }
 
     #[test]
     fn mean_interval_widens_with_few_samples() {

@@ -355,10 +355,10 @@ fn status_cell(m: &Measurement) -> String {
 
 fn table(ms: &[&Measurement]) -> String {
     let mut h = String::from(
-        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>unit</th><th>cycles</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n",
+        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>p90 / p99 / p99.9</th><th>unit</th><th>cycles</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n",
     );
     for m in ms {
-        let (median, ci, best, unit, pred, eff) = match &m.summary {
+        let (median, ci, best, tail, unit, pred, eff) = match &m.summary {
             Some(s) => {
                 let (div, sym) = scale_for(m.unit, s.median);
                 let best = m.best();
@@ -366,10 +366,16 @@ fn table(ms: &[&Measurement]) -> String {
                     Some(p) => (num(p.value / div), crate::table::versus(m)),
                     None => ("no model".into(), String::new()),
                 };
+                let tail = [s.p90, s.p99, s.p999]
+                    .iter()
+                    .map(|t| t.map_or_else(|| "-".into(), |t| num(t / div)))
+                    .collect::<Vec<_>>()
+                    .join(" / ");
                 (
                     num(s.median / div),
                     format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
                     best.map_or_else(|| "-".into(), |b| num(b / div)),
+                    tail,
                     sym.to_string(),
                     pred,
                     eff,
@@ -384,7 +390,7 @@ fn table(ms: &[&Measurement]) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             h,
-            "<tr{title}><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{median}</td><td class=\"n\">{ci}</td><td class=\"n\">{best}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{eff}</td><td>{}</td></tr>",
+            "<tr{title}><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{median}</td><td class=\"n\">{ci}</td><td class=\"n\">{best}</td><td class=\"n\">{tail}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{eff}</td><td>{}</td></tr>",
             escape(&m.probe),
             escape(&m.params_text()),
             escape(&m.metric),

@@ -205,7 +205,8 @@ no model:
 
 /// The measurement table: probe, params, metric, median, CI95, unit, predicted, status; as wide
 /// as its content (`--wide`, or no terminal width known) also the best sample (min for times, max
-/// for rates, none for differences), the sample count with outliers, and cycles. Values of one
+/// for rates, none for differences), the 99th percentile, the sample count with outliers, and
+/// cycles. Values of one
 /// probe and metric share one unit, chosen from their typical median.
 pub fn measurements(ms: &[Measurement]) -> String {
     let wide = width().is_none();
@@ -243,6 +244,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
             "median",
             "CI95",
             "best",
+            "p99",
             "unit",
             "n",
             "outliers",
@@ -296,6 +298,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
                 ));
                 if wide {
                     row.push(m.best().map_or_else(|| "-".into(), |b| num(b / div)));
+                    row.push(s.p99.map_or_else(|| "-".into(), |t| num(t / div)));
                 }
                 row.push(sym.to_string());
                 if wide {
@@ -314,12 +317,12 @@ pub fn measurements(ms: &[Measurement]) -> String {
     }
     // Names stay whole; parameters and the status (a skip's reason) wrap.
     let numbers: &[usize] = if wide {
-        &[3, 4, 5, 7, 8, 9, 10, 11]
+        &[3, 4, 5, 6, 8, 9, 10, 11, 12]
     } else {
         &[3, 4, 6, 7]
     };
     right(&mut t, numbers);
-    let unit = if wide { 6 } else { 5 };
+    let unit = if wide { 7 } else { 5 };
     whole(&mut t, &[2, unit, columns.len() - 1]);
     let mut out = match one_cpu {
         Some(cpu) => format!("measured on cpu {cpu} unless a row names another\n{t}"),

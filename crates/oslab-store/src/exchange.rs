@@ -143,7 +143,7 @@ fn row(fields: impl IntoIterator<Item = String>) -> String {
 /// column per parameter (numbers as numbers; empty where a measurement lacks it); status and
 /// its reason apart; the summary, prediction and note.
 pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
-    const MEASURED: [&str; 16] = [
+    const MEASURED: [&str; 21] = [
         "unit",
         "status",
         "reason",
@@ -157,8 +157,13 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
         "stddev",
         "ci_low",
         "ci_high",
+        "p90",
+        "p99",
+        "p999",
         "cycles",
         "predicted",
+        "model",
+        "no_model",
         "note",
     ];
     let fixed: Vec<&str> = RUN_COLUMNS.iter().chain(&MEASURED).copied().collect();
@@ -185,8 +190,16 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
             num(s.map(|s| s.stddev)),
             num(s.map(|s| s.ci_low)),
             num(s.map(|s| s.ci_high)),
+            num(s.and_then(|s| s.p90)),
+            num(s.and_then(|s| s.p99)),
+            num(s.and_then(|s| s.p999)),
             num(m.cycles),
             num(m.prediction.as_ref().map(|p| p.value)),
+            m.prediction
+                .as_ref()
+                .map(|p| format!("{} ({}): {}", p.model, p.kind.name(), p.formula))
+                .unwrap_or_default(),
+            m.no_model.clone().unwrap_or_default(),
             m.note.clone().unwrap_or_default(),
         ];
         out.push_str(&row(run_cells(run, m)

@@ -99,6 +99,12 @@ ALTER TABLE predictions ADD COLUMN sources TEXT;
 ALTER TABLE predictions ADD COLUMN gap TEXT;
 ALTER TABLE measurements ADD COLUMN no_model TEXT;
 "#,
+    // The tail of the samples: 90th, 99th and 99.9th percentiles.
+    r#"
+ALTER TABLE measurements ADD COLUMN p90 REAL;
+ALTER TABLE measurements ADD COLUMN p99 REAL;
+ALTER TABLE measurements ADD COLUMN p999 REAL;
+"#,
 ];
 
 /// The schema version this build writes.

@@ -633,7 +633,7 @@ impl Store {
             &format!("SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
                     m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, {},
                     p.value, p.model, p.inputs, m.difference, m.attempts, m.repetition, m.context,
-                    p.kind, p.formula, p.sources, p.gap, m.no_model
+                    p.kind, p.formula, p.sources, p.gap, m.no_model, m.p90, m.p99, m.p999
              FROM measurements m LEFT JOIN predictions p ON p.measurement_id = m.id
              WHERE m.run_id = ?1 ORDER BY m.seq",
             if samples { "m.samples" } else { "NULL" }),
@@ -690,8 +690,8 @@ fn insert_measurements(
 ) -> Result<(), StoreError> {
     let mut ins = tx.prepare(
         "INSERT INTO measurements (run_id, seq, probe, params, metric, unit, n, min, p25, median, p75, max, mean, stddev,
-         ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples, difference, attempts, repetition, context, no_model)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+         ci_low, ci_high, outliers, cycles, batch, overhead, status, note, samples, difference, attempts, repetition, context, no_model, p90, p99, p999)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
     )?;
     let mut pred = tx.prepare(
         "INSERT INTO predictions (measurement_id, value, model, inputs, kind, formula, sources, gap)
@@ -729,6 +729,9 @@ fn insert_measurements(
             (!m.context.is_empty())
                 .then(|| serde_json::Value::Object(m.context.clone()).to_string()),
             m.no_model,
+            s.and_then(|s| s.p90),
+            s.and_then(|s| s.p99),
+            s.and_then(|s| s.p999),
         ])?;
         if let Some(p) = &m.prediction {
             pred.execute(params![
@@ -795,6 +798,9 @@ fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
             ci_low: r.get(12)?,
             ci_high: r.get(13)?,
             outliers: r.get::<_, i64>(14)? as usize,
+            p90: r.get(33)?,
+            p99: r.get(34)?,
+            p999: r.get(35)?,
         }),
         None => None,
     };

@@ -131,7 +131,8 @@ fn scaled(doc: &Value, host: &str, f: impl Fn(usize) -> f64) -> Value {
         let k = f(i);
         if let Some(s) = m["summary"].as_object_mut() {
             for key in [
-                "min", "p25", "median", "p75", "max", "mean", "stddev", "ci_low", "ci_high",
+                "min", "p25", "median", "p75", "max", "mean", "stddev", "ci_low", "ci_high", "p90",
+                "p99", "p999",
             ] {
                 if let Some(v) = s.get(key).and_then(Value::as_f64) {
                     s.insert(key.into(), (v * k).into());

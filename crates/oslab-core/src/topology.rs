@@ -183,6 +183,24 @@ impl Topology {
             .collect()
     }
 
+    /// How far apart two CPUs are, in words: "same cpu", "SMT sibling", "shared L2", "shared L3",
+    /// "same package", "other package", or "other NUMA node" whatever they share.
+    pub fn distance_class(&self, a: usize, b: usize) -> &'static str {
+        let other_node = match (self.cpu(a), self.cpu(b)) {
+            (Some(x), Some(y)) => x.node != y.node,
+            _ => false,
+        };
+        match self.distance_rank(a, b) {
+            _ if other_node => "other NUMA node",
+            0 => "same cpu",
+            1 => "SMT sibling",
+            2 => "shared L2",
+            3 => "shared L3",
+            4 => "same package",
+            _ => "other package",
+        }
+    }
+
     /// How far apart two CPUs are, as a rank: 0 same CPU, 1 SMT sibling, 2 share L2, 3 share the
     /// last-level cache, 4 same package, 5 other package. Bigger means more state lost on a move.
     pub fn distance_rank(&self, a: usize, b: usize) -> u8 {

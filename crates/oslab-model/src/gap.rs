@@ -69,6 +69,10 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
             Some(h) => format!("the interruptions come from outside this kernel: the hypervisor ({h}) preempts the virtual cpu"),
             None => "interrupts other than the tick (devices, IPIs) or kernel threads ran on the cpu".into(),
         }),
+        "c2c" => why.push(match vm {
+            Some(h) => format!("under a hypervisor ({h}) the two vcpus may run on host cores that share less than the topology the guest sees, and either may be preempted mid hand-over"),
+            None => "the line crosses a mesh or ring farther than the table's average L3 latency".into(),
+        }),
         "memory" | "bandwidth" | "numa" | "migration" => {
             if let Some(s) = shrunk {
                 why.push(s);

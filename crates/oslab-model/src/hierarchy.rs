@@ -280,3 +280,35 @@ fn stride(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         .figure("latency_ns", &lat)
         .figure("l1_ns", &l1))
 }
+
+/// A cache line handed from one core to another: the reader's miss goes to the level the two
+/// cores share and a snoop brings the line from the writer's cache, about twice that level's
+/// latency; cores that share no cache pay a memory access's worth.
+pub(crate) fn core_to_core(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let class = param(&m.params, "class").unwrap_or_default();
+    let (level, lat) = match class.as_str() {
+        "SMT sibling" => ("L1".to_string(), level_latency(spec, 1)?),
+        "shared L2" => ("L2".to_string(), level_latency(spec, 2)?),
+        "shared L3" => ("L3".to_string(), level_latency(spec, 3)?),
+        "same cpu" => return Err("a cpu with itself hands nothing over".into()),
+        _ => ("memory".to_string(), dram_latency(spec, run, m)?),
+    };
+    let (factor, why) = if level == "memory" {
+        (
+            1.0,
+            "no shared cache: a cross-package snoop costs about a memory access",
+        )
+    } else {
+        (
+            2.0,
+            "a miss to the shared level, then a snoop to the writer's cache",
+        )
+    };
+    Ok(Model::spec(
+        "cache-line hand-over",
+        factor * lat.value,
+        format!("{factor} x {level} {:.1} ns ({why})", lat.value),
+    )
+    .input("class", class, "kernel: topology of the two cpus (sysfs)")
+    .figure("latency_ns", &lat))
+}

@@ -160,6 +160,7 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         "task" => tasks::creation(spec, run, m),
         "switch" => tasks::switch(spec, run, m),
         "migration" => tasks::migration(spec, run, m),
+        "c2c" => hierarchy::core_to_core(spec, run, m),
         "memory" => hierarchy::model(spec, run, m),
         "bandwidth" | "numa" => bandwidth::model(spec, run, m),
         "faults" => faults::model(spec, run, m),

@@ -19,6 +19,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::numa::PROBES,
         crate::activity::PROBES,
         crate::migration::PROBES,
+        crate::c2c::PROBES,
     ]
     .iter()
     .flat_map(|family| family.iter())

@@ -490,3 +490,21 @@ fn migration_cost_is_measured_per_distance_class() {
     assert_range(&ms, "retouch_local", 1.0, 1e8);
     assert!(ms.iter().all(|m| m.params["class"].as_str().is_some()));
 }
+
+#[test]
+#[ignore = "needs 2 cpus in our affinity mask (CI runs it)"]
+fn a_cache_line_crosses_between_two_cpus_in_nanoseconds() {
+    let ms = run("c2c.latency");
+    // One pair here (the measuring cpu and its peer): a line handed over takes between 5 ns (SMT
+    // siblings) and 50 µs (a preempted virtual cpu).
+    assert_eq!(ms.len(), 1, "{ms:?}");
+    assert_range(&ms, "one_way", 5.0, 5e4);
+    let m = &ms[0];
+    assert!(m.params["from"] != m.params["to"], "{m:?}");
+    assert!(m.params["class"].as_str().is_some_and(|c| c != "same cpu"));
+    // The model predicts it from the class: the latency of the level the two cpus share.
+    assert!(
+        m.prediction.is_some() || m.no_model.is_some(),
+        "neither a prediction nor why not: {m:?}"
+    );
+}

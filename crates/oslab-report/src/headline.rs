@@ -46,6 +46,12 @@ const LINES: &[Line] = &[
         &[("placement", "cross-cpu")],
     ),
     (
+        "core-to-core latency, one way",
+        "c2c.latency",
+        "one_way",
+        &[],
+    ),
+    (
         "fork, exit and wait",
         "task.fork",
         "round_trip",

@@ -584,6 +584,7 @@ const CHARTS: &[(&[&str], FamilyCharts)] = &[
     (&["task", "switch", "syscall", "faults", "timer"], costs),
     (&["numa"], numa),
     (&["migrate"], migrate),
+    (&["c2c"], c2c),
 ];
 
 /// The charts of one probe family, each side overlaid (the record's machine marks the caches).
@@ -834,6 +835,50 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
         svg,
         "Average of STREAM copy/scale/add/triad per cell; rows: cpu node, columns: memory node.",
     )
+}
+
+/// Core-to-core latency: one heatmap per side, from row to column (both directions show the
+/// pair's one measurement).
+fn c2c(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
+    sides
+        .iter()
+        .filter_map(|side| {
+            let cells: Vec<(u64, u64, f64)> = side
+                .ms
+                .iter()
+                .filter(|m| m.probe == "c2c.latency")
+                .filter_map(|m| {
+                    let (a, b) = (param(m, "from")?.as_u64()?, param(m, "to")?.as_u64()?);
+                    Some((a, b, median(m)?))
+                })
+                .collect();
+            let mut cpus: Vec<u64> = cells.iter().flat_map(|c| [c.0, c.1]).collect();
+            cpus.sort_unstable();
+            cpus.dedup();
+            let values: Vec<Vec<Option<f64>>> = cpus
+                .iter()
+                .map(|&r| {
+                    cpus.iter()
+                        .map(|&c| {
+                            cells
+                                .iter()
+                                .find(|x| (x.0, x.1) == (r, c) || (x.0, x.1) == (c, r))
+                                .map(|x| x.2)
+                        })
+                        .collect()
+                })
+                .collect();
+            let labels: Vec<String> = cpus.iter().map(|c| format!("cpu {c}")).collect();
+            let title = match sides.len() {
+                1 => "core-to-core latency, one way, ns".to_string(),
+                _ => format!("core-to-core latency, one way, ns ({})", side.label),
+            };
+            figure(
+                plots::heatmap(&title, &labels, &labels, &values, &|_, _, v| num(v)),
+                "Half a compare-and-swap round trip of one cache line between the two cpus; blank: the cpu itself, or a pair not sampled.",
+            )
+        })
+        .collect()
 }
 
 /// The timeline chart (its first 100 ms).

@@ -2,6 +2,7 @@
 //! and the machine description of `oslab info`.
 //!
 //! # Brief overview
+//! - [`c2c`]: the core-to-core latency matrix and its topology classes as text.
 //! - [`comparison`]: `oslab compare` as text and JSON.
 //! - [`headline`]: the lines a person quotes from a run, printed first.
 //! - [`table`]: the measurement table, the runs table and the probe list.
@@ -15,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+pub mod c2c;
 pub mod comparison;
 pub mod export;
 pub mod headline;

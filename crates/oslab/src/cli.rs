@@ -54,6 +54,9 @@ pub enum Command {
     Fleet(FleetArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
+    /// Core-to-core latency: a cache line handed back and forth between every pair of cpus, as a
+    /// matrix and by topology class (SMT sibling, shared L2/L3, other package or node).
+    C2c(C2cArgs),
     /// Write a self-contained HTML report (or Markdown with SVG files) of a stored run.
     Report(ReportArgs),
     /// Compare runs measurement by measurement: medians, ratio, significance, regressions.
@@ -195,6 +198,28 @@ impl From<NumaArgs> for RunArgs {
             store: a.store,
         }
     }
+}
+
+/// `oslab c2c`.
+#[derive(Debug, Args)]
+pub struct C2cArgs {
+    /// The cpus whose pairs to measure (a list like "0-7,16" or "node:0"; default: every cpu we
+    /// may use).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Measure at most N pairs (every topology class first, then pairs spread over the rest):
+    /// for machines with too many pairs to measure all.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub sample: Option<u64>,
+    /// Shorter budgets per pair.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `oslab activity`.

@@ -174,3 +174,33 @@ fn info_shows_what_the_predictions_rest_on() {
                 .starts_with("unknown")
     );
 }
+
+#[test]
+#[ignore = "needs 2 cpus in our affinity mask (CI runs it)"]
+fn c2c_measures_every_pair_and_groups_them_by_class() {
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let text = String::from_utf8(stdout(&["c2c", "--quick", "--cpus", "0-1", "--db", db])).unwrap();
+    assert!(text.contains("1 of 1 pairs measured"), "{text}");
+    assert!(
+        text.contains("from \\ to") && text.contains("by topology class"),
+        "{text}"
+    );
+    let run = json(&stdout(&["show", "latest", "--json", "--db", db]));
+    let ms = run["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 1);
+    assert_eq!(ms[0]["probe"], "c2c.latency");
+    assert!(ms[0]["summary"]["median"].as_f64().unwrap() > 0.0);
+    // --sample keeps at most N pairs; one cpu is no pair at all.
+    let text = String::from_utf8(stdout(&["c2c", "--quick", "--sample", "1", "--db", db])).unwrap();
+    assert!(text.contains("1 of 1 pairs"), "{text}");
+    let e = fails(&["c2c", "--cpus", "0", "--db", db], 2);
+    assert!(e.contains("needs two cpus"), "{e}");
+    // The report draws the matrix as a heatmap.
+    let html = dir.path().join("c.html");
+    let html = html.to_str().unwrap();
+    stdout(&["report", "latest", "-o", html, "--db", db]);
+    assert!(std::fs::read_to_string(html)
+        .unwrap()
+        .contains("core-to-core latency, one way"));
+}

@@ -2,7 +2,6 @@
 //! moves to cpu B half way; counters per half; pinned and migrated runs alternate as pairs; the
 //! migration cost is the paired difference with its interval.
 
-use super::distance_class;
 use super::matmul::{run_matmul, Matmul, MatmulKernel, RunResult, Variant};
 use crate::probe::ProbeError;
 use oslab_core::counters::{self, CpuId, Spec};
@@ -82,7 +81,7 @@ pub fn run(
     progress: &mut dyn FnMut(String),
 ) -> Result<Experiment, ProbeError> {
     let (n, a, b) = (req.size, req.from, req.to);
-    let class = distance_class(topology, a, b);
+    let class = topology.distance_class(a, b);
     let mut doc = vec![Block::Text(format!(
         "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, pinned and migrated alternating",
         req.runs

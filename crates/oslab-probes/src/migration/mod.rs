@@ -24,28 +24,11 @@ pub const PROBES: &[Probe] = &[Probe {
     run: cost,
 }];
 
-/// The distance class of two CPUs, in words.
-pub fn distance_class(topology: &Topology, a: usize, b: usize) -> &'static str {
-    let other_node = match (topology.cpu(a), topology.cpu(b)) {
-        (Some(x), Some(y)) => x.node != y.node,
-        _ => false,
-    };
-    match topology.distance_rank(a, b) {
-        _ if other_node => "other NUMA node",
-        0 => "same cpu",
-        1 => "SMT sibling",
-        2 => "shared L2",
-        3 => "shared L3",
-        4 => "same package",
-        _ => "other package",
-    }
-}
-
 /// One target CPU per distance class present among `allowed`, nearest class first.
 pub fn targets(topology: &Topology, from: usize, allowed: &CpuSet) -> Vec<(usize, &'static str)> {
     let mut out: Vec<(u8, bool, usize, &'static str)> = Vec::new();
     for b in allowed.iter().filter(|&b| b != from) {
-        let class = distance_class(topology, from, b);
+        let class = topology.distance_class(from, b);
         if !out.iter().any(|o| o.3 == class) {
             let node = class == "other NUMA node";
             out.push((topology.distance_rank(from, b), node, b, class));

@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit code.
 
 mod activity;
+mod c2c;
 mod compare;
 mod cpuman;
 mod exchange;
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List(a) => list::run(a),
         Command::Run(a) => run::run(a),
         Command::Numa(a) => run::run(a.into()),
+        Command::C2c(a) => c2c::run(a),
         Command::Cpuman(a) => cpuman::run(a),
         Command::Fleet(a) => fleet::run(a),
         Command::Activity(a) => activity::run(a),

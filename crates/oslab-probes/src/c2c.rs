@@ -1,0 +1,289 @@
+//! Core-to-core latency: how long a cache line takes to go from one cpu to another. Two threads,
+//! pinned to the two cpus, hand one line back and forth with compare-and-swap: the first moves the
+//! counter from even to odd, the second from odd to even, each spinning until the other's write
+//! arrives. A round trip is two hand-overs; the one-way latency is half a round trip (the method
+//! of the core-to-core latency tools users compare with). The line is aligned and alone in its
+//! 128-byte pair, so the adjacent-line prefetcher drags nothing else along.
+//!
+//! `c2c.latency` measures the measuring cpu and its peer in the suite; [`matrix`] measures every
+//! pair of a cpu list (or a sample of the pairs on big machines) for `oslab c2c`.
+
+use crate::harness::check_interrupt;
+use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::affinity::AffinityGuard;
+use oslab_core::model::{judged, Judge, Measurement, Unit};
+use oslab_core::{params, CpuSet, Topology};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// The probe.
+pub const PROBES: &[Probe] = &[Probe {
+    id: "c2c.latency",
+    about: "one-way core-to-core latency: a cache line handed back and forth by compare-and-swap between two pinned threads",
+    unit: Unit::Ns,
+    needs: &[crate::probe::Need::PeerCpu],
+    run: suite,
+}];
+
+/// The line the two threads hand over, alone in its 128-byte pair.
+#[repr(C, align(128))]
+struct Line {
+    counter: AtomicU64,
+    _pad: [u8; 120],
+}
+
+/// How long to measure one pair: bursts of `round_trips` until `time` is spent, at least
+/// [`MIN_BURSTS`] and at most [`MAX_BURSTS`] of them.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Time to spend on the pair.
+    pub time: std::time::Duration,
+    /// Round trips per burst (a sample).
+    pub round_trips: u64,
+}
+
+/// Fewest samples per pair.
+pub const MIN_BURSTS: usize = 15;
+/// Most samples per pair.
+pub const MAX_BURSTS: usize = 201;
+
+impl Budget {
+    /// The harness's time per measurement, 1000 round trips per sample.
+    pub fn of(config: &crate::HarnessConfig) -> Budget {
+        Budget {
+            time: config.budget,
+            round_trips: 1000,
+        }
+    }
+}
+
+fn suite(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    let peer = cx
+        .peer_cpu
+        .ok_or_else(|| ProbeError::Unsupported("needs a second cpu".into()))?;
+    Ok(vec![pair(
+        cx.topology,
+        cx.cpu,
+        peer,
+        Budget::of(&cx.harness.config),
+    )?])
+}
+
+/// The one-way latency from `a` to `b` (and back: the line makes the round trip), measured by
+/// two threads pinned to them.
+pub fn pair(
+    topology: &Topology,
+    a: usize,
+    b: usize,
+    budget: Budget,
+) -> Result<Measurement, ProbeError> {
+    let samples = ping_pong(a, b, budget)?;
+    let class = topology.distance_class(a, b);
+    let mut m = judged(
+        "c2c.latency",
+        params! {"from" => a, "to" => b, "class" => class},
+        "one_way",
+        Unit::Ns,
+        &samples,
+        Some(format!(
+            "half of a compare-and-swap round trip; {} samples of {} round trips",
+            samples.len(),
+            budget.round_trips
+        )),
+        Judge::Median,
+    );
+    m.batch = Some(budget.round_trips * 2);
+    Ok(m)
+}
+
+/// Per burst, the time of one hand-over in ns.
+fn ping_pong(a: usize, b: usize, budget: Budget) -> Result<Vec<f64>, ProbeError> {
+    let line = Box::new(Line {
+        counter: AtomicU64::new(0),
+        _pad: [0; 120],
+    });
+    let stop = AtomicBool::new(false);
+    // The measuring thread pins itself first; the responder starts on the same cpu (it inherits
+    // the affinity, and a real-time priority), so the measuring thread waits, blocked, until the
+    // responder has moved to its own cpu: spinning before that would never let it run.
+    let _pin = AffinityGuard::pin_current(&CpuSet::single(a))
+        .map_err(|e| ProbeError::Failed(e.to_string()))?;
+    let (placed, on_cpu) = std::sync::mpsc::channel::<Result<(), String>>();
+    std::thread::scope(|s| {
+        let line = &*line;
+        let stop = &stop;
+        let responder = s.spawn(move || -> Result<(), ProbeError> {
+            let pin = AffinityGuard::pin_current(&CpuSet::single(b)).map_err(|e| e.to_string());
+            let _ = placed.send(pin.as_ref().map(|_| ()).map_err(Clone::clone));
+            let _pin = pin.map_err(ProbeError::Failed)?;
+            for i in 0.. {
+                let (odd, even) = (2 * i + 1, 2 * i + 2);
+                while line
+                    .counter
+                    .compare_exchange(odd, even, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            Ok(())
+        });
+        let measured = (|| -> Result<Vec<f64>, ProbeError> {
+            on_cpu
+                .recv()
+                .map_err(|_| ProbeError::Failed("the responding thread did not start".into()))?
+                .map_err(ProbeError::Failed)?;
+            let mut out = Vec::with_capacity(MIN_BURSTS);
+            let began = Instant::now();
+            // The first burst warms up (both threads running, the line in place); not kept.
+            for burst in 0.. {
+                check_interrupt()?;
+                let spent = began.elapsed() >= budget.time;
+                if out.len() >= MAX_BURSTS || (out.len() >= MIN_BURSTS && spent) {
+                    break;
+                }
+                let t = Instant::now();
+                for k in 0..budget.round_trips {
+                    let i = burst * budget.round_trips + k;
+                    let (even, odd) = (2 * i, 2 * i + 1);
+                    while line
+                        .counter
+                        .compare_exchange(even, odd, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_err()
+                    {
+                        if responder.is_finished() {
+                            return Err(ProbeError::Failed("the responding thread stopped".into()));
+                        }
+                        std::hint::spin_loop();
+                    }
+                }
+                let ns = t.elapsed().as_nanos() as f64;
+                if burst > 0u64 {
+                    out.push(ns / (2 * budget.round_trips) as f64);
+                }
+            }
+            Ok(out)
+        })();
+        stop.store(true, Ordering::Relaxed);
+        let answered = responder
+            .join()
+            .map_err(|_| ProbeError::Failed("the responding thread panicked".into()))?;
+        let out = measured?;
+        answered?;
+        Ok(out)
+    })
+}
+
+/// The pairs of `cpus` (each unordered pair once), or when there are more than `sample`, a
+/// sample of them: every distance class first (its nearest pairs), then evenly spaced others.
+pub fn pairs(
+    topology: &Topology,
+    cpus: &CpuSet,
+    sample: Option<usize>,
+) -> (Vec<(usize, usize)>, usize) {
+    let list: Vec<usize> = cpus.iter().collect();
+    let mut all = Vec::new();
+    for (i, &a) in list.iter().enumerate() {
+        for &b in &list[i + 1..] {
+            all.push((a, b));
+        }
+    }
+    let total = all.len();
+    let Some(n) = sample.filter(|&n| n < total) else {
+        return (all, total);
+    };
+    let mut chosen: Vec<(usize, usize)> = Vec::new();
+    let mut classes: Vec<&str> = Vec::new();
+    for &(a, b) in &all {
+        let c = topology.distance_class(a, b);
+        if !classes.contains(&c) && chosen.len() < n {
+            classes.push(c);
+            chosen.push((a, b));
+        }
+    }
+    let rest = n - chosen.len();
+    let step = total as f64 / rest.max(1) as f64;
+    for k in 0..rest {
+        let p = all[((k as f64 * step) as usize).min(total - 1)];
+        if !chosen.contains(&p) {
+            chosen.push(p);
+        }
+    }
+    chosen.sort();
+    (chosen, total)
+}
+
+/// Every pair of `pairs` measured, in order, and whether Ctrl-C stopped it (what was measured
+/// before is kept).
+pub fn matrix(
+    topology: &Topology,
+    pairs: &[(usize, usize)],
+    budget: Budget,
+) -> Result<(Vec<Measurement>, bool), ProbeError> {
+    let mut out = Vec::new();
+    for &(a, b) in pairs {
+        match pair(topology, a, b, budget) {
+            Ok(m) => out.push(m),
+            Err(ProbeError::Interrupted) => return Ok((out, true)),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((out, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(packages: usize, cores: usize, threads: usize) -> (tempfile::TempDir, Topology) {
+        let dir = tempfile::tempdir().unwrap();
+        oslab_core::topology::write_fake_sysfs(dir.path(), packages, cores, threads, packages)
+            .unwrap();
+        let t = Topology::read_from(dir.path()).unwrap();
+        (dir, t)
+    }
+
+    #[test]
+    fn pairs_of_a_fake_four_cpu_machine_fall_into_their_classes() {
+        // 2 packages x 1 core x 2 threads: cpus 0,1 are the first threads, 2,3 their siblings.
+        let (_d, t) = fake(2, 1, 2);
+        let (all, total) = pairs(&t, &t.online(), None);
+        assert_eq!(total, 6);
+        assert_eq!(all.len(), 6);
+        let classes: Vec<&str> = all.iter().map(|&(a, b)| t.distance_class(a, b)).collect();
+        assert_eq!(
+            classes.iter().filter(|c| **c == "SMT sibling").count(),
+            2,
+            "{classes:?}"
+        );
+        assert_eq!(
+            classes.iter().filter(|c| **c == "other NUMA node").count(),
+            4,
+            "{classes:?}"
+        );
+    }
+
+    #[test]
+    fn a_sample_keeps_every_class_and_says_how_many_pairs_there_were() {
+        let (_d, t) = fake(2, 4, 2);
+        let (chosen, total) = pairs(&t, &t.online(), Some(5));
+        assert_eq!(total, 16 * 15 / 2);
+        assert!(chosen.len() <= 5 && chosen.len() >= 3, "{chosen:?}");
+        let classes: std::collections::BTreeSet<&str> = chosen
+            .iter()
+            .map(|&(a, b)| t.distance_class(a, b))
+            .collect();
+        for c in ["SMT sibling", "shared L3", "other NUMA node"] {
+            assert!(classes.contains(c), "{c} missing from {classes:?}");
+        }
+    }
+
+    #[test]
+    fn the_line_is_alone_in_its_pair() {
+        assert_eq!(std::mem::align_of::<Line>(), 128);
+        assert_eq!(std::mem::size_of::<Line>(), 128);
+    }
+}

@@ -1,0 +1,103 @@
+//! Core-to-core latency for reading: the matrix (from row to column, one way) when it fits, and
+//! the pairs grouped by topology class with the model's prediction beside each class.
+
+use crate::table::{new_table, right};
+use oslab_core::model::Measurement;
+use oslab_core::units::num;
+use std::collections::BTreeMap;
+
+/// Cpus beyond which the matrix is left to the report's heatmap.
+const MATRIX_MAX: usize = 16;
+
+fn cpu(m: &Measurement, key: &str) -> Option<usize> {
+    m.params.get(key)?.as_u64().map(|v| v as usize)
+}
+
+fn median(m: &Measurement) -> Option<f64> {
+    m.summary.as_ref().map(|s| s.median)
+}
+
+/// The text of `oslab c2c`: the matrix, the classes, and how many pairs of how many were measured.
+pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
+    let ms: Vec<&Measurement> = ms
+        .iter()
+        .filter(|m| m.probe == "c2c.latency" && m.status.has_value())
+        .collect();
+    let mut cpus: Vec<usize> = ms
+        .iter()
+        .flat_map(|m| [cpu(m, "from"), cpu(m, "to")])
+        .flatten()
+        .collect();
+    cpus.sort();
+    cpus.dedup();
+    let mut out = format!(
+        "one-way core-to-core latency, ns (half a compare-and-swap round trip); {} of {} pairs measured\n",
+        ms.len(),
+        pairs_total
+    );
+    if cpus.len() <= MATRIX_MAX {
+        let header: Vec<String> = std::iter::once("from \\ to".to_string())
+            .chain(cpus.iter().map(|c| format!("cpu {c}")))
+            .collect();
+        let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = new_table(&refs);
+        for &a in &cpus {
+            let mut row = vec![format!("cpu {a}")];
+            for &b in &cpus {
+                let cell = ms
+                    .iter()
+                    .find(|m| {
+                        (cpu(m, "from"), cpu(m, "to")) == (Some(a), Some(b))
+                            || (cpu(m, "from"), cpu(m, "to")) == (Some(b), Some(a))
+                    })
+                    .and_then(|m| median(m))
+                    .map_or_else(|| "-".to_string(), num);
+                row.push(cell);
+            }
+            t.add_row(row);
+        }
+        right(&mut t, &(1..=cpus.len()).collect::<Vec<_>>());
+        out.push_str(&format!("{t}\n"));
+    } else {
+        out.push_str(&format!(
+            "{} cpus: the matrix is drawn by `oslab report` as a heatmap\n",
+            cpus.len()
+        ));
+    }
+    let mut classes: BTreeMap<String, Vec<&Measurement>> = BTreeMap::new();
+    for m in &ms {
+        let class = m
+            .params
+            .get("class")
+            .and_then(|c| c.as_str())
+            .unwrap_or("?");
+        classes.entry(class.to_string()).or_default().push(m);
+    }
+    let mut t = new_table(&[
+        "class",
+        "pairs",
+        "median",
+        "fastest",
+        "slowest",
+        "predicted",
+        "vs model",
+    ]);
+    for (class, group) in &classes {
+        let mut v: Vec<f64> = group.iter().filter_map(|m| median(m)).collect();
+        v.sort_by(f64::total_cmp);
+        let mid = oslab_core::stats::median(&v).unwrap_or(f64::NAN);
+        let predicted = group.iter().find_map(|m| m.prediction.as_ref());
+        t.add_row(vec![
+            class.clone(),
+            group.len().to_string(),
+            num(mid),
+            num(v[0]),
+            num(v[v.len() - 1]),
+            predicted.map_or_else(|| "no model".into(), |p| num(p.value)),
+            predicted.map_or_else(String::new, |p| format!("{:.2}x", mid / p.value)),
+        ]);
+    }
+    right(&mut t, &[1, 2, 3, 4, 5, 6]);
+    out.push_str(&format!("\nby topology class, ns\n{t}\n"));
+    out
+}

@@ -1,0 +1,66 @@
+//! `oslab c2c`: the core-to-core latency of every pair of a cpu list (or a sample of the pairs),
+//! stored as a run, printed as a matrix and by topology class.
+
+use super::session::Session;
+use crate::cli::C2cArgs;
+use crate::error::usage;
+use oslab_core::CpuSet;
+use oslab_probes::c2c::{self, Budget};
+use oslab_probes::HarnessConfig;
+use std::process::ExitCode;
+
+pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
+    let mut session = Session::open(args.quick, None, None, &args.store)?;
+    let topology = session.machine.topology.clone();
+    let cpus = match &args.cpus {
+        Some(list) => {
+            let asked = CpuSet::parse(list, &topology)
+                .map_err(|e| usage(format!("--cpus {}: {e}", shorten(list))))?;
+            let outside: Vec<usize> = asked
+                .iter()
+                .filter(|&c| !session.allowed.contains(c))
+                .collect();
+            if !outside.is_empty() {
+                return Err(usage(format!(
+                    "--cpus: cpu {} is not in our affinity mask ({})",
+                    outside[0],
+                    session.allowed.to_list()
+                )));
+            }
+            asked
+        }
+        None => session.allowed.clone(),
+    };
+    if cpus.len() < 2 {
+        return Err(usage(format!(
+            "core-to-core latency needs two cpus; {} has {}",
+            cpus.to_list(),
+            cpus.len()
+        )));
+    }
+    let (pairs, total) = c2c::pairs(&topology, &cpus, args.sample.map(|n| n as usize));
+    let budget = Budget::of(&HarnessConfig::suite(args.quick));
+    let seconds = pairs.len() as f64 * budget.time.as_secs_f64().max(0.01);
+    if seconds > 10.0 {
+        eprintln!(
+            "note: {} pairs of {} take about {:.0} s; Ctrl-C stops and keeps the pairs measured (--sample N measures fewer)",
+            pairs.len(),
+            total,
+            seconds
+        );
+    }
+    session.begin()?;
+    let (mut measured, interrupted) = c2c::matrix(&topology, &pairs, budget)?;
+    let spec = oslab_model::Spec::read(&session.machine.fingerprint, session.cpu, None);
+    oslab_model::predict(&spec, &mut measured);
+    let text = oslab_report::c2c::text(&measured, total);
+    session.finish(&measured, &[], interrupted, args.json, Some(text))
+}
+
+/// A long argument, shortened for an error message.
+fn shorten(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}... ({} characters)", &s[..i], s.chars().count()),
+        None => s.to_string(),
+    }
+}

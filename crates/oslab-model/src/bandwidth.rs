@@ -9,8 +9,14 @@ use oslab_core::model::Measurement;
 
 const LINE: f64 = 64.0;
 
-/// Loads and stores per element of a kernel.
-fn streams(kernel: &str) -> Option<(f64, f64)> {
+/// Loads and stores per element of a kernel (a read:write mix touches each element once).
+fn streams(kernel: &str, ratio: Option<String>) -> Option<(f64, f64)> {
+    if kernel == "mix" {
+        let (r, w) = ratio?
+            .split_once(':')
+            .and_then(|(r, w)| Some((r.parse::<f64>().ok()?, w.parse::<f64>().ok()?)))?;
+        return (r + w > 0.0).then(|| (r / (r + w), w / (r + w)));
+    }
     Some(match kernel {
         "read" => (1.0, 0.0),
         "write" => (0.0, 1.0),
@@ -67,8 +73,8 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     if kernel == "average" {
         return average(spec, run, m);
     }
-    let (loads, stores) =
-        streams(&kernel).ok_or_else(|| format!("no model for the {kernel} kernel"))?;
+    let (loads, stores) = streams(&kernel, param(&m.params, "read_write"))
+        .ok_or_else(|| format!("no model for the {kernel} kernel"))?;
     let nontemporal = param(&m.params, "stores").as_deref() == Some("nontemporal");
     let counted = loads + stores;
     // Bytes the memory system moves per element counted: a plain store's line is read first.

@@ -1,6 +1,6 @@
 //! Memory bandwidth: STREAM's four kernels plus plain read and write, with plain and
-//! non-temporal stores, on one thread and on 1..N pinned threads; and bandwidth over working-set
-//! size, where each cache level shows as a plateau.
+//! non-temporal stores, on one thread and on 1..N pinned threads; read:write mixes; and bandwidth
+//! over working-set size, where each cache level shows as a plateau.
 //!
 //! Reported as STREAM counts bytes (each array once), best-of-N beside the median; for plain
 //! stores also the traffic the memory system really carries (write-allocate reads the
@@ -32,6 +32,13 @@ pub const PROBES: &[Probe] = &[
         unit: Unit::GBps,
         needs: &[],
         run: threads,
+    },
+    Probe {
+        id: "bandwidth.mix",
+        about: "RAM bandwidth of read:write mixes 1:0, 3:1, 2:1, 1:1, 0:1 (plain stores; non-temporal too on all threads), one thread and all",
+        unit: Unit::GBps,
+        needs: &[],
+        run: mixes,
     },
     Probe {
         id: "bandwidth.sweep",
@@ -85,6 +92,9 @@ pub fn bandwidth_measurements(
 ) -> Vec<Measurement> {
     params.insert("kernel".into(), kernel.name().into());
     params.insert("stores".into(), stores.name().into());
+    if let Some(r) = kernel.ratio() {
+        params.insert("read_write".into(), r.into());
+    }
     let stream = gbps(seconds, (kernel.stream_bytes() * elems) as f64);
     let best = stream.iter().cloned().fold(f64::NAN, f64::max);
     let mut text = format!(
@@ -108,9 +118,9 @@ pub fn bandwidth_measurements(
     )];
     if let Some(hw) = kernel
         .hardware_bytes(stores)
-        .filter(|&h| h != kernel.stream_bytes())
+        .filter(|&h| h != kernel.stream_bytes() as f64)
     {
-        let samples = gbps(seconds, (hw * elems) as f64);
+        let samples = gbps(seconds, hw * elems as f64);
         let why = format!(
             "traffic incl. write-allocate: {hw} bytes per element ({} STREAM counts)",
             kernel.stream_bytes()
@@ -197,6 +207,56 @@ pub fn thread_counts(cores: usize, cpus: usize) -> Vec<usize> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// Read:write ratios of the mixes, as MLC's bandwidth matrix offers them.
+const MIXES: [(u8, u8); 5] = [(1, 0), (3, 1), (2, 1), (1, 1), (0, 1)];
+
+fn mixes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+    kernels::available().map_err(ProbeError::Unsupported)?;
+    let order = thread_order(cx.topology, &cx.allowed);
+    let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
+    let mix = |(reads, writes): (u8, u8)| Kernel::Mix { reads, writes };
+    let plain: Vec<(Kernel, Stores)> = MIXES.iter().map(|&m| (mix(m), Stores::Plain)).collect();
+    let mut all = plain.clone();
+    all.extend(
+        MIXES
+            .iter()
+            .filter(|m| m.1 > 0)
+            .map(|&m| (mix(m), Stores::NonTemporal)),
+    );
+    let mut out = Vec::new();
+    let one = [cx.cpu];
+    let teams = [(&one[..], &plain), (&order[..], &all)];
+    // Fourteen jobs: fewer repetitions each than the other bandwidth probes, to stay within a
+    // few seconds.
+    let reps = Reps {
+        min: 2,
+        max: 10,
+        budget: cx.harness.config.budget / 2,
+    };
+    for (cpus, jobs) in teams {
+        let arrays = Arrays::new(bytes, Pages::Default)?;
+        let times = team(cpus, &arrays, jobs, reps)?;
+        let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+        let base = params! {
+            "threads" => cpus.len(),
+            "cpus" => list.join(","),
+            "array_bytes" => arrays.bytes,
+        };
+        for (&(k, s), secs) in jobs.iter().zip(&times) {
+            out.extend(bandwidth_measurements(
+                "bandwidth.mix",
+                base.clone(),
+                k,
+                s,
+                secs,
+                arrays.bytes / 8,
+                note.as_deref(),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {

@@ -29,7 +29,19 @@ pub enum Kernel {
     Add,
     /// `d = x + s * y` (STREAM triad).
     Triad,
+    /// Reads and writes mixed in this ratio, block by block: of every `reads + writes` blocks
+    /// of [`MIX_BLOCK`] bytes, the first `reads` are read from `x` and the rest written to `d`
+    /// (the read:write mixes of MLC's bandwidth matrix).
+    Mix {
+        /// Blocks read per group.
+        reads: u8,
+        /// Blocks written per group.
+        writes: u8,
+    },
 }
+
+/// Bytes per block of a [`Kernel::Mix`]: reads and writes alternate at this grain.
+pub const MIX_BLOCK: usize = 4096;
 
 /// Which stores a kernel uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,21 +78,30 @@ impl Kernel {
             Kernel::Scale => "scale",
             Kernel::Add => "add",
             Kernel::Triad => "triad",
+            Kernel::Mix { .. } => "mix",
+        }
+    }
+
+    /// The read:write ratio of a mix, e.g. "3:1" (None for the other kernels).
+    pub fn ratio(self) -> Option<String> {
+        match self {
+            Kernel::Mix { reads, writes } => Some(format!("{reads}:{writes}")),
+            _ => None,
         }
     }
 
     /// How many source arrays it reads.
     pub fn sources(self) -> usize {
         match self {
-            Kernel::Write => 0,
-            Kernel::Read | Kernel::Copy | Kernel::Scale => 1,
+            Kernel::Write | Kernel::Mix { reads: 0, .. } => 0,
+            Kernel::Read | Kernel::Copy | Kernel::Scale | Kernel::Mix { .. } => 1,
             Kernel::Add | Kernel::Triad => 2,
         }
     }
 
     /// Whether it writes a destination.
     pub fn writes(self) -> bool {
-        self != Kernel::Read
+        !matches!(self, Kernel::Read | Kernel::Mix { writes: 0, .. })
     }
 
     /// Arrays it touches.
@@ -88,18 +109,27 @@ impl Kernel {
         self.sources() + usize::from(self.writes())
     }
 
-    /// Bytes per element as STREAM counts them: each array read or written once.
+    /// Bytes per element as STREAM counts them: each array read or written once (a mix reads
+    /// or writes each element of the range once).
     pub fn stream_bytes(self) -> usize {
-        8 * self.arrays()
+        match self {
+            Kernel::Mix { .. } => 8,
+            _ => 8 * self.arrays(),
+        }
     }
 
     /// Bytes per element the memory system really moves, when known: plain stores first read
-    /// the destination line (write-allocate), so a written array costs two transfers.
-    pub fn hardware_bytes(self, stores: Stores) -> Option<usize> {
+    /// the destination line (write-allocate), so a written element costs two transfers.
+    pub fn hardware_bytes(self, stores: Stores) -> Option<f64> {
+        let written = match self {
+            Kernel::Mix { reads, writes } => 8.0 * writes as f64 / (reads + writes).max(1) as f64,
+            _ if self.writes() => 8.0,
+            _ => 0.0,
+        };
         match stores {
-            Stores::Plain if self.writes() => Some(self.stream_bytes() + 8),
+            Stores::Plain => Some(self.stream_bytes() as f64 + written),
             Stores::Memcpy => None,
-            _ => Some(self.stream_bytes()),
+            Stores::NonTemporal => Some(self.stream_bytes() as f64),
         }
     }
 
@@ -147,6 +177,29 @@ pub unsafe fn run(
         let s = 3.0f64;
         match (kernel, stores) {
             (Kernel::Read, _) => avx::read(x, bytes),
+            (Kernel::Mix { reads, writes }, _) => {
+                let (r, w) = (reads as usize * MIX_BLOCK, writes as usize * MIX_BLOCK);
+                let mut at = 0;
+                while at < bytes {
+                    let read = r.min(bytes - at);
+                    if read > 0 {
+                        avx::read(x.byte_add(at), read);
+                    }
+                    at += read;
+                    let write = w.min(bytes - at);
+                    if write > 0 {
+                        let d = d.byte_add(at);
+                        match stores {
+                            Stores::NonTemporal => avx::nt::run(Kernel::Write, d, x, y, write, &s),
+                            _ => avx::plain::run(Kernel::Write, d, x, y, write, &s),
+                        }
+                    }
+                    at += write;
+                    if r + w == 0 {
+                        break;
+                    }
+                }
+            }
             (Kernel::Copy, Stores::Memcpy) => {
                 libc::memcpy(d as *mut libc::c_void, x as *const libc::c_void, bytes);
             }
@@ -306,7 +359,7 @@ mod avx {
                                 t2 = out(ymm_reg) _, t3 = out(ymm_reg) _,
                                 options(nostack),
                             ),
-                            Kernel::Read => super::read(x, n),
+                            Kernel::Read | Kernel::Mix { .. } => super::read(x, n),
                         }
                     }
                 }
@@ -363,7 +416,7 @@ mod tests {
                         Kernel::Scale => 3.0 * xv,
                         Kernel::Add => xv + yv,
                         Kernel::Triad => xv + 3.0 * yv,
-                        Kernel::Read => unreachable!(),
+                        Kernel::Read | Kernel::Mix { .. } => unreachable!(),
                     };
                     assert_eq!(dv, want, "{kernel:?} {stores:?} element {i}");
                 }
@@ -372,12 +425,51 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs AVX (x86-64 with AVX; CI runs it)"]
+    fn a_mix_writes_only_its_share_of_the_blocks() {
+        available().expect("the kernels need AVX");
+        let per_block = MIX_BLOCK / 8;
+        let n = 8 * per_block; // two groups of 1 read + 3 written blocks
+        for stores in [Stores::Plain, Stores::NonTemporal] {
+            let (mut d, mut x, mut y) = arrays(n);
+            let (dp, xp, yp) = (aligned(&mut d), aligned(&mut x), aligned(&mut y));
+            let mix = Kernel::Mix {
+                reads: 1,
+                writes: 3,
+            };
+            // SAFETY: AVX checked; each pointer has n aligned elements behind it.
+            unsafe { run(mix, stores, dp, xp, yp, n * 8) };
+            for i in 0..n {
+                // SAFETY: within the aligned n elements.
+                let dv = unsafe { *dp.add(i) };
+                let written = !(i / per_block).is_multiple_of(4);
+                assert_eq!(
+                    dv,
+                    if written { 3.0 } else { 0.0 },
+                    "{stores:?} element {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn stream_counts_each_array_once_and_write_allocate_adds_one() {
         assert_eq!(Kernel::Triad.stream_bytes(), 24);
-        assert_eq!(Kernel::Triad.hardware_bytes(Stores::Plain), Some(32));
-        assert_eq!(Kernel::Triad.hardware_bytes(Stores::NonTemporal), Some(24));
+        assert_eq!(Kernel::Triad.hardware_bytes(Stores::Plain), Some(32.0));
+        assert_eq!(
+            Kernel::Triad.hardware_bytes(Stores::NonTemporal),
+            Some(24.0)
+        );
         assert_eq!(Kernel::Copy.hardware_bytes(Stores::Memcpy), None);
-        assert_eq!(Kernel::Read.hardware_bytes(Stores::Plain), Some(8));
+        assert_eq!(Kernel::Read.hardware_bytes(Stores::Plain), Some(8.0));
+        // 3:1 with plain stores: every element once, a quarter of them written (and read first).
+        let mix = Kernel::Mix {
+            reads: 3,
+            writes: 1,
+        };
+        assert_eq!(mix.hardware_bytes(Stores::Plain), Some(10.0));
+        assert_eq!(mix.hardware_bytes(Stores::NonTemporal), Some(8.0));
+        assert_eq!(mix.ratio().as_deref(), Some("3:1"));
         assert_eq!(Kernel::Write.stream_bytes(), 8);
     }
 }

@@ -508,3 +508,42 @@ fn a_cache_line_crosses_between_two_cpus_in_nanoseconds() {
         "neither a prediction nor why not: {m:?}"
     );
 }
+
+#[test]
+fn read_write_mixes_cover_every_ratio_and_count_write_allocate() {
+    let ms = run("bandwidth.mix");
+    let rows = |threads: u64, stores: &str| -> Vec<&Measurement> {
+        ms.iter()
+            .filter(|m| {
+                m.metric == "bandwidth"
+                    && m.params["threads"] == threads
+                    && m.params["stores"] == stores
+            })
+            .collect()
+    };
+    let one = rows(1, "plain");
+    let ratios: Vec<&str> = one
+        .iter()
+        .map(|m| m.params["read_write"].as_str().unwrap())
+        .collect();
+    assert_eq!(ratios, ["1:0", "3:1", "2:1", "1:1", "0:1"], "{ms:?}");
+    assert_range(&ms, "bandwidth", 0.1, 1e4);
+    // Plain stores read the line first: the bus carries more than STREAM counts, by the share
+    // written (a quarter more at 3:1, twice at 0:1).
+    for m in ms.iter().filter(|m| m.metric == "hw_bandwidth") {
+        let counted = ms
+            .iter()
+            .find(|c| c.metric == "bandwidth" && c.params == m.params)
+            .and_then(|c| c.summary.as_ref())
+            .unwrap()
+            .median;
+        let ratio = m.summary.as_ref().unwrap().median / counted;
+        let expected = match m.params["read_write"].as_str().unwrap() {
+            "3:1" => 1.25,
+            "2:1" => 4.0 / 3.0,
+            "1:1" => 1.5,
+            _ => 2.0,
+        };
+        assert!((ratio - expected).abs() < 1e-9, "{m:?}");
+    }
+}

@@ -671,6 +671,29 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         ),
         "Median with CI95; plain vs non-temporal stores.",
     ));
+    let mixes = overlaid_bars(sides, |ms| {
+        bar_list(
+            ms,
+            "bandwidth.mix",
+            "bandwidth",
+            &["read_write", "stores", "threads"],
+        )
+        .into_iter()
+        .map(|b| Bar {
+            label: format!(
+                "{} thr",
+                b.label
+                    .replace(" plain ", " plain, ")
+                    .replace(" nontemporal ", " nt, ")
+            ),
+            ..b
+        })
+        .collect()
+    });
+    out.extend(figure(
+        plots::bars("RAM bandwidth by read:write mix (STREAM counting)", "GB/s", &mixes),
+        "Reads and writes mixed block by block (4 KiB) in the ratio shown; one thread and all threads; median with CI95.",
+    ));
     // Plain and non-temporal stores are separate lines.
     let threads = overlaid_series(sides, |ms| {
         series_by(

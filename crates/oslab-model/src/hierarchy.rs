@@ -204,6 +204,10 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name)))
         }
         ("memory.latency.stride", "per_load") => stride(spec, run, m),
+        ("memory.latency.loaded", "per_load") => loaded(spec, run, m),
+        ("memory.latency.loaded", _) => {
+            Err("the loaders' bandwidth is the experiment's input, not a cost to predict".into())
+        }
         (_, "per_load") => {
             let size = size.ok_or("no size parameter")?;
             let order = param(&m.params, "order").unwrap_or_default();
@@ -311,4 +315,40 @@ pub(crate) fn core_to_core(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     )
     .input("class", class, "kernel: topology of the two cpus (sysfs)")
     .figure("latency_ns", &lat))
+}
+
+/// Latency under load: the idle DRAM latency, stretched as a queue's by the share of the
+/// memory's peak the loaders use (1 / (1 - utilisation), capped at 95%); without the peak, the
+/// idle latency alone, and the formula says so.
+fn loaded(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let idle = dram_latency(spec, run, m)?;
+    let model = Model::spec(
+        "idle DRAM latency",
+        idle.value,
+        format!("{:.1} ns", idle.value),
+    )
+    .figure("dram_latency_ns", &idle);
+    if param(&m.params, "pause").as_deref() == Some("idle") {
+        return Ok(model);
+    }
+    let bw = run.median(m, &m.probe, "load_bandwidth", |p| p == &m.params)?;
+    let Ok(memory) = &spec.memory else {
+        return Ok(Model {
+            formula: format!("{:.1} ns idle; queueing under {:.1} GB/s of load not modelled: the memory's peak is unknown (oslab run --memory TYPE-RATExCHANNELS)", idle.value, bw.value),
+            ..model
+        });
+    };
+    let peak = memory.peak_gbps();
+    let u = (bw.value / peak).min(0.95);
+    Ok(Model {
+        name: "queue at the memory",
+        value: idle.value / (1.0 - u),
+        formula: format!(
+            "{:.1} ns / (1 - {:.1} GB/s / {peak:.1} GB/s peak)",
+            idle.value, bw.value
+        ),
+        ..model
+    }
+    .input("load_gbps", crate::round(bw.value), bw.source)
+    .input("peak_gbps", crate::round(peak), memory.source.clone()))
 }

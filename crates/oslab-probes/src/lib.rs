@@ -6,7 +6,7 @@
 //! - [`probe::Probe`]: one row of the registry table: id, description, unit, needs, run function.
 //! - [`registry::all`]: every probe, in suite order; it drives `list`, `run` and help text.
 //! - Families, one module each: [`timer`], [`loops`], [`call`], [`syscall`], [`task`], [`switch`],
-//!   [`memory`], [`chase`], [`bandwidth`], [`faults`], [`numa`], [`activity`], [`timeslice`], [`migration`], [`c2c`].
+//!   [`memory`], [`chase`], [`loaded`], [`bandwidth`], [`faults`], [`numa`], [`activity`], [`timeslice`], [`migration`], [`c2c`].
 //! - [`buffer`], [`kernels`], [`stream`]: memory with explicit pages, assembly bandwidth kernels,
 //!   and STREAM-style teams of pinned threads.
 //! - [`child`]: forked peers and helpers that are always killed and reaped.
@@ -27,6 +27,7 @@ pub mod faults;
 pub mod harness;
 pub mod kernels;
 pub mod levels;
+pub mod loaded;
 pub mod loops;
 pub mod memory;
 pub mod migration;

@@ -14,6 +14,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::switch::PROBES,
         crate::memory::PROBES,
         crate::chase::PROBES,
+        crate::loaded::PROBES,
         crate::bandwidth::PROBES,
         crate::faults::PROBES,
         crate::numa::PROBES,

@@ -547,3 +547,21 @@ fn read_write_mixes_cover_every_ratio_and_count_write_allocate() {
         assert!((ratio - expected).abs() < 1e-9, "{m:?}");
     }
 }
+
+#[test]
+#[ignore = "needs 2 cpus in our affinity mask (CI runs it)"]
+fn loaded_latency_pairs_each_point_with_the_traffic_beside_it() {
+    let ms = run("memory.latency.loaded");
+    let latency: Vec<&Measurement> = ms.iter().filter(|m| m.metric == "per_load").collect();
+    assert!(latency.len() >= 3, "{ms:?}");
+    assert_eq!(latency[0].params["pause"], "idle");
+    assert_range(&ms, "per_load", 1.0, 1e5);
+    // Every loaded point has the loaders' bandwidth beside it, and they moved something.
+    for m in latency.iter().skip(1) {
+        let bw = ms
+            .iter()
+            .find(|b| b.metric == "load_bandwidth" && b.params == m.params)
+            .unwrap_or_else(|| panic!("no bandwidth beside {m:?}"));
+        assert!(bw.summary.as_ref().unwrap().median > 0.0, "{bw:?}");
+    }
+}

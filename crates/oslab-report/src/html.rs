@@ -467,6 +467,31 @@ fn series_by(
         .collect()
 }
 
+/// Loaded latency: per kind of traffic, (the loaders' bandwidth, the chase's latency) at each
+/// pause; the idle point at zero bandwidth.
+fn loaded_curves(ms: &[&Measurement]) -> Vec<Series> {
+    let mut curves: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for m in ms
+        .iter()
+        .filter(|m| m.probe == "memory.latency.loaded" && m.metric == "per_load")
+    {
+        let Some(latency) = median(m) else { continue };
+        let bandwidth = ms
+            .iter()
+            .find(|b| b.probe == m.probe && b.metric == "load_bandwidth" && b.params == m.params)
+            .and_then(|b| median(b))
+            .unwrap_or(0.0);
+        curves
+            .entry(text_param(m, "traffic"))
+            .or_default()
+            .push((bandwidth, latency));
+    }
+    curves
+        .into_iter()
+        .map(|(name, points)| Series { name, points })
+        .collect()
+}
+
 /// The predictions of the measurements `series_by` would draw, one dashed line per series.
 fn model_series(ms: &[&Measurement], probe: &str, metric: &str, x: &str, by: &str) -> Vec<Series> {
     let predicted: Vec<Measurement> = ms
@@ -628,6 +653,11 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
             })
             .collect()
     });
+    let loaded = overlaid_series(sides, loaded_curves);
+    out.extend(figure(
+        plots::lines("loaded latency: latency vs the other cpus' memory traffic", XAxis::Count, ("GB/s the loaders moved", "ns per load"), &loaded, &[], false),
+        "MLC's loaded-latency curve: the idle-latency chase while the other cpus stream memory, pausing less and less between blocks (the idle point, with no loaders, is the table's pause=idle row).",
+    ));
     out.extend(figure(
         plots::bars("time per load vs independent chases", "ns per load", &mlp),
         "Memory-level parallelism: more chases in flight, less time per load.",

@@ -127,7 +127,7 @@ pub struct RunArgs {
     /// Probe ids or globs (e.g. 'syscall.*', 'switch', 'task.fork'). Default: the whole suite.
     #[arg(value_name = "PROBE-GLOB")]
     pub probes: Vec<String>,
-    /// Shorter budgets per measurement (the whole suite in well under 20 s on 2 cores).
+    /// Shorter budgets per measurement (the whole suite in about 20 s on 2 cores).
     #[arg(long)]
     pub quick: bool,
     /// The CPU to measure on (a number or a one-cpu list like "core-sibling-of:0").

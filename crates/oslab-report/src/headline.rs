@@ -83,6 +83,12 @@ const LINES: &[Line] = &[
         &[("level", "memory")],
     ),
     (
+        "loaded latency, heaviest read load",
+        "memory.latency.loaded",
+        "per_load",
+        &[("traffic", "read"), ("pause", "0")],
+    ),
+    (
         "read bandwidth, 1 thread",
         "bandwidth.stream",
         "bandwidth",
@@ -99,6 +105,16 @@ const LINES: &[Line] = &[
         "bandwidth.threads",
         "bandwidth",
         &[("kernel", "triad"), ("stores", "plain"), ("threads", "max")],
+    ),
+    (
+        "read:write 1:1 bandwidth, all threads",
+        "bandwidth.mix",
+        "bandwidth",
+        &[
+            ("read_write", "1:1"),
+            ("stores", "plain"),
+            ("threads", "max"),
+        ],
     ),
     ("page fault (anonymous)", "faults.anon", "per_fault", &[]),
 ];

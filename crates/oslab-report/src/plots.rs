@@ -108,6 +108,36 @@ impl XAxis {
     }
 }
 
+/// Marks placed on the axis, sorted, each with the row its label takes: the first row where no
+/// label within an eighth of the axis `span` already is (at most four rows).
+fn label_rows(marks: &[Mark], x_axis: XAxis, span: f64) -> Vec<(Mark, usize)> {
+    let mut placed: Vec<Mark> = marks
+        .iter()
+        .map(|m| Mark {
+            x: x_axis.place(m.x),
+            label: m.label.clone(),
+        })
+        .collect();
+    placed.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let mut last_in_row: Vec<f64> = Vec::new();
+    placed
+        .into_iter()
+        .map(|m| {
+            let row = last_in_row
+                .iter()
+                .position(|&x| m.x - x >= span / 8.0)
+                .unwrap_or(last_in_row.len())
+                .min(3);
+            if row == last_in_row.len() {
+                last_in_row.push(m.x);
+            } else {
+                last_in_row[row] = m.x;
+            }
+            (m, row)
+        })
+        .collect()
+}
+
 /// Lines over x (sizes on a power-of-two axis, or counts), y linear or logarithmic, with
 /// vertical marks.
 pub fn lines(
@@ -131,6 +161,14 @@ pub fn lines(
         return Err("not enough points to draw".into());
     }
     let ymax = if ymax > ymin { ymax } else { ymin * 2.0 };
+    // Labels of marks close together go one row lower each, so they never overlap.
+    let label_y = |row: usize| {
+        if log_y {
+            ymax / 1.45f64.powi(row as i32)
+        } else {
+            ymax * (1.0 - 0.07 * row as f64)
+        }
+    };
     draw(|root| {
         let mut builder = ChartBuilder::on(root);
         builder
@@ -150,10 +188,7 @@ pub fn lines(
                     .y_label_formatter(&|y| plain(*y))
                     .draw()
                     .map_err(err)?;
-                for m in marks.iter().map(|m| Mark {
-                    x: x_axis.place(m.x),
-                    label: m.label.clone(),
-                }) {
+                for (m, row) in label_rows(marks, x_axis, xmax - xmin) {
                     let style = ShapeStyle::from(&BLACK.mix(0.35)).stroke_width(1);
                     chart
                         .draw_series(std::iter::once(PathElement::new(
@@ -164,7 +199,7 @@ pub fn lines(
                     chart
                         .draw_series(std::iter::once(Text::new(
                             m.label.clone(),
-                            (m.x, ymax),
+                            (m.x, label_y(row)),
                             ("sans-serif", 11).into_font(),
                         )))
                         .map_err(err)?;
@@ -460,6 +495,27 @@ pub fn timeline(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_of_marks_close_together_take_lower_rows() {
+        let mark = |x: f64, label: &str| Mark {
+            x,
+            label: label.into(),
+        };
+        // 32 KiB and 48 KiB, then 2 MiB, 2.5 MiB and 3 MiB, on a 4 KiB .. 64 MiB axis.
+        let marks = [
+            mark(32768.0, "L1 seen"),
+            mark(49152.0, "L1 (sysfs)"),
+            mark(2097152.0, "L2 (sysfs)"),
+            mark(2621440.0, "L2 seen"),
+            mark(3145728.0, "L3 seen"),
+        ];
+        let rows: Vec<usize> = label_rows(&marks, XAxis::Bytes, 14.0)
+            .iter()
+            .map(|(_, r)| *r)
+            .collect();
+        assert_eq!(rows, [0, 1, 0, 1, 2]);
+    }
 
     /// The text of every `<text>` element.
     fn labels(svg: &str) -> Vec<String> {

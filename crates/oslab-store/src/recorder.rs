@@ -60,6 +60,18 @@ impl Recorder {
         self.wall.elapsed().as_secs_f64()
     }
 
+    /// The record of a run that could not be stored (for a JSON file `oslab import` reads).
+    pub fn unsaved(&self, machine: &Machine, interrupted: bool) -> RunRecord {
+        let status = match interrupted {
+            true => RunStatus::Interrupted,
+            false => RunStatus::Complete,
+        };
+        RunRecord {
+            id: None,
+            ..self.record(machine, status)
+        }
+    }
+
     fn record(&self, machine: &Machine, status: RunStatus) -> RunRecord {
         RunRecord {
             id: self.run_id.get(),

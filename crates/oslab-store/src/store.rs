@@ -310,6 +310,17 @@ impl Store {
         Ok(store)
     }
 
+    /// How long a write waits for another process that holds the store, saying once (after a
+    /// second) that it waits. The default is 5 s.
+    pub fn wait_when_locked(&mut self, timeout: std::time::Duration) -> Result<(), StoreError> {
+        LOCK_WAIT_MS.store(
+            timeout.as_millis() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        let set = self.conn.busy_handler(Some(wait_for_lock));
+        self.classify(set)
+    }
+
     /// Path of the store file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -646,6 +657,29 @@ impl Store {
             .map_err(StoreError::Damaged)?;
         Ok((record, ms))
     }
+}
+
+/// How long [`wait_for_lock`] waits, in ms.
+static LOCK_WAIT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(5000);
+/// Its pause between tries.
+const LOCK_RETRY_MS: u64 = 20;
+
+/// SQLite's busy handler: try again every 20 ms until the wait is spent, saying once (after a
+/// second) that another process holds the store.
+fn wait_for_lock(tries: i32) -> bool {
+    let waited = tries as u64 * LOCK_RETRY_MS;
+    let limit = LOCK_WAIT_MS.load(std::sync::atomic::Ordering::Relaxed);
+    if waited == 1000 {
+        eprintln!(
+            "waiting for the store: another process is writing it (up to {:.0} s, --db-timeout)",
+            limit as f64 / 1e3
+        );
+    }
+    if waited >= limit {
+        return false;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(LOCK_RETRY_MS));
+    true
 }
 
 /// Inserts the run row; `pid` marks a run being written by this process.

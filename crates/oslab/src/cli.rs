@@ -99,6 +99,10 @@ pub struct StoreArgs {
     /// Result store (SQLite). Default: $XDG_DATA_HOME/oslab/oslab.db.
     #[arg(long, value_name = "PATH", env = "OSLAB_DB")]
     pub db: Option<PathBuf>,
+    /// How long to wait for the store when another process is writing it, e.g. 30s, 2m; if it
+    /// stays locked, a run's results are written to a JSON file to import later.
+    #[arg(long, value_name = "TIME", env = "OSLAB_DB_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub db_timeout: std::time::Duration,
 }
 
 /// `oslab info`.

@@ -1474,3 +1474,55 @@ fn ctrl_c_stops_a_long_simulation_with_what_completed() {
     );
     assert_eq!(stored_runs(&db).len(), 1);
 }
+
+#[test]
+fn a_store_locked_at_save_time_keeps_the_results_in_a_file_to_import() {
+    let (dir, db) = temp_db();
+    let dbs = db.to_str().unwrap();
+    stdout(&["run", "timer.rdtsc", "--quick", "--db", dbs]);
+    let state = dir.path().join("state");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .env("XDG_STATE_HOME", &state)
+        .args(["run", "timer.rdtsc", "call.args", "--quick", "--db", dbs])
+        .args(["--db-timeout", "1500ms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the run is begun (its row is 'running'), another writer holds the store until the
+    // run has given up.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let begun = std::time::Instant::now();
+    while conn
+        .query_row(
+            "SELECT count(*) FROM runs WHERE status = 'running'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+        == 0
+    {
+        assert!(begun.elapsed().as_secs() < 30, "the run never began");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let out = child.wait_with_output().unwrap();
+    conn.execute_batch("ROLLBACK").unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("waiting for the store"), "{err}");
+    // The results were printed, and kept in a file that imports once the store is free.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("call.args"));
+    let file = err
+        .split_whitespace()
+        .find(|w| w.ends_with(".json:") || w.ends_with(".json"))
+        .map(|w| w.trim_end_matches(':').to_string())
+        .unwrap_or_else(|| panic!("no file named: {err}"));
+    assert!(file.starts_with(state.to_str().unwrap()), "{file}");
+    let imported = String::from_utf8(stdout(&["import", &file, "--db", dbs])).unwrap();
+    let _ = imported;
+    let runs = json(&stdout(&["runs", "--json", "--db", dbs]));
+    assert!(runs.as_array().unwrap().len() >= 2, "{runs}");
+}

@@ -85,7 +85,9 @@ pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
         .into());
     }
     let path = args.db.clone().unwrap_or_else(Store::default_path);
-    Ok(Store::open(&path)?)
+    let mut store = Store::open(&path)?;
+    store.wait_when_locked(args.db_timeout)?;
+    Ok(store)
 }
 
 /// Opens the store for a command that only reads it: with write access when there is (so an

@@ -102,7 +102,9 @@ impl Session {
         Ok(placement)
     }
 
-    /// Writes the final run in one transaction and returns its record (with its id).
+    /// Writes the final run in one transaction and returns its record (with its id). When the
+    /// store cannot take it (locked past --db-timeout, full, gone), the run is written to a JSON
+    /// file instead, and the error says where and how to import it.
     pub fn save(
         &mut self,
         measurements: &[Measurement],
@@ -110,13 +112,43 @@ impl Session {
         interrupted: bool,
     ) -> anyhow::Result<RunRecord> {
         let machine = &self.inner.machine;
-        Ok(self
+        match self
             .recorder
-            .finish(machine, measurements, timeline, interrupted)?)
+            .finish(machine, measurements, timeline, interrupted)
+        {
+            Ok(record) => Ok(record),
+            Err(e) => {
+                let record = self.recorder.unsaved(machine, interrupted);
+                let doc = RunDocument::new(record, measurements.to_vec(), timeline.to_vec());
+                let dir =
+                    oslab_core::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("unsaved");
+                let file = dir.join(format!(
+                    "run-{}-{}.json",
+                    doc.run.started.replace(':', ""),
+                    std::process::id()
+                ));
+                let kept = std::fs::create_dir_all(&dir)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|_| Ok(serde_json::to_vec_pretty(&doc)?))
+                    .and_then(|bytes| Ok(oslab_core::files::write_whole(&file, &bytes)?));
+                Err(match kept {
+                    Ok(()) => anyhow::anyhow!(
+                        "could not store the run ({e}); its {} measurements are in {}: `oslab import {}` stores them once the store is free",
+                        measurements.len(),
+                        file.display(),
+                        file.display()
+                    ),
+                    Err(k) => anyhow::anyhow!(
+                        "could not store the run ({e}), nor write it to {} ({k}); its results are printed above",
+                        file.display()
+                    ),
+                })
+            }
+        }
     }
 
     /// Saves, prints (table or JSON, with `extra` text after the table) and returns the exit
-    /// code: 130 when interrupted.
+    /// code: 130 when interrupted. Results are printed even when they could not be stored.
     pub fn finish(
         &mut self,
         measurements: &[Measurement],
@@ -125,7 +157,11 @@ impl Session {
         json: bool,
         extra: Option<String>,
     ) -> anyhow::Result<ExitCode> {
-        let record = self.save(measurements, timeline, interrupted)?;
+        let saved = self.save(measurements, timeline, interrupted);
+        let record = match &saved {
+            Ok(r) => r.clone(),
+            Err(_) => self.recorder.unsaved(&self.inner.machine, interrupted),
+        };
         let mut shown = measurements.to_vec();
         shown.iter_mut().for_each(|m| m.samples = None);
         if json {
@@ -136,6 +172,7 @@ impl Session {
                 print_text(&text)?;
             }
         }
+        let record = saved?;
         let id = record.id.unwrap_or_default();
         eprintln!(
             "{} measurements{} in {:.1} s, stored as run {id} in {}",

@@ -546,6 +546,34 @@ mod tests {
         assert_eq!(rows, [0, 1, 0, 1, 2]);
     }
 
+    #[test]
+    fn bars_spanning_decades_stand_on_a_log_axis_that_says_so() {
+        let bar = |label: &str, value: f64| Bar {
+            label: label.into(),
+            value,
+            interval: None,
+            side: 0,
+        };
+        let wide = bars("costs", "ns", &[bar("vdso", 4.0), bar("cold", 3000.0)]).unwrap();
+        assert!(
+            labels(&wide).iter().any(|l| l == "ns (log scale)"),
+            "{:?}",
+            labels(&wide)
+        );
+        // The 4 ns bar has a tick near it: 10 is on the axis.
+        assert!(
+            labels(&wide).iter().any(|l| l == "10"),
+            "{:?}",
+            labels(&wide)
+        );
+        let near = bars("costs", "ns", &[bar("a", 40.0), bar("b", 300.0)]).unwrap();
+        assert!(
+            labels(&near).iter().any(|l| l == "ns"),
+            "{:?}",
+            labels(&near)
+        );
+    }
+
     /// The text of every `<text>` element.
     fn labels(svg: &str) -> Vec<String> {
         svg.split("</text>")

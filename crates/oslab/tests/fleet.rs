@@ -107,6 +107,47 @@ fn submit_checks_the_run_arguments_before_anything_is_queued() {
 }
 
 #[test]
+fn a_dry_run_of_every_node_needs_no_slurm_clients() {
+    // No sinfo on the PATH: the script is printed with the node list left open, and says so.
+    let empty = tempfile::tempdir().unwrap();
+    let out = oslab()
+        .env("PATH", empty.path())
+        .args([
+            "fleet",
+            "submit",
+            "--dry-run",
+            "--partition",
+            "batch",
+            "--",
+            "--quick",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        script.contains("#SBATCH --nodelist=NODES-FROM-SINFO\n"),
+        "{script}"
+    );
+    assert!(script.contains("#SBATCH --partition=batch\n"), "{script}");
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        note.contains("sinfo not found") && note.contains("left open"),
+        "{note}"
+    );
+    // Without --dry-run the missing client is an error, as before.
+    let e = oslab()
+        .env("PATH", empty.path())
+        .args(["fleet", "submit", "--partition", "batch", "--", "--quick"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&e.stderr).contains("sinfo not found"));
+}
+
+#[test]
 fn the_task_outside_slurm_says_so() {
     let out = oslab()
         .args(["fleet", "task", "--results", "/tmp", "--", "--quick"])

@@ -31,7 +31,16 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let (nodelist, names) = if args.nodes == "all" {
-        let (ok, skipped) = slurm::partition_nodes(args.partition.as_deref())?;
+        let listed = slurm::partition_nodes(args.partition.as_deref());
+        if let (Err(e), true) = (&listed, args.dry_run) {
+            // A dry run needs no cluster: the script is shown with the node list that sinfo
+            // would give at submit time left open.
+            eprintln!("note: {e}; the node list sinfo gives at submit time is left open below");
+            let script = script_of(&args, &results, OPEN_NODELIST, None)?;
+            print!("{script}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (ok, skipped) = listed?;
         for (n, state) in &skipped {
             eprintln!("leaving out node {n}: {state}");
         }
@@ -46,17 +55,7 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         (args.nodes.clone(), slurm::hostnames(&args.nodes))
     };
     let binary = std::env::current_exe()?.canonicalize()?;
-    let script = slurm::script(&ScriptOptions {
-        partition: args.partition.as_deref(),
-        nodelist: &nodelist,
-        node_count: names.as_ref().map(Vec::len),
-        exclusive: !args.shared,
-        time: args.time.as_deref(),
-        results: &results,
-        binary: &binary,
-        sbcast: args.stage == Stage::Sbcast,
-        run_args: &args.run_args,
-    });
+    let script = script_of(&args, &results, &nodelist, names.as_ref().map(Vec::len))?;
     if args.dry_run {
         print!("{script}");
         return Ok(ExitCode::SUCCESS);
@@ -134,4 +133,28 @@ fn check_run_args(run_args: &[String]) -> anyhow::Result<()> {
             .map_err(|e| usage(format!("the run arguments after --: {e}")))?;
     }
     Ok(())
+}
+
+/// What a dry run without Slurm's clients writes where the node list goes.
+const OPEN_NODELIST: &str = "NODES-FROM-SINFO";
+
+/// The batch script for these arguments and nodes.
+fn script_of(
+    args: &FleetSubmitArgs,
+    results: &std::path::Path,
+    nodelist: &str,
+    node_count: Option<usize>,
+) -> anyhow::Result<String> {
+    let binary = std::env::current_exe()?.canonicalize()?;
+    Ok(slurm::script(&ScriptOptions {
+        partition: args.partition.as_deref(),
+        nodelist,
+        node_count,
+        exclusive: !args.shared,
+        time: args.time.as_deref(),
+        results,
+        binary: &binary,
+        sbcast: args.stage == Stage::Sbcast,
+        run_args: &args.run_args,
+    }))
 }

@@ -28,9 +28,9 @@ fn streams(kernel: &str, ratio: Option<String>) -> Option<(f64, f64)> {
 
 /// One thread's rate from memory: misses in flight x 64 B / idle latency. The misses in flight
 /// are the parallel chase's measured maximum when this run has it, else the fill buffers.
-fn little(spec: &Spec, run: &Run, m: &Measurement) -> Result<(Figure, Model), String> {
+fn little(spec: &Spec, run: &Run) -> Result<(Figure, Model), String> {
     let u = spec.uarch()?;
-    let lat = dram_latency(spec, run, m)?;
+    let lat = dram_latency(spec)?;
     let measured = run
         .all("memory.latency.parallel", "parallelism", |_| true)
         .filter_map(|p| Some((p.summary.as_ref()?.median, p.params_text())))
@@ -55,7 +55,7 @@ fn little(spec: &Spec, run: &Run, m: &Measurement) -> Result<(Figure, Model), St
 pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     if m.metric == "latency" {
         // The NUMA matrix's latency: idle DRAM latency scaled by the SLIT distance.
-        let lat = dram_latency(spec, run, m)?;
+        let lat = dram_latency(spec)?;
         let d = number(&m.params, "distance").unwrap_or(10.0);
         return Ok(Model::spec(
             "remote latency",
@@ -87,7 +87,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let ghz = spec.ghz()?;
     let u = spec.uarch()?;
     let level = match size {
-        Some(s) if !nontemporal => level_of(spec, run, m, s)?.0,
+        Some(s) if !nontemporal => level_of(spec, s)?.0,
         _ => "memory".to_string(),
     };
     // The core's own bound, counted bytes per cycle: load and store ports per 32-byte vector,
@@ -134,7 +134,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         )
         .figure("core_ghz", ghz));
     }
-    let (one, model) = little(spec, run, m)?;
+    let (one, model) = little(spec, run)?;
     let mut rate = threads * one.value;
     let mut formula = format!("{threads} x {}", one.source);
     let model = match &spec.memory {

@@ -184,7 +184,7 @@ fn clock_gettime(spec: &Spec, syscall: bool) -> Outcome {
     at_clock(spec, model, cycles)
 }
 
-pub(crate) fn syscall(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
     let hot = match m.probe.as_str() {
         "syscall.getpid" | "syscall.getppid" => {
             let (model, cycles) = null_syscall(spec, Model::spec("null system call", 0.0, ""));
@@ -235,7 +235,7 @@ pub(crate) fn syscall(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let refill = if from_llc {
         crate::hierarchy::level_latency(spec, spec.caches.len())
     } else {
-        crate::hierarchy::dram_latency(spec, run, m)
+        crate::hierarchy::dram_latency(spec)
     }?;
     let mut model = model
         .input("lines", COLD_LINES, "estimate: kernel entry code, the syscall table, task structures and the call's own code and data")

@@ -27,7 +27,7 @@ fn write_rate(spec: &Spec, run: &Run, m: &Measurement) -> Result<Figure, String>
         return Ok(Figure::new(w.value, w.source));
     }
     let u = spec.uarch()?;
-    let lat = crate::hierarchy::dram_latency(spec, run, m)?;
+    let lat = crate::hierarchy::dram_latency(spec)?;
     let rate = u.fill_buffers as f64 * 64.0 / lat.value / 2.0;
     Ok(Figure::new(
         rate,

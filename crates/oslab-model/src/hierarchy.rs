@@ -31,7 +31,7 @@ pub(crate) fn level_latency(spec: &Spec, level: usize) -> Result<Figure, String>
 }
 
 /// Idle DRAM latency: the figure typical of the core's platforms.
-pub(crate) fn dram_latency(spec: &Spec, _run: &Run, _m: &Measurement) -> Result<Figure, String> {
+pub(crate) fn dram_latency(spec: &Spec) -> Result<Figure, String> {
     let u = spec.uarch()?;
     Ok(Figure::new(
         u.dram_ns,
@@ -43,38 +43,28 @@ pub(crate) fn dram_latency(spec: &Spec, _run: &Run, _m: &Measurement) -> Result<
 }
 
 /// The level a working set of `size` bytes lives in: its name and latency.
-pub(crate) fn level_of(
-    spec: &Spec,
-    run: &Run,
-    m: &Measurement,
-    size: f64,
-) -> Result<(String, Figure), String> {
+pub(crate) fn level_of(spec: &Spec, size: f64) -> Result<(String, Figure), String> {
     match spec.caches.iter().position(|c| size <= c.size as f64) {
         Some(i) => Ok((
             format!("L{}", spec.caches[i].level),
             level_latency(spec, spec.caches[i].level as usize)?,
         )),
-        None => Ok(("memory".into(), dram_latency(spec, run, m)?)),
+        None => Ok(("memory".into(), dram_latency(spec)?)),
     }
 }
 
 /// Bytes per ns the core reads from the level a working set of `size` lives in (for the
 /// sequential chase and the bandwidth kernels): L1 loads, L2 and L3 fills at the table's bytes
 /// per cycle, memory by Little's law over the fill buffers.
-pub(crate) fn level_read_rate(
-    spec: &Spec,
-    run: &Run,
-    m: &Measurement,
-    size: f64,
-) -> Result<Figure, String> {
+pub(crate) fn level_read_rate(spec: &Spec, size: f64) -> Result<Figure, String> {
     let u = spec.uarch()?;
     let ghz = spec.ghz()?.value;
-    let (name, _) = level_of(spec, run, m, size)?;
+    let (name, _) = level_of(spec, size)?;
     let bpc = match name.as_str() {
         "L1" => u.bytes_per_cycle[0],
         "L2" => u.bytes_per_cycle[2],
         "memory" => {
-            let lat = dram_latency(spec, run, m)?;
+            let lat = dram_latency(spec)?;
             let rate = u.fill_buffers as f64 * LINE / lat.value;
             return Ok(Figure::new(
                 rate,
@@ -94,13 +84,7 @@ pub(crate) fn level_read_rate(
 
 /// What a load beyond the TLB's reach adds: an STLB hit past the first level, and a page walk
 /// (reading the page-table entry from where the tables live) past the second.
-fn tlb_share(
-    spec: &Spec,
-    run: &Run,
-    m: &Measurement,
-    size: f64,
-    page: f64,
-) -> Result<(f64, String), String> {
+fn tlb_share(spec: &Spec, size: f64, page: f64) -> Result<(f64, String), String> {
     let u = spec.uarch()?;
     let ghz = spec.ghz()?.value;
     let pages = size / page;
@@ -114,7 +98,7 @@ fn tlb_share(
         ));
     }
     if pages > u.tlb[1] as f64 {
-        let (level, walk) = level_of(spec, run, m, pages * 8.0)?;
+        let (level, walk) = level_of(spec, pages * 8.0)?;
         ns += walk.value;
         what.push(format!(
             "a page walk reading the {level}-resident page tables ({:.1} ns)",
@@ -152,7 +136,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         (_, "level_latency") => {
             let level = param(&m.params, "level").unwrap_or_default();
             let f = match level.as_str() {
-                "memory" => dram_latency(spec, run, m)?,
+                "memory" => dram_latency(spec)?,
                 l => level_latency(
                     spec,
                     l.trim_start_matches('L').parse().map_err(|_| {
@@ -190,7 +174,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             let u = spec.uarch()?;
             let size = size.ok_or("no size")?;
             let k = number(&m.params, "chases").unwrap_or(1.0);
-            let (level, lat) = level_of(spec, run, m, size)?;
+            let (level, lat) = level_of(spec, size)?;
             let mlp = k.min(u.fill_buffers as f64);
             Ok(Model::spec(
                 "overlapped misses",
@@ -203,7 +187,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("latency_ns", &lat)
             .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name)))
         }
-        ("memory.latency.stride", "per_load") => stride(spec, run, m),
+        ("memory.latency.stride", "per_load") => stride(spec, m),
         ("memory.latency.loaded", "per_load") => loaded(spec, run, m),
         ("memory.latency.loaded", _) => {
             Err("the loaders' bandwidth is the experiment's input, not a cost to predict".into())
@@ -211,7 +195,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         (_, "per_load") => {
             let size = size.ok_or("no size parameter")?;
             let order = param(&m.params, "order").unwrap_or_default();
-            let (level, lat) = level_of(spec, run, m, size)?;
+            let (level, lat) = level_of(spec, size)?;
             let model = Model::spec(
                 "load-to-use latency",
                 lat.value,
@@ -222,7 +206,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             match order.as_str() {
                 "sequential" => {
                     let l1 = level_latency(spec, 1)?;
-                    let rate = level_read_rate(spec, run, m, size)?;
+                    let rate = level_read_rate(spec, size)?;
                     let per_line = LINE / rate.value;
                     let mut model = model.figure("l1_ns", &l1).figure("read_rate_gbps", &rate);
                     model.name = "prefetched load";
@@ -236,7 +220,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                         Some("1g") => (1u64 << 30) as f64,
                         Some(_) => (2u64 << 20) as f64,
                     };
-                    let (tlb, what) = tlb_share(spec, run, m, size, page)?;
+                    let (tlb, what) = tlb_share(spec, size, page)?;
                     let mut model = model.input("page_bytes", page, "parameter");
                     if tlb > 0.0 {
                         model.value += tlb;
@@ -254,13 +238,13 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
 /// The lmbench table: loads `stride` apart in address order over `size`. Without prefetching,
 /// a stride below the line re-uses the line (an L1 hit) for all but one load in 64/stride; the
 /// lines touched occupy `size` x 64/stride and live in the level that holds that footprint.
-fn stride(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+fn stride(spec: &Spec, m: &Measurement) -> Outcome {
     let size = number(&m.params, "size").ok_or("no size parameter")?;
     let stride = number(&m.params, "stride").ok_or("no stride parameter")?;
     let miss = (stride / LINE).min(1.0);
     let footprint = size * (LINE / stride).min(1.0);
     let l1 = level_latency(spec, 1)?;
-    let (level, lat) = level_of(spec, run, m, footprint)?;
+    let (level, lat) = level_of(spec, footprint)?;
     let mut value = miss * lat.value + (1.0 - miss) * l1.value;
     let mut formula = format!(
         "{miss:.3} x {level} {:.2} ns + {:.3} x L1 {:.2} ns (no prefetching)",
@@ -269,7 +253,7 @@ fn stride(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         l1.value
     );
     if stride >= PAGE {
-        let (tlb, what) = tlb_share(spec, run, m, size / stride * PAGE, PAGE)?;
+        let (tlb, what) = tlb_share(spec, size / stride * PAGE, PAGE)?;
         if tlb > 0.0 {
             value += tlb;
             formula.push_str(&format!(" + {what}"));
@@ -288,14 +272,14 @@ fn stride(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
 /// A cache line handed from one core to another: the reader's miss goes to the level the two
 /// cores share and a snoop brings the line from the writer's cache, about twice that level's
 /// latency; cores that share no cache pay a memory access's worth.
-pub(crate) fn core_to_core(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+pub(crate) fn core_to_core(spec: &Spec, m: &Measurement) -> Outcome {
     let class = param(&m.params, "class").unwrap_or_default();
     let (level, lat) = match class.as_str() {
         "SMT sibling" => ("L1".to_string(), level_latency(spec, 1)?),
         "shared L2" => ("L2".to_string(), level_latency(spec, 2)?),
         "shared L3" => ("L3".to_string(), level_latency(spec, 3)?),
         "same cpu" => return Err("a cpu with itself hands nothing over".into()),
-        _ => ("memory".to_string(), dram_latency(spec, run, m)?),
+        _ => ("memory".to_string(), dram_latency(spec)?),
     };
     let (factor, why) = if level == "memory" {
         (
@@ -321,7 +305,7 @@ pub(crate) fn core_to_core(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
 /// memory's peak the loaders use (1 / (1 - utilisation), capped at 95%); without the peak, the
 /// idle latency alone, and the formula says so.
 fn loaded(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
-    let idle = dram_latency(spec, run, m)?;
+    let idle = dram_latency(spec)?;
     let model = Model::spec(
         "idle DRAM latency",
         idle.value,

@@ -156,11 +156,11 @@ pub fn predict(spec: &Spec, measurements: &mut [Measurement]) {
 fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     match m.probe.split('.').next().unwrap_or_default() {
         "timer" | "loop" | "call" => cpu::model(spec, run, m),
-        "syscall" => cpu::syscall(spec, run, m),
+        "syscall" => cpu::syscall(spec, m),
         "task" => tasks::creation(spec, run, m),
         "switch" => tasks::switch(spec, run, m),
         "migration" => tasks::migration(spec, run, m),
-        "c2c" => hierarchy::core_to_core(spec, run, m),
+        "c2c" => hierarchy::core_to_core(spec, m),
         "memory" => hierarchy::model(spec, run, m),
         "bandwidth" | "numa" => bandwidth::model(spec, run, m),
         "faults" => faults::model(spec, run, m),

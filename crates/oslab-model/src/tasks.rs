@@ -230,7 +230,7 @@ pub(crate) fn migration(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let size = number(&m.params, "size").ok_or("no size parameter")?;
     match m.metric.as_str() {
         "retouch_local" => {
-            let rate = level_read_rate(spec, run, m, size)?;
+            let rate = level_read_rate(spec, size)?;
             Ok(Model::spec(
                 "re-read in place",
                 size / rate.value,
@@ -251,7 +251,7 @@ pub(crate) fn migration(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             } else if class.contains("L3") {
                 level_latency(spec, 3)?
             } else {
-                dram_latency(spec, run, m)?
+                dram_latency(spec)?
             };
             let lines = size / 64.0;
             let mlp = u.fill_buffers as f64;

@@ -36,7 +36,8 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
             // A dry run needs no cluster: the script is shown with the node list that sinfo
             // would give at submit time left open.
             eprintln!("note: {e}; the node list sinfo gives at submit time is left open below");
-            let script = script_of(&args, &results, OPEN_NODELIST, None)?;
+            let binary = std::env::current_exe()?.canonicalize()?;
+            let script = script_of(&args, &results, &binary, OPEN_NODELIST, None);
             print!("{script}");
             return Ok(ExitCode::SUCCESS);
         }
@@ -55,7 +56,13 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         (args.nodes.clone(), slurm::hostnames(&args.nodes))
     };
     let binary = std::env::current_exe()?.canonicalize()?;
-    let script = script_of(&args, &results, &nodelist, names.as_ref().map(Vec::len))?;
+    let script = script_of(
+        &args,
+        &results,
+        &binary,
+        &nodelist,
+        names.as_ref().map(Vec::len),
+    );
     if args.dry_run {
         print!("{script}");
         return Ok(ExitCode::SUCCESS);
@@ -142,19 +149,19 @@ const OPEN_NODELIST: &str = "NODES-FROM-SINFO";
 fn script_of(
     args: &FleetSubmitArgs,
     results: &std::path::Path,
+    binary: &std::path::Path,
     nodelist: &str,
     node_count: Option<usize>,
-) -> anyhow::Result<String> {
-    let binary = std::env::current_exe()?.canonicalize()?;
-    Ok(slurm::script(&ScriptOptions {
+) -> String {
+    slurm::script(&ScriptOptions {
         partition: args.partition.as_deref(),
         nodelist,
         node_count,
         exclusive: !args.shared,
         time: args.time.as_deref(),
         results,
-        binary: &binary,
+        binary,
         sbcast: args.stage == Stage::Sbcast,
         run_args: &args.run_args,
-    }))
+    })
 }

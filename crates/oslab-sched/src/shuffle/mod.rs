@@ -1,8 +1,10 @@
 //! Shuffling : watch a multithreaded process's lock waits; when they pass a threshold,
 //! sort the threads by lock time, cut them into as many groups as there are last-level-cache
 //! domains the process may use (threads with similar lock times together), and pin each group's
-//! threads to consecutive CPUs of one domain. Threads created later are placed at the next
-//! interval; threads that exit are dropped. Every affinity changed is restored at the end.
+//! threads to CPUs of one domain. A thread moves only when its group's domain changes, so a new
+//! order inside a domain costs nothing; a shuffle is an interval in which a thread moved. Threads
+//! created later are placed at the next interval; threads that exit are dropped. Every affinity
+//! changed is restored at the end.
 
 pub mod eval;
 pub mod lockbench;
@@ -37,13 +39,12 @@ pub fn domains(topology: &Topology, allowed: &CpuSet) -> Vec<Vec<usize>> {
     out
 }
 
-/// A placement: groups of threads (most lock-bound first) and each thread's CPU.
+/// A regrouping: threads cut into groups of similar lock time, most lock-bound first, at most
+/// one group per domain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     /// Thread groups, one per domain used.
     pub groups: Vec<Vec<i32>>,
-    /// Where each thread goes.
-    pub placement: Vec<(i32, usize)>,
     /// The process's lock-wait fraction that triggered it.
     pub lock_fraction: f64,
 }
@@ -60,11 +61,11 @@ pub fn lock_fraction(waits: &[ThreadWait]) -> f64 {
     }
 }
 
-/// Decides a placement, or None when lock waits stay below `threshold` (a fraction of thread
+/// Decides a regrouping, or None when lock waits stay below `threshold` (a fraction of thread
 /// time) or there is nothing to place.
-pub fn decide(waits: &[ThreadWait], domains: &[Vec<usize>], threshold: f64) -> Option<Decision> {
+pub fn decide(waits: &[ThreadWait], domains: usize, threshold: f64) -> Option<Decision> {
     let fraction = lock_fraction(waits);
-    if fraction < threshold || waits.is_empty() || domains.is_empty() {
+    if fraction < threshold || waits.is_empty() || domains == 0 {
         return None;
     }
     let mut sorted: Vec<&ThreadWait> = waits.iter().collect();
@@ -73,22 +74,97 @@ pub fn decide(waits: &[ThreadWait], domains: &[Vec<usize>], threshold: f64) -> O
             .total_cmp(&a.fraction())
             .then(a.tid.cmp(&b.tid))
     });
-    let g = domains.len().min(sorted.len());
-    let per = sorted.len().div_ceil(g);
-    let mut groups = Vec::new();
-    let mut placement = Vec::new();
-    for (k, chunk) in sorted.chunks(per).enumerate() {
-        let cpus = &domains[k];
-        groups.push(chunk.iter().map(|t| t.tid).collect());
-        for (j, t) in chunk.iter().enumerate() {
-            placement.push((t.tid, cpus[j % cpus.len()]));
-        }
-    }
+    let per = sorted.len().div_ceil(domains.min(sorted.len()));
     Some(Decision {
-        groups,
-        placement,
+        groups: sorted
+            .chunks(per)
+            .map(|c| c.iter().map(|t| t.tid).collect())
+            .collect(),
         lock_fraction: fraction,
     })
+}
+
+/// A thread pinned to a cpu of a domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Move {
+    /// The thread.
+    pub tid: i32,
+    /// Index of its domain.
+    pub domain: usize,
+    /// Its cpu there.
+    pub cpu: usize,
+}
+
+/// Where the threads placed so far are. A regrouping moves a thread only when its group lands on
+/// another domain: a new order of lock times inside a domain moves nothing (hysteresis).
+#[derive(Debug, Clone, Default)]
+pub struct Pinning {
+    at: BTreeMap<i32, Move>,
+}
+
+impl Pinning {
+    /// The moves that put `d`'s groups on `domains`. Each group, most lock-bound first, takes the
+    /// free domain that already holds most of its threads (the lowest index on a tie); a thread
+    /// whose domain changes goes to the least-used cpu of its new domain.
+    pub fn plan(&self, d: &Decision, domains: &[Vec<usize>]) -> Vec<Move> {
+        let mut free: Vec<bool> = vec![true; domains.len()];
+        let mut target: BTreeMap<i32, usize> = BTreeMap::new();
+        for g in &d.groups {
+            let held = |k: usize| g.iter().filter(|t| self.domain_of(**t) == Some(k)).count();
+            let Some(k) = (0..domains.len())
+                .filter(|&k| free[k])
+                .max_by_key(|&k| (held(k), std::cmp::Reverse(k)))
+            else {
+                break;
+            };
+            free[k] = false;
+            target.extend(g.iter().map(|&t| (t, k)));
+        }
+        // Threads that stay keep their cpus; newcomers fill the least-used ones.
+        let mut used: BTreeMap<usize, usize> = BTreeMap::new();
+        for (tid, m) in &self.at {
+            if target.get(tid) == Some(&m.domain) {
+                *used.entry(m.cpu).or_default() += 1;
+            }
+        }
+        let mut moves = Vec::new();
+        for (&tid, &k) in &target {
+            if self.domain_of(tid) == Some(k) {
+                continue;
+            }
+            let cpu = *domains[k]
+                .iter()
+                .min_by_key(|c| (used.get(c).copied().unwrap_or(0), **c))
+                .expect("a domain has cpus");
+            *used.entry(cpu).or_default() += 1;
+            moves.push(Move {
+                tid,
+                domain: k,
+                cpu,
+            });
+        }
+        moves
+    }
+
+    /// Records a move that was carried out.
+    pub fn moved(&mut self, m: Move) {
+        self.at.insert(m.tid, m);
+    }
+
+    /// The domain thread `tid` is pinned to, if placed.
+    pub fn domain_of(&self, tid: i32) -> Option<usize> {
+        self.at.get(&tid).map(|m| m.domain)
+    }
+
+    /// Forgets threads that are gone.
+    pub fn retain(&mut self, alive: impl Fn(i32) -> bool) {
+        self.at.retain(|t, _| alive(*t));
+    }
+
+    /// Forgets every thread.
+    pub fn clear(&mut self) {
+        self.at.clear();
+    }
 }
 
 /// What the daemon did, for its summary line and the store.
@@ -96,7 +172,7 @@ pub fn decide(waits: &[ThreadWait], domains: &[Vec<usize>], threshold: f64) -> O
 pub struct WatchSummary {
     /// Intervals monitored.
     pub intervals: u32,
-    /// Shuffles performed (placements applied).
+    /// Shuffles performed: intervals in which at least one thread changed domain.
     pub shuffles: u32,
     /// Lock fraction of each interval.
     pub lock_fractions: Vec<f64>,
@@ -247,7 +323,7 @@ pub struct Daemon {
     interval: Duration,
     monitor_only: bool,
     originals: BTreeMap<i32, CpuSet>,
-    placed: BTreeMap<i32, usize>,
+    pinning: Pinning,
     /// Decisions and lock fractions as a timeline (track "shuffle").
     pub timeline: Vec<TimelineEvent>,
     summary: WatchSummary,
@@ -274,7 +350,7 @@ impl Daemon {
             interval,
             monitor_only,
             originals: BTreeMap::new(),
-            placed: BTreeMap::new(),
+            pinning: Pinning::default(),
             timeline: Vec::new(),
             summary: WatchSummary::default(),
             start: Instant::now(),
@@ -301,26 +377,22 @@ impl Daemon {
             args: params! {"lock_fraction" => fraction, "threads" => per_thread},
         });
         let mut moved = 0;
-        if let Some(d) = decide(&waits, &self.domains, self.threshold) {
-            let changes: Vec<(i32, usize)> = d
-                .placement
-                .iter()
-                .copied()
-                .filter(|(tid, cpu)| self.placed.get(tid) != Some(cpu))
-                .collect();
-            if !changes.is_empty() && !self.monitor_only {
-                for &(tid, cpu) in &changes {
-                    if let std::collections::btree_map::Entry::Vacant(e) = self.originals.entry(tid)
+        if let Some(d) = decide(&waits, self.domains.len(), self.threshold) {
+            let moves = self.pinning.plan(&d, &self.domains);
+            if !moves.is_empty() && !self.monitor_only {
+                for m in moves {
+                    if let std::collections::btree_map::Entry::Vacant(e) =
+                        self.originals.entry(m.tid)
                     {
-                        match get_affinity(tid) {
+                        match get_affinity(m.tid) {
                             Ok(orig) => {
                                 e.insert(orig);
                             }
                             Err(_) => continue, // exited since the sample
                         }
                     }
-                    if set_affinity(tid, &CpuSet::single(cpu)).is_ok() {
-                        self.placed.insert(tid, cpu);
+                    if set_affinity(m.tid, &CpuSet::single(m.cpu)).is_ok() {
+                        self.pinning.moved(m);
                         moved += 1;
                     }
                 }
@@ -354,7 +426,7 @@ impl Daemon {
         }
         // Threads that exited are dropped without error.
         if let Ok(alive) = locks::threads(self.pid) {
-            self.placed.retain(|tid, _| alive.contains(tid));
+            self.pinning.retain(|tid| alive.contains(&tid));
             self.originals.retain(|tid, _| alive.contains(tid));
         }
         Ok(format!(
@@ -376,7 +448,7 @@ impl Daemon {
                 n += 1;
             }
         }
-        self.placed.clear();
+        self.pinning.clear();
         n
     }
 
@@ -521,9 +593,14 @@ mod tests {
 
     #[test]
     fn below_the_threshold_nothing_moves() {
-        let d = vec![vec![0, 1], vec![2, 3]];
-        assert!(decide(&[w(1, 2), w(2, 3)], &d, 0.10).is_none());
-        assert!(decide(&[], &d, 0.0).is_none());
+        assert!(decide(&[w(1, 2), w(2, 3)], 2, 0.10).is_none());
+        assert!(decide(&[], 2, 0.0).is_none());
+    }
+
+    fn place(p: &mut Pinning, d: &Decision, domains: &[Vec<usize>]) -> Vec<Move> {
+        let moves = p.plan(d, domains);
+        moves.iter().for_each(|m| p.moved(*m));
+        moves
     }
 
     #[test]
@@ -535,7 +612,7 @@ mod tests {
             .enumerate()
             .map(|(i, &x)| w(100 + i as i32, x))
             .collect();
-        let dec = decide(&waits, &d, 0.10).unwrap();
+        let dec = decide(&waits, d.len(), 0.10).unwrap();
         assert_eq!(
             dec.groups,
             vec![
@@ -545,20 +622,51 @@ mod tests {
                 vec![107, 106]
             ]
         );
-        let cpu_of = |tid| dec.placement.iter().find(|p| p.0 == tid).unwrap().1;
-        assert_eq!((cpu_of(101), cpu_of(103)), (0, 1));
-        assert_eq!((cpu_of(107), cpu_of(106)), (6, 7));
         assert!((dec.lock_fraction - 257.0 / 800.0).abs() < 1e-12);
+        let mut p = Pinning::default();
+        let moves = place(&mut p, &dec, &d);
+        assert_eq!(moves.len(), 8);
+        let cpu_of = |tid| moves.iter().find(|m| m.tid == tid).unwrap().cpu;
+        assert_eq!((cpu_of(101), cpu_of(103)), (0, 1));
+        assert_eq!((cpu_of(107), cpu_of(106)), (7, 6));
+    }
+
+    #[test]
+    fn a_new_order_inside_a_domain_moves_nothing() {
+        let d: Vec<Vec<usize>> = vec![vec![0, 1], vec![2, 3]];
+        let mut p = Pinning::default();
+        let first = decide(&[w(1, 80), w(2, 70), w(3, 20), w(4, 10)], 2, 0.1).unwrap();
+        assert_eq!(place(&mut p, &first, &d).len(), 4);
+        // 2 now waits more than 1, and 4 more than 3: same groups, nothing moves.
+        let swapped = decide(&[w(1, 70), w(2, 80), w(3, 10), w(4, 20)], 2, 0.1).unwrap();
+        assert!(p.plan(&swapped, &d).is_empty());
+        // The groups trade places in the order: each keeps its domain, nothing moves.
+        let flipped = decide(&[w(1, 10), w(2, 20), w(3, 80), w(4, 70)], 2, 0.1).unwrap();
+        assert_eq!(flipped.groups[0], vec![3, 4]);
+        assert!(p.plan(&flipped, &d).is_empty());
+        // 2 and 3 trade groups: only they move, each to the cpu the other left.
+        let traded = decide(&[w(1, 80), w(3, 70), w(2, 20), w(4, 10)], 2, 0.1).unwrap();
+        let moves = place(&mut p, &traded, &d);
+        let mut moved: Vec<(i32, usize)> = moves.iter().map(|m| (m.tid, m.cpu)).collect();
+        moved.sort();
+        assert_eq!(moved, vec![(2, 2), (3, 1)]);
+        // A thread that is gone is forgotten; a newcomer is placed on the least-used cpu.
+        p.retain(|t| t != 4);
+        let again = decide(&[w(1, 80), w(3, 70), w(2, 20), w(5, 10)], 2, 0.1).unwrap();
+        let moves = p.plan(&again, &d);
+        assert_eq!(moves, vec![Move { tid: 5, domain: 1, cpu: 3 }]);
     }
 
     #[test]
     fn more_domains_than_threads_uses_as_many_as_needed_and_wraps_cpus() {
         let d: Vec<Vec<usize>> = vec![vec![0], vec![1], vec![2]];
-        let dec = decide(&[w(1, 50), w(2, 40)], &d, 0.1).unwrap();
+        let dec = decide(&[w(1, 50), w(2, 40)], d.len(), 0.1).unwrap();
         assert_eq!(dec.groups.len(), 2);
         let one = vec![vec![4, 5]];
-        let dec = decide(&[w(1, 50), w(2, 40), w(3, 30)], &one, 0.1).unwrap();
-        assert_eq!(dec.placement, vec![(1, 4), (2, 5), (3, 4)]);
+        let dec = decide(&[w(1, 50), w(2, 40), w(3, 30)], 1, 0.1).unwrap();
+        let moves = Pinning::default().plan(&dec, &one);
+        let cpus: Vec<(i32, usize)> = moves.iter().map(|m| (m.tid, m.cpu)).collect();
+        assert_eq!(cpus, vec![(1, 4), (2, 5), (3, 4)]);
     }
 
     #[test]

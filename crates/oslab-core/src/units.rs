@@ -66,6 +66,17 @@ pub fn value(v: f64, unit: Unit) -> String {
     }
 }
 
+/// A duration someone chose, as they would type it: `80 ns`, `5 µs`, `200 ms`, `1.5 s`.
+pub fn setting(d: std::time::Duration) -> String {
+    let ns = d.as_secs_f64() * 1e9;
+    let (div, sym) = [(1e9, "s"), (1e6, "ms"), (1e3, "µs")]
+        .into_iter()
+        .find(|(div, _)| ns >= *div)
+        .unwrap_or((1.0, "ns"));
+    let v = format!("{:.3}", ns / div);
+    format!("{} {sym}", v.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// A size for reading: `32 KiB`, `1.5 MiB`, `4 GiB` (powers of 1024, three significant digits).
 pub fn bytes(bytes: u64) -> String {
     let mut v = bytes as f64;
@@ -137,7 +148,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// Parses a duration: "2s", "500ms", "250us", "1.5" (seconds), "1m".
+/// Parses a duration: "2s", "500ms", "250us", "80ns", "1.5" (seconds), "1m".
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let split = t
@@ -150,11 +161,12 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let secs = match unit.trim() {
         "" | "s" => n,
         "ms" => n / 1e3,
-        "us" => n / 1e6,
+        "us" | "µs" => n / 1e6,
+        "ns" => n / 1e9,
         "m" | "min" => n * 60.0,
         other => {
             return Err(format!(
-                "{s:?}: unknown unit {other:?} (use s, ms, us or m)"
+                "{s:?}: unknown unit {other:?} (use s, ms, us, ns or m)"
             ))
         }
     };
@@ -190,6 +202,16 @@ pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_read_as_typed() {
+        let d = |s| setting(parse_duration(s).unwrap());
+        assert_eq!(d("80ns"), "80 ns");
+        assert_eq!(d("5us"), "5 µs");
+        assert_eq!(d("200ms"), "200 ms");
+        assert_eq!(d("1.5"), "1.5 s");
+        assert_eq!(d("1m"), "60 s");
+    }
 
     #[test]
     fn sizes_read_as_people_write_them() {

@@ -442,7 +442,11 @@ pub struct ImportArgs {
 
 /// `oslab shuffle`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ShuffleArgs {
+    /// Shuffling on a simulated machine instead of a live process.
+    #[command(subcommand)]
+    pub simulate: Option<ShuffleCommand>,
     /// The process to watch.
     #[arg(
         long,
@@ -469,6 +473,29 @@ pub struct ShuffleArgs {
     /// A command to start and watch (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `oslab shuffle simulate`.
+#[derive(Debug, Subcommand)]
+pub enum ShuffleCommand {
+    /// Threads contending for locks on a simulated machine of S sockets x C cores, with and
+    /// without the daemon's regrouping (its own decision code), at rising contention and over
+    /// monitoring intervals.
+    Simulate(ShuffleSimulateArgs),
+}
+
+/// `oslab shuffle simulate`.
+#[derive(Debug, Args)]
+pub struct ShuffleSimulateArgs {
+    /// The machine, workloads, daemon and costs.
+    #[command(flatten)]
+    pub request: oslab_sched::shuffle::study::Request,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to store the run.
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// How the shuffler measures lock waits and when it acts (shared by shuffle and shuffle-eval).

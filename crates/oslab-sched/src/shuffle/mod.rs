@@ -9,6 +9,8 @@
 pub mod eval;
 pub mod lockbench;
 pub mod locks;
+pub mod simulate;
+pub mod study;
 
 use locks::{Monitor, MonitorError, ThreadWait};
 use oslab_core::affinity::{get_affinity, set_affinity};
@@ -654,7 +656,14 @@ mod tests {
         p.retain(|t| t != 4);
         let again = decide(&[w(1, 80), w(3, 70), w(2, 20), w(5, 10)], 2, 0.1).unwrap();
         let moves = p.plan(&again, &d);
-        assert_eq!(moves, vec![Move { tid: 5, domain: 1, cpu: 3 }]);
+        assert_eq!(
+            moves,
+            vec![Move {
+                tid: 5,
+                domain: 1,
+                cpu: 3
+            }]
+        );
     }
 
     #[test]

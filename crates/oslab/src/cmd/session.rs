@@ -157,6 +157,32 @@ impl Session {
         json: bool,
         extra: Option<String>,
     ) -> anyhow::Result<ExitCode> {
+        let shown = Shown::Table(extra);
+        self.conclude(measurements, timeline, interrupted, json, shown)
+    }
+
+    /// As [`Session::finish`] for a simulation: `text` (its own tables) instead of the table of
+    /// measurements and the warnings about this machine, which do not bear on simulated values.
+    pub fn finish_simulated(
+        &mut self,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+        interrupted: bool,
+        json: bool,
+        text: String,
+    ) -> anyhow::Result<ExitCode> {
+        let shown = Shown::Instead(text);
+        self.conclude(measurements, timeline, interrupted, json, shown)
+    }
+
+    fn conclude(
+        &mut self,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+        interrupted: bool,
+        json: bool,
+        shown_as: Shown,
+    ) -> anyhow::Result<ExitCode> {
         let saved = self.save(measurements, timeline, interrupted);
         let record = match &saved {
             Ok(r) => r.clone(),
@@ -167,9 +193,14 @@ impl Session {
         if json {
             print_json(&RunDocument::new(record.clone(), shown, timeline.to_vec()))?;
         } else {
-            print_text(&oslab_report::table::run(&record, &shown))?;
-            if let Some(text) = extra {
-                print_text(&text)?;
+            match shown_as {
+                Shown::Table(extra) => {
+                    print_text(&oslab_report::table::run(&record, &shown))?;
+                    if let Some(text) = extra {
+                        print_text(&text)?;
+                    }
+                }
+                Shown::Instead(text) => print_text(&text)?,
             }
         }
         let record = saved?;
@@ -191,4 +222,12 @@ impl Session {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// What a finished session prints as text.
+enum Shown {
+    /// The table of measurements, then this.
+    Table(Option<String>),
+    /// Only this.
+    Instead(String),
 }

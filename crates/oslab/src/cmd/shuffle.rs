@@ -1,7 +1,7 @@
 //! `oslab shuffle`: the lock-contention shuffler on a live process.
 
 use super::session::Session;
-use crate::cli::ShuffleArgs;
+use crate::cli::{ShuffleArgs, ShuffleCommand, ShuffleSimulateArgs};
 use crate::error::usage;
 use oslab_core::signals;
 use oslab_sched::shuffle::locks::{self, MonitorError};
@@ -9,6 +9,9 @@ use oslab_sched::shuffle::{self, Daemon, Setting};
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
+    if let Some(ShuffleCommand::Simulate(a)) = args.simulate {
+        return simulate(a);
+    }
     if let Some(pid) = args.pid {
         if pid <= 0 {
             return Err(usage(format!("--pid {pid}: not a process id")));
@@ -83,4 +86,14 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     let ms = summary.measurements(&setting);
     let text = summary.text(&setting);
     session.finish(&ms, &timeline, interrupted, args.json, Some(text))
+}
+
+/// `oslab shuffle simulate`: the study on a simulated machine, stored as a run.
+fn simulate(a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
+    let mut session = Session::open(true, None, None, &a.store)?;
+    let t = std::time::Instant::now();
+    let study = shuffle::study::study(&a.request, &signals::interrupted);
+    eprintln!("simulated in {:.1} s", t.elapsed().as_secs_f64());
+    let text = oslab_report::table::doc(&study.doc());
+    session.finish_simulated(&study.measurements(), &[], study.interrupted, a.json, text)
 }

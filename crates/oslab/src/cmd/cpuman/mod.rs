@@ -85,7 +85,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let ms = outcome.measurements();
     let interrupted = oslab_core::signals::interrupted();
     let text = doc(&outcome.doc());
-    session.finish(&ms, &outcome.timeline, interrupted, a.json, Some(text))
+    session.finish_simulated(&ms, &outcome.timeline, interrupted, a.json, text)
 }
 
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {

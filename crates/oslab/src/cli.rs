@@ -7,6 +7,7 @@ use oslab_probes::timeslice::SchedClass;
 use oslab_report::export::Format;
 use oslab_sched::cpuman::manager::PageMigration;
 use oslab_sched::cpuman::policy::PolicyKind;
+use oslab_sched::cpuman::simulate::FirstTouch;
 use oslab_store::RunSet;
 use std::path::PathBuf;
 
@@ -731,6 +732,10 @@ pub struct CpumanSimulateArgs {
     /// 'slit' takes it from this machine's NUMA distances.
     #[arg(long, default_value = "2.0")]
     pub remote_ratio: String,
+    /// Where a job's pages start: on the master thread's node (OpenMP jobs that initialise
+    /// their data from the master, as the paper's did), each thread's node, or round-robin.
+    #[arg(long, value_enum, default_value_t = FirstTouch::Master)]
+    pub first_touch: FirstTouch,
     /// Time-sharing quantum of the native scheduler.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30ms")]
     pub quantum: std::time::Duration,

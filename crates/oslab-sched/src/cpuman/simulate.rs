@@ -6,8 +6,12 @@
 //! - Machine: `cpus` in `nodes` equal nodes; a remote access costs `remote_ratio` times a local
 //!   one (default 2.0, about the Origin 2000's nearest remote node; or from SLIT distances).
 //! - Job: the kind's speedup curve (Table III, interpolated in log2 p); a memory footprint in
-//!   pages and a memory-boundness m per kind; pages first-touched on the nodes of the CPUs it
-//!   starts on. Progress rate = speedup(p) / (1 + m x remote fraction x (remote_ratio - 1)).
+//!   pages and a memory-boundness m per kind. Each thread works on its share of the data; a
+//!   node's pages serve, locally, at most the share of the job's threads on that node, so the
+//!   local fraction is the sum over the job's nodes of min(pages there, their threads' share).
+//!   Where the pages start is [`FirstTouch`]: the master thread's node (the paper's OpenMP jobs
+//!   initialise their data from the master), each thread's own node, or round-robin over all
+//!   nodes. Progress rate = speedup(p) / (1 + m x remote fraction x (remote_ratio - 1)).
 //! - Native: jobs run all requested threads; more threads than CPUs are time-shared with
 //!   `quantum`: each job gets request x P / threads processors, every quantum the scheduler
 //!   places P threads on P CPUs anew (a thread lands on another CPU with probability 1 - 1/P:
@@ -16,10 +20,11 @@
 //! - Equip / PDPA: jobs hold their mapped CPUs; a CPU set change moves threads (counted as
 //!   migrations) and ends bursts. PDPA gets a speedup measurement (the model's, slowed by remote
 //!   accesses) one iteration (1% of the job's work) after each allocation change.
-//! - Page migration: `manual` moves every page of a job to its new nodes at a reallocation, the
-//!   job stalling `page_cost` per page; `kernel` is a competitive rule: once a job's CPUs have
-//!   been stable for `settle` seconds, its remote pages migrate at `kernel_rate` of them per
-//!   second (same per-page cost); threads that move every quantum never qualify.
+//! - Page migration moves misplaced pages (beyond what a node's threads use) to the nodes short
+//!   of their threads' share: `manual` all of them at each reallocation, the job stalling
+//!   `page_cost` per page; `kernel` is a competitive rule: once a job's CPUs have been stable for
+//!   `settle` seconds, `kernel_rate` of its misplaced pages migrate per second (same per-page
+//!   cost); threads that move every quantum never qualify.
 
 use super::core::{Core, Managed};
 use super::manager::PageMigration;
@@ -27,6 +32,29 @@ use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
 use super::workload::JobSpec;
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::policy::Policy;
+
+/// Where a job's pages are first touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum FirstTouch {
+    /// The master thread initialises the data: every page on its node (the paper's jobs).
+    Master,
+    /// Each thread initialises its own share: pages where their threads run.
+    Parallel,
+    /// Pages dealt round-robin over all the machine's nodes.
+    RoundRobin,
+}
+
+impl FirstTouch {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FirstTouch::Master => "master",
+            FirstTouch::Parallel => "parallel",
+            FirstTouch::RoundRobin => "round-robin",
+        }
+    }
+}
 
 /// The simulated machine and its rules.
 #[derive(Debug, Clone)]
@@ -41,6 +69,8 @@ pub struct SimConfig {
     pub quantum_s: f64,
     /// Page migration mode.
     pub migration: PageMigration,
+    /// Where pages start.
+    pub first_touch: FirstTouch,
     /// Cost of migrating one page, s.
     pub page_cost_s: f64,
     /// Kernel mode: seconds a job's CPUs must be stable before its pages follow.
@@ -136,16 +166,20 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
                 j.local = None;
                 j.stable_since = t;
                 j.measure_at = Some(t); // re-measured one iteration from now (set below)
-                let on = node_set(&j.cpus, per_node, nodes);
-                if first && !on.is_empty() {
-                    // First touch: evenly over the nodes it starts on.
+                let want = thread_shares(&j.cpus, per_node, nodes);
+                if first && !j.cpus.is_empty() {
                     let total: f64 = j.pages.iter().sum();
-                    j.pages.iter_mut().for_each(|x| *x = 0.0);
-                    for &n in &on {
-                        j.pages[n] = total / on.len() as f64;
-                    }
+                    j.pages = match cfg.first_touch {
+                        FirstTouch::Master => {
+                            let mut v = vec![0.0; nodes];
+                            v[(j.cpus[0] / per_node).min(nodes - 1)] = total;
+                            v
+                        }
+                        FirstTouch::Parallel => want.iter().map(|w| w * total).collect(),
+                        FirstTouch::RoundRobin => vec![total / nodes as f64; nodes],
+                    };
                 } else if cfg.migration == PageMigration::Manual && policy.pins() {
-                    let moved = move_pages(&mut j.pages, &on, 1.0);
+                    let moved = move_pages(&mut j.pages, &want, 1.0);
                     pages_moved += moved;
                     j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
                 }
@@ -212,9 +246,9 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
             let settled =
                 (policy.pins() || !oversubscribed) && t + dt - j.stable_since >= cfg.settle_s;
             if cfg.migration == PageMigration::Kernel && settled {
-                let on = node_set(&j.cpus, per_node, nodes);
+                let want = thread_shares(&j.cpus, per_node, nodes);
                 let share = 1.0 - (-cfg.kernel_rate * dt).exp();
-                let moved = move_pages(&mut j.pages, &on, share);
+                let moved = move_pages(&mut j.pages, &want, share);
                 j.local = None;
                 pages_moved += moved;
                 j.stall = j.stall.max(t + dt) + moved * cfg.page_cost_s;
@@ -274,8 +308,13 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
         makespan_s: end - first_arrival,
         timeline,
         notes: std::iter::once(format!(
-            "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, quantum {} ms, page cost {} us",
+            "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, first touch by {}, quantum {} ms, page cost {} us",
             cfg.remote_ratio,
+            match cfg.first_touch {
+                FirstTouch::Master => "the master thread",
+                FirstTouch::Parallel => "each thread",
+                FirstTouch::RoundRobin => "round-robin over all nodes",
+            },
             cfg.quantum_s * 1e3,
             cfg.page_cost_s * 1e6
         ))
@@ -317,40 +356,54 @@ fn start(spec: JobSpec, t: f64, nodes: usize) -> SimJob {
     }
 }
 
-fn node_set(cpus: &[usize], per_node: usize, nodes: usize) -> Vec<usize> {
-    let mut n: Vec<usize> = cpus.iter().map(|c| (c / per_node).min(nodes - 1)).collect();
-    n.sort_unstable();
-    n.dedup();
-    n
+/// The share of a job's threads on each node (its CPUs, one thread each).
+fn thread_shares(cpus: &[usize], per_node: usize, nodes: usize) -> Vec<f64> {
+    let mut w = vec![0.0; nodes];
+    for c in cpus {
+        w[(c / per_node).min(nodes - 1)] += 1.0 / cpus.len() as f64;
+    }
+    w
 }
 
-/// Share of a job's memory accesses that are local: to its own nodes' pages when pinned; for
-/// unpinned threads, to the pages of whichever node a thread happens to run on.
+/// Share of a job's memory accesses that are local. Pinned: each node's threads find locally
+/// at most their share of the data. Unpinned threads run anywhere: a node's pages are local to
+/// the threads that happen to run there, 1/nodes of the time.
 fn local_fraction(j: &SimJob, pinned: bool, per_node: usize, nodes: usize) -> f64 {
     let total: f64 = j.pages.iter().sum::<f64>().max(1e-9);
     if pinned && !j.cpus.is_empty() {
-        let on = node_set(&j.cpus, per_node, nodes);
-        on.iter().map(|&n| j.pages[n]).sum::<f64>() / total
+        let want = thread_shares(&j.cpus, per_node, nodes);
+        j.pages
+            .iter()
+            .zip(&want)
+            .map(|(x, w)| x.min(w * total))
+            .sum::<f64>()
+            / total
     } else {
         j.pages.iter().map(|x| x / total / nodes as f64).sum()
     }
 }
 
-/// Moves `share` of the pages not on `to` evenly onto `to`; returns the pages moved.
-fn move_pages(pages: &mut [f64], to: &[usize], share: f64) -> f64 {
-    if to.is_empty() {
+/// Moves `share` of the misplaced pages (beyond each node's threads' share `want`) to the nodes
+/// short of theirs, in proportion; returns the pages moved.
+fn move_pages(pages: &mut [f64], want: &[f64], share: f64) -> f64 {
+    let total: f64 = pages.iter().sum();
+    let excess: Vec<f64> = pages
+        .iter()
+        .zip(want)
+        .map(|(x, w)| (x - w * total).max(0.0))
+        .collect();
+    let short: Vec<f64> = pages
+        .iter()
+        .zip(want)
+        .map(|(x, w)| (w * total - x).max(0.0))
+        .collect();
+    let (out, into): (f64, f64) = (excess.iter().sum(), short.iter().sum());
+    if out <= 0.0 || into <= 0.0 {
         return 0.0;
     }
-    let mut moved = 0.0;
+    let moved = out.min(into) * share;
     for (n, x) in pages.iter_mut().enumerate() {
-        if !to.contains(&n) {
-            let m = *x * share;
-            *x -= m;
-            moved += m;
-        }
-    }
-    for &n in to {
-        pages[n] += moved / to.len() as f64;
+        *x += moved * (short[n] / into - excess[n] / out);
     }
     moved
 }
@@ -394,6 +447,7 @@ mod tests {
             remote_ratio: 2.0,
             quantum_s: 0.03,
             migration,
+            first_touch: FirstTouch::Master,
             page_cost_s: 20e-6,
             settle_s: 1.0,
             kernel_rate: 0.5,
@@ -480,5 +534,58 @@ mod tests {
         let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
         assert!(cpu(&manual) <= cpu(&equip) * 1.01);
         assert!(manual.page_migrations.clone().unwrap() > 0);
+    }
+
+    #[test]
+    fn pages_serve_locally_only_their_threads_share_and_migration_rebalances() {
+        // Two nodes of 2 cpus; a job on cpus 0-3 (two threads per node).
+        let want = thread_shares(&[0, 1, 2, 3], 2, 2);
+        assert_eq!(want, vec![0.5, 0.5]);
+        let mut job = start(
+            JobSpec {
+                id: 1,
+                kind: Kind::Bt,
+                submit_s: 0.0,
+                request: 4,
+                seq_s: 1.0,
+                command: None,
+            },
+            0.0,
+            2,
+        );
+        job.cpus = vec![0, 1, 2, 3];
+        let total: f64 = job.pages.iter().sum();
+        // The master's node holds everything: only its threads' half is local.
+        job.pages = vec![total, 0.0];
+        assert!((local_fraction(&job, true, 2, 2) - 0.5).abs() < 1e-12);
+        // Half of the misplaced half moves; all of it, then nothing is left to move.
+        let moved = move_pages(&mut job.pages, &want, 0.5);
+        assert!((moved - total / 4.0).abs() < 1e-6 * total);
+        assert!((local_fraction(&job, true, 2, 2) - 0.75).abs() < 1e-12);
+        move_pages(&mut job.pages, &want, 1.0);
+        assert!((local_fraction(&job, true, 2, 2) - 1.0).abs() < 1e-12);
+        assert_eq!(move_pages(&mut job.pages, &want, 1.0), 0.0);
+        assert!((job.pages.iter().sum::<f64>() - total).abs() < 1e-6 * total);
+    }
+
+    #[test]
+    fn master_initialised_data_is_where_page_migration_pays_under_equipartition() {
+        let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
+        let ratio = |first_touch| {
+            let mut c = cfg(PageMigration::Off);
+            c.first_touch = first_touch;
+            let off = simulate(&mut Equip, &c, specs("W3", 30));
+            c.migration = PageMigration::Kernel;
+            let kernel = simulate(&mut Equip, &c, specs("W3", 30));
+            cpu(&kernel) / cpu(&off)
+        };
+        let (master, parallel) = (ratio(FirstTouch::Master), ratio(FirstTouch::Parallel));
+        assert!(master < 0.95, "master {master}");
+        assert!(
+            master < parallel - 0.03,
+            "master {master}, parallel {parallel}"
+        );
+        // Round-robin over 32 nodes is remote nearly everywhere too: migration pays.
+        assert!(ratio(FirstTouch::RoundRobin) < 0.95);
     }
 }

@@ -67,6 +67,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         remote_ratio,
         quantum_s: a.quantum.as_secs_f64().max(1e-6),
         migration: a.policy.migration,
+        first_touch: a.first_touch,
         page_cost_s: a.page_cost.as_secs_f64(),
         settle_s: 1.0,
         kernel_rate: 0.5,

@@ -632,9 +632,14 @@ pub struct WorkloadSource {
     /// Seed for the kinds' order and the arrivals.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// An SWF trace to replay instead of a mix.
+    /// An SWF trace to replay instead of a mix (oslab's own, or the Parallel Workloads
+    /// Archive's: cancelled and failed jobs are skipped and counted).
     #[arg(long, value_name = "FILE.swf")]
     pub trace: Option<PathBuf>,
+    /// Job kinds of a trace's executables (field 14): lines `EXECUTABLE KIND`, e.g. `12 swim`
+    /// (default: kinds by requested size, said in the output).
+    #[arg(long, value_name = "FILE", requires = "trace")]
+    pub app_map: Option<PathBuf>,
 }
 
 /// How the CPU manager allocates (shared by `cpuman run` and `cpuman simulate`).
@@ -718,9 +723,9 @@ pub struct CpumanRunArgs {
 /// `oslab cpuman simulate`.
 #[derive(Debug, Args)]
 pub struct CpumanSimulateArgs {
-    /// Processors of the simulated machine.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1048576))]
-    pub cpus: u64,
+    /// Processors of the simulated machine (default: a trace's MaxProcs, else 64).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1048576))]
+    pub cpus: Option<u64>,
     /// NUMA nodes (processors split evenly; the Origin 2000 had 2 per node).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65536))]
     pub nodes: u64,

@@ -553,3 +553,76 @@ fn kernel_page_migration_without_permission_is_refused_before_any_job() {
     assert!(processes_with_env(marker).is_empty());
     assert!(!db.exists());
 }
+
+#[test]
+fn an_archive_trace_simulates_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_d, db) = temp_db();
+    // The Parallel Workloads Archive's shape: header with the machine, a cancelled job (status 5,
+    // run time and size unknown), a failed one (status 0), one job larger than the machine.
+    let trace = dir.path().join("archive.swf");
+    std::fs::write(
+        &trace,
+        "; Version: 2.2\n; Computer: a cluster\n;   MaxNodes: 8\n;   MaxProcs: 16\n; UnixStartTime: 1000000000\n\
+         1 0 10 100 16 -1 -1 16 -1 -1 1 3 1 12 1 -1 -1 -1\n\
+         2 5 -1 -1 -1 -1 -1 8 -1 -1 5 3 1 12 1 -1 -1 -1\n\
+         3 9 4 30 2 -1 -1 2 -1 -1 0 4 1 7 1 -1 -1 -1\n\
+         4 12 0 50 4 -1 -1 4 -1 -1 1 4 1 7 1 -1 -1 -1\n\
+         5 30 0 60 64 -1 -1 64 -1 -1 1 5 1 12 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let out = oslab()
+        .args([
+            "cpuman",
+            "simulate",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--nodes",
+            "8",
+        ])
+        .args(["--json", "--db", db.to_str().unwrap()])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    for said in [
+        "16 cpus: the trace's MaxProcs",
+        "2 of 5 trace jobs skipped: 1 cancelled, 1 failed",
+        "given a kind by their requested size (no --app-map)",
+        "1 jobs ask for more than the machine's 16 processors",
+    ] {
+        assert!(err.contains(said), "{said:?} missing: {err}");
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = v["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["probe"] == "cpuman.job"
+                && m["metric"] == "execution_time"
+                && m["params"]["kind"] != "all"
+        })
+        .count();
+    assert!(jobs >= 1, "{v}");
+    // --cpus overrides the header; an --app-map line that is not EXECUTABLE KIND is refused.
+    let map = dir.path().join("apps");
+    std::fs::write(&map, "12 swim\n7 mergesort\n").unwrap();
+    let e = fails(
+        &[
+            "cpuman",
+            "simulate",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--app-map",
+            map.to_str().unwrap(),
+            "--cpus",
+            "64",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(e.contains("line 2") && e.contains("mergesort"), "{e}");
+}

@@ -438,7 +438,7 @@ pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, S
 mod tests {
     use super::*;
     use crate::cpuman::policy::{Equip, Native, Pdpa};
-    use crate::cpuman::workload::{generate, spec, Generate};
+    use crate::cpuman::workload::{generate, spec, Generate, KindMap};
 
     fn cfg(migration: PageMigration) -> SimConfig {
         SimConfig {
@@ -469,7 +469,7 @@ mod tests {
         generate(&g)
             .unwrap()
             .iter()
-            .map(|j| spec(j).unwrap())
+            .map(|j| spec(j, &KindMap::oslab()).unwrap().0)
             .collect()
     }
 

@@ -130,12 +130,51 @@ pub fn parse_line(text: &str, line: usize) -> Result<SwfJob, SwfError> {
             "field 2 (submit time) is unknown; oslab needs it to replay the trace".into(),
         ));
     }
-    if fields[4] <= 0.0 && fields[7] <= 0.0 {
-        return Err(err(
-            "neither field 5 (allocated) nor field 8 (requested processors) is known".into(),
-        ));
-    }
     Ok(SwfJob { fields })
+}
+
+/// What a trace's header comments say: the Parallel Workloads Archive's standard fields oslab
+/// uses, and whether `oslab cpuman workload` wrote it (then field 14 is the job kind).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Header {
+    /// `; MaxProcs:` the machine's processors.
+    pub max_procs: Option<u64>,
+    /// `; MaxNodes:` the machine's nodes.
+    pub max_nodes: Option<u64>,
+    /// Written by `oslab cpuman workload`.
+    pub oslab: bool,
+}
+
+/// The text oslab's traces carry in their header, by which they are recognised.
+pub const OSLAB_MARK: &str = "oslab cpuman workload";
+
+/// Reads the header: the comment lines before the first job.
+pub fn header(input: impl BufRead) -> Header {
+    let mut h = Header::default();
+    for line in input.lines().map_while(Result::ok) {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let Some(comment) = t.strip_prefix(';') else {
+            break;
+        };
+        h.oslab |= comment.contains(OSLAB_MARK);
+        let Some((key, value)) = comment.split_once(':') else {
+            continue;
+        };
+        let number = value
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&v| v > 0);
+        match key.trim() {
+            "MaxProcs" => h.max_procs = number,
+            "MaxNodes" => h.max_nodes = number,
+            _ => {}
+        }
+    }
+    h
 }
 
 /// Streams the jobs of a trace; stops at the first error. Submit times must not go backwards.
@@ -178,10 +217,24 @@ pub fn read(input: impl BufRead) -> impl Iterator<Item = Result<SwfJob, SwfError
     })
 }
 
-/// Writes jobs as SWF with a header comment.
-pub fn write(mut out: impl Write, header: &str, jobs: &[SwfJob]) -> std::io::Result<()> {
-    for l in header.lines() {
-        writeln!(out, "; {l}")?;
+/// Writes jobs as SWF: the standard header (version, job count, start time, the machine's
+/// processors), then `note` as `; Note:` lines, then one line per job.
+pub fn write(
+    mut out: impl Write,
+    max_procs: usize,
+    note: &str,
+    jobs: &[SwfJob],
+) -> std::io::Result<()> {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    writeln!(out, "; Version: 2.2")?;
+    writeln!(out, "; MaxJobs: {}", jobs.len())?;
+    writeln!(out, "; MaxRecords: {}", jobs.len())?;
+    writeln!(out, "; UnixStartTime: {start}")?;
+    writeln!(out, "; MaxProcs: {max_procs}")?;
+    for l in note.lines() {
+        writeln!(out, "; Note: {l}")?;
     }
     for j in jobs {
         let fields: Vec<String> = j
@@ -191,7 +244,8 @@ pub fn write(mut out: impl Write, header: &str, jobs: &[SwfJob]) -> std::io::Res
                 if v.fract() == 0.0 {
                     format!("{}", *v as i64)
                 } else {
-                    format!("{v:.3}")
+                    // The shortest text that reads back as the same number.
+                    format!("{v}")
                 }
             })
             .collect();
@@ -245,9 +299,34 @@ mod tests {
             (10.5, Some(2), Some(4))
         );
         let mut out = Vec::new();
-        write(&mut out, "written by a test", &jobs).unwrap();
+        write(&mut out, 64, "written by a test", &jobs).unwrap();
         let back: Vec<SwfJob> = read(out.as_slice()).collect::<Result<_, _>>().unwrap();
         assert_eq!(back, jobs);
+        let text = String::from_utf8(out.clone()).unwrap();
+        for said in [
+            "; Version: 2.2\n",
+            "; MaxJobs: 2\n",
+            "; UnixStartTime: ",
+            "; MaxProcs: 64\n",
+        ] {
+            assert!(text.contains(said), "{said:?} in {text}");
+        }
+        let h = header(out.as_slice());
+        assert_eq!((h.max_procs, h.max_nodes, h.oslab), (Some(64), None, false));
+    }
+
+    #[test]
+    fn an_archive_header_gives_the_machine() {
+        let text = "; Version: 2\n;  Computer: IBM SP2\n;     MaxNodes: 128\n;     MaxProcs: 430 (plus 2 spares)\n; Note: oslab cpuman workload: mix W1\n1 0 5 100 32 -1 -1 32 200 -1 1 1 1 1 1 -1 -1 -1\n; MaxProcs: 9\n";
+        let h = header(text.as_bytes());
+        assert_eq!(
+            (h.max_procs, h.max_nodes, h.oslab),
+            (Some(430), Some(128), true)
+        );
+        assert_eq!(
+            header("1 0 5 100 32 -1 -1 32 200 -1 1 1 1 1 1 -1 -1 -1\n".as_bytes()),
+            Header::default()
+        );
     }
 
     #[test]
@@ -257,8 +336,8 @@ mod tests {
         assert!(bad("; x\n1 0 5\n").what.contains("3 fields"));
         let e = bad("1 0 5 100 32 -1 -1 32 two -1 1 1 1 1 1 -1 -1 -1\n");
         assert!(e.what.contains("field 9 (requested time)"), "{e}");
-        let e = bad("1 0 5 100 -1 -1 -1 -1 200 -1 1 1 1 1 1 -1 -1 -1\n");
-        assert!(e.what.contains("processors"), "{e}");
+        // A job of unknown size parses (cancelled jobs look like that); the workload skips it.
+        assert!(parse_line("1 0 5 -1 -1 -1 -1 -1 200 -1 5 1 1 1 1 -1 -1 -1", 1).is_ok());
         let e = bad("1 9 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n2 3 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n");
         assert_eq!(e.line, 2);
         assert!(e.what.contains("before the previous"), "{e}");

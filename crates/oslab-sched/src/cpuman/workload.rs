@@ -3,13 +3,18 @@
 //!
 //! Load is offered sequential work per second over the processors: at 100% jobs arrive (with
 //! exponential inter-arrival times) as fast as a perfectly efficient machine could finish them.
-//! In traces oslab writes, field 4 (run time) is the job's sequential time at the chosen time
-//! scale and field 5 (allocated processors) is 1, which is what that run time was on; field 8 is
-//! the request and field 14 (executable) the kind: 1 swim, 2 bt, 3 hydro2d, 4 apsi.
+//! In traces oslab writes, field 5 (processors used) is the request and field 4 (run time) the
+//! job's run time on them (its sequential time at the chosen time scale over its kind's
+//! speedup); field 8 is the request and field 14 (executable) the kind: 1 swim, 2 bt, 3 hydro2d,
+//! 4 apsi. Traces from elsewhere (the Parallel Workloads Archive) are read as they are:
+//! cancelled and failed jobs are skipped and counted, kinds come from `--app-map` or from the
+//! requested size.
 
 use crate::cpuman::jobs::{mix, Kind};
-use crate::cpuman::swf::SwfJob;
+use crate::cpuman::swf::{self, SwfJob};
 use oslab_core::stats::SplitMix64;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// One job as a run starts it.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,12 +107,14 @@ pub fn generate(g: &Generate) -> Result<Vec<SwfJob>, String> {
                 let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
                 t += -mean_gap * (1.0 - u).ln();
             }
+            let request = k.request_on(g.cpus);
+            let run = k.sequential_s() * g.time_scale / k.speedup(request as f64).max(1e-3);
             let mut f = [-1.0; 18];
             f[0] = (i + 1) as f64;
             f[1] = (t * 1000.0).round() / 1000.0;
-            f[3] = (k.sequential_s() * g.time_scale * 1000.0).round() / 1000.0;
-            f[4] = 1.0;
-            f[7] = k.request_on(g.cpus) as f64;
+            f[3] = (run * 1e6).round() / 1e6;
+            f[4] = request as f64;
+            f[7] = request as f64;
             f[10] = 1.0;
             f[13] = executable_of(k) as f64;
             SwfJob { fields: f }
@@ -116,28 +123,143 @@ pub fn generate(g: &Generate) -> Result<Vec<SwfJob>, String> {
     Ok(jobs)
 }
 
-/// The job a trace line describes. Kinds come from the executable number (1..4); any other is
-/// modelled as bt-like (near-linear), and the sequential work is the run time times the kind's
-/// speedup on the processors it ran on.
-pub fn spec(job: &SwfJob) -> Result<JobSpec, String> {
-    let kind = match job.executable() {
-        Some(e @ 1..=4) => Kind::ALL[e as usize - 1],
+/// How a trace's jobs get their kinds.
+#[derive(Debug, Clone, Default)]
+pub struct KindMap {
+    /// Executable number (field 14) to kind, from `--app-map`.
+    pub apps: BTreeMap<u64, Kind>,
+    /// The trace was written by `oslab cpuman workload`: field 14 is the kind (1..4).
+    pub oslab: bool,
+}
+
+/// How kinds follow the requested size when nothing names them.
+pub const BY_SIZE: &str =
+    "1-2 processors apsi (serial), 3-8 hydro2d (Amdahl), more bt (near-linear)";
+
+/// The kind of a job of `request` processors that nothing names ([`BY_SIZE`]).
+pub fn by_size(request: usize) -> Kind {
+    match request {
+        0..=2 => Kind::Apsi,
+        3..=8 => Kind::Hydro2d,
         _ => Kind::Bt,
-    };
-    let run = job.run_time().ok_or_else(|| {
-        format!(
-            "job {}: field 4 (run time) is unknown; the job's work cannot be sized",
-            job.id()
-        )
-    })?;
-    let ran_on = Some(job.fields[4]).filter(|&v| v > 0.0).unwrap_or(1.0);
-    Ok(JobSpec {
+    }
+}
+
+impl KindMap {
+    /// oslab's own traces.
+    pub fn oslab() -> KindMap {
+        KindMap {
+            apps: BTreeMap::new(),
+            oslab: true,
+        }
+    }
+
+    /// Reads an application map: lines `EXECUTABLE KIND` (`12 swim`), `#` comments.
+    pub fn read(path: &Path) -> Result<KindMap, String> {
+        let bytes =
+            oslab_core::files::read_bounded(path, 1 << 20, oslab_core::files::Links::Follow)
+                .map_err(|e| format!("--app-map {}: {e}", path.display()))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let mut apps = BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let t = line.split('#').next().unwrap_or("").trim();
+            if t.is_empty() {
+                continue;
+            }
+            let bad = || {
+                format!(
+                    "--app-map {} line {}: {t:?} is not EXECUTABLE KIND (e.g. 12 swim; kinds: swim, bt, hydro2d, apsi)",
+                    path.display(),
+                    i + 1
+                )
+            };
+            let mut words = t.split_whitespace();
+            let (Some(exe), Some(kind), None) = (words.next(), words.next(), words.next()) else {
+                return Err(bad());
+            };
+            let exe: u64 = exe.parse().map_err(|_| bad())?;
+            apps.insert(exe, Kind::parse(kind).ok_or_else(bad)?);
+        }
+        Ok(KindMap { apps, oslab: false })
+    }
+
+    /// A job's kind, and whether it came from its requested size.
+    fn kind(&self, job: &SwfJob, request: usize) -> (Kind, bool) {
+        let exe = job.executable();
+        if self.oslab {
+            if let Some(e @ 1..=4) = exe {
+                return (Kind::ALL[e as usize - 1], false);
+            }
+        }
+        match exe.and_then(|e| self.apps.get(&e)) {
+            Some(&k) => (k, false),
+            None => (by_size(request), true),
+        }
+    }
+}
+
+/// Why a trace job is not replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Skip {
+    /// Status 5.
+    Cancelled,
+    /// Status 0.
+    Failed,
+    /// Field 4 (run time) unknown.
+    NoRunTime,
+    /// Neither field 5 nor field 8 (processors) known.
+    NoSize,
+}
+
+impl Skip {
+    fn words(self) -> &'static str {
+        match self {
+            Skip::Cancelled => "cancelled",
+            Skip::Failed => "failed",
+            Skip::NoRunTime => "without a run time",
+            Skip::NoSize => "without a processor count",
+        }
+    }
+}
+
+/// The job a trace line describes, or why it is not replayed. The sequential work is the run
+/// time times the kind's speedup on the processors it ran on (field 5; else its request).
+pub fn spec(job: &SwfJob, kinds: &KindMap) -> Result<(JobSpec, bool), Skip> {
+    match job.fields[10] {
+        s if s == 5.0 => return Err(Skip::Cancelled),
+        s if s == 0.0 => return Err(Skip::Failed),
+        _ => {}
+    }
+    let run = job.run_time().ok_or(Skip::NoRunTime)?;
+    let request = job.processors().ok_or(Skip::NoSize)?;
+    let (kind, by_size) = kinds.kind(job, request);
+    let ran_on = Some(job.fields[4])
+        .filter(|&v| v > 0.0)
+        .unwrap_or(request as f64);
+    let spec = JobSpec {
         id: job.id(),
         kind,
         submit_s: job.submit(),
-        request: job.processors().unwrap_or(1),
+        request,
         seq_s: run * kind.speedup(ran_on).max(1e-3),
         command: None,
+    };
+    Ok((spec, by_size))
+}
+
+/// The machine size a trace's header gives: `MaxProcs`, else `MaxNodes` (one processor per
+/// node), with where it came from; None for a generated mix or a header that says neither.
+pub fn trace_machine(src: &Source) -> Result<Option<(usize, &'static str)>, String> {
+    let Some(path) = &src.trace else {
+        return Ok(None);
+    };
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let h = swf::header(std::io::BufReader::new(file));
+    Ok(match (h.max_procs, h.max_nodes) {
+        (Some(p), _) => Some((p as usize, "the trace's MaxProcs")),
+        (None, Some(n)) => Some((n as usize, "the trace's MaxNodes, one processor each")),
+        _ => None,
     })
 }
 
@@ -160,10 +282,26 @@ pub struct Source {
     pub external: Vec<String>,
     /// Processors an external command requests (default: all).
     pub external_request: Option<usize>,
+    /// Executable number to kind, for traces (`--app-map`).
+    pub app_map: Option<PathBuf>,
 }
 
-/// The jobs of a run on `cpus` processors, the workload's label and its load (generated mixes).
-pub fn resolve(src: &Source, cpus: usize) -> Result<(Vec<JobSpec>, String, Option<f64>), String> {
+/// A run's jobs, resolved.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The jobs, in submit order.
+    pub specs: Vec<JobSpec>,
+    /// The workload's name: the mix or the trace's file name.
+    pub label: String,
+    /// Load, for generated mixes.
+    pub load: Option<f64>,
+    /// What to know about how the jobs were read (skipped jobs, kinds, oversized jobs).
+    pub notes: Vec<String>,
+}
+
+/// The jobs of a run on `cpus` processors.
+pub fn resolve(src: &Source, cpus: usize) -> Result<Resolved, String> {
+    let mut notes = Vec::new();
     let (mut specs, label, load) = match (&src.mix, &src.trace) {
         (Some(mix), None) => {
             let g = Generate {
@@ -174,19 +312,15 @@ pub fn resolve(src: &Source, cpus: usize) -> Result<(Vec<JobSpec>, String, Optio
                 time_scale: src.time_scale,
                 seed: src.seed,
             };
-            let specs = generate(&g)?.iter().map(spec).collect::<Result<_, _>>()?;
+            let specs = generate(&g)?
+                .iter()
+                .filter_map(|j| spec(j, &KindMap::oslab()).ok().map(|s| s.0))
+                .collect();
             (specs, mix.clone(), Some(src.load))
         }
         (None, Some(path)) => {
-            let file = std::fs::File::open(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let mut specs = Vec::new();
-            for job in crate::cpuman::swf::read(std::io::BufReader::new(file)) {
-                specs.push(spec(&job.map_err(|e| format!("{}: {e}", path.display()))?)?);
-            }
-            if specs.is_empty() {
-                return Err(format!("{} holds no jobs", path.display()));
-            }
+            let (specs, read) = read_trace(path, src.app_map.as_deref(), cpus)?;
+            notes = read;
             let name = path
                 .file_name()
                 .map_or("trace".into(), |n| n.to_string_lossy().to_string());
@@ -215,16 +349,94 @@ pub fn resolve(src: &Source, cpus: usize) -> Result<(Vec<JobSpec>, String, Optio
             command: Some(argv),
         });
     }
-    Ok((specs, label, load))
+    Ok(Resolved {
+        specs,
+        label,
+        load,
+        notes,
+    })
 }
 
-/// The comment block of a generated trace: what it is and how its fields read.
-pub fn header(g: &Generate) -> String {
+/// A trace's jobs for a machine of `cpus` processors and what to say about them.
+fn read_trace(
+    path: &Path,
+    app_map: Option<&Path>,
+    cpus: usize,
+) -> Result<(Vec<JobSpec>, Vec<String>), String> {
+    let open = || {
+        std::fs::File::open(path)
+            .map(std::io::BufReader::new)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let mut kinds = match app_map {
+        Some(m) => KindMap::read(m)?,
+        None => KindMap::default(),
+    };
+    kinds.oslab = swf::header(open()?).oslab;
+    let mut specs = Vec::new();
+    let mut skipped: BTreeMap<Skip, usize> = BTreeMap::new();
+    let (mut sized, mut oversized) = (0usize, 0usize);
+    for job in swf::read(open()?) {
+        let job = job.map_err(|e| format!("{}: {e}", path.display()))?;
+        match spec(&job, &kinds) {
+            Ok((mut s, by_size)) => {
+                sized += usize::from(by_size);
+                if s.request > cpus {
+                    oversized += 1;
+                    s.request = cpus;
+                }
+                specs.push(s);
+            }
+            Err(why) => *skipped.entry(why).or_default() += 1,
+        }
+    }
+    let mut notes = Vec::new();
+    if !skipped.is_empty() {
+        let n: usize = skipped.values().sum();
+        let parts: Vec<String> = skipped
+            .iter()
+            .map(|(why, k)| format!("{k} {}", why.words()))
+            .collect();
+        notes.push(format!(
+            "{n} of {} trace jobs skipped: {}",
+            n + specs.len(),
+            parts.join(", ")
+        ));
+    }
+    if specs.is_empty() {
+        return Err(format!("{} holds no jobs to replay", path.display()));
+    }
+    if sized > 0 {
+        let why = if kinds.apps.is_empty() {
+            "no --app-map"
+        } else {
+            "executables the --app-map does not name"
+        };
+        notes.push(format!(
+            "{sized} jobs given a kind by their requested size ({why}): {BY_SIZE}"
+        ));
+    }
+    if oversized > 0 {
+        notes.push(format!(
+            "{oversized} jobs ask for more than the machine's {cpus} processors: they ask for {cpus}"
+        ));
+    }
+    Ok((specs, notes))
+}
+
+/// The note of a generated trace: what it is and how its fields read.
+pub fn note(g: &Generate) -> String {
     format!(
-        "oslab cpuman workload: mix {} at {}% load, {} jobs for {} processors, time scale {}, seed {}\n\
-         field 4 (run time) is the sequential time at this scale, on field 5 = 1 processor;\n\
-         field 8 the request; field 14 the kind: 1 swim, 2 bt, 3 hydro2d, 4 apsi",
-        g.mix, g.load, g.jobs, g.cpus, g.time_scale, g.seed
+        "{} mix {} at {}% load, {} jobs for {} processors, time scale {}, seed {}\n\
+         field 4 (run time) is the time on field 5 (processors used = the request) at this scale;\n\
+         field 14 the kind: 1 swim, 2 bt, 3 hydro2d, 4 apsi",
+        swf::OSLAB_MARK,
+        g.mix,
+        g.load,
+        g.jobs,
+        g.cpus,
+        g.time_scale,
+        g.seed
     )
 }
 
@@ -247,7 +459,10 @@ mod tests {
     #[test]
     fn a_mix_has_its_proportions_and_its_load() {
         let jobs = generate(&w("W3", 100.0, 400)).unwrap();
-        let specs: Vec<JobSpec> = jobs.iter().map(|j| spec(j).unwrap()).collect();
+        let specs: Vec<JobSpec> = jobs
+            .iter()
+            .map(|j| spec(j, &KindMap::oslab()).unwrap().0)
+            .collect();
         for k in Kind::ALL {
             assert_eq!(specs.iter().filter(|s| s.kind == k).count(), 100);
         }
@@ -274,7 +489,10 @@ mod tests {
         };
         assert!(span(60.0) > span(100.0));
         let few = generate(&w("W1", 80.0, 3)).unwrap();
-        let kinds: Vec<Kind> = few.iter().map(|j| spec(j).unwrap().kind).collect();
+        let kinds: Vec<Kind> = few
+            .iter()
+            .map(|j| spec(j, &KindMap::oslab()).unwrap().0.kind)
+            .collect();
         assert!(kinds.contains(&Kind::Swim) && kinds.contains(&Kind::Bt));
         assert!(generate(&w("W9", 80.0, 3)).is_err());
         assert!(generate(&w("W1", 0.0, 3)).is_err());
@@ -284,17 +502,116 @@ mod tests {
     fn written_traces_read_back_as_the_same_jobs() {
         let jobs = generate(&w("W2", 80.0, 20)).unwrap();
         let mut out = Vec::new();
-        swf::write(&mut out, "test", &jobs).unwrap();
+        swf::write(&mut out, 64, "test", &jobs).unwrap();
         let back: Vec<SwfJob> = swf::read(out.as_slice()).collect::<Result<_, _>>().unwrap();
-        let a: Vec<JobSpec> = jobs.iter().map(|j| spec(j).unwrap()).collect();
-        let b: Vec<JobSpec> = back.iter().map(|j| spec(j).unwrap()).collect();
+        let a: Vec<JobSpec> = jobs
+            .iter()
+            .map(|j| spec(j, &KindMap::oslab()).unwrap().0)
+            .collect();
+        let b: Vec<JobSpec> = back
+            .iter()
+            .map(|j| spec(j, &KindMap::oslab()).unwrap().0)
+            .collect();
         assert_eq!(a, b);
         // A foreign job: executable 9 is modelled as bt, its run time on 16 processors scaled up.
         let line = "5 0 0 100 16 -1 -1 16 -1 -1 1 -1 -1 9 -1 -1 -1 -1";
-        let s = spec(&swf::parse_line(line, 1).unwrap()).unwrap();
-        assert_eq!((s.kind, s.request), (Kind::Bt, 16));
+        let foreign = KindMap::default();
+        let (s, by_size) = spec(&swf::parse_line(line, 1).unwrap(), &foreign).unwrap();
+        assert_eq!((s.kind, s.request, by_size), (Kind::Bt, 16, true));
         assert!((s.seq_s - 1200.0).abs() < 1e-6);
         let unknown = "5 0 0 -1 16 -1 -1 16 -1 -1 1 -1 -1 9 -1 -1 -1 -1";
-        assert!(spec(&swf::parse_line(unknown, 1).unwrap()).is_err());
+        let job = swf::parse_line(unknown, 1).unwrap();
+        assert_eq!(spec(&job, &foreign).unwrap_err(), Skip::NoRunTime);
+    }
+}
+
+#[cfg(test)]
+mod archive {
+    use super::*;
+
+    /// An archive-style trace: header, a cancelled job (status 5, run time -1, size -1), a failed
+    /// one (status 0), jobs of three executables, one larger than the machine.
+    const TRACE: &str = "; Version: 2.2
+; Computer: a cluster
+; MaxJobs: 6
+;   MaxProcs: 16
+1 0 10 100 16 -1 -1 16 -1 -1 1 3 1 12 1 -1 -1 -1
+2 5 -1 -1 -1 -1 -1 8 -1 -1 5 3 1 12 1 -1 -1 -1
+3 9 4 30 2 -1 -1 2 -1 -1 0 4 1 7 1 -1 -1 -1
+4 12 0 50 4 -1 -1 4 -1 -1 1 4 1 7 1 -1 -1 -1
+5 20 0 20 1 -1 -1 1 -1 -1 1 5 1 99 1 -1 -1 -1
+6 30 0 60 64 -1 -1 64 -1 -1 1 5 1 12 1 -1 -1 -1
+";
+
+    fn trace(dir: &tempfile::TempDir) -> PathBuf {
+        let p = dir.path().join("archive.swf");
+        std::fs::write(&p, TRACE).unwrap();
+        p
+    }
+
+    fn source(trace: PathBuf, app_map: Option<PathBuf>) -> Source {
+        Source {
+            trace: Some(trace),
+            app_map,
+            ..Source::default()
+        }
+    }
+
+    #[test]
+    fn cancelled_and_failed_jobs_are_counted_not_errors_and_the_header_sizes_the_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = source(trace(&dir), None);
+        assert_eq!(
+            trace_machine(&src).unwrap(),
+            Some((16, "the trace's MaxProcs"))
+        );
+        let r = resolve(&src, 16).unwrap();
+        let ids: Vec<u64> = r.specs.iter().map(|s| s.id).collect();
+        assert_eq!(ids, vec![1, 4, 5, 6]);
+        let notes = r.notes.join("\n");
+        assert!(
+            notes.contains("2 of 6 trace jobs skipped: 1 cancelled, 1 failed"),
+            "{notes}"
+        );
+        // Without a map, kinds follow the requested size, and the output says so.
+        let kinds: Vec<Kind> = r.specs.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, vec![Kind::Bt, Kind::Hydro2d, Kind::Apsi, Kind::Bt]);
+        assert!(
+            notes.contains("4 jobs given a kind by their requested size (no --app-map)"),
+            "{notes}"
+        );
+        // The 64-processor job on a 16-processor machine is reported and asks for 16.
+        assert!(
+            notes.contains("1 jobs ask for more than the machine's 16 processors"),
+            "{notes}"
+        );
+        assert_eq!(r.specs[3].request, 16);
+    }
+
+    #[test]
+    fn an_application_map_names_kinds_by_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("apps");
+        std::fs::write(&map, "# executable kind\n12 swim\n7 apsi # the small one\n").unwrap();
+        let r = resolve(&source(trace(&dir), Some(map.clone())), 16).unwrap();
+        let kinds: Vec<Kind> = r.specs.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, vec![Kind::Swim, Kind::Apsi, Kind::Apsi, Kind::Swim]);
+        let notes = r.notes.join("\n");
+        assert!(
+            notes.contains("1 jobs given a kind by their requested size (executables the --app-map does not name)"),
+            "{notes}"
+        );
+        std::fs::write(&map, "12 swim\n7 quicksort\n").unwrap();
+        let e = resolve(&source(trace(&dir), Some(map)), 16).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("quicksort"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_of_only_cancelled_jobs_has_nothing_to_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("none.swf");
+        std::fs::write(&p, "2 5 -1 -1 -1 -1 -1 8 -1 -1 5 3 1 12 1 -1 -1 -1\n").unwrap();
+        let e = resolve(&source(p, None), 16).unwrap_err();
+        assert!(e.contains("no jobs to replay"), "{e}");
     }
 }

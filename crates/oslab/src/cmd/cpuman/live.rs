@@ -24,7 +24,9 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     let order = mapping::managed(topo, &session.allowed, args.cpus.as_deref()).map_err(usage)?;
     let p = order.len();
     let src = source(&args.source, &args.external, args.external_request);
-    let (specs, label, load) = workload::resolve(&src, p).map_err(usage)?;
+    let jobs = workload::resolve(&src, p).map_err(usage)?;
+    jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
+    let (specs, label, load, notes) = (jobs.specs, jobs.label, jobs.load, jobs.notes);
     let l2 = mapping::l2_bytes(topo, order[0].0);
     eprintln!("calibrating the built-in jobs' iterations (one thread each) ...");
     let iteration_s = work::calibrate(l2);
@@ -54,7 +56,8 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
         pol.name(),
         migration.name()
     );
-    let outcome = manager::run(pol.as_mut(), &cfg, specs, &mut status)?;
+    let mut outcome = manager::run(pol.as_mut(), &cfg, specs, &mut status)?;
+    outcome.notes.extend(notes);
     if tty {
         eprintln!();
     }

@@ -47,6 +47,7 @@ pub(super) fn source(
         trace: s.trace.clone(),
         external: external.to_vec(),
         external_request: external_request.map(|r| r as usize),
+        app_map: s.app_map.clone(),
     }
 }
 
@@ -58,9 +59,17 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::open(true, None, None, &a.store)?;
     let remote_ratio =
         sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
-    let cpus = a.cpus as usize;
-    let (specs, label, load) =
-        workload::resolve(&source(&a.source, &[], None), cpus).map_err(usage)?;
+    let src = source(&a.source, &[], None);
+    let cpus = match (a.cpus, workload::trace_machine(&src).map_err(usage)?) {
+        (Some(c), _) => c as usize,
+        (None, Some((c, from))) => {
+            eprintln!("{c} cpus: {from}");
+            c
+        }
+        (None, None) => 64,
+    };
+    let jobs = workload::resolve(&src, cpus).map_err(usage)?;
+    jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
     let cfg = SimConfig {
         cpus,
         nodes: a.nodes as usize,
@@ -72,12 +81,13 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         settle_s: 1.0,
         kernel_rate: 0.5,
         mpl: a.policy.mpl as usize,
-        workload: label,
-        load,
+        workload: jobs.label,
+        load: jobs.load,
     };
     let mut pol = policy(&a.policy, cpus);
     let t = std::time::Instant::now();
-    let outcome = sim::simulate(pol.as_mut(), &cfg, specs);
+    let mut outcome = sim::simulate(pol.as_mut(), &cfg, jobs.specs);
+    outcome.notes.extend(jobs.notes);
     eprintln!(
         "simulated {} jobs on {cpus} cpus in {:.2} s",
         outcome.jobs.len(),
@@ -104,7 +114,7 @@ fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
     };
     let jobs = workload::generate(&g).map_err(usage)?;
     let mut bytes = Vec::new();
-    swf::write(&mut bytes, &workload::header(&g), &jobs)?;
+    swf::write(&mut bytes, cpus, &workload::note(&g), &jobs)?;
     match &a.output {
         Some(path) => {
             write_whole(path, &bytes)?;

@@ -225,10 +225,12 @@ impl Skip {
 /// The job a trace line describes, or why it is not replayed. The sequential work is the run
 /// time times the kind's speedup on the processors it ran on (field 5; else its request).
 pub fn spec(job: &SwfJob, kinds: &KindMap) -> Result<(JobSpec, bool), Skip> {
-    match job.fields[10] {
-        s if s == 5.0 => return Err(Skip::Cancelled),
-        s if s == 0.0 => return Err(Skip::Failed),
-        _ => {}
+    let status = job.fields[10];
+    if status == 5.0 {
+        return Err(Skip::Cancelled);
+    }
+    if status == 0.0 {
+        return Err(Skip::Failed);
     }
     let run = job.run_time().ok_or(Skip::NoRunTime)?;
     let request = job.processors().ok_or(Skip::NoSize)?;

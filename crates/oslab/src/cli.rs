@@ -741,6 +741,10 @@ pub struct CpumanSimulateArgs {
     /// their data from the master, as the paper's did), each thread's node, or round-robin.
     #[arg(long, value_enum, default_value_t = FirstTouch::Master)]
     pub first_touch: FirstTouch,
+    /// Speedup curves measured by a stored `cpuman run` (id or 'latest') instead of the paper's
+    /// (kinds it did not run keep the paper's).
+    #[arg(long, value_name = "RUN")]
+    pub speedups: Option<String>,
     /// Time-sharing quantum of the native scheduler.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30ms")]
     pub quantum: std::time::Duration,

@@ -150,7 +150,65 @@ fn every_policy_and_migration_mode_runs_the_workload_to_the_end() {
                 .as_f64()
                 .is_some()
         );
+        // The SelfAnalyzer's speedups are stored per kind and thread count.
+        let curve = metric(&run, "cpuman.speedup", "speedup", None);
+        assert!(
+            curve["params"]["processors"].as_u64().unwrap() >= 1,
+            "{curve}"
+        );
+        let best = curve["summary"]["max"].as_f64().unwrap();
+        assert!(best > 0.05 && best < 10.0, "{curve}");
     }
+    // A simulation takes the curves a live run measured, and says so.
+    let out = oslab()
+        .args([
+            "cpuman",
+            "simulate",
+            "--workload",
+            "W3",
+            "--jobs",
+            "4",
+            "--cpus",
+            "2",
+        ])
+        .args([
+            "--nodes",
+            "1",
+            "--speedups",
+            &ids[1],
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("speedups measured in run {}", ids[1])),
+        "{said}"
+    );
+    // A run without curves (a simulation) cannot give them.
+    let sims: Value =
+        serde_json::from_slice(&stdout(&["runs", "--json", "--db", db.to_str().unwrap()])).unwrap();
+    let sim_id = sims
+        .as_array()
+        .and_then(|a| a.iter().map(|r| r["id"].as_i64().unwrap()).max())
+        .unwrap();
+    let e = fails(
+        &[
+            "cpuman",
+            "simulate",
+            "--workload",
+            "W3",
+            "--speedups",
+            &sim_id.to_string(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(e.contains("holds no measured speedups"), "{e}");
     // The kernel mode switched balancing on only for its run.
     assert_eq!(
         std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok(),

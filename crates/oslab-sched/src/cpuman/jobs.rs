@@ -4,7 +4,7 @@
 //! log2(p), and held flat beyond 32: a model of the paper's numbers, not a fit to this machine.
 
 /// A job kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// swim (SPECfp95): memory-bound stencil, super-linear speedup.
     Swim,

@@ -215,6 +215,7 @@ pub fn run(
     let mut running: Vec<Running> = Vec::new();
     let mut finished: Vec<JobOutcome> = Vec::new();
     let mut timeline: Vec<TimelineEvent> = Vec::new();
+    let mut speedups: BTreeMap<(Kind, usize), Vec<f64>> = BTreeMap::new();
     let mut spans: BTreeMap<(u64, i32), Span> = BTreeMap::new();
     let mut last_sample = 0.0f64;
     let first_arrival = core.next_arrival().unwrap_or(0.0);
@@ -252,6 +253,14 @@ pub fn run(
                 let (reports, seen) = ch.reports_since(r.seen);
                 r.seen = seen;
                 for rep in reports {
+                    // Every iteration after the warm-up is a point of the kind's curve.
+                    let seq = cfg.iteration_s.get(r.spec.kind.name());
+                    if let (true, Some(seq)) = (rep.index >= 1 && rep.threads > 0, seq) {
+                        speedups
+                            .entry((r.spec.kind, rep.threads))
+                            .or_insert_with(Vec::new)
+                            .push(seq / (rep.ns.max(1) as f64 / 1e9));
+                    }
                     match rep.index {
                         0 => {} // warm-up: first touch of the data
                         1 if ch.baseline() > 0 => r.base_ns = Some(rep.ns as f64),
@@ -342,6 +351,7 @@ pub fn run(
         timeline,
         notes,
         simulated: false,
+        speedups,
     })
 }
 

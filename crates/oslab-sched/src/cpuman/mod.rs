@@ -1,4 +1,4 @@
-//! The CPU manager of seed 003: processor allocation for malleable parallel jobs, with page
+//! The CPU manager: processor allocation for malleable parallel jobs, with page
 //! migration, live on this machine.
 //!
 //! - [`workload`]: the mixes W1..W4 at a load as SWF, and a mix, a trace or external commands as
@@ -12,6 +12,7 @@
 //! - [`manager`]: the live driver (real processes, page migration, observation).
 //! - [`observe`]: what the manager reads from the kernel.
 //! - [`simulate`]: the same policies and mapping on a modelled CC-NUMA machine of any size.
+//! - [`speedups`]: the paper's speedup curves, or curves measured in live runs here.
 //! - [`outcome`]: a run's results (live or simulated) as measurements, a timeline and text.
 //! - [`compare`]: stored runs side by side, with and without page migration.
 
@@ -26,6 +27,7 @@ pub mod observe;
 pub mod outcome;
 pub mod policy;
 pub mod simulate;
+pub mod speedups;
 pub mod swf;
 pub mod work;
 pub mod workload;

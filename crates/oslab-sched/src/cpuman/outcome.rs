@@ -7,6 +7,7 @@ use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineE
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
 fn object(v: Value) -> Map<String, Value> {
     match v {
@@ -142,6 +143,9 @@ pub struct RunOutcome {
     pub notes: Vec<String>,
     /// Live or simulated.
     pub simulated: bool,
+    /// Live: the SelfAnalyzer's speedups per kind and thread count (one sequential iteration
+    /// over an iteration on that many threads).
+    pub speedups: BTreeMap<(Kind, usize), Vec<f64>>,
 }
 
 /// Probe ids.
@@ -269,6 +273,21 @@ impl RunOutcome {
                     note,
                 ));
             }
+        }
+        for ((kind, p), samples) in &self.speedups {
+            let mut params = self.params(Some(kind.name()));
+            params.insert("processors".into(), (*p as u64).into());
+            out.push(judged(
+                super::speedups::PROBE,
+                params,
+                "speedup",
+                Unit::Ratio,
+                samples,
+                Some(format!(
+                    "{origin}; per iteration: one sequential iteration (calibrated) / an iteration on {p} threads"
+                )),
+                Judge::Median,
+            ));
         }
         let total_cpu: Option<f64> = done.iter().map(|j| j.cpu_s).sum();
         let note = |s: &str| format!("{origin}; {s}");
@@ -427,8 +446,16 @@ mod tests {
             timeline: vec![],
             notes: vec![],
             simulated: false,
+            speedups: [((Kind::Bt, 2), vec![1.6, 1.8, 1.7])].into(),
         };
         let ms = run.measurements();
+        let curve = ms
+            .iter()
+            .find(|m| m.probe == crate::cpuman::speedups::PROBE)
+            .unwrap();
+        assert_eq!(curve.params["processors"], 2);
+        assert_eq!(curve.params["kind"], "bt");
+        assert!((curve.summary.as_ref().unwrap().median - 1.7).abs() < 1e-12);
         let get = |kind: &str, metric: &str| {
             ms.iter()
                 .find(|m| {

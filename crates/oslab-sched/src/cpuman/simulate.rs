@@ -5,7 +5,8 @@
 //! Model (every number below is an input, not a fit):
 //! - Machine: `cpus` in `nodes` equal nodes; a remote access costs `remote_ratio` times a local
 //!   one (default 2.0, about the Origin 2000's nearest remote node; or from SLIT distances).
-//! - Job: the kind's speedup curve (Table III, interpolated in log2 p); a memory footprint in
+//! - Job: the kind's speedup curve (Table III, interpolated in log2 p, or one measured live here:
+//!   [`Speedups`]); a memory footprint in
 //!   pages and a memory-boundness m per kind. Each thread works on its share of the data; a
 //!   node's pages serve, locally, at most the share of the job's threads on that node, so the
 //!   local fraction is the sum over the job's nodes of min(pages there, their threads' share).
@@ -32,6 +33,7 @@ use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
 use super::workload::JobSpec;
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::policy::Policy;
+use crate::cpuman::speedups::Speedups;
 
 /// Where a job's pages are first touched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +73,8 @@ pub struct SimConfig {
     pub migration: PageMigration,
     /// Where pages start.
     pub first_touch: FirstTouch,
+    /// Each kind's speedup curve: the paper's, or measured live.
+    pub speedups: Speedups,
     /// Cost of migrating one page, s.
     pub page_cost_s: f64,
     /// Kernel mode: seconds a job's CPUs must be stable before its pages follow.
@@ -203,7 +207,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
                 let (_, m) = memory_model(j.spec.kind);
                 let local = j.local.unwrap_or(1.0);
                 let slow = 1.0 + m * (1.0 - local) * (cfg.remote_ratio - 1.0);
-                let rate = j.spec.kind.speedup(p_eff) / slow;
+                let rate = cfg.speedups.of(j.spec.kind, p_eff) / slow;
                 (p_eff, if j.stall > t { 0.0 } else { rate })
             })
             .collect();
@@ -318,9 +322,11 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
             cfg.quantum_s * 1e3,
             cfg.page_cost_s * 1e6
         ))
+        .chain(std::iter::once(cfg.speedups.describe()))
         .chain(stopped.then(|| "interrupted: only jobs completed before Ctrl-C count".to_string()))
         .collect(),
         simulated: true,
+        speedups: Default::default(),
     }
 }
 
@@ -448,6 +454,7 @@ mod tests {
             quantum_s: 0.03,
             migration,
             first_touch: FirstTouch::Master,
+            speedups: Speedups::paper(),
             page_cost_s: 20e-6,
             settle_s: 1.0,
             kernel_rate: 0.5,

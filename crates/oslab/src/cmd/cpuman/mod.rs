@@ -16,6 +16,7 @@ use oslab_sched::cpuman::compare::{self, StoredRun};
 use oslab_sched::cpuman::jobs::Kind;
 use oslab_sched::cpuman::policy::Policy;
 use oslab_sched::cpuman::simulate::{self as sim, SimConfig};
+use oslab_sched::cpuman::speedups::Speedups;
 use oslab_sched::cpuman::swf;
 use oslab_sched::cpuman::workload::{self, Generate, Source};
 use oslab_sched::cpuman::{channel::Channel, job};
@@ -55,7 +56,25 @@ pub(super) fn policy(p: &PolicyArgs, cpus: usize) -> Box<dyn Policy> {
     p.policy.build(p.target, p.step.map(|s| s as usize), cpus)
 }
 
+/// The speedup curves of `--speedups RUN`, or the paper's.
+fn speedups(a: &CpumanSimulateArgs) -> anyhow::Result<Speedups> {
+    let Some(r) = &a.speedups else {
+        return Ok(Speedups::paper());
+    };
+    let store = super::open_store_to_read(&a.store)?;
+    let run: RunRef = r.parse().map_err(usage)?;
+    let (record, ms) = store.load_run(&run)?;
+    let id = record.id.unwrap_or_default();
+    Speedups::measured(&ms, &format!("run {id}")).ok_or_else(|| {
+        usage(format!(
+            "--speedups {r}: run {id} holds no measured speedups (a live `oslab cpuman run` stores them)"
+        ))
+    })
+}
+
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
+    let speedups = speedups(&a)?;
+    eprintln!("{}", speedups.describe());
     let mut session = Session::open(true, None, None, &a.store)?;
     let remote_ratio =
         sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
@@ -77,6 +96,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         quantum_s: a.quantum.as_secs_f64().max(1e-6),
         migration: a.policy.migration,
         first_touch: a.first_touch,
+        speedups,
         page_cost_s: a.page_cost.as_secs_f64(),
         settle_s: 1.0,
         kernel_rate: 0.5,

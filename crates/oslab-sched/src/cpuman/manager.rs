@@ -258,7 +258,7 @@ pub fn run(
                     if let (true, Some(seq)) = (rep.index >= 1 && rep.threads > 0, seq) {
                         speedups
                             .entry((r.spec.kind, rep.threads))
-                            .or_insert_with(Vec::new)
+                            .or_default()
                             .push(seq / (rep.ns.max(1) as f64 / 1e9));
                     }
                     match rep.index {

@@ -610,6 +610,7 @@ const CHARTS: &[(&[&str], FamilyCharts)] = &[
     (&["numa"], numa),
     (&["migrate"], migrate),
     (&["c2c"], c2c),
+    (&["shuffle-sim"], shuffle_sim),
 ];
 
 /// The charts of one probe family, each side overlaid (the record's machine marks the caches).
@@ -825,6 +826,48 @@ fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
                     &rates,
                 ),
                 "From the L2_TCM / L2_TCA presets.",
+            ));
+        }
+    }
+    out
+}
+
+/// The simulated shuffling study: execution time with shuffling over without (same seed) per
+/// workload, then per monitoring interval; whiskers span the seeds.
+fn shuffle_sim(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for (part, title) in [
+        (
+            "workload",
+            "time with shuffling / without, by lock contention",
+        ),
+        (
+            "interval sweep",
+            "time with shuffling / without, by monitoring interval",
+        ),
+    ] {
+        let bars = overlaid_bars(sides, |ms| {
+            ms.iter()
+                .filter(|m| m.metric == "change" && text_param(m, "part") == part)
+                .filter_map(|m| {
+                    let s = m.summary.as_ref()?;
+                    let label = match part {
+                        "workload" => text_param(m, "workload"),
+                        _ => format!("{} ms", param(m, "interval_ms")?.as_f64()?),
+                    };
+                    Some(Bar {
+                        label,
+                        value: 1.0 + s.median,
+                        interval: Some((1.0 + s.min, 1.0 + s.max)),
+                        side: 0,
+                    })
+                })
+                .collect()
+        });
+        if !bars.is_empty() {
+            out.extend(figure(
+                plots::bars(title, "time with / without", &bars),
+                "Simulated: median over the seeds (each pair shares its seed), whiskers from the best to the worst seed; below 1, shuffling made the program faster.",
             ));
         }
     }

@@ -57,12 +57,13 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// An axis value as people write it: `250000`, `10`, `2.5`, never `250000.0`.
+/// An axis value as people write it: `250000`, `10`, `2.5`, `0.8`, never `250000.0` or `0.8000`.
 fn plain(v: f64) -> String {
     if v == v.round() {
         format!("{v:.0}")
     } else {
-        oslab_core::units::num(v)
+        let n = oslab_core::units::num(v);
+        n.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 

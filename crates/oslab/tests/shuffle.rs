@@ -64,6 +64,26 @@ fn a_simulated_four_socket_machine_shows_where_shuffling_pays() {
         .query_row("SELECT status FROM runs", [], |r| r.get(0))
         .unwrap();
     assert_eq!(status, "complete");
+    // The report charts the study: with / without by contention and by interval.
+    let page = db.with_file_name("report.html");
+    oslab()
+        .args([
+            "report",
+            "latest",
+            "-o",
+            page.to_str().unwrap(),
+            "--db",
+            db_arg,
+        ])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    for title in [
+        "time with shuffling / without, by lock contention",
+        "time with shuffling / without, by monitoring interval",
+    ] {
+        assert!(html.contains(title), "{title:?} missing");
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! System settings oslab changed and must put back, written down *before* the change so that even
 //! SIGKILL cannot lose the original value: the next oslab to start restores what a dead oslab left
-//! changed, and says so.
+//! changed, and says so. Settings are sysctls and the cpu affinities of other processes' threads
+//! (which `oslab shuffle --pid` pins).
 //!
 //! The record is one small JSON file (`$XDG_STATE_HOME/oslab/pending.json`, else
 //! `~/.local/state/oslab/pending.json`), replaced atomically (write, fsync, rename). Each entry
@@ -12,14 +13,38 @@ use std::path::{Path, PathBuf};
 /// One change to undo.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
-    /// The file written (a sysctl under /proc/sys).
+    /// The file written (a sysctl under /proc/sys); empty for a thread's affinity.
+    #[serde(default)]
     pub path: PathBuf,
-    /// The value it had before oslab wrote it.
+    /// The thread whose cpu affinity was changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<Thread>,
+    /// The value it had before oslab wrote it (a cpu list for a thread).
     pub original: String,
     /// The oslab process that changed it.
     pub pid: u32,
     /// The boot it happened in (a pid from another boot is never alive).
     pub boot_id: String,
+}
+
+/// A thread, told apart from a later one that reuses its id by its start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    /// Its id.
+    pub tid: i32,
+    /// When it started: clock ticks after boot (/proc/TID/stat, field 22).
+    pub start: u64,
+}
+
+impl Thread {
+    /// The thread `tid` as it is now, if it exists.
+    pub fn now(tid: i32) -> Option<Thread> {
+        let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+        let after = stat.rsplit_once(')')?.1;
+        // Field 3 (state) is the first after the command; field 22 is the 20th.
+        let start = after.split_whitespace().nth(19)?.parse().ok()?;
+        Some(Thread { tid, start })
+    }
 }
 
 /// The record file at its default place.
@@ -76,6 +101,7 @@ pub fn change(file: &Path, path: &Path, value: &str) -> std::io::Result<String> 
     changes.retain(|c| c.path != path);
     changes.push(Change {
         path: path.to_path_buf(),
+        thread: None,
         original: original.clone(),
         pid: std::process::id(),
         boot_id: boot_id(),
@@ -88,6 +114,61 @@ pub fn change(file: &Path, path: &Path, value: &str) -> std::io::Result<String> 
         return Err(e);
     }
     Ok(original)
+}
+
+/// Records the cpu affinity of each of `threads` before oslab changes it, so that the next oslab
+/// puts it back if this one is killed. A thread already recorded keeps its first original.
+pub fn record_affinities(file: &Path, threads: &[(i32, crate::CpuSet)]) -> std::io::Result<()> {
+    let mut changes = load(file);
+    let before = changes.len();
+    for (tid, set) in threads {
+        let Some(thread) = Thread::now(*tid) else {
+            continue; // gone: nothing will change
+        };
+        if changes.iter().any(|c| c.thread == Some(thread)) {
+            continue;
+        }
+        changes.push(Change {
+            path: PathBuf::new(),
+            thread: Some(thread),
+            original: set.to_list(),
+            pid: std::process::id(),
+            boot_id: boot_id(),
+        });
+    }
+    if changes.len() == before {
+        return Ok(());
+    }
+    save(file, &changes)
+}
+
+/// Forgets this process's affinity records (it put them back itself).
+pub fn forget_affinities(file: &Path) -> std::io::Result<()> {
+    let mut changes = load(file);
+    let before = changes.len();
+    changes.retain(|c| c.thread.is_none() || c.pid != std::process::id());
+    if changes.len() == before {
+        return Ok(());
+    }
+    save(file, &changes)
+}
+
+/// Puts a change back: a sysctl's value, or a thread's affinity if it is still that thread
+/// (Ok(false) when it is gone: nothing to put back).
+fn undo(c: &Change) -> std::io::Result<bool> {
+    match c.thread {
+        None => std::fs::write(&c.path, &c.original).map(|_| true),
+        Some(t) => {
+            if Thread::now(t.tid) != Some(t) {
+                return Ok(false);
+            }
+            let set = crate::CpuSet::parse_list(&c.original)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+            crate::affinity::set_affinity(t.tid, &set)
+                .map(|_| true)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        }
+    }
 }
 
 /// Puts `path` back to its recorded original and forgets the record.
@@ -111,19 +192,20 @@ pub fn recover(file: &Path) -> Vec<String> {
     let mut said = Vec::new();
     let mut kept = live;
     for c in dead {
-        match std::fs::write(&c.path, &c.original) {
-            Ok(()) => said.push(format!(
-                "restored {} to {} (oslab pid {} changed it and ended without restoring it)",
-                c.path.display(),
-                c.original,
-                c.pid
+        let what = match c.thread {
+            None => c.path.display().to_string(),
+            Some(t) => format!("the cpu affinity of thread {}", t.tid),
+        };
+        match undo(&c) {
+            Ok(true) => said.push(format!(
+                "restored {what} to {} (oslab pid {} changed it and ended without restoring it)",
+                c.original, c.pid
             )),
+            Ok(false) => {} // the thread is gone
             Err(e) => {
                 said.push(format!(
-                    "could not restore {} to {}: {e} (left changed by oslab pid {}); run oslab again as root",
-                    c.path.display(),
-                    c.original,
-                    c.pid
+                    "could not restore {what} to {}: {e} (left changed by oslab pid {}); run oslab again as root",
+                    c.original, c.pid
                 ));
                 kept.push(c);
             }
@@ -168,5 +250,52 @@ mod tests {
         let missing = dir.path().join("no/such/setting");
         assert!(change(&file, &missing, "1").is_err());
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_thread_left_pinned_by_a_killed_oslab_is_put_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pending.json");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = stop_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let original = crate::affinity::get_affinity(tid).unwrap();
+        let first = original.iter().next().unwrap();
+        record_affinities(&file, &[(tid, original.clone())]).unwrap();
+        crate::affinity::set_affinity(tid, &crate::CpuSet::single(first)).unwrap();
+        // Recorded once, by a live owner: left alone.
+        record_affinities(&file, &[(tid, crate::CpuSet::single(first))]).unwrap();
+        assert_eq!(load(&file).len(), 1);
+        assert!(recover(&file).is_empty());
+        // Its owner "died": the next oslab puts the thread back and says so.
+        let mut changes = load(&file);
+        changes[0].pid = 2147483646;
+        save(&file, &changes).unwrap();
+        let said = recover(&file);
+        assert!(
+            said[0].contains(&format!("cpu affinity of thread {tid}")),
+            "{said:?}"
+        );
+        assert_eq!(crate::affinity::get_affinity(tid).unwrap(), original);
+        assert!(!file.exists());
+        // A record of a thread that is gone (or another thread with its id) is dropped quietly.
+        record_affinities(&file, &[(tid, original.clone())]).unwrap();
+        let mut changes = load(&file);
+        changes[0].pid = 2147483646;
+        changes[0].thread = Some(Thread { tid, start: 1 });
+        save(&file, &changes).unwrap();
+        assert!(recover(&file).is_empty());
+        assert!(!file.exists());
+        // The owner that restores its threads forgets its records.
+        record_affinities(&file, &[(tid, original)]).unwrap();
+        forget_affinities(&file).unwrap();
+        assert!(!file.exists());
+        stop_tx.send(()).unwrap();
+        worker.join().unwrap();
     }
 }

@@ -112,3 +112,94 @@ fn bad_simulation_settings_are_refused_before_anything_runs() {
     assert!(err.contains("--pid"), "{err}");
     assert!(!db.exists(), "nothing was stored");
 }
+
+/// The thread ids of process `pid`.
+fn threads(pid: u32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
+    let (dir, db) = temp_db();
+    let state = dir.path().join("state");
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    // A lock-bound target with its own threads, started apart from the shuffler.
+    let mut target = std::process::Command::new(&bin)
+        .args([
+            "lockbench",
+            "--threads",
+            "4",
+            "--locks",
+            "2",
+            "--iterations",
+            "100000000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before: Vec<(i32, oslab_core::CpuSet)> = threads(pid)
+        .into_iter()
+        .filter_map(|t| Some((t, oslab_core::affinity::get_affinity(t).ok()?)))
+        .collect();
+    let mut shuffler = std::process::Command::new(&bin)
+        .args([
+            "shuffle",
+            "--pid",
+            &pid.to_string(),
+            "--interval",
+            "100ms",
+            "--threshold",
+            "1%",
+        ])
+        .args(["--method", "proxy", "--db", db.to_str().unwrap()])
+        .env("XDG_STATE_HOME", &state)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let record = state.join("oslab/pending.json");
+    let t = std::time::Instant::now();
+    while !record.exists() && t.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    shuffler.kill().unwrap(); // SIGKILL: no chance to restore
+    shuffler.wait().unwrap();
+    assert!(record.exists(), "the shuffler never moved a thread");
+    let moved = before
+        .iter()
+        .filter(|(t, set)| oslab_core::affinity::get_affinity(*t).ok().as_ref() != Some(set))
+        .count();
+    // The next oslab to start (any command) puts them back and says so.
+    let out = oslab()
+        .args(["list"])
+        .env("XDG_STATE_HOME", &state)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let after: Vec<(i32, oslab_core::CpuSet)> = before
+        .iter()
+        .filter_map(|(t, _)| Some((*t, oslab_core::affinity::get_affinity(*t).ok()?)))
+        .collect();
+    let _ = target.kill();
+    let _ = target.wait();
+    // With more than one cpu allowed, pinning a thread to one cpu changed its affinity.
+    if before.iter().any(|(_, set)| set.len() > 1) {
+        assert!(moved > 0, "no thread was left pinned");
+        assert!(
+            said.contains("restored the cpu affinity of thread"),
+            "{said}"
+        );
+    }
+    assert_eq!(after, before, "{said}");
+    assert!(!record.exists());
+}

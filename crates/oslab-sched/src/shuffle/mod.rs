@@ -15,7 +15,7 @@ pub mod study;
 use locks::{Monitor, MonitorError, ThreadWait};
 use oslab_core::affinity::{get_affinity, set_affinity};
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
-use oslab_core::{params, CpuSet, Topology};
+use oslab_core::{params, pending, CpuSet, Topology};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -382,16 +382,20 @@ impl Daemon {
         if let Some(d) = decide(&waits, self.domains.len(), self.threshold) {
             let moves = self.pinning.plan(&d, &self.domains);
             if !moves.is_empty() && !self.monitor_only {
+                // Originals are written down before the first move of a thread, so that the
+                // next oslab puts them back even if this one is killed.
+                let fresh: Vec<(i32, CpuSet)> = moves
+                    .iter()
+                    .filter(|m| !self.originals.contains_key(&m.tid))
+                    .filter_map(|m| Some((m.tid, get_affinity(m.tid).ok()?)))
+                    .collect();
+                if !fresh.is_empty() {
+                    let _ = pending::record_affinities(&pending::default_file(), &fresh);
+                    self.originals.extend(fresh);
+                }
                 for m in moves {
-                    if let std::collections::btree_map::Entry::Vacant(e) =
-                        self.originals.entry(m.tid)
-                    {
-                        match get_affinity(m.tid) {
-                            Ok(orig) => {
-                                e.insert(orig);
-                            }
-                            Err(_) => continue, // exited since the sample
-                        }
+                    if !self.originals.contains_key(&m.tid) {
+                        continue; // exited since the sample
                     }
                     if set_affinity(m.tid, &CpuSet::single(m.cpu)).is_ok() {
                         self.pinning.moved(m);
@@ -450,6 +454,7 @@ impl Daemon {
                 n += 1;
             }
         }
+        let _ = pending::forget_affinities(&pending::default_file());
         self.pinning.clear();
         n
     }

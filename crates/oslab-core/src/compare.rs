@@ -10,7 +10,11 @@
 //! taken alternately (A B A B A B) and compared as groups are the way to compare on a noisy host.
 //!
 //! A side of one run has its band widened, besides, by how far earlier runs of the same machine
-//! drifted apart ([`Drift`]), when the store holds enough of them.
+//! drifted apart ([`Drift`]), when the store holds enough of them. And when the core clock each
+//! side measured (the machine model's dependent-multiply chain, stored with every prediction)
+//! differs, rows in time or rate units have their band widened to that difference: a host that
+//! turbos differently between runs moves every cycle-bound figure by as much, and that is the
+//! machine's state, not the program's ([`core_clock`]).
 //!
 //! For each measurement: the median of each side's replicates, their ratio, the Hodges-Lehmann
 //! interval of the ratio (at the highest of [`CONFIDENCES`] reached, on logarithms), the Mann-Whitney p of the
@@ -77,6 +81,10 @@ pub struct Row {
     /// The drift between runs of this machine that widened the band, when a side is one run and
     /// earlier runs show it.
     pub drift: Option<f64>,
+    /// The relative difference of the sides' core clocks that widened the band (time and rate
+    /// rows, when both sides measured it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock: Option<f64>,
     /// The judgement.
     #[serde(flatten)]
     pub judgement: Judgement,
@@ -306,6 +314,30 @@ impl Drift {
     }
 }
 
+/// The core clock a side ran at, GHz: the median over its runs of the clock each run measured
+/// for its predictions (the `core_ghz` input); None when no run has it.
+pub fn core_clock(runs: &[&[Measurement]]) -> Option<f64> {
+    let per_run: Vec<f64> = runs
+        .iter()
+        .filter_map(|ms| {
+            ms.iter().find_map(|m| {
+                m.prediction
+                    .as_ref()?
+                    .inputs
+                    .get("core_ghz")?
+                    .as_f64()
+                    .filter(|v| *v > 0.0)
+            })
+        })
+        .collect();
+    median(&per_run)
+}
+
+/// Whether a unit's values follow the core clock (times, cycles of a fixed-rate counter, rates).
+fn clocked(unit: Unit) -> bool {
+    matches!(unit, Unit::Ns | Unit::Cycles | Unit::GBps)
+}
+
 /// Compares side `b` against the baseline side `a`, each one or more runs (see the module
 /// documentation for what the replicates are). `threshold` is the relative change that counts
 /// (0.05 = 5%); `drift` widens it for sides of one run. Rows follow the baseline's order, then
@@ -317,6 +349,10 @@ pub fn compare(
     drift: &Drift,
 ) -> Vec<Row> {
     let sides = [PerRun::of(a), PerRun::of(b)];
+    let clock = match (core_clock(a), core_clock(b)) {
+        (Some(x), Some(y)) => Some((y / x).ln().abs().exp() - 1.0),
+        _ => None,
+    };
     let mut order = sides[0].order.clone();
     order.extend(
         sides[1]
@@ -332,10 +368,12 @@ pub fn compare(
             let (vb, runs_b) = sides[1].replicates(&k);
             let single = runs_a == 1 || runs_b == 1;
             let drift = drift.of(&k).filter(|_| single);
+            let clock = clock.filter(|c| clocked(unit) && *c > threshold);
             let band = threshold
                 .max(spread(&va))
                 .max(spread(&vb))
                 .max(drift.unwrap_or(0.0))
+                .max(clock.unwrap_or(0.0))
                 .min(0.99);
             let (probe, _, metric) = k.clone();
             Row {
@@ -345,6 +383,7 @@ pub fn compare(
                 unit,
                 present: [0, 1].map(|i| sides[i].values.contains_key(&k)),
                 drift,
+                clock,
                 judgement: judge(&va, &vb, unit, band),
             }
         })
@@ -467,6 +506,50 @@ mod tests {
         // Too little history says nothing.
         let rows = compare(&[&a1], &[&b1], 0.05, &Drift::from_runs(&[&a2, &b2]));
         assert!(rows[0].drift.is_none());
+    }
+
+    /// `ms` as measured at a core clock of `ghz` (as the machine model records it).
+    fn at_clock(mut ms: Vec<Measurement>, ghz: f64) -> Vec<Measurement> {
+        for m in &mut ms {
+            m.prediction = Some(crate::model::Prediction {
+                value: 1.0,
+                model: "test".into(),
+                inputs: [("core_ghz".to_string(), ghz.into())].into_iter().collect(),
+                kind: crate::model::ModelKind::Spec,
+                formula: String::new(),
+                sources: Default::default(),
+                gap: None,
+            });
+        }
+        ms
+    }
+
+    #[test]
+    fn a_change_in_the_core_clock_between_sides_widens_the_band_of_clocked_rows() {
+        // 10% slower at a 10% lower clock: the host's state, not the program's.
+        let a = at_clock(run(1, Unit::Ns, &[100.0, 100.5, 101.0]), 2.7);
+        let b = at_clock(run(1, Unit::Ns, &[110.0, 110.5, 111.0]), 2.45);
+        assert_eq!(core_clock(&[&a]), Some(2.7));
+        let r = verdict(&a, &b);
+        let c = r.clock.unwrap();
+        assert!((c - (2.7 / 2.45 - 1.0)).abs() < 1e-9, "{c}");
+        assert_eq!(r.judgement.verdict, Verdict::Changed, "{r:?}");
+        // A change beyond the clock's is still called.
+        let slow = at_clock(run(1, Unit::Ns, &[130.0, 130.5, 131.0]), 2.45);
+        assert_eq!(verdict(&a, &slow).judgement.verdict, Verdict::Regression);
+        // Counts do not follow the clock; nor does anything when a side did not measure it, or
+        // when the clocks differ less than the threshold.
+        let counts = verdict(
+            &at_clock(run(1, Unit::Count, &[100.0, 100.5, 101.0]), 2.7),
+            &at_clock(run(1, Unit::Count, &[110.0, 110.5, 111.0]), 2.45),
+        );
+        assert!(counts.clock.is_none());
+        assert!(verdict(&a, &run(1, Unit::Ns, &[110.0, 110.5, 111.0]))
+            .clock
+            .is_none());
+        let near = at_clock(run(1, Unit::Ns, &[110.0, 110.5, 111.0]), 2.68);
+        assert!(verdict(&a, &near).clock.is_none());
+        assert_eq!(verdict(&a, &near).judgement.verdict, Verdict::Regression);
     }
 
     #[test]

@@ -25,6 +25,13 @@ pub struct Side<'a> {
 }
 
 impl Side<'_> {
+    /// The core clock its runs measured (median), GHz.
+    fn core_clock(&self) -> Option<f64> {
+        let runs: Vec<&[oslab_core::model::Measurement]> =
+            self.runs.iter().map(|(_, m)| &m[..]).collect();
+        oslab_core::compare::core_clock(&runs)
+    }
+
     fn ids(&self) -> Vec<i64> {
         self.runs.iter().filter_map(|(r, _)| r.id).collect()
     }
@@ -178,6 +185,15 @@ impl Comparison<'_> {
                 String::new()
             }
         ));
+        if let (Some(a), Some(b)) = (self.a.core_clock(), self.b.core_clock()) {
+            let c = (b / a).ln().abs().exp() - 1.0;
+            if c > self.threshold {
+                out.push_str(&format!(
+                    "The core clock differed: A {a:.2} GHz, B {b:.2} GHz ({:.1}% apart); time and rate rows are judged against a band of at least that, since every cycle-bound figure moves with the clock.\n",
+                    c * 100.0
+                ));
+            }
+        }
         let shown = self.shown(all);
         if !shown.is_empty() {
             out.push_str(&table(&shown));

@@ -20,6 +20,8 @@ pub struct Session {
     recorder: Recorder,
     /// Whether appending to the store failed once (said once; the final save tries again).
     append_failed: Cell<bool>,
+    /// A simulation: see [`Session::simulation`].
+    simulated: bool,
 }
 
 impl std::ops::Deref for Session {
@@ -56,6 +58,7 @@ impl Session {
             inner,
             recorder,
             append_failed: Cell::new(false),
+            simulated: false,
         })
     }
 
@@ -120,31 +123,27 @@ impl Session {
             Err(e) => {
                 let record = self.recorder.unsaved(machine, interrupted);
                 let doc = RunDocument::new(record, measurements.to_vec(), timeline.to_vec());
-                let dir =
-                    oslab_core::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("unsaved");
-                let file = dir.join(format!(
-                    "run-{}-{}.json",
-                    doc.run.started.replace(':', ""),
-                    std::process::id()
-                ));
-                let kept = std::fs::create_dir_all(&dir)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|_| Ok(serde_json::to_vec_pretty(&doc)?))
-                    .and_then(|bytes| Ok(oslab_core::files::write_whole(&file, &bytes)?));
-                Err(match kept {
-                    Ok(()) => anyhow::anyhow!(
+                Err(match doc.keep_unsaved() {
+                    Ok(file) => anyhow::anyhow!(
                         "could not store the run ({e}); its {} measurements are in {}: `oslab import {}` stores them once the store is free",
                         measurements.len(),
                         file.display(),
                         file.display()
                     ),
-                    Err(k) => anyhow::anyhow!(
+                    Err((file, k)) => anyhow::anyhow!(
                         "could not store the run ({e}), nor write it to {} ({k}); its results are printed above",
                         file.display()
                     ),
                 })
             }
         }
+    }
+
+    /// A simulation's session: at the end its own text replaces the table of measurements and
+    /// the warnings about this machine, which do not bear on simulated values.
+    pub fn simulation(mut self) -> Session {
+        self.simulated = true;
+        self
     }
 
     /// Saves, prints (table or JSON, with `extra` text after the table) and returns the exit
@@ -157,32 +156,6 @@ impl Session {
         json: bool,
         extra: Option<String>,
     ) -> anyhow::Result<ExitCode> {
-        let shown = Shown::Table(extra);
-        self.conclude(measurements, timeline, interrupted, json, shown)
-    }
-
-    /// As [`Session::finish`] for a simulation: `text` (its own tables) instead of the table of
-    /// measurements and the warnings about this machine, which do not bear on simulated values.
-    pub fn finish_simulated(
-        &mut self,
-        measurements: &[Measurement],
-        timeline: &[TimelineEvent],
-        interrupted: bool,
-        json: bool,
-        text: String,
-    ) -> anyhow::Result<ExitCode> {
-        let shown = Shown::Instead(text);
-        self.conclude(measurements, timeline, interrupted, json, shown)
-    }
-
-    fn conclude(
-        &mut self,
-        measurements: &[Measurement],
-        timeline: &[TimelineEvent],
-        interrupted: bool,
-        json: bool,
-        shown_as: Shown,
-    ) -> anyhow::Result<ExitCode> {
         let saved = self.save(measurements, timeline, interrupted);
         let record = match &saved {
             Ok(r) => r.clone(),
@@ -193,14 +166,11 @@ impl Session {
         if json {
             print_json(&RunDocument::new(record.clone(), shown, timeline.to_vec()))?;
         } else {
-            match shown_as {
-                Shown::Table(extra) => {
-                    print_text(&oslab_report::table::run(&record, &shown))?;
-                    if let Some(text) = extra {
-                        print_text(&text)?;
-                    }
-                }
-                Shown::Instead(text) => print_text(&text)?,
+            if !self.simulated {
+                print_text(&oslab_report::table::run(&record, &shown))?;
+            }
+            if let Some(text) = extra {
+                print_text(&text)?;
             }
         }
         let record = saved?;
@@ -222,12 +192,4 @@ impl Session {
         }
         Ok(ExitCode::SUCCESS)
     }
-}
-
-/// What a finished session prints as text.
-enum Shown {
-    /// The table of measurements, then this.
-    Table(Option<String>),
-    /// Only this.
-    Instead(String),
 }

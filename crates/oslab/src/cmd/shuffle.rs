@@ -90,10 +90,16 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
 
 /// `oslab shuffle simulate`: the study on a simulated machine, stored as a run.
 fn simulate(a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(true, None, None, &a.store)?;
+    let mut session = Session::open(true, None, None, &a.store)?.simulation();
     let t = std::time::Instant::now();
     let study = shuffle::study::study(&a.request, &signals::interrupted);
     eprintln!("simulated in {:.1} s", t.elapsed().as_secs_f64());
     let text = oslab_report::table::doc(&study.doc());
-    session.finish_simulated(&study.measurements(), &[], study.interrupted, a.json, text)
+    session.finish(
+        &study.measurements(),
+        &[],
+        study.interrupted,
+        a.json,
+        Some(text),
+    )
 }

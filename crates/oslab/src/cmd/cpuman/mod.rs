@@ -75,7 +75,7 @@ fn speedups(a: &CpumanSimulateArgs) -> anyhow::Result<Speedups> {
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let speedups = speedups(&a)?;
     eprintln!("{}", speedups.describe());
-    let mut session = Session::open(true, None, None, &a.store)?;
+    let mut session = Session::open(true, None, None, &a.store)?.simulation();
     let remote_ratio =
         sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
     let src = source(&a.source, &[], None);
@@ -116,7 +116,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let ms = outcome.measurements();
     let interrupted = oslab_core::signals::interrupted();
     let text = doc(&outcome.doc());
-    session.finish_simulated(&ms, &outcome.timeline, interrupted, a.json, text)
+    session.finish(&ms, &outcome.timeline, interrupted, a.json, Some(text))
 }
 
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {

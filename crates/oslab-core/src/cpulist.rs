@@ -23,11 +23,7 @@ pub struct CpuListError {
 
 /// What the user typed, short enough to echo: a 100k-character list is not repeated whole.
 fn shown(s: &str) -> String {
-    const MAX: usize = 60;
-    match s.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}... ({} characters)", &s[..cut], s.chars().count()),
-        None => s.to_string(),
-    }
+    crate::text::shortened(s, 60)
 }
 
 const SYNTAX: &str =

@@ -41,6 +41,15 @@ pub enum Block {
 /// Text and tables in order.
 pub type Doc = Vec<Block>;
 
+/// What someone typed, short enough to repeat: beyond `max` characters, the first `max` and how
+/// many there were (a 100k-character argument is not echoed or stored whole).
+pub fn shortened(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}... ({} characters)", &s[..cut], s.chars().count()),
+        None => s.to_string(),
+    }
+}
+
 /// `text` with every line longer than `width` characters broken at spaces; a continuation is
 /// indented two more than its line. A word longer than the width stays whole.
 pub fn wrap(text: &str, width: usize) -> String {

@@ -165,6 +165,28 @@ fn bad_cpus_are_usage_errors() {
         assert!(err.contains(expect), "{args:?}: {err}");
     }
     assert!(!db.exists());
+    // A 20,000-entry list that names one good cpu is accepted, but the run record keeps the
+    // command line short.
+    let long = vec!["0"; 20_000].join(",");
+    let db_arg = db.to_str().unwrap();
+    stdout(&[
+        "run",
+        "--quick",
+        "timer.rdtsc",
+        "--cpu",
+        &long,
+        "--db",
+        db_arg,
+    ]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let command: String = conn
+        .query_row("SELECT command FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        command.len() < 1000 && command.contains("(39999 characters)"),
+        "{} characters stored",
+        command.len()
+    );
 }
 
 #[test]

@@ -14,8 +14,12 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let topology = session.machine.topology.clone();
     let cpus = match &args.cpus {
         Some(list) => {
-            let asked = CpuSet::parse(list, &topology)
-                .map_err(|e| usage(format!("--cpus {}: {e}", shorten(list))))?;
+            let asked = CpuSet::parse(list, &topology).map_err(|e| {
+                usage(format!(
+                    "--cpus {}: {e}",
+                    oslab_core::text::shortened(list, 60)
+                ))
+            })?;
             let outside: Vec<usize> = asked
                 .iter()
                 .filter(|&c| !session.allowed.contains(c))
@@ -55,12 +59,4 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     oslab_model::predict(&spec, &mut measured);
     let text = oslab_report::c2c::text(&measured, total);
     session.finish(&measured, &[], interrupted, args.json, Some(text))
-}
-
-/// A long argument, shortened for an error message.
-fn shorten(s: &str) -> String {
-    match s.char_indices().nth(60) {
-        Some((i, _)) => format!("{}... ({} characters)", &s[..i], s.chars().count()),
-        None => s.to_string(),
-    }
 }

@@ -36,7 +36,11 @@ fn program() -> Program {
     Program {
         version: env!("CARGO_PKG_VERSION").to_string(),
         git_rev: Some(env!("OSLAB_GIT_REV").to_string()).filter(|r| !r.is_empty()),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        // An argument of thousands of characters (a cpu list) is stored shortened.
+        command: std::env::args()
+            .map(|a| oslab_core::text::shortened(&a, 200))
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 

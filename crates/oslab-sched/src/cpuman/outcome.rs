@@ -148,6 +148,9 @@ pub struct RunOutcome {
     pub speedups: BTreeMap<(Kind, usize), Vec<f64>>,
 }
 
+/// Jobs listed one by one in the text (a million-job trace is summarised, not printed).
+pub const JOBS_SHOWN: usize = 50;
+
 /// Probe ids.
 pub const JOB_PROBE: &str = "cpuman.job";
 /// Probe id of whole-run metrics.
@@ -169,7 +172,7 @@ impl RunOutcome {
         p
     }
 
-    /// The per-job table, the makespan and the notes.
+    /// The per-job table (the first [`JOBS_SHOWN`] jobs), the makespan and the notes.
     pub fn doc(&self) -> Doc {
         let opt = |v: Option<f64>, unit: Unit| v.map_or("-".to_string(), |x| value(x, unit));
         let mut doc = vec![Block::Text(format!(
@@ -204,7 +207,7 @@ impl RunOutcome {
             ],
             &[0, 2, 3, 4, 5, 6, 7, 8, 9],
         );
-        for j in &self.jobs {
+        for j in self.jobs.iter().take(JOBS_SHOWN) {
             t.row(vec![
                 j.id.to_string(),
                 j.kind_name().into(),
@@ -222,7 +225,17 @@ impl RunOutcome {
             ]);
         }
         doc.push(Block::Table(t));
-        let mut tail = format!("  makespan {}", value(self.makespan_s * 1e9, Unit::Ns));
+        let mut tail = String::new();
+        if self.jobs.len() > JOBS_SHOWN {
+            tail.push_str(&format!(
+                "  ... and {} more jobs: every one counts in the per-kind measurements above\n",
+                self.jobs.len() - JOBS_SHOWN
+            ));
+        }
+        tail.push_str(&format!(
+            "  makespan {}",
+            value(self.makespan_s * 1e9, Unit::Ns)
+        ));
         for note in &self.notes {
             tail.push_str(&format!("\nnote: {note}"));
         }

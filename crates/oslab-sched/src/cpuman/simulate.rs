@@ -138,7 +138,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
     let first_arrival = core.next_arrival().unwrap_or(0.0);
     let mut running: Vec<SimJob> = Vec::new();
     let mut done: Vec<JobOutcome> = Vec::new();
-    let mut timeline = Vec::new();
+    let mut timeline = Timeline::default();
     let (mut busy, mut bursts, mut pages_moved) = (0.0f64, 0.0f64, 0.0f64);
     let mut t = first_arrival;
     let mut changed = false;
@@ -187,7 +187,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
                     pages_moved += moved;
                     j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
                 }
-                timeline.push(j.out.alloc_event(j.alloc, &j.cpus, t));
+                timeline.push(|| j.out.alloc_event(j.alloc, &j.cpus, t));
             }
         }
         // Rates until the next event.
@@ -270,7 +270,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
                 j.out.migrations = Some(j.migrations.round() as u64);
                 bursts += j.alloc.min(p) as f64;
                 core.finished(policy, j.spec.id);
-                timeline.push(j.out.span_event());
+                timeline.push(|| j.out.span_event());
                 done.push(j.out);
                 changed = true;
                 continue;
@@ -310,7 +310,6 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
             .collect()),
         page_migrations: Ok(pages_moved.round() as u64),
         makespan_s: end - first_arrival,
-        timeline,
         notes: std::iter::once(format!(
             "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, first touch by {}, quantum {} ms, page cost {} us",
             cfg.remote_ratio,
@@ -323,10 +322,44 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
             cfg.page_cost_s * 1e6
         ))
         .chain(std::iter::once(cfg.speedups.describe()))
+        .chain(timeline.dropped())
         .chain(stopped.then(|| "interrupted: only jobs completed before Ctrl-C count".to_string()))
         .collect(),
+        timeline: timeline.events,
         simulated: true,
         speedups: Default::default(),
+    }
+}
+
+/// Timeline events kept: beyond this many a long simulation records no more (its memory would
+/// grow with every job, and no viewer shows millions of allocation changes).
+pub const MAX_TIMELINE_EVENTS: usize = 200_000;
+
+/// A simulation's timeline, bounded by [`MAX_TIMELINE_EVENTS`].
+#[derive(Default)]
+struct Timeline {
+    events: Vec<oslab_core::model::TimelineEvent>,
+    skipped: u64,
+}
+
+impl Timeline {
+    /// Records the event `make` builds, while there is room.
+    fn push(&mut self, make: impl FnOnce() -> oslab_core::model::TimelineEvent) {
+        if self.events.len() < MAX_TIMELINE_EVENTS {
+            self.events.push(make());
+        } else {
+            self.skipped += 1;
+        }
+    }
+
+    /// The note when events were left out.
+    fn dropped(&self) -> Option<String> {
+        (self.skipped > 0).then(|| {
+            format!(
+                "timeline: the first {MAX_TIMELINE_EVENTS} events are kept, {} later ones are not (every job is still measured)",
+                self.skipped
+            )
+        })
     }
 }
 
@@ -594,5 +627,24 @@ mod tests {
         );
         // Round-robin over 32 nodes is remote nearly everywhere too: migration pays.
         assert!(ratio(FirstTouch::RoundRobin) < 0.95);
+    }
+
+    #[test]
+    fn a_long_simulation_keeps_a_bounded_timeline_and_a_short_text() {
+        let jobs = specs("W3", 90_000);
+        let o = simulate(&mut Equip, &cfg(PageMigration::Off), jobs);
+        assert_eq!(o.jobs.len(), 90_000);
+        assert_eq!(o.timeline.len(), MAX_TIMELINE_EVENTS);
+        assert!(
+            o.notes.iter().any(|n| n.contains("later ones are not")),
+            "{:?}",
+            o.notes
+        );
+        let text = format!("{:?}", o.doc());
+        assert!(
+            text.contains("and 89950 more jobs"),
+            "{}",
+            &text[..text.len().min(500)]
+        );
     }
 }

@@ -75,7 +75,7 @@ fn speedups(a: &CpumanSimulateArgs) -> anyhow::Result<Speedups> {
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let speedups = speedups(&a)?;
     eprintln!("{}", speedups.describe());
-    let mut session = Session::open(true, None, None, &a.store)?.simulation();
+    let mut session = Session::open(true, None, None, &a.store)?;
     let remote_ratio =
         sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
     let src = source(&a.source, &[], None);

@@ -189,7 +189,7 @@ impl Comparison<'_> {
             let c = (b / a).ln().abs().exp() - 1.0;
             if c > self.threshold {
                 out.push_str(&format!(
-                    "The core clock differed: A {a:.2} GHz, B {b:.2} GHz ({:.1}% apart); time and rate rows are judged against a band of at least that, since every cycle-bound figure moves with the clock.\n",
+                    "The core clock differed: A {a:.2} GHz, B {b:.2} GHz ({:.1}% apart): cycle-bound times move with it, so a difference of that size may be the clock's (turbo, a busy host) rather than the software's.\n",
                     c * 100.0
                 ));
             }

@@ -10,14 +10,21 @@ use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use serde::Serialize;
 
-/// The settings that identify a CPU-manager run.
-const SETTINGS: [&str; 5] = ["policy", "migration", "workload", "load", "cpus"];
+/// The settings that identify a CPU-manager run (a simulated one also by its first touch).
+const SETTINGS: [&str; 6] = [
+    "policy",
+    "migration",
+    "workload",
+    "load",
+    "cpus",
+    "first_touch",
+];
 
 /// One stored CPU-manager run.
 pub struct StoredRun {
     /// Its id in the store.
     pub id: i64,
-    /// Its settings (policy, migration, workload, load, cpus).
+    /// Its settings (policy, migration, workload, load, cpus, first touch).
     pub settings: Vec<(String, String)>,
     /// Its CPU-manager measurements.
     pub measurements: Vec<Measurement>,
@@ -104,11 +111,11 @@ pub struct Ratio {
     pub verdict: Verdict,
 }
 
-/// For every run with migration on, the run of the same policy, workload, load and size without
-/// it: per-job CPU time per kind and over all jobs.
+/// For every run with migration on, the run of the same policy, workload, load, size and first
+/// touch without it: per-job CPU time per kind and over all jobs.
 pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
     let same = |a: &StoredRun, b: &StoredRun| {
-        ["policy", "workload", "load", "cpus"]
+        ["policy", "workload", "load", "cpus", "first_touch"]
             .iter()
             .all(|k| a.setting(k) == b.setting(k))
     };

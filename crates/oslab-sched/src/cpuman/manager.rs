@@ -352,6 +352,7 @@ pub fn run(
         notes,
         simulated: false,
         speedups,
+        first_touch: None,
     })
 }
 

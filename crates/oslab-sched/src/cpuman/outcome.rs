@@ -146,6 +146,8 @@ pub struct RunOutcome {
     /// Live: the SelfAnalyzer's speedups per kind and thread count (one sequential iteration
     /// over an iteration on that many threads).
     pub speedups: BTreeMap<(Kind, usize), Vec<f64>>,
+    /// Simulated: where pages were first touched (a parameter of every measurement).
+    pub first_touch: Option<&'static str>,
 }
 
 /// Jobs listed one by one in the text (a million-job trace is summarised, not printed).
@@ -166,6 +168,9 @@ impl RunOutcome {
             p.insert("load".into(), l.into());
         }
         p.insert("cpus".into(), self.cpus.into());
+        if let Some(f) = self.first_touch {
+            p.insert("first_touch".into(), f.into());
+        }
         if let Some(k) = kind {
             p.insert("kind".into(), k.into());
         }
@@ -460,6 +465,7 @@ mod tests {
             notes: vec![],
             simulated: false,
             speedups: [((Kind::Bt, 2), vec![1.6, 1.8, 1.7])].into(),
+            first_touch: None,
         };
         let ms = run.measurements();
         let curve = ms

@@ -328,6 +328,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
         timeline: timeline.events,
         simulated: true,
         speedups: Default::default(),
+        first_touch: Some(cfg.first_touch.name()),
     }
 }
 

@@ -332,6 +332,8 @@ pub struct Daemon {
     start: Instant,
     /// Intervals measured before the first shuffle.
     first_shuffle: Option<usize>,
+    /// Whether original affinities are written down for the next oslab (see [`Daemon::recording`]).
+    recording: bool,
 }
 
 impl Daemon {
@@ -357,7 +359,16 @@ impl Daemon {
             summary: WatchSummary::default(),
             start: Instant::now(),
             first_shuffle: None,
+            recording: false,
         }
+    }
+
+    /// Writes each thread's original affinity to the pending record before its first move, so
+    /// that the next oslab puts it back if this one is killed: for a process we did not start
+    /// (one we started dies with us, and its threads with it).
+    pub fn recording(mut self, on: bool) -> Daemon {
+        self.recording = on;
+        self
     }
 
     /// One interval: measure, decide, move what needs moving. Returns the status line.
@@ -389,10 +400,10 @@ impl Daemon {
                     .filter(|m| !self.originals.contains_key(&m.tid))
                     .filter_map(|m| Some((m.tid, get_affinity(m.tid).ok()?)))
                     .collect();
-                if !fresh.is_empty() {
+                if self.recording && !fresh.is_empty() {
                     let _ = pending::record_affinities(&pending::default_file(), &fresh);
-                    self.originals.extend(fresh);
                 }
+                self.originals.extend(fresh);
                 for m in moves {
                     if !self.originals.contains_key(&m.tid) {
                         continue; // exited since the sample
@@ -454,7 +465,9 @@ impl Daemon {
                 n += 1;
             }
         }
-        let _ = pending::forget_affinities(&pending::default_file());
+        if self.recording {
+            let _ = pending::forget_affinities(&pending::default_file());
+        }
         self.pinning.clear();
         n
     }

@@ -62,7 +62,8 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         args.locks.threshold,
         args.interval,
         args.monitor_only,
-    );
+    )
+    .recording(args.pid.is_some());
     let watched = shuffle::watch(daemon, child.as_mut(), &signals::interrupted, &mut |l| {
         eprintln!("{l}")
     })?;

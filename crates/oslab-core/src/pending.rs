@@ -219,6 +219,14 @@ pub fn recover(file: &Path) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// The first record's owner made dead (a pid that never exists), then `edit`ed.
+    fn orphan(file: &Path, edit: impl FnOnce(&mut Change)) {
+        let mut changes = load(file);
+        changes[0].pid = 2147483646;
+        edit(&mut changes[0]);
+        save(file, &changes).unwrap();
+    }
+
     #[test]
     fn a_change_is_recorded_first_restored_and_recovered_after_a_crash() {
         let dir = tempfile::tempdir().unwrap();
@@ -236,9 +244,7 @@ mod tests {
         // Our own (live) change is not recovered; a dead owner's is.
         change(&file, &setting, "1").unwrap();
         assert!(recover(&file).is_empty());
-        let mut changes = load(&file);
-        changes[0].pid = 2147483646;
-        save(&file, &changes).unwrap();
+        orphan(&file, |_| {});
         let said = recover(&file);
         assert!(
             said[0].contains("restored") && said[0].contains("2147483646"),
@@ -273,9 +279,7 @@ mod tests {
         assert_eq!(load(&file).len(), 1);
         assert!(recover(&file).is_empty());
         // Its owner "died": the next oslab puts the thread back and says so.
-        let mut changes = load(&file);
-        changes[0].pid = 2147483646;
-        save(&file, &changes).unwrap();
+        orphan(&file, |_| {});
         let said = recover(&file);
         assert!(
             said[0].contains(&format!("cpu affinity of thread {tid}")),
@@ -285,10 +289,7 @@ mod tests {
         assert!(!file.exists());
         // A record of a thread that is gone (or another thread with its id) is dropped quietly.
         record_affinities(&file, &[(tid, original.clone())]).unwrap();
-        let mut changes = load(&file);
-        changes[0].pid = 2147483646;
-        changes[0].thread = Some(Thread { tid, start: 1 });
-        save(&file, &changes).unwrap();
+        orphan(&file, |c| c.thread = Some(Thread { tid, start: 1 }));
         assert!(recover(&file).is_empty());
         assert!(!file.exists());
         // The owner that restores its threads forgets its records.

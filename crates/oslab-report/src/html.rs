@@ -867,7 +867,7 @@ fn shuffle_sim(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figur
         if !bars.is_empty() {
             out.extend(figure(
                 plots::bars(title, "time with / without", &bars),
-                "Simulated: median over the seeds (each pair shares its seed), whiskers from the best to the worst seed; below 1, shuffling made the program faster.",
+                "Simulated: median over the randomised runs (each pair with and without shares its random draws), whiskers from the best to the worst run; below 1, shuffling made the program faster.",
             ));
         }
     }

@@ -429,7 +429,7 @@ fn read_trace(
 /// The note of a generated trace: what it is and how its fields read.
 pub fn note(g: &Generate) -> String {
     format!(
-        "{} mix {} at {}% load, {} jobs for {} processors, time scale {}, seed {}\n\
+        "{} mix {} at {}% load, {} jobs for {} processors, time scale {}, random stream {}\n\
          field 4 (run time) is the time on field 5 (processors used = the request) at this scale;\n\
          field 14 the kind: 1 swim, 2 bt, 3 hydro2d, 4 apsi",
         swf::OSLAB_MARK,

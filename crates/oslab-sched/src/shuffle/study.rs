@@ -104,7 +104,8 @@ pub struct Request {
     /// Lock-wait share of thread time above which threads are regrouped.
     #[cfg_attr(feature = "clap", arg(long, default_value = "10%", value_parser = oslab_core::units::parse_share))]
     pub threshold: f64,
-    /// Runs per workload and mode, seeds 1..=N (a pair with and without shares its seed).
+    /// Runs per workload and mode, each with its own random draws (a pair with and without
+    /// shares them).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100)))]
     pub runs: u64,
     /// A cache line from another core of the same socket.
@@ -387,7 +388,7 @@ impl Study {
                         metric,
                         unit,
                         &v,
-                        Some(format!("simulated, {} seeds; {note}", v.len())),
+                        Some(format!("simulated, {} randomised runs; {note}", v.len())),
                         Judge::Subject,
                     ));
                 }
@@ -398,7 +399,7 @@ impl Study {
                 "change",
                 Unit::Ratio,
                 &c.changes(),
-                Some("time with shuffling / without, same seed, minus one".into()),
+                Some("time with shuffling / without, same random draws, minus one".into()),
                 Judge::Subject,
             );
             m.difference = true;
@@ -411,7 +412,7 @@ impl Study {
     pub fn doc(&self) -> Doc {
         let r = &self.request;
         let mut doc = vec![Block::Text(format!(
-            "simulated: {} sockets x {} cores, {} threads on {} locks (lock k's critical section {} x (1 + {} k)), {} acquisitions each, threads dealt to locks anew every {}; daemon every {}, threshold {:.0}%; {} seeds per cell\ncosts: a cache line {} from the same socket, {} from another; {} lines pulled per critical section; {} to wake a blocked waiter; {} to refill a moved thread's cache; daemon {} per thread per interval",
+            "simulated: {} sockets x {} cores, {} threads on {} locks (lock k's critical section {} x (1 + {} k)), {} acquisitions each, threads dealt to locks anew every {}; daemon every {}, threshold {:.0}%; {} randomised runs per cell\ncosts: a cache line {} from the same socket, {} from another; {} lines pulled per critical section; {} to wake a blocked waiter; {} to refill a moved thread's cache; daemon {} per thread per interval",
             r.sockets,
             r.cores,
             r.threads(),
@@ -455,7 +456,7 @@ impl Study {
             doc.push(Block::Table(t));
         }
         doc.push(Block::Text(
-            "waits: lock-wait share of thread time without shuffling; time: execution time without -> with shuffling; change: with / without, same seed, minus one (median, and its range over the seeds); shuffles: intervals in which the daemon moved threads; remote: lock hand-offs that crossed sockets, without -> with (medians)".into(),
+            "waits: lock-wait share of thread time without shuffling; time: execution time without -> with shuffling; change: with / without, same random draws, minus one (median, and its range over the runs); shuffles: intervals in which the daemon moved threads; remote: lock hand-offs that crossed sockets, without -> with (medians)".into(),
         ));
         if self.interrupted {
             doc.push(Block::Text(

@@ -5,8 +5,9 @@
 
 use super::mapping;
 use super::policy::{JobView, Policy};
-use super::workload::JobSpec;
+use super::workload::{JobSpec, Jobs};
 use std::collections::{BTreeMap, VecDeque};
+use std::iter::Peekable;
 
 /// A running job as the core sees it.
 pub trait Managed {
@@ -20,7 +21,7 @@ pub trait Managed {
 
 /// Arrivals, the queue and the cpu sets of running jobs.
 pub struct Core {
-    pending: VecDeque<JobSpec>,
+    pending: Peekable<Jobs>,
     queue: VecDeque<JobSpec>,
     mapping: BTreeMap<u64, Vec<usize>>,
     order: Vec<(usize, usize)>,
@@ -28,12 +29,11 @@ pub struct Core {
 }
 
 impl Core {
-    /// A core over the cpus of `order` (placement order, with nodes) for `specs`, admitting at
-    /// least `mpl` jobs at a time.
-    pub fn new(mut specs: Vec<JobSpec>, order: Vec<(usize, usize)>, mpl: usize) -> Core {
-        specs.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s));
+    /// A core over the cpus of `order` (placement order, with nodes) for `jobs` (taken as they
+    /// arrive), admitting at least `mpl` jobs at a time.
+    pub fn new(jobs: Jobs, order: Vec<(usize, usize)>, mpl: usize) -> Core {
         Core {
-            pending: specs.into(),
+            pending: jobs.peekable(),
             queue: VecDeque::new(),
             mapping: BTreeMap::new(),
             order,
@@ -42,8 +42,8 @@ impl Core {
     }
 
     /// When the next job arrives.
-    pub fn next_arrival(&self) -> Option<f64> {
-        self.pending.front().map(|j| j.submit_s)
+    pub fn next_arrival(&mut self) -> Option<f64> {
+        self.pending.peek().map(|j| j.submit_s)
     }
 
     /// Jobs not yet arrived, and jobs queued.
@@ -52,18 +52,14 @@ impl Core {
     }
 
     /// Whether every job has been admitted.
-    pub fn drained(&self) -> bool {
-        self.pending.is_empty() && self.queue.is_empty()
+    pub fn drained(&mut self) -> bool {
+        self.pending.peek().is_none() && self.queue.is_empty()
     }
 
     /// Moves the jobs that arrived by `t` into the queue.
     pub fn arrive(&mut self, t: f64) {
-        while self
-            .pending
-            .front()
-            .is_some_and(|j| j.submit_s <= t + 1e-12)
-        {
-            self.queue.extend(self.pending.pop_front());
+        while let Some(j) = self.pending.next_if(|j| j.submit_s <= t + 1e-12) {
+            self.queue.push_back(j);
         }
     }
 

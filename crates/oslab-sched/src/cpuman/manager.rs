@@ -12,7 +12,7 @@ use super::channel::Channel;
 use super::core::{Core, Managed};
 use super::observe::{self, BalancingGuard, BurstCounter, TaskSampler};
 use super::outcome::{JobOutcome, RunOutcome};
-use super::workload::JobSpec;
+use super::workload::{JobSpec, Jobs};
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::policy::Policy;
 use oslab_core::model::{EventKind, TimelineEvent};
@@ -179,12 +179,12 @@ impl TickState {
     }
 }
 
-/// Runs `specs` under `policy`; `status` is called every tick. Returns what happened; an
+/// Runs `jobs` under `policy`; `status` is called every tick. Returns what happened; an
 /// interrupt (Ctrl-C, SIGTERM) stops the jobs, and the outcome holds what completed.
 pub fn run(
     policy: &mut dyn Policy,
     cfg: &Config,
-    specs: Vec<JobSpec>,
+    jobs: Jobs,
     status: &mut dyn FnMut(&TickState),
 ) -> Result<RunOutcome, ManagerError> {
     let p = cfg.order.len();
@@ -211,7 +211,7 @@ pub fn run(
     let pages_before = observe::pages_migrated();
     let t0 = Instant::now();
     let now = || t0.elapsed().as_secs_f64();
-    let mut core = Core::new(specs, cfg.order.clone(), cfg.mpl);
+    let mut core = Core::new(jobs, cfg.order.clone(), cfg.mpl);
     let mut running: Vec<Running> = Vec::new();
     let mut finished: Vec<JobOutcome> = Vec::new();
     let mut timeline: Vec<TimelineEvent> = Vec::new();
@@ -337,14 +337,13 @@ pub fn run(
         (Some(a), Some(b)) => Ok(b.saturating_sub(a)),
         _ => Err("/proc/vmstat has no pgmigrate_success".to_string()),
     };
-    finished.sort_by_key(|j| j.id);
     Ok(RunOutcome {
         policy: policy.name().to_string(),
         migration: cfg.migration.name().to_string(),
         workload: cfg.workload.clone(),
         load: cfg.load,
         cpus: p,
-        jobs: finished,
+        jobs: finished.into_iter().collect(),
         bursts: bursts.and_then(BurstCounter::finish),
         page_migrations: pages.map_err(|e| e.to_string()),
         makespan_s: end - first_arrival,

@@ -14,6 +14,8 @@
 //! - [`simulate`]: the same policies and mapping on a modelled CC-NUMA machine of any size.
 //! - [`speedups`]: the paper's speedup curves, or curves measured in live runs here.
 //! - [`outcome`]: a run's results (live or simulated) as measurements, a timeline and text.
+//! - [`tally`]: ended jobs folded into per-kind statistics as they end (memory bounded by the
+//!   jobs alive, not the trace).
 //! - [`compare`]: stored runs side by side, with and without page migration.
 
 pub mod channel;
@@ -29,5 +31,6 @@ pub mod policy;
 pub mod simulate;
 pub mod speedups;
 pub mod swf;
+pub mod tally;
 pub mod work;
 pub mod workload;

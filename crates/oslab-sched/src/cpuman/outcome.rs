@@ -3,6 +3,7 @@
 //! alike) and a timeline.
 
 use crate::cpuman::jobs::Kind;
+use crate::cpuman::tally::{Tally, JOBS_SHOWN, METRICS};
 use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
@@ -129,8 +130,8 @@ pub struct RunOutcome {
     pub load: Option<f64>,
     /// Processors managed.
     pub cpus: usize,
-    /// Every job, in id order.
-    pub jobs: Vec<JobOutcome>,
+    /// Every job that ended, folded into per-kind statistics.
+    pub jobs: Tally,
     /// Per-CPU bursts, or why they were not measured.
     pub bursts: Result<Vec<CpuBursts>, String>,
     /// Pages migrated, or why not counted.
@@ -149,9 +150,6 @@ pub struct RunOutcome {
     /// Simulated: where pages were first touched (a parameter of every measurement).
     pub first_touch: Option<&'static str>,
 }
-
-/// Jobs listed one by one in the text (a million-job trace is summarised, not printed).
-pub const JOBS_SHOWN: usize = 50;
 
 /// Probe ids.
 pub const JOB_PROBE: &str = "cpuman.job";
@@ -212,7 +210,7 @@ impl RunOutcome {
             ],
             &[0, 2, 3, 4, 5, 6, 7, 8, 9],
         );
-        for j in self.jobs.iter().take(JOBS_SHOWN) {
+        for j in self.jobs.shown() {
             t.row(vec![
                 j.id.to_string(),
                 j.kind_name().into(),
@@ -252,44 +250,12 @@ impl RunOutcome {
     /// response time, speedup, mean allocation and migrations; per run the makespan, total CPU
     /// time, page migrations and per-CPU bursts.
     pub fn measurements(&self) -> Vec<Measurement> {
-        let done: Vec<&JobOutcome> = self.jobs.iter().filter(|j| j.completed).collect();
-        let mut kinds: Vec<&str> = done.iter().map(|j| j.kind_name()).collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        kinds.push("all");
         let origin = if self.simulated { "simulated" } else { "live" };
         let mut out = Vec::new();
-        type Metric = fn(&JobOutcome) -> Option<f64>;
-        let per_job: [(&str, Unit, Metric); 6] = [
-            ("cpu_time", Unit::Ns, |j| j.cpu_s.map(|s| s * 1e9)),
-            ("execution_time", Unit::Ns, |j| {
-                j.execution_s().map(|s| s * 1e9)
-            }),
-            ("response_time", Unit::Ns, |j| {
-                j.end_s.map(|e| (e - j.submit_s) * 1e9)
-            }),
-            ("speedup", Unit::Ratio, JobOutcome::speedup),
-            ("allocation", Unit::Count, JobOutcome::mean_alloc),
-            ("migrations", Unit::Count, |j| {
-                j.migrations.map(|m| m as f64)
-            }),
-        ];
-        for kind in kinds {
-            let jobs: Vec<&&JobOutcome> = done
-                .iter()
-                .filter(|j| kind == "all" || j.kind_name() == kind)
-                .collect();
-            for (metric, unit, f) in per_job {
-                let samples: Vec<f64> = jobs.iter().filter_map(|j| f(j)).collect();
-                let note = format!("{origin}; samples are the {} completed jobs", samples.len());
-                out.push(valued(
-                    JOB_PROBE,
-                    self.params(Some(kind)),
-                    metric,
-                    unit,
-                    &samples,
-                    note,
-                ));
+        for (kind, values) in self.jobs.kinds() {
+            for ((metric, unit, _), v) in METRICS.iter().zip(values) {
+                let params = self.params(Some(kind));
+                out.push(v.measurement(JOB_PROBE, params, (metric, *unit), origin));
             }
         }
         for ((kind, p), samples) in &self.speedups {
@@ -307,7 +273,6 @@ impl RunOutcome {
                 Judge::Median,
             ));
         }
-        let total_cpu: Option<f64> = done.iter().map(|j| j.cpu_s).sum();
         let note = |s: &str| format!("{origin}; {s}");
         out.push(valued(
             RUN_PROBE,
@@ -317,7 +282,7 @@ impl RunOutcome {
             &[self.makespan_s * 1e9],
             note("first arrival to last end"),
         ));
-        if let Some(c) = total_cpu {
+        if let Some(c) = self.jobs.cpu_s() {
             out.push(valued(
                 RUN_PROBE,
                 self.params(None),
@@ -327,8 +292,7 @@ impl RunOutcome {
                 note("CPU time of all completed jobs"),
             ));
         }
-        let migrations: Option<u64> = done.iter().map(|j| j.migrations).sum();
-        if let Some(m) = migrations {
+        if let Some(m) = self.jobs.migrations() {
             out.push(valued(
                 RUN_PROBE,
                 self.params(None),
@@ -418,7 +382,7 @@ fn skipped(params: Map<String, Value>, metric: &str, unit: Unit, why: &str) -> M
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn job(id: u64, kind: Kind, cpu: f64, start: f64, end: f64) -> JobOutcome {
@@ -453,7 +417,9 @@ mod tests {
                     completed: false,
                     ..job(3, Kind::Bt, 9.0, 1.0, 9.0)
                 },
-            ],
+            ]
+            .into_iter()
+            .collect(),
             bursts: Ok(vec![CpuBursts {
                 cpu: 0,
                 switches: 100,

@@ -30,7 +30,8 @@
 use super::core::{Core, Managed};
 use super::manager::PageMigration;
 use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
-use super::workload::JobSpec;
+use super::tally::Tally;
+use super::workload::{JobSpec, Jobs};
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::policy::Policy;
 use crate::cpuman::speedups::Speedups;
@@ -128,16 +129,18 @@ impl Managed for SimJob {
     }
 }
 
-/// Runs the simulation.
-pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -> RunOutcome {
+/// Runs the simulation of `jobs`, taken as they arrive; ended jobs are folded into a [`Tally`]
+/// as they end, so memory holds only the jobs alive.
+pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutcome {
     let p = cfg.cpus.max(1);
     let nodes = cfg.nodes.clamp(1, p);
     let per_node = p.div_ceil(nodes);
     let order: Vec<(usize, usize)> = (0..p).map(|c| (c, c / per_node)).collect();
-    let mut core = Core::new(specs, order, cfg.mpl);
+    let mut core = Core::new(jobs, order, cfg.mpl);
     let first_arrival = core.next_arrival().unwrap_or(0.0);
     let mut running: Vec<SimJob> = Vec::new();
-    let mut done: Vec<JobOutcome> = Vec::new();
+    let mut done = Tally::default();
+    let mut end = first_arrival;
     let mut timeline = Timeline::default();
     let (mut busy, mut bursts, mut pages_moved) = (0.0f64, 0.0f64, 0.0f64);
     let mut t = first_arrival;
@@ -234,8 +237,10 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
         }
         let dt = dt.max(0.0);
         for (j, &(p_eff, rate)) in running.iter_mut().zip(&rates) {
-            // A job migrating its pages holds its CPUs but makes no progress.
-            let active = t + dt - j.stall.clamp(t, t + dt);
+            // A job migrating its pages holds its CPUs but makes no progress. (Measured from t,
+            // not as (t + dt) - stall: late in a long trace t + dt rounds, and a step must still
+            // make its whole progress, or a residue too small to move the clock never ends.)
+            let active = dt - (j.stall.clamp(t, t + dt) - t);
             j.remaining -= rate * active;
             let cpu = p_eff.min(j.alloc as f64) * dt;
             *j.out.cpu_s.get_or_insert(0.0) += cpu;
@@ -271,7 +276,8 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
                 bursts += j.alloc.min(p) as f64;
                 core.finished(policy, j.spec.id);
                 timeline.push(|| j.out.span_event());
-                done.push(j.out);
+                end = end.max(t);
+                done.add(j.out);
                 changed = true;
                 continue;
             }
@@ -287,11 +293,6 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, specs: Vec<JobSpec>) -
             break;
         }
     }
-    done.sort_by_key(|j| j.id);
-    let end = done
-        .iter()
-        .filter_map(|j| j.end_s)
-        .fold(first_arrival, f64::max);
     let share = |x: f64| x / p as f64;
     RunOutcome {
         policy: policy.name().to_string(),
@@ -498,7 +499,7 @@ mod tests {
         }
     }
 
-    fn specs(mix: &str, jobs: usize) -> Vec<JobSpec> {
+    fn specs(mix: &str, jobs: usize) -> Jobs {
         let g = Generate {
             mix: mix.into(),
             load: 100.0,
@@ -511,7 +512,8 @@ mod tests {
             .unwrap()
             .iter()
             .map(|j| spec(j, &KindMap::oslab()).unwrap().0)
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 
     #[test]
@@ -527,12 +529,35 @@ mod tests {
         // One node: every access local, bt at 32 processors: speedup 20.
         let mut c = cfg(PageMigration::Off);
         c.nodes = 1;
-        let o = simulate(&mut Equip, &c, one);
-        let j = &o.jobs[0];
+        let o = simulate(&mut Equip, &c, one.into());
+        let j = &o.jobs.shown()[0];
         assert!((j.execution_s().unwrap() - 10.0).abs() < 1e-6, "{j:?}");
         assert!((j.cpu_s.unwrap() - 320.0).abs() < 1e-6);
         assert_eq!(j.migrations, Some(0));
         assert!((j.mean_alloc().unwrap() - 32.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn jobs_finish_late_in_a_long_trace_where_time_has_few_digits_left() {
+        // Ten years into a trace a double resolves time to ~60 ns: a step must still make its
+        // whole progress (it used to leave a residue too small to advance the clock: a hang).
+        let late: Vec<JobSpec> = (0..200)
+            .map(|i| JobSpec {
+                id: i,
+                kind: Kind::ALL[i as usize % 4],
+                submit_s: 3.1e8 + i as f64 * 0.731,
+                request: 1 + (i as usize * 7) % 32,
+                seq_s: 1.0 + (i as f64 * 0.37).sin().abs() * 50.0,
+                command: None,
+            })
+            .collect();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let o = simulate(&mut Equip, &cfg(PageMigration::Kernel), late.into());
+            tx.send(o.jobs.len()).ok();
+        });
+        let done = rx.recv_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(done, Ok(200), "the simulation did not end");
     }
 
     #[test]
@@ -550,9 +575,13 @@ mod tests {
             for mut pol in policies {
                 let o = simulate(pol.as_mut(), &cfg(m), specs("W3", 40));
                 assert_eq!(o.jobs.len(), 40, "{} {m:?}", pol.name());
-                assert!(o.jobs.iter().all(|j| j.completed && j.cpu_s.unwrap() > 0.0));
+                assert!(o
+                    .jobs
+                    .shown()
+                    .iter()
+                    .all(|j| j.completed && j.cpu_s.unwrap() > 0.0));
                 let again = simulate(pol.as_mut(), &cfg(m), specs("W3", 40));
-                let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
+                let cpu = |o: &RunOutcome| o.jobs.cpu_s().unwrap();
                 // Policies keep state per job id; a fresh run of the same input is identical.
                 assert!((cpu(&o) - cpu(&again)).abs() < 1e-6 * cpu(&o));
             }
@@ -563,7 +592,7 @@ mod tests {
     fn native_migrates_threads_and_pinned_policies_rarely_do() {
         let native = simulate(&mut Native, &cfg(PageMigration::Off), specs("W1", 30));
         let equip = simulate(&mut Equip, &cfg(PageMigration::Off), specs("W1", 30));
-        let migrations = |o: &RunOutcome| o.jobs.iter().filter_map(|j| j.migrations).sum::<u64>();
+        let migrations = |o: &RunOutcome| o.jobs.migrations().unwrap();
         assert!(
             migrations(&native) > 100 * migrations(&equip).max(1),
             "{} vs {}",
@@ -572,7 +601,7 @@ mod tests {
         );
         // Manual migration brings pages to the threads: equip's CPU time does not grow.
         let manual = simulate(&mut Equip, &cfg(PageMigration::Manual), specs("W1", 30));
-        let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
+        let cpu = |o: &RunOutcome| o.jobs.cpu_s().unwrap();
         assert!(cpu(&manual) <= cpu(&equip) * 1.01);
         assert!(manual.page_migrations.clone().unwrap() > 0);
     }
@@ -611,7 +640,7 @@ mod tests {
 
     #[test]
     fn master_initialised_data_is_where_page_migration_pays_under_equipartition() {
-        let cpu = |o: &RunOutcome| o.jobs.iter().map(|j| j.cpu_s.unwrap()).sum::<f64>();
+        let cpu = |o: &RunOutcome| o.jobs.cpu_s().unwrap();
         let ratio = |first_touch| {
             let mut c = cfg(PageMigration::Off);
             c.first_touch = first_touch;

@@ -288,11 +288,57 @@ pub struct Source {
     pub app_map: Option<PathBuf>,
 }
 
+/// Jobs in submit order, produced as a run reaches them: a trace is read line by line while
+/// the run goes on, so its memory holds the jobs alive, not the file.
+pub struct Jobs {
+    next: Box<dyn Iterator<Item = JobSpec>>,
+    left: usize,
+    /// The largest job number among them (0 for none).
+    pub max_id: u64,
+}
+
+impl Jobs {
+    /// `count` jobs from `next`, already in submit order, numbered up to `max_id`.
+    pub fn new(next: impl Iterator<Item = JobSpec> + 'static, count: usize, max_id: u64) -> Jobs {
+        Jobs {
+            next: Box::new(next),
+            left: count,
+            max_id,
+        }
+    }
+}
+
+impl From<Vec<JobSpec>> for Jobs {
+    /// Jobs held in memory, put in submit order.
+    fn from(mut specs: Vec<JobSpec>) -> Jobs {
+        specs.sort_by(|a, b| a.submit_s.total_cmp(&b.submit_s));
+        let (n, max_id) = (specs.len(), specs.iter().map(|s| s.id).max().unwrap_or(0));
+        Jobs::new(specs.into_iter(), n, max_id)
+    }
+}
+
+impl Iterator for Jobs {
+    type Item = JobSpec;
+    fn next(&mut self) -> Option<JobSpec> {
+        let j = self.next.next();
+        self.left = if j.is_some() {
+            self.left.saturating_sub(1)
+        } else {
+            0
+        };
+        j
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Jobs {}
+
 /// A run's jobs, resolved.
-#[derive(Debug, Clone)]
 pub struct Resolved {
     /// The jobs, in submit order.
-    pub specs: Vec<JobSpec>,
+    pub jobs: Jobs,
     /// The workload's name: the mix or the trace's file name.
     pub label: String,
     /// Load, for generated mixes.
@@ -301,10 +347,25 @@ pub struct Resolved {
     pub notes: Vec<String>,
 }
 
-/// The jobs of a run on `cpus` processors.
+/// The jobs of a run on `cpus` processors. External commands start at time 0, before the rest.
 pub fn resolve(src: &Source, cpus: usize) -> Result<Resolved, String> {
+    let mut externals = Vec::new();
+    for cmd in &src.external {
+        let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
+        if argv.is_empty() {
+            return Err("--external needs a command".into());
+        }
+        externals.push(JobSpec {
+            id: 0, // numbered after the other jobs, below
+            kind: Kind::Bt,
+            submit_s: 0.0,
+            request: src.external_request.unwrap_or(cpus),
+            seq_s: 0.0,
+            command: Some(argv),
+        });
+    }
     let mut notes = Vec::new();
-    let (mut specs, label, load) = match (&src.mix, &src.trace) {
+    let (jobs, label, load) = match (&src.mix, &src.trace) {
         (Some(mix), None) => {
             let g = Generate {
                 mix: mix.clone(),
@@ -314,21 +375,23 @@ pub fn resolve(src: &Source, cpus: usize) -> Result<Resolved, String> {
                 time_scale: src.time_scale,
                 seed: src.seed,
             };
-            let specs = generate(&g)?
+            let specs: Vec<JobSpec> = generate(&g)?
                 .iter()
                 .filter_map(|j| spec(j, &KindMap::oslab()).ok().map(|s| s.0))
                 .collect();
-            (specs, mix.clone(), Some(src.load))
+            (Jobs::from(specs), mix.clone(), Some(src.load))
         }
         (None, Some(path)) => {
-            let (specs, read) = read_trace(path, src.app_map.as_deref(), cpus)?;
+            let (jobs, read) = read_trace(path, src.app_map.as_deref(), cpus)?;
             notes = read;
             let name = path
                 .file_name()
                 .map_or("trace".into(), |n| n.to_string_lossy().to_string());
-            (specs, name, None)
+            (jobs, name, None)
         }
-        (None, None) if !src.external.is_empty() => (Vec::new(), "external".to_string(), None),
+        (None, None) if !src.external.is_empty() => {
+            (Jobs::from(Vec::new()), "external".to_string(), None)
+        }
         _ => {
             return Err(
                 "give --workload W1..W4 (with --load), --trace FILE.swf or --external COMMAND"
@@ -336,36 +399,28 @@ pub fn resolve(src: &Source, cpus: usize) -> Result<Resolved, String> {
             )
         }
     };
-    let next_id = specs.iter().map(|s| s.id).max().unwrap_or(0) + 1;
-    for (i, cmd) in src.external.iter().enumerate() {
-        let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
-        if argv.is_empty() {
-            return Err("--external needs a command".into());
-        }
-        specs.push(JobSpec {
-            id: next_id + i as u64,
-            kind: Kind::Bt,
-            submit_s: 0.0,
-            request: src.external_request.unwrap_or(cpus),
-            seq_s: 0.0,
-            command: Some(argv),
-        });
+    let count = jobs.len() + externals.len();
+    let first_id = jobs.max_id + 1;
+    for (i, e) in externals.iter_mut().enumerate() {
+        e.id = first_id + i as u64;
     }
+    let max_id = jobs.max_id + externals.len() as u64;
     Ok(Resolved {
-        specs,
+        jobs: Jobs::new(externals.into_iter().chain(jobs), count, max_id),
         label,
         load,
         notes,
     })
 }
-
-/// A trace's jobs for a machine of `cpus` processors and what to say about them.
+/// A trace's jobs for a machine of `cpus` processors and what to say about them. The file is
+/// read twice: once now, to find every error and count what is skipped before anything runs,
+/// then line by line as the run reaches each job.
 fn read_trace(
     path: &Path,
     app_map: Option<&Path>,
     cpus: usize,
-) -> Result<(Vec<JobSpec>, Vec<String>), String> {
-    let open = || {
+) -> Result<(Jobs, Vec<String>), String> {
+    let open = |path: &Path| {
         std::fs::File::open(path)
             .map(std::io::BufReader::new)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))
@@ -374,20 +429,20 @@ fn read_trace(
         Some(m) => KindMap::read(m)?,
         None => KindMap::default(),
     };
-    kinds.oslab = swf::header(open()?).oslab;
-    let mut specs = Vec::new();
+    kinds.oslab = swf::header(open(path)?).oslab;
     let mut skipped: BTreeMap<Skip, usize> = BTreeMap::new();
-    let (mut sized, mut oversized) = (0usize, 0usize);
-    for job in swf::read(open()?) {
+    let (mut count, mut max_id, mut sized, mut oversized) = (0usize, 0u64, 0usize, 0usize);
+    for job in swf::read(open(path)?) {
+        if oslab_core::signals::interrupted() {
+            return Err(format!("interrupted while reading {}", path.display()));
+        }
         let job = job.map_err(|e| format!("{}: {e}", path.display()))?;
-        match spec(&job, &kinds) {
-            Ok((mut s, by_size)) => {
+        match replayed(&job, &kinds, cpus) {
+            Ok((s, by_size, capped)) => {
+                count += 1;
+                max_id = max_id.max(s.id);
                 sized += usize::from(by_size);
-                if s.request > cpus {
-                    oversized += 1;
-                    s.request = cpus;
-                }
-                specs.push(s);
+                oversized += usize::from(capped);
             }
             Err(why) => *skipped.entry(why).or_default() += 1,
         }
@@ -401,11 +456,11 @@ fn read_trace(
             .collect();
         notes.push(format!(
             "{n} of {} trace jobs skipped: {}",
-            n + specs.len(),
+            n + count,
             parts.join(", ")
         ));
     }
-    if specs.is_empty() {
+    if count == 0 {
         return Err(format!("{} holds no jobs to replay", path.display()));
     }
     if sized > 0 {
@@ -423,7 +478,28 @@ fn read_trace(
             "{oversized} jobs ask for more than the machine's {cpus} processors: they ask for {cpus}"
         ));
     }
-    Ok((specs, notes))
+    let shown = path.display().to_string();
+    let stream = swf::read(open(path)?)
+        .map_while(move |job| {
+            // Every line was checked above: an error now means the file changed under us.
+            job.map_err(|e| {
+                eprintln!(
+                    "warning: {shown} changed while replayed: {e}; later jobs are not replayed"
+                )
+            })
+            .ok()
+        })
+        .filter_map(move |job| replayed(&job, &kinds, cpus).ok().map(|(s, ..)| s));
+    Ok((Jobs::new(stream, count, max_id), notes))
+}
+
+/// The job a trace line replays on `cpus` processors: its spec, whether its kind came from its
+/// size, and whether it asked for more than the machine (it then asks for all of it).
+fn replayed(job: &SwfJob, kinds: &KindMap, cpus: usize) -> Result<(JobSpec, bool, bool), Skip> {
+    let (mut s, by_size) = spec(job, kinds)?;
+    let capped = s.request > cpus;
+    s.request = s.request.min(cpus);
+    Ok((s, by_size, capped))
 }
 
 /// The note of a generated trace: what it is and how its fields read.
@@ -568,15 +644,17 @@ mod archive {
             Some((16, "the trace's MaxProcs"))
         );
         let r = resolve(&src, 16).unwrap();
-        let ids: Vec<u64> = r.specs.iter().map(|s| s.id).collect();
-        assert_eq!(ids, vec![1, 4, 5, 6]);
+        assert_eq!(r.jobs.len(), 4);
         let notes = r.notes.join("\n");
+        let specs: Vec<JobSpec> = r.jobs.collect();
+        let ids: Vec<u64> = specs.iter().map(|s| s.id).collect();
+        assert_eq!(ids, vec![1, 4, 5, 6]);
         assert!(
             notes.contains("2 of 6 trace jobs skipped: 1 cancelled, 1 failed"),
             "{notes}"
         );
         // Without a map, kinds follow the requested size, and the output says so.
-        let kinds: Vec<Kind> = r.specs.iter().map(|s| s.kind).collect();
+        let kinds: Vec<Kind> = specs.iter().map(|s| s.kind).collect();
         assert_eq!(kinds, vec![Kind::Bt, Kind::Hydro2d, Kind::Apsi, Kind::Bt]);
         assert!(
             notes.contains("4 jobs given a kind by their requested size (no --app-map)"),
@@ -587,7 +665,7 @@ mod archive {
             notes.contains("1 jobs ask for more than the machine's 16 processors"),
             "{notes}"
         );
-        assert_eq!(r.specs[3].request, 16);
+        assert_eq!(specs[3].request, 16);
     }
 
     #[test]
@@ -596,15 +674,15 @@ mod archive {
         let map = dir.path().join("apps");
         std::fs::write(&map, "# executable kind\n12 swim\n7 apsi # the small one\n").unwrap();
         let r = resolve(&source(trace(&dir), Some(map.clone())), 16).unwrap();
-        let kinds: Vec<Kind> = r.specs.iter().map(|s| s.kind).collect();
-        assert_eq!(kinds, vec![Kind::Swim, Kind::Apsi, Kind::Apsi, Kind::Swim]);
         let notes = r.notes.join("\n");
+        let kinds: Vec<Kind> = r.jobs.map(|s| s.kind).collect();
+        assert_eq!(kinds, vec![Kind::Swim, Kind::Apsi, Kind::Apsi, Kind::Swim]);
         assert!(
             notes.contains("1 jobs given a kind by their requested size (executables the --app-map does not name)"),
             "{notes}"
         );
         std::fs::write(&map, "12 swim\n7 quicksort\n").unwrap();
-        let e = resolve(&source(trace(&dir), Some(map)), 16).unwrap_err();
+        let e = resolve(&source(trace(&dir), Some(map)), 16).err().unwrap();
         assert!(e.contains("line 2") && e.contains("quicksort"), "{e}");
     }
 
@@ -613,7 +691,31 @@ mod archive {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("none.swf");
         std::fs::write(&p, "2 5 -1 -1 -1 -1 -1 8 -1 -1 5 3 1 12 1 -1 -1 -1\n").unwrap();
-        let e = resolve(&source(p, None), 16).unwrap_err();
+        let e = resolve(&source(p, None), 16).err().unwrap();
         assert!(e.contains("no jobs to replay"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_is_replayed_as_it_is_read_after_externals_numbered_beyond_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut src = source(trace(&dir), None);
+        src.external = vec!["sleep 1".into()];
+        let mut r = resolve(&src, 16).unwrap();
+        assert_eq!(r.jobs.len(), 5);
+        // The external command comes first (time 0), numbered after the trace's last job.
+        let first = r.jobs.next().unwrap();
+        assert_eq!((first.id, first.command.is_some()), (7, true));
+        // The file is read as the run reaches its jobs: a line broken after the check ends the
+        // replay there (held in memory, every job would still come).
+        let text = std::fs::read_to_string(trace(&dir)).unwrap();
+        let cut = text.lines().position(|l| l.starts_with("4 ")).unwrap();
+        let broken: Vec<&str> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| if i == cut { "4 x" } else { l })
+            .collect();
+        std::fs::write(trace(&dir), broken.join("\n")).unwrap();
+        let ids: Vec<u64> = r.jobs.map(|s| s.id).collect();
+        assert_eq!(ids, vec![1]);
     }
 }

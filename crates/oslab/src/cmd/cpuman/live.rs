@@ -26,7 +26,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     let src = source(&args.source, &args.external, args.external_request);
     let jobs = workload::resolve(&src, p).map_err(usage)?;
     jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
-    let (specs, label, load, notes) = (jobs.specs, jobs.label, jobs.load, jobs.notes);
+    let (specs, label, load, notes) = (jobs.jobs, jobs.label, jobs.load, jobs.notes);
     let l2 = mapping::l2_bytes(topo, order[0].0);
     eprintln!("calibrating the built-in jobs' iterations (one thread each) ...");
     let iteration_s = work::calibrate(l2);

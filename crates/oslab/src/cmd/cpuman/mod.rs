@@ -106,7 +106,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let mut pol = policy(&a.policy, cpus);
     let t = std::time::Instant::now();
-    let mut outcome = sim::simulate(pol.as_mut(), &cfg, jobs.specs);
+    let mut outcome = sim::simulate(pol.as_mut(), &cfg, jobs.jobs);
     outcome.notes.extend(jobs.notes);
     eprintln!(
         "simulated {} jobs on {cpus} cpus in {:.2} s",

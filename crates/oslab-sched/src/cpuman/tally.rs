@@ -1,0 +1,262 @@
+//! Finished jobs folded into per-kind statistics as they end, so a run's memory does not grow
+//! with its trace: the first [`JOBS_SHOWN`] jobs are kept for the table; for every kind and
+//! metric the count, mean, spread and extremes are exact, and a uniform random sample of the
+//! values (all of them up to [`SAMPLE_CAP`]) gives the quartiles, tail and CI.
+
+use super::outcome::JobOutcome;
+use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
+use oslab_core::stats::SplitMix64;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Jobs listed one by one in the text (a million-job trace is summarised, not printed).
+pub const JOBS_SHOWN: usize = 50;
+
+/// Values of one metric kept for its quantiles (Algorithm R over a fixed random stream).
+/// Beyond it the median's rank is off by at most 0.3% (95%); below it every value is kept.
+pub const SAMPLE_CAP: usize = 100_000;
+
+/// A per-job metric: name, unit, and its value for one job when it has one.
+type Metric = (&'static str, Unit, fn(&JobOutcome) -> Option<f64>);
+
+/// The per-job metrics, in the order they are reported.
+pub const METRICS: [Metric; 6] = [
+    ("cpu_time", Unit::Ns, |j| j.cpu_s.map(|s| s * 1e9)),
+    ("execution_time", Unit::Ns, |j| {
+        j.execution_s().map(|s| s * 1e9)
+    }),
+    ("response_time", Unit::Ns, |j| {
+        j.end_s.map(|e| (e - j.submit_s) * 1e9)
+    }),
+    ("speedup", Unit::Ratio, JobOutcome::speedup),
+    ("allocation", Unit::Count, JobOutcome::mean_alloc),
+    ("migrations", Unit::Count, |j| {
+        j.migrations.map(|m| m as f64)
+    }),
+];
+
+/// One metric over the completed jobs of one kind.
+#[derive(Debug, Clone, Default)]
+pub struct Values {
+    n: usize,
+    mean: f64,
+    /// Sum of squared deviations from the mean (Welford).
+    m2: f64,
+    min: f64,
+    max: f64,
+    sample: Vec<f64>,
+}
+
+impl Values {
+    fn add(&mut self, x: f64, rng: &mut SplitMix64) {
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+        if self.n == 1 {
+            (self.min, self.max) = (x, x);
+        } else {
+            (self.min, self.max) = (self.min.min(x), self.max.max(x));
+        }
+        if self.sample.len() < SAMPLE_CAP {
+            self.sample.push(x);
+        } else {
+            let k = rng.below(self.n);
+            if k < SAMPLE_CAP {
+                self.sample[k] = x;
+            }
+        }
+    }
+
+    /// The measurement of these values (`note` says where they come from).
+    pub fn measurement(
+        &self,
+        probe: &str,
+        params: Map<String, Value>,
+        (metric, unit): (&str, Unit),
+        origin: &str,
+    ) -> Measurement {
+        if self.n == 0 {
+            let why = Status::Skipped("nothing to measure: no completed job has this value".into());
+            return Measurement::not_taken(probe, params, metric, unit, why);
+        }
+        let note = if self.n == self.sample.len() {
+            format!("{origin}; samples are the {} completed jobs", self.n)
+        } else {
+            format!(
+                "{origin}; the {} completed jobs: count, mean, spread and extremes over all of them, quartiles and CI from a uniform random sample of {}",
+                self.n,
+                self.sample.len()
+            )
+        };
+        // Per-job values of a mix of jobs: their spread is the result, not noise.
+        let mut m = judged(
+            probe,
+            params,
+            metric,
+            unit,
+            &self.sample,
+            Some(note),
+            Judge::Subject,
+        );
+        if let Some(s) = m.summary.as_mut() {
+            s.n = self.n;
+            s.mean = self.mean;
+            s.stddev = if self.n > 1 {
+                (self.m2 / (self.n - 1) as f64).sqrt()
+            } else {
+                0.0
+            };
+            (s.min, s.max) = (self.min, self.max);
+        }
+        m
+    }
+}
+
+/// Every job a run ended, folded as it ends.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    shown: Vec<JobOutcome>,
+    jobs: usize,
+    /// Per kind name of the completed jobs, then "all": one [`Values`] per metric of [`METRICS`].
+    kinds: BTreeMap<&'static str, Vec<Values>>,
+    all: Vec<Values>,
+    cpu_s: Option<f64>,
+    migrations: Option<u64>,
+    rng: SplitMix64,
+}
+
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally {
+            shown: Vec::new(),
+            jobs: 0,
+            kinds: BTreeMap::new(),
+            all: vec![Values::default(); METRICS.len()],
+            cpu_s: Some(0.0),
+            migrations: Some(0),
+            rng: SplitMix64(0x7a11_7a11),
+        }
+    }
+}
+
+impl Tally {
+    /// Folds in one ended job (completed or stopped).
+    pub fn add(&mut self, job: JobOutcome) {
+        self.jobs += 1;
+        if job.completed {
+            self.cpu_s = self.cpu_s.zip(job.cpu_s).map(|(a, b)| a + b);
+            self.migrations = self.migrations.zip(job.migrations).map(|(a, b)| a + b);
+            let kind = self
+                .kinds
+                .entry(job.kind_name())
+                .or_insert_with(|| vec![Values::default(); METRICS.len()]);
+            for (i, (_, _, f)) in METRICS.iter().enumerate() {
+                if let Some(x) = f(&job).filter(|x| x.is_finite()) {
+                    kind[i].add(x, &mut self.rng);
+                    self.all[i].add(x, &mut self.rng);
+                }
+            }
+        }
+        // Keep the lowest job numbers, in order.
+        let at = self.shown.partition_point(|j| j.id < job.id);
+        if at < JOBS_SHOWN {
+            self.shown.insert(at, job);
+            self.shown.truncate(JOBS_SHOWN);
+        }
+    }
+
+    /// Jobs ended, completed or not.
+    pub fn len(&self) -> usize {
+        self.jobs
+    }
+
+    /// Whether no job ended.
+    pub fn is_empty(&self) -> bool {
+        self.jobs == 0
+    }
+
+    /// The [`JOBS_SHOWN`] jobs with the lowest numbers, in order.
+    pub fn shown(&self) -> &[JobOutcome] {
+        &self.shown
+    }
+
+    /// CPU time of all completed jobs, s, when every one was measured.
+    pub fn cpu_s(&self) -> Option<f64> {
+        self.cpu_s
+    }
+
+    /// Thread migrations of all completed jobs, when every one was counted.
+    pub fn migrations(&self) -> Option<u64> {
+        self.migrations
+    }
+
+    /// Each kind of the completed jobs (by name, then "all") with its values per metric of
+    /// [`METRICS`].
+    pub fn kinds(&self) -> impl Iterator<Item = (&'static str, &[Values])> {
+        self.kinds
+            .iter()
+            .map(|(k, v)| (*k, v.as_slice()))
+            .chain(std::iter::once(("all", self.all.as_slice())))
+    }
+}
+
+impl FromIterator<JobOutcome> for Tally {
+    fn from_iter<I: IntoIterator<Item = JobOutcome>>(jobs: I) -> Tally {
+        let mut t = Tally::default();
+        jobs.into_iter().for_each(|j| t.add(j));
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuman::jobs::Kind;
+    use crate::cpuman::outcome::tests::job;
+
+    #[test]
+    fn a_small_run_keeps_every_value_and_its_jobs_in_order() {
+        let t: Tally = (0..60)
+            .rev()
+            .map(|i| job(i, Kind::Bt, 1.0 + i as f64, 0.0, 2.0))
+            .collect();
+        assert_eq!(t.len(), 60);
+        let ids: Vec<u64> = t.shown().iter().map(|j| j.id).collect();
+        assert_eq!(ids, (0..JOBS_SHOWN as u64).collect::<Vec<_>>());
+        let (kind, values) = t.kinds().next().unwrap();
+        assert_eq!(kind, "bt");
+        let m = values[0].measurement("p", Map::new(), ("cpu_time", Unit::Ns), "simulated");
+        let s = m.summary.unwrap();
+        assert_eq!((s.n, s.min, s.max), (60, 1e9, 60e9));
+        assert_eq!(s.median, 30.5e9);
+        assert_eq!(t.cpu_s(), Some((1..=60).sum::<u64>() as f64));
+    }
+
+    #[test]
+    fn a_huge_run_keeps_a_bounded_sample_and_exact_moments() {
+        let mut t = Tally::default();
+        let n = 3 * SAMPLE_CAP;
+        for i in 0..n {
+            // CPU times 1..=n s, in an order unrelated to their size.
+            let cpu = ((i * 7919) % n + 1) as f64;
+            t.add(job(i as u64, Kind::Swim, cpu, 0.0, 1.0));
+        }
+        let values = &t.kinds().next().unwrap().1[0];
+        assert_eq!(values.sample.len(), SAMPLE_CAP);
+        let s = values
+            .measurement("p", Map::new(), ("cpu_time", Unit::Ns), "simulated")
+            .summary
+            .unwrap();
+        assert_eq!((s.n, s.min, s.max), (n, 1e9, n as f64 * 1e9));
+        assert!(
+            (s.mean / 1e9 - (n + 1) as f64 / 2.0).abs() < 1e-3,
+            "{}",
+            s.mean
+        );
+        // The sample's median is the true median within its rank error.
+        let true_median = (n + 1) as f64 / 2.0 * 1e9;
+        assert!((s.median / true_median - 1.0).abs() < 0.01, "{}", s.median);
+        assert!(s.ci_low < true_median && true_median < s.ci_high);
+    }
+}

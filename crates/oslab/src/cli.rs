@@ -5,9 +5,9 @@ use oslab_core::compare::DEFAULT_THRESHOLD;
 use oslab_core::units::{parse_bytes, parse_duration, parse_fraction, parse_share};
 use oslab_probes::timeslice::SchedClass;
 use oslab_report::export::Format;
-use oslab_sched::cpuman::manager::PageMigration;
-use oslab_sched::cpuman::policy::PolicyKind;
-use oslab_sched::cpuman::simulate::FirstTouch;
+use oslab_sched::cpuman::policy::PolicyOptions;
+use oslab_sched::cpuman::simulate;
+use oslab_sched::cpuman::workload::Source;
 use oslab_store::RunSet;
 use std::path::PathBuf;
 
@@ -614,55 +614,6 @@ pub enum CpumanCommand {
     Job(CpumanJobArgs),
 }
 
-/// Where the jobs come from.
-#[derive(Debug, Args)]
-pub struct WorkloadSource {
-    /// A job mix: W1 (swim+bt), W2 (bt+hydro2d), W3 (all four), W4 (bt).
-    #[arg(long, value_name = "W", conflicts_with = "trace")]
-    pub workload: Option<String>,
-    /// Load in percent: offered sequential work per second over the processors.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0)]
-    pub load: f64,
-    /// Jobs in a generated workload.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=100000))]
-    pub jobs: u64,
-    /// Factor on the paper's sequential times (swim 212 s, bt 1066 s, hydro2d 223 s, apsi 99 s).
-    #[arg(long, default_value_t = 0.01)]
-    pub time_scale: f64,
-    /// Seed for the kinds' order and the arrivals.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// An SWF trace to replay instead of a mix (oslab's own, or the Parallel Workloads
-    /// Archive's: cancelled and failed jobs are skipped and counted).
-    #[arg(long, value_name = "FILE.swf")]
-    pub trace: Option<PathBuf>,
-    /// Job kinds of a trace's executables (field 14): lines `EXECUTABLE KIND`, e.g. `12 swim`
-    /// (default: kinds by requested size, said in the output).
-    #[arg(long, value_name = "FILE", requires = "trace")]
-    pub app_map: Option<PathBuf>,
-}
-
-/// How the CPU manager allocates (shared by `cpuman run` and `cpuman simulate`).
-#[derive(Debug, Args)]
-pub struct PolicyArgs {
-    /// Allocation policy.
-    #[arg(long, value_enum, default_value_t = PolicyKind::Equip)]
-    pub policy: PolicyKind,
-    /// Page migration.
-    #[arg(long, value_enum, default_value_t = PageMigration::Off)]
-    pub migration: PageMigration,
-    /// Base multiprogramming level (PDPA raises it while processors stay free).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1048576))]
-    pub mpl: u64,
-    /// PDPA's target efficiency, in (0, 1].
-    #[arg(long, default_value_t = 0.7, value_parser = parse_efficiency)]
-    pub target: f64,
-    /// PDPA's step in processors (default: 4 per 64 processors, at least 1).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536))]
-    pub step: Option<u64>,
-}
-
-/// An efficiency in (0, 1].
 /// `key=value`, both non-empty, the key without spaces or ':'.
 fn parse_memory(s: &str) -> Result<String, String> {
     oslab_model::memory::MemorySpec::parse(s).map(|_| s.to_string())
@@ -683,20 +634,13 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
     }
 }
 
-fn parse_efficiency(s: &str) -> Result<f64, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| *v > 0.0 && *v <= 1.0)
-        .ok_or_else(|| format!("{s:?}: an efficiency in (0, 1]"))
-}
-
 /// `oslab cpuman run`.
 #[derive(Debug, Args)]
 pub struct CpumanRunArgs {
     #[command(flatten)]
-    pub policy: PolicyArgs,
+    pub policy: PolicyOptions,
     #[command(flatten)]
-    pub source: WorkloadSource,
+    pub source: Source,
     /// CPUs to manage (default: all we may use), e.g. 0-7 or node:0.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -705,8 +649,8 @@ pub struct CpumanRunArgs {
     #[arg(long, value_name = "COMMAND")]
     pub external: Vec<String>,
     /// Processors an external command requests (default: all managed).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=65536))]
-    pub external_request: Option<u64>,
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536))]
+    pub external_request: Option<usize>,
     /// How often the manager looks.
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "20ms")]
     pub tick: std::time::Duration,
@@ -723,34 +667,8 @@ pub struct CpumanRunArgs {
 /// `oslab cpuman simulate`.
 #[derive(Debug, Args)]
 pub struct CpumanSimulateArgs {
-    /// Processors of the simulated machine (default: a trace's MaxProcs, else 64).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1048576))]
-    pub cpus: Option<u64>,
-    /// NUMA nodes (processors split evenly; the Origin 2000 had 2 per node).
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65536))]
-    pub nodes: u64,
     #[command(flatten)]
-    pub policy: PolicyArgs,
-    #[command(flatten)]
-    pub source: WorkloadSource,
-    /// Remote / local memory access cost (default 2.0, the Origin 2000's nearest remote node);
-    /// 'slit' takes it from this machine's NUMA distances.
-    #[arg(long, default_value = "2.0")]
-    pub remote_ratio: String,
-    /// Where a job's pages start: on the master thread's node (OpenMP jobs that initialise
-    /// their data from the master, as the paper's did), each thread's node, or round-robin.
-    #[arg(long, value_enum, default_value_t = FirstTouch::Master)]
-    pub first_touch: FirstTouch,
-    /// Speedup curves measured by a stored `cpuman run` (id or 'latest') instead of the paper's
-    /// (kinds it did not run keep the paper's).
-    #[arg(long, value_name = "RUN")]
-    pub speedups: Option<String>,
-    /// Time-sharing quantum of the native scheduler.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "30ms")]
-    pub quantum: std::time::Duration,
-    /// Cost of migrating one page.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "20us")]
-    pub page_cost: std::time::Duration,
+    pub request: simulate::Request,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,

@@ -23,6 +23,7 @@
 //! performs badly and gives processors back). As jobs finish the level falls back towards the
 //! base. Native and equipartition keep the base level fixed.
 
+use super::manager::PageMigration;
 use std::collections::BTreeMap;
 
 /// What a policy sees of a running job.
@@ -81,6 +82,43 @@ impl PolicyKind {
             PolicyKind::Pdpa => Box::new(Pdpa::new(target, step.unwrap_or((cpus / 16).max(1)))),
         }
     }
+}
+
+/// How the CPU manager allocates: policy, its options and page migration (one set for live
+/// runs and simulations).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct PolicyOptions {
+    /// Allocation policy.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = PolicyKind::Equip))]
+    pub policy: PolicyKind,
+    /// Page migration.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = PageMigration::Off))]
+    pub migration: PageMigration,
+    /// Base multiprogramming level (PDPA raises it while processors stay free).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1048576)))]
+    pub mpl: usize,
+    /// PDPA's target efficiency, in (0, 1].
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.7, value_parser = parse_efficiency))]
+    pub target: f64,
+    /// PDPA's step in processors (default: 4 per 64 processors, at least 1).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536)))]
+    pub step: Option<usize>,
+}
+
+impl PolicyOptions {
+    /// The policy, for `cpus` processors.
+    pub fn build(&self, cpus: usize) -> Box<dyn Policy> {
+        self.policy.build(self.target, self.step, cpus)
+    }
+}
+
+/// An efficiency in (0, 1].
+pub fn parse_efficiency(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && *v <= 1.0)
+        .ok_or_else(|| format!("{s:?}: an efficiency in (0, 1]"))
 }
 
 /// Native: everyone gets its request.

@@ -30,11 +30,13 @@
 use super::core::{Core, Managed};
 use super::manager::PageMigration;
 use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
+use super::policy::PolicyOptions;
 use super::tally::Tally;
-use super::workload::{JobSpec, Jobs};
+use super::workload::{trace_machine, JobSpec, Jobs, Resolved, Source};
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::policy::Policy;
 use crate::cpuman::speedups::Speedups;
+use std::time::Duration;
 
 /// Where a job's pages are first touched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +90,79 @@ pub struct SimConfig {
     pub workload: String,
     /// Load, for generated workloads.
     pub load: Option<f64>,
+}
+
+/// What `cpuman simulate` asks: the machine, the policy, the jobs and the model's costs.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Request {
+    /// Processors of the simulated machine (default: a trace's MaxProcs, else 64).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1048576)))]
+    pub cpus: Option<usize>,
+    /// NUMA nodes (processors split evenly; the Origin 2000 had 2 per node).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 32, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536)))]
+    pub nodes: usize,
+    /// The policy and page migration.
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub policy: PolicyOptions,
+    /// The jobs.
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub source: Source,
+    /// Remote / local memory access cost (default 2.0, the Origin 2000's nearest remote node);
+    /// 'slit' takes it from this machine's NUMA distances.
+    #[cfg_attr(feature = "clap", arg(long, default_value = "2.0"))]
+    pub remote_ratio: String,
+    /// Where a job's pages start: on the master thread's node (OpenMP jobs that initialise
+    /// their data from the master, as the paper's did), each thread's node, or round-robin.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = FirstTouch::Master))]
+    pub first_touch: FirstTouch,
+    /// Speedup curves measured by a stored `cpuman run` (id or 'latest') instead of the paper's
+    /// (kinds it did not run keep the paper's).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RUN"))]
+    pub speedups: Option<String>,
+    /// Time-sharing quantum of the native scheduler.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", value_parser = oslab_core::units::parse_duration, default_value = "30ms"))]
+    pub quantum: Duration,
+    /// Cost of migrating one page.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", value_parser = oslab_core::units::parse_duration, default_value = "20us"))]
+    pub page_cost: Duration,
+}
+
+impl Request {
+    /// The simulated machine's processors, and what gave them when the trace's header did.
+    pub fn cpus(&self) -> Result<(usize, Option<&'static str>), String> {
+        Ok(match (self.cpus, trace_machine(&self.source)?) {
+            (Some(c), _) => (c, None),
+            (None, Some((c, from))) => (c, Some(from)),
+            (None, None) => (64, None),
+        })
+    }
+
+    /// The model for `cpus` processors running `jobs` with `speedups`; `topology` (this
+    /// machine's) answers `--remote-ratio slit`.
+    pub fn config(
+        &self,
+        cpus: usize,
+        jobs: &Resolved,
+        speedups: Speedups,
+        topology: &oslab_core::Topology,
+    ) -> Result<SimConfig, String> {
+        Ok(SimConfig {
+            cpus,
+            nodes: self.nodes,
+            remote_ratio: remote_ratio(&self.remote_ratio, topology)?,
+            quantum_s: self.quantum.as_secs_f64().max(1e-6),
+            migration: self.policy.migration,
+            first_touch: self.first_touch,
+            speedups,
+            page_cost_s: self.page_cost.as_secs_f64(),
+            settle_s: 1.0,
+            kernel_rate: 0.5,
+            mpl: self.policy.mpl,
+            workload: jobs.label.clone(),
+            load: jobs.load,
+        })
+    }
 }
 
 /// Memory footprint in 4 KiB pages and memory-boundness of a kind (assumptions, documented in

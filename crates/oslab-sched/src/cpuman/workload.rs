@@ -267,25 +267,43 @@ pub fn trace_machine(src: &Source) -> Result<Option<(usize, &'static str)>, Stri
 
 /// Where a run's jobs come from: a generated mix or an SWF trace, and external commands.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Source {
-    /// A mix W1..W4 generated at `load` (with `jobs`, `time_scale`, `seed`).
+    /// A job mix: W1 (swim+bt), W2 (bt+hydro2d), W3 (all four), W4 (bt).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "workload", value_name = "W", conflicts_with = "trace")
+    )]
     pub mix: Option<String>,
-    /// Load in percent.
+    /// Load in percent: offered sequential work per second over the processors.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "PCT", default_value_t = 100.0)
+    )]
     pub load: f64,
     /// Jobs in a generated workload.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100000)))]
     pub jobs: usize,
-    /// Factor on the paper's sequential times.
+    /// Factor on the paper's sequential times (swim 212 s, bt 1066 s, hydro2d 223 s, apsi 99 s).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.01))]
     pub time_scale: f64,
-    /// Random seed.
+    /// Seed for the kinds' order and the arrivals.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1))]
     pub seed: u64,
-    /// An SWF trace to replay instead of a mix.
-    pub trace: Option<std::path::PathBuf>,
-    /// External commands started at time 0 as non-cooperative jobs.
+    /// An SWF trace to replay instead of a mix (oslab's own, or the Parallel Workloads
+    /// Archive's: cancelled and failed jobs are skipped and counted).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE.swf"))]
+    pub trace: Option<PathBuf>,
+    /// Job kinds of a trace's executables (field 14): lines `EXECUTABLE KIND`, e.g. `12 swim`
+    /// (default: kinds by requested size, said in the output).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE", requires = "trace"))]
+    pub app_map: Option<PathBuf>,
+    /// External commands started at time 0 as non-cooperative jobs (live runs only).
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub external: Vec<String>,
     /// Processors an external command requests (default: all).
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub external_request: Option<usize>,
-    /// Executable number to kind, for traces (`--app-map`).
-    pub app_map: Option<PathBuf>,
 }
 
 /// Jobs in submit order, produced as a run reaches them: a trace is read line by line while

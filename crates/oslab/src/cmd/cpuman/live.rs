@@ -1,7 +1,6 @@
 //! `oslab cpuman run`: a workload live on this machine's cpus.
 
 use super::super::session::Session;
-use super::{policy, source};
 use crate::cli::CpumanRunArgs;
 use crate::error::usage;
 use oslab_core::model::Unit;
@@ -10,7 +9,8 @@ use oslab_report::table::doc;
 use oslab_sched::cpuman::manager::{self, Config, PageMigration};
 use oslab_sched::cpuman::observe::BalancingGuard;
 use oslab_sched::cpuman::outcome::RunOutcome;
-use oslab_sched::cpuman::{mapping, work, workload};
+use oslab_sched::cpuman::workload::{self, Source};
+use oslab_sched::cpuman::{mapping, work};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -23,7 +23,11 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     let topo = &session.machine.topology;
     let order = mapping::managed(topo, &session.allowed, args.cpus.as_deref()).map_err(usage)?;
     let p = order.len();
-    let src = source(&args.source, &args.external, args.external_request);
+    let src = Source {
+        external: args.external.clone(),
+        external_request: args.external_request,
+        ..args.source.clone()
+    };
     let jobs = workload::resolve(&src, p).map_err(usage)?;
     jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
     let (specs, label, load, notes) = (jobs.jobs, jobs.label, jobs.load, jobs.notes);
@@ -33,7 +37,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     let migration = args.policy.migration;
     let cfg = Config {
         migration,
-        mpl: args.policy.mpl as usize,
+        mpl: args.policy.mpl,
         order,
         nodes: topo.nodes.len(),
         tick: args.tick,
@@ -43,7 +47,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
         workload: label,
         load,
     };
-    let mut pol = policy(&args.policy, p);
+    let mut pol = args.policy.build(p);
     let tty = std::io::stderr().is_terminal();
     let mut status = |s: &manager::TickState| {
         if tty {

@@ -7,18 +7,17 @@ use super::session::Session;
 use super::{print_json, print_text};
 use crate::cli::{
     CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanSimulateArgs,
-    CpumanWorkloadArgs, PolicyArgs, WorkloadSource,
+    CpumanWorkloadArgs, StoreArgs,
 };
 use crate::error::usage;
 use oslab_core::files::write_whole;
 use oslab_report::table::doc;
 use oslab_sched::cpuman::compare::{self, StoredRun};
 use oslab_sched::cpuman::jobs::Kind;
-use oslab_sched::cpuman::policy::Policy;
-use oslab_sched::cpuman::simulate::{self as sim, SimConfig};
+use oslab_sched::cpuman::simulate;
 use oslab_sched::cpuman::speedups::Speedups;
 use oslab_sched::cpuman::swf;
-use oslab_sched::cpuman::workload::{self, Generate, Source};
+use oslab_sched::cpuman::workload::{self, Generate};
 use oslab_sched::cpuman::{channel::Channel, job};
 use oslab_store::RunRef;
 use std::io::Write as _;
@@ -34,34 +33,12 @@ pub fn run(args: CpumanArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-pub(super) fn source(
-    s: &WorkloadSource,
-    external: &[String],
-    external_request: Option<u64>,
-) -> Source {
-    Source {
-        mix: s.workload.clone(),
-        load: s.load,
-        jobs: s.jobs as usize,
-        time_scale: s.time_scale,
-        seed: s.seed,
-        trace: s.trace.clone(),
-        external: external.to_vec(),
-        external_request: external_request.map(|r| r as usize),
-        app_map: s.app_map.clone(),
-    }
-}
-
-pub(super) fn policy(p: &PolicyArgs, cpus: usize) -> Box<dyn Policy> {
-    p.policy.build(p.target, p.step.map(|s| s as usize), cpus)
-}
-
 /// The speedup curves of `--speedups RUN`, or the paper's.
-fn speedups(a: &CpumanSimulateArgs) -> anyhow::Result<Speedups> {
-    let Some(r) = &a.speedups else {
+fn speedups(run: Option<&str>, store: &StoreArgs) -> anyhow::Result<Speedups> {
+    let Some(r) = run else {
         return Ok(Speedups::paper());
     };
-    let store = super::open_store_to_read(&a.store)?;
+    let store = super::open_store_to_read(store)?;
     let run: RunRef = r.parse().map_err(usage)?;
     let (record, ms) = store.load_run(&run)?;
     let id = record.id.unwrap_or_default();
@@ -73,40 +50,22 @@ fn speedups(a: &CpumanSimulateArgs) -> anyhow::Result<Speedups> {
 }
 
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
-    let speedups = speedups(&a)?;
+    let r = &a.request;
+    let speedups = speedups(r.speedups.as_deref(), &a.store)?;
     eprintln!("{}", speedups.describe());
     let mut session = Session::open(true, None, None, &a.store)?;
-    let remote_ratio =
-        sim::remote_ratio(&a.remote_ratio, &session.machine.topology).map_err(usage)?;
-    let src = source(&a.source, &[], None);
-    let cpus = match (a.cpus, workload::trace_machine(&src).map_err(usage)?) {
-        (Some(c), _) => c as usize,
-        (None, Some((c, from))) => {
-            eprintln!("{c} cpus: {from}");
-            c
-        }
-        (None, None) => 64,
-    };
-    let jobs = workload::resolve(&src, cpus).map_err(usage)?;
+    let (cpus, from) = r.cpus().map_err(usage)?;
+    if let Some(from) = from {
+        eprintln!("{cpus} cpus: {from}");
+    }
+    let jobs = workload::resolve(&r.source, cpus).map_err(usage)?;
     jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
-    let cfg = SimConfig {
-        cpus,
-        nodes: a.nodes as usize,
-        remote_ratio,
-        quantum_s: a.quantum.as_secs_f64().max(1e-6),
-        migration: a.policy.migration,
-        first_touch: a.first_touch,
-        speedups,
-        page_cost_s: a.page_cost.as_secs_f64(),
-        settle_s: 1.0,
-        kernel_rate: 0.5,
-        mpl: a.policy.mpl as usize,
-        workload: jobs.label,
-        load: jobs.load,
-    };
-    let mut pol = policy(&a.policy, cpus);
+    let cfg = r
+        .config(cpus, &jobs, speedups, &session.machine.topology)
+        .map_err(usage)?;
+    let mut pol = r.policy.build(cpus);
     let t = std::time::Instant::now();
-    let mut outcome = sim::simulate(pol.as_mut(), &cfg, jobs.jobs);
+    let mut outcome = simulate::simulate(pol.as_mut(), &cfg, jobs.jobs);
     outcome.notes.extend(jobs.notes);
     eprintln!(
         "simulated {} jobs on {cpus} cpus in {:.2} s",

@@ -356,20 +356,7 @@ pub fn run(
 }
 
 fn admitted(spec: JobSpec, t: f64) -> Running {
-    let outcome = JobOutcome {
-        id: spec.id,
-        kind: spec.kind,
-        external: spec.command.is_some(),
-        request: spec.request,
-        submit_s: spec.submit_s,
-        start_s: Some(t),
-        end_s: None,
-        seq_s: spec.seq_s,
-        cpu_s: None,
-        alloc_integral: 0.0,
-        migrations: None,
-        completed: false,
-    };
+    let outcome = JobOutcome::started(&spec, t);
     Running {
         spec,
         outcome,

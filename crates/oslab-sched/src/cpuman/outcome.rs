@@ -4,6 +4,7 @@
 
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::tally::{Tally, JOBS_SHOWN, METRICS};
+use crate::cpuman::workload::JobSpec;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
@@ -47,6 +48,24 @@ pub struct JobOutcome {
 }
 
 impl JobOutcome {
+    /// A job `spec` started at `t`, nothing measured yet.
+    pub fn started(spec: &JobSpec, t: f64) -> JobOutcome {
+        JobOutcome {
+            id: spec.id,
+            kind: spec.kind,
+            external: spec.command.is_some(),
+            request: spec.request,
+            submit_s: spec.submit_s,
+            start_s: Some(t),
+            end_s: None,
+            seq_s: spec.seq_s,
+            cpu_s: None,
+            alloc_integral: 0.0,
+            migrations: None,
+            completed: false,
+        }
+    }
+
     /// Execution time (start to end).
     pub fn execution_s(&self) -> Option<f64> {
         Some(self.end_s? - self.start_s?)

@@ -444,18 +444,8 @@ fn start(spec: JobSpec, t: f64, nodes: usize) -> SimJob {
     let (pages, _) = memory_model(spec.kind);
     SimJob {
         out: JobOutcome {
-            id: spec.id,
-            kind: spec.kind,
-            external: false,
-            request: spec.request,
-            submit_s: spec.submit_s,
-            start_s: Some(t),
-            end_s: None,
-            seq_s: spec.seq_s,
             cpu_s: Some(0.0),
-            alloc_integral: 0.0,
-            migrations: None,
-            completed: false,
+            ..JobOutcome::started(&spec, t)
         },
         remaining: spec.seq_s,
         spec,

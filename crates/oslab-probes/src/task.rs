@@ -378,7 +378,7 @@ fn fork_fit(cx: &Context, points: &[(f64, f64)]) -> Vec<Measurement> {
 /// line and the intercept would be an extrapolation, often below zero); None with fewer than
 /// two distinct x or a y not above zero.
 pub fn line_fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
-    if points.iter().any(|p| !(p.1 > 0.0)) {
+    if !points.iter().all(|p| p.1 > 0.0) {
         return None;
     }
     let w = |p: &(f64, f64)| 1.0 / (p.1 * p.1);

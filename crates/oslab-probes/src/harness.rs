@@ -227,7 +227,16 @@ impl Harness {
     /// Measures a body with only the clock-read overhead subtracted (for the loop probe, whose
     /// subject is the empty loop itself).
     pub fn raw(&self, body: &mut dyn FnMut(u64)) -> Result<Timing, ProbeError> {
-        Ok(self.collect(&mut [body], false)?.remove(0))
+        Ok(self.raw_interleaved(&mut [body])?.remove(0))
+    }
+
+    /// Several bodies round-robin as in [`Harness::interleaved`], with only the clock-read
+    /// overhead subtracted (bodies whose own loop is the work, like a pointer chase).
+    pub fn raw_interleaved(
+        &self,
+        bodies: &mut [&mut dyn FnMut(u64)],
+    ) -> Result<Vec<Timing>, ProbeError> {
+        self.collect(bodies, false)
     }
 
     fn collect(

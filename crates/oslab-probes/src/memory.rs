@@ -19,7 +19,8 @@
 //! never share a 128-byte pair (the adjacent-line prefetcher fetches the pair's other line, which
 //! a one-per-line chain would use later) and the order is random within 256 KiB chunks, chunks in
 //! random order (no stride for the streamers to follow, few TLB misses). The `random` sweep
-//! reports the TLB reach: the last size at which it still reads like the `chunk` curve.
+//! reports the TLB reach: the last size at which it still reads like a `chunk` chain of the same
+//! size timed interleaved with it.
 
 use crate::buffer::{Buffer, Pages};
 use crate::levels;
@@ -29,7 +30,7 @@ use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;
 use oslab_core::stats::{SplitMix64, Summary};
 
-/// The latency probes (the chunked sweep first: the random one compares with it).
+/// The latency probes.
 pub const PROBES: &[Probe] = &[
     Probe {
         id: "memory.latency.chunk",
@@ -73,6 +74,10 @@ const NON_MONOTONE: f64 = 1.10;
 
 /// The random curve is this much above the chunked one once the TLB no longer covers the set.
 const TLB_RISE: f64 = 1.15;
+
+/// Largest working set at which the TLB reach is looked for: beyond every first-level data TLB
+/// (a few hundred 4 KiB pages; second-level ones a few thousand).
+const TLB_SEARCH_MAX: usize = 16 << 20;
 
 /// How the chain visits the lines.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -315,7 +320,7 @@ fn sweep(cx: &Context, id: &str, order: Order) -> Result<Vec<Measurement>, Probe
             out.extend(levels);
             out.push(idle_latency(cx, id)?);
         }
-        Order::Random => out.extend(tlb_reach(cx, id, &out)),
+        Order::Random => out.extend(tlb_reach(cx, id)?),
         Order::Sequential => {}
     }
     Ok(out)
@@ -497,32 +502,38 @@ fn idle_latency(cx: &Context, id: &str) -> Result<Measurement, ProbeError> {
     Ok(m)
 }
 
-/// Where the fully random chain leaves the chunked one measured before in this run: the reach of
-/// the first-level data TLB (Calibrator's method). Nothing when the chunked curve was not
-/// measured in this run or the curves never part.
-fn tlb_reach(cx: &Context, id: &str, random: &[Measurement]) -> Vec<Measurement> {
-    let chunk = points(&cx.earlier("memory.latency.chunk", "per_load"));
-    let random = points(random);
-    // Up to one chunk both orders are the same random chain: their ratio there is how much the
-    // host's speed changed between the two sweeps, and is divided out.
-    let same: Vec<f64> = random
+/// Where the fully random chain leaves the chunked one: the reach of the first-level data TLB
+/// (Calibrator's method). At each size from one chunk up, both chains are timed interleaved,
+/// round by round in one burst, so the host's drift between two sweeps never enters the ratio.
+/// None when the chains never part within the sizes the memory budget allows.
+fn tlb_reach(cx: &Context, id: &str) -> Result<Option<Measurement>, ProbeError> {
+    let limit = TLB_SEARCH_MAX.min(cx.memory_budget() / 2);
+    let harness = cx.harness.scaled(POINT_BUDGET);
+    let (mut chunk, mut random) = (Vec::new(), Vec::new());
+    // Quarter octaves, in whole pages: a TLB's entries are rarely a power of two (96, 1536).
+    let sizes = (0..)
+        .map(|q| (TLB_CHUNK as f64 * 2f64.powf(q as f64 / 4.0) / 4096.0).round() as usize * 4096)
+        .take_while(|&s| s <= limit);
+    for size in sizes {
+        let mut r = Chain::new(size, Order::Random, Pages::Small, size as u64)?;
+        let mut c = Chain::new(size, Order::Chunk, Pages::Small, size as u64)?;
+        let warm = (size / LINE).min(1 << 20) as u64;
+        r.walk(warm);
+        c.walk(warm);
+        let t = harness.raw_interleaved(&mut [&mut |n| r.walk(n), &mut |n| c.walk(n)])?;
+        if let (Some(tr), Some(tc)) = (t[0].median(), t[1].median()) {
+            random.push((size, tr));
+            chunk.push((size, tc));
+        }
+    }
+    let Some((last, first_off)) = levels::departure(&chunk, &random, TLB_RISE) else {
+        return Ok(None);
+    };
+    let ratios: Vec<String> = random
         .iter()
-        .filter(|p| p.0 <= TLB_CHUNK)
-        .filter_map(|&(s, r)| Some(r / chunk.iter().find(|c| c.0 == s)?.1))
+        .zip(&chunk)
+        .map(|(r, c)| format!("{} {:.2}", oslab_core::units::bytes(r.0 as u64), r.1 / c.1))
         .collect();
-    let drift = oslab_core::stats::median(&same).unwrap_or(1.0);
-    let beyond = |curve: &[(usize, f64)], k: f64| -> Vec<(usize, f64)> {
-        curve
-            .iter()
-            .filter(|p| p.0 >= TLB_CHUNK)
-            .map(|&(s, l)| (s, l / k))
-            .collect()
-    };
-    let Some((last, first_off)) =
-        levels::departure(&beyond(&chunk, 1.0), &beyond(&random, drift), TLB_RISE)
-    else {
-        return Vec::new();
-    };
     let mut m = Measurement::not_taken(
         id,
         params! {"order" => "random", "pages" => "4k", "cpu" => cx.cpu},
@@ -532,14 +543,14 @@ fn tlb_reach(cx: &Context, id: &str, random: &[Measurement]) -> Vec<Measurement>
     );
     m.summary = Summary::new(&[last as f64]);
     m.note = Some(format!(
-        "the random chain reads like the chunked one up to {} and over {:.0}% slower from {} on: beyond that the first-level data TLB misses (about {} pages of 4 KiB covered); the two sweeps were scaled to agree up to 256 KiB, where both are the same chain (the host's speed differed by {:+.0}% between them)",
+        "the random chain reads like the chunked one up to {} and over {:.0}% slower from {} on: beyond that the first-level data TLB misses (about {} pages of 4 KiB covered); random / chunked, timed interleaved at each size: {}",
         oslab_core::units::bytes(last as u64),
         100.0 * (TLB_RISE - 1.0),
         oslab_core::units::bytes(first_off as u64),
         last / 4096,
-        100.0 * (drift - 1.0)
+        ratios.join(", ")
     ));
-    vec![m]
+    Ok(Some(m))
 }
 
 #[cfg(test)]

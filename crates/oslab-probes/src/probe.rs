@@ -92,9 +92,6 @@ pub struct Context<'a> {
     pub allowed: CpuSet,
     /// What the user chose for probes that take parameters.
     pub options: &'a Options,
-    /// Results of the probes that ran before in this run (the runner adds them), for probes that
-    /// compare with another: the TLB reach is where the random chain leaves the chunked one.
-    pub earlier: std::cell::RefCell<Vec<Measurement>>,
 }
 
 /// Probe parameters the user can set (`oslab run --file-size ... --temp-dir ...`).
@@ -153,16 +150,6 @@ impl Context<'_> {
         m.batch = Some(t.batch);
         m.overhead = Some(t.overhead_ns);
         m
-    }
-
-    /// The measurements of `probe` with `metric` that ran before in this run.
-    pub fn earlier(&self, probe: &str, metric: &str) -> Vec<Measurement> {
-        self.earlier
-            .borrow()
-            .iter()
-            .filter(|m| m.probe == probe && m.metric == metric)
-            .cloned()
-            .collect()
     }
 
     /// Sizes of the caches the measuring CPU uses, level by level.

@@ -109,7 +109,6 @@ impl Session {
             peer_cpu: self.peer_cpu,
             allowed: self.allowed.clone(),
             options,
-            earlier: Default::default(),
         }
     }
 }

@@ -11,6 +11,9 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// Columns aligned right.
     pub numeric: Vec<usize>,
+    /// Columns left out, in this order, while the table is wider than the terminal (what the
+    /// other columns or a more detailed table also say).
+    pub optional: Vec<usize>,
 }
 
 impl Table {
@@ -20,7 +23,14 @@ impl Table {
             header: header.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             numeric: numeric.to_vec(),
+            optional: Vec::new(),
         }
+    }
+
+    /// Lets these columns go, in this order, when the terminal is too narrow for all.
+    pub fn optional(mut self, columns: &[usize]) -> Table {
+        self.optional = columns.to_vec();
+        self
     }
 
     /// Adds a row.

@@ -147,10 +147,13 @@ fn find<'a>(ms: &'a [Measurement], (_, probe, metric, want): &Line) -> Option<&'
 
 /// The headline table of a run, or None when it holds fewer than two of the lines.
 pub fn table(ms: &[Measurement]) -> Option<Table> {
+    // Narrow terminals keep the value, its ratio to the model and the status; the details below
+    // give the spread and the prediction.
     let mut t = Table::new(
         &["", "median", "CI95", "predicted", "vs model", "status"],
         &[1, 2, 3, 4],
-    );
+    )
+    .optional(&[3, 2]);
     for line in LINES {
         let Some(m) = find(ms, line) else { continue };
         let s = m.summary.as_ref()?;

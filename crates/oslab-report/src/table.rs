@@ -1,7 +1,7 @@
 //! Terminal tables: measurements, stored runs, and the probe list.
 
 use comfy_table::{
-    Cell, CellAlignment, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle,
+    Cell, CellAlignment, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle, Width,
 };
 use oslab_core::units::{num, scale_for};
 use std::io::IsTerminal;
@@ -90,14 +90,47 @@ pub(crate) fn right(t: &mut Table, cols: &[usize]) {
     }
 }
 
-/// A table of [`oslab_core::text`], in the terminal style of every oslab table.
+/// A table of [`oslab_core::text`], in the terminal style of every oslab table. On a terminal
+/// too narrow for all of it, its optional columns go first; a text column then wraps between
+/// words, never inside one.
 pub fn render(table: &oslab_core::text::Table) -> String {
-    let header: Vec<&str> = table.header.iter().map(String::as_str).collect();
+    let chars = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let cells = |c: usize| {
+        std::iter::once(&table.header[c]).chain(table.rows.iter().filter_map(move |r| r.get(c)))
+    };
+    let widest = |c: usize| cells(c).map(|s| chars(s)).max().unwrap_or(0) + 3;
+    let mut keep: Vec<usize> = (0..table.header.len()).collect();
+    if let Some(w) = width() {
+        for c in &table.optional {
+            if keep.iter().map(|&k| widest(k)).sum::<usize>() <= w as usize {
+                break;
+            }
+            keep.retain(|k| k != c);
+        }
+    }
+    let header: Vec<&str> = keep.iter().map(|&c| table.header[c].as_str()).collect();
     let mut t = new_table(&header);
     for r in &table.rows {
-        t.add_row(r.clone());
+        t.add_row(keep.iter().map(|&c| r.get(c).cloned().unwrap_or_default()));
     }
-    right(&mut t, &table.numeric);
+    let at = |c: &usize| keep.iter().position(|k| k == c);
+    right(
+        &mut t,
+        &table.numeric.iter().filter_map(at).collect::<Vec<_>>(),
+    );
+    for (i, &c) in keep.iter().enumerate().skip(1) {
+        if table.numeric.contains(&c) {
+            continue;
+        }
+        let word = cells(c)
+            .flat_map(|s| s.split_whitespace())
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0);
+        if let Some(col) = t.column_mut(i) {
+            col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(word as u16)));
+        }
+    }
     t.to_string()
 }
 
@@ -236,6 +269,151 @@ pub fn measurements(ms: &[Measurement]) -> String {
         }
         None => ms,
     };
+    let mut typical: std::collections::HashMap<(&str, &str), Vec<f64>> = Default::default();
+    for m in ms {
+        if let Some(s) = &m.summary {
+            typical
+                .entry((&m.probe, &m.metric))
+                .or_default()
+                .push(s.median);
+        }
+    }
+    // Every cell of every row, full layout; the compact one regroups them.
+    let rows: Vec<Row> = ms
+        .iter()
+        .map(|m| {
+            let value = m.summary.as_ref().map(|s| {
+                let group = &typical[&(m.probe.as_str(), m.metric.as_str())];
+                let (div, sym) =
+                    scale_for(m.unit, oslab_core::stats::median(group).unwrap_or(s.median));
+                Value {
+                    median: num(s.median / div),
+                    ci: format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                    best: m.best().map_or_else(|| "-".into(), |b| num(b / div)),
+                    p99: s.p99.map_or_else(|| "-".into(), |t| num(t / div)),
+                    unit: sym.to_string(),
+                    n: s.n.to_string(),
+                    outliers: s.outliers.to_string(),
+                    cycles: m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default(),
+                    predicted: m
+                        .prediction
+                        .as_ref()
+                        .map_or_else(|| "no model".into(), |p| num(p.value / div)),
+                    versus: versus(m),
+                }
+            });
+            Row {
+                probe: m.probe.clone(),
+                params: m.params_text(),
+                metric: m.metric.clone(),
+                value,
+                status: m.status.word(),
+            }
+        })
+        .collect();
+    let t = match (wide, width()) {
+        (true, _) => full_table(&rows, true),
+        (false, Some(w)) if !full_fits(&rows, w) => compact_table(&rows),
+        (false, _) => full_table(&rows, false),
+    };
+    let mut out = match one_cpu {
+        Some(cpu) => format!("measured on cpu {cpu} unless a row names another\n{t}"),
+        None => t.to_string(),
+    };
+    // Why rows were skipped or failed, each reason once per probe, after the table.
+    let mut said: Vec<(&str, &str)> = Vec::new();
+    for m in ms {
+        if let Some(why) = m.status.reason() {
+            if !said.contains(&(m.probe.as_str(), why)) {
+                said.push((&m.probe, why));
+            }
+        }
+    }
+    if !said.is_empty() {
+        out.push_str("\n\nskipped or failed:\n");
+        for (probe, why) in said {
+            out.push_str(&format!("  {probe}: {why}\n"));
+        }
+    }
+    out.push_str(&model_notes(ms));
+    out
+}
+
+/// One measurement's cells.
+struct Row {
+    probe: String,
+    params: String,
+    metric: String,
+    value: Option<Value>,
+    status: &'static str,
+}
+
+/// The cells of a measured value, in its group's unit.
+struct Value {
+    median: String,
+    ci: String,
+    best: String,
+    p99: String,
+    unit: String,
+    n: String,
+    outliers: String,
+    cycles: String,
+    predicted: String,
+    versus: String,
+}
+
+/// Narrowest the parameters column may get before the compact layout is used instead: below it
+/// `size=4096 order=random` breaks into a letter per line.
+const MIN_PARAMS: usize = 24;
+
+/// The words of a parameter list, a value with a unit kept whole (`size=64 MiB` is one).
+fn params_words(params: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in params.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if !w.contains('=') => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => words.push(w.to_string()),
+        }
+    }
+    words
+}
+
+/// Width the compact layout wraps parameters to: what 80 columns leave beside the numbers.
+const COMPACT_NAME: usize = 22;
+
+/// Whether the full layout leaves the parameters [`MIN_PARAMS`] columns in `width`.
+fn full_fits(rows: &[Row], width: u16) -> bool {
+    let widest = |cells: &mut dyn Iterator<Item = &str>, header: &str| {
+        cells
+            .flat_map(str::lines)
+            .map(|l| l.chars().count())
+            .chain([header.len()])
+            .max()
+            .unwrap_or(0)
+            + 3 // padding and the gap to the next column
+    };
+    let v = |f: fn(&Value) -> &str| move |r: &Row| r.value.as_ref().map_or("", f).to_string();
+    let column = |name: &str, f: &dyn Fn(&Row) -> String| {
+        let cells: Vec<String> = rows.iter().map(f).collect();
+        widest(&mut cells.iter().map(String::as_str), name)
+    };
+    let fixed = column("probe", &|r| r.probe.clone())
+        + column("metric", &|r| r.metric.clone())
+        + column("median", &v(|x| &x.median))
+        + column("CI95", &v(|x| &x.ci))
+        + column("unit", &v(|x| &x.unit))
+        + column("predicted", &v(|x| &x.predicted))
+        + column("vs model", &v(|x| &x.versus))
+        + column("status", &|r| r.status.to_string());
+    fixed + MIN_PARAMS + 3 <= width as usize
+}
+
+/// Probe, params, metric, median, CI95, unit, predicted, status; `wide` adds the best sample,
+/// the 99th percentile, the sample count with outliers, and cycles.
+fn full_table(rows: &[Row], wide: bool) -> Table {
     let columns: &[&str] = if wide {
         &[
             "probe",
@@ -267,55 +445,27 @@ pub fn measurements(ms: &[Measurement]) -> String {
         ]
     };
     let mut t = new_table(columns);
-    let mut typical: std::collections::HashMap<(&str, &str), Vec<f64>> = Default::default();
-    for m in ms {
-        if let Some(s) = &m.summary {
-            typical
-                .entry((&m.probe, &m.metric))
-                .or_default()
-                .push(s.median);
-        }
-    }
-    for m in ms {
-        let mut row = vec![m.probe.clone(), m.params_text(), m.metric.clone()];
-        let cells = m.summary.as_ref().map(|s| {
-            let group = &typical[&(m.probe.as_str(), m.metric.as_str())];
-            let (div, sym) =
-                scale_for(m.unit, oslab_core::stats::median(group).unwrap_or(s.median));
-            let predicted = m
-                .prediction
-                .as_ref()
-                .map_or_else(|| "no model".into(), |p| num(p.value / div));
-            (s, div, sym, predicted)
-        });
-        match &cells {
-            Some((s, div, sym, predicted)) => {
-                row.push(num(s.median / div));
-                row.push(format!(
-                    "{} – {}",
-                    num(s.ci_low / div),
-                    num(s.ci_high / div)
-                ));
+    for r in rows {
+        let mut row = vec![r.probe.clone(), r.params.clone(), r.metric.clone()];
+        match &r.value {
+            Some(v) => {
+                row.extend([v.median.clone(), v.ci.clone()]);
                 if wide {
-                    row.push(m.best().map_or_else(|| "-".into(), |b| num(b / div)));
-                    row.push(s.p99.map_or_else(|| "-".into(), |t| num(t / div)));
+                    row.extend([v.best.clone(), v.p99.clone()]);
                 }
-                row.push(sym.to_string());
+                row.push(v.unit.clone());
                 if wide {
-                    row.push(s.n.to_string());
-                    row.push(s.outliers.to_string());
-                    row.push(m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default());
+                    row.extend([v.n.clone(), v.outliers.clone(), v.cycles.clone()]);
                 }
-                row.push(predicted.clone());
-                row.push(versus(m));
+                row.extend([v.predicted.clone(), v.versus.clone()]);
             }
             None => row.resize(columns.len() - 1, String::new()),
         }
         let mut cells: Vec<Cell> = row.into_iter().map(Cell::new).collect();
-        cells.push(outcome_cell(m.status.word()));
+        cells.push(outcome_cell(r.status));
         t.add_row(cells);
     }
-    // Names stay whole; parameters and the status (a skip's reason) wrap.
+    // Names stay whole; parameters wrap.
     let numbers: &[usize] = if wide {
         &[3, 4, 5, 6, 8, 9, 10, 11, 12]
     } else {
@@ -324,27 +474,56 @@ pub fn measurements(ms: &[Measurement]) -> String {
     right(&mut t, numbers);
     let unit = if wide { 7 } else { 5 };
     whole(&mut t, &[2, unit, columns.len() - 1]);
-    let mut out = match one_cpu {
-        Some(cpu) => format!("measured on cpu {cpu} unless a row names another\n{t}"),
-        None => t.to_string(),
-    };
-    // Why rows were skipped or failed, each reason once per probe, after the table.
-    let mut said: Vec<(&str, &str)> = Vec::new();
-    for m in ms {
-        if let Some(why) = m.status.reason() {
-            if !said.contains(&(m.probe.as_str(), why)) {
-                said.push((&m.probe, why));
+    t
+}
+
+/// For a terminal too narrow for [`full_table`]: the probe with its metric and parameters on
+/// the lines under it (they wrap), the median with its unit, CI95, measured over predicted.
+fn compact_table(rows: &[Row]) -> Table {
+    let mut t = new_table(&["measurement", "median", "CI95", "vs model", "status"]);
+    for r in rows {
+        // Parameters wrapped here, indented under the probe (comfy-table's wrap would not).
+        let mut lines = vec![r.probe.clone(), format!("  {}", r.metric)];
+        let mut line = String::new();
+        for word in params_words(&r.params) {
+            if !line.is_empty() && 2 + line.len() + 1 + word.len() > COMPACT_NAME {
+                lines.push(format!("  {line}"));
+                line.clear();
             }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&word);
         }
-    }
-    if !said.is_empty() {
-        out.push_str("\n\nskipped or failed:\n");
-        for (probe, why) in said {
-            out.push_str(&format!("  {probe}: {why}\n"));
+        if !line.is_empty() {
+            lines.push(format!("  {line}"));
         }
+        let name = lines.join("\n");
+        let cells = match &r.value {
+            Some(v) => [
+                format!("{} {}", v.median, v.unit).trim_end().to_string(),
+                v.ci.clone(),
+                match v.versus.is_empty() {
+                    true => v.predicted.clone(),
+                    false => v.versus.clone(),
+                },
+            ],
+            None => Default::default(),
+        };
+        let mut row = vec![Cell::new(name)];
+        row.extend(cells.into_iter().map(Cell::new));
+        row.push(outcome_cell(r.status));
+        t.add_row(row);
     }
-    out.push_str(&model_notes(ms));
-    out
+    // Nothing wraps: the parameters are wrapped above, numbers and the status stay whole.
+    let names = rows.iter().map(|r| r.probe.len().max(r.metric.len() + 2));
+    let name = names.max().unwrap_or(0).max(COMPACT_NAME);
+    if let Some(c) = t.column_mut(0) {
+        c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(name as u16)));
+    }
+    right(&mut t, &[1, 2, 3]);
+    whole(&mut t, &[4]);
+    t
 }
 
 /// Sizes a probe must sweep (for one metric) to be shown as a sweep table.

@@ -6,7 +6,7 @@ mod common;
 use common::{oslab, temp_db};
 
 #[test]
-fn a_run_fits_a_120_column_terminal_with_sizes_humanized_and_a_headline() {
+fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() {
     let (_dir, db) = temp_db();
     let out = oslab()
         .env("COLUMNS", "120")
@@ -37,6 +37,28 @@ fn a_run_fits_a_120_column_terminal_with_sizes_humanized_and_a_headline() {
     assert!(text.contains("MiB"), "{text}");
     let raw = regex_free_raw_bytes(&text);
     assert!(raw.is_empty(), "raw byte counts: {raw:?}");
+    // An 80-column terminal gets a compact layout, not columns squeezed a letter wide: the
+    // headline drops the spread (the details keep it), parameters go under the probe.
+    let narrow = oslab()
+        .env("COLUMNS", "80")
+        .args(["show", "latest", "--db", db.to_str().unwrap()])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let narrow = String::from_utf8(narrow).unwrap();
+    let widest = narrow.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 80, "a line of {widest} characters:\n{narrow}");
+    let crumbs: Vec<&str> = narrow
+        .lines()
+        .filter(|l| l.trim().chars().count() == 1)
+        .collect();
+    assert!(crumbs.is_empty(), "cells broken a letter a line:\n{narrow}");
+    assert!(
+        narrow.contains("system call (getppid)") && narrow.contains("  cache=hot"),
+        "{narrow}"
+    );
     // As wide as its content with --wide: every column, longer lines.
     let wide = oslab()
         .env("COLUMNS", "120")

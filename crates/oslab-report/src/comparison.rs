@@ -1,7 +1,10 @@
 //! `oslab compare` for reading: which runs each side holds, how their machines differ, the rows
 //! (by default those that changed or could not be judged) and the tally.
 
-use crate::table::{new_table, outcome_cell, right, whole};
+use crate::table::{
+    fits, new_table, outcome_cell, right, stacked_column, stacked_name, whole, widest, width,
+    MIN_PARAMS,
+};
 use oslab_core::compare::{Row, Verdict};
 use oslab_core::units::{num, scale_for};
 use oslab_store::Loaded;
@@ -267,9 +270,21 @@ pub fn cells(r: &Row) -> [String; 11] {
 }
 
 fn table(rows: &[&Row]) -> String {
+    let all: Vec<[String; 11]> = rows.iter().map(|r| cells(r)).collect();
+    // Beside the parameters (which wrap), every column must fit; else the compact layout.
+    let narrow = width().is_some_and(|w| {
+        let widths = (0..COLUMNS.len()).map(|c| match c {
+            1 => MIN_PARAMS,
+            _ => widest(std::iter::once(COLUMNS[c]).chain(all.iter().map(|r| r[c].as_str()))),
+        });
+        !fits(widths, w)
+    });
+    if narrow {
+        return compact(&all);
+    }
     let mut t = new_table(&COLUMNS);
-    for r in rows {
-        let [cells @ .., verdict] = cells(r);
+    for row in all {
+        let [cells @ .., verdict] = row;
         t.add_row(
             cells
                 .into_iter()
@@ -280,5 +295,27 @@ fn table(rows: &[&Row]) -> String {
     }
     right(&mut t, &[3, 4, 5, 6, 7, 8, 9]);
     whole(&mut t, &[2]);
+    t.to_string()
+}
+
+/// For a narrow terminal: the probe with its metric and parameters under it, the two medians
+/// one above the other, the ratio above its interval, the verdict (the band, counts and p are
+/// in `--json` and wider terminals; the text above says the band and the confidences).
+fn compact(all: &[[String; 11]]) -> String {
+    let mut t = new_table(&["measurement", "A, B", "B/A", "verdict"]);
+    for [probe, params, metric, a, b, ratio, interval, _, _, _, verdict] in all {
+        let interval = interval.split(" (").next().unwrap_or("-");
+        t.add_row(vec![
+            comfy_table::Cell::new(stacked_name(probe, metric, params)),
+            comfy_table::Cell::new(format!("{a}\n{b}")),
+            comfy_table::Cell::new(match interval {
+                "-" => ratio.clone(),
+                _ => format!("{ratio}\n{interval}"),
+            }),
+            outcome_cell(verdict),
+        ]);
+    }
+    stacked_column(&mut t, all.iter().map(|r| (r[0].as_str(), r[2].as_str())));
+    right(&mut t, &[1, 2]);
     t.to_string()
 }

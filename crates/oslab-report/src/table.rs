@@ -364,7 +364,56 @@ struct Value {
 
 /// Narrowest the parameters column may get before the compact layout is used instead: below it
 /// `size=4096 order=random` breaks into a letter per line.
-const MIN_PARAMS: usize = 24;
+pub(crate) const MIN_PARAMS: usize = 24;
+
+/// A measurement named on several lines, for narrow terminals: the probe, then indented its
+/// metric and its parameters wrapped to [`COMPACT_NAME`] (comfy-table's wrap would not indent).
+pub(crate) fn stacked_name(probe: &str, metric: &str, params: &str) -> String {
+    let mut lines = vec![probe.to_string(), format!("  {metric}")];
+    let mut line = String::new();
+    for word in params_words(params) {
+        if !line.is_empty() && 2 + line.len() + 1 + word.len() > COMPACT_NAME {
+            lines.push(format!("  {line}"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        lines.push(format!("  {line}"));
+    }
+    lines.join("\n")
+}
+
+/// Keeps column 0 of `t`, holding [`stacked_name`]s of these (probe, metric), as wide as its
+/// longest name line, so that nothing in it wraps again.
+pub(crate) fn stacked_column<'a>(t: &mut Table, names: impl Iterator<Item = (&'a str, &'a str)>) {
+    let widest = names
+        .map(|(p, m)| p.len().max(m.len() + 2))
+        .max()
+        .unwrap_or(0);
+    if let Some(c) = t.column_mut(0) {
+        // A constraint counts the padding too.
+        let w = widest.max(COMPACT_NAME) as u16 + 2;
+        c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(w)));
+    }
+}
+
+/// Whether columns of these content widths fit `width` (each with its padding and gap).
+pub(crate) fn fits(widths: impl Iterator<Item = usize>, width: u16) -> bool {
+    widths.map(|w| w + 3).sum::<usize>() <= width as usize
+}
+
+/// Display width of the widest line among `cells`.
+pub(crate) fn widest<'a>(cells: impl Iterator<Item = &'a str>) -> usize {
+    cells
+        .flat_map(str::lines)
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+}
 
 /// The words of a parameter list, a value with a unit kept whole (`size=64 MiB` is one).
 fn params_words(params: &str) -> Vec<String> {
@@ -386,29 +435,23 @@ const COMPACT_NAME: usize = 22;
 
 /// Whether the full layout leaves the parameters [`MIN_PARAMS`] columns in `width`.
 fn full_fits(rows: &[Row], width: u16) -> bool {
-    let widest = |cells: &mut dyn Iterator<Item = &str>, header: &str| {
-        cells
-            .flat_map(str::lines)
-            .map(|l| l.chars().count())
-            .chain([header.len()])
-            .max()
-            .unwrap_or(0)
-            + 3 // padding and the gap to the next column
+    let column = |header: &str, f: fn(&Row) -> Option<&str>| {
+        widest(std::iter::once(header).chain(rows.iter().filter_map(f)))
     };
-    let v = |f: fn(&Value) -> &str| move |r: &Row| r.value.as_ref().map_or("", f).to_string();
-    let column = |name: &str, f: &dyn Fn(&Row) -> String| {
-        let cells: Vec<String> = rows.iter().map(f).collect();
-        widest(&mut cells.iter().map(String::as_str), name)
-    };
-    let fixed = column("probe", &|r| r.probe.clone())
-        + column("metric", &|r| r.metric.clone())
-        + column("median", &v(|x| &x.median))
-        + column("CI95", &v(|x| &x.ci))
-        + column("unit", &v(|x| &x.unit))
-        + column("predicted", &v(|x| &x.predicted))
-        + column("vs model", &v(|x| &x.versus))
-        + column("status", &|r| r.status.to_string());
-    fixed + MIN_PARAMS + 3 <= width as usize
+    let widths = [
+        column("probe", |r| Some(&r.probe)),
+        column("metric", |r| Some(&r.metric)),
+        column("median", |r| r.value.as_ref().map(|v| v.median.as_str())),
+        column("CI95", |r| r.value.as_ref().map(|v| v.ci.as_str())),
+        column("unit", |r| r.value.as_ref().map(|v| v.unit.as_str())),
+        column("predicted", |r| {
+            r.value.as_ref().map(|v| v.predicted.as_str())
+        }),
+        column("vs model", |r| r.value.as_ref().map(|v| v.versus.as_str())),
+        column("status", |r| Some(r.status)),
+        MIN_PARAMS,
+    ];
+    fits(widths.into_iter(), width)
 }
 
 /// Probe, params, metric, median, CI95, unit, predicted, status; `wide` adds the best sample,
@@ -482,23 +525,7 @@ fn full_table(rows: &[Row], wide: bool) -> Table {
 fn compact_table(rows: &[Row]) -> Table {
     let mut t = new_table(&["measurement", "median", "CI95", "vs model", "status"]);
     for r in rows {
-        // Parameters wrapped here, indented under the probe (comfy-table's wrap would not).
-        let mut lines = vec![r.probe.clone(), format!("  {}", r.metric)];
-        let mut line = String::new();
-        for word in params_words(&r.params) {
-            if !line.is_empty() && 2 + line.len() + 1 + word.len() > COMPACT_NAME {
-                lines.push(format!("  {line}"));
-                line.clear();
-            }
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(&word);
-        }
-        if !line.is_empty() {
-            lines.push(format!("  {line}"));
-        }
-        let name = lines.join("\n");
+        let name = stacked_name(&r.probe, &r.metric, &r.params);
         let cells = match &r.value {
             Some(v) => [
                 format!("{} {}", v.median, v.unit).trim_end().to_string(),
@@ -516,11 +543,10 @@ fn compact_table(rows: &[Row]) -> Table {
         t.add_row(row);
     }
     // Nothing wraps: the parameters are wrapped above, numbers and the status stay whole.
-    let names = rows.iter().map(|r| r.probe.len().max(r.metric.len() + 2));
-    let name = names.max().unwrap_or(0).max(COMPACT_NAME);
-    if let Some(c) = t.column_mut(0) {
-        c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(name as u16)));
-    }
+    stacked_column(
+        &mut t,
+        rows.iter().map(|r| (r.probe.as_str(), r.metric.as_str())),
+    );
     right(&mut t, &[1, 2, 3]);
     whole(&mut t, &[4]);
     t

@@ -48,17 +48,30 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
         .stdout
         .clone();
     let narrow = String::from_utf8(narrow).unwrap();
-    let widest = narrow.lines().map(|l| l.chars().count()).max().unwrap();
-    assert!(widest <= 80, "a line of {widest} characters:\n{narrow}");
-    let crumbs: Vec<&str> = narrow
-        .lines()
-        .filter(|l| l.trim().chars().count() == 1)
-        .collect();
-    assert!(crumbs.is_empty(), "cells broken a letter a line:\n{narrow}");
     assert!(
         narrow.contains("system call (getppid)") && narrow.contains("  cache=hot"),
         "{narrow}"
     );
+    // The comparison too (the run against itself).
+    let compared = oslab()
+        .env("COLUMNS", "80")
+        .args(["compare", "1", "1", "--all", "--db", db.to_str().unwrap()])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let compared = String::from_utf8(compared).unwrap();
+    assert!(compared.contains("  cache=hot"), "{compared}");
+    for text in [&narrow, &compared] {
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 80, "a line of {widest} characters:\n{text}");
+        let crumbs: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim().chars().count() == 1)
+            .collect();
+        assert!(crumbs.is_empty(), "cells broken a letter a line:\n{text}");
+    }
     // As wide as its content with --wide: every column, longer lines.
     let wide = oslab()
         .env("COLUMNS", "120")

@@ -5,26 +5,33 @@ mod common;
 
 use common::{oslab, temp_db};
 
+/// What `oslab ARGS` prints on a terminal `columns` wide.
+fn text_at(columns: &str, args: &[&str]) -> String {
+    let out = oslab()
+        .env("COLUMNS", columns)
+        .args(args)
+        .assert()
+        .success();
+    String::from_utf8(out.get_output().stdout.clone()).unwrap()
+}
+
 #[test]
 fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() {
     let (_dir, db) = temp_db();
-    let out = oslab()
-        .env("COLUMNS", "120")
-        .args([
+    let db = db.to_str().unwrap();
+    let text = text_at(
+        "120",
+        &[
             "run",
             "--quick",
             "timer",
             "syscall.getppid",
             "memory.latency.pages",
             "faults.anon",
-        ])
-        .args(["--db", db.to_str().unwrap()])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+            "--db",
+            db,
+        ],
+    );
     let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
     assert!(widest <= 120, "a line of {widest} characters:\n{text}");
     assert!(
@@ -39,29 +46,13 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
     assert!(raw.is_empty(), "raw byte counts: {raw:?}");
     // An 80-column terminal gets a compact layout, not columns squeezed a letter wide: the
     // headline drops the spread (the details keep it), parameters go under the probe.
-    let narrow = oslab()
-        .env("COLUMNS", "80")
-        .args(["show", "latest", "--db", db.to_str().unwrap()])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let narrow = String::from_utf8(narrow).unwrap();
+    let narrow = text_at("80", &["show", "latest", "--db", db]);
     assert!(
         narrow.contains("system call (getppid)") && narrow.contains("  cache=hot"),
         "{narrow}"
     );
     // The comparison too (the run against itself).
-    let compared = oslab()
-        .env("COLUMNS", "80")
-        .args(["compare", "1", "1", "--all", "--db", db.to_str().unwrap()])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let compared = String::from_utf8(compared).unwrap();
+    let compared = text_at("80", &["compare", "1", "1", "--all", "--db", db]);
     assert!(compared.contains("  cache=hot"), "{compared}");
     for text in [&narrow, &compared] {
         let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
@@ -73,15 +64,7 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
         assert!(crumbs.is_empty(), "cells broken a letter a line:\n{text}");
     }
     // As wide as its content with --wide: every column, longer lines.
-    let wide = oslab()
-        .env("COLUMNS", "120")
-        .args(["show", "latest", "--wide", "--db", db.to_str().unwrap()])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let wide = String::from_utf8(wide).unwrap();
+    let wide = text_at("120", &["show", "latest", "--wide", "--db", db]);
     assert!(
         wide.contains("cycles") && wide.contains("outliers"),
         "{wide}"

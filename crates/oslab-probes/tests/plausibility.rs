@@ -261,58 +261,63 @@ fn children_of_self() -> usize {
 
 #[test]
 fn memory_latency_rises_from_cache_to_memory() {
-    let ms = run("memory.latency.chunk");
-    assert_range(&ms, "per_load", 0.2, 2_000.0);
-    let at = |size: usize| {
-        ms.iter()
-            .filter(|m| m.metric == "per_load")
-            .find(|m| m.params["size"] == size)
-            .and_then(|m| m.summary.as_ref())
-            .map(|s| s.median)
-            .unwrap()
-    };
-    // 4 KiB sits in L1 everywhere; 16 MiB is beyond every private cache.
-    assert!(
-        at(16 << 20) > 2.0 * at(4096),
-        "16 MiB {} ns vs 4 KiB {} ns",
-        at(16 << 20),
-        at(4096)
-    );
-    let curve: Vec<_> = ms.iter().filter(|m| m.metric == "per_load").collect();
-    assert!(curve.iter().all(|m| m.context["pages"] == "4k"));
-    // The curve's plateaus are reported as levels, the last one being memory.
-    let levels: Vec<_> = ms.iter().filter(|m| m.metric == "level_latency").collect();
-    assert!(!levels.is_empty());
-    assert_eq!(levels.last().unwrap().params["level"], "memory");
-    for m in ms.iter().filter(|m| m.metric == "level_size") {
-        let size = m.summary.as_ref().unwrap().median;
-        assert!((4096.0..=(16 << 20) as f64).contains(&size), "{m:?}");
-    }
-    // L1 and L2 are private caches a virtual machine sees whole: found where sysfs says, within
-    // one sweep step (the plateau's last size at most a step below, the first size off it at
-    // most a step above).
-    let topology = Topology::read().unwrap();
-    let cpu = ms[0].params["cpu"].as_u64().unwrap() as usize;
-    for claim in topology.caches_of(cpu).iter().filter(|c| c.level <= 2) {
-        let level = format!("L{}", claim.level);
-        let found = ms
-            .iter()
-            .find(|m| m.metric == "level_size" && m.params["level"] == level.as_str())
-            .unwrap_or_else(|| panic!("{level} ({} B) not found: {ms:#?}", claim.size));
-        let note = found.note.as_deref().unwrap();
-        assert!(note.contains(": agrees"), "{level}: {note}");
-    }
-    // The idle latency (prefetchers defeated) is the memory level's, measured far beyond the
-    // caches: not below the per-line chain at the sweep's largest size (prefetchers only help
-    // that one), allowing for a noisy host.
-    let memory = levels.last().unwrap();
-    assert_eq!(memory.params["spacing"], 256);
-    let largest = curve.last().unwrap().summary.as_ref().unwrap().median;
-    let idle = memory.summary.as_ref().unwrap().median;
-    assert!(
-        idle > 0.8 * largest && idle < 2_000.0,
-        "idle {idle} ns vs per-line {largest} ns"
-    );
+    // Orders between points measured apart: a neighbour's burst can invert one (see in_one_of).
+    in_one_of(3, || {
+        let ms = run("memory.latency.chunk");
+        assert_range(&ms, "per_load", 0.2, 2_000.0);
+        let at = |size: usize| {
+            ms.iter()
+                .filter(|m| m.metric == "per_load")
+                .find(|m| m.params["size"] == size)
+                .and_then(|m| m.summary.as_ref())
+                .map(|s| s.median)
+                .unwrap()
+        };
+        // 4 KiB sits in L1 everywhere; 16 MiB is beyond every private cache.
+        if at(16 << 20) <= 2.0 * at(4096) {
+            return Err(format!(
+                "16 MiB {} ns vs 4 KiB {} ns",
+                at(16 << 20),
+                at(4096)
+            ));
+        }
+        let curve: Vec<_> = ms.iter().filter(|m| m.metric == "per_load").collect();
+        assert!(curve.iter().all(|m| m.context["pages"] == "4k"));
+        // The curve's plateaus are reported as levels, the last one being memory.
+        let levels: Vec<_> = ms.iter().filter(|m| m.metric == "level_latency").collect();
+        assert!(!levels.is_empty());
+        assert_eq!(levels.last().unwrap().params["level"], "memory");
+        for m in ms.iter().filter(|m| m.metric == "level_size") {
+            let size = m.summary.as_ref().unwrap().median;
+            assert!((4096.0..=(16 << 20) as f64).contains(&size), "{m:?}");
+        }
+        // L1 and L2 are private caches a virtual machine sees whole: found where sysfs says,
+        // within one sweep step (the plateau's last size at most a step below, the first size
+        // off it at most a step above).
+        let topology = Topology::read().unwrap();
+        let cpu = ms[0].params["cpu"].as_u64().unwrap() as usize;
+        for claim in topology.caches_of(cpu).iter().filter(|c| c.level <= 2) {
+            let level = format!("L{}", claim.level);
+            let found = ms
+                .iter()
+                .find(|m| m.metric == "level_size" && m.params["level"] == level.as_str());
+            let note = found.and_then(|m| m.note.as_deref()).unwrap_or_default();
+            if !note.contains(": agrees") {
+                return Err(format!("{level} ({} B): {note:?}", claim.size));
+            }
+        }
+        // The idle latency (prefetchers defeated) is the memory level's, measured far beyond
+        // the caches: not below the per-line chain at the sweep's largest size (prefetchers
+        // only help that one).
+        let memory = levels.last().unwrap();
+        assert_eq!(memory.params["spacing"], 256);
+        let largest = curve.last().unwrap().summary.as_ref().unwrap().median;
+        let idle = memory.summary.as_ref().unwrap().median;
+        if !(idle > 0.8 * largest && idle < 2_000.0) {
+            return Err(format!("idle {idle} ns vs per-line {largest} ns"));
+        }
+        Ok(())
+    });
 }
 
 #[test]

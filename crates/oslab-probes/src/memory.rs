@@ -525,6 +525,10 @@ fn tlb_reach(cx: &Context, id: &str) -> Result<Option<Measurement>, ProbeError> 
             random.push((size, tr));
             chunk.push((size, tc));
         }
+        // Found once a later size confirms the departure: larger sets add nothing to it.
+        if levels::departure(&chunk, &random, TLB_RISE).is_some_and(|(_, off)| off < size) {
+            break;
+        }
     }
     let Some((last, first_off)) = levels::departure(&chunk, &random, TLB_RISE) else {
         return Ok(None);

@@ -298,47 +298,14 @@ pub struct TimesliceArgs {
 /// `oslab migrate`.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// Matrix size N (N x N doubles).
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(2..=16384))]
-    pub size: u64,
-    /// Block size of the blocked kernel (need not divide N).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub block: u64,
-    /// Which kernels.
-    #[arg(long, value_enum, default_value_t = MigrateKernel::Both)]
-    pub kernel: MigrateKernel,
-    /// Runs per kernel and variant (pinned and migrated runs alternate).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
-    pub runs: u64,
-    /// CPU A, where every run starts (default 0, or the first cpu we may use).
-    #[arg(long, value_name = "CPU")]
-    pub from: Option<String>,
-    /// CPU B, where migrated runs finish (default: the farthest cpu we may use).
-    #[arg(long, value_name = "CPU")]
-    pub to: Option<String>,
-    /// Counters per phase, comma-separated (perf names, raw rXXXX, L2_TCM, L2_TCA).
-    #[arg(
-        long,
-        default_value = "L2_TCM,L2_TCA,cycles,instructions,LLC-load-misses,task-clock,cpu-migrations,context-switches"
-    )]
-    pub counters: String,
+    #[command(flatten)]
+    pub options: oslab_probes::migration::experiment::Options,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
     pub store: StoreArgs,
-}
-
-/// The kernels `oslab migrate` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MigrateKernel {
-    /// i-j-k loops.
-    Naive,
-    /// Square blocks of --block elements.
-    Blocked,
-    /// Both, one after the other.
-    Both,
 }
 
 /// `oslab report`.

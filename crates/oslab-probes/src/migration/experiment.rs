@@ -33,6 +33,63 @@ pub struct Request {
     pub undefined: Vec<String>,
 }
 
+/// The kernels `oslab migrate` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Kernels {
+    /// i-j-k loops.
+    Naive,
+    /// Square blocks of --block elements.
+    Blocked,
+    /// Both, one after the other.
+    Both,
+}
+
+/// What `oslab migrate` asks; the cpus are names the session resolves.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Options {
+    /// Matrix size N (N x N doubles).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1024, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..=16384)))]
+    pub size: usize,
+    /// Block size of the blocked kernel (need not divide N).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 16, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096)))]
+    pub block: usize,
+    /// Which kernels.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = Kernels::Both))]
+    pub kernel: Kernels,
+    /// Runs per kernel and variant (pinned and migrated runs alternate).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 5, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000)))]
+    pub runs: usize,
+    /// CPU A, where every run starts (default 0, or the first cpu we may use).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "CPU"))]
+    pub from: Option<String>,
+    /// CPU B, where migrated runs finish (default: the farthest cpu we may use).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "CPU"))]
+    pub to: Option<String>,
+    /// Counters per phase, comma-separated (perf names, raw rXXXX, L2_TCM, L2_TCA).
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            default_value = "L2_TCM,L2_TCA,cycles,instructions,LLC-load-misses,task-clock,cpu-migrations,context-switches"
+        )
+    )]
+    pub counters: String,
+}
+
+impl Options {
+    /// The kernels to run.
+    pub fn kernels(&self) -> Vec<MatmulKernel> {
+        let blocked = MatmulKernel::Blocked(self.block);
+        match self.kernel {
+            Kernels::Naive => vec![MatmulKernel::Naive],
+            Kernels::Blocked => vec![blocked],
+            Kernels::Both => vec![MatmulKernel::Naive, blocked],
+        }
+    }
+}
+
 /// The counters named in `list` (comma-separated). A preset this cpu has no definition for is
 /// reported in the request's `undefined`, not fatal; a misspelled name is an error.
 pub fn counters_of(list: &str) -> Result<(Vec<Spec>, Vec<String>), String> {

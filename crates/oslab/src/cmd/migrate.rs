@@ -2,35 +2,29 @@
 //! ([`oslab_probes::migration::experiment`]) on the cpus the user chose.
 
 use super::session::Session;
-use crate::cli::{MigrateArgs, MigrateKernel};
+use crate::cli::MigrateArgs;
 use crate::error::usage;
 use oslab_core::affinity::{get_affinity, AffinityGuard};
 use oslab_core::placement;
 use oslab_probes::migration::experiment::{self, Request};
-use oslab_probes::migration::matmul::MatmulKernel;
 use std::process::ExitCode;
 
 pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let (counters, undefined) = experiment::counters_of(&args.counters).map_err(usage)?;
-    let block = args.block as usize;
-    let kernels = match args.kernel {
-        MigrateKernel::Naive => vec![MatmulKernel::Naive],
-        MigrateKernel::Blocked => vec![MatmulKernel::Blocked(block)],
-        MigrateKernel::Both => vec![MatmulKernel::Naive, MatmulKernel::Blocked(block)],
-    };
+    let o = &args.options;
+    let (counters, undefined) = experiment::counters_of(&o.counters).map_err(usage)?;
     let allowed = get_affinity(0)?;
-    let from = args.from.clone().unwrap_or_else(|| {
+    let from = o.from.clone().unwrap_or_else(|| {
         let first = allowed.first().unwrap_or(0);
         (if allowed.contains(0) { 0 } else { first }).to_string()
     });
     let mut session = Session::open(
         false,
         Some(("--from", &from)),
-        args.to.as_deref().map(|t| ("--to", t)),
+        o.to.as_deref().map(|t| ("--to", t)),
         &args.store,
     )?;
     let a = session.cpu;
-    let b = match (args.to.as_ref(), session.peer_cpu) {
+    let b = match (o.to.as_ref(), session.peer_cpu) {
         (Some(_), Some(p)) => p,
         _ => placement::farthest(&session.machine.topology, &session.allowed, a).ok_or_else(
             || {
@@ -41,9 +35,9 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         )?,
     };
     let req = Request {
-        size: args.size as usize,
-        kernels,
-        runs: args.runs as usize,
+        size: o.size,
+        kernels: o.kernels(),
+        runs: o.runs,
         from: a,
         to: b,
         counters,

@@ -371,6 +371,58 @@ fn rr_interval_ns(pid: libc::pid_t) -> Option<f64> {
     Some(ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64).filter(|&v| v > 0.0)
 }
 
+/// What `oslab timeslice` asks besides the cpu (which the session resolves).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Options {
+    /// Number of processes (default: 2, 3, 4 and 5, one recording each).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "N", conflicts_with = "sweep")
+    )]
+    pub procs: Option<usize>,
+    /// Run N = 1..K processes, one recording each, to see how the slice changes with N.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "K"))]
+    pub sweep: Option<usize>,
+    /// Length of each recording, e.g. 1s.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", value_parser = oslab_core::units::parse_duration, default_value = "1s"))]
+    pub duration: Duration,
+    /// Scheduling class of the processes.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = SchedClass::Other))]
+    pub policy: SchedClass,
+    /// Gap threshold, as for `oslab activity`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "T"))]
+    pub threshold: Option<String>,
+    /// Print every switch (default: the first 20 per recording).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub all: bool,
+}
+
+impl Options {
+    /// The process counts to record, or why they cannot be.
+    pub fn counts(&self) -> Result<Vec<usize>, String> {
+        let counts: Vec<usize> = match (self.procs, self.sweep) {
+            (Some(0), _) | (_, Some(0)) => return Err("--procs/--sweep must be at least 1".into()),
+            (Some(n), _) => vec![n],
+            (None, Some(k)) => (1..=k).collect(),
+            (None, None) => vec![2, 3, 4, 5],
+        };
+        if counts.iter().any(|&n| n > 256) {
+            return Err("at most 256 processes".into());
+        }
+        Ok(counts)
+    }
+
+    /// Switches listed per recording.
+    pub fn shown(&self) -> usize {
+        if self.all {
+            usize::MAX
+        } else {
+            20
+        }
+    }
+}
+
 /// A sweep over process counts, one recording each (`oslab timeslice`).
 pub struct Sweep<'a> {
     /// The cpu the processes share.

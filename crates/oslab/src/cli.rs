@@ -3,7 +3,6 @@
 use clap::{Args, Parser, Subcommand};
 use oslab_core::compare::DEFAULT_THRESHOLD;
 use oslab_core::units::{parse_bytes, parse_duration, parse_fraction, parse_share};
-use oslab_probes::timeslice::SchedClass;
 use oslab_report::export::Format;
 use oslab_sched::cpuman::policy::PolicyOptions;
 use oslab_sched::cpuman::simulate;
@@ -266,24 +265,8 @@ pub struct TimesliceArgs {
     /// The CPU the processes share (default: the highest allowed).
     #[arg(long, value_name = "N")]
     pub cpu: Option<String>,
-    /// Number of processes (default: 2, 3, 4 and 5, one recording each).
-    #[arg(long, value_name = "N", conflicts_with = "sweep")]
-    pub procs: Option<usize>,
-    /// Run N = 1..K processes, one recording each, to see how the slice changes with N.
-    #[arg(long, value_name = "K")]
-    pub sweep: Option<usize>,
-    /// Length of each recording, e.g. 1s.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s")]
-    pub duration: std::time::Duration,
-    /// Scheduling class of the processes.
-    #[arg(long, value_enum, default_value_t = SchedClass::Other)]
-    pub policy: SchedClass,
-    /// Gap threshold, as for `oslab activity`.
-    #[arg(long, value_name = "T")]
-    pub threshold: Option<String>,
-    /// Print every switch (default: the first 20 per recording).
-    #[arg(long)]
-    pub all: bool,
+    #[command(flatten)]
+    pub options: oslab_probes::timeslice::Options,
     /// Also write the schedule as Chrome trace-event JSON (one track per process).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,

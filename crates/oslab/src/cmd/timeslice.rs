@@ -10,16 +10,9 @@ use oslab_probes::timeslice::{self, SchedClass, Sweep, Swept};
 use std::process::ExitCode;
 
 pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
-    let counts: Vec<usize> = match (args.procs, args.sweep) {
-        (Some(0), _) | (_, Some(0)) => return Err(usage("--procs/--sweep must be at least 1")),
-        (Some(n), _) => vec![n],
-        (None, Some(k)) => (1..=k).collect(),
-        (None, None) => vec![2, 3, 4, 5],
-    };
-    if counts.iter().any(|&n| n > 256) {
-        return Err(usage("at most 256 processes"));
-    }
-    let policy = args.policy;
+    let o = &args.options;
+    let counts = o.counts().map_err(usage)?;
+    let policy = o.policy;
     if policy == SchedClass::RoundRobin && !oslab_core::affinity::fifo_permitted() {
         return Err(usage(
             "--policy rr needs permission for real-time scheduling (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)",
@@ -32,7 +25,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         &args.store,
     )?;
     let clock = session.machine.clock().clone();
-    let threshold = Threshold::from_arg(args.threshold.as_deref(), &clock).map_err(usage)?;
+    let threshold = Threshold::from_arg(o.threshold.as_deref(), &clock).map_err(usage)?;
     // We wait on another cpu when there is one, so we never take the measured cpu from them.
     let watcher = oslab_core::placement::watcher(&session.allowed, session.cpu);
     let _away = watcher
@@ -41,10 +34,10 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let sweep = Sweep {
         cpu: session.cpu,
         counts,
-        duration: args.duration,
+        duration: o.duration,
         class: policy,
         threshold: &threshold,
-        shown: if args.all { usize::MAX } else { 20 },
+        shown: o.shown(),
     };
     let Swept {
         measurements,

@@ -94,15 +94,15 @@ pub(crate) fn right(t: &mut Table, cols: &[usize]) {
 /// too narrow for all of it, its optional columns go first; a text column then wraps between
 /// words, never inside one.
 pub fn render(table: &oslab_core::text::Table) -> String {
-    let chars = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
     let cells = |c: usize| {
-        std::iter::once(&table.header[c]).chain(table.rows.iter().filter_map(move |r| r.get(c)))
+        std::iter::once(&table.header[c])
+            .chain(table.rows.iter().filter_map(move |r| r.get(c)))
+            .map(String::as_str)
     };
-    let widest = |c: usize| cells(c).map(|s| chars(s)).max().unwrap_or(0) + 3;
     let mut keep: Vec<usize> = (0..table.header.len()).collect();
     if let Some(w) = width() {
         for c in &table.optional {
-            if keep.iter().map(|&k| widest(k)).sum::<usize>() <= w as usize {
+            if fits(keep.iter().map(|&k| widest(cells(k))), w) {
                 break;
             }
             keep.retain(|k| k != c);

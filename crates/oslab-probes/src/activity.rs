@@ -110,6 +110,33 @@ pub enum Limit {
     Samples(usize),
 }
 
+/// What `oslab activity` asks besides the cpu (which the session resolves).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Options {
+    /// How long to record, e.g. 2s, 500ms.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", value_parser = oslab_core::units::parse_duration, default_value = "2s", conflicts_with = "samples"))]
+    pub duration: Duration,
+    /// Stop after this many inactive periods instead (at most 60 s).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub samples: Option<usize>,
+    /// Gap threshold: clock cycles ("2000") or a time ("3us", "800ns"). Default: chosen from the
+    /// loop's own back-to-back reads.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "T"))]
+    pub threshold: Option<String>,
+}
+
+impl Options {
+    /// When to stop recording, or why the request cannot be.
+    pub fn limit(&self) -> Result<Limit, String> {
+        match self.samples {
+            Some(0) => Err("--samples must be at least 1".into()),
+            Some(n) => Ok(Limit::Samples(n)),
+            None => Ok(Limit::Duration(self.duration)),
+        }
+    }
+}
+
 /// What the loop saw: its span and the gaps (start, end) in clock ticks.
 #[derive(Debug, Clone)]
 pub struct Recording {

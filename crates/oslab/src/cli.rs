@@ -232,16 +232,8 @@ pub struct ActivityArgs {
     /// The CPU to watch (default: the highest allowed).
     #[arg(long, value_name = "N")]
     pub cpu: Option<String>,
-    /// How long to record, e.g. 2s, 500ms.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "2s", conflicts_with = "samples")]
-    pub duration: std::time::Duration,
-    /// Stop after this many inactive periods instead (at most 60 s).
-    #[arg(long, value_name = "N")]
-    pub samples: Option<usize>,
-    /// Gap threshold: clock cycles ("2000") or a time ("3us", "800ns"). Default: chosen from the
-    /// loop's own back-to-back reads.
-    #[arg(long, value_name = "T")]
-    pub threshold: Option<String>,
+    #[command(flatten)]
+    pub options: oslab_probes::activity::Options,
     /// Print every period (default: the first 20).
     #[arg(long)]
     pub periods: bool,

@@ -3,7 +3,7 @@
 use super::session::Session;
 use crate::cli::ActivityArgs;
 use crate::error::usage;
-use oslab_probes::activity::{self, Limit, Threshold};
+use oslab_probes::activity::{self, Threshold};
 use oslab_probes::Options;
 use oslab_report::activity::{histogram, periods};
 use std::process::ExitCode;
@@ -16,12 +16,9 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
         &args.store,
     )?;
     let clock = session.machine.clock().clone();
-    let threshold = Threshold::from_arg(args.threshold.as_deref(), &clock).map_err(usage)?;
-    let limit = match args.samples {
-        Some(0) => return Err(usage("--samples must be at least 1")),
-        Some(n) => Limit::Samples(n),
-        None => Limit::Duration(args.duration),
-    };
+    let threshold =
+        Threshold::from_arg(args.options.threshold.as_deref(), &clock).map_err(usage)?;
+    let limit = args.options.limit().map_err(usage)?;
     let recorded = {
         let _placed = session.place(args.no_rt)?;
         activity::record(&clock, threshold.ticks, limit)

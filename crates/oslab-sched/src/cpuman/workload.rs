@@ -287,7 +287,8 @@ pub struct Source {
     /// Factor on the paper's sequential times (swim 212 s, bt 1066 s, hydro2d 223 s, apsi 99 s).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.01))]
     pub time_scale: f64,
-    /// Seed for the kinds' order and the arrivals.
+    /// Number of the random stream that orders the kinds and times the arrivals (the same number
+    /// gives the same workload).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 1))]
     pub seed: u64,
     /// An SWF trace to replay instead of a mix (oslab's own, or the Parallel Workloads

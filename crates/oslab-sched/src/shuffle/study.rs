@@ -1,5 +1,5 @@
 //! `oslab shuffle simulate`: workloads of rising lock contention run on a simulated machine with
-//! and without shuffling (same seeds, so each pair differs only by the daemon), then the
+//! and without shuffling (each pair shares its random draws, so it differs only by the daemon), then the
 //! monitoring interval swept: execution time, lock contention, shuffles, cross-socket hand-offs.
 
 use super::simulate::{simulate, Costs, Daemon, Machine, Outcome, Workload};
@@ -195,9 +195,9 @@ pub struct Cell {
     pub workload: String,
     /// The daemon's interval.
     pub interval: Duration,
-    /// Runs without shuffling (the daemon watching only), by seed.
+    /// Runs without shuffling (the daemon watching only), by random stream.
     pub without: Vec<Outcome>,
-    /// Runs with shuffling, same seeds.
+    /// Runs with shuffling, same random streams.
     pub with: Vec<Outcome>,
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, oslab, stdout, temp_db};
+use common::{fails, oslab, restoring, stdout, temp_db};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -454,14 +454,7 @@ fn a_sysctl_left_changed_by_a_killed_manager_is_restored_by_the_next_oslab() {
         "left changed"
     );
     // The next oslab, whatever it is asked, puts it back and says so.
-    let out = oslab()
-        .args(["runs", "--db", db.to_str().unwrap()])
-        .env("XDG_STATE_HOME", &state)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = restoring(&state, &["runs", "--db", db.to_str().unwrap()]);
     assert!(
         err.contains(&format!("restored {BALANCING} to {original}")),
         "{err}"

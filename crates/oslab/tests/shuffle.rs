@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, oslab, temp_db};
+use common::{fails, oslab, restoring, temp_db};
 
 #[test]
 fn a_simulated_four_socket_machine_shows_where_shuffling_pays() {
@@ -178,14 +178,7 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
         .filter(|(t, set)| oslab_core::affinity::get_affinity(*t).ok().as_ref() != Some(set))
         .count();
     // The next oslab to start (any command) puts them back and says so.
-    let out = oslab()
-        .args(["list"])
-        .env("XDG_STATE_HOME", &state)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = restoring(&state, &["list"]);
     let after: Vec<(i32, oslab_core::CpuSet)> = before
         .iter()
         .filter_map(|(t, _)| Some((*t, oslab_core::affinity::get_affinity(*t).ok()?)))

@@ -369,7 +369,7 @@ impl RunOutcome {
 }
 
 /// A measurement whose samples are values, not repetitions: no noise judgement.
-fn valued(
+pub(crate) fn valued(
     probe: &str,
     params: Map<String, Value>,
     metric: &str,

@@ -3,8 +3,9 @@
 //! metric the count, mean, spread and extremes are exact, and a uniform random sample of the
 //! values (all of them up to [`SAMPLE_CAP`]) gives the quartiles, tail and CI.
 
+use super::outcome::valued;
 use super::outcome::JobOutcome;
-use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
+use oslab_core::model::{Measurement, Unit};
 use oslab_core::stats::SplitMix64;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -76,10 +77,6 @@ impl Values {
         (metric, unit): (&str, Unit),
         origin: &str,
     ) -> Measurement {
-        if self.n == 0 {
-            let why = Status::Skipped("nothing to measure: no completed job has this value".into());
-            return Measurement::not_taken(probe, params, metric, unit, why);
-        }
         let note = if self.n == self.sample.len() {
             format!("{origin}; samples are the {} completed jobs", self.n)
         } else {
@@ -89,16 +86,7 @@ impl Values {
                 self.sample.len()
             )
         };
-        // Per-job values of a mix of jobs: their spread is the result, not noise.
-        let mut m = judged(
-            probe,
-            params,
-            metric,
-            unit,
-            &self.sample,
-            Some(note),
-            Judge::Subject,
-        );
+        let mut m = valued(probe, params, metric, unit, &self.sample, note);
         if let Some(s) = m.summary.as_mut() {
             s.n = self.n;
             s.mean = self.mean;

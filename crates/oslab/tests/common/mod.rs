@@ -33,6 +33,19 @@ pub fn fails(args: &[&str], code: i32) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 
+/// Runs oslab with `args` and `XDG_STATE_HOME` at `state` (where a killed oslab left its record
+/// of what to restore), expects success, returns stderr: what the next oslab put back.
+pub fn restoring(state: &std::path::Path, args: &[&str]) -> String {
+    let out = oslab()
+        .args(args)
+        .env("XDG_STATE_HOME", state)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
 /// oslab run as user nobody (setpriv; the caller is root), ready for arguments.
 #[allow(dead_code)] // not every test file acts as another user
 pub fn oslab_as_nobody() -> std::process::Command {

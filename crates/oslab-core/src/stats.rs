@@ -199,23 +199,44 @@ pub fn mean_ci95(samples: &[f64]) -> Option<(f64, f64, f64)> {
     }
     let mean = samples.iter().sum::<f64>() / n as f64;
     let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = t975(n - 1) * (var / n as f64).sqrt();
+    let half = student_t(n - 1, TwoSided::P95) * (var / n as f64).sqrt();
     Some((mean, mean - half, mean + half))
 }
 
-/// The 97.5% quantile of Student's t with `df` degrees of freedom (two-sided 95%).
-fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
+/// Two-sided confidence of a Student's t interval.
+#[derive(Debug, Clone, Copy)]
+pub enum TwoSided {
+    /// 95%: the 97.5% quantile.
+    P95,
+    /// 99%: the 99.5% quantile.
+    P99,
+}
+
+/// The quantile of Student's t with `df` degrees of freedom for a two-sided interval; beyond 30
+/// degrees, the value at the lower end of a range (a little wide, never narrow).
+pub fn student_t(df: usize, level: TwoSided) -> f64 {
+    const T95: [f64; 30] = [
         12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
         2.052, 2.048, 2.045, 2.042,
     ];
+    const T99: [f64; 30] = [
+        63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012,
+        2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797, 2.787, 2.779,
+        2.771, 2.763, 2.756, 2.750,
+    ];
+    // At 30, 40, 60 and 120 degrees: the lower end of the ranges below.
+    let (table, beyond) = match level {
+        TwoSided::P95 => (&T95, [2.042, 2.021, 2.000, 1.980]),
+        TwoSided::P99 => (&T99, [2.750, 2.704, 2.660, 2.617]),
+    };
     match df {
         0 => f64::INFINITY,
-        1..=30 => T[df - 1],
-        31..=60 => 2.000,
-        61..=120 => 1.980,
-        _ => 1.960,
+        1..=30 => table[df - 1],
+        31..=40 => beyond[0],
+        41..=60 => beyond[1],
+        61..=120 => beyond[2],
+        _ => beyond[3],
     }
 }
 

@@ -85,8 +85,17 @@ pub struct Comparison<'a> {
     pub rows: Vec<Row>,
     /// The threshold asked for.
     pub threshold: f64,
-    /// Earlier runs the drift between runs was learnt from.
-    pub history: usize,
+    /// Earlier runs the drift between runs was learnt from; None when set aside
+    /// (`--no-history`: single runs judged by their repetitions alone).
+    pub history: Option<usize>,
+}
+
+/// "1 row", "5 rows".
+fn rows(n: usize) -> String {
+    match n {
+        1 => "1 row".into(),
+        n => format!("{n} rows"),
+    }
 }
 
 /// A row's verdict in words.
@@ -182,10 +191,9 @@ impl Comparison<'_> {
         out.push_str(&format!(
             "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}.\n",
             self.threshold * 100.0,
-            if self.history >= 3 {
-                format!(" and, for a single run, to the drift between {} earlier runs of this machine", self.history)
-            } else {
-                String::new()
+            match self.history {
+                Some(runs) if runs >= 3 => format!(" and, for a single run, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine)"),
+                _ => String::new(),
             }
         ));
         if let (Some(a), Some(b)) = (self.a.core_clock(), self.b.core_clock()) {
@@ -202,24 +210,52 @@ impl Comparison<'_> {
             out.push_str(&table(&shown));
             out.push('\n');
         }
-        let ratio_only = self.count(Verdict::RatioOnly);
         out.push_str(&self.tally());
         out.push_str(if all {
             "\n"
         } else {
             " (--all shows every row)\n"
         });
-        let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
-        let single = self.a.runs.len() == 1 || self.b.runs.len() == 1;
-        if called > 0 && single && self.history < 3 {
-            out.push_str("A side of one run has its repetitions as replicates: they show the noise within a run, not how far the machine drifts between runs, and the store holds too few earlier runs of this machine to show that. On a shared host, confirm with runs taken alternately and compared as groups (`oslab compare 1,3,5 2,4,6`).\n");
-        }
-        if ratio_only > 0 {
-            out.push_str(&format!(
-                "{ratio_only} rows have too few repetitions to judge (3 a side are needed): measure with `oslab run --repeat 3`, or give several runs a side (`compare 1,2,3 4,5,6`, `tag:KEY=VALUE`).\n"
-            ));
+        for note in self.notes() {
+            out.push_str(&note);
+            out.push('\n');
         }
         out
+    }
+
+    /// What a reader needs to know about the verdicts: rows left unjudged and why, and
+    /// verdicts reached without knowing how far runs drift apart.
+    pub fn notes(&self) -> Vec<String> {
+        // Unjudged for too few repetitions, or (single runs with enough) for a drift unknown.
+        let (few, undrifted) = self
+            .rows
+            .iter()
+            .filter(|r| r.judgement.verdict == Verdict::RatioOnly)
+            .fold((0, 0), |(f, u), r| {
+                match r.judgement.n.iter().all(|n| *n >= 3) {
+                    true => (f, u + 1),
+                    false => (f + 1, u),
+                }
+            });
+        let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
+        let single = self.a.runs.len() == 1 || self.b.runs.len() == 1;
+        let mut notes = Vec::new();
+        if called > 0 && single && self.history.is_none() {
+            notes.push("Judged without history: a side of one run has only its repetitions as replicates, which show the noise within a run, not how far the machine drifts between runs. On a shared host, confirm with runs taken alternately and compared as groups (`oslab compare 1,3,5 2,4,6`).".to_string());
+        }
+        if few > 0 {
+            notes.push(format!(
+                "Too few repetitions to judge in {} (3 a side are needed): measure with `oslab run --repeat 3`, or give several runs a side (`compare 1,2,3 4,5,6`, `tag:KEY=VALUE`).",
+                rows(few)
+            ));
+        }
+        if undrifted > 0 {
+            notes.push(format!(
+                "Not judged in {} of a single run: fewer than 3 earlier runs of this machine in the store show how far its runs drift apart, and its repetitions cannot (on a shared host, back-to-back identical runs often differ by 10-50%). Keep a few runs in the store, give several runs a side (`compare 1,3,5 2,4,6`), or judge by repetitions alone with `--no-history`.",
+                rows(undrifted)
+            ));
+        }
+        notes
     }
 
     /// The comparison as JSON (schema `oslab.compare/2`).

@@ -217,18 +217,33 @@ fn text_table(t: &oslab_core::text::Table) -> String {
 
 /// One comparison as an HTML table: the rows `oslab compare` shows by default.
 fn comparison_table(c: &crate::comparison::Comparison) -> String {
-    use crate::comparison::{cells, COLUMNS};
     let mut h = format!(
-        "<p>{} against {}: {}</p>\n<table><tr>",
+        "<p>{} against {}: {}</p>\n",
         escape(&c.b.set),
         escape(&c.a.set),
         escape(&c.tally())
     );
+    let shown = c.shown(false);
+    if shown.is_empty() {
+        h.push_str("<p>No row changed, and none unjudged moved beyond the threshold.</p>\n");
+    } else {
+        h.push_str(&rows_table(&shown));
+    }
+    for note in c.notes() {
+        let _ = writeln!(h, "<p class=\"warn\">{}</p>", escape(&note));
+    }
+    h
+}
+
+/// Comparison rows as an HTML table.
+fn rows_table(shown: &[&oslab_core::compare::Row]) -> String {
+    use crate::comparison::{cells, COLUMNS};
+    let mut h = String::from("<table><tr>");
     for name in COLUMNS {
         let _ = write!(h, "<th>{name}</th>");
     }
     h.push_str("</tr>\n");
-    for r in c.shown(false) {
+    for r in shown {
         h.push_str("<tr>");
         for (i, cell) in cells(r).iter().enumerate() {
             // Names and the verdict (a class that colours it) on the left, numbers on the right.

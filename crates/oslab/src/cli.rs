@@ -327,7 +327,8 @@ pub struct CompareArgs {
     pub threshold: f64,
     /// Earlier runs that show how far runs of this machine drift apart when nothing changed
     /// (default: up to 20 recent runs of the baseline's machine and suite, not compared now).
-    /// The drift widens the band of a side that is a single run.
+    /// The drift widens the band of a side that is a single run; a single run's measurement
+    /// that fewer than 3 of them show is not judged (ratio only).
     #[arg(long, value_name = "RUNS", conflicts_with = "no_history")]
     pub history: Option<RunSet>,
     /// Judge single runs by their repetitions alone, without the drift earlier runs show.

@@ -166,6 +166,11 @@ fn a_report_of_several_runs_overlays_them_and_compares_them() {
         tally.contains("run 2 against run 1") && tally.contains("compared:"),
         "{tally}"
     );
+    // Two runs in a store with no others: the page says why single runs are not judged.
+    assert!(
+        tally.contains("show how far its runs drift apart"),
+        "{tally}"
+    );
     // Overlays: both runs in one latency chart's legend, both runs' bars in one call chart.
     let svgs: Vec<String> = select(&doc, "figure svg")
         .iter()

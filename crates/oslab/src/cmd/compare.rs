@@ -38,16 +38,21 @@ impl Sides {
             .map(|s| store.load_set(s))
             .collect::<Result<Vec<_>, _>>()?;
         let compared: Vec<i64> = loaded.iter().flatten().filter_map(|(r, _)| r.id).collect();
-        let history = match (history, no_history) {
-            (_, true) => Vec::new(),
-            (Some(set), _) => store.load_set(set)?,
-            (None, _) => same_machine(store, &loaded[0][0].0, &compared)?,
+        let history = match history {
+            _ if no_history => None,
+            Some(set) => Some(store.load_set(set)?),
+            None => Some(same_machine(store, &loaded[0][0].0, &compared)?),
         };
-        let history: Loaded = history
-            .into_iter()
-            .filter(|(r, _)| r.id.is_none_or(|id| !compared.contains(&id)))
-            .collect();
-        let drift = Drift::from_runs(&measurements(&history));
+        let drift = match history {
+            None => Drift::default(),
+            Some(runs) => {
+                let runs: Loaded = runs
+                    .into_iter()
+                    .filter(|(r, _)| r.id.is_none_or(|id| !compared.contains(&id)))
+                    .collect();
+                Drift::from_runs(&measurements(&runs))
+            }
+        };
         Ok(Sides {
             sets,
             loaded,
@@ -72,7 +77,7 @@ impl Sides {
                 a: side(0),
                 b: side(i),
                 threshold,
-                history: self.drift.runs,
+                history: self.drift.learnt.then_some(self.drift.runs),
             })
             .collect()
     }
@@ -136,7 +141,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     if !judged {
-        eprintln!("error: --fail-on-regression: no measurement has enough repetitions to judge (3 a side); measure with `oslab run --repeat 3` or give several runs a side");
+        eprintln!("error: --fail-on-regression: no measurement could be judged: too few repetitions (3 a side: `oslab run --repeat 3`) or, for a single run, too few earlier runs of this machine in the store to show how far its runs drift apart (keep 3, or give several runs a side)");
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)

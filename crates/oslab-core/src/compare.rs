@@ -28,7 +28,7 @@
 
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
 use crate::ranks::{mann_whitney_p, shift_interval};
-use crate::stats::{median, robust_z, student_t, TwoSided, OUTLIER_Z};
+use crate::stats::{mean_sd, median, robust_z, student_t, TwoSided, OUTLIER_Z};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
@@ -114,13 +114,12 @@ impl Judgement {
     /// The same figures without a verdict (ratio only) when `unjudged`; a row that cannot be
     /// compared stays so.
     fn unjudged_if(self, unjudged: bool) -> Judgement {
-        match self.verdict {
-            Verdict::Unknown => self,
-            _ if unjudged => Judgement {
+        match unjudged && self.verdict != Verdict::Unknown {
+            true => Judgement {
                 verdict: Verdict::RatioOnly,
                 ..self
             },
-            _ => self,
+            false => self,
         }
     }
 }
@@ -352,9 +351,8 @@ fn apart(run_medians: &[f64]) -> Option<f64> {
     if kept.len() < DRIFT_MIN_RUNS {
         return None;
     }
-    let mean = kept.iter().sum::<f64>() / kept.len() as f64;
-    let var = kept.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (kept.len() - 1) as f64;
-    Some((student_t(kept.len() - 1, TwoSided::P99) * (2.0 * var).sqrt()).exp() - 1.0)
+    let (_, sd) = mean_sd(&kept);
+    Some((student_t(kept.len() - 1, TwoSided::P99) * std::f64::consts::SQRT_2 * sd).exp() - 1.0)
 }
 
 impl Drift {
@@ -424,15 +422,11 @@ pub fn compare(
             let (vb, runs_b) = sides[1].replicates(&k);
             // A single run's drift: from the history, else from the other side's runs.
             let single = runs_a == 1 || runs_b == 1;
-            let found = match single {
-                false => None,
-                true => drift.of(&k).or_else(|| match drift.learnt {
-                    true => sides.iter().find_map(|s| apart(&s.run_medians(&k))),
-                    false => None,
-                }),
-            };
-            let unknown = single && found.is_none() && drift.learnt;
-            let drift = found;
+            let learnt = single && drift.learnt;
+            let drift = learnt.then(|| drift.of(&k)).flatten().or_else(|| {
+                learnt.then(|| sides.iter().find_map(|s| apart(&s.run_medians(&k))))?
+            });
+            let unknown = learnt && drift.is_none();
             let band = threshold
                 .max(spread(&va))
                 .max(spread(&vb))

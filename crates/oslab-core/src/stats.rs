@@ -83,12 +83,7 @@ impl Summary {
         let (ci_low, ci_high) = median_ci(&v);
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let stddev = if n > 1 {
-            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
+        let (mean, stddev) = mean_sd(&v);
         let (p25, median, p75) = (
             quantile_sorted(&v, 0.25),
             quantile_sorted(&v, 0.5),
@@ -190,6 +185,18 @@ pub fn noise_reason(summary: &Summary, rule: NoiseRule, scale: f64) -> Option<St
     })
 }
 
+/// Mean and sample standard deviation (n - 1 in the denominator; 0 for fewer than two values,
+/// NaN mean for none).
+pub fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let sd = match v.len() {
+        0 | 1 => 0.0,
+        _ => (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt(),
+    };
+    (mean, sd)
+}
+
 /// Mean and the 95% confidence interval of the mean (Student's t), for small samples such as
 /// paired run differences. None with fewer than two values.
 pub fn mean_ci95(samples: &[f64]) -> Option<(f64, f64, f64)> {
@@ -197,9 +204,8 @@ pub fn mean_ci95(samples: &[f64]) -> Option<(f64, f64, f64)> {
     if n < 2 {
         return None;
     }
-    let mean = samples.iter().sum::<f64>() / n as f64;
-    let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = student_t(n - 1, TwoSided::P95) * (var / n as f64).sqrt();
+    let (mean, sd) = mean_sd(samples);
+    let half = student_t(n - 1, TwoSided::P95) * sd / (n as f64).sqrt();
     Some((mean, mean - half, mean + half))
 }
 

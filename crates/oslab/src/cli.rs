@@ -637,8 +637,9 @@ pub struct CpumanWorkloadArgs {
     /// Factor on the paper's sequential times.
     #[arg(long, default_value_t = 0.01)]
     pub time_scale: f64,
-    /// Random seed of the arrivals and job order (the same seed gives the same workload).
-    #[arg(long, default_value_t = 1)]
+    /// Number of the random stream that orders the kinds and times the arrivals (the same number
+    /// gives the same workload).
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
     /// Output file (default: stdout).
     #[arg(short, long, value_name = "FILE.swf")]

@@ -46,7 +46,7 @@ pub struct Generate {
     pub cpus: usize,
     /// Factor on the paper's sequential times (0.01: swim 2.1 s).
     pub time_scale: f64,
-    /// Random seed (kinds order and arrivals).
+    /// Number of the random stream that orders the kinds and times the arrivals.
     pub seed: u64,
 }
 
@@ -289,7 +289,7 @@ pub struct Source {
     pub time_scale: f64,
     /// Number of the random stream that orders the kinds and times the arrivals (the same number
     /// gives the same workload).
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 1))]
     pub seed: u64,
     /// An SWF trace to replay instead of a mix (oslab's own, or the Parallel Workloads
     /// Archive's: cancelled and failed jobs are skipped and counted).

@@ -1,13 +1,15 @@
-//! `oslab compare` for reading: which runs each side holds, how their machines differ, the rows
-//! (by default those that changed or could not be judged) and the tally.
+//! `oslab compare` for reading: the sides loaded from the store with the drift between runs of
+//! their machine ([`Sides`]); which runs each side holds, how their machines differ, the rows (by
+//! default those that changed or could not be judged) and the tally.
 
 use crate::table::{
     fits, new_table, outcome_cell, right, stacked_column, stacked_name, whole, widest, width,
     MIN_PARAMS,
 };
-use oslab_core::compare::{Row, Verdict};
+use oslab_core::compare::{compare, Drift, Row, Verdict};
+use oslab_core::model::Measurement;
 use oslab_core::units::{num, scale_for};
-use oslab_store::Loaded;
+use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
 /// Fingerprint fields worth showing when the sides come from different machines.
 const MACHINE: &[&str] = &[
@@ -18,6 +20,115 @@ const MACHINE: &[&str] = &[
     "governor",
     "threads",
 ];
+
+/// Earlier runs looked at, at most, for the drift between runs.
+const HISTORY_RUNS: usize = 20;
+
+/// Sides loaded from the store: the baseline first; and the drift between runs of its machine.
+pub struct Sides {
+    sets: Vec<RunSet>,
+    loaded: Vec<Loaded>,
+    drift: Drift,
+}
+
+fn measurements(runs: &Loaded) -> Vec<&[Measurement]> {
+    runs.iter().map(|(_, m)| &m[..]).collect()
+}
+
+impl Sides {
+    /// Loads `sets` (the baseline first) and the history: `history` when given, none with
+    /// `no_history`, else recent runs of the baseline's machine.
+    pub fn load(
+        store: &Store,
+        sets: Vec<RunSet>,
+        history: Option<&RunSet>,
+        no_history: bool,
+    ) -> Result<Sides, StoreError> {
+        let loaded = sets
+            .iter()
+            .map(|s| store.load_set(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let compared: Vec<i64> = loaded.iter().flatten().filter_map(|(r, _)| r.id).collect();
+        let history = match history {
+            _ if no_history => None,
+            Some(set) => Some(store.load_set(set)?),
+            None => Some(same_machine(store, &loaded[0][0].0, &compared)?),
+        };
+        let drift = match history {
+            None => Drift::default(),
+            Some(runs) => {
+                let runs: Loaded = runs
+                    .into_iter()
+                    .filter(|(r, _)| r.id.is_none_or(|id| !compared.contains(&id)))
+                    .collect();
+                Drift::from_runs(&measurements(&runs))
+            }
+        };
+        Ok(Sides {
+            sets,
+            loaded,
+            drift,
+        })
+    }
+
+    /// Every side after the first compared with the first.
+    pub fn comparisons(&self, threshold: f64) -> Vec<Comparison<'_>> {
+        let side = |i: usize| Side {
+            set: self.sets[i].to_string(),
+            runs: &self.loaded[i],
+        };
+        (1..self.sets.len())
+            .map(|i| Comparison {
+                rows: compare(
+                    &measurements(&self.loaded[0]),
+                    &measurements(&self.loaded[i]),
+                    threshold,
+                    &self.drift,
+                ),
+                a: side(0),
+                b: side(i),
+                threshold,
+                history: self.drift.learnt.then_some(self.drift.runs),
+            })
+            .collect()
+    }
+
+    /// Each side as a report draws it: its name, its first run, its measurements pooled.
+    pub fn drawn(&self) -> Vec<(String, &RunRecord, Vec<Measurement>)> {
+        self.sets
+            .iter()
+            .zip(&self.loaded)
+            .map(|(set, runs)| {
+                let all: Vec<Measurement> = runs.iter().flat_map(|(_, m)| m.clone()).collect();
+                (
+                    set.to_string(),
+                    &runs[0].0,
+                    oslab_core::repetitions::pooled(&all),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Recent runs of the machine and suite (`--quick` or not) of `like`, newest first, none of
+/// `compared`: what this machine does between runs when nothing changed.
+fn same_machine(store: &Store, like: &RunRecord, compared: &[i64]) -> Result<Loaded, StoreError> {
+    let cpu = |r: &RunRecord| r.fingerprint.get("cpu_model").cloned();
+    let mut out = Vec::new();
+    for summary in store.runs()? {
+        if out.len() == HISTORY_RUNS {
+            break;
+        }
+        if summary.hostname != like.hostname || compared.contains(&summary.id) {
+            continue;
+        }
+        let (record, ms) = store.load_run_summaries(&RunRef::Id(summary.id))?;
+        if record.quick == like.quick && cpu(&record) == cpu(like) {
+            out.push((record, ms));
+        }
+    }
+    Ok(out)
+}
 
 /// One side: how it was chosen and its runs.
 pub struct Side<'a> {

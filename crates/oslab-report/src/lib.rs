@@ -3,7 +3,7 @@
 //!
 //! # Brief overview
 //! - [`c2c`]: the core-to-core latency matrix and its topology classes as text.
-//! - [`comparison`]: `oslab compare` as text and JSON.
+//! - [`comparison`]: `oslab compare`: the sides loaded with their drift, as text and JSON.
 //! - [`headline`]: the lines a person quotes from a run, printed first.
 //! - [`table`]: the measurement table, the runs table and the probe list.
 //! - [`machine`]: `oslab info` as text.

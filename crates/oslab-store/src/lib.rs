@@ -15,16 +15,19 @@
 //! - [`Store::runs`], [`Store::load_run`], [`Store::load_timeline`] read them back.
 //! - [`RunSet`]: several runs taken together (`3,4,5`, `tag:kernel=6.18`), loaded with
 //!   [`Store::load_set`].
+//! - [`Location`]: where a command finds the store (`--db`, `--db-timeout`) and how it opens it.
 //! - [`exchange`]: the `oslab.run/1` JSON document (schema-validated on import) and CSV.
 #![deny(missing_docs)]
 
 pub mod exchange;
 pub mod fleet;
+mod location;
 pub mod recorder;
 mod runset;
 mod schema;
 mod store;
 
-pub use recorder::{Program, Recorder};
+pub use location::Location;
+pub use recorder::{NotStored, Program, Recorder};
 pub use runset::{Loaded, RunSet};
 pub use store::{RunRecord, RunRef, RunStatus, RunSummary, Store, StoreError};

@@ -2,10 +2,12 @@
 //! results appended as it completes, and the final results written in one transaction. The run
 //! record (machine, environment, command, timing) is assembled here, once for every command.
 
+use crate::exchange::RunDocument;
 use crate::{RunRecord, RunStatus, Store, StoreError};
 use oslab_core::machine::Machine;
 use oslab_core::model::{Measurement, TimelineEvent};
 use std::cell::Cell;
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Which program wrote the run.
@@ -17,6 +19,31 @@ pub struct Program {
     pub git_rev: Option<String>,
     /// The command line.
     pub command: String,
+}
+
+/// A run the store could not take (locked past the timeout, full, gone), and where it went.
+#[derive(Debug, thiserror::Error)]
+pub enum NotStored {
+    /// Written to a JSON file that `oslab import` stores later.
+    #[error("could not store the run ({error}); its {count} measurements are in {}: `oslab import {}` stores them once the store is free", .file.display(), .file.display())]
+    Kept {
+        /// Why the store refused it.
+        error: StoreError,
+        /// Measurements kept.
+        count: usize,
+        /// The JSON file.
+        file: PathBuf,
+    },
+    /// Not even the JSON file could be written.
+    #[error("could not store the run ({error}), nor write it to {} ({why}); its results are printed above", .file.display())]
+    Lost {
+        /// Why the store refused it.
+        error: StoreError,
+        /// The file that could not be written.
+        file: PathBuf,
+        /// Why.
+        why: String,
+    },
 }
 
 /// Writes one run to a store.
@@ -131,5 +158,30 @@ impl Recorder {
         let record = self.record(machine, status);
         self.store.finish_run(id, &record, measurements, timeline)?;
         Ok(record)
+    }
+
+    /// [`Recorder::finish`], or where the store cannot take the run, writes it to a JSON file
+    /// instead and says where and how to import it.
+    pub fn finish_or_keep(
+        &mut self,
+        machine: &Machine,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+        interrupted: bool,
+    ) -> Result<RunRecord, NotStored> {
+        let error = match self.finish(machine, measurements, timeline, interrupted) {
+            Ok(record) => return Ok(record),
+            Err(e) => e,
+        };
+        let record = self.unsaved(machine, interrupted);
+        let doc = RunDocument::new(record, measurements.to_vec(), timeline.to_vec());
+        Err(match doc.keep_unsaved() {
+            Ok(file) => NotStored::Kept {
+                error,
+                count: measurements.len(),
+                file,
+            },
+            Err((file, why)) => NotStored::Lost { error, file, why },
+        })
     }
 }

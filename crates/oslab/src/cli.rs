@@ -7,7 +7,7 @@ use oslab_report::export::Format;
 use oslab_sched::cpuman::policy::PolicyOptions;
 use oslab_sched::cpuman::simulate;
 use oslab_sched::cpuman::workload::Source;
-use oslab_store::RunSet;
+use oslab_store::{Location, RunSet};
 use std::path::PathBuf;
 
 /// oslab: what your machine and its operating system really cost.
@@ -93,18 +93,6 @@ pub struct TaskHelperArgs {
     pub request: String,
 }
 
-/// Where results are stored.
-#[derive(Debug, Args, Clone)]
-pub struct StoreArgs {
-    /// Result store (SQLite). Default: $XDG_DATA_HOME/oslab/oslab.db.
-    #[arg(long, value_name = "PATH", env = "OSLAB_DB")]
-    pub db: Option<PathBuf>,
-    /// How long to wait for the store when another process is writing it, e.g. 30s, 2m; if it
-    /// stays locked, a run's results are written to a JSON file to import later.
-    #[arg(long, value_name = "TIME", env = "OSLAB_DB_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
-    pub db_timeout: std::time::Duration,
-}
-
 /// `oslab info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
@@ -168,7 +156,7 @@ pub struct RunArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab numa`.
@@ -182,7 +170,7 @@ pub struct NumaArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 impl From<NumaArgs> for RunArgs {
@@ -223,7 +211,7 @@ pub struct C2cArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab activity`.
@@ -248,7 +236,7 @@ pub struct ActivityArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab timeslice`.
@@ -267,7 +255,7 @@ pub struct TimesliceArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab migrate`.
@@ -280,7 +268,7 @@ pub struct MigrateArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab report`.
@@ -299,7 +287,7 @@ pub struct ReportArgs {
     pub format: Format,
     /// The store.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// The formats a report is written in.
@@ -347,7 +335,7 @@ pub struct CompareArgs {
     pub json: bool,
     /// The store.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab export`.
@@ -367,7 +355,7 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
     /// The store.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab import`.
@@ -381,7 +369,7 @@ pub struct ImportArgs {
     pub json: bool,
     /// The store.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab shuffle`.
@@ -413,7 +401,7 @@ pub struct ShuffleArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
     /// A command to start and watch (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -439,7 +427,7 @@ pub struct ShuffleSimulateArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// How the shuffler measures lock waits and when it acts (shared by shuffle and shuffle-eval).
@@ -478,7 +466,7 @@ pub struct ShuffleEvalArgs {
     pub json: bool,
     /// Where to store the run.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
     /// Evaluate this command instead (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -512,7 +500,7 @@ pub struct RunsArgs {
     pub json: bool,
     /// The store.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab show`.
@@ -529,7 +517,7 @@ pub struct ShowArgs {
     pub samples: bool,
     /// The store.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab cpuman`.
@@ -604,7 +592,7 @@ pub struct CpumanRunArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab cpuman simulate`.
@@ -616,7 +604,7 @@ pub struct CpumanSimulateArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab cpuman workload`.
@@ -656,7 +644,7 @@ pub struct CpumanCompareArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab cpuman job` (internal).
@@ -750,7 +738,7 @@ pub struct FleetCollectArgs {
     pub json: bool,
     /// Where to store the runs.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab fleet summary`.
@@ -767,7 +755,7 @@ pub struct FleetSummaryArgs {
     pub all: bool,
     /// Where the runs are stored.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: Location,
 }
 
 /// `oslab fleet task` (internal).

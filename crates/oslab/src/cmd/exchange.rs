@@ -1,6 +1,6 @@
 //! `oslab export` and `oslab import`: runs as files.
 
-use super::{open_store, open_store_to_read, print_json};
+use super::print_json;
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
 use oslab_core::files::{write_whole, Links};
@@ -42,10 +42,10 @@ fn format_name(f: Format) -> String {
 pub fn exported(
     run: &RunRef,
     format: Format,
-    store: &crate::cli::StoreArgs,
+    store: &oslab_store::Location,
 ) -> anyhow::Result<(RunDocument, Vec<File>)> {
     let run = run.clone();
-    let store = open_store_to_read(store)?;
+    let store = store.open_to_read()?;
     let (record, ms) = store.load_run(&run)?;
     let timeline = store.load_timeline(&run)?;
     let doc = RunDocument::new(record, ms, timeline);
@@ -98,7 +98,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         .map(|p| exchange::read_file(p, Links::Follow).map(|d| (p, d)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was imported."))?;
-    let mut store = open_store(&args.store)?;
+    let mut store = args.store.open()?;
     let mut imported = Vec::new();
     for (path, doc) in docs {
         let from = doc.run.id;

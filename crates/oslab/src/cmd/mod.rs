@@ -18,9 +18,8 @@ mod shuffle_eval;
 mod stored;
 mod timeslice;
 
-use crate::cli::{Cli, Command, StoreArgs};
+use crate::cli::{Cli, Command};
 use clap::CommandFactory;
-use oslab_store::Store;
 use std::process::ExitCode;
 
 /// Runs the chosen subcommand.
@@ -63,48 +62,6 @@ fn task_helper(args: crate::cli::TaskHelperArgs) -> anyhow::Result<ExitCode> {
     let report = oslab_probes::task::helper_main(&args.request).map_err(anyhow::Error::msg)?;
     print_text(&report)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Opens the store the user chose (or the default one).
-pub fn open_store(args: &StoreArgs) -> anyhow::Result<Store> {
-    // Only the default location's directory is created: a mistyped --db must not leave
-    // directories behind.
-    if let Some(dir) = args
-        .db
-        .as_deref()
-        .and_then(std::path::Path::parent)
-        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
-    {
-        return Err(oslab_store::StoreError::Unusable {
-            path: args.db.clone().unwrap_or_default(),
-            reason: format!(
-                "directory {} does not exist (create it first)",
-                dir.display()
-            ),
-        }
-        .into());
-    }
-    let path = args.db.clone().unwrap_or_else(Store::default_path);
-    let mut store = Store::open(&path)?;
-    store.wait_when_locked(args.db_timeout)?;
-    Ok(store)
-}
-
-/// Opens the store for a command that only reads it: with write access when there is (so an
-/// older store is upgraded), else read-only (a store on read-only media or another user's).
-pub fn open_store_to_read(args: &StoreArgs) -> anyhow::Result<Store> {
-    match open_store(args) {
-        Err(e)
-            if matches!(
-                e.downcast_ref(),
-                Some(oslab_store::StoreError::Unusable { .. })
-            ) =>
-        {
-            let path = args.db.clone().unwrap_or_else(Store::default_path);
-            Store::open_read_only(&path).map_err(|_| e)
-        }
-        other => other,
-    }
 }
 
 /// Prints JSON, pretty.

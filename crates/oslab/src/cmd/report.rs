@@ -2,12 +2,11 @@
 //! same exporters as `oslab export`; or several runs (or groups of runs) overlaid on one page
 //! with their comparison.
 
-use super::compare::Sides;
 use super::exchange::{exported, write_files};
-use super::open_store_to_read;
 use crate::cli::ReportArgs;
 use crate::error::usage;
 use oslab_core::compare::DEFAULT_THRESHOLD;
+use oslab_report::comparison::Sides;
 use oslab_report::export::{exporter, File, Format, Place};
 use oslab_store::RunSet;
 use std::path::PathBuf;
@@ -24,7 +23,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             "several runs are reported on one HTML page: use --format html",
         ));
     }
-    let store = open_store_to_read(&args.store)?;
+    let store = args.store.open_to_read()?;
     let sides = Sides::load(&store, args.runs.clone(), None, false)?;
     let comparisons = sides.comparisons(DEFAULT_THRESHOLD);
     let page = oslab_report::html::comparison_report(&sides.drawn(), &comparisons);

@@ -1,16 +1,16 @@
 //! A measuring command's session: the library's [`oslab_probes::session::Session`] (machine, cpus,
 //! pinning) and a [`Recorder`] writing the run as it is measured, opened before anything is
-//! measured; at the end the run is printed.
+//! measured; at the end the run is stored (or kept in a file to import) and printed.
 
-use super::{open_store, print_json, print_text};
-use crate::cli::StoreArgs;
+use super::{print_json, print_text};
 use crate::error::usage;
 use oslab_core::model::{Measurement, TimelineEvent};
 use oslab_core::placement::Named;
 use oslab_core::signals;
 use oslab_probes::session::{self, Placement, SessionError};
 use oslab_store::exchange::RunDocument;
-use oslab_store::{Program, Recorder, RunRecord};
+use oslab_store::Location;
+use oslab_store::{Program, Recorder};
 use std::cell::Cell;
 use std::process::ExitCode;
 
@@ -50,13 +50,13 @@ impl Session {
         quick: bool,
         cpu: Option<Named>,
         peer: Option<Named>,
-        store: &StoreArgs,
+        store: &Location,
     ) -> anyhow::Result<Session> {
         let inner = session::Session::open(quick, cpu, peer).map_err(|e| match e {
             SessionError::Misplaced(m) => usage(m.0),
             other => other.into(),
         })?;
-        let recorder = Recorder::new(open_store(store)?, program(), quick);
+        let recorder = Recorder::new(store.open()?, program(), quick);
         signals::install();
         Ok(Session {
             inner,
@@ -109,40 +109,6 @@ impl Session {
         Ok(placement)
     }
 
-    /// Writes the final run in one transaction and returns its record (with its id). When the
-    /// store cannot take it (locked past --db-timeout, full, gone), the run is written to a JSON
-    /// file instead, and the error says where and how to import it.
-    pub fn save(
-        &mut self,
-        measurements: &[Measurement],
-        timeline: &[TimelineEvent],
-        interrupted: bool,
-    ) -> anyhow::Result<RunRecord> {
-        let machine = &self.inner.machine;
-        match self
-            .recorder
-            .finish(machine, measurements, timeline, interrupted)
-        {
-            Ok(record) => Ok(record),
-            Err(e) => {
-                let record = self.recorder.unsaved(machine, interrupted);
-                let doc = RunDocument::new(record, measurements.to_vec(), timeline.to_vec());
-                Err(match doc.keep_unsaved() {
-                    Ok(file) => anyhow::anyhow!(
-                        "could not store the run ({e}); its {} measurements are in {}: `oslab import {}` stores them once the store is free",
-                        measurements.len(),
-                        file.display(),
-                        file.display()
-                    ),
-                    Err((file, k)) => anyhow::anyhow!(
-                        "could not store the run ({e}), nor write it to {} ({k}); its results are printed above",
-                        file.display()
-                    ),
-                })
-            }
-        }
-    }
-
     /// A simulation's session: at the end its own text replaces the table of measurements and
     /// the warnings about this machine, which do not bear on simulated values.
     pub fn simulation(mut self) -> Session {
@@ -160,7 +126,9 @@ impl Session {
         json: bool,
         extra: Option<String>,
     ) -> anyhow::Result<ExitCode> {
-        let saved = self.save(measurements, timeline, interrupted);
+        let saved =
+            self.recorder
+                .finish_or_keep(&self.inner.machine, measurements, timeline, interrupted);
         let record = match &saved {
             Ok(r) => r.clone(),
             Err(_) => self.recorder.unsaved(&self.inner.machine, interrupted),

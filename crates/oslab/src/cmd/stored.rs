@@ -1,6 +1,6 @@
 //! `oslab runs` and `oslab show`: reading the store back.
 
-use super::{open_store_to_read, print_json, print_text};
+use super::{print_json, print_text};
 use crate::cli::{RunsArgs, ShowArgs};
 use crate::error::usage;
 use oslab_store::exchange::RunDocument;
@@ -8,7 +8,7 @@ use oslab_store::RunRef;
 use std::process::ExitCode;
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store_to_read(&args.store)?;
+    let store = args.store.open_to_read()?;
     let runs = store.runs()?;
     if args.json {
         print_json(&runs)?;
@@ -25,7 +25,7 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let run: RunRef = args.run.parse().map_err(usage)?;
-    let store = open_store_to_read(&args.store)?;
+    let store = args.store.open_to_read()?;
     let (record, mut ms) = store.load_run(&run)?;
     if !args.samples {
         ms.iter_mut().for_each(|m| m.samples = None);

@@ -7,7 +7,7 @@ use super::session::Session;
 use super::{print_json, print_text};
 use crate::cli::{
     CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanSimulateArgs,
-    CpumanWorkloadArgs, StoreArgs,
+    CpumanWorkloadArgs,
 };
 use crate::error::usage;
 use oslab_core::files::write_whole;
@@ -19,7 +19,7 @@ use oslab_sched::cpuman::speedups::Speedups;
 use oslab_sched::cpuman::swf;
 use oslab_sched::cpuman::workload::{self, Generate};
 use oslab_sched::cpuman::{channel::Channel, job};
-use oslab_store::RunRef;
+use oslab_store::{Location, RunRef};
 use std::io::Write as _;
 use std::process::ExitCode;
 
@@ -34,11 +34,11 @@ pub fn run(args: CpumanArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The speedup curves of `--speedups RUN`, or the paper's.
-fn speedups(run: Option<&str>, store: &StoreArgs) -> anyhow::Result<Speedups> {
+fn speedups(run: Option<&str>, store: &Location) -> anyhow::Result<Speedups> {
     let Some(r) = run else {
         return Ok(Speedups::paper());
     };
-    let store = super::open_store_to_read(store)?;
+    let store = store.open_to_read()?;
     let run: RunRef = r.parse().map_err(usage)?;
     let (record, ms) = store.load_run(&run)?;
     let id = record.id.unwrap_or_default();
@@ -113,7 +113,7 @@ fn job_process(a: CpumanJobArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
-    let store = super::open_store_to_read(&a.store)?;
+    let store = a.store.open_to_read()?;
     let mut runs = Vec::new();
     for r in &a.runs {
         let run: RunRef = r.parse().map_err(usage)?;

@@ -4,7 +4,7 @@
 //! late nodes finish is safe.
 
 use crate::cli::FleetCollectArgs;
-use crate::cmd::{open_store, print_json};
+use crate::cmd::print_json;
 use oslab_store::fleet;
 use std::process::ExitCode;
 
@@ -17,7 +17,7 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
                 .collect::<Result<Vec<_>, _>>()
         })
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was collected."))?;
-    let mut store = open_store(&args.store)?;
+    let mut store = args.store.open()?;
     let mut collected = Vec::new();
     for j in jobs {
         let c = fleet::collect(&mut store, &j)?;

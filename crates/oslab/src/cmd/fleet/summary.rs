@@ -1,14 +1,14 @@
 //! `oslab fleet summary JOB`: the collected runs of one job side by side.
 
 use crate::cli::FleetSummaryArgs;
-use crate::cmd::{open_store_to_read, print_json, print_text};
+use crate::cmd::{print_json, print_text};
 use crate::error::usage;
 use oslab_core::stats::OUTLIER_Z;
 use oslab_store::fleet::{self, summarize};
 use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store_to_read(&args.store)?;
+    let store = args.store.open_to_read()?;
     let runs = fleet::node_runs(&store, &args.job)?;
     if runs.is_empty() {
         return Err(usage(format!(

@@ -685,25 +685,9 @@ pub enum FleetCommand {
 /// `oslab fleet submit`.
 #[derive(Debug, Args)]
 pub struct FleetSubmitArgs {
-    /// Slurm partition (default: the cluster's default partition).
-    #[arg(long, value_name = "P")]
-    pub partition: Option<String>,
-    /// Nodes: a Slurm hostlist ("n[01-16],gpu3") or "all" (every node of the partition).
-    #[arg(long, value_name = "LIST|all", default_value = "all")]
-    pub nodes: String,
-    /// Share the nodes with other jobs (default: exclusive, so nothing else disturbs the numbers).
-    #[arg(long)]
-    pub shared: bool,
-    /// Directory on a file system every node sees; each job writes RESULTS/JOBID/node-NAME.json.
-    #[arg(long, value_name = "DIR", default_value = "oslab-fleet")]
-    pub results: PathBuf,
-    /// How the nodes get this oslab binary: sbcast (copied to each node's /tmp) or shared (this
-    /// path is visible on every node).
-    #[arg(long, value_enum, default_value_t = Stage::Sbcast)]
-    pub stage: Stage,
-    /// Slurm time limit, e.g. 30:00.
-    #[arg(long, value_name = "TIME")]
-    pub time: Option<String>,
+    /// Partition, nodes, results directory and staging.
+    #[command(flatten)]
+    pub request: oslab_store::fleet::submit::Request,
     /// Print the sbatch script instead of submitting it.
     #[arg(long)]
     pub dry_run: bool,
@@ -716,15 +700,6 @@ pub struct FleetSubmitArgs {
     /// Arguments of `oslab run` for every node (after --), e.g. -- --quick syscall.
     #[arg(last = true, value_name = "RUN-ARGS")]
     pub run_args: Vec<String>,
-}
-
-/// How the nodes get the oslab binary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Stage {
-    /// Copied to each node's /tmp with sbcast.
-    Sbcast,
-    /// This path is visible on every node.
-    Shared,
 }
 
 /// `oslab fleet collect`.

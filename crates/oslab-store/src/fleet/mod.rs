@@ -1,7 +1,7 @@
 //! A fleet: the suite run on every node of a Slurm cluster. Slurm schedules; [`slurm`] writes
-//! its batch script and talks to its clients, one task per node leaves its run in a shared
-//! directory, [`collect`] stores what the nodes left, and [`summary`] shows the nodes side by
-//! side:
+//! its batch script and talks to its clients, [`submit`] checks a job and submits it, one task
+//! per node leaves its run in a shared directory, [`collect`] stores what the nodes left, and
+//! [`summary`] shows the nodes side by side:
 //!
 //! ```text
 //! RESULTS/slurm-JOB.out          the job's output (every node's run table)
@@ -11,6 +11,7 @@
 //! ```
 
 pub mod slurm;
+pub mod submit;
 pub mod summary;
 
 pub use summary::{summarize, FleetSummary, NodeRun};

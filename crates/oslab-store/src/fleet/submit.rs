@@ -1,0 +1,198 @@
+//! Submitting a fleet job: the request checked against Slurm's syntax (a typo should not cost a
+//! queue wait), the nodes chosen, the batch script written and submitted, and the manifest that
+//! `collect` reads left in the job's directory.
+
+use super::slurm::{self, ScriptOptions, SlurmError};
+use super::MANIFEST;
+use oslab_core::files::write_whole;
+use std::path::{Path, PathBuf};
+
+/// Where and how the suite runs on the cluster.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Request {
+    /// Slurm partition (default: the cluster's default partition).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "P"))]
+    pub partition: Option<String>,
+    /// Nodes: a Slurm hostlist ("n[01-16],gpu3") or "all" (every node of the partition).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "LIST|all", default_value = "all")
+    )]
+    pub nodes: String,
+    /// Share the nodes with other jobs (default: exclusive, so nothing else disturbs the numbers).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub shared: bool,
+    /// Directory on a file system every node sees; each job writes RESULTS/JOBID/node-NAME.json.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "DIR", default_value = "oslab-fleet")
+    )]
+    pub results: PathBuf,
+    /// How the nodes get this oslab binary: sbcast (copied to each node's /tmp) or shared (this
+    /// path is visible on every node).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = Stage::Sbcast))]
+    pub stage: Stage,
+    /// Slurm time limit, e.g. 30:00.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME"))]
+    pub time: Option<String>,
+}
+
+/// How the nodes get the oslab binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Stage {
+    /// Copied to each node's /tmp with sbcast.
+    Sbcast,
+    /// This path is visible on every node.
+    Shared,
+}
+
+/// Why a job was not submitted.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The request cannot be written as a batch script.
+    #[error("{0}")]
+    Invalid(String),
+    /// Slurm refused or is not here.
+    #[error(transparent)]
+    Slurm(#[from] SlurmError),
+    /// A file could not be written.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// A job ready to submit.
+#[derive(Debug)]
+pub struct Plan {
+    /// The batch script.
+    pub script: String,
+    /// The node names, when Slurm's clients could tell them.
+    pub names: Option<Vec<String>>,
+    /// The nodes as a hostlist.
+    pub nodelist: String,
+    /// Nodes of the partition left out, with their state.
+    pub skipped: Vec<(String, String)>,
+    /// Why the node list is left open in the script (a dry run where sinfo cannot answer).
+    pub open: Option<String>,
+    /// The results directory, absolute.
+    pub results: PathBuf,
+    binary: PathBuf,
+    run_args: Vec<String>,
+}
+
+/// What a dry run without Slurm's clients writes where the node list goes.
+const OPEN_NODELIST: &str = "NODES-FROM-SINFO";
+
+impl Request {
+    /// Checks the request and chooses the nodes; `dry_run` leaves the node list open where sinfo
+    /// cannot answer (a dry run needs no cluster).
+    pub fn plan(
+        &self,
+        binary: &Path,
+        run_args: &[String],
+        dry_run: bool,
+    ) -> Result<Plan, SubmitError> {
+        // Every value that goes into an #SBATCH line follows Slurm's syntax, or nothing is written.
+        let invalid = SubmitError::Invalid;
+        if let Some(p) = &self.partition {
+            slurm::check_partition(p).map_err(invalid)?;
+        }
+        if let Some(t) = &self.time {
+            slurm::check_time(t).map_err(invalid)?;
+        }
+        if self.nodes != "all" {
+            slurm::check_hostlist(&self.nodes).map_err(invalid)?;
+        }
+        let results = std::path::absolute(&self.results)
+            .map_err(|e| SubmitError::Io(format!("{}: {e}", self.results.display())))?;
+        if results.to_string_lossy().chars().any(char::is_whitespace) {
+            return Err(invalid(format!(
+                "--results {}: Slurm's #SBATCH --output cannot hold a path with spaces",
+                results.display()
+            )));
+        }
+        let mut plan = Plan {
+            script: String::new(),
+            names: None,
+            nodelist: self.nodes.clone(),
+            skipped: Vec::new(),
+            open: None,
+            results,
+            binary: binary.to_path_buf(),
+            run_args: run_args.to_vec(),
+        };
+        if self.nodes != "all" {
+            plan.names = slurm::hostnames(&self.nodes);
+        } else {
+            match slurm::partition_nodes(self.partition.as_deref()) {
+                Err(e) if dry_run => {
+                    plan.open = Some(e.to_string());
+                    plan.nodelist = OPEN_NODELIST.into();
+                }
+                Err(e) => return Err(e.into()),
+                Ok((ok, skipped)) if ok.is_empty() => {
+                    let states: Vec<String> =
+                        skipped.iter().map(|(n, s)| format!("{n} {s}")).collect();
+                    return Err(SubmitError::Slurm(SlurmError(format!(
+                        "no usable node in partition {} ({})",
+                        self.partition.as_deref().unwrap_or("(default)"),
+                        states.join(", ")
+                    ))));
+                }
+                Ok((ok, skipped)) => {
+                    plan.nodelist = ok.join(",");
+                    plan.names = Some(ok);
+                    plan.skipped = skipped;
+                }
+            }
+        }
+        plan.script = slurm::script(&ScriptOptions {
+            partition: self.partition.as_deref(),
+            nodelist: &plan.nodelist,
+            node_count: plan.names.as_ref().map(Vec::len),
+            exclusive: !self.shared,
+            time: self.time.as_deref(),
+            results: &plan.results,
+            binary: &plan.binary,
+            sbcast: self.stage == Stage::Sbcast,
+            run_args: &plan.run_args,
+        });
+        Ok(plan)
+    }
+}
+
+impl Plan {
+    /// Submits the script; writes the job's manifest into RESULTS/JOB and returns the job id
+    /// and that directory.
+    pub fn submit(&self) -> Result<(String, PathBuf), SubmitError> {
+        let io = |e: &dyn std::fmt::Display| SubmitError::Io(e.to_string());
+        let cannot = |p: &Path, e: std::io::Error| {
+            SubmitError::Io(format!("cannot create {}: {e}", p.display()))
+        };
+        std::fs::create_dir_all(&self.results).map_err(|e| cannot(&self.results, e))?;
+        let script_path = self.results.join(format!(
+            ".oslab-fleet-{}-{}.sbatch",
+            oslab_core::time::utc_now().replace(':', ""),
+            std::process::id()
+        ));
+        write_whole(&script_path, self.script.as_bytes()).map_err(|e| io(&e))?;
+        let submitted = slurm::submit(&script_path);
+        let _ = std::fs::remove_file(&script_path);
+        let job = submitted?;
+        let job_dir = self.results.join(&job);
+        std::fs::create_dir_all(&job_dir).map_err(|e| cannot(&job_dir, e))?;
+        let manifest = serde_json::json!({
+            "job": job,
+            "nodes": self.names.clone().unwrap_or_default(),
+            "nodelist": self.nodelist,
+            "run_args": self.run_args,
+            "submitted": oslab_core::time::utc_now(),
+            "binary": self.binary,
+            "script": self.script,
+        });
+        let text = serde_json::to_string_pretty(&manifest).map_err(|e| io(&e))?;
+        write_whole(&job_dir.join(MANIFEST), text.as_bytes()).map_err(|e| io(&e))?;
+        Ok((job, job_dir))
+    }
+}

@@ -177,6 +177,34 @@ fn ping_pong(a: usize, b: usize, budget: Budget) -> Result<Vec<f64>, ProbeError>
     })
 }
 
+/// The cpus whose pairs `oslab c2c` measures: the cpu list `list` (a list like "0-7,16" or
+/// "node:0"), else every cpu in `allowed`; at least two, all in `allowed`.
+pub fn chosen_cpus(
+    list: Option<&str>,
+    topology: &Topology,
+    allowed: &CpuSet,
+) -> Result<CpuSet, String> {
+    let cpus = match list {
+        Some(list) => CpuSet::parse(list, topology)
+            .map_err(|e| format!("--cpus {}: {e}", oslab_core::text::shortened(list, 60)))?,
+        None => allowed.clone(),
+    };
+    if let Some(outside) = cpus.iter().find(|&c| !allowed.contains(c)) {
+        return Err(format!(
+            "--cpus: cpu {outside} is not in our affinity mask ({})",
+            allowed.to_list()
+        ));
+    }
+    if cpus.len() < 2 {
+        return Err(format!(
+            "core-to-core latency needs two cpus; {} has {}",
+            cpus.to_list(),
+            cpus.len()
+        ));
+    }
+    Ok(cpus)
+}
+
 /// The pairs of `cpus` (each unordered pair once), or when there are more than `sample`, a
 /// sample of them: every distance class first (its nearest pairs), then evenly spaced others.
 pub fn pairs(

@@ -351,9 +351,22 @@ fn disk_of(dir: &Path) -> Result<(u64, bool), String> {
     Ok((s.f_bavail as u64 * s.f_bsize as u64, tmpfs))
 }
 
+/// Checks, before anything is measured, that the fault file `options` ask for fits in its
+/// directory (the default size follows `memory_max`, the suite's memory budget).
+pub fn check_request(options: &Options, memory_max: usize) -> Result<(), String> {
+    let dir = temp_dir(options);
+    if !dir.is_dir() {
+        return Err(format!("--temp-dir {}: not a directory", dir.display()));
+    }
+    let size = options
+        .file_size
+        .unwrap_or_else(|| default_file_size(memory_max));
+    check_space(&dir, size)
+}
+
 /// Checks that this user may write `dir` and that `size` bytes fit in it with 10% of its free
 /// space to spare.
-pub fn check_space(dir: &Path, size: u64) -> Result<(), String> {
+fn check_space(dir: &Path, size: u64) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     // SAFETY: a valid C string; access only reads it.

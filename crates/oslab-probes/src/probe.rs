@@ -96,15 +96,23 @@ pub struct Context<'a> {
 
 /// Probe parameters the user can set (`oslab run --file-size ... --temp-dir ...`).
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Options {
-    /// Size of the file the page-fault probe maps (default: from the memory budget and RAM).
+    /// Size of the file the page-fault probe maps, e.g. 2.8G, 512M (default: from RAM and the
+    /// memory budget).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SIZE", value_parser = oslab_core::units::parse_bytes))]
     pub file_size: Option<u64>,
-    /// Directory for that file (default: $TMPDIR, else /var/tmp).
+    /// Directory for that file (default: $TMPDIR, else /var/tmp); it is never left behind.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub temp_dir: Option<std::path::PathBuf>,
     /// An executable that runs `task-helper REQUEST` (the oslab binary): the minimal parent that
     /// process creation is timed from. None: timed from this process, and said so.
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub helper: Option<std::path::PathBuf>,
-    /// The memory as the user describes it (`--memory DDR5-4800x12`), for the bandwidth models.
+    /// The memory, for the bandwidth predictions where the firmware does not say: TYPE-RATExCHANNELS,
+    /// e.g. DDR5-4800x12 or DDR4-3200x2.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SPEC", env = "OSLAB_MEMORY",
+        value_parser = |s: &str| oslab_model::memory::MemorySpec::parse(s).map(|_| s.to_string())))]
     pub memory: Option<String>,
 }
 

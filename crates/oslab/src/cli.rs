@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use oslab_core::compare::DEFAULT_THRESHOLD;
-use oslab_core::units::{parse_bytes, parse_duration, parse_fraction, parse_share};
+use oslab_core::units::{parse_duration, parse_fraction, parse_share};
 use oslab_report::export::Format;
 use oslab_sched::cpuman::policy::PolicyOptions;
 use oslab_sched::cpuman::simulate;
@@ -45,7 +45,7 @@ pub enum Command {
     /// shuffles side by side.
     ShuffleEval(ShuffleEvalArgs),
     /// A built-in lock benchmark: T threads, K mutexes, thread i uses lock i mod K.
-    Lockbench(LockbenchArgs),
+    Lockbench(oslab_sched::shuffle::lockbench::Lockbench),
     /// A user-level CPU manager: malleable parallel jobs under native, equipartition or PDPA
     /// allocation, with page migration; workloads, live runs, comparisons.
     Cpuman(CpumanArgs),
@@ -131,17 +131,9 @@ pub struct RunArgs {
     /// Do not raise the measuring thread to SCHED_FIFO even when permitted.
     #[arg(long)]
     pub no_rt: bool,
-    /// Size of the file the page-fault probe maps, e.g. 2.8G, 512M (default: from RAM and the
-    /// memory budget).
-    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
-    pub file_size: Option<u64>,
-    /// Directory for that file (default: $TMPDIR, else /var/tmp); it is never left behind.
-    #[arg(long, value_name = "DIR")]
-    pub temp_dir: Option<PathBuf>,
-    /// The memory, for the bandwidth predictions where the firmware does not say: TYPE-RATExCHANNELS,
-    /// e.g. DDR5-4800x12 or DDR4-3200x2.
-    #[arg(long, value_name = "SPEC", env = "OSLAB_MEMORY", value_parser = parse_memory)]
-    pub memory: Option<String>,
+    /// The page-fault file and the memory's description.
+    #[command(flatten)]
+    pub options: oslab_probes::Options,
     /// Measure every probe N times, interleaved (each probe once, then each again, ...): the
     /// independent repetitions `oslab compare` needs to judge a difference (3 or more).
     #[arg(long, value_name = "N", default_value_t = 1,
@@ -181,9 +173,7 @@ impl From<NumaArgs> for RunArgs {
             cpu: None,
             peer_cpu: None,
             no_rt: false,
-            file_size: None,
-            temp_dir: None,
-            memory: None,
+            options: Default::default(),
             repeat: 1,
             tag: Vec::new(),
             json: a.json,
@@ -472,26 +462,6 @@ pub struct ShuffleEvalArgs {
     pub command: Vec<String>,
 }
 
-/// `oslab lockbench`.
-#[derive(Debug, Args)]
-pub struct LockbenchArgs {
-    /// Threads.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub threads: u64,
-    /// Mutexes (1 = a single hot lock).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub locks: u64,
-    /// Work inside the lock per acquisition, in microseconds.
-    #[arg(long, default_value_t = 2.0)]
-    pub critical_us: f64,
-    /// Work outside the lock per acquisition, in microseconds.
-    #[arg(long, default_value_t = 2.0)]
-    pub noncritical_us: f64,
-    /// Acquisitions per thread (a fixed amount of work, so time is the result).
-    #[arg(long, default_value_t = 20000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub iterations: u64,
-}
-
 /// `oslab runs`.
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -546,10 +516,6 @@ pub enum CpumanCommand {
 }
 
 /// `key=value`, both non-empty, the key without spaces or ':'.
-fn parse_memory(s: &str) -> Result<String, String> {
-    oslab_model::memory::MemorySpec::parse(s).map(|_| s.to_string())
-}
-
 fn parse_tag(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v))
@@ -610,25 +576,11 @@ pub struct CpumanSimulateArgs {
 /// `oslab cpuman workload`.
 #[derive(Debug, Args)]
 pub struct CpumanWorkloadArgs {
-    /// The mix: W1, W2, W3 or W4.
-    #[arg(long, value_name = "W")]
-    pub mix: String,
-    /// Load in percent.
-    #[arg(long, value_name = "PCT", default_value_t = 100.0)]
-    pub load: f64,
-    /// Jobs.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=10000000))]
-    pub jobs: u64,
+    #[command(flatten)]
+    pub generate: oslab_sched::cpuman::workload::Generate,
     /// Processors of the machine it is for (default: the cpus we may use here).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1048576))]
     pub cpus: Option<u64>,
-    /// Factor on the paper's sequential times.
-    #[arg(long, default_value_t = 0.01)]
-    pub time_scale: f64,
-    /// Number of the random stream that orders the kinds and times the arrivals (the same number
-    /// gives the same workload).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub seed: u64,
     /// Output file (default: stdout).
     #[arg(short, long, value_name = "FILE.swf")]
     pub output: Option<PathBuf>,

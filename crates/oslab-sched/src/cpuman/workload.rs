@@ -35,18 +35,30 @@ pub struct JobSpec {
 
 /// What to generate.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Generate {
-    /// W1..W4.
+    /// The mix: W1, W2, W3 or W4.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "W"))]
     pub mix: String,
     /// Load in percent (60, 80, 100 in the paper).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "PCT", default_value_t = 100.0)
+    )]
     pub load: f64,
-    /// Number of jobs.
+    /// Jobs.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 8,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10000000)))]
     pub jobs: usize,
-    /// Processors of the machine it is for.
+    /// Processors of the machine it is for (a command line says it apart, or takes this one's).
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub cpus: usize,
     /// Factor on the paper's sequential times (0.01: swim 2.1 s).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.01))]
     pub time_scale: f64,
-    /// Number of the random stream that orders the kinds and times the arrivals.
+    /// Number of the random stream that orders the kinds and times the arrivals (the same number
+    /// gives the same workload).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 1))]
     pub seed: u64,
 }
 

@@ -38,13 +38,47 @@ pub enum Score {
     PerfBenchOps,
 }
 
-/// The built-in and external workloads for `threads` threads and `domains` cache domains; the
-/// external ones only where their program is installed (`Err(name, why)` otherwise).
-pub fn workloads(
+/// A workload to evaluate, or its name and why it cannot run here.
+pub type Candidate = Result<Workload, (String, String)>;
+
+/// What `oslab shuffle-eval` evaluates: `command` when one is given, else the built-in and
+/// installed workloads ([`workloads`]), kept to those `names` names when any are given.
+pub fn chosen(
     oslab: &str,
     threads: usize,
     domains: usize,
-) -> Vec<Result<Workload, (String, String)>> {
+    command: &[String],
+    names: &[String],
+) -> Result<Vec<Candidate>, String> {
+    if !command.is_empty() {
+        return Ok(vec![Ok(Workload {
+            name: "command".into(),
+            argv: command.to_vec(),
+            score: Score::Wall,
+            note: None,
+        })]);
+    }
+    let mut list = workloads(oslab, threads, domains);
+    let name = |w: &Candidate| match w {
+        Ok(w) => w.name.clone(),
+        Err((n, _)) => n.clone(),
+    };
+    let known: Vec<String> = list.iter().map(name).collect();
+    if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
+        return Err(format!(
+            "no workload {unknown:?}; known: {}",
+            known.join(", ")
+        ));
+    }
+    if !names.is_empty() {
+        list.retain(|w| names.contains(&name(w)));
+    }
+    Ok(list)
+}
+
+/// The built-in and external workloads for `threads` threads and `domains` cache domains; the
+/// external ones only where their program is installed (`Err(name, why)` otherwise).
+pub fn workloads(oslab: &str, threads: usize, domains: usize) -> Vec<Candidate> {
     let t = threads.to_string();
     let w = |name: &str, argv: Vec<String>, score| {
         Workload {
@@ -233,7 +267,7 @@ pub fn run_once(
 #[derive(Debug, Clone)]
 pub struct Request {
     /// The workloads (`Err(name, why)`: one that cannot run here, reported as skipped).
-    pub workloads: Vec<Result<Workload, (String, String)>>,
+    pub workloads: Vec<Candidate>,
     /// The cache domains threads are regrouped into.
     pub domains: Vec<Vec<usize>>,
     /// Pairs of runs (without, with) per workload.

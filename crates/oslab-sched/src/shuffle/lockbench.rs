@@ -5,19 +5,40 @@
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-/// The benchmark's shape.
+/// The benchmark's shape: T threads, K mutexes, thread i uses lock i mod K.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Lockbench {
     /// Threads.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096)))]
     pub threads: usize,
-    /// Mutexes (1: one hot lock).
+    /// Mutexes (1 = a single hot lock).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 2,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096)))]
     pub locks: usize,
-    /// Work inside the lock per acquisition.
+    /// Work inside the lock per acquisition, in microseconds.
+    #[cfg_attr(feature = "clap", arg(long = "critical-us", value_name = "CRITICAL_US",
+        default_value = "2", value_parser = micros))]
     pub critical: Duration,
-    /// Work outside it.
+    /// Work outside the lock per acquisition, in microseconds.
+    #[cfg_attr(feature = "clap", arg(long = "noncritical-us", value_name = "NONCRITICAL_US",
+        default_value = "2", value_parser = micros))]
     pub noncritical: Duration,
-    /// Acquisitions per thread.
+    /// Acquisitions per thread (a fixed amount of work, so time is the result).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 20000,
+        value_parser = clap::value_parser!(u64).range(1..)))]
     pub iterations: u64,
+}
+
+/// A number of microseconds, not negative.
+#[cfg(feature = "clap")]
+fn micros(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|v| Duration::from_secs_f64(v / 1e6))
+        .ok_or_else(|| format!("{s:?}: a non-negative number of microseconds"))
 }
 
 /// Spins for about `d`, touching `data` so the lock's cache line and its data move with it.

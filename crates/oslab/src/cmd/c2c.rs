@@ -4,7 +4,6 @@
 use super::session::Session;
 use crate::cli::C2cArgs;
 use crate::error::usage;
-use oslab_core::CpuSet;
 use oslab_probes::c2c::{self, Budget};
 use oslab_probes::HarnessConfig;
 use std::process::ExitCode;
@@ -12,36 +11,8 @@ use std::process::ExitCode;
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::open(args.quick, None, None, &args.store)?;
     let topology = session.machine.topology.clone();
-    let cpus = match &args.cpus {
-        Some(list) => {
-            let asked = CpuSet::parse(list, &topology).map_err(|e| {
-                usage(format!(
-                    "--cpus {}: {e}",
-                    oslab_core::text::shortened(list, 60)
-                ))
-            })?;
-            let outside: Vec<usize> = asked
-                .iter()
-                .filter(|&c| !session.allowed.contains(c))
-                .collect();
-            if !outside.is_empty() {
-                return Err(usage(format!(
-                    "--cpus: cpu {} is not in our affinity mask ({})",
-                    outside[0],
-                    session.allowed.to_list()
-                )));
-            }
-            asked
-        }
-        None => session.allowed.clone(),
-    };
-    if cpus.len() < 2 {
-        return Err(usage(format!(
-            "core-to-core latency needs two cpus; {} has {}",
-            cpus.to_list(),
-            cpus.len()
-        )));
-    }
+    let cpus =
+        c2c::chosen_cpus(args.cpus.as_deref(), &topology, &session.allowed).map_err(usage)?;
     let (pairs, total) = c2c::pairs(&topology, &cpus, args.sample.map(|n| n as usize));
     let budget = Budget::of(&HarnessConfig::suite(args.quick));
     let seconds = pairs.len() as f64 * budget.time.as_secs_f64().max(0.01);

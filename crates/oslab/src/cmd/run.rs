@@ -10,15 +10,14 @@ use std::process::ExitCode;
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Everything that can be wrong with the request is checked before anything is measured.
     let probes = registry::select(&args.probes).map_err(usage)?;
+    // Process creation is timed from a fresh oslab, not from this one after its probes.
     let options = Options {
-        file_size: args.file_size,
-        temp_dir: args.temp_dir.clone(),
-        // Process creation is timed from a fresh oslab, not from this one after its probes.
         helper: std::env::current_exe().ok(),
-        memory: args.memory.clone(),
+        ..args.options.clone()
     };
     if probes.iter().any(|p| p.id == "faults.file") {
-        check_fault_file(&options, args.quick)?;
+        let memory_max = HarnessConfig::suite(args.quick).memory_max;
+        faults::check_request(&options, memory_max).map_err(usage)?;
     }
     let mut session = Session::open(
         args.quick,
@@ -69,20 +68,4 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.json,
         None,
     )
-}
-
-/// The page-fault file must fit in its directory: refuse before measuring anything.
-fn check_fault_file(options: &Options, quick: bool) -> anyhow::Result<()> {
-    let dir = faults::temp_dir(options);
-    if !dir.is_dir() {
-        return Err(usage(format!(
-            "--temp-dir {}: not a directory",
-            dir.display()
-        )));
-    }
-    let memory_max = HarnessConfig::suite(quick).memory_max;
-    let size = options
-        .file_size
-        .unwrap_or_else(|| faults::default_file_size(memory_max));
-    faults::check_space(&dir, size).map_err(usage)
 }

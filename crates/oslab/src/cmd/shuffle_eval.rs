@@ -6,7 +6,7 @@ use crate::cli::ShuffleEvalArgs;
 use crate::error::usage;
 use oslab_core::signals;
 use oslab_sched::shuffle::domains;
-use oslab_sched::shuffle::eval::{self, Request, Score, Workload};
+use oslab_sched::shuffle::eval::{self, Request};
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
@@ -16,30 +16,8 @@ pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
         .threads
         .map_or(2 * session.allowed.len(), |t| t as usize);
     let me = std::env::current_exe()?.to_string_lossy().to_string();
-    let mut list = if args.command.is_empty() {
-        eval::workloads(&me, threads, doms.len())
-    } else {
-        vec![Ok(Workload {
-            name: "command".into(),
-            argv: args.command.clone(),
-            score: Score::Wall,
-            note: None,
-        })]
-    };
-    let name = |w: &Result<Workload, (String, String)>| match w {
-        Ok(w) => w.name.clone(),
-        Err((n, _)) => n.clone(),
-    };
-    if !args.workload.is_empty() {
-        let names: Vec<String> = list.iter().map(name).collect();
-        if let Some(unknown) = args.workload.iter().find(|w| !names.contains(w)) {
-            return Err(usage(format!(
-                "no workload {unknown:?}; known: {}",
-                names.join(", ")
-            )));
-        }
-        list.retain(|w| args.workload.contains(&name(w)));
-    }
+    let list =
+        eval::chosen(&me, threads, doms.len(), &args.command, &args.workload).map_err(usage)?;
     let req = Request {
         workloads: list,
         domains: doms,

@@ -83,14 +83,7 @@ fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
         Some(c) => c as usize,
         None => oslab_core::affinity::get_affinity(0)?.len(),
     };
-    let g = Generate {
-        mix: a.mix.clone(),
-        load: a.load,
-        jobs: a.jobs as usize,
-        cpus,
-        time_scale: a.time_scale,
-        seed: a.seed,
-    };
+    let g = Generate { cpus, ..a.generate };
     let jobs = workload::generate(&g).map_err(usage)?;
     let mut bytes = Vec::new();
     swf::write(&mut bytes, cpus, &workload::note(&g), &jobs)?;

@@ -93,6 +93,16 @@ pub struct TaskHelperArgs {
     pub request: String,
 }
 
+/// How a command prints what it did (text, or JSON for programs), and its store.
+#[derive(Debug, Args, Clone)]
+pub struct Output {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: Location,
+}
+
 /// `oslab info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
@@ -143,12 +153,8 @@ pub struct RunArgs {
     /// takes every run so labelled as one side.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_tag)]
     pub tag: Vec<(String, String)>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab numa`.
@@ -157,12 +163,8 @@ pub struct NumaArgs {
     /// Shorter budgets and smaller arrays.
     #[arg(long)]
     pub quick: bool,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 impl From<NumaArgs> for RunArgs {
@@ -176,8 +178,7 @@ impl From<NumaArgs> for RunArgs {
             options: Default::default(),
             repeat: 1,
             tag: Vec::new(),
-            json: a.json,
-            store: a.store,
+            out: a.out,
         }
     }
 }
@@ -196,12 +197,8 @@ pub struct C2cArgs {
     /// Shorter budgets per pair.
     #[arg(long)]
     pub quick: bool,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab activity`.
@@ -221,12 +218,8 @@ pub struct ActivityArgs {
     /// Do not raise the loop to SCHED_FIFO even when permitted.
     #[arg(long)]
     pub no_rt: bool,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab timeslice`.
@@ -240,12 +233,8 @@ pub struct TimesliceArgs {
     /// Also write the schedule as Chrome trace-event JSON (one track per process).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab migrate`.
@@ -253,12 +242,8 @@ pub struct TimesliceArgs {
 pub struct MigrateArgs {
     #[command(flatten)]
     pub options: oslab_probes::migration::experiment::Options,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab report`.
@@ -320,12 +305,8 @@ pub struct CompareArgs {
     /// beyond the threshold).
     #[arg(long)]
     pub all: bool,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// The store.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab export`.
@@ -354,12 +335,8 @@ pub struct ImportArgs {
     /// oslab.run/1 JSON files (from `oslab export`). All are checked before any is stored.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// Print what was imported as JSON on standard output.
-    #[arg(long)]
-    pub json: bool,
-    /// The store.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab shuffle`.
@@ -386,12 +363,8 @@ pub struct ShuffleArgs {
     /// Measure and decide, but never move a thread (to measure the daemon's own cost).
     #[arg(long)]
     pub monitor_only: bool,
-    /// Print JSON instead of tables at the end.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
     /// A command to start and watch (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -412,12 +385,8 @@ pub struct ShuffleSimulateArgs {
     /// The machine, workloads, daemon and costs.
     #[command(flatten)]
     pub request: oslab_sched::shuffle::study::Request,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// How the shuffler measures lock waits and when it acts (shared by shuffle and shuffle-eval).
@@ -451,12 +420,8 @@ pub struct ShuffleEvalArgs {
     /// Threshold and lock-wait method of the daemon.
     #[command(flatten)]
     pub locks: LockWaitArgs,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the run.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
     /// Evaluate this command instead (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -465,12 +430,8 @@ pub struct ShuffleEvalArgs {
 /// `oslab runs`.
 #[derive(Debug, Args)]
 pub struct RunsArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// The store.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab show`.
@@ -479,15 +440,11 @@ pub struct ShowArgs {
     /// Run id, or 'latest'.
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
     /// Include raw samples in the JSON.
     #[arg(long, requires = "json")]
     pub samples: bool,
-    /// The store.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab cpuman`.
@@ -554,11 +511,8 @@ pub struct CpumanRunArgs {
     /// Also write the timeline as Paraver files BASE.prv, BASE.pcf and BASE.row.
     #[arg(long, value_name = "BASE")]
     pub paraver: Option<PathBuf>,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab cpuman simulate`.
@@ -566,11 +520,8 @@ pub struct CpumanRunArgs {
 pub struct CpumanSimulateArgs {
     #[command(flatten)]
     pub request: simulate::Request,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab cpuman workload`.
@@ -592,11 +543,8 @@ pub struct CpumanCompareArgs {
     /// Stored runs of `cpuman run` (or `cpuman simulate`): ids or 'latest'.
     #[arg(required = true, num_args = 1..)]
     pub runs: Vec<String>,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab cpuman job` (internal).
@@ -660,12 +608,8 @@ pub struct FleetCollectArgs {
     /// A job's results directory (RESULTS/JOBID), or RESULTS itself for every job in it.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// Print what was collected as JSON on standard output.
-    #[arg(long)]
-    pub json: bool,
-    /// Where to store the runs.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab fleet summary`.
@@ -674,15 +618,11 @@ pub struct FleetSummaryArgs {
     /// The Slurm job id.
     #[arg(value_name = "JOB")]
     pub job: String,
-    /// Print JSON instead of tables.
-    #[arg(long)]
-    pub json: bool,
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
     #[arg(long)]
     pub all: bool,
-    /// Where the runs are stored.
     #[command(flatten)]
-    pub store: Location,
+    pub out: Output,
 }
 
 /// `oslab fleet task` (internal).

@@ -13,7 +13,7 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
         false,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         None,
-        &args.store,
+        &args.out,
     )?;
     let clock = session.machine.clock().clone();
     let threshold =
@@ -58,5 +58,5 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
             irqs.join(", ")
         }
     );
-    session.finish(&ms, &timeline, interrupted, args.json, Some(extra))
+    session.finish(&ms, &timeline, interrupted, Some(extra))
 }

@@ -9,7 +9,7 @@ use oslab_probes::HarnessConfig;
 use std::process::ExitCode;
 
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(args.quick, None, None, &args.store)?;
+    let mut session = Session::open(args.quick, None, None, &args.out)?;
     let topology = session.machine.topology.clone();
     let cpus =
         c2c::chosen_cpus(args.cpus.as_deref(), &topology, &session.allowed).map_err(usage)?;
@@ -29,5 +29,5 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let spec = oslab_model::Spec::read(&session.machine.fingerprint, session.cpu, None);
     oslab_model::predict(&spec, &mut measured);
     let text = oslab_report::c2c::text(&measured, total);
-    session.finish(&measured, &[], interrupted, args.json, Some(text))
+    session.finish(&measured, &[], interrupted, Some(text))
 }

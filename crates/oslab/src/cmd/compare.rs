@@ -17,10 +17,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             ))
         }
     };
-    let store = args.store.open_to_read()?;
+    let store = args.out.store.open_to_read()?;
     let sides = Sides::load(&store, sets, args.history.as_ref(), args.no_history)?;
     let comparisons = sides.comparisons(args.threshold);
-    if args.json {
+    if args.out.json {
         print_json(&serde_json::json!({
             "schema": "oslab.compare/2",
             "threshold": args.threshold,

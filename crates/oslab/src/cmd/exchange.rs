@@ -98,7 +98,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         .map(|p| exchange::read_file(p, Links::Follow).map(|d| (p, d)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was imported."))?;
-    let mut store = args.store.open()?;
+    let mut store = args.out.store.open()?;
     let mut imported = Vec::new();
     for (path, doc) in docs {
         let from = doc.run.id;
@@ -120,7 +120,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             from.map_or("?".into(), |i| i.to_string())
         );
     }
-    if args.json {
+    if args.out.json {
         print_json(&serde_json::json!({"imported": imported}))?;
     }
     Ok(ExitCode::SUCCESS)

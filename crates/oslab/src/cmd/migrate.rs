@@ -21,7 +21,7 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         false,
         Some(("--from", &from)),
         o.to.as_deref().map(|t| ("--to", t)),
-        &args.store,
+        &args.out,
     )?;
     let a = session.cpu;
     let b = match (o.to.as_ref(), session.peer_cpu) {
@@ -60,7 +60,6 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         &outcome.measurements,
         &[],
         outcome.interrupted,
-        args.json,
         Some(oslab_report::table::doc(&outcome.doc)),
     )
 }

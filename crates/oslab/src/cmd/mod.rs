@@ -64,12 +64,12 @@ fn task_helper(args: crate::cli::TaskHelperArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints JSON, pretty.
+/// Prints JSON, pretty (a closed pipe reported as [`print_text`] reports it).
 pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, v)?;
-    writeln!(out)?;
+    let mut text = serde_json::to_vec_pretty(v)?;
+    text.push(b'\n');
+    std::io::stdout().lock().write_all(&text)?;
     Ok(())
 }
 

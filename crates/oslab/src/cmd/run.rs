@@ -23,7 +23,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.quick,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
-        &args.store,
+        &args.out,
     )?;
     for (k, v) in &args.tag {
         session.tag(k, v);
@@ -61,11 +61,5 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             outcome.not_retried.join(", ")
         );
     }
-    session.finish(
-        &outcome.measurements,
-        &[],
-        outcome.interrupted,
-        args.json,
-        None,
-    )
+    session.finish(&outcome.measurements, &[], outcome.interrupted, None)
 }

@@ -3,13 +3,13 @@
 //! measured; at the end the run is stored (or kept in a file to import) and printed.
 
 use super::{print_json, print_text};
+use crate::cli::Output;
 use crate::error::usage;
 use oslab_core::model::{Measurement, TimelineEvent};
 use oslab_core::placement::Named;
 use oslab_core::signals;
 use oslab_probes::session::{self, Placement, SessionError};
 use oslab_store::exchange::RunDocument;
-use oslab_store::Location;
 use oslab_store::{Program, Recorder};
 use std::cell::Cell;
 use std::process::ExitCode;
@@ -22,6 +22,8 @@ pub struct Session {
     append_failed: Cell<bool>,
     /// A simulation: see [`Session::simulation`].
     simulated: bool,
+    /// Print JSON rather than text.
+    json: bool,
 }
 
 impl std::ops::Deref for Session {
@@ -50,19 +52,20 @@ impl Session {
         quick: bool,
         cpu: Option<Named>,
         peer: Option<Named>,
-        store: &Location,
+        out: &Output,
     ) -> anyhow::Result<Session> {
         let inner = session::Session::open(quick, cpu, peer).map_err(|e| match e {
             SessionError::Misplaced(m) => usage(m.0),
             other => other.into(),
         })?;
-        let recorder = Recorder::new(store.open()?, program(), quick);
+        let recorder = Recorder::new(out.store.open()?, program(), quick);
         signals::install();
         Ok(Session {
             inner,
             recorder,
             append_failed: Cell::new(false),
             simulated: false,
+            json: out.json,
         })
     }
 
@@ -123,7 +126,6 @@ impl Session {
         measurements: &[Measurement],
         timeline: &[TimelineEvent],
         interrupted: bool,
-        json: bool,
         extra: Option<String>,
     ) -> anyhow::Result<ExitCode> {
         let saved =
@@ -135,7 +137,7 @@ impl Session {
         };
         let mut shown = measurements.to_vec();
         shown.iter_mut().for_each(|m| m.samples = None);
-        if json {
+        if self.json {
             print_json(&RunDocument::new(record.clone(), shown, timeline.to_vec()))?;
         } else {
             if !self.simulated {

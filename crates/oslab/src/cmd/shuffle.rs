@@ -21,7 +21,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
             other => anyhow::anyhow!("{other}"),
         })?;
     }
-    let mut session = Session::open(false, None, None, &args.store)?;
+    let mut session = Session::open(false, None, None, &args.out)?;
     let mut child = None;
     let pid = match args.pid {
         Some(p) => p,
@@ -30,7 +30,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
             cmd.args(&args.command[1..]);
             // The command we started (and pinned) dies with us, even if we are killed.
             oslab_core::signals::die_with_parent(&mut cmd);
-            if args.json {
+            if args.out.json {
                 // Our standard output carries the JSON: the command's goes to standard error.
                 use std::os::fd::AsFd;
                 cmd.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
@@ -86,21 +86,15 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     };
     let ms = summary.measurements(&setting);
     let text = summary.text(&setting);
-    session.finish(&ms, &timeline, interrupted, args.json, Some(text))
+    session.finish(&ms, &timeline, interrupted, Some(text))
 }
 
 /// `oslab shuffle simulate`: the study on a simulated machine, stored as a run.
 fn simulate(a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(true, None, None, &a.store)?.simulation();
+    let mut session = Session::open(true, None, None, &a.out)?.simulation();
     let t = std::time::Instant::now();
     let study = shuffle::study::study(&a.request, &signals::interrupted);
     eprintln!("simulated in {:.1} s", t.elapsed().as_secs_f64());
     let text = oslab_report::table::doc(&study.doc());
-    session.finish(
-        &study.measurements(),
-        &[],
-        study.interrupted,
-        a.json,
-        Some(text),
-    )
+    session.finish(&study.measurements(), &[], study.interrupted, Some(text))
 }

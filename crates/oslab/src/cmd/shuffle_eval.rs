@@ -10,7 +10,7 @@ use oslab_sched::shuffle::eval::{self, Request};
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(false, None, None, &args.store)?;
+    let mut session = Session::open(false, None, None, &args.out)?;
     let doms = domains(&session.machine.topology, &session.allowed);
     let threads = args
         .threads
@@ -28,5 +28,5 @@ pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
     };
     let e = eval::evaluate(&req, &signals::interrupted, &mut |l| eprintln!("{l}"));
     let text = format!("{threads} threads per workload; {}", e.text);
-    session.finish(&e.measurements, &[], e.interrupted, args.json, Some(text))
+    session.finish(&e.measurements, &[], e.interrupted, Some(text))
 }

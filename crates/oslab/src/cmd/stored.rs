@@ -8,9 +8,9 @@ use oslab_store::RunRef;
 use std::process::ExitCode;
 
 pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let store = args.store.open_to_read()?;
+    let store = args.out.store.open_to_read()?;
     let runs = store.runs()?;
-    if args.json {
+    if args.out.json {
         print_json(&runs)?;
     } else if runs.is_empty() {
         print_text(&format!(
@@ -25,12 +25,12 @@ pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let run: RunRef = args.run.parse().map_err(usage)?;
-    let store = args.store.open_to_read()?;
+    let store = args.out.store.open_to_read()?;
     let (record, mut ms) = store.load_run(&run)?;
     if !args.samples {
         ms.iter_mut().for_each(|m| m.samples = None);
     }
-    if args.json {
+    if args.out.json {
         let timeline = store.load_timeline(&run)?;
         print_json(&RunDocument::new(record, ms, timeline))?;
     } else {

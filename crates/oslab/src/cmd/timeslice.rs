@@ -22,7 +22,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         false,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         None,
-        &args.store,
+        &args.out,
     )?;
     let clock = session.machine.clock().clone();
     let threshold = Threshold::from_arg(o.threshold.as_deref(), &clock).map_err(usage)?;
@@ -55,5 +55,5 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let text = oslab_report::table::doc(&doc);
-    session.finish(&measurements, &timeline, interrupted, args.json, Some(text))
+    session.finish(&measurements, &timeline, interrupted, Some(text))
 }

@@ -19,7 +19,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     if args.policy.migration == PageMigration::Kernel {
         BalancingGuard::check().map_err(usage)?;
     }
-    let mut session = Session::open(true, None, None, &args.store)?;
+    let mut session = Session::open(true, None, None, &args.out)?;
     let topo = &session.machine.topology;
     let order = mapping::managed(topo, &session.allowed, args.cpus.as_deref()).map_err(usage)?;
     let p = order.len();
@@ -79,7 +79,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
         write_paraver(base, &outcome, &session.machine.fingerprint.hostname, p)?;
     }
     let ms = outcome.measurements();
-    session.finish(&ms, &outcome.timeline, interrupted, args.json, Some(text))
+    session.finish(&ms, &outcome.timeline, interrupted, Some(text))
 }
 
 fn write_paraver(

@@ -51,9 +51,9 @@ fn speedups(run: Option<&str>, store: &Location) -> anyhow::Result<Speedups> {
 
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let r = &a.request;
-    let speedups = speedups(r.speedups.as_deref(), &a.store)?;
+    let speedups = speedups(r.speedups.as_deref(), &a.out.store)?;
     eprintln!("{}", speedups.describe());
-    let mut session = Session::open(true, None, None, &a.store)?;
+    let mut session = Session::open(true, None, None, &a.out)?;
     let (cpus, from) = r.cpus().map_err(usage)?;
     if let Some(from) = from {
         eprintln!("{cpus} cpus: {from}");
@@ -75,7 +75,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let ms = outcome.measurements();
     let interrupted = oslab_core::signals::interrupted();
     let text = doc(&outcome.doc());
-    session.finish(&ms, &outcome.timeline, interrupted, a.json, Some(text))
+    session.finish(&ms, &outcome.timeline, interrupted, Some(text))
 }
 
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
@@ -106,7 +106,7 @@ fn job_process(a: CpumanJobArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
-    let store = a.store.open_to_read()?;
+    let store = a.out.store.open_to_read()?;
     let mut runs = Vec::new();
     for r in &a.runs {
         let run: RunRef = r.parse().map_err(usage)?;
@@ -119,7 +119,7 @@ fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
         })?);
     }
     let ratios = compare::migration_ratios(&runs);
-    if !a.json {
+    if !a.out.json {
         print_text(&doc(&compare::doc(&runs, &ratios)))?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -17,7 +17,7 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
                 .collect::<Result<Vec<_>, _>>()
         })
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was collected."))?;
-    let mut store = args.store.open()?;
+    let mut store = args.out.store.open()?;
     let mut collected = Vec::new();
     for j in jobs {
         let c = fleet::collect(&mut store, &j)?;
@@ -59,7 +59,7 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if args.json {
+    if args.out.json {
         print_json(&serde_json::json!({"jobs": collected}))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -8,7 +8,7 @@ use oslab_store::fleet::{self, summarize};
 use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
-    let store = args.store.open_to_read()?;
+    let store = args.out.store.open_to_read()?;
     let runs = fleet::node_runs(&store, &args.job)?;
     if runs.is_empty() {
         return Err(usage(format!(
@@ -19,7 +19,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let s = summarize(&runs);
-    if args.json {
+    if args.out.json {
         print_json(&s)?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -4,7 +4,10 @@
 //! both go through [`exporter`]; a new format is one more implementation here.
 
 use crate::{html, paraver, trace};
+use oslab_core::files::{write_whole, FileError};
 use oslab_store::exchange::{self, RunDocument};
+use std::io::Write;
+use std::path::Path;
 
 /// The formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +56,65 @@ impl File {
             bytes: bytes.into(),
         }
     }
+}
+
+/// Why an export's files were not written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The output named cannot take them (no such directory; several files and no name).
+    #[error("{0}")]
+    Misplaced(String),
+    /// A file could not be written.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// Standard output could not be written (a closed pipe, say).
+    #[error(transparent)]
+    Stdout(std::io::Error),
+}
+
+/// Writes an export's files: the main one to `output` (to `stdout` when none), the others next
+/// to it. A missing directory is refused, as the store's location refuses one: a mistyped path
+/// must not leave directories behind.
+pub fn write(
+    files: &[File],
+    output: Option<&Path>,
+    stdout: &mut dyn Write,
+) -> Result<(), WriteError> {
+    if let Some(dir) = output
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        return Err(WriteError::Misplaced(format!(
+            "{}: no such directory (create it first)",
+            dir.display()
+        )));
+    }
+    for f in files {
+        let path = match (&f.place, output) {
+            (Place::Main, None) => {
+                let end: &[u8] = if f.bytes.ends_with(b"\n") { b"" } else { b"\n" };
+                stdout
+                    .write_all(&f.bytes)
+                    .and_then(|_| stdout.write_all(end))
+                    .map_err(WriteError::Stdout)?;
+                continue;
+            }
+            (Place::Main, Some(p)) => p.to_path_buf(),
+            (Place::Extension(ext), Some(p)) => p.with_extension(ext),
+            (Place::Beside(name), Some(p)) => p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join(name),
+            (_, None) => {
+                return Err(WriteError::Misplaced(
+                    "this format writes several files: give -o BASE".into(),
+                ))
+            }
+        };
+        write_whole(&path, &f.bytes)?;
+    }
+    Ok(())
 }
 
 /// A way to write a run.

@@ -4,6 +4,16 @@
 use oslab_core::model::TimelineEvent;
 use serde_json::{json, Value};
 
+/// Writes the trace of `events`, titled `name`, to `path` (whole or not at all).
+pub fn write(
+    path: &std::path::Path,
+    name: &str,
+    events: &[TimelineEvent],
+) -> Result<(), oslab_core::files::FileError> {
+    let bytes = chrome_trace(name, events).to_string();
+    oslab_core::files::write_whole(path, bytes.as_bytes())
+}
+
 /// The trace document for `events`, titled `name`.
 pub fn chrome_trace(name: &str, events: &[TimelineEvent]) -> Value {
     let mut tracks: Vec<&str> = Vec::new();

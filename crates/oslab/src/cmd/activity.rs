@@ -33,9 +33,7 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
     let cx = session.context(&harness, &options);
     let ms = activity::summarise(&cx, "activity", &rec, &threshold, None);
     if let Some(path) = &args.trace {
-        let doc = oslab_report::trace::chrome_trace(&format!("oslab activity, {track}"), &timeline);
-        std::fs::write(path, serde_json::to_vec(&doc)?)
-            .map_err(|e| anyhow::anyhow!("cannot write the trace to {}: {e}", path.display()))?;
+        oslab_report::trace::write(path, &format!("oslab activity, {track}"), &timeline)?;
         eprintln!(
             "timeline written to {} (open it in https://ui.perfetto.dev)",
             path.display()

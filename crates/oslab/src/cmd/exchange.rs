@@ -3,11 +3,10 @@
 use super::print_json;
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
-use oslab_core::files::{write_whole, Links};
-use oslab_report::export::{self, File, Format, Place};
+use oslab_core::files::Links;
+use oslab_report::export::{self, File, Format, WriteError};
 use oslab_store::exchange::{self, RunDocument};
 use oslab_store::RunRef;
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -53,40 +52,14 @@ pub fn exported(
     Ok((doc, files))
 }
 
-/// Writes an export's files: the main one to `output` (standard output when none), the others
-/// next to it. A missing directory is refused, as `--db` refuses one: a mistyped path must not
-/// leave directories behind.
+/// Writes an export's files ([`export::write`]), the main one to standard output when no
+/// output is named.
 pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<ExitCode> {
-    if let Some(dir) = output
-        .and_then(Path::parent)
-        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
-    {
-        return Err(usage(format!(
-            "{}: no such directory (create it first)",
-            dir.display()
-        )));
-    }
-    for f in files {
-        let path = match (&f.place, output) {
-            (Place::Main, None) => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(&f.bytes)?;
-                if !f.bytes.ends_with(b"\n") {
-                    out.write_all(b"\n")?;
-                }
-                continue;
-            }
-            (Place::Main, Some(p)) => p.to_path_buf(),
-            (Place::Extension(ext), Some(p)) => p.with_extension(ext),
-            (Place::Beside(name), Some(p)) => p
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .join(name),
-            (_, None) => return Err(usage("this format writes several files: give -o BASE")),
-        };
-        write_whole(&path, &f.bytes)?;
-    }
+    export::write(files, output, &mut std::io::stdout().lock()).map_err(|e| match e {
+        WriteError::Misplaced(m) => usage(m),
+        WriteError::Stdout(io) => io.into(),
+        other => other.into(),
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -46,9 +46,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         interrupted,
     } = timeslice::sweep(&clock, &sweep)?;
     if let Some(path) = &args.trace {
-        let doc = oslab_report::trace::chrome_trace("oslab timeslice", &timeline);
-        std::fs::write(path, serde_json::to_vec(&doc)?)
-            .map_err(|e| anyhow::anyhow!("cannot write the trace to {}: {e}", path.display()))?;
+        oslab_report::trace::write(path, "oslab timeslice", &timeline)?;
         eprintln!(
             "schedule written to {} (open it in https://ui.perfetto.dev)",
             path.display()

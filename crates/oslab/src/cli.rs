@@ -4,9 +4,7 @@ use clap::{Args, Parser, Subcommand};
 use oslab_core::compare::DEFAULT_THRESHOLD;
 use oslab_core::units::{parse_duration, parse_fraction, parse_share};
 use oslab_report::export::Format;
-use oslab_sched::cpuman::policy::PolicyOptions;
 use oslab_sched::cpuman::simulate;
-use oslab_sched::cpuman::workload::Source;
 use oslab_store::{Location, RunSet};
 use std::path::PathBuf;
 
@@ -492,22 +490,7 @@ fn parse_tag(s: &str) -> Result<(String, String), String> {
 #[derive(Debug, Args)]
 pub struct CpumanRunArgs {
     #[command(flatten)]
-    pub policy: PolicyOptions,
-    #[command(flatten)]
-    pub source: Source,
-    /// CPUs to manage (default: all we may use), e.g. 0-7 or node:0.
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// An external command run as a non-cooperative job at time 0 (repeatable); its threads
-    /// come from OMP_NUM_THREADS and are confined by affinity.
-    #[arg(long, value_name = "COMMAND")]
-    pub external: Vec<String>,
-    /// Processors an external command requests (default: all managed).
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536))]
-    pub external_request: Option<usize>,
-    /// How often the manager looks.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "20ms")]
-    pub tick: std::time::Duration,
+    pub request: oslab_sched::cpuman::manager::Request,
     /// Also write the timeline as Paraver files BASE.prv, BASE.pcf and BASE.row.
     #[arg(long, value_name = "BASE")]
     pub paraver: Option<PathBuf>,

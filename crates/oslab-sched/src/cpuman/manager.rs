@@ -12,9 +12,10 @@ use super::channel::Channel;
 use super::core::{Core, Managed};
 use super::observe::{self, BalancingGuard, BurstCounter, TaskSampler};
 use super::outcome::{JobOutcome, RunOutcome};
-use super::workload::{JobSpec, Jobs};
+use super::workload::{self, JobSpec, Jobs, Source};
+use super::{mapping, work};
 use crate::cpuman::jobs::Kind;
-use crate::cpuman::policy::Policy;
+use crate::cpuman::policy::{Policy, PolicyOptions};
 use oslab_core::model::{EventKind, TimelineEvent};
 use oslab_core::perf::{self, Counter};
 use oslab_core::{signals, CpuSet};
@@ -71,6 +72,91 @@ pub struct Config {
     pub workload: String,
     /// Load in percent, for generated workloads.
     pub load: Option<f64>,
+}
+
+/// What `oslab cpuman run` asks: the policy, the jobs, the cpus and the manager's tick.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Request {
+    /// The policy and page migration.
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub policy: PolicyOptions,
+    /// The jobs.
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub source: Source,
+    /// CPUs to manage (default: all we may use), e.g. 0-7 or node:0.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "LIST"))]
+    pub cpus: Option<String>,
+    /// An external command run as a non-cooperative job at time 0 (repeatable); its threads
+    /// come from OMP_NUM_THREADS and are confined by affinity.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "COMMAND"))]
+    pub external: Vec<String>,
+    /// Processors an external command requests (default: all managed).
+    #[cfg_attr(feature = "clap", arg(long,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536)))]
+    pub external_request: Option<usize>,
+    /// How often the manager looks.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME",
+        value_parser = oslab_core::units::parse_duration, default_value = "20ms"))]
+    pub tick: Duration,
+}
+
+/// A live run ready to start.
+pub struct Prepared {
+    /// The manager's configuration (the built-in jobs calibrated).
+    pub config: Config,
+    /// The jobs, in submit order.
+    pub jobs: Jobs,
+    /// What to know about how the jobs were read.
+    pub notes: Vec<String>,
+}
+
+impl Request {
+    /// Why this run cannot be done here, found before anything is measured or started.
+    pub fn check(&self) -> Result<(), String> {
+        match self.policy.migration {
+            PageMigration::Kernel => BalancingGuard::check(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The managed cpus of `allowed` and the jobs; `program` runs the built-in jobs. Calibrates
+    /// the built-in jobs' iterations (one thread each), saying so through `say`.
+    pub fn prepare(
+        &self,
+        topology: &oslab_core::Topology,
+        allowed: &CpuSet,
+        program: PathBuf,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<Prepared, String> {
+        let order = mapping::managed(topology, allowed, self.cpus.as_deref())?;
+        let src = Source {
+            external: self.external.clone(),
+            external_request: self.external_request,
+            ..self.source.clone()
+        };
+        let jobs = workload::resolve(&src, order.len())?;
+        jobs.notes.iter().for_each(|n| say(&format!("note: {n}")));
+        let l2_bytes = mapping::l2_bytes(topology, order[0].0);
+        say("calibrating the built-in jobs' iterations (one thread each) ...");
+        let config = Config {
+            migration: self.policy.migration,
+            mpl: self.policy.mpl,
+            order,
+            nodes: topology.nodes.len(),
+            tick: self.tick,
+            program,
+            l2_bytes,
+            iteration_s: work::calibrate(l2_bytes),
+            workload: jobs.label,
+            load: jobs.load,
+        };
+        Ok(Prepared {
+            config,
+            jobs: jobs.jobs,
+            notes: jobs.notes,
+        })
+    }
 }
 
 /// Errors that end a live run before it starts or while it runs.

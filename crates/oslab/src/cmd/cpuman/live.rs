@@ -1,4 +1,5 @@
-//! `oslab cpuman run`: a workload live on this machine's cpus.
+//! `oslab cpuman run`: a workload live on this machine's cpus
+//! ([`oslab_sched::cpuman::manager::Request`]).
 
 use super::super::session::Session;
 use crate::cli::CpumanRunArgs;
@@ -6,48 +7,31 @@ use crate::error::usage;
 use oslab_core::model::Unit;
 use oslab_core::units::value;
 use oslab_report::table::doc;
-use oslab_sched::cpuman::manager::{self, Config, PageMigration};
-use oslab_sched::cpuman::observe::BalancingGuard;
+use oslab_sched::cpuman::manager;
 use oslab_sched::cpuman::outcome::RunOutcome;
-use oslab_sched::cpuman::workload::{self, Source};
-use oslab_sched::cpuman::{mapping, work};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
+    let req = &args.request;
     // Refused before the store, the calibration or any job: a run that cannot do what was asked.
-    if args.policy.migration == PageMigration::Kernel {
-        BalancingGuard::check().map_err(usage)?;
-    }
+    req.check().map_err(usage)?;
     let mut session = Session::open(true, None, None, &args.out)?;
-    let topo = &session.machine.topology;
-    let order = mapping::managed(topo, &session.allowed, args.cpus.as_deref()).map_err(usage)?;
-    let p = order.len();
-    let src = Source {
-        external: args.external.clone(),
-        external_request: args.external_request,
-        ..args.source.clone()
-    };
-    let jobs = workload::resolve(&src, p).map_err(usage)?;
-    jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
-    let (specs, label, load, notes) = (jobs.jobs, jobs.label, jobs.load, jobs.notes);
-    let l2 = mapping::l2_bytes(topo, order[0].0);
-    eprintln!("calibrating the built-in jobs' iterations (one thread each) ...");
-    let iteration_s = work::calibrate(l2);
-    let migration = args.policy.migration;
-    let cfg = Config {
-        migration,
-        mpl: args.policy.mpl,
-        order,
-        nodes: topo.nodes.len(),
-        tick: args.tick,
-        program: std::env::current_exe()?,
-        l2_bytes: l2,
-        iteration_s: iteration_s.clone(),
-        workload: label,
-        load,
-    };
-    let mut pol = args.policy.build(p);
+    let program = std::env::current_exe()?;
+    let manager::Prepared {
+        config,
+        jobs,
+        notes,
+    } = req
+        .prepare(
+            &session.machine.topology,
+            &session.allowed,
+            program,
+            &mut |l| eprintln!("{l}"),
+        )
+        .map_err(usage)?;
+    let p = config.order.len();
+    let mut pol = req.policy.build(p);
     let tty = std::io::stderr().is_terminal();
     let mut status = |s: &manager::TickState| {
         if tty {
@@ -56,17 +40,18 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     };
     eprintln!(
         "{} jobs under {} (page migration {}) on {p} cpus ...",
-        specs.len(),
+        jobs.len(),
         pol.name(),
-        migration.name()
+        config.migration.name()
     );
-    let mut outcome = manager::run(pol.as_mut(), &cfg, specs, &mut status)?;
+    let mut outcome = manager::run(pol.as_mut(), &config, jobs, &mut status)?;
     outcome.notes.extend(notes);
     if tty {
         eprintln!();
     }
     let interrupted = oslab_core::signals::interrupted();
-    let cal: Vec<String> = iteration_s
+    let cal: Vec<String> = config
+        .iteration_s
         .iter()
         .map(|(k, s)| format!("{k} {}", value(s * 1e9, Unit::Ns)))
         .collect();

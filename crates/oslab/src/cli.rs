@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use oslab_core::compare::DEFAULT_THRESHOLD;
-use oslab_core::units::{parse_duration, parse_fraction, parse_share};
+use oslab_core::units::{parse_duration, parse_fraction};
 use oslab_report::export::Format;
 use oslab_sched::cpuman::simulate;
 use oslab_store::{Location, RunSet};
@@ -352,15 +352,9 @@ pub struct ShuffleArgs {
         required_unless_present = "command"
     )]
     pub pid: Option<i32>,
-    /// How often to measure and decide, e.g. 200ms.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "200ms")]
-    pub interval: std::time::Duration,
-    /// Threshold and lock-wait method.
+    /// Interval, threshold, lock-wait method.
     #[command(flatten)]
-    pub locks: LockWaitArgs,
-    /// Measure and decide, but never move a thread (to measure the daemon's own cost).
-    #[arg(long)]
-    pub monitor_only: bool,
+    pub watch: oslab_sched::shuffle::live::Watch,
     #[command(flatten)]
     pub out: Output,
     /// A command to start and watch (after --).
@@ -387,18 +381,6 @@ pub struct ShuffleSimulateArgs {
     pub out: Output,
 }
 
-/// How the shuffler measures lock waits and when it acts (shared by shuffle and shuffle-eval).
-#[derive(Debug, Args, Clone, Copy)]
-pub struct LockWaitArgs {
-    /// Lock-wait share of thread time above which threads are regrouped, e.g. 10%.
-    #[arg(long, default_value = "10%", value_parser = parse_share)]
-    pub threshold: f64,
-    /// How to measure lock waits: ebpf (exact, needs root or CAP_BPF+CAP_PERFMON), proxy
-    /// (sampling /proc), or auto (eBPF when it loads, else the proxy, saying why).
-    #[arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")]
-    pub method: oslab_sched::shuffle::locks::Choice,
-}
-
 /// `oslab shuffle-eval`.
 #[derive(Debug, Args)]
 pub struct ShuffleEvalArgs {
@@ -417,7 +399,7 @@ pub struct ShuffleEvalArgs {
     pub interval: std::time::Duration,
     /// Threshold and lock-wait method of the daemon.
     #[command(flatten)]
-    pub locks: LockWaitArgs,
+    pub locks: oslab_sched::shuffle::live::LockWait,
     #[command(flatten)]
     pub out: Output,
     /// Evaluate this command instead (after --).

@@ -7,6 +7,7 @@
 //! changed is restored at the end.
 
 pub mod eval;
+pub mod live;
 pub mod lockbench;
 pub mod locks;
 pub mod simulate;

@@ -2,7 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use oslab_core::compare::DEFAULT_THRESHOLD;
-use oslab_core::units::{parse_duration, parse_fraction};
+use oslab_core::units::parse_fraction;
 use oslab_report::export::Format;
 use oslab_sched::cpuman::simulate;
 use oslab_store::{Location, RunSet};
@@ -384,22 +384,9 @@ pub struct ShuffleSimulateArgs {
 /// `oslab shuffle-eval`.
 #[derive(Debug, Args)]
 pub struct ShuffleEvalArgs {
-    /// Runs per workload and mode (without and with shuffling alternate).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
-    pub runs: u64,
-    /// Workloads to run (default: all installed): lockbench, lockbench-hot, sysbench-mutex,
-    /// sysbench-threads, stress-ng-mutex, perf-futex-lock-pi.
-    #[arg(long, value_name = "NAME")]
-    pub workload: Vec<String>,
-    /// Threads per workload (default: twice the cpus we may use).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub threads: Option<u64>,
-    /// Daemon interval.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "100ms")]
-    pub interval: std::time::Duration,
-    /// Threshold and lock-wait method of the daemon.
+    /// Runs, workloads, threads and the daemon's settings.
     #[command(flatten)]
-    pub locks: oslab_sched::shuffle::live::LockWait,
+    pub options: oslab_sched::shuffle::eval::Options,
     #[command(flatten)]
     pub out: Output,
     /// Evaluate this command instead (after --).

@@ -3,11 +3,13 @@
 //! interleaved; execution time per run, contention, shuffles, and the reduction with its
 //! interval.
 
+use crate::shuffle::live::LockWait;
 use crate::shuffle::locks::{Choice, Monitor};
 use crate::shuffle::{watch, Daemon};
 use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
 use oslab_core::paired::{self, Arm, Pairs};
 use oslab_core::params;
+use oslab_core::{CpuSet, Topology};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::process::{Command, Stdio};
@@ -41,9 +43,9 @@ pub enum Score {
 /// A workload to evaluate, or its name and why it cannot run here.
 pub type Candidate = Result<Workload, (String, String)>;
 
-/// What `oslab shuffle-eval` evaluates: `command` when one is given, else the built-in and
+/// What is evaluated: `command` when one is given, else the built-in and
 /// installed workloads ([`workloads`]), kept to those `names` names when any are given.
-pub fn chosen(
+fn chosen(
     oslab: &str,
     threads: usize,
     domains: usize,
@@ -278,6 +280,57 @@ pub struct Request {
     pub interval: Duration,
     /// How lock waits are measured.
     pub method: Choice,
+}
+
+/// What `oslab shuffle-eval` asks.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Options {
+    /// Runs per workload and mode (without and with shuffling alternate).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 5,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100)))]
+    pub runs: usize,
+    /// Workloads to run (default: all installed): lockbench, lockbench-hot, sysbench-mutex,
+    /// sysbench-threads, stress-ng-mutex, perf-futex-lock-pi.
+    #[cfg_attr(feature = "clap", arg(long = "workload", value_name = "NAME"))]
+    pub workloads: Vec<String>,
+    /// Threads per workload (default: twice the cpus we may use).
+    #[cfg_attr(feature = "clap", arg(long,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096)))]
+    pub threads: Option<usize>,
+    /// Daemon interval.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", default_value = "100ms",
+        value_parser = oslab_core::units::parse_duration))]
+    pub interval: Duration,
+    /// Threshold and lock-wait method of the daemon.
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub locks: LockWait,
+}
+
+impl Options {
+    /// The evaluation of `command` (or of the chosen workloads when it is empty) on the cache
+    /// domains of `allowed`; `oslab` runs the built-in workloads. Returns it with the threads
+    /// per workload.
+    pub fn request(
+        &self,
+        topology: &Topology,
+        allowed: &CpuSet,
+        oslab: &str,
+        command: &[String],
+    ) -> Result<(Request, usize), String> {
+        let domains = super::domains(topology, allowed);
+        let threads = self.threads.unwrap_or(2 * allowed.len());
+        let workloads = chosen(oslab, threads, domains.len(), command, &self.workloads)?;
+        let req = Request {
+            workloads,
+            domains,
+            runs: self.runs,
+            threshold: self.locks.threshold,
+            interval: self.interval,
+            method: self.locks.method,
+        };
+        Ok((req, threads))
+    }
 }
 
 /// What an evaluation produced.

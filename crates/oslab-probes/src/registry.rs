@@ -1,7 +1,43 @@
 //! The registry: every probe in suite order, and selection by glob. This one table drives `list`,
 //! `run` and the help text.
 
-use crate::probe::Probe;
+use crate::probe::{Need, Probe};
+use oslab_core::machine::Environment;
+
+/// A probe as `oslab list` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Listed {
+    /// Its id.
+    pub id: &'static str,
+    /// What it measures.
+    pub about: &'static str,
+    /// Its unit's symbol.
+    pub unit: &'static str,
+    /// What it needs, in words.
+    pub needs: Vec<String>,
+    /// Whether it can run here: `yes`, `partly: ...` or `skipped: why`.
+    pub here: String,
+}
+
+/// Every probe, and whether it can run in `environment` with `peer` as the second cpu.
+pub fn listing(environment: &Environment, peer: Option<usize>) -> Vec<Listed> {
+    all()
+        .into_iter()
+        .map(|p| Listed {
+            id: p.id,
+            about: p.about,
+            unit: p.unit.symbol(),
+            needs: p.needs.iter().map(Need::label).collect(),
+            here: match crate::runner::gate(p, environment, peer) {
+                Some(why) => format!("skipped: {why}"),
+                None if p.needs.contains(&Need::PeerCpu) && peer.is_none() => {
+                    "partly: no second cpu".to_string()
+                }
+                None => "yes".to_string(),
+            },
+        })
+        .collect()
+}
 
 /// Every probe, in the order the default suite runs them.
 pub fn all() -> Vec<&'static Probe> {

@@ -795,10 +795,29 @@ pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
     t.to_string()
 }
 
-/// The fleet view: one line per node (its outliers and largest deviation), then the node x
-/// measurement matrix of deviations from the fleet median ("!" marks an outlier). With more than
-/// 12 nodes, only measurements with an outlier are listed unless `all`.
-pub fn fleet(s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
+/// The fleet view of job `job`: what the columns mean, one line per node (its outliers and
+/// largest deviation), then the node x measurement matrix of deviations from the fleet median
+/// ("!" marks an outlier), and the outlier nodes. With more than 12 nodes, only measurements
+/// with an outlier are listed unless `all`.
+pub fn fleet(job: &str, s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
+    let mut text = format!(
+        "fleet job {job}: {} node(s), {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {}, median/MAD)\n",
+        s.nodes.len(),
+        s.rows.len(),
+        oslab_core::stats::OUTLIER_Z
+    );
+    if s.nodes.len() < 3 {
+        text += "note: outliers need at least 3 nodes; none can be flagged here\n";
+    }
+    let flagged = s.outlier_nodes();
+    let end = match flagged.len() {
+        0 => "no outlier nodes".to_string(),
+        _ => format!("outlier nodes: {}", flagged.join(", ")),
+    };
+    format!("{text}{}\n{end}", fleet_tables(s, all))
+}
+
+fn fleet_tables(s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
     let mut nodes = new_table(&["node", "run", "measured", "outliers", "largest deviation"]);
     for v in &s.verdicts {
         let worst = v.worst.as_ref().map_or(String::new(), |(label, dev, z)| {

@@ -13,6 +13,7 @@
 pub mod slurm;
 pub mod submit;
 pub mod summary;
+pub mod task;
 
 pub use summary::{summarize, FleetSummary, NodeRun};
 
@@ -173,6 +174,61 @@ pub struct Collected {
     pub already: usize,
     /// Expected nodes with neither a run nor a failure note.
     pub missing: Vec<String>,
+}
+
+impl Collected {
+    /// What collecting `j` did, in lines: runs stored, nodes that failed, nodes not heard from.
+    pub fn lines(&self, j: &JobResults) -> Vec<String> {
+        let new: Vec<String> = self
+            .new
+            .iter()
+            .map(|(n, id)| format!("{n} (run {id})"))
+            .collect();
+        let mut out = vec![format!(
+            "job {}: collected {} run(s){}{}",
+            j.job,
+            new.len(),
+            if new.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", new.join(", "))
+            },
+            match self.already {
+                0 => String::new(),
+                k => format!("; {k} already in the store"),
+            }
+        )];
+        for (node, why) in &j.failed {
+            out.push(format!("job {}: node {node} failed: {why}", j.job));
+        }
+        if !self.missing.is_empty() {
+            out.push(format!(
+                "job {}: no result yet from {} (still running, or lost: see slurm-{}.out)",
+                j.job,
+                self.missing.join(", "),
+                j.job
+            ));
+        }
+        out
+    }
+
+    /// The same as JSON.
+    pub fn json(&self, j: &JobResults) -> serde_json::Value {
+        let new: Vec<serde_json::Value> = self
+            .new
+            .iter()
+            .map(|(node, run)| serde_json::json!({"node": node, "run": run}))
+            .collect();
+        let failed: Vec<serde_json::Value> = j
+            .failed
+            .iter()
+            .map(|(node, why)| serde_json::json!({"node": node, "why": why}))
+            .collect();
+        serde_json::json!({
+            "job": j.job, "new": new, "already": self.already,
+            "failed": failed, "missing": self.missing,
+        })
+    }
 }
 
 /// Stores a job's runs not stored before, each in one transaction, tagged with job and node.

@@ -21,43 +21,8 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
     let mut collected = Vec::new();
     for j in jobs {
         let c = fleet::collect(&mut store, &j)?;
-        collected.push(serde_json::json!({
-            "job": j.job,
-            "new": c.new.iter().map(|(node, run)| serde_json::json!({"node": node, "run": run})).collect::<Vec<_>>(),
-            "already": c.already,
-            "failed": j.failed.iter().map(|(node, why)| serde_json::json!({"node": node, "why": why})).collect::<Vec<_>>(),
-            "missing": c.missing,
-        }));
-        let new: Vec<String> = c
-            .new
-            .iter()
-            .map(|(n, id)| format!("{n} (run {id})"))
-            .collect();
-        eprintln!(
-            "job {}: collected {} run(s){}{}",
-            j.job,
-            new.len(),
-            if new.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", new.join(", "))
-            },
-            match c.already {
-                0 => String::new(),
-                k => format!("; {k} already in the store"),
-            }
-        );
-        for (node, why) in &j.failed {
-            eprintln!("job {}: node {node} failed: {why}", j.job);
-        }
-        if !c.missing.is_empty() {
-            eprintln!(
-                "job {}: no result yet from {} (still running, or lost: see slurm-{}.out)",
-                j.job,
-                c.missing.join(", "),
-                j.job
-            );
-        }
+        c.lines(&j).iter().for_each(|l| eprintln!("{l}"));
+        collected.push(c.json(&j));
     }
     if args.out.json {
         print_json(&serde_json::json!({"jobs": collected}))?;

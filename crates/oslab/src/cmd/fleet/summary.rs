@@ -3,7 +3,6 @@
 use crate::cli::FleetSummaryArgs;
 use crate::cmd::{print_json, print_text};
 use crate::error::usage;
-use oslab_core::stats::OUTLIER_Z;
 use oslab_store::fleet::{self, summarize};
 use std::process::ExitCode;
 
@@ -23,21 +22,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
         print_json(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let flagged = s.outlier_nodes();
-    let mut text = format!(
-        "fleet job {}: {} node(s), {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {OUTLIER_Z}, median/MAD)\n",
-        args.job,
-        s.nodes.len(),
-        s.rows.len()
-    );
-    if s.nodes.len() < 3 {
-        text += "note: outliers need at least 3 nodes; none can be flagged here\n";
-    }
-    text += &oslab_report::table::fleet(&s, args.all);
-    text += &match flagged.len() {
-        0 => "\nno outlier nodes".to_string(),
-        _ => format!("\noutlier nodes: {}", flagged.join(", ")),
-    };
+    let text = oslab_report::table::fleet(&args.job, &s, args.all);
     print_text(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -425,12 +425,19 @@ impl Environment {
     }
 }
 
-fn warn(kind: &str, message: String, remedy: &str) -> Warning {
-    Warning {
-        kind: kind.into(),
-        message,
-        remedy: remedy.into(),
+impl Warning {
+    /// A warning of `kind`: what was seen and what to do about it.
+    pub fn new(kind: &str, message: String, remedy: &str) -> Warning {
+        Warning {
+            kind: kind.into(),
+            message,
+            remedy: remedy.into(),
+        }
     }
+}
+
+fn warn(kind: &str, message: String, remedy: &str) -> Warning {
+    Warning::new(kind, message, remedy)
 }
 
 fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {

@@ -177,6 +177,24 @@ fn ping_pong(a: usize, b: usize, budget: Budget) -> Result<Vec<f64>, ProbeError>
     })
 }
 
+/// What `oslab c2c` asks: which pairs, how long on each.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Request {
+    /// The cpus whose pairs to measure (a list like "0-7,16" or "node:0"; default: every cpu we
+    /// may use).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "LIST"))]
+    pub cpus: Option<String>,
+    /// Measure at most N pairs (every topology class first, then pairs spread over the rest):
+    /// for machines with too many pairs to measure all.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000)))]
+    pub sample: Option<usize>,
+    /// Shorter budgets per pair.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub quick: bool,
+}
+
 /// The cpus whose pairs `oslab c2c` measures: the cpu list `list` (a list like "0-7,16" or
 /// "node:0"), else every cpu in `allowed`; at least two, all in `allowed`.
 pub fn chosen_cpus(

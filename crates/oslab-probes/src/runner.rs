@@ -16,7 +16,7 @@
 
 use crate::contention::Snapshot;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
-use oslab_core::machine::Environment;
+use oslab_core::machine::{Environment, Warning};
 use oslab_core::model::{Measurement, Status};
 use serde_json::Map;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,6 +50,23 @@ pub struct Outcome {
     pub not_retried: Vec<&'static str>,
     /// Probes whose kept results were measured while other work competed, with why.
     pub contended: Vec<(&'static str, String)>,
+}
+
+impl Outcome {
+    /// The warning stored with the run when probes ran while other work competed.
+    pub fn contention(&self) -> Option<Warning> {
+        let (_, why) = self.contended.first()?;
+        let probes: Vec<&str> = self.contended.iter().map(|(p, _)| *p).collect();
+        Some(Warning::new(
+            "contention",
+            format!(
+                "{} probe(s) ran while other work competed ({why}): {}; their results are marked noisy",
+                probes.len(),
+                probes.join(", ")
+            ),
+            "stop other work on this machine (or pin it away with --cpu), then measure again",
+        ))
+    }
 }
 
 /// Runs `probes` in order, `repetitions` times over (at least once), then measures noisy ones

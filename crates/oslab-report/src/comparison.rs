@@ -6,7 +6,7 @@ use crate::table::{
     fits, new_table, outcome_cell, right, stacked_column, stacked_name, whole, widest, width,
     MIN_PARAMS,
 };
-use oslab_core::compare::{compare, Drift, Row, Verdict};
+use oslab_core::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::model::Measurement;
 use oslab_core::units::{num, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
@@ -24,11 +24,44 @@ const MACHINE: &[&str] = &[
 /// Earlier runs looked at, at most, for the drift between runs.
 const HISTORY_RUNS: usize = 20;
 
+/// How sides are judged: the threshold, and the earlier runs that show the drift between runs.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Judging {
+    /// Relative change that counts as a regression or an improvement, e.g. 5% or 0.05.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_THRESHOLD,
+        value_parser = oslab_core::units::parse_fraction))]
+    pub threshold: f64,
+    /// Earlier runs that show how far runs of this machine drift apart when nothing changed
+    /// (default: up to 20 recent runs of the baseline's machine and suite, not compared now).
+    /// The drift widens the band of a side that is a single run; a single run's measurement
+    /// that fewer than 3 of them show is not judged (ratio only).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "RUNS", conflicts_with = "no_history")
+    )]
+    pub history: Option<RunSet>,
+    /// Judge single runs by their repetitions alone, without the drift earlier runs show.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub no_history: bool,
+}
+
+impl Default for Judging {
+    fn default() -> Judging {
+        Judging {
+            threshold: DEFAULT_THRESHOLD,
+            history: None,
+            no_history: false,
+        }
+    }
+}
+
 /// Sides loaded from the store: the baseline first; and the drift between runs of its machine.
 pub struct Sides {
     sets: Vec<RunSet>,
     loaded: Vec<Loaded>,
     drift: Drift,
+    threshold: f64,
 }
 
 fn measurements(runs: &Loaded) -> Vec<&[Measurement]> {
@@ -36,21 +69,16 @@ fn measurements(runs: &Loaded) -> Vec<&[Measurement]> {
 }
 
 impl Sides {
-    /// Loads `sets` (the baseline first) and the history: `history` when given, none with
+    /// Loads `sets` (the baseline first) and the history: the one `judging` names, none with
     /// `no_history`, else recent runs of the baseline's machine.
-    pub fn load(
-        store: &Store,
-        sets: Vec<RunSet>,
-        history: Option<&RunSet>,
-        no_history: bool,
-    ) -> Result<Sides, StoreError> {
+    pub fn load(store: &Store, sets: Vec<RunSet>, judging: &Judging) -> Result<Sides, StoreError> {
         let loaded = sets
             .iter()
             .map(|s| store.load_set(s))
             .collect::<Result<Vec<_>, _>>()?;
         let compared: Vec<i64> = loaded.iter().flatten().filter_map(|(r, _)| r.id).collect();
-        let history = match history {
-            _ if no_history => None,
+        let history = match &judging.history {
+            _ if judging.no_history => None,
             Some(set) => Some(store.load_set(set)?),
             None => Some(same_machine(store, &loaded[0][0].0, &compared)?),
         };
@@ -68,11 +96,13 @@ impl Sides {
             sets,
             loaded,
             drift,
+            threshold: judging.threshold,
         })
     }
 
     /// Every side after the first compared with the first.
-    pub fn comparisons(&self, threshold: f64) -> Vec<Comparison<'_>> {
+    pub fn comparisons(&self) -> Vec<Comparison<'_>> {
+        let threshold = self.threshold;
         let side = |i: usize| Side {
             set: self.sets[i].to_string(),
             runs: &self.loaded[i],

@@ -54,6 +54,15 @@ fn caches(caches: &[oslab_core::topology::Cache]) -> String {
     o
 }
 
+/// The machine model's inputs (what the predictions of a run rest on), one per line.
+pub fn model(inputs: &[(&str, String)]) -> String {
+    let mut text = String::from("\nmachine model (what predictions rest on)\n");
+    for (k, v) in inputs {
+        let _ = writeln!(text, "  {k:<13}{v}");
+    }
+    text
+}
+
 /// Renders the fingerprint and environment.
 pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     let mut o = String::new();

@@ -110,6 +110,80 @@ pub fn parse(bytes: &[u8]) -> Result<RunDocument, ImportError> {
     Ok(serde_json::from_value(value)?)
 }
 
+/// A document stored by [`import`].
+#[derive(Debug, Clone, Serialize)]
+pub struct Imported {
+    /// The file it came from.
+    pub file: std::path::PathBuf,
+    /// Its id in this store.
+    pub run: i64,
+    /// Its id in the store it was exported from.
+    pub from_run: Option<i64>,
+    /// The machine it was measured on.
+    pub host: String,
+    /// Measurements it holds.
+    pub measurements: usize,
+    /// Timeline events it holds.
+    pub timeline_events: usize,
+}
+
+impl std::fmt::Display for Imported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "imported {} as run {} ({} measurements, {} timeline events; host {}, run {} there)",
+            self.file.display(),
+            self.run,
+            self.measurements,
+            self.timeline_events,
+            self.host,
+            self.from_run.map_or("?".into(), |i| i.to_string())
+        )
+    }
+}
+
+/// Reads and validates every file: all are documents, or the first that is not says why.
+pub fn read_all(
+    files: &[std::path::PathBuf],
+) -> Result<Vec<(std::path::PathBuf, RunDocument)>, ImportFailed> {
+    let read = |p: &std::path::PathBuf| read_file(p, Links::Follow).map(|d| (p.clone(), d));
+    Ok(files.iter().map(read).collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Stores each document of [`read_all`] as a new run, one transaction each.
+pub fn import(
+    store: &mut crate::Store,
+    docs: Vec<(std::path::PathBuf, RunDocument)>,
+) -> Result<Vec<Imported>, ImportFailed> {
+    let mut imported = Vec::new();
+    for (file, doc) in docs {
+        let record = RunRecord {
+            id: None,
+            ..doc.run
+        };
+        imported.push(Imported {
+            file,
+            run: store.save_run(&record, &doc.measurements, &doc.timeline)?,
+            from_run: doc.run.id,
+            host: record.hostname,
+            measurements: doc.measurements.len(),
+            timeline_events: doc.timeline.len(),
+        });
+    }
+    Ok(imported)
+}
+
+/// Why [`read_all`] or [`import`] stored nothing, or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportFailed {
+    /// A file is not a valid document: nothing was stored.
+    #[error("{0}\nNothing was imported.")]
+    Invalid(#[from] FileError),
+    /// The store refused a run (those before it are stored).
+    #[error(transparent)]
+    Store(#[from] crate::StoreError),
+}
+
 /// Reads and validates one oslab.run/1 document from a file: a regular file of at most
 /// [`MAX_BYTES`], read without ever reading more.
 pub fn read_file(path: &std::path::Path, links: Links) -> Result<RunDocument, FileError> {

@@ -1,8 +1,6 @@
 //! Command-line arguments (clap derive). What the user typed, before anything touches the OS.
 
 use clap::{Args, Parser, Subcommand};
-use oslab_core::compare::DEFAULT_THRESHOLD;
-use oslab_core::units::parse_fraction;
 use oslab_report::export::Format;
 use oslab_sched::cpuman::simulate;
 use oslab_store::{Location, RunSet};
@@ -64,31 +62,23 @@ pub enum Command {
     /// Merge runs exported elsewhere (oslab.run/1 JSON) into the store, validated first.
     Import(ImportArgs),
     /// List stored runs.
-    Runs(RunsArgs),
+    Runs(Output),
     /// Print a stored run again.
     Show(ShowArgs),
     /// Print a shell completion script: oslab completions bash > /etc/bash_completion.d/oslab
-    Completions(CompletionsArgs),
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Print the manual page (roff): oslab man | man -l -
     Man,
     /// The minimal parent process creation is timed from (started by the task probes).
     #[command(hide = true)]
-    TaskHelper(TaskHelperArgs),
-}
-
-/// `oslab completions SHELL`.
-#[derive(Debug, Args)]
-pub struct CompletionsArgs {
-    /// The shell.
-    #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
-}
-
-/// `oslab task-helper REQUEST` (internal).
-#[derive(Debug, Args)]
-pub struct TaskHelperArgs {
-    /// What to measure, as JSON.
-    pub request: String,
+    TaskHelper {
+        /// What to measure, as JSON.
+        request: String,
+    },
 }
 
 /// How a command prints what it did (text, or JSON for programs), and its store.
@@ -184,17 +174,8 @@ impl From<NumaArgs> for RunArgs {
 /// `oslab c2c`.
 #[derive(Debug, Args)]
 pub struct C2cArgs {
-    /// The cpus whose pairs to measure (a list like "0-7,16" or "node:0"; default: every cpu we
-    /// may use).
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// Measure at most N pairs (every topology class first, then pairs spread over the rest):
-    /// for machines with too many pairs to measure all.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    pub sample: Option<u64>,
-    /// Shorter budgets per pair.
-    #[arg(long)]
-    pub quick: bool,
+    #[command(flatten)]
+    pub request: oslab_probes::c2c::Request,
     #[command(flatten)]
     pub out: Output,
 }
@@ -283,18 +264,9 @@ pub struct CompareArgs {
     /// The baseline, given apart: then every RUNS is compared with it.
     #[arg(long, value_name = "RUNS")]
     pub baseline: Option<RunSet>,
-    /// Relative change that counts as a regression or an improvement, e.g. 5% or 0.05.
-    #[arg(long, default_value_t = DEFAULT_THRESHOLD, value_parser = parse_fraction)]
-    pub threshold: f64,
-    /// Earlier runs that show how far runs of this machine drift apart when nothing changed
-    /// (default: up to 20 recent runs of the baseline's machine and suite, not compared now).
-    /// The drift widens the band of a side that is a single run; a single run's measurement
-    /// that fewer than 3 of them show is not judged (ratio only).
-    #[arg(long, value_name = "RUNS", conflicts_with = "no_history")]
-    pub history: Option<RunSet>,
-    /// Judge single runs by their repetitions alone, without the drift earlier runs show.
-    #[arg(long)]
-    pub no_history: bool,
+    /// Threshold and history.
+    #[command(flatten)]
+    pub judging: oslab_report::comparison::Judging,
     /// Exit with status 1 when any measurement regressed beyond the threshold (for CI gates);
     /// with too few repetitions to judge anything, exit with status 2 and say so.
     #[arg(long)]
@@ -392,13 +364,6 @@ pub struct ShuffleEvalArgs {
     /// Evaluate this command instead (after --).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
-}
-
-/// `oslab runs`.
-#[derive(Debug, Args)]
-pub struct RunsArgs {
-    #[command(flatten)]
-    pub out: Output,
 }
 
 /// `oslab show`.

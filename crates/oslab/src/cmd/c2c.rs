@@ -9,12 +9,12 @@ use oslab_probes::HarnessConfig;
 use std::process::ExitCode;
 
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(args.quick, None, None, &args.out)?;
+    let req = &args.request;
+    let mut session = Session::open(req.quick, None, None, &args.out)?;
     let topology = session.machine.topology.clone();
-    let cpus =
-        c2c::chosen_cpus(args.cpus.as_deref(), &topology, &session.allowed).map_err(usage)?;
-    let (pairs, total) = c2c::pairs(&topology, &cpus, args.sample.map(|n| n as usize));
-    let budget = Budget::of(&HarnessConfig::suite(args.quick));
+    let cpus = c2c::chosen_cpus(req.cpus.as_deref(), &topology, &session.allowed).map_err(usage)?;
+    let (pairs, total) = c2c::pairs(&topology, &cpus, req.sample);
+    let budget = Budget::of(&HarnessConfig::suite(req.quick));
     let seconds = pairs.len() as f64 * budget.time.as_secs_f64().max(0.01);
     if seconds > 10.0 {
         eprintln!(

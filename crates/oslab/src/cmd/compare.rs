@@ -18,12 +18,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let store = args.out.store.open_to_read()?;
-    let sides = Sides::load(&store, sets, args.history.as_ref(), args.no_history)?;
-    let comparisons = sides.comparisons(args.threshold);
+    let sides = Sides::load(&store, sets, &args.judging)?;
+    let comparisons = sides.comparisons();
     if args.out.json {
         print_json(&serde_json::json!({
             "schema": "oslab.compare/2",
-            "threshold": args.threshold,
+            "threshold": args.judging.threshold,
             "comparisons": comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
         }))?;
     } else {
@@ -44,7 +44,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if regressions > 0 {
         eprintln!(
             "{regressions} measurements regressed beyond {:.1}%",
-            args.threshold * 100.0
+            args.judging.threshold * 100.0
         );
         return Ok(ExitCode::from(1));
     }

@@ -3,7 +3,6 @@
 use super::print_json;
 use crate::cli::{ExportArgs, ImportArgs};
 use crate::error::usage;
-use oslab_core::files::Links;
 use oslab_report::export::{self, File, Format, WriteError};
 use oslab_store::exchange::{self, RunDocument};
 use oslab_store::RunRef;
@@ -65,34 +64,10 @@ pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<Exit
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     // Every file is read and validated before the store is touched: all or nothing.
-    let docs = args
-        .files
-        .iter()
-        .map(|p| exchange::read_file(p, Links::Follow).map(|d| (p, d)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::anyhow!("{e}\nNothing was imported."))?;
+    let docs = exchange::read_all(&args.files)?;
     let mut store = args.out.store.open()?;
-    let mut imported = Vec::new();
-    for (path, doc) in docs {
-        let from = doc.run.id;
-        let record = oslab_store::RunRecord {
-            id: None,
-            ..doc.run
-        };
-        let id = store.save_run(&record, &doc.measurements, &doc.timeline)?;
-        imported.push(serde_json::json!({
-            "file": path, "run": id, "from_run": from, "host": record.hostname,
-            "measurements": doc.measurements.len(), "timeline_events": doc.timeline.len(),
-        }));
-        eprintln!(
-            "imported {} as run {id} ({} measurements, {} timeline events; host {}, run {} there)",
-            path.display(),
-            doc.measurements.len(),
-            doc.timeline.len(),
-            record.hostname,
-            from.map_or("?".into(), |i| i.to_string())
-        );
-    }
+    let imported = exchange::import(&mut store, docs)?;
+    imported.iter().for_each(|i| eprintln!("{i}"));
     if args.out.json {
         print_json(&serde_json::json!({"imported": imported}))?;
     }

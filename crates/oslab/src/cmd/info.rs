@@ -25,11 +25,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
         }))?;
     } else {
         print_text(&oslab_report::machine::info(&m.fingerprint, &m.environment))?;
-        let mut text = String::from("\nmachine model (what predictions rest on)\n");
-        for (k, v) in &model {
-            text.push_str(&format!("  {k:<13}{v}\n"));
-        }
-        print_text(&text)?;
+        print_text(&oslab_report::machine::model(&model))?;
         if let Some(c) = counters {
             print_text(&oslab_report::machine::counters(&c))?;
         }

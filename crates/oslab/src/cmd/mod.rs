@@ -44,10 +44,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => exchange::import(a),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
-        Command::TaskHelper(a) => task_helper(a),
-        Command::Completions(a) => {
-            let mut cmd = Cli::command();
-            clap_complete::generate(a.shell, &mut cmd, "oslab", &mut std::io::stdout());
+        Command::TaskHelper { request } => task_helper(&request),
+        Command::Completions { shell } => {
+            // Written whole by us: a closed pipe then ends quietly instead of panicking.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "oslab", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man => {
@@ -58,8 +60,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// The helper parent of the task probes: prints its report as JSON.
-fn task_helper(args: crate::cli::TaskHelperArgs) -> anyhow::Result<ExitCode> {
-    let report = oslab_probes::task::helper_main(&args.request).map_err(anyhow::Error::msg)?;
+fn task_helper(request: &str) -> anyhow::Result<ExitCode> {
+    let report = oslab_probes::task::helper_main(request).map_err(anyhow::Error::msg)?;
     print_text(&report)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,6 @@
 use super::exchange::{exported, write_files};
 use crate::cli::ReportArgs;
 use crate::error::usage;
-use oslab_core::compare::DEFAULT_THRESHOLD;
 use oslab_report::comparison::Sides;
 use oslab_report::export::{exporter, File, Format, Place};
 use oslab_store::RunSet;
@@ -24,8 +23,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let store = args.store.open_to_read()?;
-    let sides = Sides::load(&store, args.runs.clone(), None, false)?;
-    let comparisons = sides.comparisons(DEFAULT_THRESHOLD);
+    let sides = Sides::load(&store, args.runs.clone(), &Default::default())?;
+    let comparisons = sides.comparisons();
     let page = oslab_report::html::comparison_report(&sides.drawn(), &comparisons);
     let path = args
         .output

@@ -39,18 +39,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         progress.finish();
         outcome
     };
-    if !outcome.contended.is_empty() {
-        let probes: Vec<&str> = outcome.contended.iter().map(|(p, _)| *p).collect();
-        session.warn(
-            "contention",
-            format!(
-                "{} probe(s) ran while other work competed ({}): {}; their results are marked noisy",
-                probes.len(),
-                outcome.contended[0].1,
-                probes.join(", ")
-            ),
-            "stop other work on this machine (or pin it away with --cpu), then measure again",
-        );
+    if let Some(w) = outcome.contention() {
+        session.warn(w);
     }
     if !outcome.not_retried.is_empty() {
         let budget = HarnessConfig::suite(args.quick).retry_budget;

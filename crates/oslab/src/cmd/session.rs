@@ -90,16 +90,8 @@ impl Session {
     }
 
     /// Adds a warning found while measuring to the environment report stored with the run.
-    pub fn warn(&mut self, kind: &str, message: String, remedy: &str) {
-        self.inner
-            .machine
-            .environment
-            .warnings
-            .push(oslab_core::machine::Warning {
-                kind: kind.to_string(),
-                message,
-                remedy: remedy.to_string(),
-            });
+    pub fn warn(&mut self, w: oslab_core::machine::Warning) {
+        self.inner.machine.environment.warnings.push(w);
     }
 
     /// Pins the calling thread to the measuring CPU (real time unless `no_rt`), saying what was

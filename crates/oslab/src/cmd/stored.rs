@@ -1,16 +1,16 @@
 //! `oslab runs` and `oslab show`: reading the store back.
 
 use super::{print_json, print_text};
-use crate::cli::{RunsArgs, ShowArgs};
+use crate::cli::{Output, ShowArgs};
 use crate::error::usage;
 use oslab_store::exchange::RunDocument;
 use oslab_store::RunRef;
 use std::process::ExitCode;
 
-pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
-    let store = args.out.store.open_to_read()?;
+pub fn runs(out: Output) -> anyhow::Result<ExitCode> {
+    let store = out.store.open_to_read()?;
     let runs = store.runs()?;
-    if args.out.json {
+    if out.json {
         print_json(&runs)?;
     } else if runs.is_empty() {
         print_text(&format!(

@@ -399,8 +399,12 @@ pub struct Options {
 }
 
 impl Options {
-    /// The process counts to record, or why they cannot be.
+    /// The process counts to record, or why they cannot be (also when the scheduling class
+    /// asked for is not permitted here).
     pub fn counts(&self) -> Result<Vec<usize>, String> {
+        if self.policy == SchedClass::RoundRobin && !oslab_core::affinity::fifo_permitted() {
+            return Err("--policy rr needs permission for real-time scheduling (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)".into());
+        }
         let counts: Vec<usize> = match (self.procs, self.sweep) {
             (Some(0), _) | (_, Some(0)) => return Err("--procs/--sweep must be at least 1".into()),
             (Some(n), _) => vec![n],

@@ -4,6 +4,30 @@
 use oslab_core::model::{EventKind, TimelineEvent, Unit};
 use oslab_core::units::value;
 
+/// What `oslab activity` prints under its table: the threshold, the periods (the first 20
+/// unless `all`), their histogram, and the interrupts the kernel counted on `cpu` meanwhile.
+pub fn text(
+    threshold: &str,
+    events: &[TimelineEvent],
+    all: bool,
+    cpu: usize,
+    interrupts: &[(String, u64)],
+) -> String {
+    let irqs: Vec<String> = interrupts
+        .iter()
+        .map(|(k, v)| format!("{k} +{v}"))
+        .collect();
+    format!(
+        "threshold: {threshold}\n\n{}\n{}\ninterrupts the kernel counted on cpu {cpu} meanwhile: {}\n",
+        periods(events, (!all).then_some(20)),
+        histogram(events),
+        match irqs.is_empty() {
+            true => "not readable".to_string(),
+            false => irqs.join(", "),
+        }
+    )
+}
+
 /// The periods, one per line: start (ms from the beginning), duration, state. At most `limit`
 /// lines (None: all), with a line saying how many were left out.
 pub fn periods(events: &[TimelineEvent], limit: Option<usize>) -> String {

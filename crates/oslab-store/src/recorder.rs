@@ -161,27 +161,29 @@ impl Recorder {
     }
 
     /// [`Recorder::finish`], or where the store cannot take the run, writes it to a JSON file
-    /// instead and says where and how to import it.
+    /// instead and says where and how to import it. The run's record comes back either way
+    /// (without an id when it was not stored).
     pub fn finish_or_keep(
         &mut self,
         machine: &Machine,
         measurements: &[Measurement],
         timeline: &[TimelineEvent],
         interrupted: bool,
-    ) -> Result<RunRecord, NotStored> {
+    ) -> (RunRecord, Result<(), NotStored>) {
         let error = match self.finish(machine, measurements, timeline, interrupted) {
-            Ok(record) => return Ok(record),
+            Ok(record) => return (record, Ok(())),
             Err(e) => e,
         };
         let record = self.unsaved(machine, interrupted);
-        let doc = RunDocument::new(record, measurements.to_vec(), timeline.to_vec());
-        Err(match doc.keep_unsaved() {
+        let doc = RunDocument::new(record.clone(), measurements.to_vec(), timeline.to_vec());
+        let kept = match doc.keep_unsaved() {
             Ok(file) => NotStored::Kept {
                 error,
                 count: measurements.len(),
                 file,
             },
             Err((file, why)) => NotStored::Lost { error, file, why },
-        })
+        };
+        (record, Err(kept))
     }
 }

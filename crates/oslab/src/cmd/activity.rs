@@ -5,7 +5,7 @@ use crate::cli::ActivityArgs;
 use crate::error::usage;
 use oslab_probes::activity::{self, Threshold};
 use oslab_probes::Options;
-use oslab_report::activity::{histogram, periods};
+use oslab_report::activity::text;
 use std::process::ExitCode;
 
 pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
@@ -39,22 +39,12 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    let irqs: Vec<String> = rec
-        .interrupts
-        .iter()
-        .map(|(k, v)| format!("{k} +{v}"))
-        .collect();
-    let extra = format!(
-        "threshold: {}\n\n{}\n{}\ninterrupts the kernel counted on cpu {} meanwhile: {}\n",
-        threshold.how,
-        periods(&timeline, (!args.periods).then_some(20)),
-        histogram(&timeline),
+    let extra = text(
+        &threshold.how,
+        &timeline,
+        args.periods,
         session.cpu,
-        if irqs.is_empty() {
-            "not readable".to_string()
-        } else {
-            irqs.join(", ")
-        }
+        &rec.interrupts,
     );
     session.finish(&ms, &timeline, interrupted, Some(extra))
 }

@@ -21,19 +21,12 @@ pub fn export(mut args: ExportArgs) -> anyhow::Result<ExitCode> {
     if args.output.is_none() && export::exporter(args.format).needs_output() {
         return Err(usage(format!(
             "--format {} writes files for a viewer, not text: give -o FILE (or -o BASE)",
-            format_name(args.format)
+            format!("{:?}", args.format).to_lowercase()
         )));
     }
     let run: RunRef = args.run.parse().map_err(usage)?;
     let (_, files) = exported(&run, args.format, &args.store)?;
     write_files(&files, args.output.as_deref())
-}
-
-/// A format as the user writes it.
-fn format_name(f: Format) -> String {
-    use clap::ValueEnum;
-    f.to_possible_value()
-        .map_or_else(|| format!("{f:?}"), |v| v.get_name().to_string())
 }
 
 /// A stored run, loaded whole, and its files in `format`.

@@ -120,13 +120,10 @@ impl Session {
         interrupted: bool,
         extra: Option<String>,
     ) -> anyhow::Result<ExitCode> {
-        let saved =
+        let machine = &self.inner.machine;
+        let (record, saved) =
             self.recorder
-                .finish_or_keep(&self.inner.machine, measurements, timeline, interrupted);
-        let record = match &saved {
-            Ok(r) => r.clone(),
-            Err(_) => self.recorder.unsaved(&self.inner.machine, interrupted),
-        };
+                .finish_or_keep(machine, measurements, timeline, interrupted);
         let mut shown = measurements.to_vec();
         shown.iter_mut().for_each(|m| m.samples = None);
         if self.json {
@@ -139,16 +136,15 @@ impl Session {
                 print_text(&text)?;
             }
         }
-        let record = saved?;
+        saved?;
         let id = record.id.unwrap_or_default();
+        let events = match timeline.len() {
+            0 => String::new(),
+            n => format!(" and {n} timeline events"),
+        };
         eprintln!(
-            "{} measurements{} in {:.1} s, stored as run {id} in {}",
+            "{} measurements{events} in {:.1} s, stored as run {id} in {}",
             measurements.len(),
-            if timeline.is_empty() {
-                String::new()
-            } else {
-                format!(" and {} timeline events", timeline.len())
-            },
             record.wall_s,
             self.recorder.store().path().display()
         );

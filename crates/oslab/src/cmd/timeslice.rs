@@ -6,18 +6,12 @@ use crate::error::usage;
 use oslab_core::affinity::AffinityGuard;
 use oslab_core::CpuSet;
 use oslab_probes::activity::Threshold;
-use oslab_probes::timeslice::{self, SchedClass, Sweep, Swept};
+use oslab_probes::timeslice::{self, Sweep, Swept};
 use std::process::ExitCode;
 
 pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let o = &args.options;
     let counts = o.counts().map_err(usage)?;
-    let policy = o.policy;
-    if policy == SchedClass::RoundRobin && !oslab_core::affinity::fifo_permitted() {
-        return Err(usage(
-            "--policy rr needs permission for real-time scheduling (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)",
-        ));
-    }
     let mut session = Session::open(
         false,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
@@ -35,7 +29,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
         cpu: session.cpu,
         counts,
         duration: o.duration,
-        class: policy,
+        class: o.policy,
         threshold: &threshold,
         shown: o.shown(),
     };

@@ -108,9 +108,8 @@ fn job_process(a: CpumanJobArgs) -> anyhow::Result<ExitCode> {
 fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
     let store = a.out.store.open_to_read()?;
     let mut runs = Vec::new();
-    for r in &a.runs {
-        let run: RunRef = r.parse().map_err(usage)?;
-        let (record, ms) = store.load_run(&run)?;
+    for run in &a.runs {
+        let (record, ms) = store.load_run(run)?;
         let id = record.id.unwrap_or_default();
         runs.push(StoredRun::new(id, ms).ok_or_else(|| {
             usage(format!(
@@ -119,10 +118,9 @@ fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
         })?);
     }
     let ratios = compare::migration_ratios(&runs);
-    if !a.out.json {
-        print_text(&doc(&compare::doc(&runs, &ratios)))?;
-        return Ok(ExitCode::SUCCESS);
+    match a.out.json {
+        true => print_json(&compare::json(&runs, &ratios))?,
+        false => print_text(&doc(&compare::doc(&runs, &ratios)))?,
     }
-    print_json(&compare::json(&runs, &ratios))?;
     Ok(ExitCode::SUCCESS)
 }

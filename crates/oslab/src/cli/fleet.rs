@@ -1,0 +1,81 @@
+//! Arguments of `oslab fleet`: submit, collect, summary and the nodes' task.
+
+use super::Output;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+/// `oslab fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: FleetCommand,
+}
+
+/// What `oslab fleet` does.
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Write and submit an sbatch script: one `oslab run RUN-ARGS` per node, each exporting its
+    /// run as JSON into the results directory; prints the job id.
+    Submit(FleetSubmitArgs),
+    /// Import every node's result of a fleet job (validated) into the store, tagged with the job.
+    Collect(FleetCollectArgs),
+    /// Node x measurement table of a collected job: fleet median, each node's deviation, outliers.
+    Summary(FleetSummaryArgs),
+    /// (internal) One node's share of a fleet job, started by the sbatch script.
+    #[command(hide = true)]
+    Task(FleetTaskArgs),
+}
+
+/// `oslab fleet submit`.
+#[derive(Debug, Args)]
+pub struct FleetSubmitArgs {
+    /// Partition, nodes, results directory and staging.
+    #[command(flatten)]
+    pub request: oslab_store::fleet::submit::Request,
+    /// Print the sbatch script instead of submitting it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Wait until the job has left the queue.
+    #[arg(long)]
+    pub wait: bool,
+    /// Print the job, its results directory and nodes as JSON (default: the job id alone).
+    #[arg(long)]
+    pub json: bool,
+    /// Arguments of `oslab run` for every node (after --), e.g. -- --quick syscall.
+    #[arg(last = true, value_name = "RUN-ARGS")]
+    pub run_args: Vec<String>,
+}
+
+/// `oslab fleet collect`.
+#[derive(Debug, Args)]
+pub struct FleetCollectArgs {
+    /// A job's results directory (RESULTS/JOBID), or RESULTS itself for every job in it.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab fleet summary`.
+#[derive(Debug, Args)]
+pub struct FleetSummaryArgs {
+    /// The Slurm job id.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab fleet task` (internal).
+#[derive(Debug, Args)]
+pub struct FleetTaskArgs {
+    /// The results directory.
+    #[arg(long, value_name = "DIR")]
+    pub results: PathBuf,
+    /// Arguments of `oslab run`.
+    #[arg(last = true, value_name = "RUN-ARGS")]
+    pub run_args: Vec<String>,
+}

@@ -1,0 +1,135 @@
+//! Arguments of the measuring commands: run, numa, c2c, activity, timeslice, migrate.
+
+use super::Output;
+use clap::Args;
+use std::path::PathBuf;
+
+/// `oslab run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Probe ids or globs (e.g. 'syscall.*', 'switch', 'task.fork'). Default: the whole suite.
+    #[arg(value_name = "PROBE-GLOB")]
+    pub probes: Vec<String>,
+    /// Shorter budgets per measurement (the whole suite in about 20 s on 2 cores).
+    #[arg(long)]
+    pub quick: bool,
+    /// The CPU to measure on (a number or a one-cpu list like "core-sibling-of:0").
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<String>,
+    /// The second CPU for cross-CPU measurements.
+    #[arg(long, value_name = "M")]
+    pub peer_cpu: Option<String>,
+    /// Do not raise the measuring thread to SCHED_FIFO even when permitted.
+    #[arg(long)]
+    pub no_rt: bool,
+    /// The page-fault file and the memory's description.
+    #[command(flatten)]
+    pub options: oslab_probes::Options,
+    /// Measure every probe N times, interleaved (each probe once, then each again, ...): the
+    /// independent repetitions `oslab compare` needs to judge a difference (3 or more).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Label the run, e.g. --tag kernel=6.18 (repeatable): `oslab compare tag:kernel=6.18 ...`
+    /// takes every run so labelled as one side.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tag: Vec<(String, String)>,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab numa`.
+#[derive(Debug, Args)]
+pub struct NumaArgs {
+    /// Shorter budgets and smaller arrays.
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+impl From<NumaArgs> for RunArgs {
+    fn from(a: NumaArgs) -> RunArgs {
+        RunArgs {
+            probes: vec!["numa.matrix".into()],
+            quick: a.quick,
+            cpu: None,
+            peer_cpu: None,
+            no_rt: false,
+            options: Default::default(),
+            repeat: 1,
+            tag: Vec::new(),
+            out: a.out,
+        }
+    }
+}
+
+/// `oslab c2c`.
+#[derive(Debug, Args)]
+pub struct C2cArgs {
+    #[command(flatten)]
+    pub request: oslab_probes::c2c::Request,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab activity`.
+#[derive(Debug, Args)]
+pub struct ActivityArgs {
+    /// The CPU to watch (default: the highest allowed).
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<String>,
+    #[command(flatten)]
+    pub options: oslab_probes::activity::Options,
+    /// Print every period (default: the first 20).
+    #[arg(long)]
+    pub periods: bool,
+    /// Also write the timeline as Chrome trace-event JSON (opens in Perfetto).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Do not raise the loop to SCHED_FIFO even when permitted.
+    #[arg(long)]
+    pub no_rt: bool,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab timeslice`.
+#[derive(Debug, Args)]
+pub struct TimesliceArgs {
+    /// The CPU the processes share (default: the highest allowed).
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<String>,
+    #[command(flatten)]
+    pub options: oslab_probes::timeslice::Options,
+    /// Also write the schedule as Chrome trace-event JSON (one track per process).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub options: oslab_probes::migration::experiment::Options,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `key=value`, both non-empty, the key without spaces or ':'.
+fn parse_tag(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v))
+            if !k.is_empty()
+                && !v.is_empty()
+                && !k.contains(|c: char| c.is_whitespace() || c == ':') =>
+        {
+            Ok((k.to_string(), v.to_string()))
+        }
+        _ => Err(format!(
+            "{s:?}: a tag is KEY=VALUE, e.g. kernel=6.18 (the key without spaces or ':')"
+        )),
+    }
+}

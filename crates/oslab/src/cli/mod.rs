@@ -1,0 +1,120 @@
+//! Command-line arguments (clap derive). What the user typed, before anything touches the OS.
+//! The subcommands are listed here; each group's arguments live in a module beside this one.
+
+mod fleet;
+mod measure;
+mod place;
+mod stored;
+
+pub use fleet::*;
+pub use measure::*;
+pub use place::*;
+pub use stored::*;
+
+use clap::{Args, Parser, Subcommand};
+use oslab_store::Location;
+
+/// oslab: what your machine and its operating system really cost.
+#[derive(Debug, Parser)]
+#[command(name = "oslab", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Tables and text as wide as their content (default: they fit $COLUMNS, or the terminal).
+    #[arg(long, global = true)]
+    pub wide: bool,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the machine as oslab sees it: CPU, caches, NUMA, clock, privileges, PMU, noise sources.
+    Info(InfoArgs),
+    /// List every probe, its unit, what it needs, and whether it can run here.
+    List(ListArgs),
+    /// Run probes (all by default), print a table and store the run.
+    Run(RunArgs),
+    /// Record when a pinned busy loop runs and when it does not: OS noise, timer ticks.
+    Activity(ActivityArgs),
+    /// N busy processes on one CPU: who ran when, time slices and context switches.
+    Timeslice(TimesliceArgs),
+    /// Matrix multiply pinned vs migrated half way to another cpu, with counters: what a
+    /// migration costs a running program.
+    Migrate(MigrateArgs),
+    /// Watch a process's lock waits and regroup its threads by cache domain when they pass a
+    /// threshold.
+    Shuffle(ShuffleArgs),
+    /// Evaluate shuffling: workloads run with and without it, interleaved; time, lock wait and
+    /// shuffles side by side.
+    ShuffleEval(ShuffleEvalArgs),
+    /// A built-in lock benchmark: T threads, K mutexes, thread i uses lock i mod K.
+    Lockbench(oslab_sched::shuffle::lockbench::Lockbench),
+    /// A user-level CPU manager: malleable parallel jobs under native, equipartition or PDPA
+    /// allocation, with page migration; workloads, live runs, comparisons.
+    Cpuman(CpumanArgs),
+    /// Run the suite on every node of a Slurm cluster and see the nodes side by side: submit,
+    /// collect, summary (outlier nodes by robust z-score).
+    Fleet(FleetArgs),
+    /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
+    Numa(NumaArgs),
+    /// Core-to-core latency: a cache line handed back and forth between every pair of cpus, as a
+    /// matrix and by topology class (SMT sibling, shared L2/L3, other package or node).
+    C2c(C2cArgs),
+    /// Write a self-contained HTML report (or Markdown with SVG files) of a stored run.
+    Report(ReportArgs),
+    /// Compare runs measurement by measurement: medians, ratio, significance, regressions.
+    Compare(CompareArgs),
+    /// Write a stored run as JSON (schema oslab.run/1), CSV, or a Perfetto trace of its timeline.
+    Export(ExportArgs),
+    /// Merge runs exported elsewhere (oslab.run/1 JSON) into the store, validated first.
+    Import(ImportArgs),
+    /// List stored runs.
+    Runs(Output),
+    /// Print a stored run again.
+    Show(ShowArgs),
+    /// Print a shell completion script: oslab completions bash > /etc/bash_completion.d/oslab
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): oslab man | man -l -
+    Man,
+    /// The minimal parent process creation is timed from (started by the task probes).
+    #[command(hide = true)]
+    TaskHelper {
+        /// What to measure, as JSON.
+        request: String,
+    },
+}
+
+/// How a command prints what it did (text, or JSON for programs), and its store.
+#[derive(Debug, Args, Clone)]
+pub struct Output {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: Location,
+}
+
+/// `oslab info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list every counter (generic, cache, software, L2_TCM/L2_TCA presets), how it is
+    /// defined on this CPU and whether it can be opened here.
+    #[arg(long)]
+    pub counters: bool,
+}
+
+/// `oslab list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}

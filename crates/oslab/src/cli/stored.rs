@@ -1,0 +1,104 @@
+//! Arguments of the commands that read the store: report, compare, export, import, show.
+
+use super::Output;
+use clap::Args;
+use oslab_report::export::Format;
+use oslab_store::{Location, RunSet};
+use std::path::PathBuf;
+
+/// `oslab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run id or 'latest'; or several, each a run, runs taken together (3,4,5 or 3-5) or
+    /// tag:KEY=VALUE, overlaid on the same charts with their comparison (the first is the
+    /// baseline; HTML only).
+    #[arg(value_name = "RUNS", default_value = "latest")]
+    pub runs: Vec<RunSet>,
+    /// Output file (default: oslab-run-ID.html or .md; oslab-comparison.html for several).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// html (one self-contained file) or md (Markdown with SVG charts beside it).
+    #[arg(long, value_enum, default_value_t = Format::Html, value_parser = report_format)]
+    pub format: Format,
+    /// The store.
+    #[command(flatten)]
+    pub store: Location,
+}
+
+/// The formats a report is written in.
+fn report_format(s: &str) -> Result<Format, String> {
+    match s {
+        "html" => Ok(Format::Html),
+        "md" => Ok(Format::Md),
+        _ => Err(format!("{s:?}: html or md")),
+    }
+}
+
+/// `oslab compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline, then what is compared with it. Each side is a run id, 'latest', several runs
+    /// taken together (3,4,5 or 3-5) or every run with a tag (tag:kernel=6.18); each run's
+    /// repetitions (`run --repeat`) are the replicates.
+    #[arg(value_name = "RUNS", required = true)]
+    pub sets: Vec<RunSet>,
+    /// The baseline, given apart: then every RUNS is compared with it.
+    #[arg(long, value_name = "RUNS")]
+    pub baseline: Option<RunSet>,
+    /// Threshold and history.
+    #[command(flatten)]
+    pub judging: oslab_report::comparison::Judging,
+    /// Exit with status 1 when any measurement regressed beyond the threshold (for CI gates);
+    /// with too few repetitions to judge anything, exit with status 2 and say so.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Show every row (default: those that changed, could not be compared, or, unjudged, moved
+    /// beyond the threshold).
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Run id, or 'latest'.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// The format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+    /// With --format csv: one row per sample (long format) instead of one per measurement.
+    #[arg(long)]
+    pub samples: bool,
+    /// Write to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The store.
+    #[command(flatten)]
+    pub store: Location,
+}
+
+/// `oslab import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// oslab.run/1 JSON files (from `oslab export`). All are checked before any is stored.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Run id, or 'latest'.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Include raw samples in the JSON.
+    #[arg(long, requires = "json")]
+    pub samples: bool,
+    #[command(flatten)]
+    pub out: Output,
+}

@@ -68,7 +68,7 @@ pub fn alternate<T, E>(
 
 /// The verdict on paired differences.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Verdict {
+pub struct PairedVerdict {
     /// Mean difference.
     pub mean: f64,
     /// Its 95% interval.
@@ -79,11 +79,11 @@ pub struct Verdict {
     pub n: usize,
 }
 
-impl Verdict {
+impl PairedVerdict {
     /// The verdict, or `None` with fewer than two pairs.
-    pub fn of(differences: &[f64]) -> Option<Verdict> {
+    pub fn of(differences: &[f64]) -> Option<PairedVerdict> {
         let (mean, low, high) = mean_ci95(differences)?;
-        Some(Verdict {
+        Some(PairedVerdict {
             mean,
             low,
             high,
@@ -116,7 +116,7 @@ impl Verdict {
 
 /// The verdict in words for `differences`, or why there is none.
 pub fn verdict_text(differences: &[f64], show: impl Fn(f64) -> String) -> String {
-    match Verdict::of(differences) {
+    match PairedVerdict::of(differences) {
         Some(v) => v.text(show),
         None => "one run per arm: no interval (run 5 or more)".into(),
     }
@@ -146,13 +146,13 @@ mod tests {
     #[test]
     fn verdicts_say_whether_the_interval_excludes_zero() {
         let show = |v: f64| format!("{v:+.1}");
-        let v = Verdict::of(&[10.0, 11.0, 9.0, 10.5]).unwrap();
+        let v = PairedVerdict::of(&[10.0, 11.0, 9.0, 10.5]).unwrap();
         assert!(
             v.significant()
                 && v.text(show)
                     .contains("significant, the interval excludes 0")
         );
-        let v = Verdict::of(&[1.0, -1.0, 2.0, -2.0]).unwrap();
+        let v = PairedVerdict::of(&[1.0, -1.0, 2.0, -2.0]).unwrap();
         assert!(!v.significant() && v.text(show).contains("not significant at 4 pairs"));
         assert!(verdict_text(&[1.0], show).contains("no interval"));
     }

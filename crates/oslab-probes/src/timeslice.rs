@@ -59,7 +59,7 @@ pub struct ProcessRecord {
 
 /// What a recording of N processes gives.
 #[derive(Debug, Clone)]
-pub struct Recording {
+pub struct Schedule {
     /// Each process.
     pub processes: Vec<ProcessRecord>,
     /// The common start, in ticks.
@@ -79,7 +79,7 @@ pub fn record(
     duration: Duration,
     policy: SchedClass,
     threshold: u64,
-) -> Result<Recording, ProbeError> {
+) -> Result<Schedule, ProbeError> {
     let words = HEADER + n * (3 + 2 * CAPACITY);
     let shared = SharedPage::with_len(words * 8)?;
     // Built before fork: the child may not allocate.
@@ -183,7 +183,7 @@ pub fn record(
             gaps,
         });
     }
-    Ok(Recording {
+    Ok(Schedule {
         processes,
         origin,
         kernel_switches,
@@ -258,7 +258,7 @@ pub fn switches(clock: &Clock, slices: &[Slice]) -> Vec<(usize, usize, f64, f64)
 /// by `offset_ns` (so several recordings can share a timeline).
 pub fn timeline(
     clock: &Clock,
-    rec: &Recording,
+    rec: &Schedule,
     slices: &[Slice],
     offset_ns: f64,
 ) -> Vec<TimelineEvent> {
@@ -283,7 +283,7 @@ pub fn timeline(
 pub fn summarise(
     id: &str,
     clock: &Clock,
-    rec: &Recording,
+    rec: &Schedule,
     policy: SchedClass,
     cpu: usize,
 ) -> Vec<Measurement> {

@@ -1,7 +1,7 @@
 //! Progress on stderr while probes run: a bar on a terminal, nothing otherwise; and each probe's
 //! results stored as soon as it completes.
 
-use crate::cmd::session::Session;
+use crate::cmd::session::RecordedSession;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oslab_core::model::Measurement;
 use oslab_probes::registry;
@@ -12,7 +12,7 @@ use std::io::IsTerminal;
 /// Draws one bar over the probes of a run, and stores their results as they complete.
 pub struct Progress<'a> {
     bar: ProgressBar,
-    session: &'a Session,
+    session: &'a RecordedSession,
 }
 
 /// Bar units per unit of relative cost (the bar advances by each probe's expected share).
@@ -21,7 +21,7 @@ const SCALE: f64 = 100.0;
 impl<'a> Progress<'a> {
     /// A bar over `probes`, advancing by each one's expected cost so the time-left estimate
     /// holds; hidden when stderr is not a terminal.
-    pub fn new(probes: &[&Probe], repetitions: u32, session: &'a Session) -> Progress<'a> {
+    pub fn new(probes: &[&Probe], repetitions: u32, session: &'a RecordedSession) -> Progress<'a> {
         let once: f64 = probes.iter().map(|p| registry::relative_cost(p.id)).sum();
         let total = once * repetitions as f64;
         let bar = ProgressBar::new((total * SCALE) as u64);

@@ -43,29 +43,29 @@ pub struct Watch {
 }
 
 /// The process watched.
-pub enum Target {
+pub enum Process {
     /// A process that was running before (its decisions are recorded on the timeline).
     Running(i32),
     /// A command started for the watch.
     Started(Child),
 }
 
-impl Target {
+impl Process {
     /// A running process, if there is one of that id.
-    pub fn running(pid: i32) -> Result<Target, String> {
+    pub fn running(pid: i32) -> Result<Process, String> {
         if pid <= 0 {
             return Err(format!("--pid {pid}: not a process id"));
         }
         match locks::threads(pid) {
             Err(MonitorError::Gone(_)) => Err(format!("--pid {pid}: no such process")),
             Err(e) => Err(e.to_string()),
-            Ok(_) => Ok(Target::Running(pid)),
+            Ok(_) => Ok(Process::Running(pid)),
         }
     }
 
     /// Starts `argv`, which dies with us even if we are killed; its standard output goes to our
     /// standard error when `quiet_stdout` (ours carries JSON).
-    pub fn start(argv: &[String], quiet_stdout: bool) -> Result<Target, String> {
+    pub fn start(argv: &[String], quiet_stdout: bool) -> Result<Process, String> {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         oslab_core::signals::die_with_parent(&mut cmd);
@@ -75,20 +75,20 @@ impl Target {
             cmd.stdout(err.map_err(|e| e.to_string())?);
         }
         cmd.spawn()
-            .map(Target::Started)
+            .map(Process::Started)
             .map_err(|e| format!("cannot start {:?}: {e}", argv[0]))
     }
 
     fn pid(&self) -> i32 {
         match self {
-            Target::Running(pid) => *pid,
-            Target::Started(c) => c.id() as i32,
+            Process::Running(pid) => *pid,
+            Process::Started(c) => c.id() as i32,
         }
     }
 
     /// Ends a command we started (SIGTERM when the watch was stopped) and reaps it.
     fn end(self, interrupted: bool) -> std::io::Result<()> {
-        if let Target::Started(mut c) = self {
+        if let Process::Started(mut c) = self {
             if interrupted {
                 // SAFETY: signalling our own child.
                 unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
@@ -115,7 +115,7 @@ pub struct Live {
 /// status with `status`. A started command is ended and reaped on every path.
 pub fn live(
     w: &Watch,
-    mut target: Target,
+    mut target: Process,
     topology: &Topology,
     stop: &dyn Fn() -> bool,
     status: &mut dyn FnMut(&str),
@@ -124,7 +124,7 @@ pub fn live(
     let (allowed, monitor) = match prepare(pid, w.monitor_only, w.locks.method) {
         Ok(p) => p,
         Err(e) => {
-            if let Target::Started(c) = &mut target {
+            if let Process::Started(c) = &mut target {
                 let _ = c.kill();
             }
             let _ = target.end(false);
@@ -141,10 +141,10 @@ pub fn live(
         w.interval,
         w.monitor_only,
     )
-    .recording(matches!(target, Target::Running(_)));
+    .recording(matches!(target, Process::Running(_)));
     let child = match &mut target {
-        Target::Started(c) => Some(c),
-        Target::Running(_) => None,
+        Process::Started(c) => Some(c),
+        Process::Running(_) => None,
     };
     let watched = watch(daemon, child, stop, status);
     let interrupted = watched.as_ref().map_or(true, |w| w.interrupted);

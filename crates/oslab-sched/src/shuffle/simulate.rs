@@ -22,14 +22,14 @@ use std::collections::{BinaryHeap, VecDeque};
 
 /// The simulated machine: sockets of cores, each socket one cache domain.
 #[derive(Debug, Clone, Copy)]
-pub struct Machine {
+pub struct SimulatedMachine {
     /// Sockets.
     pub sockets: usize,
     /// Cores per socket.
     pub cores: usize,
 }
 
-impl Machine {
+impl SimulatedMachine {
     /// The cpus of each socket: the daemon's domains.
     pub fn domains(&self) -> Vec<Vec<usize>> {
         (0..self.sockets)
@@ -90,7 +90,7 @@ impl Default for Costs {
 
 /// A lock-bound program.
 #[derive(Debug, Clone)]
-pub struct Workload {
+pub struct LockProgram {
     /// Its name in tables.
     pub name: String,
     /// Threads.
@@ -112,7 +112,7 @@ pub struct Workload {
 
 /// How the daemon runs in a simulation.
 #[derive(Debug, Clone, Copy)]
-pub struct Daemon {
+pub struct DaemonSettings {
     /// Regroup (true) or only watch.
     pub shuffle: bool,
     /// Monitoring interval (ns).
@@ -123,7 +123,7 @@ pub struct Daemon {
 
 /// What one simulated run gave.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct SimulatedRun {
     /// Execution time: the last thread's end (ns).
     pub time: f64,
     /// Time threads spent waiting for locks over their lifetimes.
@@ -230,10 +230,10 @@ impl Event {
 }
 
 struct Sim<'a> {
-    m: Machine,
+    m: SimulatedMachine,
     c: Costs,
-    w: &'a Workload,
-    d: Daemon,
+    w: &'a LockProgram,
+    d: DaemonSettings,
     rng: SplitMix64,
     now: f64,
     events: BinaryHeap<Reverse<(u64, u64)>>,
@@ -245,7 +245,7 @@ struct Sim<'a> {
     /// The daemon's index in `threads`.
     daemon: usize,
     interval_start: f64,
-    out: Outcome,
+    out: SimulatedRun,
     handovers: (u64, u64),
     left: usize,
     /// Threads waiting in run queues, all cpus together (idle cpus look for one to take).
@@ -256,13 +256,13 @@ struct Sim<'a> {
 /// with and one without shuffling given the same seed differ only by the daemon. None when
 /// `stop` said so part way.
 pub fn simulate(
-    m: Machine,
+    m: SimulatedMachine,
     c: Costs,
-    w: &Workload,
-    d: Daemon,
+    w: &LockProgram,
+    d: DaemonSettings,
     seed: u64,
     stop: &dyn Fn() -> bool,
-) -> Option<Outcome> {
+) -> Option<SimulatedRun> {
     let mut rng = SplitMix64(seed);
     // The native scheduler spreads threads over the cpus, blind to their locks.
     let mut order: Vec<usize> = (0..m.cpus()).collect();
@@ -300,7 +300,7 @@ pub fn simulate(
         domains: m.domains(),
         daemon: w.threads,
         interval_start: 0.0,
-        out: Outcome {
+        out: SimulatedRun {
             time: 0.0,
             lock_fraction: 0.0,
             shuffles: 0,
@@ -722,8 +722,8 @@ mod tests {
         false
     }
 
-    fn shape(threads: usize, locks: usize, inside: f64, outside: f64, n: u64) -> Workload {
-        Workload {
+    fn shape(threads: usize, locks: usize, inside: f64, outside: f64, n: u64) -> LockProgram {
+        LockProgram {
             name: "test".into(),
             threads,
             locks,
@@ -744,19 +744,25 @@ mod tests {
         }
     }
 
-    fn watch(shuffle: bool) -> Daemon {
-        Daemon {
+    fn watch(shuffle: bool) -> DaemonSettings {
+        DaemonSettings {
             shuffle,
             interval: 2e8,
             threshold: 0.1,
         }
     }
 
-    fn run(m: Machine, c: Costs, w: &Workload, shuffle: bool, seed: u64) -> Outcome {
+    fn run(
+        m: SimulatedMachine,
+        c: Costs,
+        w: &LockProgram,
+        shuffle: bool,
+        seed: u64,
+    ) -> SimulatedRun {
         simulate(m, c, w, watch(shuffle), seed, &never).unwrap()
     }
 
-    const ONE: Machine = Machine {
+    const ONE: SimulatedMachine = SimulatedMachine {
         sockets: 1,
         cores: 1,
     };
@@ -786,7 +792,7 @@ mod tests {
 
     #[test]
     fn a_saturated_lock_serialises_its_critical_sections() {
-        let m = Machine {
+        let m = SimulatedMachine {
             sockets: 1,
             cores: 4,
         };
@@ -798,7 +804,7 @@ mod tests {
 
     #[test]
     fn a_seed_fixes_the_run() {
-        let m = Machine {
+        let m = SimulatedMachine {
             sockets: 2,
             cores: 2,
         };
@@ -815,7 +821,7 @@ mod tests {
 
     #[test]
     fn without_contention_the_daemon_never_acts() {
-        let m = Machine {
+        let m = SimulatedMachine {
             sockets: 4,
             cores: 8,
         };
@@ -831,7 +837,7 @@ mod tests {
 
     #[test]
     fn on_one_socket_every_hand_off_is_local_either_way() {
-        let m = Machine {
+        let m = SimulatedMachine {
             sockets: 1,
             cores: 8,
         };
@@ -847,11 +853,11 @@ mod tests {
 
     #[test]
     fn on_four_sockets_regrouping_by_lock_time_keeps_hand_offs_local() {
-        let m = Machine {
+        let m = SimulatedMachine {
             sockets: 4,
             cores: 8,
         };
-        let w = Workload {
+        let w = LockProgram {
             spread: 0.5,
             ..shape(32, 4, 5_000.0, 30_000.0, 4_000)
         };

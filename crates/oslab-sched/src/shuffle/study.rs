@@ -2,7 +2,9 @@
 //! and without shuffling (each pair shares its random draws, so it differs only by the daemon), then the
 //! monitoring interval swept: execution time, lock contention, shuffles, cross-socket hand-offs.
 
-use super::simulate::{simulate, Costs, Daemon, Machine, Outcome, Workload};
+use super::simulate::{
+    simulate, Costs, DaemonSettings, LockProgram, SimulatedMachine, SimulatedRun,
+};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::params;
 use oslab_core::stats::Summary;
@@ -137,8 +139,8 @@ pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
 }
 
 impl Request {
-    fn machine(&self) -> Machine {
-        Machine {
+    fn machine(&self) -> SimulatedMachine {
+        SimulatedMachine {
             sockets: self.sockets as usize,
             cores: self.cores as usize,
         }
@@ -162,8 +164,8 @@ impl Request {
     }
 
     /// The workloads asked for: one custom shape, or the presets.
-    pub fn workloads(&self) -> Vec<Workload> {
-        let shape = |name: &str, outside: f64| Workload {
+    pub fn workloads(&self) -> Vec<LockProgram> {
+        let shape = |name: &str, outside: f64| LockProgram {
             name: name.into(),
             threads: self.threads(),
             locks: self.locks as usize,
@@ -196,9 +198,9 @@ pub struct Cell {
     /// The daemon's interval.
     pub interval: Duration,
     /// Runs without shuffling (the daemon watching only), by random stream.
-    pub without: Vec<Outcome>,
+    pub without: Vec<SimulatedRun>,
     /// Runs with shuffling, same random streams.
-    pub with: Vec<Outcome>,
+    pub with: Vec<SimulatedRun>,
 }
 
 impl Cell {
@@ -228,7 +230,7 @@ pub struct Study {
 /// Runs the study: every run independent and seeded, spread over the cpus we may use.
 pub fn study(r: &Request, stop: &(dyn Fn() -> bool + Sync)) -> Study {
     let workloads = r.workloads();
-    let mut cells: Vec<(Workload, Duration)> =
+    let mut cells: Vec<(LockProgram, Duration)> =
         workloads.iter().map(|w| (w.clone(), r.interval)).collect();
     // The sweep runs the first workload at each interval; at the request's own interval that
     // is its first cell already.
@@ -250,7 +252,7 @@ pub fn study(r: &Request, stop: &(dyn Fn() -> bool + Sync)) -> Study {
     let (m, costs) = (r.machine(), r.costs());
     let results = parallel(&jobs, stop, |&(c, seed, shuffle)| {
         let (w, interval) = &cells[c];
-        let d = Daemon {
+        let d = DaemonSettings {
             shuffle,
             interval: ns(*interval),
             threshold: r.threshold,
@@ -321,7 +323,7 @@ fn signed_pct(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{:+.1}%", x * 100.0))
 }
 
-fn of(runs: &[Outcome], f: impl Fn(&Outcome) -> f64) -> Vec<f64> {
+fn of(runs: &[SimulatedRun], f: impl Fn(&SimulatedRun) -> f64) -> Vec<f64> {
     runs.iter().map(f).collect()
 }
 
@@ -487,7 +489,7 @@ fn whole_pct(v: f64) -> String {
 }
 
 fn row(label: &str, c: &Cell) -> Vec<String> {
-    let time = |runs: &[Outcome]| median(&of(runs, |o| o.time));
+    let time = |runs: &[SimulatedRun]| median(&of(runs, |o| o.time));
     let time = match (time(&c.without), time(&c.with)) {
         (Some(a), Some(b)) => {
             let (div, unit) = oslab_core::units::time_scale(a);
@@ -503,7 +505,7 @@ fn row(label: &str, c: &Cell) -> Vec<String> {
         (Some(a), Some(b)) => format!("{}..{}%", whole_pct(a), whole_pct(b)),
         _ => "-".into(),
     };
-    let share = |runs: &[Outcome]| {
+    let share = |runs: &[SimulatedRun]| {
         median(&of(runs, |o| o.remote_share)).map_or("-".into(), |v| format!("{:.0}%", v * 100.0))
     };
     vec![

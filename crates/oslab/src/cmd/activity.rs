@@ -1,6 +1,6 @@
 //! `oslab activity`: the busy-loop tracker on one CPU, its periods stored as a timeline.
 
-use super::session::Session;
+use super::session::RecordedSession;
 use crate::cli::ActivityArgs;
 use crate::error::usage;
 use oslab_probes::activity::{self, Threshold};
@@ -9,7 +9,7 @@ use oslab_report::activity::text;
 use std::process::ExitCode;
 
 pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(
+    let mut session = RecordedSession::open(
         false,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         None,

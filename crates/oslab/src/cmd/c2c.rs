@@ -1,7 +1,7 @@
 //! `oslab c2c`: the core-to-core latency of every pair of a cpu list (or a sample of the pairs),
 //! stored as a run, printed as a matrix and by topology class.
 
-use super::session::Session;
+use super::session::RecordedSession;
 use crate::cli::C2cArgs;
 use crate::error::usage;
 use oslab_probes::c2c::{self, Budget};
@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let req = &args.request;
-    let mut session = Session::open(req.quick, None, None, &args.out)?;
+    let mut session = RecordedSession::open(req.quick, None, None, &args.out)?;
     let topology = session.machine.topology.clone();
     let cpus = c2c::chosen_cpus(req.cpus.as_deref(), &topology, &session.allowed).map_err(usage)?;
     let (pairs, total) = c2c::pairs(&topology, &cpus, req.sample);

@@ -1,7 +1,7 @@
 //! `oslab migrate`: the matrix-multiply migration experiment
 //! ([`oslab_probes::migration::experiment`]) on the cpus the user chose.
 
-use super::session::Session;
+use super::session::RecordedSession;
 use crate::cli::MigrateArgs;
 use crate::error::usage;
 use oslab_core::affinity::{get_affinity, AffinityGuard};
@@ -17,7 +17,7 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         let first = allowed.first().unwrap_or(0);
         (if allowed.contains(0) { 0 } else { first }).to_string()
     });
-    let mut session = Session::open(
+    let mut session = RecordedSession::open(
         false,
         Some(("--from", &from)),
         o.to.as_deref().map(|t| ("--to", t)),

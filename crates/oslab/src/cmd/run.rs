@@ -1,6 +1,6 @@
 //! `oslab run`: select probes, place ourselves, measure, store, print.
 
-use super::session::Session;
+use super::session::RecordedSession;
 use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::progress::Progress;
@@ -19,7 +19,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let memory_max = HarnessConfig::suite(args.quick).memory_max;
         faults::check_request(&options, memory_max).map_err(usage)?;
     }
-    let mut session = Session::open(
+    let mut session = RecordedSession::open(
         args.quick,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),

@@ -14,19 +14,19 @@ use oslab_store::{Program, Recorder};
 use std::cell::Cell;
 use std::process::ExitCode;
 
-/// A measuring session.
-pub struct Session {
+/// A measuring session whose run is recorded in the store as it is measured.
+pub struct RecordedSession {
     inner: session::Session,
     recorder: Recorder,
     /// Whether appending to the store failed once (said once; the final save tries again).
     append_failed: Cell<bool>,
-    /// A simulation: see [`Session::simulation`].
+    /// A simulation: see [`RecordedSession::simulation`].
     simulated: bool,
     /// Print JSON rather than text.
     json: bool,
 }
 
-impl std::ops::Deref for Session {
+impl std::ops::Deref for RecordedSession {
     type Target = session::Session;
     fn deref(&self) -> &session::Session {
         &self.inner
@@ -46,21 +46,21 @@ fn program() -> Program {
     }
 }
 
-impl Session {
+impl RecordedSession {
     /// Reads the machine and checks the request; opens the store. Installs the Ctrl-C handler.
     pub fn open(
         quick: bool,
         cpu: Option<Named>,
         peer: Option<Named>,
         out: &Output,
-    ) -> anyhow::Result<Session> {
+    ) -> anyhow::Result<RecordedSession> {
         let inner = session::Session::open(quick, cpu, peer).map_err(|e| match e {
             SessionError::Misplaced(m) => usage(m.0),
             other => other.into(),
         })?;
         let recorder = Recorder::new(out.store.open()?, program(), quick);
         signals::install();
-        Ok(Session {
+        Ok(RecordedSession {
             inner,
             recorder,
             append_failed: Cell::new(false),
@@ -69,7 +69,7 @@ impl Session {
         })
     }
 
-    /// Labels the run (before [`Session::begin`]).
+    /// Labels the run (before [`RecordedSession::begin`]).
     pub fn tag(&mut self, key: &str, value: &str) {
         self.recorder.tag(key, value);
     }
@@ -106,7 +106,7 @@ impl Session {
 
     /// A simulation's session: at the end its own text replaces the table of measurements and
     /// the warnings about this machine, which do not bear on simulated values.
-    pub fn simulation(mut self) -> Session {
+    pub fn simulation(mut self) -> RecordedSession {
         self.simulated = true;
         self
     }

@@ -1,22 +1,22 @@
 //! `oslab shuffle`: the lock-contention shuffler on a live process.
 
-use super::session::Session;
+use super::session::RecordedSession;
 use crate::cli::{ShuffleArgs, ShuffleCommand, ShuffleSimulateArgs};
 use crate::error::usage;
 use oslab_core::signals;
 use oslab_sched::shuffle;
-use oslab_sched::shuffle::live::{self, Target};
+use oslab_sched::shuffle::live::{self, Process};
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
     if let Some(ShuffleCommand::Simulate(a)) = args.simulate {
         return simulate(a);
     }
-    let running = args.pid.map(Target::running).transpose().map_err(usage)?;
-    let mut session = Session::open(false, None, None, &args.out)?;
+    let running = args.pid.map(Process::running).transpose().map_err(usage)?;
+    let mut session = RecordedSession::open(false, None, None, &args.out)?;
     let target = match running {
         Some(t) => t,
-        None => Target::start(&args.command, args.out.json).map_err(usage)?,
+        None => Process::start(&args.command, args.out.json).map_err(usage)?,
     };
     let topology = &session.machine.topology;
     let w = live::live(
@@ -32,7 +32,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
 
 /// `oslab shuffle simulate`: the study on a simulated machine, stored as a run.
 fn simulate(a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
-    let mut session = Session::open(true, None, None, &a.out)?.simulation();
+    let mut session = RecordedSession::open(true, None, None, &a.out)?.simulation();
     let t = std::time::Instant::now();
     let study = shuffle::study::study(&a.request, &signals::interrupted);
     eprintln!("simulated in {:.1} s", t.elapsed().as_secs_f64());

@@ -1,6 +1,6 @@
 //! `oslab timeslice`: N processes on one CPU, their schedule, slices and switches.
 
-use super::session::Session;
+use super::session::RecordedSession;
 use crate::cli::TimesliceArgs;
 use crate::error::usage;
 use oslab_core::affinity::AffinityGuard;
@@ -12,7 +12,7 @@ use std::process::ExitCode;
 pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let o = &args.options;
     let counts = o.counts().map_err(usage)?;
-    let mut session = Session::open(
+    let mut session = RecordedSession::open(
         false,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         None,

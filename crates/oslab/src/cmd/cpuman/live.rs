@@ -1,7 +1,7 @@
 //! `oslab cpuman run`: a workload live on this machine's cpus
 //! ([`oslab_sched::cpuman::manager::Request`]).
 
-use super::super::session::Session;
+use super::super::session::RecordedSession;
 use crate::cli::CpumanRunArgs;
 use crate::error::usage;
 use oslab_core::model::Unit;
@@ -16,7 +16,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     let req = &args.request;
     // Refused before the store, the calibration or any job: a run that cannot do what was asked.
     req.check().map_err(usage)?;
-    let mut session = Session::open(true, None, None, &args.out)?;
+    let mut session = RecordedSession::open(true, None, None, &args.out)?;
     let program = std::env::current_exe()?;
     let manager::Prepared {
         config,

@@ -3,7 +3,7 @@
 
 mod live;
 
-use super::session::Session;
+use super::session::RecordedSession;
 use super::{print_json, print_text};
 use crate::cli::{
     CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanSimulateArgs,
@@ -53,7 +53,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let r = &a.request;
     let speedups = speedups(r.speedups.as_deref(), &a.out.store)?;
     eprintln!("{}", speedups.describe());
-    let mut session = Session::open(true, None, None, &a.out)?;
+    let mut session = RecordedSession::open(true, None, None, &a.out)?;
     let (cpus, from) = r.cpus().map_err(usage)?;
     if let Some(from) = from {
         eprintln!("{cpus} cpus: {from}");

@@ -419,9 +419,8 @@ pub fn interval_text(j: &oslab_core::compare::Judgement) -> String {
     }
 }
 
-/// The comparison table: probe, params, metric, both medians, ratio and its interval,
-/// repetitions a side, p-value, verdict.
-/// The columns of a comparison row, then which of them hold numbers.
+/// The columns of a comparison row: probe, params, metric, both medians, ratio and its interval,
+/// the band, repetitions a side, p-value, verdict.
 pub const COLUMNS: [&str; 11] = [
     "probe", "params", "metric", "A", "B", "B/A", "interval", "band", "n", "p", "verdict",
 ];
@@ -439,7 +438,11 @@ pub fn cells(r: &Row) -> [String; 11] {
         show(j.b),
         j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
         interval_text(j),
-        format!("±{:.0}%", j.band * 100.0),
+        // A difference is judged as a shift, with no ratio: the band does not apply to it.
+        match j.ratio {
+            Some(_) => format!("±{:.0}%", j.band * 100.0),
+            None => "-".into(),
+        },
         format!("{}/{}", j.n[0], j.n[1]),
         j.p.map_or("-".into(), |p| format!("{p:.2}")),
         verdict_text(r).to_string(),

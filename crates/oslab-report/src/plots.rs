@@ -306,6 +306,9 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
         y_desc.to_string()
     };
     let n = bars.len() as u32;
+    // A segmented range holds both its ends: n bars are the n segments of 0..n-1 (0..n would
+    // leave an empty slot after the last bar), the last one closed by `Last`.
+    let slots = 0..n - 1;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     draw(|root| {
         let mut builder = ChartBuilder::on(root);
@@ -348,7 +351,13 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
                         .draw_series(std::iter::once(Rectangle::new(
                             [
                                 (SegmentValue::Exact(i), floor),
-                                (SegmentValue::Exact(i + 1), b.value.max(floor)),
+                                (
+                                    match i + 1 {
+                                        end if end == n => SegmentValue::Last,
+                                        next => SegmentValue::Exact(next),
+                                    },
+                                    b.value.max(floor),
+                                ),
                             ],
                             color.mix(0.8).filled(),
                         )))
@@ -369,11 +378,14 @@ pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
         }
         if log {
             body!(builder
-                .build_cartesian_2d((0..n).into_segmented(), (floor..top).log_scale())
+                .build_cartesian_2d(slots.clone().into_segmented(), (floor..top).log_scale())
                 .map_err(err)?);
         } else {
             body!(builder
-                .build_cartesian_2d((0..n).into_segmented(), 0.0..top.max(f64::MIN_POSITIVE))
+                .build_cartesian_2d(
+                    slots.clone().into_segmented(),
+                    0.0..top.max(f64::MIN_POSITIVE)
+                )
                 .map_err(err)?);
         }
         Ok(())
@@ -573,6 +585,44 @@ mod tests {
             "{:?}",
             labels(&near)
         );
+    }
+
+    #[test]
+    fn bars_fill_the_plot_with_no_empty_slot() {
+        let bar = |value: f64| Bar {
+            label: format!("b{value}"),
+            value,
+            interval: Some((value * 0.9, value * 1.1)),
+            side: 0,
+        };
+        for n in 1..=3 {
+            let all: Vec<Bar> = (1..=n).map(|v| bar(v as f64 * 10.0)).collect();
+            let svg = bars("costs", "ns", &all).unwrap();
+            // The grid lines span the plot; the bars must span them too, evenly.
+            let attr = |l: &str, k: &str| -> f64 {
+                let v = l.split(&format!(" {k}=\"")).nth(1).unwrap();
+                v[..v.find('"').unwrap()].parse().unwrap()
+            };
+            let grid = svg.lines().find(|l| l.starts_with("<line")).unwrap();
+            let (left, right) = (attr(grid, "x1"), attr(grid, "x2"));
+            let rects: Vec<(f64, f64)> = svg
+                .lines()
+                .filter(|l| l.starts_with("<rect") && l.contains("opacity=\"0.8\""))
+                .map(|l| (attr(l, "x"), attr(l, "width")))
+                .collect();
+            assert_eq!(rects.len(), n, "{svg}");
+            let end = rects.last().map(|(x, w)| x + w).unwrap();
+            assert!((rects[0].0 - left).abs() <= 2.0, "{rects:?} from {left}");
+            assert!(
+                (end - right).abs() <= 2.0 + n as f64,
+                "{rects:?} to {right}"
+            );
+            assert!(
+                (1..=n).all(|v| labels(&svg).contains(&format!("b{}", v * 10))),
+                "{:?}",
+                labels(&svg)
+            );
+        }
     }
 
     /// The text of every `<text>` element.

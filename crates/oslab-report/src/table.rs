@@ -56,6 +56,11 @@ pub(crate) fn new_table(header: &[&str]) -> Table {
 /// A word that says how a result came out, coloured so that trouble stands out: warnings
 /// (noisy, changed) yellow, failures and regressions red, improvements green, skips grey.
 pub(crate) fn outcome_cell(word: &str) -> Cell {
+    outcome_coloured(word, word)
+}
+
+/// `text` coloured as [`outcome_cell`] colours `word`.
+fn outcome_coloured(word: &str, text: &str) -> Cell {
     use comfy_table::Color;
     let color = match word {
         "noisy" | "changed" => Some(Color::Yellow),
@@ -64,7 +69,7 @@ pub(crate) fn outcome_cell(word: &str) -> Cell {
         "skipped" => Some(Color::DarkGrey),
         _ => None,
     };
-    let cell = Cell::new(word);
+    let cell = Cell::new(text);
     match color {
         Some(c) => cell.fg(c),
         None => cell,
@@ -313,7 +318,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
         .collect();
     let t = match (wide, width()) {
         (true, _) => full_table(&rows, true),
-        (false, Some(w)) if !full_fits(&rows, w) => compact_table(&rows),
+        (false, Some(w)) if !full_fits(&rows, w) => compact_table(&rows, !compact_fits(&rows, w)),
         (false, _) => full_table(&rows, false),
     };
     let mut out = match one_cpu {
@@ -520,27 +525,78 @@ fn full_table(rows: &[Row], wide: bool) -> Table {
     t
 }
 
+/// The cells of [`compact_table`]: median with its unit, CI95, measured over predicted.
+fn compact_cells(r: &Row) -> [String; 3] {
+    match &r.value {
+        Some(v) => [
+            format!("{} {}", v.median, v.unit).trim_end().to_string(),
+            v.ci.clone(),
+            match v.versus.is_empty() {
+                true => v.predicted.clone(),
+                false => v.versus.clone(),
+            },
+        ],
+        None => Default::default(),
+    }
+}
+
+/// Whether [`compact_table`] fits `width` with its columns side by side.
+fn compact_fits(rows: &[Row], width: u16) -> bool {
+    let cells: Vec<[String; 3]> = rows.iter().map(compact_cells).collect();
+    let name = rows
+        .iter()
+        .map(|r| r.probe.len().max(r.metric.len() + 2))
+        .fold(COMPACT_NAME, usize::max);
+    let column = |i: usize, header: &str| {
+        widest(std::iter::once(header).chain(cells.iter().map(|c| c[i].as_str())))
+    };
+    let status = widest(std::iter::once("status").chain(rows.iter().map(|r| r.status)));
+    let widths = [
+        name,
+        column(0, "median"),
+        column(1, "CI95"),
+        column(2, "vs model"),
+        status,
+    ];
+    fits(widths.into_iter(), width)
+}
+
 /// For a terminal too narrow for [`full_table`]: the probe with its metric and parameters on
-/// the lines under it (they wrap), the median with its unit, CI95, measured over predicted.
-fn compact_table(rows: &[Row]) -> Table {
-    let mut t = new_table(&["measurement", "median", "CI95", "vs model", "status"]);
+/// the lines under it (they wrap), the median with its unit, CI95, measured over predicted,
+/// status; `stacked` (narrower still) puts the CI95 under the median and the status under the
+/// comparison with the model.
+fn compact_table(rows: &[Row], stacked: bool) -> Table {
+    let header: &[&str] = match stacked {
+        true => &["measurement", "median\nCI95", "vs model\nstatus"],
+        false => &["measurement", "median", "CI95", "vs model", "status"],
+    };
+    let mut t = new_table(header);
     for r in rows {
         let name = stacked_name(&r.probe, &r.metric, &r.params);
-        let cells = match &r.value {
-            Some(v) => [
-                format!("{} {}", v.median, v.unit).trim_end().to_string(),
-                v.ci.clone(),
-                match v.versus.is_empty() {
-                    true => v.predicted.clone(),
-                    false => v.versus.clone(),
-                },
+        let [median, ci, versus] = compact_cells(r);
+        let row = match stacked {
+            true => vec![
+                Cell::new(name),
+                Cell::new(format!("{median}\n{ci}")),
+                outcome_coloured(r.status, &format!("{versus}\n{}", r.status)),
             ],
-            None => Default::default(),
+            false => vec![
+                Cell::new(name),
+                Cell::new(median),
+                Cell::new(ci),
+                Cell::new(versus),
+                outcome_cell(r.status),
+            ],
         };
-        let mut row = vec![Cell::new(name)];
-        row.extend(cells.into_iter().map(Cell::new));
-        row.push(outcome_cell(r.status));
         t.add_row(row);
+    }
+    if stacked {
+        stacked_column(
+            &mut t,
+            rows.iter().map(|r| (r.probe.as_str(), r.metric.as_str())),
+        );
+        right(&mut t, &[1, 2]);
+        return t;
     }
     // Nothing wraps: the parameters are wrapped above, numbers and the status stay whole.
     stacked_column(
@@ -757,33 +813,79 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
     out
 }
 
-/// One row per stored run.
+/// One line per stored run: id, start (UTC, to the minute), status, host, how many results,
+/// wall time, tags (when any run has them) and the command, the program named without its
+/// directory and shortened to what the other columns leave on the line.
 pub fn runs(rows: &[RunSummary]) -> String {
-    let mut t = new_table(&[
-        "run",
-        "started (UTC)",
-        "status",
-        "host",
-        "measurements",
-        "wall",
-        "tags",
-        "command",
-    ]);
-    for r in rows {
-        let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        t.add_row(vec![
-            r.id.to_string(),
-            r.started.clone(),
-            r.status.as_str().to_string(),
-            r.hostname.clone(),
-            r.measurements.to_string(),
-            format!("{:.1} s", r.wall_s),
-            tags.join(" "),
-            r.command.clone(),
-        ]);
+    let tagged = rows.iter().any(|r| !r.tags.is_empty());
+    let mut header = vec!["run", "started (UTC)", "status", "host", "results", "wall"];
+    if tagged {
+        header.push("tags");
+    }
+    header.push("command");
+    let mut cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut row = vec![
+                r.id.to_string(),
+                r.started.replacen('T', " ", 1).chars().take(16).collect(),
+                r.status.as_str().to_string(),
+                r.hostname.clone(),
+                r.measurements.to_string(),
+                format!("{:.1} s", r.wall_s),
+            ];
+            if tagged {
+                row.push(tags.join(" "));
+            }
+            row.push(program_named(&r.command));
+            row
+        })
+        .collect();
+    // The command takes what the other columns leave (`oslab show` has it whole); where that
+    // is too little to read, it is left out.
+    if let Some(w) = width() {
+        let used: usize = (0..header.len() - 1)
+            .map(|c| {
+                let column = cells.iter().map(|r| r[c].as_str());
+                widest(std::iter::once(header[c]).chain(column)) + 3
+            })
+            .sum();
+        let room = (w as usize).saturating_sub(used + 2);
+        for row in &mut cells {
+            let command = row.last_mut().expect("a command column");
+            if command.chars().count() > room {
+                *command = command
+                    .chars()
+                    .take(room.saturating_sub(1))
+                    .chain(['…'])
+                    .collect();
+            }
+            if room < MIN_COMMAND {
+                row.pop();
+            }
+        }
+        if room < MIN_COMMAND {
+            header.pop();
+        }
+    }
+    let mut t = new_table(&header);
+    for row in cells {
+        t.add_row(row);
     }
     right(&mut t, &[0, 4, 5]);
+    whole(&mut t, &(0..header.len()).collect::<Vec<_>>());
     t.to_string()
+}
+
+/// The narrowest command column worth showing.
+const MIN_COMMAND: usize = 12;
+
+/// A command line with its program named without its directory (`oslab run ...`).
+fn program_named(command: &str) -> String {
+    let (program, rest) = command.split_once(' ').unwrap_or((command, ""));
+    let name = program.rsplit('/').next().unwrap_or(program);
+    format!("{name} {rest}").trim_end().to_string()
 }
 
 /// One row per probe: id, unit, needs, whether it can run here, description.

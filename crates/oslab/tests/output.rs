@@ -63,6 +63,23 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
             .collect();
         assert!(crumbs.is_empty(), "cells broken a letter a line:\n{text}");
     }
+    // Narrower still (60 columns): the run stacks its columns, the list of runs keeps one line a
+    // run (the command shortened, or left out where too little room is left).
+    for (columns, args) in [
+        ("60", vec!["show", "latest", "--db", db]),
+        ("60", vec!["runs", "--db", db]),
+        ("80", vec!["runs", "--db", db]),
+    ] {
+        let text = text_at(columns, &args);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(
+            widest <= columns.parse().unwrap(),
+            "a line of {widest} characters:\n{text}"
+        );
+        if args[0] == "runs" {
+            assert_eq!(text.lines().count(), 3, "one line a run:\n{text}");
+        }
+    }
     // As wide as its content with --wide: every column, longer lines.
     let wide = text_at("120", &["show", "latest", "--wide", "--db", db]);
     assert!(

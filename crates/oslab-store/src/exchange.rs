@@ -147,7 +147,11 @@ pub fn read_all(
     files: &[std::path::PathBuf],
 ) -> Result<Vec<(std::path::PathBuf, RunDocument)>, ImportFailed> {
     let read = |p: &std::path::PathBuf| read_file(p, Links::Follow).map(|d| (p.clone(), d));
-    Ok(files.iter().map(read).collect::<Result<Vec<_>, _>>()?)
+    files
+        .iter()
+        .map(read)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ImportFailed::Invalid)
 }
 
 /// Stores each document of [`read_all`] as a new run, one transaction each.
@@ -178,7 +182,7 @@ pub fn import(
 pub enum ImportFailed {
     /// A file is not a valid document: nothing was stored.
     #[error("{0}\nNothing was imported.")]
-    Invalid(#[from] FileError),
+    Invalid(FileError),
     /// The store refused a run (those before it are stored).
     #[error(transparent)]
     Store(#[from] crate::StoreError),

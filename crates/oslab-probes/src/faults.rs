@@ -57,8 +57,9 @@ pub const PROBES: &[Probe] = &[
 
 const PAGE: usize = 4096;
 const MIB: u64 = 1 << 20;
-/// Bytes touched without readahead: every page is a disk read, so keep it short.
-const RANDOM_BYTES: usize = 4 << 20;
+/// Bytes touched without readahead: every page is a disk read, so keep a pass short (256 reads)
+/// and take more passes: pass-to-pass I/O varies, and more passes steady the median.
+const RANDOM_BYTES: usize = 1 << 20;
 
 /// Counts the faults of the calling thread: perf software counters when permitted, else getrusage.
 struct FaultCounter {

@@ -10,6 +10,12 @@
 //!   preempted (more than [`MAX_PREEMPTIONS_PER_S`] per second);
 //! - **steal time** of the measuring cpu (/proc/stat): the hypervisor ran something else while
 //!   this virtual cpu wanted to run (more than [`MAX_STEAL`] of its time).
+//!
+//! What no counter inside a guest shows is work outside it on the same physical core: another
+//! guest on its SMT sibling, or a lower clock. [`core_speed`] times a fixed loop of integer
+//! additions for that; the runner checks it before every probe and warns when it varied over the
+//! run. It is not a per-probe sign: on a shared host the speed can flip between two levels several
+//! times a second, so two checks around a probe would call changes at random.
 
 use std::time::Instant;
 
@@ -121,6 +127,58 @@ impl Contention {
     }
 }
 
+/// Additions per loop pass (four independent chains).
+const ADDS_PER_PASS: u64 = 4;
+/// Loop passes per timing: about 0.1 ms on a 2020s core.
+const PASSES: u64 = 100_000;
+
+/// How fast the calling thread's core runs independent integer additions now, in billions a
+/// second: the best of three short timings (about 0.1 ms each), so an interrupt does not count.
+/// Four independent chains keep the core's integer units busy the way most measured code does, so
+/// a sibling thread sharing them, or a lower clock, shows as a lower figure.
+pub fn core_speed() -> f64 {
+    let best = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            add_chains(PASSES);
+            t.elapsed()
+        })
+        .min()
+        .unwrap_or_default();
+    (PASSES * ADDS_PER_PASS) as f64 / best.as_nanos().max(1) as f64
+}
+
+/// `passes` x four independent additions, in assembly so the compiler cannot fold the loop.
+#[inline(never)]
+fn add_chains(passes: u64) {
+    let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
+    for _ in 0..passes {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            std::arch::asm!(
+                "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1",
+                a = inout(reg) a, b = inout(reg) b, c = inout(reg) c, d = inout(reg) d,
+                options(nomem, nostack),
+            );
+        }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: register-only arithmetic.
+        unsafe {
+            std::arch::asm!(
+                "add {a}, {a}, #1", "add {b}, {b}, #1", "add {c}, {c}, #1", "add {d}, {d}, #1",
+                a = inout(reg) a, b = inout(reg) b, c = inout(reg) c, d = inout(reg) d,
+                options(nomem, nostack),
+            );
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        {
+            (a, b, c, d) = std::hint::black_box((a + 1, b + 1, c + 1, d + 1));
+        }
+    }
+    std::hint::black_box((a, b, c, d));
+}
+
 /// Per cpu: (user + nice + system, steal) ticks, indexed by cpu number.
 fn parse_stat(stat: &str) -> Vec<Option<(u64, u64)>> {
     let mut cpus: Vec<Option<(u64, u64)>> = Vec::new();
@@ -212,6 +270,13 @@ mod tests {
         // A ping-pong on one cpu preempts its own measuring thread: that is not competition.
         let why = busy.for_probe("switch.thread.pipe").reason().unwrap();
         assert!(!why.contains("preempted"), "{why}");
+    }
+
+    #[test]
+    fn the_core_speed_is_plausible() {
+        // Between a slow embedded core at 0.5 GHz (one addition a cycle) and six a cycle at 6 GHz.
+        let speed = core_speed();
+        assert!((0.5..36.0).contains(&speed), "{speed} additions per ns");
     }
 
     #[test]

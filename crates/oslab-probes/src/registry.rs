@@ -63,15 +63,17 @@ pub fn all() -> Vec<&'static Probe> {
     .collect()
 }
 
-/// Roughly how long a probe takes relative to a one-measurement probe (timer.rdtsc = 1), for the
-/// progress bar's estimate of the time left. Sweeps over working-set sizes dominate a run.
+/// Roughly how long a probe takes relative to a one-measurement probe (timer.rdtsc = 1, about
+/// 0.3 s in the default suite), for the progress bar's estimate of the time left: timed on a
+/// 2-vCPU guest. Sweeps over working-set sizes dominate a run.
 pub fn relative_cost(id: &str) -> f64 {
     match id {
-        "memory.latency.chunk" | "memory.latency.random" | "memory.latency.sequential" => 18.0,
-        "bandwidth.sweep" => 14.0,
-        "memory.latency.pages" | "bandwidth.stream" => 8.0,
-        "bandwidth.threads" | "call.args" | "task.fork" | "numa.matrix" | "faults.file" => 5.0,
-        "memory.latency.stride" | "memory.latency.parallel" => 4.0,
+        "bandwidth.sweep" => 45.0,
+        "memory.latency.pages" => 20.0,
+        "memory.latency.chunk" | "memory.latency.random" | "faults.file" => 15.0,
+        "call.args" | "task.fork" | "memory.latency.sequential" | "memory.latency.stride" => 10.0,
+        "memory.latency.loaded" | "bandwidth.stream" | "bandwidth.threads" | "numa.matrix" => 10.0,
+        "memory.latency.parallel" | "bandwidth.mix" => 7.0,
         _ if id.starts_with("switch.") || id.starts_with("syscall.") => 2.5,
         _ => 1.0,
     }

@@ -13,8 +13,10 @@
 //!
 //! Every attempt is watched for competing work ([`crate::contention`]): results measured while other
 //! work took the cpus are marked noisy with the reason, and measured again like any noisy result.
+//! The core's speed ([`crate::contention::core_speed`]) is checked before every attempt: when it
+//! varied over the run, the run carries a warning saying by how much.
 
-use crate::contention::Snapshot;
+use crate::contention::{core_speed, Snapshot};
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::{Environment, Warning};
 use oslab_core::model::{Measurement, Status};
@@ -50,11 +52,21 @@ pub struct Outcome {
     pub not_retried: Vec<&'static str>,
     /// Probes whose kept results were measured while other work competed, with why.
     pub contended: Vec<(&'static str, String)>,
+    /// The core's speed before every attempt, in billions of integer additions a second.
+    pub core_speeds: Vec<f64>,
 }
 
 impl Outcome {
-    /// The warning stored with the run when probes ran while other work competed.
-    pub fn contention(&self) -> Option<Warning> {
+    /// The warnings stored with the run: probes that ran while other work competed, and a core
+    /// whose speed varied over the run.
+    pub fn warnings(&self) -> Vec<Warning> {
+        self.contention()
+            .into_iter()
+            .chain(self.core_speed())
+            .collect()
+    }
+
+    fn contention(&self) -> Option<Warning> {
         let (_, why) = self.contended.first()?;
         let probes: Vec<&str> = self.contended.iter().map(|(p, _)| *p).collect();
         Some(Warning::new(
@@ -65,6 +77,30 @@ impl Outcome {
                 probes.join(", ")
             ),
             "stop other work on this machine (or pin it away with --cpu), then measure again",
+        ))
+    }
+
+    fn core_speed(&self) -> Option<Warning> {
+        let fastest = self.core_speeds.iter().copied().fold(0.0, f64::max);
+        let slowest = self
+            .core_speeds
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let slowed = |s: &&f64| **s < fastest * (1.0 - SLOWER);
+        let checks = self.core_speeds.iter().filter(slowed).count();
+        if checks == 0 {
+            return None;
+        }
+        Some(Warning::new(
+            "core-speed",
+            format!(
+                "the measuring core's speed varied over the run: a fixed loop of integer additions, timed before every probe, ran at {slowest:.1} to {fastest:.1} billion a second (the slowest {:.0}% of the fastest; more than {:.0}% slower at {checks} of {} checks): another guest on the same physical core or a clock change slowed part of the run, and identical runs can differ by as much",
+                100.0 * slowest / fastest,
+                100.0 * SLOWER,
+                self.core_speeds.len(),
+            ),
+            "measure on a core of its own (no shared SMT sibling) at a fixed clock; compare runs as groups of several (`oslab compare 1,3,5 2,4,6`), whose band widens to their drift",
         ))
     }
 }
@@ -85,7 +121,7 @@ pub fn run(
         for probe in probes {
             sink.started(probe, done.len(), total);
             let began = Instant::now();
-            let Some(mut results) = attempt(probe, cx) else {
+            let Some(mut results) = attempt(probe, cx, &mut outcome.core_speeds) else {
                 outcome.interrupted = true;
                 break 'passes;
             };
@@ -98,7 +134,7 @@ pub fn run(
     }
     if !outcome.interrupted {
         let budget = cx.harness.config.retry_budget;
-        outcome.interrupted = retry_noisy(&mut done, cx, sink, budget);
+        outcome.interrupted = retry_noisy(&mut done, cx, sink, budget, &mut outcome.core_speeds);
         outcome.not_retried = done
             .iter()
             .filter(|(_, r, _)| {
@@ -130,12 +166,17 @@ pub fn run(
     outcome
 }
 
+/// How much slower than the run's fastest a core speed check must be to count as slowed.
+const SLOWER: f64 = 0.15;
+
 /// Starts the note of a result measured while other work competed.
 const CONTENDED: &str = "measured while the machine was busy: ";
 
 /// One attempt at a probe: its results, or `None` when the user stopped us. Results measured
-/// while other work competed are marked noisy, saying why.
-fn attempt(probe: &Probe, cx: &Context) -> Option<Vec<Measurement>> {
+/// while other work competed are marked noisy, saying why. The core's speed before it goes to
+/// `speeds`.
+fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Measurement>> {
+    speeds.push(core_speed());
     let before = Snapshot::take();
     let mut results = match run_one(probe, cx) {
         Ok(r) => r,
@@ -166,6 +207,7 @@ fn retry_noisy(
     cx: &Context,
     sink: &mut dyn Sink,
     budget: Duration,
+    speeds: &mut Vec<f64>,
 ) -> bool {
     let started = Instant::now();
     for attempt_no in 2..=MAX_ATTEMPTS {
@@ -179,7 +221,7 @@ fn retry_noisy(
                 continue;
             }
             sink.retrying(probe, attempt_no);
-            let Some(again) = attempt(probe, cx) else {
+            let Some(again) = attempt(probe, cx, speeds) else {
                 return true;
             };
             merge_attempt(kept, again, attempt_no);
@@ -264,6 +306,28 @@ mod tests {
         let mut m = Measurement::not_taken("p.x", params! {"k" => k}, "t", Unit::Ns, status);
         m.summary = Summary::new(samples);
         m
+    }
+
+    #[test]
+    fn a_core_that_slowed_during_the_run_is_named_in_a_warning() {
+        let steady = Outcome {
+            core_speeds: vec![5.5, 5.0, 5.3],
+            ..Outcome::default()
+        };
+        assert!(steady.warnings().is_empty());
+        let shared = Outcome {
+            core_speeds: vec![5.5, 5.4, 3.2, 3.3, 5.5],
+            ..Outcome::default()
+        };
+        let w = shared.warnings();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].kind, "core-speed");
+        let m = &w[0].message;
+        assert!(
+            m.contains("3.2 to 5.5 billion") && m.contains("58% of the fastest"),
+            "{m}"
+        );
+        assert!(m.contains("slower at 2 of 5 checks)"), "{m}");
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         progress.finish();
         outcome
     };
-    if let Some(w) = outcome.contention() {
+    for w in outcome.warnings() {
         session.warn(w);
     }
     if !outcome.not_retried.is_empty() {
@@ -47,7 +47,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "note: {} probe(s) with noisy results were not measured again, the retry budget ({} s) being spent: {}",
             outcome.not_retried.len(),
-            budget.as_secs(),
+            budget.as_secs_f64(),
             outcome.not_retried.join(", ")
         );
     }

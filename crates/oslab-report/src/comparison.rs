@@ -384,6 +384,19 @@ impl Comparison<'_> {
         if called > 0 && single && self.history.is_none() {
             notes.push("Judged without history: a side of one run has only its repetitions as replicates, which show the noise within a run, not how far the machine drifts between runs. On a shared host, confirm with runs taken alternately and compared as groups (`oslab compare 1,3,5 2,4,6`).".to_string());
         }
+        let varied: Vec<String> = [&self.a, &self.b]
+            .iter()
+            .flat_map(|s| s.runs.iter())
+            .filter(|(r, _)| core_speed_varied(r))
+            .filter_map(|(r, _)| r.id.map(|id| id.to_string()))
+            .collect();
+        if !varied.is_empty() {
+            notes.push(format!(
+                "The measuring core's speed varied within run{} {} (another guest on the same physical core, or a clock change; `oslab show` gives the range): a single run's medians move with it, so compare groups of runs taken alternately.",
+                if varied.len() == 1 { "" } else { "s" },
+                varied.join(", ")
+            ));
+        }
         if few > 0 {
             notes.push(format!(
                 "Too few repetitions to judge in {} (3 a side are needed): measure with `oslab run --repeat 3`, or give several runs a side (`compare 1,2,3 4,5,6`, `tag:KEY=VALUE`).",
@@ -409,6 +422,14 @@ impl Comparison<'_> {
             "rows": self.rows,
         })
     }
+}
+
+/// Whether the run carries a `core-speed` warning: the core it measured on ran a fixed loop at
+/// speeds more than 15% apart during the run.
+fn core_speed_varied(run: &RunRecord) -> bool {
+    run.environment["warnings"]
+        .as_array()
+        .is_some_and(|ws| ws.iter().any(|w| w["kind"] == "core-speed"))
 }
 
 /// The ratio's interval and its confidence: `1.02 – 1.10 (90%)`.

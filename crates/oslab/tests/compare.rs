@@ -181,3 +181,30 @@ fn one_repetition_a_side_gives_ratios_and_the_gate_refuses_to_guess() {
     let e = fails(&["run", "--tag", "no-equals", "--db", db], 2);
     assert!(e.contains("KEY=VALUE"), "{e}");
 }
+
+#[test]
+fn a_run_whose_core_speed_varied_is_named_by_the_comparison() {
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    measure(db, &[], false);
+    // Run 2: run 1 again, as if the core had slowed during it.
+    let mut doc = json(&stdout(&["export", "1", "--db", db]));
+    doc["run"]["environment"]["warnings"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "kind": "core-speed",
+            "message": "the measuring core's speed varied over the run",
+            "remedy": "measure on a core of its own",
+        }));
+    let file = dir.path().join("slowed.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    stdout(&["import", file.to_str().unwrap(), "--db", db]);
+    let text = String::from_utf8(stdout(&["compare", "1", "2", "--db", db])).unwrap();
+    let note = text
+        .lines()
+        .find(|l| l.contains("core's speed varied within run"))
+        .unwrap_or_else(|| panic!("no core-speed note: {text}"));
+    assert!(note.contains(" 2 ") || note.contains(", 2 "), "{note}");
+}

@@ -84,7 +84,8 @@ pub struct Fingerprint {
     pub mitigations: Vec<(String, String)>,
     /// Transparent huge pages mode.
     pub thp: Option<String>,
-    /// Timer tick rate in Hz, when the kernel config says.
+    /// The kernel's timer tick rate in Hz (CONFIG_HZ): from its configuration, else from how far
+    /// jiffies have counted since boot.
     pub tick_hz: Option<u32>,
 }
 
@@ -250,12 +251,51 @@ fn turbo() -> Option<bool> {
 }
 
 fn tick_hz() -> Option<u32> {
+    config_hz().or_else(jiffies_hz)
+}
+
+/// CONFIG_HZ from /boot/config-$(uname -r).
+fn config_hz() -> Option<u32> {
     let release = uname();
     let rel = release.split_whitespace().nth(1)?.to_string();
     let cfg = fs::read_to_string(format!("/boot/config-{rel}")).ok()?;
     cfg.lines()
         .find_map(|l| l.strip_prefix("CONFIG_HZ="))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// CONFIG_HZ from /proc/timer_list (root only on most kernels): its time since boot and jiffies,
+/// read together from its head (the file grows with the cpus).
+fn jiffies_hz() -> Option<u32> {
+    use std::io::{BufRead, BufReader};
+    let file = fs::File::open("/proc/timer_list").ok()?;
+    let mut now_ns = None;
+    for line in BufReader::new(file)
+        .lines()
+        .take(1000)
+        .map_while(Result::ok)
+    {
+        if let Some(v) = line.strip_prefix("now at ") {
+            now_ns = v.split_whitespace().next()?.parse::<u64>().ok();
+        } else if let Some(v) = line.strip_prefix("jiffies: ") {
+            return hz_from_jiffies(v.trim().parse().ok()?, now_ns? as f64 / 1e9);
+        }
+    }
+    None
+}
+
+/// The tick rate from jiffies `uptime_s` after boot. The kernel starts jiffies 300 s of ticks
+/// before they wrap 32 bits, so jiffies = 2^32 + HZ x (uptime - 300 s). Only a rate kernels are
+/// built with (100, 250, 300, 1000 Hz) within 1% is taken, and only after 10 minutes of uptime,
+/// when the moment the tick started counting no longer matters.
+fn hz_from_jiffies(jiffies: u64, uptime_s: f64) -> Option<u32> {
+    if uptime_s < 600.0 {
+        return None;
+    }
+    let hz = (jiffies as f64 - 4_294_967_296.0) / (uptime_s - 300.0);
+    [100, 250, 300, 1000]
+        .into_iter()
+        .find(|&h| (hz / f64::from(h) - 1.0).abs() < 0.01)
 }
 
 fn thp_mode() -> Option<String> {
@@ -508,6 +548,23 @@ fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tick_rate_follows_from_jiffies_and_uptime() {
+        // Read together on a 250 Hz kernel 3,885 s after boot.
+        assert_eq!(hz_from_jiffies(4_295_863_522, 3885.209), Some(250));
+        assert_eq!(
+            hz_from_jiffies(4_294_967_296 + 1000 * 3600, 3900.0),
+            Some(1000)
+        );
+        // Too soon after boot, or a rate no kernel is built with: unknown, never guessed.
+        assert_eq!(hz_from_jiffies(4_294_967_296 + 250 * 100, 400.0), None);
+        assert_eq!(hz_from_jiffies(4_294_967_296 + 180 * 3600, 3900.0), None);
+        // Where the kernel lets us read it, it is one of the rates kernels are built with.
+        if let Some(hz) = jiffies_hz() {
+            assert!([100, 250, 300, 1000].contains(&hz), "{hz}");
+        }
+    }
 
     #[test]
     fn fingerprint_of_this_machine_is_plausible() {

@@ -8,7 +8,7 @@ use oslab_core::model::Measurement;
 pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let hz = || {
         spec.tick_hz.map(f64::from).ok_or_else(|| {
-            "CONFIG_HZ unknown: the kernel's configuration (/boot/config-$(uname -r) or /proc/config.gz) is not readable".to_string()
+            "CONFIG_HZ unknown: neither the kernel's configuration (/boot/config-$(uname -r)) nor /proc/timer_list (root only) is readable".to_string()
         })
     };
     match m.metric.as_str() {

@@ -108,7 +108,7 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
         "tick        {}",
         fp.tick_hz
             .map(|h| format!("{h} Hz (CONFIG_HZ)"))
-            .unwrap_or_else(|| "not exposed (no /boot/config)".into())
+            .unwrap_or_else(|| "not exposed (no /boot/config, /proc/timer_list unreadable)".into())
     );
     let _ = writeln!(o, "clocksource {}", opt(&fp.clocksource));
     let _ = writeln!(

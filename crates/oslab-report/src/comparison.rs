@@ -3,8 +3,8 @@
 //! default those that changed or could not be judged) and the tally.
 
 use crate::table::{
-    fits, new_table, outcome_cell, right, stacked_column, stacked_name, whole, widest, width,
-    MIN_PARAMS,
+    fits, new_table, outcome_cell, outcome_coloured, right, stacked_column, stacked_name, whole,
+    widest, width, COMPACT_NAME, MIN_PARAMS,
 };
 use oslab_core::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::model::Measurement;
@@ -501,22 +501,57 @@ fn table(rows: &[&Row]) -> String {
 
 /// For a narrow terminal: the probe with its metric and parameters under it, the two medians
 /// one above the other, the ratio above its interval, the verdict (the band, counts and p are
-/// in `--json` and wider terminals; the text above says the band and the confidences).
+/// in `--json` and wider terminals; the text above says the band and the confidences). Where
+/// even that is too wide, everything after the name stacks in one column.
 fn compact(all: &[[String; 11]]) -> String {
-    let mut t = new_table(&["measurement", "A, B", "B/A", "verdict"]);
-    for [probe, params, metric, a, b, ratio, interval, _, _, _, verdict] in all {
-        let interval = interval.split(" (").next().unwrap_or("-");
-        t.add_row(vec![
-            comfy_table::Cell::new(stacked_name(probe, metric, params)),
-            comfy_table::Cell::new(format!("{a}\n{b}")),
-            comfy_table::Cell::new(match interval {
-                "-" => ratio.clone(),
-                _ => format!("{ratio}\n{interval}"),
-            }),
-            outcome_cell(verdict),
-        ]);
+    let rows: Vec<[String; 4]> = all
+        .iter()
+        .map(
+            |[probe, params, metric, a, b, ratio, interval, _, _, _, verdict]| {
+                let interval = interval.split(" (").next().unwrap_or("-");
+                [
+                    stacked_name(probe, metric, params),
+                    format!("{a}\n{b}"),
+                    match interval {
+                        "-" => ratio.clone(),
+                        _ => format!("{ratio}\n{interval}"),
+                    },
+                    verdict.clone(),
+                ]
+            },
+        )
+        .collect();
+    let header = ["measurement", "A, B", "B/A", "verdict"];
+    let column =
+        |c: usize| widest(std::iter::once(header[c]).chain(rows.iter().map(|r| r[c].as_str())));
+    let name = all
+        .iter()
+        .map(|r| r[0].len().max(r[2].len() + 2))
+        .fold(COMPACT_NAME, usize::max);
+    let side_by_side =
+        width().is_none_or(|w| fits([name, column(1), column(2), column(3)].into_iter(), w));
+    let mut t = match side_by_side {
+        true => new_table(&header),
+        false => new_table(&["measurement", "A, B\nB/A\nverdict"]),
+    };
+    for [name, ab, ratio, verdict] in rows {
+        t.add_row(match side_by_side {
+            true => vec![
+                comfy_table::Cell::new(name),
+                comfy_table::Cell::new(ab),
+                comfy_table::Cell::new(ratio),
+                outcome_cell(&verdict),
+            ],
+            false => vec![
+                comfy_table::Cell::new(name),
+                outcome_coloured(&verdict, &format!("{ab}\n{ratio}\n{verdict}")),
+            ],
+        });
     }
     stacked_column(&mut t, all.iter().map(|r| (r[0].as_str(), r[2].as_str())));
-    right(&mut t, &[1, 2]);
+    match side_by_side {
+        true => right(&mut t, &[1, 2]),
+        false => right(&mut t, &[1]),
+    }
     t.to_string()
 }

@@ -60,7 +60,7 @@ pub(crate) fn outcome_cell(word: &str) -> Cell {
 }
 
 /// `text` coloured as [`outcome_cell`] colours `word`.
-fn outcome_coloured(word: &str, text: &str) -> Cell {
+pub(crate) fn outcome_coloured(word: &str, text: &str) -> Cell {
     use comfy_table::Color;
     let color = match word {
         "noisy" | "changed" => Some(Color::Yellow),
@@ -96,8 +96,8 @@ pub(crate) fn right(t: &mut Table, cols: &[usize]) {
 }
 
 /// A table of [`oslab_core::text`], in the terminal style of every oslab table. On a terminal
-/// too narrow for all of it, its optional columns go first; a text column then wraps between
-/// words, never inside one.
+/// too narrow for all of it, its optional columns go first; then the columns after the first
+/// stack into one, a line each; a text column wraps between words, never inside one.
 pub fn render(table: &oslab_core::text::Table) -> String {
     let cells = |c: usize| {
         std::iter::once(&table.header[c])
@@ -111,6 +111,9 @@ pub fn render(table: &oslab_core::text::Table) -> String {
                 break;
             }
             keep.retain(|k| k != c);
+        }
+        if keep.len() > 2 && !fits(keep.iter().map(|&k| widest(cells(k))), w) {
+            return render_stacked(table, &keep);
         }
     }
     let header: Vec<&str> = keep.iter().map(|&c| table.header[c].as_str()).collect();
@@ -135,6 +138,32 @@ pub fn render(table: &oslab_core::text::Table) -> String {
         if let Some(col) = t.column_mut(i) {
             col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(word as u16)));
         }
+    }
+    t.to_string()
+}
+
+/// The `keep` columns of `table` in two: the first, and the others stacked in one, a line each.
+fn render_stacked(table: &oslab_core::text::Table, keep: &[usize]) -> String {
+    let (first, rest) = (keep[0], &keep[1..]);
+    let stack = |cells: &[String]| -> String {
+        rest.iter()
+            .map(|&c| cells.get(c).map_or("", String::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut t = new_table(&[table.header[first].as_str(), &stack(&table.header)]);
+    let mut stacks = vec![stack(&table.header)];
+    for r in &table.rows {
+        stacks.push(stack(r));
+        t.add_row(vec![r.get(first).cloned().unwrap_or_default(), stack(r)]);
+    }
+    right(&mut t, &[1]);
+    // The numbers stay whole: the first column wraps into what they leave (between words).
+    if let (Some(w), Some(col)) = (width(), t.column_mut(0)) {
+        let left = (w as usize).saturating_sub(widest(stacks.iter().map(String::as_str)) + 6);
+        col.set_constraint(ColumnConstraint::UpperBoundary(Width::Fixed(
+            left.max(8) as u16
+        )));
     }
     t.to_string()
 }
@@ -318,7 +347,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
         .collect();
     let t = match (wide, width()) {
         (true, _) => full_table(&rows, true),
-        (false, Some(w)) if !full_fits(&rows, w) => compact_table(&rows, !compact_fits(&rows, w)),
+        (false, Some(w)) if !full_fits(&rows, w) => compact_table(&rows, stacking(&rows, w)),
         (false, _) => full_table(&rows, false),
     };
     let mut out = match one_cpu {
@@ -436,7 +465,7 @@ fn params_words(params: &str) -> Vec<String> {
 }
 
 /// Width the compact layout wraps parameters to: what 80 columns leave beside the numbers.
-const COMPACT_NAME: usize = 22;
+pub(crate) const COMPACT_NAME: usize = 22;
 
 /// Whether the full layout leaves the parameters [`MIN_PARAMS`] columns in `width`.
 fn full_fits(rows: &[Row], width: u16) -> bool {
@@ -540,8 +569,17 @@ fn compact_cells(r: &Row) -> [String; 3] {
     }
 }
 
-/// Whether [`compact_table`] fits `width` with its columns side by side.
-fn compact_fits(rows: &[Row], width: u16) -> bool {
+/// How [`compact_table`] places a row's values beside its name: in columns side by side, in two
+/// stacks (median over CI95, vs model over status), or in one stack for the narrowest terminals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stacking {
+    SideBySide,
+    Two,
+    One,
+}
+
+/// The widest [`Stacking`] of these rows that fits `width`.
+fn stacking(rows: &[Row], width: u16) -> Stacking {
     let cells: Vec<[String; 3]> = rows.iter().map(compact_cells).collect();
     let name = rows
         .iter()
@@ -551,60 +589,76 @@ fn compact_fits(rows: &[Row], width: u16) -> bool {
         widest(std::iter::once(header).chain(cells.iter().map(|c| c[i].as_str())))
     };
     let status = widest(std::iter::once("status").chain(rows.iter().map(|r| r.status)));
-    let widths = [
-        name,
+    let [median, ci, versus] = [
         column(0, "median"),
         column(1, "CI95"),
         column(2, "vs model"),
-        status,
     ];
-    fits(widths.into_iter(), width)
+    if fits([name, median, ci, versus, status].into_iter(), width) {
+        Stacking::SideBySide
+    } else if fits(
+        [name, median.max(ci), versus.max(status)].into_iter(),
+        width,
+    ) {
+        Stacking::Two
+    } else {
+        Stacking::One
+    }
 }
 
 /// For a terminal too narrow for [`full_table`]: the probe with its metric and parameters on
-/// the lines under it (they wrap), the median with its unit, CI95, measured over predicted,
-/// status; `stacked` (narrower still) puts the CI95 under the median and the status under the
-/// comparison with the model.
-fn compact_table(rows: &[Row], stacked: bool) -> Table {
-    let header: &[&str] = match stacked {
-        true => &["measurement", "median\nCI95", "vs model\nstatus"],
-        false => &["measurement", "median", "CI95", "vs model", "status"],
+/// the lines under it (they wrap), then the median with its unit, CI95, measured over predicted
+/// and status, placed as `stacking` says.
+fn compact_table(rows: &[Row], stacking: Stacking) -> Table {
+    let header: &[&str] = match stacking {
+        Stacking::SideBySide => &["measurement", "median", "CI95", "vs model", "status"],
+        Stacking::Two => &["measurement", "median\nCI95", "vs model\nstatus"],
+        Stacking::One => &["measurement", "median\nCI95\nvs model, status"],
     };
     let mut t = new_table(header);
     for r in rows {
         let name = stacked_name(&r.probe, &r.metric, &r.params);
         let [median, ci, versus] = compact_cells(r);
-        let row = match stacked {
-            true => vec![
-                Cell::new(name),
-                Cell::new(format!("{median}\n{ci}")),
-                outcome_coloured(r.status, &format!("{versus}\n{}", r.status)),
-            ],
-            false => vec![
+        let row = match stacking {
+            Stacking::SideBySide => vec![
                 Cell::new(name),
                 Cell::new(median),
                 Cell::new(ci),
                 Cell::new(versus),
                 outcome_cell(r.status),
             ],
+            Stacking::Two => vec![
+                Cell::new(name),
+                Cell::new(format!("{median}\n{ci}")),
+                outcome_coloured(r.status, &format!("{versus}\n{}", r.status)),
+            ],
+            Stacking::One => {
+                let verdict = [versus.as_str(), r.status]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                vec![
+                    Cell::new(name),
+                    outcome_coloured(r.status, &format!("{median}\n{ci}\n{verdict}")),
+                ]
+            }
         };
         t.add_row(row);
     }
-    if stacked {
-        stacked_column(
-            &mut t,
-            rows.iter().map(|r| (r.probe.as_str(), r.metric.as_str())),
-        );
-        right(&mut t, &[1, 2]);
-        return t;
-    }
-    // Nothing wraps: the parameters are wrapped above, numbers and the status stay whole.
     stacked_column(
         &mut t,
         rows.iter().map(|r| (r.probe.as_str(), r.metric.as_str())),
     );
-    right(&mut t, &[1, 2, 3]);
-    whole(&mut t, &[4]);
+    match stacking {
+        // Nothing wraps: the parameters are wrapped above, numbers and the status stay whole.
+        Stacking::SideBySide => {
+            right(&mut t, &[1, 2, 3]);
+            whole(&mut t, &[4]);
+        }
+        Stacking::Two => right(&mut t, &[1, 2]),
+        Stacking::One => right(&mut t, &[1]),
+    }
     t
 }
 

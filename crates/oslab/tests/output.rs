@@ -28,6 +28,7 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
             "syscall.getppid",
             "memory.latency.pages",
             "faults.anon",
+            "switch.thread.pipe",
             "--db",
             db,
         ],
@@ -63,10 +64,13 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
             .collect();
         assert!(crumbs.is_empty(), "cells broken a letter a line:\n{text}");
     }
-    // Narrower still (60 columns): the run stacks its columns, the list of runs keeps one line a
-    // run (the command shortened, or left out where too little room is left).
+    // Narrower still (60 and 50 columns): the run and the comparison stack their columns (the
+    // headline too), the list of runs keeps one line a run (the command shortened, or left out
+    // where too little room is left).
     for (columns, args) in [
         ("60", vec!["show", "latest", "--db", db]),
+        ("50", vec!["show", "latest", "--db", db]),
+        ("50", vec!["compare", "1", "1", "--all", "--db", db]),
         ("60", vec!["runs", "--db", db]),
         ("80", vec!["runs", "--db", db]),
     ] {
@@ -79,6 +83,11 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
         if args[0] == "runs" {
             assert_eq!(text.lines().count(), 3, "one line a run:\n{text}");
         }
+        let crumbs = text
+            .lines()
+            .filter(|l| l.trim().chars().count() == 1)
+            .count();
+        assert_eq!(crumbs, 0, "cells broken a letter a line:\n{text}");
     }
     // As wide as its content with --wide: every column, longer lines.
     let wide = text_at("120", &["show", "latest", "--wide", "--db", db]);

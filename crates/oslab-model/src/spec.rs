@@ -81,6 +81,14 @@ const ENTRY_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
         60.0,
         "safe-return sequences on the kernel's returns",
     ),
+    (
+        // The kernel applied Safe RET but lacks the microcode that completes it (user space stays
+        // exposed): the kernel's returns pay all the same.
+        "spec_rstack_overflow",
+        "Vulnerable: Safe RET, no microcode",
+        60.0,
+        "safe-return sequences on the kernel's returns, applied without the microcode that completes them",
+    ),
 ];
 
 /// Everything the models know about the machine.
@@ -287,6 +295,10 @@ impl Spec {
 /// Whether a mitigation's state names the costly variant (`"; IBRS"` must not match
 /// "Enhanced / Automatic IBRS").
 fn costly(state: &str, text: &str) -> bool {
+    // A state the kernel reports as vulnerable is costly only where the table names it whole.
+    if text.starts_with("Vulnerable: ") {
+        return state == text;
+    }
     if !state.starts_with("Mitigation") {
         return false;
     }
@@ -344,6 +356,15 @@ mod tests {
         assert!(costly(
             "Mitigation: Retpolines; BHI: SW loop, KVM: SW loop",
             "BHI: SW loop"
+        ));
+        // Safe RET applied without its microcode still runs on every kernel return; buffers
+        // "attempted" without microcode are not cleared, so they cost nothing.
+        let srso = "Vulnerable: Safe RET, no microcode";
+        assert!(costly(srso, srso));
+        assert!(!costly(srso, "Safe RET"));
+        assert!(!costly(
+            "Vulnerable: Clear CPU buffers attempted, no microcode",
+            "Clear CPU buffers"
         ));
     }
 }

@@ -30,6 +30,9 @@ pub struct HarnessConfig {
     pub memory_max: usize,
     /// Time the runner may spend measuring noisy results again at the end of a run.
     pub retry_budget: Duration,
+    /// Time a pass over the whole suite aims to stay within (the set-up before it excluded): the
+    /// retries get no more than what is left of it.
+    pub suite_target: Duration,
     /// Extra runs of every batched body inside its timed region: a real slowdown of
     /// (1 + extra) times that comparisons must catch. Zero unless the test-only environment
     /// variable `OSLAB_TEST_EXTRA_WORK` sets it.
@@ -56,6 +59,7 @@ impl HarnessConfig {
             warmup: Duration::from_millis(30),
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
+            suite_target: Duration::from_secs(87),
             extra_work: extra_work(),
         }
     }
@@ -79,6 +83,7 @@ impl HarnessConfig {
             warmup: Duration::from_millis(10),
             memory_max: 64 << 20,
             retry_budget: Duration::from_millis(1500),
+            suite_target: Duration::from_secs(19),
             extra_work: extra_work(),
         }
     }

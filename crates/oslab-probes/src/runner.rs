@@ -106,13 +106,15 @@ impl Outcome {
 }
 
 /// Runs `probes` in order, `repetitions` times over (at least once), then measures noisy ones
-/// again while the harness's retry budget lasts.
+/// again while the harness's retry budget lasts, and never past the suite's time target (one per
+/// repetition).
 pub fn run(
     probes: &[&'static Probe],
     repetitions: u32,
     cx: &Context,
     sink: &mut dyn Sink,
 ) -> Outcome {
+    let started = Instant::now();
     let mut outcome = Outcome::default();
     // Per probe and repetition: its results and what one attempt cost.
     let mut done: Vec<(&'static Probe, Vec<Measurement>, Duration)> = Vec::new();
@@ -133,7 +135,11 @@ pub fn run(
         }
     }
     if !outcome.interrupted {
-        let budget = cx.harness.config.retry_budget;
+        let config = &cx.harness.config;
+        let target = config.suite_target * repetitions.max(1);
+        let budget = config
+            .retry_budget
+            .min(target.saturating_sub(started.elapsed()));
         outcome.interrupted = retry_noisy(&mut done, cx, sink, budget, &mut outcome.core_speeds);
         outcome.not_retried = done
             .iter()

@@ -43,11 +43,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         session.warn(w);
     }
     if !outcome.not_retried.is_empty() {
-        let budget = HarnessConfig::suite(args.quick).retry_budget;
+        let config = HarnessConfig::suite(args.quick);
         eprintln!(
-            "note: {} probe(s) with noisy results were not measured again, the retry budget ({} s) being spent: {}",
+            "note: {} probe(s) with noisy results were not measured again, the time for retries being spent (at most {} s, within the suite's {} s): {}",
             outcome.not_retried.len(),
-            budget.as_secs_f64(),
+            config.retry_budget.as_secs_f64(),
+            config.suite_target.as_secs_f64(),
             outcome.not_retried.join(", ")
         );
     }

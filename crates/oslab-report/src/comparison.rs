@@ -3,8 +3,8 @@
 //! default those that changed or could not be judged) and the tally.
 
 use crate::table::{
-    fits, new_table, outcome_cell, outcome_coloured, right, stacked_column, stacked_name, whole,
-    widest, width, COMPACT_NAME, MIN_PARAMS,
+    fits, new_table, outcome_cell, outcome_coloured, right, stacked_column, stacked_name,
+    stacked_width, whole, widest, width, MIN_PARAMS,
 };
 use oslab_core::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::model::Measurement;
@@ -524,10 +524,7 @@ fn compact(all: &[[String; 11]]) -> String {
     let header = ["measurement", "A, B", "B/A", "verdict"];
     let column =
         |c: usize| widest(std::iter::once(header[c]).chain(rows.iter().map(|r| r[c].as_str())));
-    let name = all
-        .iter()
-        .map(|r| r[0].len().max(r[2].len() + 2))
-        .fold(COMPACT_NAME, usize::max);
+    let name = stacked_width(all.iter().map(|r| (r[0].as_str(), r[2].as_str())));
     let side_by_side =
         width().is_none_or(|w| fits([name, column(1), column(2), column(3)].into_iter(), w));
     let mut t = match side_by_side {

@@ -421,16 +421,20 @@ pub(crate) fn stacked_name(probe: &str, metric: &str, params: &str) -> String {
     lines.join("\n")
 }
 
+/// How wide a column of [`stacked_name`]s of these (probe, metric) is: its longest probe or
+/// indented metric, and at least the width the parameters wrap to.
+pub(crate) fn stacked_width<'a>(names: impl Iterator<Item = (&'a str, &'a str)>) -> usize {
+    names
+        .map(|(p, m)| p.len().max(m.len() + 2))
+        .fold(COMPACT_NAME, usize::max)
+}
+
 /// Keeps column 0 of `t`, holding [`stacked_name`]s of these (probe, metric), as wide as its
 /// longest name line, so that nothing in it wraps again.
 pub(crate) fn stacked_column<'a>(t: &mut Table, names: impl Iterator<Item = (&'a str, &'a str)>) {
-    let widest = names
-        .map(|(p, m)| p.len().max(m.len() + 2))
-        .max()
-        .unwrap_or(0);
     if let Some(c) = t.column_mut(0) {
         // A constraint counts the padding too.
-        let w = widest.max(COMPACT_NAME) as u16 + 2;
+        let w = stacked_width(names) as u16 + 2;
         c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(w)));
     }
 }
@@ -465,7 +469,7 @@ fn params_words(params: &str) -> Vec<String> {
 }
 
 /// Width the compact layout wraps parameters to: what 80 columns leave beside the numbers.
-pub(crate) const COMPACT_NAME: usize = 22;
+const COMPACT_NAME: usize = 22;
 
 /// Whether the full layout leaves the parameters [`MIN_PARAMS`] columns in `width`.
 fn full_fits(rows: &[Row], width: u16) -> bool {
@@ -581,10 +585,7 @@ enum Stacking {
 /// The widest [`Stacking`] of these rows that fits `width`.
 fn stacking(rows: &[Row], width: u16) -> Stacking {
     let cells: Vec<[String; 3]> = rows.iter().map(compact_cells).collect();
-    let name = rows
-        .iter()
-        .map(|r| r.probe.len().max(r.metric.len() + 2))
-        .fold(COMPACT_NAME, usize::max);
+    let name = stacked_width(rows.iter().map(|r| (r.probe.as_str(), r.metric.as_str())));
     let column = |i: usize, header: &str| {
         widest(std::iter::once(header).chain(cells.iter().map(|c| c[i].as_str())))
     };

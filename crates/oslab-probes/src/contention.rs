@@ -151,7 +151,7 @@ pub fn core_speed() -> f64 {
 /// `passes` x four independent additions, in assembly on x86-64 so the compiler cannot fold the
 /// loop.
 #[inline(never)]
-fn add_chains(passes: u64) {
+pub fn add_chains(passes: u64) {
     let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
     for _ in 0..passes {
         #[cfg(target_arch = "x86_64")]

@@ -4,8 +4,10 @@
 //! The one choice to know: bodies measured together are *interleaved* round by round, each round
 //! also timing an empty loop of the same length. Drift from a noisy host then hits every body and
 //! its overhead alike, and paired differences between bodies (call cost per extra argument, switch
-//! minus transfer) stay meaningful.
+//! minus transfer) stay meaningful. Rounds taken while the core ran slow are left out
+//! ([`crate::gate`]).
 
+use crate::gate::{self, Fastest, Gate};
 use crate::probe::ProbeError;
 use oslab_core::signals;
 use oslab_core::Clock;
@@ -138,6 +140,8 @@ pub struct Harness {
     pub config: HarnessConfig,
     /// Median cost of a back-to-back start/stop pair, in ticks.
     pub read_overhead_ticks: f64,
+    /// The fastest core-speed check seen (shared with the harnesses scaled from this one).
+    fastest: Fastest,
 }
 
 impl Harness {
@@ -155,6 +159,7 @@ impl Harness {
             read_overhead_ticks: reads[reads.len() / 2],
             clock,
             config,
+            fastest: Fastest::default(),
         }
     }
 
@@ -169,6 +174,7 @@ impl Harness {
             clock: self.clock.clone(),
             config,
             read_overhead_ticks: self.read_overhead_ticks,
+            fastest: self.fastest.clone(),
         }
     }
 
@@ -265,7 +271,9 @@ impl Harness {
         let mut raw: Vec<Vec<f64>> = vec![Vec::new(); k];
         let mut empty: Vec<Vec<f64>> = vec![Vec::new(); k];
         let budget = self.config.budget * k as u32;
+        let mut gate = Gate::new(&self.clock, &self.fastest);
         let start = Instant::now();
+        gate.check();
         loop {
             for i in 0..k {
                 raw[i].push(self.time(bodies[i], batches[i]));
@@ -273,15 +281,15 @@ impl Harness {
                     empty[i].push(self.time(&mut empty_loop, batches[i]));
                 }
             }
+            gate.check();
             check_interrupt()?;
-            let got = raw[0].len();
-            let elapsed = start.elapsed();
-            if got >= self.config.max_samples
-                || (elapsed >= budget && got >= self.config.min_samples)
-                || elapsed >= budget * 4
-            {
+            if self.enough(raw[0].len(), start.elapsed(), budget, &gate) {
                 break;
             }
+        }
+        let (rounds, note) = gate.verdict(raw[0].len(), self.config.min_samples);
+        for series in raw.iter_mut().chain(empty.iter_mut()) {
+            gate::keep(series, &rounds);
         }
         Ok((0..k)
             .map(|i| {
@@ -298,10 +306,22 @@ impl Harness {
                         .collect(),
                     batch: batches[i],
                     overhead_ns: self.clock.ticks_to_ns(overhead_ticks) / n,
-                    note: None,
+                    note: note.clone(),
                 }
             })
             .collect())
+    }
+
+    /// Whether sampling may stop after `taken` rounds: at the sample cap; past the budget with
+    /// enough rounds at full speed; past a quarter as much again with enough rounds of any speed (the
+    /// core stayed slow); past four times the budget in any case.
+    fn enough(&self, taken: usize, elapsed: Duration, budget: Duration, gate: &Gate) -> bool {
+        let min = self.config.min_samples;
+        taken >= self.config.max_samples
+            || elapsed >= budget * 4
+            || (elapsed >= budget.mul_f64(1.25) && taken >= min)
+            // Counting full-speed rounds walks every check: every 16th round is often enough.
+            || (elapsed >= budget && taken >= min && taken.is_multiple_of(16) && gate.full_speed().len() >= min)
     }
 
     /// Measures events that time themselves: `body` runs one event and writes `K` durations in
@@ -314,26 +334,33 @@ impl Harness {
         for _ in 0..2 {
             body(&self.clock, &mut ticks)?; // warm-up
         }
+        let mut gate = Gate::new(&self.clock, &self.fastest);
         let start = Instant::now();
+        gate.check();
         loop {
             check_interrupt()?;
-            if body(&self.clock, &mut ticks)? {
+            let valid = body(&self.clock, &mut ticks)?;
+            gate.check();
+            if valid {
                 for (series, &t) in out.iter_mut().zip(&ticks) {
                     series.push(self.clock.ticks_to_ns(t as f64 - self.read_overhead_ticks));
                 }
             } else {
+                // An invalid event is a round of its own: forget its checks' round.
+                gate.forget_last();
                 dropped += 1;
             }
-            let got = out[0].len();
-            let elapsed = start.elapsed();
-            if got >= self.config.max_samples
-                || (elapsed >= self.config.budget && got >= self.config.min_samples)
-                || elapsed >= self.config.budget * 4
-            {
+            if self.enough(out[0].len(), start.elapsed(), self.config.budget, &gate) {
                 break;
             }
         }
-        let note = (dropped > 0).then(|| format!("{dropped} invalid samples dropped"));
+        let (rounds, slow) = gate.verdict(out[0].len(), self.config.min_samples);
+        for series in out.iter_mut() {
+            gate::keep(series, &rounds);
+        }
+        let invalid = (dropped > 0).then(|| format!("{dropped} invalid samples dropped"));
+        let note = [invalid, slow].into_iter().flatten().collect::<Vec<_>>();
+        let note = (!note.is_empty()).then(|| note.join("; "));
         Ok(out.map(|samples| Timing {
             samples,
             batch: 1,

@@ -13,6 +13,7 @@
 //! - [`session::Session`]: the machine, the chosen cpus, pinning and priority: what every measuring
 //!   command starts from.
 //! - [`contention`]: whether other work competed with a probe (results then marked noisy).
+//! - [`gate`]: samples taken while the measuring core ran slow are left out.
 #![deny(missing_docs)]
 
 pub mod activity;
@@ -24,6 +25,7 @@ pub mod chase;
 pub mod child;
 pub mod contention;
 pub mod faults;
+pub mod gate;
 pub mod harness;
 pub mod kernels;
 pub mod levels;

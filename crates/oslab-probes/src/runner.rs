@@ -95,7 +95,7 @@ impl Outcome {
         Some(Warning::new(
             "core-speed",
             format!(
-                "the measuring core's speed varied over the run: a fixed loop of integer additions, timed before every probe, ran at {slowest:.1} to {fastest:.1} billion a second (the slowest {:.0}% of the fastest; more than {:.0}% slower at {checks} of {} checks): another guest on the same physical core or a clock change slowed part of the run, and identical runs can differ by as much",
+                "the measuring core's speed varied over the run: a fixed loop of integer additions, timed before every probe, ran at {slowest:.1} to {fastest:.1} billion a second (the slowest {:.0}% of the fastest; more than {:.0}% slower at {checks} of {} checks): another guest on the same physical core or a clock change slowed part of the run; samples taken while it ran slow are left out of most measurements (not of bandwidth passes), but set-up, caches and memory traffic still vary",
                 100.0 * slowest / fastest,
                 100.0 * SLOWER,
                 self.core_speeds.len(),

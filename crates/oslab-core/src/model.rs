@@ -249,6 +249,11 @@ fn is_one(v: &u32) -> bool {
 }
 
 impl Measurement {
+    /// Puts `text` before the note (what the probe says first, then what the harness said).
+    pub fn note_before(&mut self, text: impl Into<String>) {
+        self.note = Some(join_notes(text.into(), self.note.take()));
+    }
+
     /// A measurement that was not taken.
     pub fn not_taken(
         probe: &str,
@@ -531,9 +536,26 @@ macro_rules! params {
     }};
 }
 
+/// `first`, then `rest` when there is one, separated by "; ".
+pub fn join_notes(first: String, rest: Option<String>) -> String {
+    match rest {
+        Some(r) if !r.is_empty() => format!("{first}; {r}"),
+        _ => first,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_note_goes_before_the_harness_note() {
+        let mut m = Measurement::not_taken("p", params! {}, "m", Unit::Ns, Status::Ok);
+        m.note_before("harness");
+        m.note_before("probe");
+        assert_eq!(m.note.as_deref(), Some("probe; harness"));
+        assert_eq!(join_notes("a".into(), Some(String::new())), "a");
+    }
 
     #[test]
     fn status_round_trips_through_text() {

@@ -354,9 +354,9 @@ fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 "bandwidth",
                 Unit::GBps,
                 &samples,
-                Some(format!(
-                    "{} passes per sample; STREAM byte counting",
-                    t.batch
+                Some(oslab_core::model::join_notes(
+                    format!("{} passes per sample; STREAM byte counting", t.batch),
+                    t.note.clone(),
                 )),
                 Judge::Median,
             ));

@@ -68,8 +68,9 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let mut out = Vec::new();
     for (k, t) in timings.iter().enumerate() {
         let mut m = cx.measurement("call.args", params! {"args" => k}, "per_call", t);
-        m.note =
-            (k == 7).then(|| "SysV x86-64 passes the 7th integer argument on the stack".into());
+        if k == 7 {
+            m.note_before("SysV x86-64 passes the 7th integer argument on the stack");
+        }
         out.push(m);
     }
     for k in 1..timings.len() {
@@ -87,13 +88,14 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             "paired difference: {k} minus {} arguments, same round",
             k - 1
         );
-        m.note = Some(if m.difference_spans_zero() {
+        let said = if m.difference_spans_zero() {
             // A median of -0.02 ns is not a negative cost: say there is nothing to measure.
             m.cycles = None;
             format!("no measurable cost per argument: the CI95 of the difference spans 0 ({what})")
         } else {
             what
-        });
+        };
+        m.note_before(said);
         if m.cycles.is_some_and(|c| c < 0.0) {
             m.cycles = None; // fewer cycles for more arguments is noise or reordering, not a cost
         }

@@ -146,10 +146,11 @@ fn parallel(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             "parallelism",
             Unit::Count,
             &mlp,
-            Some(
+            Some(oslab_core::model::join_notes(
                 "single-chase latency / time per load with this many chases: misses in flight"
                     .into(),
-            ),
+                t.note.clone(),
+            )),
             Judge::Median,
         ));
     }

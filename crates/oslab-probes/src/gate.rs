@@ -19,6 +19,9 @@ pub const SLOWER: f64 = 0.15;
 /// Loop passes (four additions each) per check: about a microsecond.
 const PASSES: u64 = 2_000;
 
+/// Untimed passes before each check.
+const WARM_PASSES: u64 = 200;
+
 /// The fastest check seen, in ticks, shared by a harness and the harnesses scaled from it.
 #[derive(Debug, Clone)]
 pub struct Fastest(Arc<AtomicU64>);
@@ -59,6 +62,10 @@ impl<'a> Gate<'a> {
 
     /// Times one check; call it before the first round and after every round.
     pub fn check(&mut self) {
+        // The round before may have evicted the loop's code from every cache (a chase over a
+        // gigabyte): fetching it from memory would cost a tenth of a check. A short untimed run
+        // brings it back, so only the core's speed is timed.
+        crate::contention::add_chains(WARM_PASSES);
         let a = self.clock.start();
         crate::contention::add_chains(PASSES);
         let ticks = self.clock.stop().wrapping_sub(a) as f64;

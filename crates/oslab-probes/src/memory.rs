@@ -362,7 +362,7 @@ fn remeasure_non_monotone(
                 again = curve[i].clone();
             }
             again.attempts = attempt;
-            again.note = Some(format!(
+            again.note_before(format!(
                 "measured {attempt} times: it read slower than the next larger working set; the fastest attempt is kept"
             ));
             curve[i] = again;
@@ -495,10 +495,7 @@ fn idle_latency(cx: &Context, id: &str) -> Result<Measurement, ProbeError> {
     let p = params! {"level" => "memory", "order" => "chunk", "spacing" => IDLE_SPACING, "size" => size, "cpu" => cx.cpu};
     let mut m = cx.measurement(id, p, "level_latency", &t);
     let why = "idle latency with prefetchers defeated (as Intel MLC and multichase measure it): one element per 256 B, so no two share a 128-byte pair and the adjacent-line prefetcher fetches nothing the chain uses; random order within 256 KiB chunks and of the chunks, so the streamers find no stride and the TLB rarely misses";
-    m.note = Some(match m.note.take() {
-        Some(n) => format!("{why}; {n}"),
-        None => why.to_string(),
-    });
+    m.note_before(why);
     Ok(m)
 }
 

@@ -385,7 +385,7 @@ fn ping_pong(
         let xfer = transfer.median().unwrap_or(0.0);
         let mut switch: Timing = rtt.map(|r| (r - 2.0 * xfer) / 2.0);
         switch.overhead_ns = rtt.overhead_ns / 2.0 + xfer;
-        switch.note = Some(format!(
+        switch.note_before(format!(
             "(round trip - 2 x transfer) / 2; round trip median {:.0} ns, transfer {:.0} ns",
             rtt.median().unwrap_or(f64::NAN),
             xfer
@@ -408,7 +408,7 @@ fn ping_pong(
             let rtt = cx.harness.batched(&mut |n| peer.round_trips(n))?;
             let mut wake = rtt.map(|r| r / 2.0);
             wake.overhead_ns = rtt.overhead_ns / 2.0;
-            wake.note = Some("round trip / 2 (transfer included)".into());
+            wake.note_before("round trip / 2 (transfer included)");
             cx.measurement(
                 id,
                 params! {"placement" => "cross-cpu", "cpus" => format!("{},{}", cx.cpu, peer_cpu), "sched" => "other"},
@@ -475,7 +475,7 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         Ok(t1 > t0)
     })?;
     let label =
-        "one-shot method: includes the wait/join entry and the child's return from fork/clone";
+        "one-shot method: includes the wait/join entry and the child's return from fork/clone; a sample where the child ran first is invalid";
     let mut out = Vec::new();
     for (kind, t) in [("process", process), ("thread", thread)] {
         let mut m = cx.measurement(
@@ -484,10 +484,7 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             "switch",
             &t,
         );
-        m.note = Some(match &t.note {
-            Some(dropped) => format!("{label}; {dropped} (child ran first)"),
-            None => label.to_string(),
-        });
+        m.note_before(label);
         out.push(m);
     }
     Ok(out)

@@ -140,7 +140,9 @@ fn syscall_cost(
         "per_call",
         &cold,
     );
-    m.note = note;
+    if let Some(n) = note {
+        m.note_before(n);
+    }
     out.push(m);
     Ok(out)
 }

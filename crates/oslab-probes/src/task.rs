@@ -333,7 +333,7 @@ fn fork_with_sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             "round_trip",
             &round,
         );
-        m.note = Some(parent);
+        m.note_before(parent);
         if let Some(s) = &m.summary {
             points.push((mib as f64, s.median));
         }

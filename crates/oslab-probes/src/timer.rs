@@ -69,7 +69,9 @@ fn read_cost(
             black_box(read());
         }
     })?;
-    t.note = note;
+    if let Some(n) = note {
+        t.note_before(n);
+    }
     Ok(vec![cx.measurement(
         id,
         params! {"cpu" => cx.cpu},

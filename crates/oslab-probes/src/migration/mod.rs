@@ -100,7 +100,7 @@ fn cost(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             let extra = local.median().unwrap_or(0.0);
             let diff = remote.map(|r| r - extra);
             let mut m = cx.measurement("migration.cost", base.clone(), "per_migration", &diff);
-            m.note = Some(format!(
+            m.note_before(format!(
                 "re-touch after the move minus re-touch in place ({:.0} ns); the move itself is `move`{}",
                 extra,
                 if moved_ok { "" } else { "; some moves did not land on the target (dropped)" }

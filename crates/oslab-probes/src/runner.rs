@@ -17,6 +17,7 @@
 //! varied over the run, the run carries a warning saying by how much.
 
 use crate::contention::{core_speed, Snapshot};
+use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::{Environment, Warning};
 use oslab_core::model::{Measurement, Status};
@@ -135,11 +136,7 @@ pub fn run(
         }
     }
     if !outcome.interrupted {
-        let config = &cx.harness.config;
-        let target = config.suite_target * repetitions.max(1);
-        let budget = config
-            .retry_budget
-            .min(target.saturating_sub(started.elapsed()));
+        let budget = retry_budget(&cx.harness.config, repetitions, started.elapsed());
         outcome.interrupted = retry_noisy(&mut done, cx, sink, budget, &mut outcome.core_speeds);
         outcome.not_retried = done
             .iter()
@@ -170,6 +167,13 @@ pub fn run(
     let spec = oslab_model::Spec::read(cx.fingerprint, cx.cpu, cx.options.memory.as_deref());
     oslab_model::predict(&spec, &mut outcome.measurements);
     outcome
+}
+
+/// Time left for retries after the passes took `elapsed`: the retry budget, but never past the
+/// suite's time target (one per repetition).
+fn retry_budget(config: &HarnessConfig, repetitions: u32, elapsed: Duration) -> Duration {
+    let target = config.suite_target * repetitions.max(1);
+    config.retry_budget.min(target.saturating_sub(elapsed))
 }
 
 /// How much slower than the run's fastest a core speed check must be to count as slowed.
@@ -334,6 +338,17 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("slower at 2 of 5 checks)"), "{m}");
+    }
+
+    #[test]
+    fn retries_never_run_past_the_suites_time_target() {
+        let quick = HarnessConfig::quick(); // 1.5 s of retries, 19 s target
+        let s = Duration::from_secs_f64;
+        assert_eq!(retry_budget(&quick, 1, s(10.0)), s(1.5));
+        assert_eq!(retry_budget(&quick, 1, s(18.0)), s(1.0));
+        assert_eq!(retry_budget(&quick, 1, s(25.0)), Duration::ZERO);
+        // Three repetitions: three targets.
+        assert_eq!(retry_budget(&quick, 3, s(56.5)), s(0.5));
     }
 
     #[test]

@@ -61,7 +61,7 @@ impl HarnessConfig {
             warmup: Duration::from_millis(30),
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
-            suite_target: Duration::from_secs(87),
+            suite_target: Duration::from_secs(84),
             extra_work: extra_work(),
         }
     }

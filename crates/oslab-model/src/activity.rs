@@ -48,6 +48,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             Ok(Model::composed("clock read", t.value, format!("timer.rdtsc {:.1} ns: the tracker reads the clock back to back", t.value))
                 .input("rdtsc_ns", crate::round(t.value), t.source))
         }
+        "periodic_hz" => Err("interruptions from outside this kernel follow the host's scheduling, which nothing inside the guest describes".into()),
         _ => Err(format!("the {} is a property of this recording (a chosen threshold or a histogram), not a cost to predict", m.metric)),
     }
 }

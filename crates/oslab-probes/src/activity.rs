@@ -249,6 +249,13 @@ pub fn dominant_period_ns(starts_ns: &[f64]) -> Option<f64> {
     oslab_core::stats::median(&best)
 }
 
+/// Whether interruptions every `period_ns` come from outside this kernel: more than 20% more
+/// frequent than the local timer interrupts it `counted` a second (a host preempting this
+/// virtual cpu). The tick is then what the kernel counted.
+fn from_outside(period_ns: f64, counted: Option<f64>) -> bool {
+    counted.is_some_and(|hz| 1e9 / period_ns > 1.2 * hz)
+}
+
 /// The periods as timeline events: active and inactive spans on one track.
 pub fn timeline(clock: &Clock, rec: &Recording, track: &str) -> Vec<TimelineEvent> {
     let ns = |t: u64| clock.ticks_to_ns(t.wrapping_sub(rec.start) as f64);
@@ -389,7 +396,30 @@ pub fn summarise(
             .collect();
         format!("/proc/interrupts for this cpu: {}", list.join(", "))
     };
-    match dominant_period_ns(&starts) {
+    let counted = kernel_hz.filter(|&hz| hz > 0.0);
+    let period = dominant_period_ns(&starts);
+    match period {
+        Some(period) if from_outside(period, counted) => {
+            let hz = counted.unwrap_or_default();
+            out.push(value(
+                "periodic_hz",
+                Unit::Count,
+                1e9 / period,
+                format!(
+                    "the most common interval between interruptions ({:.3} ms), faster than the kernel's {hz:.0} local timer interrupts per second: periodic interruptions from outside this kernel (a hypervisor preempting the virtual cpu)",
+                    period / 1e6
+                ),
+            ));
+            out.push(
+                value(
+                    "tick_hz",
+                    Unit::Count,
+                    hz,
+                    format!("local timer interrupts per second, as the kernel counted them over the recording; {irq_text}"),
+                )
+                .found("kernel_timer_hz", (hz * 10.0).round() / 10.0),
+            );
+        }
         Some(period) => {
             let mut m = value(
                 "tick_hz",
@@ -400,13 +430,8 @@ pub fn summarise(
                     period / 1e6
                 ),
             );
-            if let Some(hz) = kernel_hz.filter(|&hz| hz > 0.0) {
-                let inferred = 1e9 / period;
-                if inferred > 1.2 * hz {
-                    m.note = m.note.map(|n| format!("{n}; the kernel took only {hz:.0} local timer interrupts per second: the periodic interruptions at {inferred:.0} Hz come from outside this kernel (a hypervisor preempting the virtual cpu)"));
-                } else if inferred < hz / 1.2 {
-                    m.note = m.note.map(|n| format!("{n}; the kernel took {hz:.0} local timer interrupts per second, more than this period shows: some ticks were too short to cross the threshold"));
-                }
+            if let Some(hz) = counted.filter(|&hz| 1e9 / period < hz / 1.2) {
+                m.note = m.note.map(|n| format!("{n}; the kernel took {hz:.0} local timer interrupts per second, more than this period shows: some ticks were too short to cross the threshold"));
             }
             if let Some(hz) = kernel_hz {
                 m = m.found("kernel_timer_hz", (hz * 10.0).round() / 10.0);
@@ -440,6 +465,16 @@ mod tests {
         let p = dominant_period_ns(&starts).unwrap();
         assert!((p - 4e6).abs() < 1e4, "{p}");
         assert!(dominant_period_ns(&[0.0, 1.0]).is_none());
+    }
+
+    #[test]
+    fn a_period_faster_than_the_kernels_timer_comes_from_outside() {
+        // Every 0.145 ms while the kernel counted 255 timer interrupts a second: a host.
+        assert!(from_outside(0.145e6, Some(255.0)));
+        // Every 4 ms with 250 counted, or nothing counted: the tick itself.
+        assert!(!from_outside(4e6, Some(250.0)));
+        assert!(!from_outside(4e6, Some(210.0)));
+        assert!(!from_outside(0.145e6, None));
     }
 
     #[test]

@@ -228,11 +228,11 @@ fn mixes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let mut out = Vec::new();
     let one = [cx.cpu];
     let teams = [(&one[..], &plain), (&order[..], &all)];
-    // Fourteen jobs: fewer repetitions each than the other bandwidth probes, to stay within a
-    // few seconds.
+    // Fourteen jobs: half the other bandwidth probes' time each, to stay within a few seconds
+    // (passes are short enough that 20 still fit, and 10 gave an interval as wide as the range).
     let reps = Reps {
         min: 2,
-        max: 10,
+        max: 20,
         budget: cx.harness.config.budget / 2,
     };
     for (cpus, jobs) in teams {

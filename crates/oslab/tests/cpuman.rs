@@ -482,7 +482,7 @@ fn simulation_is_deterministic_and_compares_like_live_runs() {
             "30",
             "--time-scale",
             "0.1",
-            "--seed",
+            "--stream",
             seed,
             "--policy",
             policy,

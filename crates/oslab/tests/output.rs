@@ -158,13 +158,40 @@ fn completions_and_the_manual_page_are_generated_and_help_speaks_plainly() {
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
         .collect();
     assert!(commands.len() > 10, "{help}");
+    // Every command, and every subcommand of one (`cpuman simulate`, `fleet submit`, ...).
+    let help_of = |words: &[&str]| {
+        let out = oslab().args(words).arg("--help").output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let subcommands = |help: &str| -> Vec<String> {
+        help.lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .filter(|c| c != "help")
+            .collect()
+    };
+    let mut checked = 0;
     for c in commands.iter().chain(std::iter::once(&String::new())) {
-        let mut cmd = oslab();
-        if !c.is_empty() {
-            cmd.arg(c);
+        let words: Vec<&str> = [c.as_str()].into_iter().filter(|w| !w.is_empty()).collect();
+        let text = help_of(&words);
+        assert!(
+            !text.to_lowercase().contains("seed"),
+            "oslab {c} --help: {text}"
+        );
+        checked += 1;
+        if c.is_empty() {
+            continue;
         }
-        let out = cmd.arg("--help").output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
-        assert!(!text.contains("seed"), "oslab {c} --help: {text}");
+        for sub in subcommands(&text) {
+            let text = help_of(&[c.as_str(), sub.as_str()]).to_lowercase();
+            assert!(!text.contains("seed"), "oslab {c} {sub} --help: {text}");
+            checked += 1;
+        }
     }
+    assert!(
+        checked > commands.len() + 5,
+        "only {checked} help texts read"
+    );
 }

@@ -58,7 +58,10 @@ pub struct Generate {
     pub time_scale: f64,
     /// Number of the random stream that orders the kinds and times the arrivals (the same number
     /// gives the same workload).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 1))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "stream", value_name = "N", default_value_t = 1)
+    )]
     pub seed: u64,
 }
 
@@ -301,7 +304,10 @@ pub struct Source {
     pub time_scale: f64,
     /// Number of the random stream that orders the kinds and times the arrivals (the same number
     /// gives the same workload).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 1))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "stream", value_name = "N", default_value_t = 1)
+    )]
     pub seed: u64,
     /// An SWF trace to replay instead of a mix (oslab's own, or the Parallel Workloads
     /// Archive's: cancelled and failed jobs are skipped and counted).

@@ -397,8 +397,7 @@ pub fn summarise(
         format!("/proc/interrupts for this cpu: {}", list.join(", "))
     };
     let counted = kernel_hz.filter(|&hz| hz > 0.0);
-    let period = dominant_period_ns(&starts);
-    match period {
+    match dominant_period_ns(&starts) {
         Some(period) if from_outside(period, counted) => {
             let hz = counted.unwrap_or_default();
             out.push(value(

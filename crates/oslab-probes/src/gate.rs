@@ -13,7 +13,8 @@ use oslab_core::Clock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// How much slower than the fastest check a check may run and still count as full speed.
+/// How much slower than the fastest check a check may run and still count as full speed (the
+/// runner's check before every probe uses the same margin).
 pub const SLOWER: f64 = 0.15;
 
 /// Loop passes (four additions each) per check: about a microsecond.

@@ -9,6 +9,7 @@
 
 use crate::gate::{self, Fastest, Gate};
 use crate::probe::ProbeError;
+use oslab_core::model::join_notes;
 use oslab_core::signals;
 use oslab_core::Clock;
 use std::hint::black_box;
@@ -117,7 +118,7 @@ impl Timing {
     ///
     /// [`Measurement::note_before`]: oslab_core::model::Measurement::note_before
     pub fn note_before(&mut self, text: impl Into<String>) {
-        self.note = Some(oslab_core::model::join_notes(text.into(), self.note.take()));
+        self.note = Some(join_notes(text.into(), self.note.take()));
     }
 
     /// Median sample, if any.
@@ -353,7 +354,7 @@ impl Harness {
                     series.push(self.clock.ticks_to_ns(t as f64 - self.read_overhead_ticks));
                 }
             } else {
-                // An invalid event is a round of its own: forget its checks' round.
+                // An invalid event leaves no sample: its round merges with the next one.
                 gate.forget_last();
                 dropped += 1;
             }
@@ -365,9 +366,10 @@ impl Harness {
         for series in out.iter_mut() {
             gate::keep(series, &rounds);
         }
-        let invalid = (dropped > 0).then(|| format!("{dropped} invalid samples dropped"));
-        let note = [invalid, slow].into_iter().flatten().collect::<Vec<_>>();
-        let note = (!note.is_empty()).then(|| note.join("; "));
+        let note = match dropped {
+            0 => slow,
+            n => Some(join_notes(format!("{n} invalid samples dropped"), slow)),
+        };
         Ok(out.map(|samples| Timing {
             samples,
             batch: 1,

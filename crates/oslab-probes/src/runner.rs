@@ -17,6 +17,7 @@
 //! varied over the run, the run carries a warning saying by how much.
 
 use crate::contention::{core_speed, Snapshot};
+use crate::gate::SLOWER;
 use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::{Environment, Warning};
@@ -175,9 +176,6 @@ fn retry_budget(config: &HarnessConfig, repetitions: u32, elapsed: Duration) -> 
     let target = config.suite_target * repetitions.max(1);
     config.retry_budget.min(target.saturating_sub(elapsed))
 }
-
-/// How much slower than the run's fastest a core speed check must be to count as slowed.
-const SLOWER: f64 = 0.15;
 
 /// Starts the note of a result measured while other work competed.
 const CONTENDED: &str = "measured while the machine was busy: ";

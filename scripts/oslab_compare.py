@@ -36,11 +36,30 @@ def interleave(rounds, ours, theirs):
     return pairs
 
 
+def agreeing(values):
+    """(how many consecutive rounds agree within 5%, how many consecutive pairs there are)."""
+    steps = list(zip(values, values[1:]))
+    return sum(abs(b / a - 1) <= 0.05 for a, b in steps), len(steps)
+
+
 def report(pairs, unit):
-    """Prints median values, the median ratio oslab/other and its range."""
-    print(f"{'quantity':22} {'oslab ' + unit:>12} {'other ' + unit:>12} {'ratio':>7}  {'ratio min-max':>13}  rounds")
+    """Prints median values, the median ratio oslab/other and its range, and for each tool how
+    often one round's value agreed within 5% with the next round's: under the same host noise,
+    how well each tool repeats itself."""
+    print(f"{'quantity':22} {'oslab ' + unit:>12} {'other ' + unit:>12} {'ratio':>7}  {'ratio min-max':>13}  rounds"
+          f"  {'repeats within 5%: oslab':>24} {'other':>6}")
+    # Per tool, each distinct series counts once (two quantities may compare one oslab figure with
+    # two other tools).
+    series = {"oslab": {}, "other": {}}
     for k, ps in pairs.items():
         rs = [a / b for a, b in ps]
         o = statistics.median(a for a, _ in ps)
         t = statistics.median(b for _, b in ps)
-        print(f"{k:22} {o:12.2f} {t:12.2f} {statistics.median(rs):7.3f}  {min(rs):6.3f}-{max(rs):<6.3f}  {len(rs)}")
+        (oa, n), (ta, _) = agreeing([a for a, _ in ps]), agreeing([b for _, b in ps])
+        series["oslab"][tuple(a for a, _ in ps)] = (oa, n)
+        series["other"][tuple(b for _, b in ps)] = (ta, n)
+        print(f"{k:22} {o:12.2f} {t:12.2f} {statistics.median(rs):7.3f}  {min(rs):6.3f}-{max(rs):<6.3f}  {len(rs):6}"
+              f"  {f'{oa}/{n}':>24} {f'{ta}/{n}':>6}")
+    if pairs:
+        (oa, on), (ta, tn) = ([sum(c[i] for c in series[t].values()) for i in (0, 1)] for t in ("oslab", "other"))
+        print(f"consecutive rounds agreeing within 5%: oslab {oa} of {on}, the other tools {ta} of {tn}")

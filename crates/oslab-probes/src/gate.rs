@@ -103,14 +103,27 @@ impl<'a> Gate<'a> {
             );
             (fast, Some(note))
         } else {
-            let note = format!(
-                "the core ran more than {:.0}% below its full speed around {} of {rounds} samples, too many to leave out: all kept",
-                100.0 * SLOWER,
-                rounds - fast.len()
-            );
+            let note = all_kept(rounds - fast.len(), rounds);
             ((0..rounds).collect(), Some(note))
         }
     }
+}
+
+/// The note of a measurement that kept all its `rounds` though `slow` of them ran slow.
+pub(crate) fn all_kept(slow: usize, rounds: usize) -> String {
+    format!(
+        "the core ran more than {:.0}% below its full speed around {slow} of {rounds} samples, {ALL_KEPT}",
+        100.0 * SLOWER
+    )
+}
+
+/// What the note of a measurement says when too few of its rounds ran at full speed.
+const ALL_KEPT: &str = "too many to leave out: all kept, so it is the figure of a slowed core";
+
+/// Whether `note` says the measurement's samples were all kept though the core ran slow around
+/// too many of them.
+pub fn ran_slow(note: &str) -> bool {
+    note.contains(ALL_KEPT)
 }
 
 /// Rounds between consecutive `checks` (in ticks) whose two checks both ran within [`SLOWER`] of
@@ -156,7 +169,7 @@ mod tests {
         assert!(note.unwrap().contains("2 of 4 samples left out"));
         let (kept, note) = gate.verdict(4, 3);
         assert_eq!(kept, vec![0, 1, 2, 3]);
-        assert!(note.unwrap().contains("all kept"));
+        assert!(ran_slow(&note.unwrap()));
         gate.checks = vec![100.0; 5];
         assert_eq!(gate.verdict(4, 4), (vec![0, 1, 2, 3], None));
         let mut series = vec![1.0, 2.0, 3.0, 4.0];

@@ -17,7 +17,7 @@
 //! varied over the run, the run carries a warning saying by how much.
 
 use crate::contention::{core_speed, Snapshot};
-use crate::gate::SLOWER;
+use crate::gate::{ran_slow, SLOWER};
 use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::{Environment, Warning};
@@ -205,7 +205,19 @@ fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Mea
             });
         }
     }
+    mark_slowed(&mut results);
     Some(results)
+}
+
+/// Results whose samples were all kept though the core ran slow around most of them (another
+/// guest on its physical core, a clock change) are, like results measured under contention, not
+/// `ok`: they are noisy, and measured again while the retry budget lasts.
+fn mark_slowed(results: &mut [Measurement]) {
+    for m in results.iter_mut().filter(|m| m.status == Status::Ok) {
+        if m.note.as_deref().is_some_and(ran_slow) {
+            m.status = Status::Noisy;
+        }
+    }
 }
 
 /// Passes over the probes with noisy results, cheapest first, while the budget allows another
@@ -336,6 +348,17 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("slower at 2 of 5 checks)"), "{m}");
+    }
+
+    #[test]
+    fn a_result_measured_on_a_slowed_core_is_noisy() {
+        let tight = [4.0, 4.1, 4.0, 4.05, 3.95, 4.0];
+        let mut results = vec![m(0, Status::Ok, &tight), m(1, Status::Ok, &tight)];
+        results[0].note = Some(format!("probe note; {}", crate::gate::all_kept(9, 10)));
+        results[1].note = Some("3 of 10 samples left out".into());
+        mark_slowed(&mut results);
+        assert_eq!(results[0].status, Status::Noisy);
+        assert_eq!(results[1].status, Status::Ok);
     }
 
     #[test]

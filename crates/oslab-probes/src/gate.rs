@@ -126,6 +126,16 @@ pub fn ran_slow(note: &str) -> bool {
     note.contains(ALL_KEPT)
 }
 
+#[cfg(test)]
+impl Gate<'_> {
+    /// A gate whose checks took these ticks (the fastest is `fastest`'s).
+    pub(crate) fn with_checks(mut self, checks: &[f64]) -> Self {
+        checks.iter().for_each(|&c| self.fastest.see(c));
+        self.checks = checks.to_vec();
+        self
+    }
+}
+
 /// Rounds between consecutive `checks` (in ticks) whose two checks both ran within [`SLOWER`] of
 /// `fastest`.
 fn full_speed(checks: &[f64], fastest: f64) -> Vec<usize> {

@@ -55,7 +55,7 @@ impl HarnessConfig {
     /// it; a noisy one is measured again later in the run).
     pub fn full() -> HarnessConfig {
         HarnessConfig {
-            budget: Duration::from_millis(300),
+            budget: Duration::from_millis(280),
             min_samples: 50,
             max_samples: 20_000,
             target_batch: Duration::from_micros(50),
@@ -321,15 +321,19 @@ impl Harness {
     }
 
     /// Whether sampling may stop after `taken` rounds: at the sample cap; past the budget with
-    /// enough rounds at full speed; past a quarter as much again with enough rounds of any speed (the
-    /// core stayed slow); past four times the budget in any case.
+    /// enough rounds at full speed, or with none at all (the core stayed slow, and its slow phases
+    /// last far longer than waiting could); past a quarter as much again with enough rounds of any
+    /// speed; past four times the budget in any case.
     fn enough(&self, taken: usize, elapsed: Duration, budget: Duration, gate: &Gate) -> bool {
         let min = self.config.min_samples;
         taken >= self.config.max_samples
             || elapsed >= budget * 4
             || (elapsed >= budget.mul_f64(1.25) && taken >= min)
             // Counting full-speed rounds walks every check: every 16th round is often enough.
-            || (elapsed >= budget && taken >= min && taken.is_multiple_of(16) && gate.full_speed().len() >= min)
+            || (elapsed >= budget && taken >= min && taken.is_multiple_of(16) && {
+                let fast = gate.full_speed().len();
+                fast >= min || fast == 0
+            })
     }
 
     /// Measures events that time themselves: `body` runs one event and writes `K` durations in
@@ -420,6 +424,27 @@ mod tests {
         );
         assert_eq!(t[0].samples.len(), t[1].samples.len());
         assert!(t[0].samples.len() >= h.config.min_samples);
+    }
+
+    #[test]
+    fn sampling_stops_at_the_budget_with_enough_full_speed_rounds_or_none() {
+        let h = harness(); // 20 samples at least
+        let (budget, fastest) = (h.config.budget, Fastest::default());
+        let gate = |checks: &[f64]| Gate::new(&h.clock, &fastest).with_checks(checks);
+        let at = |t: f64| budget.mul_f64(t);
+        // 32 rounds, all slow against a fastest check of 100 ticks: waiting is hopeless.
+        let mut slow = vec![300.0; 33];
+        slow[0] = 100.0;
+        assert!(h.enough(32, at(1.0), budget, &gate(&slow)));
+        // A few at full speed: worth a quarter more time, then every sample is kept.
+        let mut few = slow.clone();
+        few[..6].fill(100.0);
+        assert!(!h.enough(32, at(1.0), budget, &gate(&few)));
+        assert!(h.enough(32, at(1.25), budget, &gate(&few)));
+        // Enough at full speed: done at the budget, not before.
+        let fast = vec![100.0; 33];
+        assert!(!h.enough(32, at(0.9), budget, &gate(&fast)));
+        assert!(h.enough(32, at(1.0), budget, &gate(&fast)));
     }
 
     #[test]

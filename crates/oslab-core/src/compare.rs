@@ -24,7 +24,8 @@
 //! repetitions (a change smaller than the noise between repetitions is not called). With fewer
 //! than 3 repetitions a side no interval reaches the confidence: the ratio is shown, unjudged.
 //! Placement parameters (which cpu) are left out of the match, so runs from different machines
-//! or cpus line up.
+//! or cpus line up. A repetition whose samples were all taken on a slowed core
+//! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was.
 
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
 use crate::ranks::{mann_whitney_p, shift_interval};
@@ -272,7 +273,9 @@ impl PerRun {
                     Vec::new()
                 });
                 v.resize(runs.len(), Vec::new());
-                if let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) {
+                // A repetition measured on a slowed core shows the host, not what is compared.
+                let usable = m.status.has_value() && !m.slowed_core();
+                if let Some(s) = m.summary.as_ref().filter(|_| usable) {
                     v[run_no].push(s.median);
                 }
             }
@@ -453,7 +456,7 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Status;
+    use crate::model::{Status, SLOWED_CORE};
     use crate::{params, Summary};
 
     /// One repetition of a measurement on `cpu` whose samples center on `value`.
@@ -707,6 +710,30 @@ mod tests {
             (rows[0].present, rows[1].present),
             ([true, false], [false, true])
         );
+    }
+
+    #[test]
+    fn repetitions_measured_on_a_slowed_core_are_not_replicates() {
+        let base = run(1, Unit::Ns, &[100.0, 101.0, 102.0]);
+        let mut slowed = run(1, Unit::Ns, &[160.0, 161.0, 162.0]);
+        assert_eq!(
+            verdict(&base, &slowed).judgement.verdict,
+            Verdict::Regression
+        );
+        for x in slowed.iter_mut() {
+            x.note = Some(format!(
+                "the core ran slow around 40 of 40 samples, {SLOWED_CORE}"
+            ));
+        }
+        let r = verdict(&base, &slowed);
+        assert_eq!(
+            (r.judgement.verdict, r.present),
+            (Verdict::Unknown, [true, true])
+        );
+        // One slowed repetition of three: the other two still judge.
+        slowed[1].note = None;
+        slowed[2].note = None;
+        assert_eq!(verdict(&base, &slowed).judgement.n, [3, 2]);
     }
 
     #[test]

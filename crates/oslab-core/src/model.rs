@@ -248,7 +248,20 @@ fn is_one(v: &u32) -> bool {
     *v == 1
 }
 
+/// Ends the note of a measurement whose samples were all kept though the measuring core ran slow
+/// around too many of them (another guest on its physical core, a clock change).
+pub const SLOWED_CORE: &str =
+    "too many to leave out: all kept, so it is the figure of a slowed core";
+
 impl Measurement {
+    /// Whether its samples were taken on a slowed core (see [`SLOWED_CORE`]): a figure of the
+    /// host at that moment more than of what was measured.
+    pub fn slowed_core(&self) -> bool {
+        self.note
+            .as_deref()
+            .is_some_and(|n| n.contains(SLOWED_CORE))
+    }
+
     /// Puts `text` before the note (what the probe says first, then what the harness said).
     pub fn note_before(&mut self, text: impl Into<String>) {
         self.note = Some(join_notes(text.into(), self.note.take()));

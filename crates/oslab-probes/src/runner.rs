@@ -17,7 +17,7 @@
 //! varied over the run, the run carries a warning saying by how much.
 
 use crate::contention::{core_speed, Snapshot};
-use crate::gate::{ran_slow, SLOWER};
+use crate::gate::SLOWER;
 use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::{Environment, Warning};
@@ -214,7 +214,7 @@ fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Mea
 /// `ok`: they are noisy, and measured again while the retry budget lasts.
 fn mark_slowed(results: &mut [Measurement]) {
     for m in results.iter_mut().filter(|m| m.status == Status::Ok) {
-        if m.note.as_deref().is_some_and(ran_slow) {
+        if m.slowed_core() {
             m.status = Status::Noisy;
         }
     }

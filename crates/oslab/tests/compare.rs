@@ -39,6 +39,14 @@ fn rows(db: &str, args: &[&str]) -> Vec<Value> {
     doc["comparisons"][0]["rows"].as_array().unwrap().clone()
 }
 
+/// Whether a row's replicates are the 3 repetitions a side (fewer where some were measured on a
+/// slowed core, which are not replicates), never the samples of one burst.
+fn repetitions_as_replicates(r: &Value) -> bool {
+    r["n"]
+        .as_array()
+        .is_some_and(|n| n.iter().all(|k| (1..=3).contains(&k.as_u64().unwrap_or(0))))
+}
+
 fn called<'a>(rows: &'a [Value], verdict: &str) -> Vec<&'a Value> {
     rows.iter().filter(|r| r["verdict"] == verdict).collect()
 }
@@ -61,7 +69,7 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
     assert!(same.len() >= 10, "{same:?}");
     assert!(
         same.iter()
-            .all(|r| r["n"] == serde_json::json!([3, 3]) || r["verdict"] == "unknown"),
+            .all(|r| repetitions_as_replicates(r) || r["verdict"] == "unknown"),
         "{same:?}"
     );
     // Placement and what was found while measuring never split a match.
@@ -152,7 +160,7 @@ fn one_repetition_a_side_gives_ratios_and_the_gate_refuses_to_guess() {
     let r = rows(fresh, &["1", "2"]);
     assert!(
         r.iter().all(
-            |r| r["verdict"] == "ratio_only" && r["n"] == serde_json::json!([3, 3])
+            |r| r["verdict"] == "ratio_only" && repetitions_as_replicates(r)
                 || r["verdict"] == "unknown"
         ),
         "{r:?}"

@@ -1,6 +1,6 @@
 //! The machine model: what each measurement should cost, predicted from the machine's
-//! specifications before looking at what was measured (seed 004's method: predict, measure,
-//! explain the gap).
+//! specifications before looking at what was measured (the primitive-cost method: predict,
+//! measure, explain the gap).
 //!
 //! - [`spec::Spec`]: the machine's figures, each with its source: the core's published cycle
 //!   counts ([`uarch`]), the core clock measured by a chain of dependent adds ([`clock`]), the

@@ -847,8 +847,8 @@ fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     out
 }
 
-/// The simulated shuffling study: execution time with shuffling over without (same seed) per
-/// workload, then per monitoring interval; whiskers span the seeds.
+/// The simulated shuffling study: execution time with shuffling over without (the same random
+/// stream) per workload, then per monitoring interval; whiskers span the random streams.
 fn shuffle_sim(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
     for (part, title) in [

@@ -329,7 +329,7 @@ fn of(runs: &[SimulatedRun], f: impl Fn(&SimulatedRun) -> f64) -> Vec<f64> {
 
 impl Study {
     /// The runs as measurements: per workload (and swept interval) and mode, time, lock-wait
-    /// fraction, shuffles, moves and cross-socket hand-offs over the seeds; the paired change.
+    /// fraction, shuffles, moves and cross-socket hand-offs over the random streams; the paired change.
     pub fn measurements(&self) -> Vec<Measurement> {
         let r = &self.request;
         let mut ms = Vec::new();

@@ -213,8 +213,8 @@ fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Mea
 /// guest on its physical core, a clock change) are, like results measured under contention, not
 /// `ok`: they are noisy, and measured again while the retry budget lasts.
 fn mark_slowed(results: &mut [Measurement]) {
-    for m in results.iter_mut().filter(|m| m.status == Status::Ok) {
-        if m.slowed_core() {
+    for m in results.iter_mut() {
+        if m.status == Status::Ok && m.slowed_core() {
             m.status = Status::Noisy;
         }
     }

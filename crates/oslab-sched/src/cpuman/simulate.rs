@@ -571,7 +571,7 @@ mod tests {
             jobs,
             cpus: 64,
             time_scale: 0.1,
-            seed: 3,
+            stream: 3,
         };
         generate(&g)
             .unwrap()

@@ -58,11 +58,8 @@ pub struct Generate {
     pub time_scale: f64,
     /// Number of the random stream that orders the kinds and times the arrivals (the same number
     /// gives the same workload).
-    #[cfg_attr(
-        feature = "clap",
-        arg(long = "stream", value_name = "N", default_value_t = 1)
-    )]
-    pub seed: u64,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 1))]
+    pub stream: u64,
 }
 
 /// Executable number oslab writes for a kind.
@@ -103,7 +100,7 @@ pub fn generate(g: &Generate) -> Result<Vec<SwfJob>, String> {
         .iter()
         .flat_map(|&(k, n, _)| std::iter::repeat_n(k, n))
         .collect();
-    let mut rng = SplitMix64(g.seed ^ 0x0c0f_fee0);
+    let mut rng = SplitMix64(g.stream ^ 0x0c0f_fee0);
     for i in (1..kinds.len()).rev() {
         kinds.swap(i, rng.below(i + 1));
     }
@@ -304,11 +301,8 @@ pub struct Source {
     pub time_scale: f64,
     /// Number of the random stream that orders the kinds and times the arrivals (the same number
     /// gives the same workload).
-    #[cfg_attr(
-        feature = "clap",
-        arg(long = "stream", value_name = "N", default_value_t = 1)
-    )]
-    pub seed: u64,
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", default_value_t = 1))]
+    pub stream: u64,
     /// An SWF trace to replay instead of a mix (oslab's own, or the Parallel Workloads
     /// Archive's: cancelled and failed jobs are skipped and counted).
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE.swf"))]
@@ -410,7 +404,7 @@ pub fn resolve(src: &Source, cpus: usize) -> Result<Resolved, String> {
                 jobs: src.jobs,
                 cpus,
                 time_scale: src.time_scale,
-                seed: src.seed,
+                stream: src.stream,
             };
             let specs: Vec<JobSpec> = generate(&g)?
                 .iter()
@@ -551,7 +545,7 @@ pub fn note(g: &Generate) -> String {
         g.jobs,
         g.cpus,
         g.time_scale,
-        g.seed
+        g.stream
     )
 }
 
@@ -567,7 +561,7 @@ mod tests {
             jobs,
             cpus: 64,
             time_scale: 1.0,
-            seed: 7,
+            stream: 7,
         }
     }
 
@@ -589,10 +583,10 @@ mod tests {
         assert!((0.8..1.25).contains(&load), "{load}");
         // Requests are the paper's on 64 cpus.
         assert!(specs.iter().all(|s| s.request == s.kind.request()));
-        // Deterministic for a seed; another seed, other arrivals.
+        // Deterministic for a stream; another stream, other arrivals.
         assert_eq!(generate(&w("W3", 100.0, 400)).unwrap(), jobs);
         let mut other = w("W3", 100.0, 400);
-        other.seed = 8;
+        other.stream = 8;
         assert_ne!(generate(&other).unwrap(), jobs);
     }
 

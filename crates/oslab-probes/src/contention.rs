@@ -275,6 +275,10 @@ mod tests {
 
     #[test]
     fn a_busy_thread_of_ours_is_not_foreign_work_but_another_process_is() {
+        // Under other work, a spinning process adds nothing the machine does not already show.
+        if !oslab_testkit::require_quiet(0.3) {
+            return;
+        }
         let cpu = 0;
         // Our own spinning thread: its time is ours.
         let a = Snapshot::take().unwrap();

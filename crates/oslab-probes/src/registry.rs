@@ -94,8 +94,11 @@ pub fn select(patterns: &[String]) -> Result<Vec<&'static Probe>, String> {
     }
     for pat in patterns {
         if !probes.iter().any(|p| matches(pat, p.id)) {
+            let hint = suggestion(pat, &probes)
+                .map(|s| format!(" (did you mean {s:?}?)"))
+                .unwrap_or_default();
             return Err(format!(
-                "no probe matches {pat:?}; `oslab list` shows the probe ids (globs like 'syscall.*' work)"
+                "no probe matches {pat:?}{hint}; `oslab list` shows the probe ids (globs like 'syscall.*' work)"
             ));
         }
     }
@@ -103,6 +106,41 @@ pub fn select(patterns: &[String]) -> Result<Vec<&'static Probe>, String> {
         .into_iter()
         .filter(|p| patterns.iter().any(|pat| matches(pat, p.id)))
         .collect())
+}
+
+/// The probe id or family nearest to a mistyped `pattern` (`sycall` -> `syscall`), if one is
+/// within a third of its length in edits (at least one).
+fn suggestion(pattern: &str, probes: &[&'static Probe]) -> Option<String> {
+    let mut names: Vec<&str> = probes.iter().map(|p| p.id).collect();
+    // Families: every prefix of an id that ends before a dot.
+    for p in probes {
+        names.extend(p.id.match_indices('.').map(|(i, _)| &p.id[..i]));
+    }
+    let limit = (pattern.chars().count() / 3).max(1);
+    names
+        .into_iter()
+        .map(|n| (edits(pattern, n), n))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map(|(_, n)| n.to_string())
+}
+
+/// Levenshtein distance (insertions, deletions, substitutions), by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// Whether `id` matches `pattern` (see [`select`]).
@@ -147,6 +185,18 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_id_or_family_gets_the_nearest_as_a_suggestion() {
+        let e = select(&["sycall".into()]).unwrap_err();
+        assert!(e.contains("did you mean \"syscall\"?"), "{e}");
+        let e = select(&["memory.latency.chnk".into()]).unwrap_err();
+        assert!(e.contains("did you mean \"memory.latency.chunk\"?"), "{e}");
+        let e = select(&["zzzzzz".into()]).unwrap_err();
+        assert!(!e.contains("did you mean"), "{e}");
+        assert_eq!(edits("kitten", "sitting"), 3);
+        assert_eq!(edits("", "ab"), 2);
+    }
 
     #[test]
     fn ids_are_unique_and_well_formed() {

@@ -77,29 +77,22 @@ pub enum ImportError {
     Schema(String),
 }
 
-fn validator() -> &'static jsonschema::Validator {
-    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| {
-        let schema: serde_json::Value =
-            serde_json::from_str(SCHEMA).expect("the shipped schema is valid JSON");
-        jsonschema::validator_for(&schema).expect("the shipped schema is a valid JSON Schema")
-    })
-}
-
 /// Checks `value` against the schema; lists up to ten problems with where they are.
 pub fn validate(value: &serde_json::Value) -> Result<(), ImportError> {
-    let errors: Vec<String> = validator()
-        .iter_errors(value)
-        .take(10)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            format!("  at {}: {e}", if at.is_empty() { "/" } else { &at })
-        })
-        .collect();
-    if errors.is_empty() {
+    static PARSED: OnceLock<serde_json::Value> = OnceLock::new();
+    let schema = PARSED
+        .get_or_init(|| serde_json::from_str(SCHEMA).expect("the shipped schema is valid JSON"));
+    let problems = crate::validate::check(schema, value, 10);
+    if problems.is_empty() {
         Ok(())
     } else {
-        Err(ImportError::Schema(errors.join("\n")))
+        Err(ImportError::Schema(
+            problems
+                .iter()
+                .map(|p| format!("  {p}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ))
     }
 }
 

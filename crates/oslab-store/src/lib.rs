@@ -26,6 +26,7 @@ pub mod recorder;
 mod runset;
 mod schema;
 mod store;
+mod validate;
 
 pub use location::Location;
 pub use recorder::{NotStored, Program, Recorder};

@@ -25,35 +25,73 @@ impl Location {
     }
 
     /// Opens the store to write it. Only the default location's directory is created: a
-    /// mistyped path must not leave directories behind.
+    /// mistyped path must not leave directories behind. When the default location cannot be
+    /// created (a home directory that is not writable), the store goes to oslab's private
+    /// directory instead, and the user is told where and how to choose another.
     pub fn open(&self) -> Result<Store, StoreError> {
-        if let Some(dir) = self
-            .db
-            .as_deref()
-            .and_then(std::path::Path::parent)
-            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
-        {
-            return Err(StoreError::Unusable {
-                path: self.path(),
-                reason: format!(
-                    "directory {} does not exist (create it first)",
-                    dir.display()
-                ),
-            });
+        let path = self.checked_path()?;
+        let store = match Store::open(&path) {
+            Err(StoreError::Unusable { reason, .. })
+                if self.db.is_none() && !oslab_core::paths::is_homeless(&path) =>
+            {
+                let instead = oslab_core::paths::homeless_dir().join("oslab.db");
+                eprintln!(
+                    "note: the default store {} cannot be created ({reason})",
+                    path.display()
+                );
+                Store::open(&instead)?
+            }
+            other => other?,
+        };
+        if self.db.is_none() && oslab_core::paths::is_homeless(store.path()) {
+            eprintln!(
+                "note: results are stored in {}, which does not outlive a reboot; choose a store with --db PATH or OSLAB_DB=PATH",
+                store.path().display()
+            );
         }
-        let mut store = Store::open(&self.path())?;
+        let mut store = store;
         store.wait_when_locked(self.db_timeout)?;
         Ok(store)
     }
 
     /// Opens the store for a command that only reads it: with write access when there is (so an
     /// older store is upgraded), else read-only (a store on read-only media or another user's).
+    /// Where no store exists yet, an empty one that is never written: looking creates nothing.
     pub fn open_to_read(&self) -> Result<Store, StoreError> {
+        let path = self.checked_path()?;
+        if !path.exists() {
+            return Store::empty(&path);
+        }
         match self.open() {
-            Err(e @ StoreError::Unusable { .. }) => {
-                Store::open_read_only(&self.path()).map_err(|_| e)
-            }
+            Err(e @ StoreError::Unusable { .. }) => Store::open_read_only(&path).map_err(|_| e),
             other => other,
         }
+    }
+
+    /// The store's path, refused early when it cannot be a store file: a directory, or a file
+    /// in a directory that does not exist (for a path given; the default one is created).
+    fn checked_path(&self) -> Result<PathBuf, StoreError> {
+        let path = self.path();
+        let refuse = |reason: String| StoreError::Unusable {
+            path: path.clone(),
+            reason,
+        };
+        if path.is_dir() {
+            return Err(refuse(
+                "it is a directory; --db names the store file itself, e.g. DIR/oslab.db".into(),
+            ));
+        }
+        if let Some(dir) = self
+            .db
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+        {
+            return Err(refuse(format!(
+                "directory {} does not exist (create it first)",
+                dir.display()
+            )));
+        }
+        Ok(path)
     }
 }

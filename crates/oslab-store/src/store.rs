@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub enum StoreError {
     /// The file or its directory cannot be opened or written.
     #[error(
-        "cannot use result store {path}: {reason}; check the path is writable or pass --db PATH"
+        "cannot use result store {path}: {reason}; check the path is writable or pass --db PATH (or set OSLAB_DB)"
     )]
     Unusable {
         /// The store file.
@@ -228,6 +228,22 @@ impl Store {
         }
     }
 
+    /// A store with nothing in it that is never written to disk: what a reading command sees
+    /// where no store has been created yet (it must not create one by looking).
+    pub fn empty(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory().map_err(|e| StoreError::Unusable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.classify(store.init())?;
+        store.migrate()?;
+        Ok(store)
+    }
+
     /// Opens an existing store only to read it (a store on read-only media, or another user's):
     /// nothing is created, migrated or locked for writing. A store of an older schema must be
     /// opened once with write access first.
@@ -298,7 +314,7 @@ impl Store {
             reason,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            oslab_core::paths::create_dir(dir)
                 .map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
         }
         let conn = Connection::open(path).map_err(|e| unusable(e.to_string()))?;

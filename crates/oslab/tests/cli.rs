@@ -479,10 +479,16 @@ fn results_measured_while_other_work_runs_are_not_ok() {
         ]))
     };
     let note = |m: &Value| m["note"].as_str().unwrap_or_default().to_string();
-    // Alone (in our turn), the busy-machine note does not appear.
+    // Alone (in our turn), the busy-machine note does not appear, unless work outside this
+    // test keeps the machine busy: then nothing here can be told apart.
     let quiet = measure();
     let rdtsc = &quiet["measurements"][0];
-    assert!(!note(rdtsc).contains("busy"), "{rdtsc}");
+    if note(rdtsc).contains("busy") {
+        return oslab_testkit::skip(&format!(
+            "the machine is busy without us, so a quiet baseline cannot be had: {}",
+            note(rdtsc)
+        ));
+    }
     // Two spinning processes, one per cpu of this machine: every result says so and is not ok.
     let mut hogs: Vec<_> = (0..2)
         .map(|_| {
@@ -1061,8 +1067,8 @@ fn shuffle_watches_a_contended_program_and_stores_its_decisions() {
     let median = lock["summary"]["median"].as_f64().unwrap();
     assert!(median > 0.05 && median <= 1.0, "{lock}");
     assert!(lock["note"].as_str().unwrap().contains("method"));
-    // As root, the exact method is the one in use.
-    if is_root() {
+    // As root with the syscall tracepoints (tracefs), the exact method is the one in use.
+    if is_root() && Path::new("/sys/kernel/tracing/events/syscalls").is_dir() {
         assert_eq!(lock["params"]["method"], "ebpf", "{lock}");
     }
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -1273,6 +1279,9 @@ fn without_bpf_permission_shuffle_says_so_and_falls_back_or_refuses() {
 #[test]
 #[ignore = "needs sysbench, stress-ng and perf (.ci/run installs them)"]
 fn shuffle_eval_runs_the_external_programs_users_know() {
+    if !oslab_testkit::require(&["sysbench", "stress-ng", "perf"]) {
+        return;
+    }
     let _turn = exclusive();
     let (_dir, db) = temp_db();
     let mut args = vec!["shuffle-eval", "--runs", "1", "--threads", "4", "--json"];
@@ -1548,4 +1557,70 @@ fn a_store_locked_at_save_time_keeps_the_results_in_a_file_to_import() {
     let _ = imported;
     let runs = json(&stdout(&["runs", "--json", "--db", dbs]));
     assert!(runs.as_array().unwrap().len() >= 2, "{runs}");
+}
+
+#[test]
+fn store_paths_that_cannot_be_used_fall_back_or_say_how_to_choose_one() {
+    let _turn = shared();
+    let dir = tempfile::tempdir().unwrap();
+    // --db naming a directory is refused, saying what --db names.
+    let e = fails(&["runs", "--db", dir.path().to_str().unwrap()], 1);
+    assert!(e.contains("is a directory") && e.contains("--db"), "{e}");
+    // Looking at a store that does not exist yet creates nothing.
+    let db = dir.path().join("never.db");
+    let e = fails(&["report", "latest", "--db", db.to_str().unwrap()], 1);
+    assert!(e.contains("empty"), "{e}");
+    stdout(&["runs", "--db", db.to_str().unwrap()]);
+    assert!(!db.exists());
+    // A user whose home does not exist: the run is stored in their private directory, and they
+    // are told it does not outlive a reboot and how to choose a store.
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    let out = oslab()
+        .args(["run", "--quick", "timer.rdtsc", "--json"])
+        .env_remove("OSLAB_DB")
+        .env_remove("XDG_DATA_HOME")
+        .env("HOME", "/nonexistent")
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("does not outlive a reboot") && said.contains("OSLAB_DB"),
+        "{said}"
+    );
+    assert!(runtime.join("oslab/oslab.db").is_file());
+    assert!(
+        !Path::new("oslab").exists(),
+        "nothing in the current directory"
+    );
+    // Another user's, or a world-writable, private directory is refused, not used.
+    let open = dir.path().join("open");
+    std::fs::create_dir_all(open.join("oslab")).unwrap();
+    std::fs::set_permissions(
+        open.join("oslab"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let out = oslab()
+        .args(["run", "--quick", "timer.rdtsc"])
+        .env_remove("OSLAB_DB")
+        .env_remove("XDG_DATA_HOME")
+        .env("HOME", "/nonexistent")
+        .env("XDG_RUNTIME_DIR", &open)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("not a private directory") && e.contains("--db"),
+        "{e}"
+    );
+    // A mistyped probe gets the nearest id.
+    let e = fails(&["run", "sycall", "--db", db.to_str().unwrap()], 2);
+    assert!(e.contains("did you mean \"syscall\"?"), "{e}");
 }

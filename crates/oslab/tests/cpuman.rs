@@ -6,7 +6,7 @@ mod common;
 use common::{fails, oslab, restoring, stdout, temp_db};
 use serde_json::Value;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Live runs take the cpus: one at a time.
 static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -122,6 +122,7 @@ fn workloads_are_written_as_swf_and_bad_ones_refused() {
 #[test]
 fn every_policy_and_migration_mode_runs_the_workload_to_the_end() {
     let _t = turn();
+    let _sysctl = oslab_testkit::machine_lock("numa_balancing");
     let (_d, db) = temp_db();
     let balancing = std::fs::read_to_string("/proc/sys/kernel/numa_balancing").ok();
     let mut ids = Vec::new();
@@ -418,6 +419,7 @@ impl Drop for BalancingBack {
 #[test]
 fn a_sysctl_left_changed_by_a_killed_manager_is_restored_by_the_next_oslab() {
     let _t = turn();
+    let _sysctl = oslab_testkit::machine_lock("numa_balancing");
     let (dir, db) = temp_db();
     const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
     let original = std::fs::read_to_string(BALANCING)
@@ -444,8 +446,16 @@ fn a_sysctl_left_changed_by_a_killed_manager_is_restored_by_the_next_oslab() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
-    assert_eq!(std::fs::read_to_string(BALANCING).unwrap().trim(), "1");
+    // The manager switches balancing on once it has started its jobs: on a busy machine that
+    // takes longer than on a quiet one.
+    let on = Instant::now();
+    while std::fs::read_to_string(BALANCING).unwrap().trim() != "1" {
+        assert!(
+            on.elapsed() < Duration::from_secs(60),
+            "balancing never switched on"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     child.kill().unwrap(); // SIGKILL: no guard runs
     child.wait().unwrap();
     assert_eq!(

@@ -500,6 +500,11 @@ fn wait_for(mut ok: impl FnMut() -> bool, what: &str, logs: &Path) {
 #[test]
 #[ignore = "needs root, slurm-wlm and munge (.ci/run installs them)"]
 fn a_fleet_run_on_a_one_host_slurm_cluster() {
+    if !oslab_testkit::require_root("to start munged and slurmctld")
+        || !oslab_testkit::require(&["slurmctld", "slurmd", "munged", "sbatch"])
+    {
+        return;
+    }
     let cluster = Cluster::start();
     let results = tempfile::tempdir().unwrap();
     let (_d, db) = temp_db();

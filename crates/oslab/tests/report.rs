@@ -218,6 +218,14 @@ fn markdown_report_writes_its_charts_beside_it() {
 #[test]
 #[ignore = "needs chromium (apt-get install chromium); .ci/run installs it"]
 fn a_headless_browser_renders_the_report() {
+    if !["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .any(|b| oslab_testkit::on_path(b))
+    {
+        return oslab_testkit::skip(
+            "needs chromium (scripts/test installs it with root and apt-get)",
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();

@@ -198,6 +198,16 @@ pub fn hostname() -> String {
     read_trim("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into())
 }
 
+/// What an emulated CPU's timings are worth, said in warnings and in every timing's note.
+pub const EMULATED: &str = "timings mean nothing there (every instruction is translated in software); topology, page placement and scheduling behaviour are real";
+
+impl Fingerprint {
+    /// Whether the CPU is emulated in software (QEMU's TCG), not run natively by a hypervisor.
+    pub fn emulated_cpu(&self) -> bool {
+        self.hypervisor.as_deref() == Some("QEMU (TCG)")
+    }
+}
+
 /// The hypervisor vendor: cpuid leaf 0x40000000 signature, else /sys/hypervisor/type.
 pub fn hypervisor() -> Option<String> {
     #[cfg(target_arch = "x86_64")]
@@ -482,7 +492,13 @@ fn warn(kind: &str, message: String, remedy: &str) -> Warning {
 
 fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
     let mut w = Vec::new();
-    if let Some(h) = &fp.hypervisor {
+    if fp.emulated_cpu() {
+        w.push(warn(
+            "emulated",
+            format!("the CPU is emulated ({}): {EMULATED}", fp.hypervisor.as_deref().unwrap_or("QEMU")),
+            "measure costs where the CPU runs natively (bare metal, or a KVM guest); use emulated guests for topology and placement",
+        ));
+    } else if let Some(h) = &fp.hypervisor {
         w.push(warn(
             "hypervisor",
             format!("running under {h}: the host shares the CPUs, identical runs can differ by 10-50%, and cpuid traps to the hypervisor"),

@@ -267,6 +267,20 @@ impl Measurement {
         self.note = Some(join_notes(text.into(), self.note.take()));
     }
 
+    /// A time, a rate or a cycle count, which an emulated CPU makes meaningless (counts, sizes
+    /// and ratios it does not).
+    pub fn is_timing(&self) -> bool {
+        matches!(self.unit, Unit::Ns | Unit::Cycles | Unit::GBps)
+    }
+
+    /// A timing taken on an emulated CPU: never `ok`, and the note says why.
+    pub fn mark_emulated(&mut self) {
+        if self.is_timing() && self.status == Status::Ok {
+            self.status = Status::Noisy;
+            self.note_before(format!("emulated CPU: {}", crate::machine::EMULATED));
+        }
+    }
+
     /// A measurement that was not taken.
     pub fn not_taken(
         probe: &str,
@@ -560,6 +574,18 @@ pub fn join_notes(first: String, rest: Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timing_from_an_emulated_cpu_is_never_ok_and_says_why() {
+        let mut time = Measurement::not_taken("p", Map::new(), "t", Unit::Ns, Status::Ok);
+        let mut count = Measurement::not_taken("p", Map::new(), "c", Unit::Count, Status::Ok);
+        time.mark_emulated();
+        count.mark_emulated();
+        assert_eq!(time.status, Status::Noisy);
+        assert!(time.note.unwrap().starts_with("emulated CPU: timings mean nothing"));
+        assert_eq!(count.status, Status::Ok);
+        assert_eq!(count.note, None);
+    }
 
     #[test]
     fn a_probe_note_goes_before_the_harness_note() {

@@ -121,6 +121,11 @@ impl RecordedSession {
         extra: Option<String>,
     ) -> anyhow::Result<ExitCode> {
         let machine = &self.inner.machine;
+        let mut measurements = measurements.to_vec();
+        if machine.fingerprint.emulated_cpu() {
+            measurements.iter_mut().for_each(Measurement::mark_emulated);
+        }
+        let measurements = &measurements[..];
         let (record, saved) =
             self.recorder
                 .finish_or_keep(machine, measurements, timeline, interrupted);

@@ -1,0 +1,273 @@
+//! oslab inside guests with real topologies: QEMU (software CPU, TCG) boots the distribution's
+//! kernel with several sockets, SMT siblings, NUMA nodes with SLIT distances and a node with
+//! memory and no cpus (`scripts/vm`). What the kernel reports, places and moves is real there;
+//! timings are not, so these tests check structure and behaviour, never a time.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a guest gave back: the command's stdout and stderr, and the files it left in /out.
+struct Guest {
+    out: tempfile::TempDir,
+    stdout: String,
+    stderr: String,
+}
+
+impl Guest {
+    fn json(&self, file: &str) -> Value {
+        let path = self.out.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}\nstdout:\n{}\nstderr:\n{}",
+                path.display(),
+                self.stdout,
+                self.stderr
+            )
+        });
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}: {text}"))
+    }
+}
+
+/// Boots `topology` and runs `script` (busy box sh, oslab on PATH) in it; None when the guest
+/// cannot be had here (the test is then skipped with the reason).
+fn guest(topology: &str, script: &str) -> Option<Guest> {
+    if !oslab_testkit::require(&["qemu-system-x86_64", "busybox", "cpio"]) {
+        return None;
+    }
+    let kernel = std::fs::read_dir("/boot")
+        .ok()?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"));
+    if !kernel {
+        oslab_testkit::skip(
+            "needs a kernel image in /boot (linux-image-amd64; scripts/test installs it)",
+        );
+        return None;
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = tempfile::tempdir().unwrap();
+    let done = Command::new(root.join("scripts/vm"))
+        .arg(topology)
+        .arg("--out")
+        .arg(out.path())
+        .args(["--timeout", "400", "--", "sh", "-c", script])
+        .env("OSLAB_BIN", assert_cmd::cargo::cargo_bin("oslab"))
+        .output()
+        .unwrap();
+    let g = Guest {
+        out,
+        stdout: String::from_utf8_lossy(&done.stdout).into(),
+        stderr: String::from_utf8_lossy(&done.stderr).into(),
+    };
+    assert!(
+        done.status.success(),
+        "scripts/vm {topology}: {:?}\n{}\n{}",
+        done.status,
+        g.stdout,
+        g.stderr
+    );
+    Some(g)
+}
+
+fn topology(info: &Value) -> &Value {
+    &info["fingerprint"]["topology"]
+}
+
+/// Distinct values of `field` over the cpus.
+fn distinct(info: &Value, field: &str) -> usize {
+    let mut v: Vec<String> = topology(info)["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[field].to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v.len()
+}
+
+/// The cpu lists sharing a cache of `level`.
+fn sharing(info: &Value, level: u64) -> Vec<String> {
+    let mut v: Vec<String> = topology(info)["caches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["level"] == level)
+        .map(|c| c["cpus"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn distances(info: &Value) -> Vec<Vec<u64>> {
+    topology(info)["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            n["distances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// The warnings of a run or of `info`.
+fn warned(doc: &Value, kind: &str) -> bool {
+    let w = if doc["run"].is_object() {
+        &doc["run"]["environment"]["warnings"]
+    } else {
+        &doc["environment"]["warnings"]
+    };
+    w.as_array().unwrap().iter().any(|w| w["kind"] == kind)
+}
+
+/// Timings taken on the emulated cpu are never `ok`, and say why.
+fn timings_are_not_trusted(run: &Value) {
+    for m in run["measurements"].as_array().unwrap() {
+        if ["ns", "cycles", "gbps"].contains(&m["unit"].as_str().unwrap()) {
+            assert_ne!(m["status"], "ok", "{m}");
+        }
+        if m["status"] == "noisy" && m["unit"] == "ns" {
+            assert!(
+                m["note"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("emulated CPU")
+                    || m["note"].as_str().unwrap_or_default().contains("noisy"),
+                "{m}"
+            );
+        }
+    }
+    assert!(warned(run, "emulated"), "{}", run["run"]["environment"]);
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn two_sockets_with_smt_siblings_and_two_nodes() {
+    let Some(g) = guest(
+        "2s",
+        "oslab info --json > /out/info.json && oslab c2c --quick --sample 24 --json --db /tmp/o.db > /out/c2c.json",
+    ) else {
+        return;
+    };
+    let info = g.json("info.json");
+    let cpus = topology(&info)["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 16);
+    assert_eq!(distinct(&info, "package"), 2);
+    assert_eq!(distinct(&info, "node"), 2);
+    // 8 cores, each with two SMT siblings.
+    let cores: std::collections::BTreeSet<(String, String)> = cpus
+        .iter()
+        .map(|c| (c["package"].to_string(), c["core"].to_string()))
+        .collect();
+    assert_eq!(cores.len(), 8);
+    assert!(
+        cpus.iter()
+            .all(|c| c["smt_siblings"].as_str().unwrap().contains(['-', ','])),
+        "{cpus:?}"
+    );
+    assert_eq!(distances(&info), vec![vec![10, 21], vec![21, 10]]);
+    // The last-level cache is shared per socket.
+    assert_eq!(sharing(&info, 3), vec!["0-7", "8-15"]);
+    assert!(warned(&info, "emulated"), "{}", info["environment"]);
+    // Core to core: the three classes a two-socket SMT machine has.
+    let c2c = g.json("c2c.json");
+    let classes: std::collections::BTreeSet<String> = c2c["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["params"]["class"].as_str().map(String::from))
+        .collect();
+    for class in ["SMT sibling", "other NUMA node"] {
+        assert!(classes.contains(class), "{class} not in {classes:?}");
+    }
+    assert!(
+        classes.contains("shared L2") || classes.contains("shared L3"),
+        "{classes:?}"
+    );
+    timings_are_not_trusted(&c2c);
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn four_nodes_in_a_ring_and_a_memory_only_node() {
+    let Some(g) = guest(
+        "4n-cxl",
+        "oslab info --json > /out/info.json && oslab numa --quick --json --db /tmp/o.db > /out/numa.json",
+    ) else {
+        return;
+    };
+    let info = g.json("info.json");
+    let nodes = topology(&info)["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 5);
+    assert_eq!(
+        nodes[4]["cpus"], "",
+        "node 4 has memory and no cpus: {nodes:?}"
+    );
+    assert!(nodes[4]["memory"].as_u64().unwrap() > 256 << 20);
+    assert_eq!(
+        distances(&info),
+        vec![
+            vec![10, 16, 22, 16, 28],
+            vec![16, 10, 16, 22, 28],
+            vec![22, 16, 10, 16, 28],
+            vec![16, 22, 16, 10, 28],
+            vec![28, 28, 28, 28, 10],
+        ]
+    );
+    // The matrix: every cpu node x every memory node, the cpu-less node as a memory column,
+    // each buffer's pages found on the node asked for (move_pages' query).
+    let numa = g.json("numa.json");
+    let latency: Vec<&Value> = numa["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["probe"] == "numa.matrix" && m["metric"] == "latency")
+        .collect();
+    let mut cells: Vec<(u64, u64)> = latency
+        .iter()
+        .map(|m| {
+            (
+                m["params"]["cpu_node"].as_u64().unwrap(),
+                m["params"]["mem_node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    cells.sort();
+    cells.dedup();
+    let want: Vec<(u64, u64)> = (0..4).flat_map(|c| (0..5).map(move |m| (c, m))).collect();
+    assert_eq!(cells, want);
+    for m in &latency {
+        assert_eq!(m["context"]["placed"], "100%", "{m}");
+        let (c, n) = (
+            m["params"]["cpu_node"].as_u64().unwrap() as usize,
+            m["params"]["mem_node"].as_u64().unwrap() as usize,
+        );
+        assert_eq!(m["params"]["distance"], distances(&info)[c][n], "{m}");
+    }
+    timings_are_not_trusted(&numa);
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn one_socket_control_and_the_binary_runs_from_the_guest_path() {
+    let Some(g) = guest(
+        "1s",
+        "oslab info --json > /out/info.json && oslab list > /out/list.txt",
+    ) else {
+        return;
+    };
+    let info = g.json("info.json");
+    assert_eq!(topology(&info)["cpus"].as_array().unwrap().len(), 2);
+    assert_eq!(distinct(&info, "package"), 1);
+    assert_eq!(topology(&info)["nodes"].as_array().unwrap().len(), 1);
+    let list = std::fs::read_to_string(g.out.path().join("list.txt")).unwrap();
+    assert!(list.contains("numa.matrix"), "{list}");
+    assert!(Path::new(g.out.path()).join("info.json").is_file());
+}

@@ -232,10 +232,11 @@ mod tests {
 
     #[test]
     fn iterations_take_a_plausible_time() {
-        // Not a speed target: an iteration is meant to be tens of ms, never seconds or µs.
+        // Not a speed target: an iteration is meant to be milliseconds to tens of them, never
+        // seconds or microseconds (a fast core does swim's in under 2 ms).
         for kind in Kind::ALL {
             let s = seconds(kind, 1);
-            assert!((0.002..3.0).contains(&s), "{kind:?}: {s} s");
+            assert!((0.0002..3.0).contains(&s), "{kind:?}: {s} s");
         }
     }
 }

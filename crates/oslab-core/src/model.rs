@@ -582,7 +582,10 @@ mod tests {
         time.mark_emulated();
         count.mark_emulated();
         assert_eq!(time.status, Status::Noisy);
-        assert!(time.note.unwrap().starts_with("emulated CPU: timings mean nothing"));
+        assert!(time
+            .note
+            .unwrap()
+            .starts_with("emulated CPU: timings mean nothing"));
         assert_eq!(count.status, Status::Ok);
         assert_eq!(count.note, None);
     }

@@ -271,3 +271,79 @@ fn one_socket_control_and_the_binary_runs_from_the_guest_path() {
     assert!(list.contains("numa.matrix"), "{list}");
     assert!(Path::new(g.out.path()).join("info.json").is_file());
 }
+
+/// `name value` lines of /proc/vmstat as the guest printed them, by step.
+fn vmstat(text: &str, step: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{step} pgmigrate_success ")))
+        .unwrap_or_else(|| panic!("no {step} in {text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn run_metric(run: &Value, metric: &str) -> f64 {
+    run["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["probe"] == "cpuman.run" && m["metric"] == metric)
+        .unwrap_or_else(|| panic!("no cpuman.run {metric}"))["summary"]["median"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
+    // The guest's kernel starts with automatic NUMA balancing on (its default on several nodes).
+    // manual: the manager moves pages itself, balancing off for the run so that only it does;
+    // kernel (from balancing off): the kernel moves them, balancing on for the run only.
+    let script = "\
+        v() { echo \"$1 $(grep pgmigrate_success /proc/vmstat)\"; }
+        cpuman() { oslab cpuman run --workload W3 --jobs 2 --time-scale 0.01 --policy $1 --migration $2 --json --db /tmp/o.db; }
+        echo balancing-before $(cat /proc/sys/kernel/numa_balancing)
+        v start; cpuman equip manual > /out/manual.json || exit 1; v manual
+        echo balancing-after-manual $(cat /proc/sys/kernel/numa_balancing)
+        echo 0 > /proc/sys/kernel/numa_balancing
+        v off; cpuman pdpa kernel > /out/kernel.json || exit 1; v kernel
+        echo balancing-after-kernel $(cat /proc/sys/kernel/numa_balancing)";
+    let Some(g) = guest("4n-cxl", script) else {
+        return;
+    };
+    let said = &g.stdout;
+    assert!(said.contains("balancing-before 1"), "{said}");
+    assert!(
+        said.contains("balancing-after-manual 1"),
+        "restored: {said}"
+    );
+    assert!(
+        said.contains("balancing-after-kernel 0"),
+        "restored: {said}"
+    );
+    let manual = g.json("manual.json");
+    let kernel = g.json("kernel.json");
+    // Pages moved between nodes, as the kernel counts them, and as the run reports them.
+    let by_manager = vmstat(said, "manual") - vmstat(said, "start");
+    let by_kernel = vmstat(said, "kernel") - vmstat(said, "off");
+    assert!(by_manager > 0 && by_kernel > 0, "{said}");
+    let reported = run_metric(&manual, "page_migrations");
+    assert!(
+        reported > 0.0 && reported <= by_manager as f64,
+        "{reported} vs {by_manager}"
+    );
+    assert!(run_metric(&kernel, "page_migrations") > 0.0);
+    // Each run says what it did with balancing (on stderr beside JSON).
+    assert!(
+        g.stderr
+            .contains("balancing switched off for the run (was 1)"),
+        "{}",
+        g.stderr
+    );
+    assert!(
+        g.stderr
+            .contains("balancing switched on for the run (was 0)"),
+        "{}",
+        g.stderr
+    );
+}

@@ -276,16 +276,36 @@ pub fn run(
     let p = cfg.order.len();
     let cpus: Vec<usize> = cfg.order.iter().map(|&(c, _)| c).collect();
     let mut notes = Vec::new();
-    let _balancing = match cfg.migration {
-        PageMigration::Kernel => {
-            let g = BalancingGuard::enable().map_err(ManagerError::Setup)?;
-            notes.push(format!(
-                "automatic NUMA balancing switched on for the run (was {}), restored after",
-                g.previous()
-            ));
-            Some(g)
+    // Only the mode asked for moves pages: the kernel's balancing is on for `kernel` and off
+    // for the others (on several nodes, where it would move pages of its own).
+    let _balancing = match (cfg.migration, cfg.nodes >= 2) {
+        (PageMigration::Kernel, _) => {
+            let g = BalancingGuard::set(true).map_err(ManagerError::Setup)?;
+            if let Some(g) = &g {
+                notes.push(format!(
+                    "automatic NUMA balancing switched on for the run (was {}), restored after",
+                    g.previous()
+                ));
+            }
+            g
         }
-        _ => None,
+        (mode, true) => match BalancingGuard::set(false) {
+            Ok(g) => {
+                if let Some(g) = &g {
+                    notes.push(format!(
+                        "automatic NUMA balancing switched off for the run (was {}) so that {}, restored after",
+                        g.previous(),
+                        if mode == PageMigration::Manual { "only the manager moves pages" } else { "no page moves after first touch" }
+                    ));
+                }
+                g
+            }
+            Err(e) => {
+                notes.push(format!("automatic NUMA balancing is on and stays on ({e}): the kernel may move pages during this run too"));
+                None
+            }
+        },
+        (_, false) => None,
     };
     if cfg.migration != PageMigration::Off && cfg.nodes < 2 {
         notes.push(format!(

@@ -156,9 +156,10 @@ pub fn pages_migrated() -> Option<u64> {
 
 const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
 
-/// Automatic NUMA balancing switched on; the previous value written back on drop. The previous
-/// value is recorded (`oslab_core::pending`) before the switch, so the next oslab restores it if
-/// this one is killed.
+/// Automatic NUMA balancing switched on (for `--migration kernel`) or off (for the other modes,
+/// so that only the manager moves pages: a multi-node kernel often has it on by default); the
+/// previous value written back on drop. The previous value is recorded (`oslab_core::pending`)
+/// before the switch, so the next oslab restores it if this one is killed.
 #[derive(Debug)]
 pub struct BalancingGuard {
     previous: String,
@@ -180,17 +181,30 @@ impl BalancingGuard {
         Ok(())
     }
 
-    /// Switches automatic NUMA balancing on.
-    pub fn enable() -> Result<BalancingGuard, String> {
+    /// Switches automatic NUMA balancing on or off; None when it already was (nothing to
+    /// restore), or when the kernel has no balancing and `on` is false.
+    pub fn set(on: bool) -> Result<Option<BalancingGuard>, String> {
         let path = std::path::Path::new(BALANCING);
-        if !path.exists() {
-            return Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)"));
+        let Ok(current) = std::fs::read_to_string(path) else {
+            return match on {
+                true => Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)")),
+                false => Ok(None),
+            };
+        };
+        // Any mode but 0 balances (1: normal, 2: memory tiering).
+        if (current.trim() != "0") == on {
+            return Ok(None);
         }
-        let previous = oslab_core::pending::change(&oslab_core::pending::default_file(), path, "1")
-            .map_err(|e| {
-                format!("cannot switch automatic NUMA balancing on ({BALANCING}: {e}; needs root)")
-            })?;
-        Ok(BalancingGuard { previous })
+        let word = if on { "on" } else { "off" };
+        let previous = oslab_core::pending::change(
+            &oslab_core::pending::default_file(),
+            path,
+            if on { "1" } else { "0" },
+        )
+        .map_err(|e| {
+            format!("cannot switch automatic NUMA balancing {word} ({BALANCING}: {e}; needs root)")
+        })?;
+        Ok(Some(BalancingGuard { previous }))
     }
 
     /// The value it had before.

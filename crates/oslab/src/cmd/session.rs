@@ -133,6 +133,13 @@ impl RecordedSession {
         shown.iter_mut().for_each(|m| m.samples = None);
         if self.json {
             print_json(&RunDocument::new(record.clone(), shown, timeline.to_vec()))?;
+            // The text's notes (what was changed for the run, what could not be) still reach
+            // a reader of the JSON, on stderr.
+            let notes = extra
+                .iter()
+                .flat_map(|t| t.lines())
+                .filter(|l| l.starts_with("note: "));
+            notes.for_each(|n| eprintln!("{n}"));
         } else {
             if !self.simulated {
                 print_text(&oslab_report::table::run(&record, &shown))?;

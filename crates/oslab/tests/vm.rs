@@ -347,3 +347,73 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
         g.stderr
     );
 }
+
+/// `STEP TID CPUS` lines: each thread's affinity at a step.
+fn affinities<'a>(text: &'a str, step: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(&format!("{step} ")))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_undone() {
+    // Attached to a running lockbench: its threads are pinned inside cache domains while the
+    // daemon runs; SIGKILL leaves them pinned; the next oslab puts every affinity back.
+    let script = "\
+        aff() { for t in /proc/$1/task/*; do echo \"$2 $(basename $t) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done; }
+        oslab lockbench --threads 4 --locks 2 --iterations 3000000 > /dev/null &
+        lb=$!; sleep 1; aff $lb before
+        oslab shuffle --pid $lb --interval 200ms --db /tmp/o.db > /dev/null 2>&1 &
+        sh=$!; sleep 6; aff $lb during
+        kill -9 $sh; wait $sh; aff $lb killed
+        oslab runs --db /tmp/o.db > /dev/null; aff $lb restored
+        kill $lb
+        oslab shuffle --interval 200ms --json --db /tmp/o.db -- oslab lockbench --threads 4 --locks 2 --iterations 150000 > /out/shuffle.json";
+    let Some(g) = guest("4n-cxl", script) else {
+        return;
+    };
+    let said = &g.stdout;
+    assert!(
+        affinities(said, "before").iter().all(|a| *a == "0-7"),
+        "{said}"
+    );
+    // Threads that ran lock-bound are pinned to one cpu each (the main thread, blocked in
+    // pthread_join all along, is left where it is).
+    let during = affinities(said, "during");
+    assert!(
+        during.iter().filter(|a| !a.contains('-')).count() >= 4,
+        "{said}"
+    );
+    assert_eq!(affinities(said, "killed"), during, "{said}");
+    assert!(
+        affinities(said, "restored").iter().all(|a| *a == "0-7"),
+        "{said}"
+    );
+    assert!(
+        g.stderr.contains("restored the cpu affinity of thread"),
+        "{}",
+        g.stderr
+    );
+    // Threads that contend alike are regrouped once, not on every interval's noise.
+    let run = g.json("shuffle.json");
+    let intervals = run["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["track"] == "lock wait")
+        .count();
+    let shuffles = run["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "shuffles")
+        .unwrap()["summary"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        intervals >= 10 && shuffles >= 1.0 && shuffles <= 3.0,
+        "{shuffles} shuffles in {intervals} intervals"
+    );
+}

@@ -42,6 +42,10 @@ pub fn domains(topology: &Topology, allowed: &CpuSet) -> Vec<Vec<usize>> {
     out
 }
 
+/// How much better (summed over groups, max minus min lock-wait fraction) a new grouping must
+/// gather similar lock times than the present one before threads are moved for it.
+pub const REGROUP_MARGIN: f64 = 0.10;
+
 /// A regrouping: threads cut into groups of similar lock time, most lock-bound first, at most
 /// one group per domain.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +161,42 @@ impl Pinning {
     /// The domain thread `tid` is pinned to, if placed.
     pub fn domain_of(&self, tid: i32) -> Option<usize> {
         self.at.get(&tid).map(|m| m.domain)
+    }
+
+    /// `d`, or the grouping the threads already have when `d` does not gather similar lock times
+    /// clearly better (by [`REGROUP_MARGIN`] of summed within-group spread). Lock times of
+    /// threads that contend alike differ only by noise from one interval to the next: regrouping
+    /// on every reordering moved threads nearly every interval in a 4-socket guest (23 of 25),
+    /// each move costing the caches it leaves.
+    pub fn keep_unless_better(&self, d: Decision, waits: &[ThreadWait]) -> Decision {
+        let mut current: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
+        for w in waits {
+            match self.domain_of(w.tid) {
+                Some(k) => current.entry(k).or_default().push(w.tid),
+                None => return d, // a thread not placed yet: place it
+            }
+        }
+        let fraction: BTreeMap<i32, f64> = waits.iter().map(|w| (w.tid, w.fraction())).collect();
+        let spread = |groups: &[Vec<i32>]| -> f64 {
+            groups
+                .iter()
+                .map(|g| {
+                    let f = g.iter().filter_map(|t| fraction.get(t).copied());
+                    let (lo, hi) = f.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+                    if hi >= lo {
+                        hi - lo
+                    } else {
+                        0.0
+                    }
+                })
+                .sum()
+        };
+        let kept: Vec<Vec<i32>> = current.into_values().collect();
+        if spread(&kept) - spread(&d.groups) < REGROUP_MARGIN {
+            Decision { groups: kept, ..d }
+        } else {
+            d
+        }
     }
 
     /// Forgets threads that are gone.
@@ -335,6 +375,36 @@ pub struct Daemon {
     first_shuffle: Option<usize>,
     /// Whether original affinities are written down for the next oslab (see [`Daemon::recording`]).
     recording: bool,
+    /// Each thread's lock-wait fraction, smoothed over intervals (see [`smooth`]).
+    smoothed: BTreeMap<i32, f64>,
+}
+
+/// Weight of the newest interval in a thread's smoothed lock-wait fraction. One interval's
+/// fraction of a thread is noisy (0 to 0.7 from one 200 ms interval to the next for threads
+/// contending alike, seen in a 4-socket guest); the grouping follows the smoothed one.
+pub const SMOOTHING: f64 = 0.5;
+
+/// The waits the grouping decides on: each thread's fraction smoothed over intervals, and
+/// without threads that waited the whole interval (a thread blocked in `pthread_join` or on a
+/// condition runs nowhere: where it sits does not matter, and its 100% would pull a real lock
+/// contender into its group).
+pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<ThreadWait> {
+    smoothed.retain(|tid, _| waits.iter().any(|w| w.tid == *tid));
+    waits
+        .iter()
+        .filter_map(|w| {
+            let f = w.fraction();
+            let s = smoothed
+                .entry(w.tid)
+                .and_modify(|s| *s = SMOOTHING * f + (1.0 - SMOOTHING) * *s)
+                .or_insert(f);
+            (f < 0.99).then(|| ThreadWait {
+                tid: w.tid,
+                waited: *s * w.observed,
+                observed: w.observed,
+            })
+        })
+        .collect()
 }
 
 impl Daemon {
@@ -361,6 +431,7 @@ impl Daemon {
             start: Instant::now(),
             first_shuffle: None,
             recording: false,
+            smoothed: BTreeMap::new(),
         }
     }
 
@@ -391,7 +462,9 @@ impl Daemon {
             args: params! {"lock_fraction" => fraction, "threads" => per_thread},
         });
         let mut moved = 0;
-        if let Some(d) = decide(&waits, self.domains.len(), self.threshold) {
+        let considered = smooth(&waits, &mut self.smoothed);
+        if let Some(d) = decide(&considered, self.domains.len(), self.threshold) {
+            let d = self.pinning.keep_unless_better(d, &considered);
             let moves = self.pinning.plan(&d, &self.domains);
             if !moves.is_empty() && !self.monitor_only {
                 // Originals are written down before the first move of a thread, so that the
@@ -598,6 +671,45 @@ mod tests {
         let d = domains(&t, &t.online());
         assert_eq!(d.len(), 4);
         assert!(d.iter().all(|x| x.len() == 8));
+    }
+
+    #[test]
+    fn grouping_follows_smoothed_waits_without_threads_blocked_all_interval() {
+        let mut s = BTreeMap::new();
+        let first = smooth(&[w(1, 100), w(2, 60), w(3, 20)], &mut s);
+        assert_eq!(first.iter().map(|t| t.tid).collect::<Vec<_>>(), vec![2, 3]);
+        let second = smooth(&[w(1, 100), w(2, 20), w(3, 60)], &mut s);
+        let f: Vec<f64> = second.iter().map(ThreadWait::fraction).collect();
+        assert!(
+            (f[0] - 0.4).abs() < 1e-9 && (f[1] - 0.4).abs() < 1e-9,
+            "{f:?}"
+        );
+        // A thread that is gone is forgotten.
+        smooth(&[w(2, 10)], &mut s);
+        assert_eq!(s.keys().copied().collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn threads_stay_grouped_until_a_new_grouping_is_clearly_better() {
+        let d = vec![vec![0, 1], vec![2, 3]];
+        let mut p = Pinning::default();
+        let first = decide(&[w(1, 42), w(2, 40), w(3, 38), w(4, 36)], 2, 0.1).unwrap();
+        for m in p.plan(&first, &d) {
+            p.moved(m);
+        }
+        // Noise reorders alike threads: nothing moves.
+        let noisy = [w(1, 36), w(2, 41), w(3, 43), w(4, 39)];
+        let kept = p.keep_unless_better(decide(&noisy, 2, 0.1).unwrap(), &noisy);
+        assert!(p.plan(&kept, &d).is_empty(), "{kept:?}");
+        // Two clearly different lock times: regrouped.
+        let apart = [w(1, 80), w(2, 10), w(3, 78), w(4, 12)];
+        let new = p.keep_unless_better(decide(&apart, 2, 0.1).unwrap(), &apart);
+        assert_eq!(new.groups, vec![vec![1, 3], vec![4, 2]]);
+        assert!(!p.plan(&new, &d).is_empty());
+        // A thread not placed yet is placed.
+        let newcomer = [w(1, 40), w(2, 40), w(3, 40), w(4, 40), w(5, 40)];
+        let d5 = decide(&newcomer, 2, 0.1).unwrap();
+        assert_eq!(p.keep_unless_better(d5.clone(), &newcomer), d5);
     }
 
     #[test]

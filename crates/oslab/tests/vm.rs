@@ -413,7 +413,7 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         .as_f64()
         .unwrap();
     assert!(
-        intervals >= 10 && shuffles >= 1.0 && shuffles <= 3.0,
+        intervals >= 10 && (1.0..=3.0).contains(&shuffles),
         "{shuffles} shuffles in {intervals} intervals"
     );
 }

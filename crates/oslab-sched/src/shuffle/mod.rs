@@ -398,7 +398,7 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<Th
                 .entry(w.tid)
                 .and_modify(|s| *s = SMOOTHING * f + (1.0 - SMOOTHING) * *s)
                 .or_insert(f);
-            (f < 0.99).then(|| ThreadWait {
+            (f < 0.99).then_some(ThreadWait {
                 tid: w.tid,
                 waited: *s * w.observed,
                 observed: w.observed,

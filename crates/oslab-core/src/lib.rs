@@ -17,7 +17,7 @@
 //!   whole-or-nothing writes.
 //! - [`dmi`]: peak memory bandwidth from the SMBIOS memory devices.
 //! - [`interrupts`]: one CPU's interrupt counts from /proc/interrupts, and their deltas.
-//! - [`numa`]: bind memory to a node and ask where pages are, behind a trait with a fake for tests.
+//! - [`numa`]: bind memory to a node and ask where pages are, behind a trait (page placement on several nodes is tested in guests: `scripts/vm`).
 //! - [`counters`]: counters by perf's names, raw and PMU events, L2_TCM/L2_TCA presets, groups.
 //! - [`perf`]: one perf_event_open counter on the calling thread (software events need no PMU).
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`, `TimelineEvent`.

@@ -6,7 +6,6 @@
 use crate::topology::Topology;
 use crate::CpuSet;
 use std::io;
-use std::sync::Mutex;
 
 /// A NUMA node as the matrix sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,61 +125,6 @@ impl Numa for LinuxNuma {
     }
 }
 
-/// A pretend machine for tests: `nodes` given explicitly (their CPUs should be real CPUs we may
-/// use, so threads can be pinned); memory is really allocated on the machine's own node, and
-/// placement queries answer with the node each range was bound to.
-pub struct FakeNuma {
-    nodes: Vec<NumaNode>,
-    bound: Mutex<Vec<(usize, usize, usize)>>,
-}
-
-impl FakeNuma {
-    /// A fake with these nodes.
-    pub fn new(nodes: Vec<NumaNode>) -> FakeNuma {
-        FakeNuma {
-            nodes,
-            bound: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-impl Numa for FakeNuma {
-    fn nodes(&self) -> Vec<NumaNode> {
-        self.nodes.clone()
-    }
-
-    fn bind(&self, ptr: *mut u8, len: usize, node: usize) -> io::Result<()> {
-        if !self.nodes.iter().any(|n| n.id == node) {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        let mut b = self.bound.lock().unwrap_or_else(|p| p.into_inner());
-        b.retain(|&(s, l, _)| s + l <= ptr as usize || s >= ptr as usize + len);
-        b.push((ptr as usize, len, node));
-        Ok(())
-    }
-
-    fn where_are(&self, pages: &[*mut u8]) -> io::Result<Vec<i32>> {
-        let b = self.bound.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(pages
-            .iter()
-            .map(|&p| {
-                let p = p as usize;
-                b.iter()
-                    .find(|&&(s, l, _)| p >= s && p < s + l)
-                    .map_or(0, |&(_, _, n)| n as i32)
-            })
-            .collect())
-    }
-
-    fn balancing(&self) -> Option<bool> {
-        Some(false)
-    }
-
-    fn kind(&self) -> &'static str {
-        "fake"
-    }
-}
-
 /// Fraction of `pages` that `numa` reports on `node` (pages not present count as misplaced).
 pub fn fraction_on(numa: &dyn Numa, pages: &[*mut u8], node: usize) -> io::Result<f64> {
     if pages.is_empty() {
@@ -230,23 +174,5 @@ mod tests {
         assert_eq!(fraction_on(&numa, &pages, node).unwrap(), 1.0);
         // A node that does not exist is refused, not silently ignored.
         assert!(numa.bind(p, len, 1000).is_err());
-    }
-
-    #[test]
-    fn fake_answers_with_the_bound_node() {
-        let node = |id| NumaNode {
-            id,
-            cpus: CpuSet::single(0),
-            memory: None,
-            distances: vec![10, 20, 30],
-        };
-        let numa = FakeNuma::new(vec![node(0), node(1), node(2)]);
-        let p = map(8 * 4096);
-        numa.bind(p, 4 * 4096, 1).unwrap();
-        numa.bind(p.wrapping_add(4 * 4096), 4 * 4096, 2).unwrap();
-        let pages: Vec<*mut u8> = (0..8).map(|i| p.wrapping_add(i * 4096)).collect();
-        assert_eq!(numa.where_are(&pages).unwrap(), [1, 1, 1, 1, 2, 2, 2, 2]);
-        assert_eq!(fraction_on(&numa, &pages, 1).unwrap(), 0.5);
-        assert!(numa.bind(p, 4096, 7).is_err());
     }
 }

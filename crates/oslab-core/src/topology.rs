@@ -379,7 +379,10 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
 }
 
 /// Writes a fake sysfs tree describing `packages` x `cores` x `threads` CPUs spread over `nodes`
-/// NUMA nodes, for tests of code that needs a machine bigger than this one.
+/// NUMA nodes, for unit tests of rules over machine shapes (domains, thread orders, cpu lists,
+/// up to hundreds of cpus) that must run in milliseconds. It stays because a guest boot cannot
+/// give that; reading a real kernel's tree is tested in guests with those shapes
+/// (`crates/oslab/tests/vm.rs`, `scripts/vm`).
 pub fn write_fake_sysfs(
     root: &Path,
     packages: usize,

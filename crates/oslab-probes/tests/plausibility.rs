@@ -2,7 +2,7 @@
 //! correctness checks (did we measure the thing at all, in the right unit), not speed targets.
 
 use oslab_core::model::Measurement;
-use oslab_core::{CpuSet, Topology};
+use oslab_core::Topology;
 use oslab_probes::session::Session;
 use oslab_probes::{registry, runner, Context, HarnessConfig, Options};
 use std::sync::{Mutex, MutexGuard};
@@ -56,12 +56,8 @@ fn run_with_budget(pattern: &str, budget: Duration) -> Vec<Measurement> {
     })
 }
 
-/// Calls `f` with a measuring context on a pinned thread, short budgets, 16 MiB memory budget.
-fn with_context<T: Send + 'static>(f: impl FnOnce(&Context) -> T + Send + 'static) -> T {
-    with_budget(Duration::from_millis(40), f)
-}
-
-/// [`with_context`] with `budget` per measurement.
+/// Calls `f` with a measuring context on a pinned thread, `budget` per measurement, 16 MiB
+/// memory budget.
 fn with_budget<T: Send + 'static>(
     budget: Duration,
     f: impl FnOnce(&Context) -> T + Send + 'static,
@@ -424,56 +420,6 @@ fn numa_matrix_on_the_real_node_places_every_page_there() {
     assert_range(&ms, "bandwidth", 0.1, 5_000.0);
     assert_range(&ms, "latency", 0.2, 2_000.0);
     assert!(ms.iter().all(|m| m.context["placed"] == "100%"), "{ms:?}");
-}
-
-#[test]
-#[ignore = "needs AVX (x86-64 with AVX; CI runs it)"]
-fn numa_matrix_covers_every_pair_of_a_bigger_fake_machine() {
-    use oslab_core::numa::{FakeNuma, NumaNode};
-    oslab_probes::kernels::available().expect("the bandwidth kernels need AVX");
-    let _turn = serial();
-    let ms = with_context(|cx| {
-        let cpus: Vec<usize> = cx.allowed.iter().collect();
-        let node = |id: usize, cpu: Option<usize>, memory: Option<u64>| NumaNode {
-            id,
-            cpus: cpu.map_or_else(CpuSet::default, CpuSet::single),
-            memory,
-            distances: vec![10, 21, 31]
-                .into_iter()
-                .cycle()
-                .skip(3 - id)
-                .take(3)
-                .collect(),
-        };
-        // Two cpu nodes (on our real cpus) and a memory-only node, as CXL memory appears.
-        let fake = FakeNuma::new(vec![
-            node(0, Some(cpus[0]), Some(1 << 30)),
-            node(1, Some(*cpus.last().unwrap()), Some(1 << 30)),
-            node(2, None, Some(1 << 30)),
-        ]);
-        oslab_probes::numa::matrix(cx, &fake).unwrap()
-    });
-    let mut pairs: Vec<(u64, u64)> = ms
-        .iter()
-        .filter(|m| m.metric == "latency")
-        .map(|m| {
-            (
-                m.params["cpu_node"].as_u64().unwrap(),
-                m.params["mem_node"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    pairs.sort_unstable();
-    assert_eq!(pairs, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]);
-    assert!(ms.iter().all(|m| m.status.has_value()), "{ms:?}");
-    assert!(ms
-        .iter()
-        .all(|m| m.context["placed"] == "100%" && m.params["numa"] == "fake"));
-    let averages = ms
-        .iter()
-        .filter(|m| m.params.get("kernel").is_some_and(|k| k == "average"))
-        .count();
-    assert_eq!(averages, 6);
 }
 
 #[test]

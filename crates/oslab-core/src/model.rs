@@ -273,9 +273,10 @@ impl Measurement {
         matches!(self.unit, Unit::Ns | Unit::Cycles | Unit::GBps)
     }
 
-    /// A timing taken on an emulated CPU: never `ok`, and the note says why.
+    /// A timing taken on an emulated CPU: never `ok`, and the note says why first, whatever
+    /// else made it noisy.
     pub fn mark_emulated(&mut self) {
-        if self.is_timing() && self.status == Status::Ok {
+        if self.is_timing() && self.status.has_value() {
             self.status = Status::Noisy;
             self.note_before(format!("emulated CPU: {}", crate::machine::EMULATED));
         }

@@ -143,9 +143,11 @@ fn every_policy_and_migration_mode_runs_the_workload_to_the_end() {
             .as_f64()
             .unwrap();
         assert!(alloc > 0.5, "{alloc}");
-        // Speedups are plausible: no job ran 10 times faster or slower than sequential.
+        // Speedups are plausible: no job ran 10 times faster than sequential, or 100 times
+        // slower (beside other work a job's cpus are shared: 0.1 was seen under stress-ng).
         let s = &metric(&run, "cpuman.job", "speedup", Some("all"))["summary"];
-        assert!(s["min"].as_f64().unwrap() > 0.1 && s["max"].as_f64().unwrap() < 10.0);
+        let (lo, hi) = (s["min"].as_f64().unwrap(), s["max"].as_f64().unwrap());
+        assert!(lo > 0.01 && hi < 10.0, "{lo} {hi}");
         assert!(
             metric(&run, "cpuman.run", "makespan", None)["summary"]["median"]
                 .as_f64()

@@ -127,21 +127,18 @@ fn warned(doc: &Value, kind: &str) -> bool {
     w.as_array().unwrap().iter().any(|w| w["kind"] == kind)
 }
 
-/// Timings taken on the emulated cpu are never `ok`, and say why.
+/// Timings taken on the emulated cpu are never `ok`, and say why first.
 fn timings_are_not_trusted(run: &Value) {
     for m in run["measurements"].as_array().unwrap() {
         if ["ns", "cycles", "gbps"].contains(&m["unit"].as_str().unwrap()) {
             assert_ne!(m["status"], "ok", "{m}");
-        }
-        if m["status"] == "noisy" && m["unit"] == "ns" {
-            assert!(
-                m["note"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains("emulated CPU")
-                    || m["note"].as_str().unwrap_or_default().contains("noisy"),
-                "{m}"
-            );
+            if m["summary"].is_object() {
+                let note = m["note"].as_str().unwrap_or_default();
+                assert!(
+                    note.starts_with("emulated CPU: timings mean nothing"),
+                    "{m}"
+                );
+            }
         }
     }
     assert!(warned(run, "emulated"), "{}", run["run"]["environment"]);
@@ -366,7 +363,10 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         oslab lockbench --threads 4 --locks 2 --iterations 3000000 > /dev/null &
         lb=$!; sleep 1; aff $lb before
         oslab shuffle --pid $lb --interval 200ms --db /tmp/o.db > /dev/null 2>&1 &
-        sh=$!; sleep 6; aff $lb during
+        sh=$!
+        # Under a busy host the guest is slow: wait until the daemon has pinned (up to 2 min).
+        n=0; while [ $n -lt 120 ] && ! grep -q 'Cpus_allowed_list:[[:space:]]*[0-9]*$' /proc/$lb/task/*/status; do sleep 1; n=$((n + 1)); done
+        sleep 2; aff $lb during
         kill -9 $sh; wait $sh; aff $lb killed
         oslab runs --db /tmp/o.db > /dev/null; aff $lb restored
         kill $lb

@@ -1277,7 +1277,7 @@ fn without_bpf_permission_shuffle_says_so_and_falls_back_or_refuses() {
 }
 
 #[test]
-#[ignore = "needs sysbench, stress-ng and perf (.ci/run installs them)"]
+#[ignore = "needs sysbench, stress-ng and perf (scripts/test installs them)"]
 fn shuffle_eval_runs_the_external_programs_users_know() {
     if !oslab_testkit::require(&["sysbench", "stress-ng", "perf"]) {
         return;

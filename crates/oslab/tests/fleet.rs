@@ -1,6 +1,6 @@
 //! `oslab fleet`: submit's checks and script, the per-node task under a Slurm-like environment,
 //! collect and summary over many nodes (copies of one real run, one of them made slow: this
-//! machine is one node), and, ignored unless Slurm is installed (.ci/run installs it), the whole
+//! machine is one node), and, ignored unless Slurm is installed (scripts/test installs it), the whole
 //! path on a one-host Slurm cluster started on loopback.
 
 mod common;
@@ -498,7 +498,7 @@ fn wait_for(mut ok: impl FnMut() -> bool, what: &str, logs: &Path) {
 }
 
 #[test]
-#[ignore = "needs root, slurm-wlm and munge (.ci/run installs them)"]
+#[ignore = "needs root, slurm-wlm and munge (scripts/test installs them)"]
 fn a_fleet_run_on_a_one_host_slurm_cluster() {
     if !oslab_testkit::require_root("to start munged and slurmctld")
         || !oslab_testkit::require(&["slurmctld", "slurmd", "munged", "sbatch"])

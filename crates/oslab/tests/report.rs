@@ -216,7 +216,7 @@ fn markdown_report_writes_its_charts_beside_it() {
 }
 
 #[test]
-#[ignore = "needs chromium (apt-get install chromium); .ci/run installs it"]
+#[ignore = "needs chromium (scripts/test installs it)"]
 fn a_headless_browser_renders_the_report() {
     if !["chromium", "chromium-browser", "google-chrome"]
         .iter()

@@ -167,6 +167,26 @@ impl Topology {
         c.len()
     }
 
+    /// The machine's shape in words: sockets, cores, threads and NUMA nodes (those without cpus
+    /// counted apart), e.g. "2 sockets x 4 cores x 2 threads, 2 NUMA nodes". Two machines of one
+    /// shape can be compared measurement by measurement; two of different shapes cannot.
+    pub fn shape(&self) -> String {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let (packages, cores) = (self.packages().max(1), self.cores().max(1));
+        let cpuless = self.nodes.iter().filter(|n| n.cpus.is_empty()).count();
+        let mut s = format!(
+            "{} x {} x {}, {}",
+            plural(packages, "socket"),
+            plural(cores / packages, "core"),
+            plural(self.cpus.len() / cores, "thread"),
+            plural(self.nodes.len().max(1), "NUMA node")
+        );
+        if cpuless > 0 {
+            s += &format!(" ({cpuless} without cpus)");
+        }
+        s
+    }
+
     /// The largest data or unified cache level present, with the size of one instance.
     pub fn last_level_cache(&self) -> Option<&Cache> {
         self.caches
@@ -477,6 +497,7 @@ mod tests {
         assert_eq!(t.distance_rank(0, 4), 5);
         assert_eq!(t.last_level_cache().unwrap().size, 32 << 20);
         assert_eq!(t.caches.iter().filter(|c| c.level == 3).count(), 2);
+        assert_eq!(t.shape(), "2 sockets x 4 cores x 2 threads, 2 NUMA nodes");
     }
 
     #[test]

@@ -966,6 +966,12 @@ pub fn fleet(job: &str, s: &oslab_store::fleet::FleetSummary, all: bool) -> Stri
     if s.nodes.len() < 3 {
         text += "note: outliers need at least 3 nodes; none can be flagged here\n";
     }
+    if !s.shapes.is_empty() {
+        text += "note: the nodes are not one kind of machine, so their values differ by design:\n";
+        for (shape, nodes) in &s.shapes {
+            text += &format!("  {shape}: {}\n", nodes.join(", "));
+        }
+    }
     let flagged = s.outlier_nodes();
     let end = match flagged.len() {
         0 => "no outlier nodes".to_string(),

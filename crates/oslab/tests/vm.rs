@@ -417,3 +417,48 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         "{shuffles} shuffles in {intervals} intervals"
     );
 }
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn a_fleet_of_two_machine_shapes_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("fleet.db");
+    let mut files = Vec::new();
+    for (topology, node) in [("1s", "small"), ("2s", "big")] {
+        let script = format!(
+            "oslab run --quick timer.rdtsc loop --tag fleet.job=vm --tag fleet.node={node} --db /tmp/o.db > /dev/null \
+             && oslab export latest --format json -o /out/{node}.json --db /tmp/o.db"
+        );
+        let Some(g) = guest(topology, &script) else {
+            return;
+        };
+        let file = dir.path().join(format!("{node}.json"));
+        std::fs::copy(g.out.path().join(format!("{node}.json")), &file).unwrap();
+        files.push(file);
+    }
+    let oslab = assert_cmd::cargo::cargo_bin("oslab");
+    let imported = Command::new(&oslab)
+        .arg("import")
+        .args(&files)
+        .arg("--db")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(imported.status.success(), "{imported:?}");
+    let summary = Command::new(&oslab)
+        .args(["fleet", "summary", "vm", "--db"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(summary.status.success(), "{summary:?}");
+    assert!(text.contains("not one kind of machine"), "{text}");
+    assert!(
+        text.contains("1 socket x 2 cores x 1 thread, 1 NUMA node: small"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 sockets x 4 cores x 2 threads, 2 NUMA nodes: big"),
+        "{text}"
+    );
+}

@@ -279,11 +279,16 @@ pub fn node_runs(store: &Store, job: &str) -> Result<Vec<NodeRun>, StoreError> {
             .get(NODE_TAG)
             .cloned()
             .unwrap_or_else(|| format!("run{id}"));
-        let (_, measurements) = store.load_run(&crate::RunRef::Id(id))?;
+        let (record, measurements) = store.load_run(&crate::RunRef::Id(id))?;
+        let shape =
+            serde_json::from_value::<oslab_core::Topology>(record.fingerprint["topology"].clone())
+                .ok()
+                .map(|t| t.shape());
         runs.push(NodeRun {
             node,
             run_id: id,
             measurements,
+            shape,
         });
     }
     Ok(runs)

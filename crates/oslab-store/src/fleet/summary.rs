@@ -17,6 +17,8 @@ pub struct NodeRun {
     pub run_id: i64,
     /// Its measurements.
     pub measurements: Vec<Measurement>,
+    /// Its machine's shape (`Topology::shape`), when the run recorded it.
+    pub shape: Option<String>,
 }
 
 /// One node's value of one measurement.
@@ -81,6 +83,10 @@ pub struct NodeVerdict {
 pub struct FleetSummary {
     /// Node names, sorted.
     pub nodes: Vec<String>,
+    /// Each machine shape and its nodes, when the nodes are not all of one shape: their values
+    /// differ by design, not as outliers of one kind of machine.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<(String, Vec<String>)>,
     /// One row per measurement, in first-seen order.
     pub rows: Vec<FleetRow>,
     /// One verdict per node, in `nodes` order.
@@ -186,7 +192,22 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
             }
         })
         .collect();
+    let mut shapes: Vec<(String, Vec<String>)> = Vec::new();
+    for r in &runs {
+        let shape = r
+            .shape
+            .clone()
+            .unwrap_or_else(|| "shape not recorded".into());
+        match shapes.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, nodes)) => nodes.push(r.node.clone()),
+            None => shapes.push((shape, vec![r.node.clone()])),
+        }
+    }
+    if shapes.len() < 2 {
+        shapes.clear();
+    }
     FleetSummary {
+        shapes,
         nodes: runs.iter().map(|r| r.node.clone()).collect(),
         rows,
         verdicts,
@@ -230,6 +251,7 @@ mod tests {
                     ),
                     m("fork", 0, 50_000.0 * (1.0 + 0.004 * i as f64)),
                 ],
+                shape: Some("1 socket x 2 cores x 1 thread, 1 NUMA node".into()),
             })
             .collect();
         let s = summarize(&runs);
@@ -242,6 +264,7 @@ mod tests {
         assert!(label.starts_with("syscall"), "{label}");
         assert!(dev > 0.35 && z > OUTLIER_Z, "{dev} {z}");
         assert_eq!(v.measured, 2);
+        assert!(s.shapes.is_empty(), "one shape: nothing to say");
     }
 
     #[test]
@@ -254,16 +277,19 @@ mod tests {
                 node: "b".into(),
                 run_id: 2,
                 measurements: vec![m("syscall", 0, 100.0)],
+                shape: Some("2 sockets".into()),
             },
             NodeRun {
                 node: "a".into(),
                 run_id: 1,
                 measurements: vec![m("syscall", 0, 300.0)],
+                shape: Some("1 socket".into()),
             },
             NodeRun {
                 node: "c".into(),
                 run_id: 3,
                 measurements: vec![failed],
+                shape: None,
             },
         ];
         let s = summarize(&runs);
@@ -277,5 +303,14 @@ mod tests {
             .flatten()
             .all(|c| c.z.is_none() && !c.outlier));
         assert_eq!(s.verdicts[2].measured, 0);
+        // Nodes of different shapes are named with their shape.
+        assert_eq!(
+            s.shapes,
+            vec![
+                ("1 socket".to_string(), vec!["a".to_string()]),
+                ("2 sockets".to_string(), vec!["b".to_string()]),
+                ("shape not recorded".to_string(), vec!["c".to_string()]),
+            ]
+        );
     }
 }

@@ -185,8 +185,9 @@ pub struct Request {
     /// may use).
     #[cfg_attr(feature = "clap", arg(long, value_name = "LIST"))]
     pub cpus: Option<String>,
-    /// Measure at most N pairs (every topology class first, then pairs spread over the rest):
-    /// for machines with too many pairs to measure all.
+    /// Measure at most N pairs (every topology class first, then pairs spread over the rest).
+    /// Default: as many as fit in about a minute (15 s with --quick), every pair on a small
+    /// machine; the output says when pairs were sampled.
     #[cfg_attr(feature = "clap", arg(long, value_name = "N",
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000)))]
     pub sample: Option<usize>,
@@ -221,6 +222,15 @@ pub fn chosen_cpus(
         ));
     }
     Ok(cpus)
+}
+
+/// How long `oslab c2c` without `--sample` may take: pairs beyond it are sampled.
+pub fn default_seconds(quick: bool) -> f64 {
+    if quick {
+        15.0
+    } else {
+        60.0
+    }
 }
 
 /// The pairs of `cpus` (each unordered pair once), or when there are more than `sample`, a

@@ -462,3 +462,37 @@ fn a_fleet_of_two_machine_shapes_says_so() {
         "{text}"
     );
 }
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
+    let Some(g) = guest(
+        "8n64",
+        "oslab info --json > /out/info.json && oslab list > /out/list.txt \
+         && oslab c2c --quick --json --db /tmp/o.db > /out/c2c.json",
+    ) else {
+        return;
+    };
+    let info = g.json("info.json");
+    assert_eq!(topology(&info)["cpus"].as_array().unwrap().len(), 64);
+    assert_eq!(distinct(&info, "package"), 8);
+    let d = distances(&info);
+    assert_eq!(d.len(), 8);
+    assert_eq!((d[0][1], d[0][4], d[7][7]), (16, 32, 10));
+    assert!(std::fs::read_to_string(g.out.path().join("list.txt"))
+        .unwrap()
+        .contains("c2c"));
+    // 2016 pairs: sampled to what fits the quick time target, every class kept, and said.
+    let c2c = g.json("c2c.json");
+    let ms = c2c["measurements"].as_array().unwrap();
+    assert!((8..=400).contains(&ms.len()), "{} pairs measured", ms.len());
+    let classes: std::collections::BTreeSet<&str> = ms
+        .iter()
+        .filter_map(|m| m["params"]["class"].as_str())
+        .collect();
+    assert!(
+        classes.contains("shared L3") && classes.contains("other NUMA node"),
+        "{classes:?}"
+    );
+    assert!(g.stderr.contains("of the 2016 pairs"), "{}", g.stderr);
+}

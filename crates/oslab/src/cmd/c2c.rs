@@ -13,10 +13,19 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let mut session = RecordedSession::open(req.quick, None, None, &args.out)?;
     let topology = session.machine.topology.clone();
     let cpus = c2c::chosen_cpus(req.cpus.as_deref(), &topology, &session.allowed).map_err(usage)?;
-    let (pairs, total) = c2c::pairs(&topology, &cpus, req.sample);
     let budget = Budget::of(&HarnessConfig::suite(req.quick));
-    let seconds = pairs.len() as f64 * budget.time.as_secs_f64().max(0.01);
-    if seconds > 10.0 {
+    let per_pair = budget.time.as_secs_f64().max(0.01);
+    // Without --sample, a big machine's pairs (2016 for 64 cpus) are sampled to what fits the
+    // time a suite allows: every topology class first, then pairs spread over the rest.
+    let fits = (c2c::default_seconds(req.quick) / per_pair) as usize;
+    let (pairs, total) = c2c::pairs(&topology, &cpus, req.sample.or(Some(fits.max(2))));
+    let seconds = pairs.len() as f64 * per_pair;
+    if req.sample.is_none() && pairs.len() < total {
+        eprintln!(
+            "note: measuring {} of the {total} pairs (every topology class first, then spread over the rest) to end in about {seconds:.0} s; --sample {total} measures every pair",
+            pairs.len()
+        );
+    } else if seconds > 10.0 {
         eprintln!(
             "note: {} pairs of {} take about {:.0} s; Ctrl-C stops and keeps the pairs measured (--sample N measures fewer)",
             pairs.len(),

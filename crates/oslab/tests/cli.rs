@@ -720,7 +720,12 @@ fn timeslice_sees_slices_and_switches_and_reaps_its_processes() {
     let slice = median("slice");
     assert!((100e3..200e6).contains(&slice), "slice {slice} ns");
     let switch = median("switch");
-    assert!((100.0..2e6).contains(&switch), "switch {switch} ns");
+    // Beside other work, another task's slice can sit between ours (4 ms seen under stress-ng).
+    let limit = match oslab_testkit::busy(0.5) {
+        None => 2e6,
+        Some(_) => 200e6,
+    };
+    assert!((100.0..limit).contains(&switch), "switch {switch} ns");
     assert!(median("switches") >= 2.0);
     let tracks = events.iter().filter(|e| e["name"] == "thread_name").count();
     assert_eq!(tracks, 2);

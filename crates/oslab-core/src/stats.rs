@@ -174,6 +174,13 @@ impl Summary {
 /// near-zero differences the magnitude of what was subtracted); `None` when it is not. Drift during
 /// the measurement shows as a wide interval (the interval comes from consecutive blocks).
 pub fn noise_reason(summary: &Summary, rule: NoiseRule, scale: f64) -> Option<String> {
+    // An interval from fewer samples is their range, not a confidence interval.
+    if summary.n < MIN_FOR_INTERVAL {
+        return Some(format!(
+            "too few samples ({}) for an interval: at least {MIN_FOR_INTERVAL} are needed",
+            summary.n
+        ));
+    }
     summary.is_noisy_at_scale(rule, scale).then(|| {
         format!(
             "spread too wide: CI95 {:.3}-{:.3}, IQR {:.3} around median {:.3}",
@@ -184,6 +191,9 @@ pub fn noise_reason(summary: &Summary, rule: NoiseRule, scale: f64) -> Option<St
         )
     })
 }
+
+/// Fewest samples a median's interval is drawn from; fewer leave a result noisy.
+pub const MIN_FOR_INTERVAL: usize = 5;
 
 /// Mean and sample standard deviation (n - 1 in the denominator; 0 for fewer than two values,
 /// NaN mean for none).
@@ -348,6 +358,15 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fewer_samples_than_an_interval_needs_are_noisy_however_close() {
+        let two = Summary::new(&[10.0, 10.0001]).unwrap();
+        let why = noise_reason(&two, NoiseRule::default(), 10.0).unwrap();
+        assert!(why.contains("too few samples (2)"), "{why}");
+        let five = Summary::new(&[10.0; 5]).unwrap();
+        assert_eq!(noise_reason(&five, NoiseRule::default(), 10.0), None);
+    }
 
     #[test]
     fn the_tail_is_reported_only_where_samples_place_it() {

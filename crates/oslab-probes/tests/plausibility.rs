@@ -94,7 +94,13 @@ fn assert_range(ms: &[Measurement], metric: &str, lo: f64, hi: f64) {
                     m.metric,
                     s.median
                 );
-                assert!(s.n >= 5, "{}: only {} samples", m.probe, s.n);
+                // Fewer samples (a busy host cut the passes short) leave it noisy, never ok.
+                assert!(
+                    s.n >= 5 || *st == oslab_core::Status::Noisy,
+                    "{}: only {} samples and {st}",
+                    m.probe,
+                    s.n
+                );
                 assert!(s.min <= s.median && s.ci_low <= s.ci_high);
             }
             (_, oslab_core::Status::Skipped(_)) => {}

@@ -278,9 +278,14 @@ pub fn matrix(
     topology: &Topology,
     pairs: &[(usize, usize)],
     budget: Budget,
+    deadline: Option<std::time::Instant>,
 ) -> Result<(Vec<Measurement>, bool), ProbeError> {
     let mut out = Vec::new();
     for &(a, b) in pairs {
+        // Pairs come in sample order (every class first): stopping at the deadline keeps them.
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) && out.len() >= 2 {
+            break;
+        }
         match pair(topology, a, b, budget) {
             Ok(m) => out.push(m),
             Err(ProbeError::Interrupted) => return Ok((out, true)),

@@ -1317,7 +1317,12 @@ fn shuffle_eval_runs_the_external_programs_users_know() {
                         && m["params"]["mode"] == mode
                 })
                 .unwrap_or_else(|| panic!("no {mode} time for {n}: {ms:?}"));
-            assert_eq!(t["status"], "ok", "{t}");
+            // One run a mode: a value, and no interval (too few samples), so noisy.
+            assert_eq!(t["status"], "noisy", "{t}");
+            assert!(
+                t["note"].as_str().unwrap().contains("too few samples (1)"),
+                "{t}"
+            );
             let secs = t["summary"]["median"].as_f64().unwrap() / 1e9;
             assert!(secs > 0.0 && secs < 120.0, "{t}");
         }

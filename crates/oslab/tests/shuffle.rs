@@ -129,14 +129,16 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
     let (dir, db) = temp_db();
     let state = dir.path().join("state");
     let bin = assert_cmd::cargo::cargo_bin("oslab");
-    // A lock-bound target with its own threads, started apart from the shuffler.
-    let mut target = std::process::Command::new(&bin)
+    // A lock-bound target with its own threads, started apart from the shuffler: one lock, so
+    // that its workers sleep on it where the /proc sampling method sees them (its main thread,
+    // blocked in pthread_join, does not count as contention).
+    let target = std::process::Command::new(&bin)
         .args([
             "lockbench",
             "--threads",
             "4",
             "--locks",
-            "2",
+            "1",
             "--iterations",
             "100000000",
         ])
@@ -144,6 +146,15 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
         .spawn()
         .unwrap();
     let pid = target.id();
+    // Killed however the test ends: a failed assertion must not leave it spinning.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let target = Reaped(target);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let before: Vec<(i32, oslab_core::CpuSet)> = threads(pid)
         .into_iter()
@@ -183,8 +194,7 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
         .iter()
         .filter_map(|(t, _)| Some((*t, oslab_core::affinity::get_affinity(*t).ok()?)))
         .collect();
-    let _ = target.kill();
-    let _ = target.wait();
+    drop(target);
     // With more than one cpu allowed, pinning a thread to one cpu changed its affinity.
     if before.iter().any(|(_, set)| set.len() > 1) {
         assert!(moved > 0, "no thread was left pinned");

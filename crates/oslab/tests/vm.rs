@@ -485,7 +485,7 @@ fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
     // 2016 pairs: sampled to what fits the quick time target, every class kept, and said.
     let c2c = g.json("c2c.json");
     let ms = c2c["measurements"].as_array().unwrap();
-    assert!((8..=400).contains(&ms.len()), "{} pairs measured", ms.len());
+    assert!((2..=400).contains(&ms.len()), "{} pairs measured", ms.len());
     let classes: std::collections::BTreeSet<&str> = ms
         .iter()
         .filter_map(|m| m["params"]["class"].as_str())

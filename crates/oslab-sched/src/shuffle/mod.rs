@@ -385,9 +385,10 @@ pub struct Daemon {
 pub const SMOOTHING: f64 = 0.5;
 
 /// The waits the grouping decides on: each thread's fraction smoothed over intervals, and
-/// without threads that waited the whole interval (a thread blocked in `pthread_join` or on a
+/// without threads that have waited all along (a thread blocked in `pthread_join` or on a
 /// condition runs nowhere: where it sits does not matter, and its 100% would pull a real lock
-/// contender into its group).
+/// contender into its group). A contender starved for one interval, or seen waiting in every
+/// sample of a sampled method, gets the lock later: its smoothed fraction drops below.
 pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<ThreadWait> {
     smoothed.retain(|tid, _| waits.iter().any(|w| w.tid == *tid));
     waits
@@ -398,7 +399,7 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<Th
                 .entry(w.tid)
                 .and_modify(|s| *s = SMOOTHING * f + (1.0 - SMOOTHING) * *s)
                 .or_insert(f);
-            (f < 0.99).then_some(ThreadWait {
+            (*s < 0.99).then_some(ThreadWait {
                 tid: w.tid,
                 waited: *s * w.observed,
                 observed: w.observed,
@@ -684,6 +685,8 @@ mod tests {
             (f[0] - 0.4).abs() < 1e-9 && (f[1] - 0.4).abs() < 1e-9,
             "{f:?}"
         );
+        // Starved for one interval (smoothed 0.7): still counted.
+        assert_eq!(smooth(&[w(1, 100), w(2, 100), w(3, 60)], &mut s).len(), 2);
         // A thread that is gone is forgotten.
         smooth(&[w(2, 10)], &mut s);
         assert_eq!(s.keys().copied().collect::<Vec<_>>(), vec![2]);

@@ -20,12 +20,7 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let fits = (c2c::default_seconds(req.quick) / per_pair) as usize;
     let (pairs, total) = c2c::pairs(&topology, &cpus, req.sample.or(Some(fits.max(2))));
     let seconds = pairs.len() as f64 * per_pair;
-    if req.sample.is_none() && pairs.len() < total {
-        eprintln!(
-            "note: measuring {} of the {total} pairs (every topology class first, then spread over the rest) to end in about {seconds:.0} s; --sample {total} measures every pair",
-            pairs.len()
-        );
-    } else if seconds > 10.0 {
+    if req.sample.is_some() && seconds > 10.0 {
         eprintln!(
             "note: {} pairs of {} take about {:.0} s; Ctrl-C stops and keeps the pairs measured (--sample N measures fewer)",
             pairs.len(),
@@ -34,7 +29,20 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
         );
     }
     session.begin()?;
-    let (mut measured, interrupted) = c2c::matrix(&topology, &pairs, budget)?;
+    // Without --sample the time target holds however slow a pair turns out (an emulated cpu).
+    let started = std::time::Instant::now();
+    let deadline = req
+        .sample
+        .is_none()
+        .then(|| started + std::time::Duration::from_secs_f64(c2c::default_seconds(req.quick)));
+    let (mut measured, interrupted) = c2c::matrix(&topology, &pairs, budget, deadline)?;
+    if req.sample.is_none() && measured.len() < total {
+        eprintln!(
+            "note: measured {} of the {total} pairs (every topology class first, then spread over the rest) in {:.0} s; --sample {total} measures every pair",
+            measured.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
     let spec = oslab_model::Spec::read(&session.machine.fingerprint, session.cpu, None);
     oslab_model::predict(&spec, &mut measured);
     let text = oslab_report::c2c::text(&measured, total);

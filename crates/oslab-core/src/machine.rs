@@ -201,13 +201,6 @@ pub fn hostname() -> String {
 /// What an emulated CPU's timings are worth, said in warnings and in every timing's note.
 pub const EMULATED: &str = "timings mean nothing there (every instruction is translated in software); topology, page placement and scheduling behaviour are real";
 
-impl Fingerprint {
-    /// Whether the CPU is emulated in software (QEMU's TCG), not run natively by a hypervisor.
-    pub fn emulated_cpu(&self) -> bool {
-        self.hypervisor.as_deref() == Some("QEMU (TCG)")
-    }
-}
-
 /// The hypervisor vendor: cpuid leaf 0x40000000 signature, else /sys/hypervisor/type.
 pub fn hypervisor() -> Option<String> {
     #[cfg(target_arch = "x86_64")]
@@ -317,6 +310,11 @@ fn thp_mode() -> Option<String> {
 }
 
 impl Fingerprint {
+    /// Whether the CPU is emulated in software (QEMU's TCG), not run natively by a hypervisor.
+    pub fn emulated_cpu(&self) -> bool {
+        self.hypervisor.as_deref() == Some("QEMU (TCG)")
+    }
+
     /// Reads the fingerprint of this machine, with the clock already calibrated.
     pub fn read(topology: &Topology, clock: &Clock) -> Fingerprint {
         let memory = fs::read_to_string("/proc/meminfo").ok().and_then(|m| {

@@ -30,7 +30,7 @@ impl Location {
     /// directory instead, and the user is told where and how to choose another.
     pub fn open(&self) -> Result<Store, StoreError> {
         let path = self.checked_path()?;
-        let store = match Store::open(&path) {
+        let mut store = match Store::open(&path) {
             Err(StoreError::Unusable { reason, .. })
                 if self.db.is_none() && !oslab_core::paths::is_homeless(&path) =>
             {
@@ -49,7 +49,6 @@ impl Location {
                 store.path().display()
             );
         }
-        let mut store = store;
         store.wait_when_locked(self.db_timeout)?;
         Ok(store)
     }

@@ -1593,19 +1593,19 @@ fn store_paths_that_cannot_be_used_fall_back_or_say_how_to_choose_one() {
     assert!(!db.exists());
     // A user whose home does not exist: the run is stored in their private directory, and they
     // are told it does not outlive a reboot and how to choose a store.
+    let homeless = |runtime: &Path| {
+        let mut c = oslab();
+        c.args(["run", "--quick", "timer.rdtsc"])
+            .env_remove("OSLAB_DB")
+            .env_remove("XDG_DATA_HOME")
+            .env("HOME", "/nonexistent")
+            .env("XDG_RUNTIME_DIR", runtime)
+            .env("XDG_STATE_HOME", dir.path().join("state"));
+        c
+    };
     let runtime = dir.path().join("runtime");
     std::fs::create_dir(&runtime).unwrap();
-    let out = oslab()
-        .args(["run", "--quick", "timer.rdtsc", "--json"])
-        .env_remove("OSLAB_DB")
-        .env_remove("XDG_DATA_HOME")
-        .env("HOME", "/nonexistent")
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .assert()
-        .success()
-        .get_output()
-        .clone();
+    let out = homeless(&runtime).assert().success().get_output().clone();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
         said.contains("does not outlive a reboot") && said.contains("OSLAB_DB"),
@@ -1624,16 +1624,7 @@ fn store_paths_that_cannot_be_used_fall_back_or_say_how_to_choose_one() {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .unwrap();
-    let out = oslab()
-        .args(["run", "--quick", "timer.rdtsc"])
-        .env_remove("OSLAB_DB")
-        .env_remove("XDG_DATA_HOME")
-        .env("HOME", "/nonexistent")
-        .env("XDG_RUNTIME_DIR", &open)
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
+    let out = homeless(&open).assert().code(1).get_output().clone();
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
         e.contains("not a private directory") && e.contains("--db"),

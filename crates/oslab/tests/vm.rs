@@ -117,6 +117,16 @@ fn distances(info: &Value) -> Vec<Vec<u64>> {
         .collect()
 }
 
+/// The topology classes of the pairs a c2c run measured.
+fn classes(c2c: &Value) -> std::collections::BTreeSet<String> {
+    c2c["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["params"]["class"].as_str().map(String::from))
+        .collect()
+}
+
 /// The warnings of a run or of `info`.
 fn warned(doc: &Value, kind: &str) -> bool {
     let w = if doc["run"].is_object() {
@@ -175,12 +185,7 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
     assert!(warned(&info, "emulated"), "{}", info["environment"]);
     // Core to core: the three classes a two-socket SMT machine has.
     let c2c = g.json("c2c.json");
-    let classes: std::collections::BTreeSet<String> = c2c["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["params"]["class"].as_str().map(String::from))
-        .collect();
+    let classes = classes(&c2c);
     for class in ["SMT sibling", "other NUMA node"] {
         assert!(classes.contains(class), "{class} not in {classes:?}");
     }
@@ -486,10 +491,7 @@ fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
     let c2c = g.json("c2c.json");
     let ms = c2c["measurements"].as_array().unwrap();
     assert!((2..=400).contains(&ms.len()), "{} pairs measured", ms.len());
-    let classes: std::collections::BTreeSet<&str> = ms
-        .iter()
-        .filter_map(|m| m["params"]["class"].as_str())
-        .collect();
+    let classes = classes(&c2c);
     assert!(
         classes.contains("shared L3") && classes.contains("other NUMA node"),
         "{classes:?}"

@@ -188,6 +188,27 @@ pub struct WorkloadRun {
     pub method: String,
 }
 
+/// The moment process `pid`, our child, exits, seen by a thread that waits for it without
+/// reaping it (`WNOWAIT`): the daemon notices an exit only at the end of its interval, which
+/// would round every run time up to whole intervals.
+fn exit_time(pid: i32) -> std::thread::JoinHandle<Instant> {
+    std::thread::spawn(move || loop {
+        // SAFETY: waitid fills the siginfo we pass; WNOWAIT leaves the child to be reaped.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Instant::now();
+        }
+    })
+}
+
 /// Runs `w` once under a daemon (`shuffle` false: monitor only), measuring every `interval`.
 pub fn run_once(
     w: &Workload,
@@ -208,6 +229,7 @@ pub fn run_once(
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", w.argv[0]))?;
     let pid = child.id() as i32;
+    let exited = exit_time(pid);
     let monitor = match Monitor::open(pid, method) {
         Ok(m) => m,
         Err(e) => {
@@ -226,7 +248,7 @@ pub fn run_once(
     }
     let watched = watched.map_err(|e| e.to_string())?;
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    let wall = started.elapsed().as_secs_f64();
+    let wall = (exited.join().unwrap_or_else(|_| Instant::now()) - started).as_secs_f64();
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr);
         let last = said

@@ -448,7 +448,16 @@ impl Daemon {
     pub fn step(&mut self) -> Result<String, MonitorError> {
         let waits = self.monitor.measure(self.interval)?;
         self.summary.intervals += 1;
-        let fraction = lock_fraction(&waits);
+        let considered = smooth(&waits, &mut self.smoothed);
+        // The process's lock wait is its contenders': a thread waiting all along (in
+        // pthread_join) would count as lock wait that no placement can shorten.
+        let contenders: Vec<ThreadWait> = waits
+            .iter()
+            .filter(|w| considered.iter().any(|c| c.tid == w.tid))
+            .cloned()
+            .collect();
+        let left_out = waits.len() - contenders.len();
+        let fraction = lock_fraction(&contenders);
         self.summary.lock_fractions.push(fraction);
         let t = self.start.elapsed().as_nanos() as f64;
         let per_thread: serde_json::Map<String, serde_json::Value> = waits
@@ -463,9 +472,15 @@ impl Daemon {
             args: params! {"lock_fraction" => fraction, "threads" => per_thread},
         });
         let mut moved = 0;
-        let considered = smooth(&waits, &mut self.smoothed);
-        if let Some(d) = decide(&considered, self.domains.len(), self.threshold) {
-            let d = self.pinning.keep_unless_better(d, &considered);
+        // Above the threshold this interval, grouped by the smoothed lock times.
+        let decision = (fraction >= self.threshold)
+            .then(|| decide(&considered, self.domains.len(), 0.0))
+            .flatten();
+        if let Some(d) = decision {
+            let d = Decision {
+                lock_fraction: fraction,
+                ..self.pinning.keep_unless_better(d, &considered)
+            };
             let moves = self.pinning.plan(&d, &self.domains);
             if !moves.is_empty() && !self.monitor_only {
                 // Originals are written down before the first move of a thread, so that the
@@ -521,8 +536,13 @@ impl Daemon {
             self.pinning.retain(|tid| alive.contains(&tid));
             self.originals.retain(|tid, _| alive.contains(tid));
         }
+        let waiting_all_along = if left_out > 0 {
+            format!(" ({left_out} waiting all along, left out)")
+        } else {
+            String::new()
+        };
         Ok(format!(
-            "interval {}: {} threads, lock wait {:.1}% (threshold {:.0}%), {} moved, {} shuffles",
+            "interval {}: {} threads{waiting_all_along}, lock wait {:.1}% (threshold {:.0}%), {} moved, {} shuffles",
             self.summary.intervals,
             waits.len(),
             fraction * 100.0,

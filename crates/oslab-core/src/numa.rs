@@ -1,7 +1,7 @@
 //! NUMA placement through a narrow interface: which nodes exist, bind a range of memory to one
 //! node before first touch (mbind MPOL_BIND with MF_STRICT), and ask where pages really are
-//! (move_pages in query mode). [`LinuxNuma`] makes the raw syscalls; [`FakeNuma`] describes a
-//! machine with more nodes than this one has, so the code above it can be tested here.
+//! (move_pages in query mode). [`LinuxNuma`] makes the raw syscalls; machines of several nodes
+//! are tested in QEMU guests (`scripts/vm`, `crates/oslab/tests/vm.rs`).
 
 use crate::topology::Topology;
 use crate::CpuSet;

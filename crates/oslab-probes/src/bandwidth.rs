@@ -292,6 +292,7 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             "array_bytes" => arrays.bytes,
         };
         let pages = arrays.d.pages_used();
+        let nodes = crate::numa::nodes_of(cx.topology, &arrays.d);
         for (&(k, s), secs) in jobs.iter().zip(&times) {
             let ms = bandwidth_measurements(
                 "bandwidth.threads",
@@ -302,7 +303,13 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 arrays.bytes / 8,
                 note.as_deref(),
             );
-            out.extend(ms.into_iter().map(|m| m.found("pages", pages.as_str())));
+            out.extend(ms.into_iter().map(|m| {
+                let m = m.found("pages", pages.as_str());
+                match &nodes {
+                    Some(n) => m.found("nodes", n.as_str()),
+                    None => m,
+                }
+            }));
         }
     }
     Ok(out)

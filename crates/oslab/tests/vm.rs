@@ -159,13 +159,15 @@ fn timings_are_not_trusted(run: &Value) {
 fn two_sockets_with_smt_siblings_and_two_nodes() {
     let Some(g) = guest(
         "2s",
-        "oslab info --json > /out/info.json && oslab c2c --quick --sample 24 --json --db /tmp/o.db > /out/c2c.json",
+        "oslab info --json > /out/info.json && oslab c2c --quick --sample 24 --json --db /tmp/o.db > /out/c2c.json \
+         && oslab run bandwidth.threads --quick --json --db /tmp/o.db > /out/bw.json",
     ) else {
         return;
     };
     let info = g.json("info.json");
     let cpus = topology(&info)["cpus"].as_array().unwrap();
     assert_eq!(cpus.len(), 16);
+    bandwidth_threads_spread_over_sockets_then_siblings(&info, &g.json("bw.json"));
     assert_eq!(distinct(&info, "package"), 2);
     assert_eq!(distinct(&info, "node"), 2);
     // 8 cores, each with two SMT siblings.
@@ -194,6 +196,61 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
         "{classes:?}"
     );
     timings_are_not_trusted(&c2c);
+}
+
+/// `bandwidth.threads` as documented: a thread per core first, the sockets taking turns, then
+/// the SMT siblings; each team's first touch puts its pages on both sockets' nodes.
+fn bandwidth_threads_spread_over_sockets_then_siblings(info: &Value, bw: &Value) {
+    let cpu = |id: &str| -> (u64, u64) {
+        let c = topology(info)["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"].to_string() == id)
+            .unwrap_or_else(|| panic!("cpu {id} not in info"));
+        (c["package"].as_u64().unwrap(), c["core"].as_u64().unwrap())
+    };
+    let mut teams: std::collections::BTreeMap<u64, (String, String)> = Default::default();
+    for m in bw["measurements"].as_array().unwrap() {
+        let p = &m["params"];
+        let nodes = m["context"]["nodes"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        teams.insert(
+            p["threads"].as_u64().unwrap(),
+            (p["cpus"].as_str().unwrap().to_string(), nodes),
+        );
+    }
+    assert_eq!(teams.keys().copied().collect::<Vec<_>>(), [1, 2, 4, 8, 16]);
+    for (&t, (list, nodes)) in &teams {
+        let placed: Vec<(u64, u64)> = list.split(',').map(cpu).collect();
+        assert_eq!(placed.len() as u64, t, "{list}");
+        let mut cores = placed.clone();
+        cores.sort_unstable();
+        cores.dedup();
+        let on = |pkg: u64| placed.iter().filter(|c| c.0 == pkg).count();
+        if t <= 8 {
+            assert_eq!(
+                cores.len() as u64,
+                t,
+                "two threads on one core at {t}: {list}"
+            );
+        }
+        if t >= 2 {
+            assert_eq!(on(0), on(1), "sockets do not take turns at {t}: {list}");
+        }
+        if (2..=8).contains(&t) {
+            // First touch by threads on both sockets: pages on both nodes.
+            for node in ["node0", "node1"] {
+                let share: f64 = nodes
+                    .split(", ")
+                    .find_map(|n| n.strip_prefix(node)?.trim().strip_suffix('%')?.parse().ok())
+                    .unwrap_or(0.0);
+                assert!(share >= 25.0, "{t} threads on {list}: pages {nodes}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -206,7 +206,7 @@ fn bandwidth_threads_spread_over_sockets_then_siblings(info: &Value, bw: &Value)
             .as_array()
             .unwrap()
             .iter()
-            .find(|c| c["id"].as_u64().map(|v| v.to_string()).as_deref() == Some(id))
+            .find(|c| c["id"].as_u64() == id.parse().ok())
             .unwrap_or_else(|| panic!("cpu {id} not in info"));
         (c["package"].as_u64().unwrap(), c["core"].as_u64().unwrap())
     };

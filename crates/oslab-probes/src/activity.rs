@@ -18,6 +18,8 @@ pub const PROBES: &[Probe] = &[Probe {
         "interruptions of a pinned busy loop: inferred tick rate, count, CPU time lost (OS noise)",
     unit: Unit::Ns,
     needs: &[],
+    cost: 1.0,
+    plan: None,
     run: |cx| {
         let duration = cx.harness.config.budget * 2;
         let threshold = Threshold::calibrate(&cx.harness.clock, Duration::from_millis(20));

@@ -9,7 +9,7 @@
 use crate::buffer::Pages;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
-use crate::probe::{Context, Probe, ProbeError};
+use crate::probe::{Context, Plan, Probe, ProbeError};
 use crate::stream::{gbps, team, Arrays, Reps};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
@@ -24,6 +24,8 @@ pub const PROBES: &[Probe] = &[
         about: "RAM bandwidth, one thread: read, write, STREAM copy/scale/add/triad; plain and non-temporal stores",
         unit: Unit::GBps,
         needs: &[],
+        cost: 10.0,
+        plan: None,
         run: single,
     },
     Probe {
@@ -31,6 +33,8 @@ pub const PROBES: &[Probe] = &[
         about: "RAM bandwidth of read, copy, triad with 1..N pinned threads (a thread per core first, then SMT)",
         unit: Unit::GBps,
         needs: &[],
+        cost: 10.0,
+        plan: Some(plan_threads),
         run: threads,
     },
     Probe {
@@ -38,6 +42,8 @@ pub const PROBES: &[Probe] = &[
         about: "RAM bandwidth of read:write mixes 1:0, 3:1, 2:1, 1:1, 0:1 (plain stores; non-temporal too on all threads), one thread and all",
         unit: Unit::GBps,
         needs: &[],
+        cost: 7.0,
+        plan: Some(plan_mixes),
         run: mixes,
     },
     Probe {
@@ -45,6 +51,8 @@ pub const PROBES: &[Probe] = &[
         about: "bandwidth vs working-set size (read, write, copy, triad): each cache level's bandwidth",
         unit: Unit::GBps,
         needs: &[],
+        cost: 45.0,
+        plan: None,
         run: sweep,
     },
 ];
@@ -259,19 +267,54 @@ fn mixes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     Ok(out)
 }
 
+/// The cpus teams are drawn from, in order, and how many cores they hold.
+fn team_cpus(cx: &Context) -> (Vec<usize>, usize) {
+    let order = thread_order(cx.topology, &cx.allowed);
+    let mut cores: Vec<_> = order
+        .iter()
+        .filter_map(|&id| cx.topology.cpu(id))
+        .map(|c| (c.package, c.core))
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let n = cores.len();
+    (order, n)
+}
+
+fn plan_threads(cx: &Context) -> Plan {
+    let (order, cores) = team_cpus(cx);
+    let counts = thread_counts(cores, order.len());
+    let list: Vec<String> = counts.iter().map(usize::to_string).collect();
+    Plan {
+        what: format!(
+            "teams of {} threads (doubling to the {cores} cores, then all): a thread per core, sockets in turn, then SMT siblings",
+            list.join(", ")
+        ),
+        work: counts.len() as f64 / 2.0 * team_share(counts.len()),
+    }
+}
+
+/// The share of a measurement budget each of `teams` gets: past four teams (on more than eight
+/// cores) they share four budgets, so that the sweep's time stays within twice what it is on a
+/// two-cpu machine however many cpus there are.
+fn team_share(teams: usize) -> f64 {
+    (4.0 / teams as f64).min(1.0)
+}
+
+fn plan_mixes(cx: &Context) -> Plan {
+    Plan {
+        what: format!(
+            "{} read:write mixes on 1 thread and on all {} cpus",
+            MIXES.len(),
+            cx.allowed.len()
+        ),
+        work: 1.0,
+    }
+}
+
 fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
-    let order = thread_order(cx.topology, &cx.allowed);
-    let cores = {
-        let mut c: Vec<_> = order
-            .iter()
-            .filter_map(|&id| cx.topology.cpu(id))
-            .map(|c| (c.package, c.core))
-            .collect();
-        c.sort_unstable();
-        c.dedup();
-        c.len()
-    };
+    let (order, cores) = team_cpus(cx);
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
     let jobs = [
         (Kernel::Read, Stores::Plain),
@@ -280,11 +323,16 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         (Kernel::Triad, Stores::NonTemporal),
     ];
     let mut out = Vec::new();
-    for t in thread_counts(cores, order.len()) {
+    let counts = thread_counts(cores, order.len());
+    let reps = Reps {
+        budget: reps(cx).budget.mul_f64(team_share(counts.len())),
+        ..reps(cx)
+    };
+    for t in counts {
         // Fresh arrays per team, so each thread first-touches (and places) its own slice.
         let arrays = Arrays::new(bytes, Pages::Default)?;
         let cpus = &order[..t];
-        let times = team(cpus, &arrays, &jobs, reps(cx))?;
+        let times = team(cpus, &arrays, &jobs, reps)?;
         let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
         let base = params! {
             "threads" => t,

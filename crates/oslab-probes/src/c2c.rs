@@ -22,6 +22,8 @@ pub const PROBES: &[Probe] = &[Probe {
     about: "one-way core-to-core latency: a cache line handed back and forth by compare-and-swap between two pinned threads",
     unit: Unit::Ns,
     needs: &[crate::probe::Need::PeerCpu],
+    cost: 1.0,
+    plan: Some(plan),
     run: suite,
 }];
 
@@ -55,6 +57,20 @@ impl Budget {
             round_trips: 1000,
         }
     }
+}
+
+fn plan(cx: &Context) -> crate::probe::Plan {
+    let n = cx.allowed.len();
+    let what = match cx.peer_cpu {
+        Some(peer) => format!(
+            "cpu {} and cpu {peer} ({}); `oslab c2c` measures all {} pairs",
+            cx.cpu,
+            cx.topology.distance_class(cx.cpu, peer),
+            n * (n - 1) / 2
+        ),
+        None => "nothing: needs a second cpu".into(),
+    };
+    crate::probe::Plan { what, work: 1.0 }
 }
 
 fn suite(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {

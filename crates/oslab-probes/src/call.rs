@@ -16,6 +16,8 @@ pub const PROBES: &[Probe] = &[Probe {
     about: "procedure call with 0..7 integer arguments, absolute and per extra argument",
     unit: Unit::Ns,
     needs: &[],
+    cost: 10.0,
+    plan: None,
     run: run_calls,
 }];
 

@@ -16,6 +16,8 @@ pub const PROBES: &[Probe] = &[
         about: "load latency by working-set size x stride (8 B .. 16 MiB), address order (the lmbench table)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 10.0,
+        plan: None,
         run: stride_table,
     },
     Probe {
@@ -23,6 +25,8 @@ pub const PROBES: &[Probe] = &[
         about: "random-chain latency on 4 KiB, transparent huge and hugetlb pages (what the TLB costs)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 20.0,
+        plan: None,
         run: page_modes,
     },
     Probe {
@@ -30,6 +34,8 @@ pub const PROBES: &[Probe] = &[
         about: "1..16 independent chases at once: time per load and memory-level parallelism",
         unit: Unit::Ns,
         needs: &[],
+        cost: 7.0,
+        plan: None,
         run: parallel,
     },
 ];

@@ -30,6 +30,8 @@ pub const PROBES: &[Probe] = &[
         about: "minor fault on first touch of fresh anonymous memory (4 KiB pages, zeroed by the kernel)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: anon,
     },
     Probe {
@@ -37,6 +39,8 @@ pub const PROBES: &[Probe] = &[
         about: "fault on first touch of a transparent huge page (2 MiB, zeroed by the kernel)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: thp,
     },
     Probe {
@@ -44,6 +48,8 @@ pub const PROBES: &[Probe] = &[
         about: "MAP_POPULATE: the kernel fills a mapping in one call, no trap per page (the baseline)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: populate,
     },
     Probe {
@@ -51,6 +57,8 @@ pub const PROBES: &[Probe] = &[
         about: "faults on a mapped file: minor (in page cache, fault-around) and major (evicted, read from disk)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 15.0,
+        plan: None,
         run: file,
     },
 ];

@@ -46,4 +46,4 @@ pub mod timer;
 pub mod timeslice;
 
 pub use harness::{Harness, HarnessConfig, Timing};
-pub use probe::{Context, Need, Options, Probe, ProbeError};
+pub use probe::{Context, Need, Options, Plan, Probe, ProbeError};

@@ -8,7 +8,7 @@
 use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores, MIX_BLOCK};
 use crate::memory::{Chain, Order, IDLE_SPACING};
-use crate::probe::{Context, Need, Probe, ProbeError};
+use crate::probe::{Context, Need, Plan, Probe, ProbeError};
 use oslab_core::affinity::{set_affinity, SchedGuard};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::{params, CpuSet, Summary};
@@ -21,6 +21,8 @@ pub const PROBES: &[Probe] = &[Probe {
     about: "idle-latency chase while the other cpus stream memory at rising intensity (MLC's loaded latency): latency vs bandwidth, reads and 1:1 read/write",
     unit: Unit::Ns,
     needs: &[Need::PeerCpu],
+    cost: 10.0,
+    plan: Some(plan),
     run,
 }];
 
@@ -55,6 +57,32 @@ impl Traffic {
     }
 }
 
+/// Whether the run is a `--quick` one (its smaller memory budget says so).
+fn quick(cx: &Context) -> bool {
+    cx.harness.config.memory_max < (256 << 20)
+}
+
+/// The loaders' pauses, the idle point first.
+fn pauses(cx: &Context) -> &'static [Option<u64>] {
+    if quick(cx) {
+        &QUICK_PAUSES
+    } else {
+        &PAUSES
+    }
+}
+
+fn plan(cx: &Context) -> Plan {
+    let loaders = cx.allowed.iter().filter(|&c| c != cx.cpu).count();
+    Plan {
+        what: format!(
+            "a chase on cpu {} while {loaders} other cpus stream at {} intensities",
+            cx.cpu,
+            pauses(cx).len() - 1
+        ),
+        work: 1.0,
+    }
+}
+
 fn run(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let loaders: Vec<usize> = cx.allowed.iter().filter(|&c| c != cx.cpu).collect();
@@ -63,7 +91,7 @@ fn run(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             "needs a second cpu to load memory from".into(),
         ));
     }
-    let quick = cx.harness.config.memory_max < (256 << 20);
+    let quick = quick(cx);
     let size = (cx.memory_budget() / 2).clamp(16 << 20, 256 << 20);
     let mut chain = Chain::spaced(
         Buffer::new(size, Pages::Small)?,
@@ -81,7 +109,7 @@ fn run(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     } else {
         &[Traffic::Read, Traffic::Mixed]
     };
-    let pauses: &[Option<u64>] = if quick { &QUICK_PAUSES } else { &PAUSES };
+    let pauses = pauses(cx);
     let harness = cx.harness.scaled(0.5);
     let mut out = Vec::new();
     for &traffic in traffics {

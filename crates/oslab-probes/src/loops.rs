@@ -14,6 +14,8 @@ pub const PROBES: &[Probe] = &[Probe {
     about: "one iteration of an empty counted loop (dec; jnz), which the compiler cannot unroll",
     unit: Unit::Ns,
     needs: &[],
+    cost: 1.0,
+    plan: None,
     run: run_loop,
 }];
 

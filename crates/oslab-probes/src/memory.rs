@@ -38,6 +38,8 @@ pub const PROBES: &[Probe] = &[
             "latency vs working-set size, random within 256 KiB chunks: cache levels, idle DRAM latency",
         unit: Unit::Ns,
         needs: &[],
+        cost: 15.0,
+        plan: None,
         run: |cx| sweep(cx, "memory.latency.chunk", Order::Chunk),
     },
     Probe {
@@ -45,6 +47,8 @@ pub const PROBES: &[Probe] = &[
         about: "latency vs working-set size, fully random chain (TLB misses included): TLB reach",
         unit: Unit::Ns,
         needs: &[],
+        cost: 15.0,
+        plan: None,
         run: |cx| sweep(cx, "memory.latency.random", Order::Random),
     },
     Probe {
@@ -53,6 +57,8 @@ pub const PROBES: &[Probe] = &[
             "load-to-use latency vs working-set size, lines in address order (prefetch-friendly)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 10.0,
+        plan: None,
         run: |cx| sweep(cx, "memory.latency.sequential", Order::Sequential),
     },
 ];

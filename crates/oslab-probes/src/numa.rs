@@ -22,12 +22,44 @@ pub const PROBES: &[Probe] = &[Probe {
     about: "cpu node x memory node: STREAM bandwidth (4 kernels and average) and idle latency, memory bound with mbind",
     unit: Unit::GBps,
     needs: &[],
+    cost: 10.0,
+    plan: Some(plan),
     run: |cx| matrix(cx, &LinuxNuma::new(cx.topology)),
 }];
 
 const PROBE: &str = "numa.matrix";
 /// Pages sampled per buffer to verify placement.
 const SAMPLE_PAGES: usize = 64;
+
+fn plan(cx: &Context) -> crate::probe::Plan {
+    let nodes = &cx.topology.nodes;
+    let rows = nodes
+        .iter()
+        .filter(|n| n.cpus.iter().any(|c| cx.allowed.contains(c)))
+        .count();
+    let columns = nodes.iter().filter(|n| n.memory != Some(0)).count();
+    let mut distances: Vec<u32> = nodes.iter().flat_map(|n| n.distances.clone()).collect();
+    distances.sort_unstable();
+    distances.dedup();
+    let cells = rows * columns;
+    if cx.options.whole_matrix {
+        return crate::probe::Plan {
+            what: format!("all {rows} x {columns} cells"),
+            work: cells as f64,
+        };
+    }
+    let target = cx.harness.config.suite_target / 4;
+    // A cell takes about ten measurement budgets (four kernels at least five times, a chase).
+    let fit = (target.as_secs_f64() / (10.0 * cx.harness.config.budget.as_secs_f64())) as usize;
+    crate::probe::Plan {
+        what: format!(
+            "{rows} x {columns} = {cells} cells: one of each distance ({}) first, the rest within {:.0} s; `oslab numa` measures all",
+            distances.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            target.as_secs_f64()
+        ),
+        work: cells.min(fit.max(distances.len())) as f64,
+    }
+}
 
 /// Runs every cell of the matrix on `numa`.
 pub fn matrix(cx: &Context, numa: &dyn Numa) -> Result<Vec<Measurement>, ProbeError> {
@@ -57,36 +89,123 @@ pub fn matrix(cx: &Context, numa: &dyn Numa) -> Result<Vec<Measurement>, ProbeEr
         );
     }
     let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let cells: Vec<Cell> = cpu_nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(r, (n, _))| {
+            mem_nodes.iter().enumerate().map(move |(c, m)| Cell {
+                row: r,
+                column: c,
+                distance: n.distances.get(m.id).copied(),
+                local: n.id == m.id,
+            })
+        })
+        .collect();
+    let (order, classes) = cell_order(&cells);
+    // In the suite the matrix gets a quarter of the suite's time: past its distance classes it
+    // stops there (a matrix grows with the square of the nodes); `oslab numa` measures it all.
+    let deadline = (!cx.options.whole_matrix).then(|| cx.harness.config.suite_target / 4);
+    let started = std::time::Instant::now();
     let mut out = Vec::new();
-    for (cpu_node, cpus) in &cpu_nodes {
-        for mem in &mem_nodes {
-            let distance = cpu_node.distances.get(mem.id).copied();
-            let base = params! {
-                "cpu_node" => cpu_node.id,
-                "mem_node" => mem.id,
-                "distance" => distance.map_or(Value::Null, Value::from),
-                "numa" => numa.kind(),
-            };
-            match cell(cx, numa, cpus, mem.id, base.clone(), note.as_deref()) {
-                Ok(ms) => out.extend(ms),
-                Err(ProbeError::Interrupted) => return Err(ProbeError::Interrupted),
-                Err(e) => {
-                    let status = match e {
-                        ProbeError::Unsupported(why) => Status::Skipped(why),
-                        other => Status::Failed(other.to_string()),
-                    };
-                    out.push(Measurement::not_taken(
-                        PROBE,
-                        base,
-                        "bandwidth",
-                        Unit::GBps,
-                        status,
-                    ));
-                }
+    let mut measured = 0;
+    for (i, &k) in order.iter().enumerate() {
+        let spent = started.elapsed();
+        let per_cell = spent / (i.max(1) as u32);
+        if i >= classes && deadline.is_some_and(|d| spent + per_cell > d) {
+            break;
+        }
+        measured += 1;
+        let Cell {
+            row,
+            column,
+            distance,
+            ..
+        } = cells[k];
+        let (cpu_node, cpus) = (&cpu_nodes[row].0, &cpu_nodes[row].1);
+        let mem = mem_nodes[column];
+        let base = params! {
+            "cpu_node" => cpu_node.id,
+            "mem_node" => mem.id,
+            "distance" => distance.map_or(Value::Null, Value::from),
+            "numa" => numa.kind(),
+        };
+        match cell(cx, numa, cpus, mem.id, base.clone(), note.as_deref()) {
+            Ok(ms) => out.extend(ms),
+            Err(ProbeError::Interrupted) => return Err(ProbeError::Interrupted),
+            Err(e) => {
+                let status = match e {
+                    ProbeError::Unsupported(why) => Status::Skipped(why),
+                    other => Status::Failed(other.to_string()),
+                };
+                out.push(Measurement::not_taken(
+                    PROBE,
+                    base,
+                    "bandwidth",
+                    Unit::GBps,
+                    status,
+                ));
             }
         }
     }
+    // Row by row, as a matrix reads, whatever order the cells were measured in.
+    let node = |m: &Measurement, key: &str| m.params.get(key).and_then(Value::as_u64);
+    out.sort_by_key(|m| (node(m, "cpu_node"), node(m, "mem_node")));
+    if measured < cells.len() {
+        let sampled = sampled_note(measured, cells.len(), deadline.unwrap_or_default());
+        for m in &mut out {
+            m.note = Some(oslab_core::model::join_notes(
+                sampled.clone(),
+                m.note.take(),
+            ));
+        }
+    }
     Ok(out)
+}
+
+/// What a sampled matrix says on each of its rows.
+fn sampled_note(measured: usize, cells: usize, target: std::time::Duration) -> String {
+    format!(
+        "sampled: {measured} of {cells} cells in the suite's {:.0} s for the matrix, every distance first; `oslab numa` measures every cell",
+        target.as_secs_f64()
+    )
+}
+
+/// A cell of the matrix: a cpu node's row, a memory node's column.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell {
+    /// Index of the cpu node among the rows.
+    pub row: usize,
+    /// Index of the memory node among the columns.
+    pub column: usize,
+    /// Their SLIT distance.
+    pub distance: Option<u32>,
+    /// Whether the memory is the cpu node's own.
+    pub local: bool,
+}
+
+/// The order the cells are measured in, and how many of the first must be measured however
+/// long they take: one cell of each distance (the nearest first), then the rest of the local
+/// cells, then the others row by row.
+pub fn cell_order(cells: &[Cell]) -> (Vec<usize>, usize) {
+    let mut order: Vec<usize> = Vec::new();
+    let mut seen: Vec<Option<u32>> = Vec::new();
+    let mut by_distance: Vec<usize> = (0..cells.len()).collect();
+    by_distance.sort_by_key(|&k| (!cells[k].local, cells[k].distance, k));
+    for k in by_distance {
+        if !seen.contains(&cells[k].distance) {
+            seen.push(cells[k].distance);
+            order.push(k);
+        }
+    }
+    let classes = order.len();
+    let diagonal = (0..cells.len()).filter(|&k| cells[k].local);
+    let rest: Vec<usize> = diagonal.chain(0..cells.len()).collect();
+    for k in rest {
+        if !order.contains(&k) {
+            order.push(k);
+        }
+    }
+    (order, classes)
 }
 
 /// The CPUs of `set` we may use, one per core.
@@ -267,4 +386,41 @@ fn latency(
         ));
     }
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_distance_comes_first_then_the_local_cells() {
+        // Four nodes in a ring (10/16/22) and a memory-only node at 28: 4 rows x 5 columns.
+        let ring = [
+            [10, 16, 22, 16, 28],
+            [16, 10, 16, 22, 28],
+            [22, 16, 10, 16, 28],
+            [16, 22, 16, 10, 28],
+        ];
+        let cells: Vec<Cell> = (0..4)
+            .flat_map(|r| {
+                (0..5).map(move |c| Cell {
+                    row: r,
+                    column: c,
+                    distance: Some(ring[r][c]),
+                    local: r == c,
+                })
+            })
+            .collect();
+        let (order, classes) = cell_order(&cells);
+        assert_eq!(classes, 4);
+        let first: Vec<u32> = order[..4]
+            .iter()
+            .map(|&k| cells[k].distance.unwrap())
+            .collect();
+        assert_eq!(first, [10, 16, 22, 28]);
+        assert!(order[4..7].iter().all(|&k| cells[k].local), "{order:?}");
+        let mut all = order.clone();
+        all.sort_unstable();
+        assert_eq!(all, (0..20).collect::<Vec<_>>());
+    }
 }

@@ -52,6 +52,15 @@ impl Need {
     }
 }
 
+/// What a probe whose work grows with the machine will do on this one.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Plan {
+    /// In words: its teams, cells or pairs, and how they stay bounded.
+    pub what: String,
+    /// Its work relative to the 2-cpu guest its [`Probe::cost`] was timed on.
+    pub work: f64,
+}
+
 /// One probe: a row of the registry table.
 pub struct Probe {
     /// Id, `family.name`.
@@ -62,6 +71,12 @@ pub struct Probe {
     pub unit: Unit,
     /// What it needs. `PeerCpu` only limits parts of a probe; the others gate the whole probe.
     pub needs: &'static [Need],
+    /// Roughly how long it takes relative to a one-measurement probe (timer.rdtsc = 1, about
+    /// 0.3 s in the default suite), timed on a 2-vCPU guest: the progress bar's estimate.
+    pub cost: f64,
+    /// What it will measure on this machine, for a probe whose work grows with the machine
+    /// (threads, nodes) and how that stays bounded: `oslab run --plan` prints it.
+    pub plan: Option<fn(&Context) -> Plan>,
     /// Runs it.
     pub run: fn(&Context) -> Result<Vec<Measurement>, ProbeError>,
 }
@@ -114,6 +129,10 @@ pub struct Options {
     #[cfg_attr(feature = "clap", arg(long, value_name = "SPEC", env = "OSLAB_MEMORY",
         value_parser = |s: &str| oslab_model::memory::MemorySpec::parse(s).map(|_| s.to_string())))]
     pub memory: Option<String>,
+    /// Measure every cell of the NUMA matrix (`oslab numa`); in the suite it is sampled to a
+    /// time target past one cell of each distance.
+    #[cfg_attr(feature = "clap", arg(skip))]
+    pub whole_matrix: bool,
 }
 
 impl Context<'_> {

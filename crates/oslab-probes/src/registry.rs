@@ -1,7 +1,7 @@
 //! The registry: every probe in suite order, and selection by glob. This one table drives `list`,
 //! `run` and the help text.
 
-use crate::probe::{Need, Probe};
+use crate::probe::{Context, Need, Probe};
 use oslab_core::machine::Environment;
 
 /// A probe as `oslab list` shows it.
@@ -39,6 +39,46 @@ pub fn listing(environment: &Environment, peer: Option<usize>) -> Vec<Listed> {
         .collect()
 }
 
+/// A probe as `oslab run --plan` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Planned {
+    /// Its id.
+    pub id: &'static str,
+    /// Its expected seconds: its cost, scaled to this machine by its plan, in the suite's time.
+    pub seconds: f64,
+    /// What it will measure on this machine, for a probe whose work grows with the machine.
+    pub plan: Option<String>,
+    /// Why it will not run here, if it will not.
+    pub skipped: Option<String>,
+}
+
+/// What each of `probes` will do with the machine and budgets of `cx`: the whole suite's
+/// costs fill the suite's time target, and a probe's plan scales its share to this machine.
+pub fn plan(probes: &[&'static Probe], cx: &Context) -> Vec<Planned> {
+    let suite: f64 = all().iter().map(|p| p.cost).sum();
+    let per_cost = cx.harness.config.suite_target.as_secs_f64() / suite;
+    probes
+        .iter()
+        .map(|p| {
+            let skipped = crate::runner::gate(p, cx.environment, cx.peer_cpu);
+            let plan = match &skipped {
+                None => p.plan.map(|f| f(cx)),
+                Some(_) => None,
+            };
+            let work = plan.as_ref().map_or(1.0, |p| p.work);
+            Planned {
+                id: p.id,
+                seconds: match skipped {
+                    None => p.cost * per_cost * work,
+                    Some(_) => 0.0,
+                },
+                plan: plan.map(|p| p.what),
+                skipped,
+            }
+        })
+        .collect()
+}
+
 /// Every probe, in the order the default suite runs them.
 pub fn all() -> Vec<&'static Probe> {
     [
@@ -61,22 +101,6 @@ pub fn all() -> Vec<&'static Probe> {
     .iter()
     .flat_map(|family| family.iter())
     .collect()
-}
-
-/// Roughly how long a probe takes relative to a one-measurement probe (timer.rdtsc = 1, about
-/// 0.3 s in the default suite), for the progress bar's estimate of the time left: timed on a
-/// 2-vCPU guest. Sweeps over working-set sizes dominate a run.
-pub fn relative_cost(id: &str) -> f64 {
-    match id {
-        "bandwidth.sweep" => 45.0,
-        "memory.latency.pages" => 20.0,
-        "memory.latency.chunk" | "memory.latency.random" | "faults.file" => 15.0,
-        "call.args" | "task.fork" | "memory.latency.sequential" | "memory.latency.stride" => 10.0,
-        "memory.latency.loaded" | "bandwidth.stream" | "bandwidth.threads" | "numa.matrix" => 10.0,
-        "memory.latency.parallel" | "bandwidth.mix" => 7.0,
-        _ if id.starts_with("switch.") || id.starts_with("syscall.") => 2.5,
-        _ => 1.0,
-    }
 }
 
 /// The probe with exactly this id.

@@ -24,6 +24,8 @@ pub const PROBES: &[Probe] = &[
         about: "process ping-pong over two pipes: switch (same cpu) and wake-up (cross cpu)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| ping_pong(cx, "switch.process.pipe", Task::Process, Chan::Pipe),
     },
     Probe {
@@ -31,6 +33,8 @@ pub const PROBES: &[Probe] = &[
         about: "process ping-pong over shared-memory futexes",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| ping_pong(cx, "switch.process.futex", Task::Process, Chan::Futex),
     },
     Probe {
@@ -38,6 +42,8 @@ pub const PROBES: &[Probe] = &[
         about: "process ping-pong over eventfds",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| ping_pong(cx, "switch.process.eventfd", Task::Process, Chan::Eventfd),
     },
     Probe {
@@ -45,6 +51,8 @@ pub const PROBES: &[Probe] = &[
         about: "thread ping-pong over two pipes",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| ping_pong(cx, "switch.thread.pipe", Task::Thread, Chan::Pipe),
     },
     Probe {
@@ -52,6 +60,8 @@ pub const PROBES: &[Probe] = &[
         about: "thread ping-pong over futexes",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| ping_pong(cx, "switch.thread.futex", Task::Thread, Chan::Futex),
     },
     Probe {
@@ -59,6 +69,8 @@ pub const PROBES: &[Probe] = &[
         about: "thread ping-pong over eventfds",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| ping_pong(cx, "switch.thread.eventfd", Task::Thread, Chan::Eventfd),
     },
     Probe {
@@ -66,6 +78,8 @@ pub const PROBES: &[Probe] = &[
         about: "one-shot switch: parent's TSC after fork/create -> the child's first TSC read",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: one_shot,
     },
 ];

@@ -16,6 +16,8 @@ pub const PROBES: &[Probe] = &[
         about: "getpid via raw syscall (no libc caching), hot and cold cache",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| syscall_cost(cx, "syscall.getpid", &|| raw0(libc::SYS_getpid)),
     },
     Probe {
@@ -23,6 +25,8 @@ pub const PROBES: &[Probe] = &[
         about: "getppid via raw syscall, hot and cold cache",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| syscall_cost(cx, "syscall.getppid", &|| raw0(libc::SYS_getppid)),
     },
     Probe {
@@ -30,6 +34,8 @@ pub const PROBES: &[Probe] = &[
         about: "time() through the vDSO (no kernel entry), hot and cold cache",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         // SAFETY: time(NULL) only returns a value.
         run: |cx| {
             syscall_cost(cx, "syscall.time.vdso", &|| unsafe {
@@ -42,6 +48,8 @@ pub const PROBES: &[Probe] = &[
         about: "time() as a real system call, hot and cold cache",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| syscall_cost(cx, "syscall.time.raw", &raw_time),
     },
     Probe {
@@ -49,6 +57,8 @@ pub const PROBES: &[Probe] = &[
         about: "read(2) of 1 byte from /dev/zero, hot and cold cache",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| {
             let f = std::fs::File::open("/dev/zero")
                 .map_err(|e| ProbeError::Unsupported(format!("cannot open /dev/zero: {e}")))?;
@@ -66,6 +76,8 @@ pub const PROBES: &[Probe] = &[
         about: "write(2) of 1 byte to /dev/null, hot and cold cache",
         unit: Unit::Ns,
         needs: &[],
+        cost: 2.5,
+        plan: None,
         run: |cx| {
             let f = std::fs::OpenOptions::new()
                 .write(true)

@@ -28,6 +28,8 @@ pub const PROBES: &[Probe] = &[
             "fork + _exit + waitpid from a minimal parent, and its cost per MiB the parent touched",
         unit: Unit::Ns,
         needs: &[],
+        cost: 10.0,
+        plan: None,
         run: fork_with_sweep,
     },
     Probe {
@@ -35,6 +37,8 @@ pub const PROBES: &[Probe] = &[
         about: "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| created(cx, Kind::Vfork),
     },
     Probe {
@@ -42,6 +46,8 @@ pub const PROBES: &[Probe] = &[
         about: "posix_spawn of a static do-nothing program + waitpid",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| created(cx, Kind::PosixSpawn),
     },
     Probe {
@@ -49,6 +55,8 @@ pub const PROBES: &[Probe] = &[
         about: "fork + execve of a static do-nothing program + waitpid",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| created(cx, Kind::ForkExec),
     },
     Probe {
@@ -56,6 +64,8 @@ pub const PROBES: &[Probe] = &[
         about: "pthread_create + pthread_join of an empty thread",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| created(cx, Kind::Pthread),
     },
     Probe {
@@ -63,6 +73,8 @@ pub const PROBES: &[Probe] = &[
         about: "std::thread::spawn + join of an empty closure",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| created(cx, Kind::StdThread),
     },
 ];

@@ -14,6 +14,8 @@ pub const PROBES: &[Probe] = &[
         about: "rdtsc, unfenced (may overlap neighbouring instructions)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| read_cost(cx, "timer.rdtsc", arch::rdtsc, None),
     },
     Probe {
@@ -21,6 +23,8 @@ pub const PROBES: &[Probe] = &[
         about: "rdtscp (waits for earlier instructions)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| read_cost(cx, "timer.rdtscp", arch::rdtscp, None),
     },
     Probe {
@@ -28,6 +32,8 @@ pub const PROBES: &[Probe] = &[
         about: "lfence; rdtsc; lfence (fully ordered read, what oslab itself uses)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| read_cost(cx, "timer.lfence-rdtsc", arch::lfence_rdtsc, None),
     },
     Probe {
@@ -35,6 +41,8 @@ pub const PROBES: &[Probe] = &[
         about: "cpuid; rdtsc (a serializing read; cpuid traps to a hypervisor)",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| {
             let note = oslab_core::machine::hypervisor().map(|h| {
                 format!("under {h}: cpuid causes a VM exit, so this mostly measures the hypervisor")
@@ -47,6 +55,8 @@ pub const PROBES: &[Probe] = &[
         about: "clock_gettime(CLOCK_MONOTONIC) through the vDSO",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| read_cost(cx, "timer.clock_gettime", gettime_vdso, None),
     },
     Probe {
@@ -54,6 +64,8 @@ pub const PROBES: &[Probe] = &[
         about: "clock_gettime(CLOCK_MONOTONIC) as a real system call",
         unit: Unit::Ns,
         needs: &[],
+        cost: 1.0,
+        plan: None,
         run: |cx| read_cost(cx, "timer.clock_gettime.syscall", gettime_syscall, None),
     },
 ];

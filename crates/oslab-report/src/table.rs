@@ -952,6 +952,27 @@ pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
     t.to_string()
 }
 
+/// `oslab run --plan`: the probes whose work grows with the machine (or that will not run),
+/// each with its expected seconds and what it will measure here; the others, which measure
+/// the same points on any machine, in one line.
+pub fn plan(rows: &[(String, f64, String)]) -> String {
+    let mut t = new_table(&["probe", "time", "what it measures on this machine"]);
+    right(&mut t, &[1]);
+    let (shown, fixed): (Vec<_>, Vec<_>) = rows.iter().partition(|r| !r.2.is_empty());
+    for (id, share, what) in &shown {
+        t.add_row(vec![id.clone(), format!("{share:.1} s"), what.clone()]);
+    }
+    if !fixed.is_empty() {
+        let share: f64 = fixed.iter().map(|r| r.1).sum();
+        t.add_row(vec![
+            format!("{} others", fixed.len()),
+            format!("{share:.0} s"),
+            "the same points on any machine".to_string(),
+        ]);
+    }
+    t.to_string()
+}
+
 /// The fleet view of job `job`: what the columns mean, one line per node (its outliers and
 /// largest deviation), then the node x measurement matrix of deviations from the fleet median
 /// ("!" marks an outlier), and the outlier nodes. With more than 12 nodes, only measurements

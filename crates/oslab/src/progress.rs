@@ -4,7 +4,6 @@
 use crate::cmd::session::RecordedSession;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oslab_core::model::Measurement;
-use oslab_probes::registry;
 use oslab_probes::runner::Sink;
 use oslab_probes::Probe;
 use std::io::IsTerminal;
@@ -22,7 +21,7 @@ impl<'a> Progress<'a> {
     /// A bar over `probes`, advancing by each one's expected cost so the time-left estimate
     /// holds; hidden when stderr is not a terminal.
     pub fn new(probes: &[&Probe], repetitions: u32, session: &'a RecordedSession) -> Progress<'a> {
-        let once: f64 = probes.iter().map(|p| registry::relative_cost(p.id)).sum();
+        let once: f64 = probes.iter().map(|p| p.cost).sum();
         let total = once * repetitions as f64;
         let bar = ProgressBar::new((total * SCALE) as u64);
         if std::io::stderr().is_terminal() {
@@ -52,8 +51,7 @@ impl Sink for Progress<'_> {
 
     fn finished(&mut self, probe: &Probe, results: &[Measurement]) {
         self.session.append(results);
-        self.bar
-            .inc((registry::relative_cost(probe.id) * SCALE) as u64);
+        self.bar.inc((probe.cost * SCALE) as u64);
     }
 
     fn retrying(&mut self, probe: &Probe, attempt: u32) {

@@ -129,6 +129,36 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
 }
 
 #[test]
+fn the_plan_says_what_each_probe_would_measure_here_and_measures_nothing() {
+    let _turn = shared();
+    let (_dir, db) = temp_db();
+    let db_text = db.to_str().unwrap();
+    let text = String::from_utf8(stdout(&["run", "--quick", "--plan", "--db", db_text])).unwrap();
+    for id in [
+        "bandwidth.threads",
+        "numa.matrix",
+        "memory.latency.loaded",
+        "others",
+    ] {
+        assert!(text.contains(id), "{id} not in {text}");
+    }
+    let plan = json(&stdout(&[
+        "run", "--plan", "--json", "numa", "--db", db_text,
+    ]));
+    let rows = plan.as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(
+        rows[0]["plan"].as_str().unwrap().contains("cells"),
+        "{plan}"
+    );
+    assert!(rows[0]["seconds"].as_f64().unwrap() > 0.0);
+    assert!(!db.exists(), "a plan stores nothing");
+    // A wrong cpu is refused as in a run.
+    let err = fails(&["run", "--plan", "--cpu", "4096"], 2);
+    assert!(err.contains("4096"), "{err}");
+}
+
+#[test]
 fn unknown_probe_is_a_usage_error_and_stores_nothing() {
     let _turn = shared();
     let (_dir, db) = temp_db();

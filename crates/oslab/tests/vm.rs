@@ -531,7 +531,9 @@ fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
     let Some(g) = guest(
         "8n64",
         "oslab info --json > /out/info.json && oslab list > /out/list.txt \
-         && oslab c2c --quick --json --db /tmp/o.db > /out/c2c.json",
+         && oslab c2c --quick --json --db /tmp/o.db > /out/c2c.json \
+         && oslab run --quick --plan --json > /out/plan.json \
+         && oslab run --quick numa.matrix --json --db /tmp/o.db > /out/numa.json",
     ) else {
         return;
     };
@@ -554,4 +556,48 @@ fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
         "{classes:?}"
     );
     assert!(g.stderr.contains("of the 2016 pairs"), "{}", g.stderr);
+    // The suite's plan: what grows with the machine says how, and stays near the time target.
+    let plan = g.json("plan.json");
+    let planned = |id: &str| -> String {
+        let p = plan.as_array().unwrap().iter().find(|p| p["id"] == id);
+        p.and_then(|p| p["plan"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(planned("bandwidth.threads").contains("1, 2, 4, 8, 16, 32, 64 threads"));
+    assert!(planned("numa.matrix").contains("64 cells"), "{plan}");
+    assert!(planned("c2c.latency").contains("2016 pairs"), "{plan}");
+    let seconds: f64 = plan
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["seconds"].as_f64().unwrap())
+        .sum();
+    assert!(
+        seconds < 19.0 * 1.5,
+        "the quick suite planned for {seconds} s"
+    );
+    // The matrix in the suite: every distance measured, the rest sampled to its time, and said.
+    let numa = g.json("numa.json");
+    let ms = numa["measurements"].as_array().unwrap();
+    let cells: std::collections::BTreeSet<(u64, u64, u64)> = ms
+        .iter()
+        .map(|m| {
+            let p = &m["params"];
+            (
+                p["cpu_node"].as_u64().unwrap(),
+                p["mem_node"].as_u64().unwrap(),
+                p["distance"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let distances: std::collections::BTreeSet<u64> = cells.iter().map(|c| c.2).collect();
+    assert_eq!(distances.into_iter().collect::<Vec<_>>(), [10, 16, 32]);
+    assert!(cells.len() < 64, "{} cells", cells.len());
+    let sampled = format!("sampled: {} of 64 cells", cells.len());
+    assert!(
+        ms.iter()
+            .all(|m| m["note"].as_str().unwrap().contains(&sampled)),
+        "{sampled}"
+    );
 }

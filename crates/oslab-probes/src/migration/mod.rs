@@ -21,6 +21,8 @@ pub const PROBES: &[Probe] = &[Probe {
     about: "time to re-touch a warm working set after moving to another cpu, minus re-touching it in place",
     unit: Unit::Ns,
     needs: &[crate::probe::Need::PeerCpu],
+    cost: 1.0,
+    plan: None,
     run: cost,
 }];
 

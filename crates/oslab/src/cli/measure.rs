@@ -22,6 +22,10 @@ pub struct RunArgs {
     /// Do not raise the measuring thread to SCHED_FIFO even when permitted.
     #[arg(long)]
     pub no_rt: bool,
+    /// Measure nothing: say what each probe would measure on this machine (teams, cells, pairs)
+    /// and its share of the suite's time.
+    #[arg(long)]
+    pub plan: bool,
     /// The page-fault file and the memory's description.
     #[command(flatten)]
     pub options: oslab_probes::Options,
@@ -56,7 +60,11 @@ impl From<NumaArgs> for RunArgs {
             cpu: None,
             peer_cpu: None,
             no_rt: false,
-            options: Default::default(),
+            plan: false,
+            options: oslab_probes::Options {
+                whole_matrix: true,
+                ..Default::default()
+            },
             repeat: 1,
             tag: Vec::new(),
             out: a.out,

@@ -15,6 +15,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         helper: std::env::current_exe().ok(),
         ..args.options.clone()
     };
+    if args.plan {
+        return plan(&probes, &args, &options);
+    }
     if probes.iter().any(|p| p.id == "faults.file") {
         let memory_max = HarnessConfig::suite(args.quick).memory_max;
         faults::check_request(&options, memory_max).map_err(usage)?;
@@ -53,4 +56,48 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     session.finish(&outcome.measurements, &[], outcome.interrupted, None)
+}
+
+/// `oslab run --plan`: what the run would measure here, measuring nothing and storing nothing.
+fn plan(
+    probes: &[&'static oslab_probes::Probe],
+    args: &RunArgs,
+    options: &Options,
+) -> anyhow::Result<ExitCode> {
+    let session = super::session::machine_session(
+        args.quick,
+        args.cpu.as_deref().map(|c| ("--cpu", c)),
+        args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
+    )?;
+    let harness = session.harness();
+    let cx = session.context(&harness, options);
+    let planned = registry::plan(probes, &cx);
+    if args.out.json {
+        super::print_json(&planned)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let t = &session.machine.topology;
+    let seconds: f64 = planned.iter().map(|p| p.seconds).sum::<f64>() * f64::from(args.repeat);
+    let head = format!(
+        "{} probes on {} cpus, {} socket(s), {} NUMA node(s), measuring on cpu {}: about {seconds:.0} s of measuring ({} s is the whole suite's target)",
+        probes.len(),
+        session.allowed.len(),
+        t.packages(),
+        t.nodes.len(),
+        session.cpu,
+        harness.config.suite_target.as_secs()
+    );
+    let rows: Vec<(String, f64, String)> = planned
+        .into_iter()
+        .map(|p| {
+            let what = match (p.skipped, p.plan) {
+                (Some(why), _) => format!("skipped: {why}"),
+                (None, Some(plan)) => plan,
+                (None, None) => String::new(),
+            };
+            (p.id.to_string(), p.seconds, what)
+        })
+        .collect();
+    super::print_text(&format!("{head}\n{}", oslab_report::table::plan(&rows)))?;
+    Ok(ExitCode::SUCCESS)
 }

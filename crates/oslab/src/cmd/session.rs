@@ -46,6 +46,18 @@ fn program() -> Program {
     }
 }
 
+/// Reads the machine and checks the cpus asked for (a wrong one is a usage error).
+pub fn machine_session(
+    quick: bool,
+    cpu: Option<Named>,
+    peer: Option<Named>,
+) -> anyhow::Result<session::Session> {
+    session::Session::open(quick, cpu, peer).map_err(|e| match e {
+        SessionError::Misplaced(m) => usage(m.0),
+        other => other.into(),
+    })
+}
+
 impl RecordedSession {
     /// Reads the machine and checks the request; opens the store. Installs the Ctrl-C handler.
     pub fn open(
@@ -54,10 +66,7 @@ impl RecordedSession {
         peer: Option<Named>,
         out: &Output,
     ) -> anyhow::Result<RecordedSession> {
-        let inner = session::Session::open(quick, cpu, peer).map_err(|e| match e {
-            SessionError::Misplaced(m) => usage(m.0),
-            other => other.into(),
-        })?;
+        let inner = machine_session(quick, cpu, peer)?;
         let recorder = Recorder::new(out.store.open()?, program(), quick);
         signals::install();
         Ok(RecordedSession {

@@ -4,10 +4,11 @@
 // Built into futex_wait.bpf.o by scripts/build-bpf (clang -target bpf) and committed, so that
 // building oslab needs no clang; oslab loads the object with aya (crates/oslab-sched/src/locks/bpf.rs).
 //
-// A thread of the target (tgid == target_tgid) entering a futex *wait* records the time in
-// `started`; at the syscall's exit the elapsed time is added to its `waits` entry. Returns with
-// EAGAIN (the futex word had already changed: the thread never slept) are counted apart as fast
-// returns and add no wait time. User space adds the waits still in progress from `started`.
+// A thread of the target (tgid == target_tgid) entering a futex *wait* records the time and the
+// futex word's address (the lock) in `started`; at the syscall's exit the elapsed time is added
+// to its `waits` entry and to its `lock_waits` entry for that address. Returns with EAGAIN (the
+// futex word had already changed: the thread never slept) are counted apart as fast returns and
+// add no wait time. User space adds the waits still in progress from `started`.
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
@@ -19,7 +20,9 @@
 #define FUTEX_CMD_MASK (~(128 | 256)) /* FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME */
 #define EAGAIN 11
 
-/* The tracepoints' records (/sys/kernel/tracing/events/syscalls/sys_{enter,exit}_futex/format). */
+/* The tracepoints' records (/sys/kernel/tracing/events/syscalls/sys_{enter,exit}_futex/format).
+ * futex_wait(2) and futex_waitv(2) have their first argument at the same place: the futex word,
+ * and the array of words waited on. */
 struct futex_enter_args {
 	__u64 common;
 	__s32 syscall_nr;
@@ -46,14 +49,34 @@ struct wait_total {
 	__u64 fast_returns;
 };
 
+/* A wait in progress. */
+struct wait_start {
+	__u64 since_ns;
+	__u64 uaddr;
+};
+
+/* A thread's waits on one futex word. */
+struct lock_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 uaddr;
+};
+
 const volatile __u32 target_tgid = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct wait_start);
 } started SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct lock_key);
+	__type(value, __u64);
+} lock_waits SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -62,14 +85,14 @@ struct {
 	__type(value, struct wait_total);
 } waits SEC(".maps");
 
-static __always_inline int start_wait(void)
+static __always_inline int start_wait(__u64 uaddr)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	if ((id >> 32) != target_tgid)
 		return 0;
 	__u32 tid = (__u32)id;
-	__u64 now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&started, &tid, &now, BPF_ANY);
+	struct wait_start s = { .since_ns = bpf_ktime_get_ns(), .uaddr = uaddr };
+	bpf_map_update_elem(&started, &tid, &s, BPF_ANY);
 	return 0;
 }
 
@@ -80,14 +103,14 @@ int futex_enter(struct futex_enter_args *ctx)
 	if (cmd != FUTEX_WAIT && cmd != FUTEX_LOCK_PI && cmd != FUTEX_WAIT_BITSET &&
 	    cmd != FUTEX_WAIT_REQUEUE_PI && cmd != FUTEX_LOCK_PI2)
 		return 0;
-	return start_wait();
+	return start_wait(ctx->uaddr);
 }
 
 /* futex_wait(2) and futex_waitv(2) (Linux 5.16+, 6.7+) only wait. */
 SEC("tracepoint/syscalls/sys_enter_futex_wait")
-int futex2_enter(void *ctx)
+int futex2_enter(struct futex_enter_args *ctx)
 {
-	return start_wait();
+	return start_wait(ctx->uaddr);
 }
 
 SEC("tracepoint/syscalls/sys_exit_futex")
@@ -97,10 +120,11 @@ int futex_exit(struct syscall_exit_args *ctx)
 	if ((id >> 32) != target_tgid)
 		return 0;
 	__u32 tid = (__u32)id;
-	__u64 *start = bpf_map_lookup_elem(&started, &tid);
+	struct wait_start *start = bpf_map_lookup_elem(&started, &tid);
 	if (!start)
 		return 0;
-	__u64 elapsed = bpf_ktime_get_ns() - *start;
+	__u64 elapsed = bpf_ktime_get_ns() - start->since_ns;
+	struct lock_key key = { .tid = tid, .uaddr = start->uaddr };
 	bpf_map_delete_elem(&started, &tid);
 	struct wait_total *w = bpf_map_lookup_elem(&waits, &tid);
 	if (!w) {
@@ -116,6 +140,12 @@ int futex_exit(struct syscall_exit_args *ctx)
 	}
 	__sync_fetch_and_add(&w->wait_ns, elapsed);
 	__sync_fetch_and_add(&w->waits, 1);
+	__u64 *on_lock = bpf_map_lookup_elem(&lock_waits, &key);
+	if (on_lock) {
+		__sync_fetch_and_add(on_lock, elapsed);
+	} else {
+		bpf_map_update_elem(&lock_waits, &key, &elapsed, BPF_NOEXIST);
+	}
 	return 0;
 }
 

@@ -448,6 +448,16 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         during.iter().filter(|a| !a.contains('-')).count() >= 4,
         "{said}"
     );
+    // The threads of one lock share a socket (its cache domain), the other lock's another:
+    // worker i (the threads after the main one, in the order they were started) uses lock i mod 2.
+    let socket: Vec<u32> = during[1..5]
+        .iter()
+        .map(|a| a.parse::<u32>().unwrap() / 2)
+        .collect();
+    assert!(
+        socket[0] == socket[2] && socket[1] == socket[3] && socket[0] != socket[1],
+        "sockets of workers 0-3: {socket:?}\n{said}"
+    );
     assert_eq!(affinities(said, "killed"), during, "{said}");
     assert!(
         affinities(said, "restored").iter().all(|a| *a == "0-7"),

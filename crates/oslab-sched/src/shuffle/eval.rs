@@ -4,7 +4,7 @@
 //! interval.
 
 use crate::shuffle::live::LockWait;
-use crate::shuffle::locks::{Choice, Monitor};
+use crate::shuffle::locks::Monitor;
 use crate::shuffle::{watch, Daemon};
 use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
 use oslab_core::paired::{self, Arm, Pairs};
@@ -213,10 +213,9 @@ fn exit_time(pid: i32) -> std::thread::JoinHandle<Instant> {
 pub fn run_once(
     w: &Workload,
     domains: &[Vec<usize>],
-    threshold: f64,
+    locks: &LockWait,
     interval: Duration,
     shuffle: bool,
-    method: Choice,
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<WorkloadRun>, String> {
     let started = Instant::now();
@@ -230,7 +229,7 @@ pub fn run_once(
         .map_err(|e| format!("cannot start {}: {e}", w.argv[0]))?;
     let pid = child.id() as i32;
     let exited = exit_time(pid);
-    let monitor = match Monitor::open(pid, method) {
+    let monitor = match Monitor::open(pid, locks.method) {
         Ok(m) => m,
         Err(e) => {
             let _ = child.kill();
@@ -239,7 +238,14 @@ pub fn run_once(
         }
     };
     let method = monitor.method();
-    let daemon = Daemon::new(monitor, domains.to_vec(), threshold, interval, !shuffle);
+    let daemon = Daemon::new(
+        monitor,
+        domains.to_vec(),
+        locks.threshold,
+        interval,
+        !shuffle,
+    )
+    .grouping(locks.grouping);
     let watched = watch(daemon, Some(&mut child), stop, &mut |_| {});
     if watched.as_ref().map_or(true, |w| w.interrupted) {
         let _ = child.kill();
@@ -296,12 +302,10 @@ pub struct Request {
     pub domains: Vec<Vec<usize>>,
     /// Pairs of runs (without, with) per workload.
     pub runs: usize,
-    /// Lock-wait share above which the daemon regroups.
-    pub threshold: f64,
     /// Daemon interval.
     pub interval: Duration,
-    /// How lock waits are measured.
-    pub method: Choice,
+    /// When the daemon regroups, how it measures lock waits and groups threads.
+    pub locks: LockWait,
 }
 
 /// What `oslab shuffle-eval` asks.
@@ -347,9 +351,8 @@ impl Options {
             workloads,
             domains,
             runs: self.runs,
-            threshold: self.locks.threshold,
             interval: self.interval,
-            method: self.locks.method,
+            locks: self.locks,
         };
         Ok((req, threads))
     }
@@ -410,15 +413,7 @@ pub fn evaluate(
         };
         let pairs = paired::alternate(req.runs, |arm, r| {
             let shuffle = arm == Arm::B;
-            let o = run_once(
-                w,
-                &req.domains,
-                req.threshold,
-                req.interval,
-                shuffle,
-                req.method,
-                stop,
-            )?;
+            let o = run_once(w, &req.domains, &req.locks, req.interval, shuffle, stop)?;
             if let Some(o) = &o {
                 progress(format!(
                     "{} {} run {}/{}: {:.3} s, lock wait {:.1}%, {} shuffles",
@@ -532,6 +527,15 @@ fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shuffle::locks::Choice;
+
+    fn locks(method: Choice) -> LockWait {
+        LockWait {
+            threshold: 0.1,
+            method,
+            grouping: Default::default(),
+        }
+    }
 
     #[test]
     fn missing_tools_are_skipped_with_the_reason() {
@@ -556,10 +560,9 @@ mod tests {
         let o = run_once(
             &w,
             &[vec![0]],
-            0.1,
+            &locks(Choice::Auto),
             Duration::from_millis(50),
             true,
-            Choice::Auto,
             &|| false,
         )
         .unwrap()
@@ -575,10 +578,9 @@ mod tests {
         assert!(run_once(
             &bad,
             &[vec![0]],
-            0.1,
+            &locks(Choice::Proxy),
             Duration::from_millis(50),
             true,
-            Choice::Proxy,
             &|| false
         )
         .is_err());

@@ -24,6 +24,14 @@ pub struct LockWait {
         arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")
     )]
     pub method: Choice,
+    /// How threads are grouped: lock (the threads of one lock share a cache domain, as many as
+    /// it has cpus; the lock is the futex word each waits on) or lock-time (the paper's: sorted
+    /// by lock-wait share and cut into one group per domain).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value = "lock", value_name = "lock|lock-time")
+    )]
+    pub grouping: super::Grouping,
 }
 
 /// How the daemon watches one process.
@@ -141,7 +149,8 @@ pub fn live(
         w.interval,
         w.monitor_only,
     )
-    .recording(matches!(target, Process::Running(_)));
+    .recording(matches!(target, Process::Running(_)))
+    .grouping(w.locks.grouping);
     let child = match &mut target {
         Process::Started(c) => Some(c),
         Process::Running(_) => None,
@@ -158,6 +167,7 @@ pub fn live(
         interval: w.interval,
         monitor_only: w.monitor_only,
         method,
+        grouping: w.locks.grouping,
     };
     Ok(Live {
         measurements: watched.summary.measurements(&setting),

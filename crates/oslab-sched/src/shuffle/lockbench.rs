@@ -49,16 +49,21 @@ fn work(d: Duration, data: &mut u64) {
     }
 }
 
+/// A lock alone in its cache lines (two, for the adjacent-line prefetcher): locks that shared a
+/// line would contend with each other through it.
+#[repr(align(128))]
+struct Line(Mutex<u64>);
+
 /// Runs it; returns the seconds from just before the threads start to the last one's end.
 pub fn run(b: &Lockbench) -> Result<f64, String> {
-    let locks: Arc<Vec<Mutex<u64>>> =
-        Arc::new((0..b.locks.max(1)).map(|_| Mutex::new(0)).collect());
+    let locks: Arc<Vec<Line>> =
+        Arc::new((0..b.locks.max(1)).map(|_| Line(Mutex::new(0))).collect());
     let start = Arc::new(Barrier::new(b.threads + 1));
     let handles: Vec<_> = (0..b.threads)
         .map(|i| {
             let (locks, start, b) = (Arc::clone(&locks), Arc::clone(&start), *b);
             std::thread::spawn(move || {
-                let lock = &locks[i % locks.len()];
+                let lock = &locks[i % locks.len()].0;
                 let mut own = i as u64;
                 start.wait();
                 for _ in 0..b.iterations {

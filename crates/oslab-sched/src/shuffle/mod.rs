@@ -1,7 +1,8 @@
-//! Shuffling : watch a multithreaded process's lock waits; when they pass a threshold,
-//! sort the threads by lock time, cut them into as many groups as there are last-level-cache
-//! domains the process may use (threads with similar lock times together), and pin each group's
-//! threads to CPUs of one domain. A thread moves only when its group's domain changes, so a new
+//! Shuffling : watch a multithreaded process's lock waits; when they pass a threshold, group
+//! the threads and pin each group's threads to CPUs of one last-level-cache domain. Two
+//! groupings ([`Grouping`]): the threads of one lock together (the lock is the futex word each
+//! waits on), or, as the paper does, threads sorted by lock time and cut into as many groups as
+//! there are domains (threads with similar lock times together). A thread moves only when its group's domain changes, so a new
 //! order inside a domain costs nothing; a shuffle is an interval in which a thread moved. Threads
 //! created later are placed at the next interval; threads that exit are dropped. Every affinity
 //! changed is restored at the end.
@@ -46,6 +47,39 @@ pub fn domains(topology: &Topology, allowed: &CpuSet) -> Vec<Vec<usize>> {
 /// gather similar lock times than the present one before threads are moved for it.
 pub const REGROUP_MARGIN: f64 = 0.10;
 
+/// How the daemon groups threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grouping {
+    /// The threads of one lock (futex word) share a cache domain, as many as it has cpus; threads
+    /// whose lock is unknown fill the emptiest domains.
+    #[default]
+    Lock,
+    /// The paper's: sorted by lock-wait fraction and cut into one group per domain. It cannot
+    /// tell two locks contended alike apart.
+    LockTime,
+}
+
+impl Grouping {
+    /// Its name, as `--grouping` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Grouping::Lock => "lock",
+            Grouping::LockTime => "lock-time",
+        }
+    }
+}
+
+impl std::str::FromStr for Grouping {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "lock" => Ok(Grouping::Lock),
+            "lock-time" => Ok(Grouping::LockTime),
+            _ => Err(format!("{s:?}: expected lock or lock-time")),
+        }
+    }
+}
+
 /// A regrouping: threads cut into groups of similar lock time, most lock-bound first, at most
 /// one group per domain.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +121,59 @@ pub fn decide(waits: &[ThreadWait], domains: usize, threshold: f64) -> Option<De
             .chunks(per)
             .map(|c| c.iter().map(|t| t.tid).collect())
             .collect(),
+        lock_fraction: fraction,
+    })
+}
+
+/// Threads of one lock together: each lock's threads, the most waited-for lock first, go to the
+/// domain with the most free cpus (`sizes`), as many as it has free, the rest to the next such
+/// domain; threads whose lock is unknown fill the emptiest domains last. Groups come in domain
+/// order, empty ones left out. None below `threshold` or with nothing to place.
+pub fn decide_by_lock(waits: &[ThreadWait], sizes: &[usize], threshold: f64) -> Option<Decision> {
+    let fraction = lock_fraction(waits);
+    if fraction < threshold || waits.is_empty() || sizes.is_empty() {
+        return None;
+    }
+    let mut by_lock: BTreeMap<u64, (f64, Vec<i32>)> = BTreeMap::new();
+    let mut unknown = Vec::new();
+    for w in waits {
+        match w.lock {
+            Some(l) => {
+                let e = by_lock.entry(l).or_default();
+                e.0 += w.waited;
+                e.1.push(w.tid);
+            }
+            None => unknown.push(w.tid),
+        }
+    }
+    let mut locks: Vec<(f64, Vec<i32>)> = by_lock.into_values().collect();
+    locks.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut groups: Vec<Vec<i32>> = vec![Vec::new(); sizes.len()];
+    let free = |groups: &[Vec<i32>], k: usize| sizes[k] as i64 - groups[k].len() as i64;
+    let emptiest = |groups: &[Vec<i32>]| {
+        (0..sizes.len())
+            .max_by_key(|&k| (free(groups, k), std::cmp::Reverse(k)))
+            .expect("a domain")
+    };
+    for (_, mut tids) in locks {
+        tids.sort_unstable();
+        while !tids.is_empty() {
+            let k = emptiest(&groups);
+            // A full machine takes the rest where it is least crowded.
+            let take = free(&groups, k).max(1) as usize;
+            let rest = tids.split_off(take.min(tids.len()));
+            groups[k].extend(tids);
+            tids = rest;
+        }
+    }
+    unknown.sort_unstable();
+    for t in unknown {
+        let k = emptiest(&groups);
+        groups[k].push(t);
+    }
+    groups.retain(|g| !g.is_empty());
+    Some(Decision {
+        groups,
         lock_fraction: fraction,
     })
 }
@@ -244,6 +331,8 @@ pub struct Setting {
     pub monitor_only: bool,
     /// How lock waits were measured, in words.
     pub method: String,
+    /// How threads were grouped.
+    pub grouping: Grouping,
 }
 
 /// Probe id of a watch's measurements.
@@ -265,6 +354,7 @@ impl WatchSummary {
             "interval_ms" => s.interval.as_millis() as u64,
             "mode" => if s.monitor_only { "monitor-only" } else { "shuffle" },
             "method" => if s.method.starts_with("eBPF") { "ebpf" } else { "proxy" },
+            "grouping" => s.grouping.name(),
         };
         let single = |metric: &str, unit: Unit, v: f64, note: &str| {
             judged(
@@ -323,7 +413,7 @@ impl WatchSummary {
     pub fn text(&self, s: &Setting) -> String {
         let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
         format!(
-            "shuffle summary: {} intervals, {} shuffles, lock wait {} before / {} after, daemon overhead {}, {} affinities restored\nmethod: {}\n{}",
+            "shuffle summary: {} intervals, {} shuffles, lock wait {} before / {} after, daemon overhead {}, {} affinities restored\nmethod: {}; grouped by {}\n{}",
             self.intervals,
             self.shuffles,
             pct(self.before),
@@ -331,6 +421,10 @@ impl WatchSummary {
             pct(self.overhead),
             self.restored,
             s.method,
+            match s.grouping {
+                Grouping::Lock => "lock (the futex word each thread waits on)",
+                Grouping::LockTime => "lock time (similar lock-wait shares together)",
+            },
             Self::one_domain(s).unwrap_or("")
         )
     }
@@ -377,6 +471,10 @@ pub struct Daemon {
     recording: bool,
     /// Each thread's lock-wait fraction, smoothed over intervals (see [`smooth`]).
     smoothed: BTreeMap<i32, f64>,
+    /// How threads are grouped.
+    grouping: Grouping,
+    /// Each thread's lock as last seen: a thread that did not wait in an interval keeps it.
+    locks: BTreeMap<i32, u64>,
 }
 
 /// Weight of the newest interval in a thread's smoothed lock-wait fraction. One interval's
@@ -403,6 +501,7 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<Th
                 tid: w.tid,
                 waited: *s * w.observed,
                 observed: w.observed,
+                lock: w.lock,
             })
         })
         .collect()
@@ -433,7 +532,15 @@ impl Daemon {
             first_shuffle: None,
             recording: false,
             smoothed: BTreeMap::new(),
+            grouping: Grouping::default(),
+            locks: BTreeMap::new(),
         }
+    }
+
+    /// Groups threads as `g` says.
+    pub fn grouping(mut self, g: Grouping) -> Daemon {
+        self.grouping = g;
+        self
     }
 
     /// Writes each thread's original affinity to the pending record before its first move, so
@@ -446,8 +553,17 @@ impl Daemon {
 
     /// One interval: measure, decide, move what needs moving. Returns the status line.
     pub fn step(&mut self) -> Result<String, MonitorError> {
-        let waits = self.monitor.measure(self.interval)?;
+        let mut waits = self.monitor.measure(self.interval)?;
         self.summary.intervals += 1;
+        self.locks.retain(|t, _| waits.iter().any(|w| w.tid == *t));
+        for w in &mut waits {
+            match w.lock {
+                Some(l) => {
+                    self.locks.insert(w.tid, l);
+                }
+                None => w.lock = self.locks.get(&w.tid).copied(),
+            }
+        }
         let considered = smooth(&waits, &mut self.smoothed);
         // The process's lock wait is its contenders': a thread waiting all along (in
         // pthread_join) would count as lock wait that no placement can shorten.
@@ -473,13 +589,19 @@ impl Daemon {
         });
         let mut moved = 0;
         // Above the threshold this interval, grouped by the smoothed lock times.
+        let sizes: Vec<usize> = self.domains.iter().map(Vec::len).collect();
         let decision = (fraction >= self.threshold)
-            .then(|| decide(&considered, self.domains.len(), 0.0))
+            .then(|| match self.grouping {
+                Grouping::Lock => decide_by_lock(&considered, &sizes, 0.0),
+                // Regrouped only when clearly better: similar lock times differ by noise.
+                Grouping::LockTime => decide(&considered, self.domains.len(), 0.0)
+                    .map(|d| self.pinning.keep_unless_better(d, &considered)),
+            })
             .flatten();
         if let Some(d) = decision {
             let d = Decision {
                 lock_fraction: fraction,
-                ..self.pinning.keep_unless_better(d, &considered)
+                ..d
             };
             let moves = self.pinning.plan(&d, &self.domains);
             if !moves.is_empty() && !self.monitor_only {
@@ -677,7 +799,46 @@ mod tests {
             tid,
             waited: f64::from(waiting),
             observed: 100.0,
+            lock: None,
         }
+    }
+
+    fn on(lock: u64, tid: i32, waiting: u32) -> ThreadWait {
+        ThreadWait {
+            lock: Some(lock),
+            ..w(tid, waiting)
+        }
+    }
+
+    #[test]
+    fn the_threads_of_one_lock_share_a_domain_however_alike_their_waits() {
+        // Two locks contended alike, their threads interleaved: the time grouping cannot tell
+        // them apart, the lock grouping puts each lock's threads on a socket of its own.
+        let waits = [
+            on(0xa, 1, 30),
+            on(0xb, 2, 31),
+            on(0xa, 3, 32),
+            on(0xb, 4, 29),
+        ];
+        let d = decide_by_lock(&waits, &[4, 4], 0.1).unwrap();
+        assert_eq!(d.groups, [vec![1, 3], vec![2, 4]]);
+        // Below the threshold nothing happens.
+        assert!(decide_by_lock(&waits, &[4, 4], 0.5).is_none());
+        // A lock with more threads than a domain has cpus spills into the next; the most
+        // waited-for lock is placed first; a thread of no known lock fills the emptiest domain.
+        let waits = [
+            on(0xa, 1, 50),
+            on(0xa, 2, 50),
+            on(0xa, 3, 50),
+            on(0xb, 4, 10),
+            w(5, 0),
+        ];
+        let d = decide_by_lock(&waits, &[2, 2, 2], 0.1).unwrap();
+        assert_eq!(d.groups, [vec![1, 2], vec![3, 5], vec![4]]);
+        // One domain takes everyone.
+        let d = decide_by_lock(&waits, &[2], 0.1).unwrap();
+        assert_eq!(d.groups.len(), 1);
+        assert_eq!(d.groups[0].len(), 5);
     }
 
     fn topo(packages: usize, cores: usize, threads: usize) -> Topology {

@@ -15,7 +15,7 @@
 //! which lock each thread uses every `phase`, as pipeline stages do, so placement must follow.
 
 use super::locks::ThreadWait;
-use super::{decide, Pinning};
+use super::{decide, decide_by_lock, Grouping, Pinning};
 use oslab_core::stats::SplitMix64;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -119,6 +119,8 @@ pub struct DaemonSettings {
     pub interval: f64,
     /// Lock-wait fraction above which it regroups.
     pub threshold: f64,
+    /// How it groups threads.
+    pub grouping: Grouping,
 }
 
 /// What one simulated run gave.
@@ -631,6 +633,7 @@ impl Sim<'_> {
                 tid: i as i32,
                 waited,
                 observed: self.now - since,
+                lock: Some(th.lock as u64),
             });
         }
         // A wait under way is counted up to now in this interval, the rest in the next.
@@ -641,7 +644,12 @@ impl Sim<'_> {
         }
         self.run_daemon(self.c.monitor_cost * waits.len() as f64);
         if self.d.shuffle {
-            if let Some(dec) = decide(&waits, self.domains.len(), self.d.threshold) {
+            let sizes: Vec<usize> = self.domains.iter().map(Vec::len).collect();
+            let decided = match self.d.grouping {
+                Grouping::Lock => decide_by_lock(&waits, &sizes, self.d.threshold),
+                Grouping::LockTime => decide(&waits, self.domains.len(), self.d.threshold),
+            };
+            if let Some(dec) = decided {
                 let moves = self.pinning.plan(&dec, &self.domains);
                 for mv in &moves {
                     self.pin(mv.tid as usize, mv.cpu);
@@ -749,6 +757,7 @@ mod tests {
             shuffle,
             interval: 2e8,
             threshold: 0.1,
+            grouping: Grouping::LockTime,
         }
     }
 

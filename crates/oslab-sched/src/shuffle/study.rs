@@ -106,6 +106,13 @@ pub struct Request {
     /// Lock-wait share of thread time above which threads are regrouped.
     #[cfg_attr(feature = "clap", arg(long, default_value = "10%", value_parser = oslab_core::units::parse_share))]
     pub threshold: f64,
+    /// How the daemon groups threads: lock-time (the paper's: sorted by lock-wait share, cut
+    /// into one group per socket) or lock (the threads of one lock on one socket, as many as fit).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "lock-time|lock", default_value = "lock-time")
+    )]
+    pub grouping: super::Grouping,
     /// Runs per workload and mode, each with its own random draws (a pair with and without
     /// shares them).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100)))]
@@ -256,6 +263,7 @@ pub fn study(r: &Request, stop: &(dyn Fn() -> bool + Sync)) -> Study {
             shuffle,
             interval: ns(*interval),
             threshold: r.threshold,
+            grouping: r.grouping,
         };
         simulate(m, costs, w, d, seed, stop)
     });
@@ -414,7 +422,7 @@ impl Study {
     pub fn doc(&self) -> Doc {
         let r = &self.request;
         let mut doc = vec![Block::Text(format!(
-            "simulated: {} sockets x {} cores, {} threads on {} locks (lock k's critical section {} x (1 + {} k)), {} acquisitions each, threads dealt to locks anew every {}; daemon every {}, threshold {:.0}%; {} randomised runs per cell\ncosts: a cache line {} from the same socket, {} from another; {} lines pulled per critical section; {} to wake a blocked waiter; {} to refill a moved thread's cache; daemon {} per thread per interval",
+            "simulated: {} sockets x {} cores, {} threads on {} locks (lock k's critical section {} x (1 + {} k)), {} acquisitions each, threads dealt to locks anew every {}; daemon every {}, threshold {:.0}%, grouping by {}; {} randomised runs per cell\ncosts: a cache line {} from the same socket, {} from another; {} lines pulled per critical section; {} to wake a blocked waiter; {} to refill a moved thread's cache; daemon {} per thread per interval",
             r.sockets,
             r.cores,
             r.threads(),
@@ -425,6 +433,7 @@ impl Study {
             if r.phase.is_zero() { "never".into() } else { setting(r.phase) },
             setting(r.interval),
             r.threshold * 100.0,
+            r.grouping.name(),
             r.runs,
             setting(r.line_local),
             setting(r.line_remote),

@@ -1,8 +1,9 @@
 //! The eBPF method: `bpf/futex_wait.bpf.c`, compiled by `scripts/build-bpf` and committed as an
 //! object, loaded with aya (pure Rust: no clang or libelf needed to build or run oslab). The
 //! program keeps, per thread of the target, the total nanoseconds spent in futex wait calls that
-//! slept (EAGAIN returns excluded) and the start of the wait in progress; an interval's wait is
-//! the difference of two reads of (completed + in progress).
+//! slept (EAGAIN returns excluded), the same per futex word (the lock), and the start of the
+//! wait in progress; an interval's wait is the difference of two reads of (completed + in
+//! progress), and a thread's lock the word it waited on longest in the interval.
 
 use super::{proxy, threads, MonitorError, ThreadWait};
 use aya::maps::HashMap;
@@ -29,6 +30,36 @@ struct WaitTotal {
 
 // SAFETY: plain old data, three u64s, any bit pattern valid.
 unsafe impl aya::Pod for WaitTotal {}
+
+/// The `started` map's value (struct wait_start).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct WaitStart {
+    since_ns: u64,
+    uaddr: u64,
+}
+
+// SAFETY: plain old data, two u64s.
+unsafe impl aya::Pod for WaitStart {}
+
+/// The `lock_waits` map's key (struct lock_key).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct LockKey {
+    tid: u32,
+    pad: u32,
+    uaddr: u64,
+}
+
+// SAFETY: plain old data, no padding (u32, u32, u64).
+unsafe impl aya::Pod for LockKey {}
+
+/// Nanoseconds waited so far: per thread, and per thread and futex word.
+#[derive(Debug, Default)]
+struct Totals {
+    per_thread: BTreeMap<u32, u64>,
+    per_lock: BTreeMap<(u32, u64), u64>,
+}
 
 /// The loaded and attached program; dropping it detaches and unloads everything.
 pub struct FutexWaits {
@@ -113,52 +144,63 @@ impl FutexWaits {
         let Some(Ok(mut started)) = self
             .ebpf_mut()
             .map_mut("started")
-            .map(HashMap::<_, u32, u64>::try_from)
+            .map(HashMap::<_, u32, WaitStart>::try_from)
         else {
             return;
         };
-        let blocked = |tid: i32| {
+        let blocked_on = |tid: i32| {
             std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
-                .is_ok_and(|l| proxy::is_futex_wait(&l))
+                .ok()
+                .and_then(|l| proxy::futex_wait_address(&l))
         };
         const BPF_NOEXIST: u64 = 1;
         for tid in threads(pid).unwrap_or_default() {
-            if blocked(tid)
-                && started
-                    .insert(tid as u32, monotonic_ns(), BPF_NOEXIST)
-                    .is_ok()
-                && !blocked(tid)
-            {
+            let Some(uaddr) = blocked_on(tid) else {
+                continue;
+            };
+            let start = WaitStart {
+                since_ns: monotonic_ns(),
+                uaddr,
+            };
+            if started.insert(tid as u32, start, BPF_NOEXIST).is_ok() && blocked_on(tid).is_none() {
                 let _ = started.remove(&(tid as u32));
             }
         }
     }
 
-    /// Per thread: nanoseconds waited since loading, including the wait in progress; and the
-    /// threads whose entries may go (not in `alive`).
-    fn totals(&self, now_ns: u64) -> Result<BTreeMap<u32, u64>, MonitorError> {
+    /// Nanoseconds waited since loading, per thread and per thread and lock, including the
+    /// waits in progress.
+    fn totals(&self, now_ns: u64) -> Result<Totals, MonitorError> {
         let map_err = |e: aya::maps::MapError| MonitorError::Bpf(explain(&e));
-        let waits: HashMap<_, u32, WaitTotal> =
-            HashMap::try_from(self.ebpf().map("waits").expect("map in object")).map_err(map_err)?;
-        let started: HashMap<_, u32, u64> =
-            HashMap::try_from(self.ebpf().map("started").expect("map in object"))
-                .map_err(map_err)?;
+        let map = |name: &str| self.ebpf().map(name).expect("map in object");
+        let waits: HashMap<_, u32, WaitTotal> = HashMap::try_from(map("waits")).map_err(map_err)?;
+        let per_lock: HashMap<_, LockKey, u64> =
+            HashMap::try_from(map("lock_waits")).map_err(map_err)?;
+        let started: HashMap<_, u32, WaitStart> =
+            HashMap::try_from(map("started")).map_err(map_err)?;
         // Completed waits first, then those in progress: a wait ending between the two reads is
         // missed now and counted in the next interval's read (totals only grow).
-        let mut out: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut out = Totals::default();
         for (tid, w) in waits.iter().flatten() {
-            *out.entry(tid).or_default() += w.wait_ns;
+            *out.per_thread.entry(tid).or_default() += w.wait_ns;
         }
-        for (tid, since) in started.iter().flatten() {
-            *out.entry(tid).or_default() += now_ns.saturating_sub(since);
+        for (k, ns) in per_lock.iter().flatten() {
+            *out.per_lock.entry((k.tid, k.uaddr)).or_default() += ns;
+        }
+        for (tid, s) in started.iter().flatten() {
+            let ns = now_ns.saturating_sub(s.since_ns);
+            *out.per_thread.entry(tid).or_default() += ns;
+            *out.per_lock.entry((tid, s.uaddr)).or_default() += ns;
         }
         Ok(out)
     }
 
     /// Forgets threads that no longer exist (a thread killed inside a wait leaves an entry).
     fn forget_except(&mut self, alive: &[i32]) {
-        forget::<WaitTotal>(self.ebpf_mut(), "waits", alive);
-        forget::<u64>(self.ebpf_mut(), "started", alive);
+        let gone = |tid: u32| !alive.contains(&(tid as i32));
+        forget::<u32, WaitTotal>(self.ebpf_mut(), "waits", |t| gone(*t));
+        forget::<u32, WaitStart>(self.ebpf_mut(), "started", |t| gone(*t));
+        forget::<LockKey, u64>(self.ebpf_mut(), "lock_waits", |k| gone(k.tid));
     }
 
     /// Each thread's wait over the next `interval`; returns early with [`MonitorError::Gone`]
@@ -184,19 +226,30 @@ impl FutexWaits {
         let after = self.totals(t1)?;
         let alive = threads(pid)?;
         let observed = t1.saturating_sub(t0) as f64;
+        let (b, a) = (&before.per_thread, &after.per_thread);
         let mut tids: Vec<u32> = alive.iter().map(|t| *t as u32).collect();
-        tids.extend(after.keys().filter(|t| before.get(t) != after.get(t)));
+        tids.extend(a.keys().filter(|t| b.get(t) != a.get(t)));
         tids.sort_unstable();
         tids.dedup();
+        // Each thread's lock: the word it waited on longest in the interval.
+        let mut lock: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for (&(tid, uaddr), &ns) in &after.per_lock {
+            let waited = ns.saturating_sub(*before.per_lock.get(&(tid, uaddr)).unwrap_or(&0));
+            let best = lock.entry(tid).or_insert((0, 0));
+            if waited > best.0 {
+                *best = (waited, uaddr);
+            }
+        }
         let out = tids
             .into_iter()
             .map(|tid| ThreadWait {
                 tid: tid as i32,
-                waited: after
+                waited: a
                     .get(&tid)
                     .unwrap_or(&0)
-                    .saturating_sub(*before.get(&tid).unwrap_or(&0)) as f64,
+                    .saturating_sub(*b.get(&tid).unwrap_or(&0)) as f64,
                 observed,
+                lock: lock.get(&tid).filter(|l| l.0 > 0).map(|l| l.1),
             })
             .collect();
         self.forget_except(&alive);
@@ -204,18 +257,14 @@ impl FutexWaits {
     }
 }
 
-/// Removes the entries of `map` (keyed by tid) whose thread is not in `alive`.
-fn forget<V: aya::Pod>(ebpf: &mut Ebpf, map: &str, alive: &[i32]) {
-    let Some(Ok(mut m)) = ebpf.map_mut(map).map(HashMap::<_, u32, V>::try_from) else {
+/// Removes the entries of `map` whose key is `gone` (a thread that exited).
+fn forget<K: aya::Pod, V: aya::Pod>(ebpf: &mut Ebpf, map: &str, gone: impl Fn(&K) -> bool) {
+    let Some(Ok(mut m)) = ebpf.map_mut(map).map(HashMap::<_, K, V>::try_from) else {
         return;
     };
-    let gone: Vec<u32> = m
-        .keys()
-        .flatten()
-        .filter(|t| !alive.contains(&(*t as i32)))
-        .collect();
-    for t in gone {
-        let _ = m.remove(&t);
+    let keys: Vec<K> = m.keys().flatten().filter(|k| gone(k)).collect();
+    for k in keys {
+        let _ = m.remove(&k);
     }
 }
 

@@ -26,6 +26,8 @@ pub struct ThreadWait {
     pub waited: f64,
     /// Time observed, in the same unit.
     pub observed: f64,
+    /// The lock it waited for most in the interval (the futex word's address), when it waited.
+    pub lock: Option<u64>,
 }
 
 impl ThreadWait {

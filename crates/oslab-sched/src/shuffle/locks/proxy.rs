@@ -45,18 +45,21 @@ pub fn check_access(pid: i32) -> Result<(), MonitorError> {
 
 /// Whether a `/proc/.../syscall` line shows a thread blocked in a futex wait.
 pub fn is_futex_wait(syscall_line: &str) -> bool {
+    futex_wait_address(syscall_line).is_some()
+}
+
+/// The futex word a thread waits on (its lock), when its syscall line is a futex wait op.
+pub fn futex_wait_address(syscall_line: &str) -> Option<u64> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
     let mut f = syscall_line.split_whitespace();
-    let Some(nr) = f.next().and_then(|n| n.parse::<i64>().ok()) else {
-        return false; // "running" or "-1 ..." (not in a system call)
-    };
+    // "running" or "-1 ..." is not in a system call.
+    let nr = f.next()?.parse::<i64>().ok()?;
     if nr != libc::SYS_futex {
-        return false;
+        return None;
     }
-    let _uaddr = f.next();
-    let op = f
-        .next()
-        .and_then(|o| u64::from_str_radix(o.trim_start_matches("0x"), 16).ok());
-    op.is_some_and(|op| WAIT_OPS.contains(&(op & FUTEX_CMD_MASK)))
+    let uaddr = hex(f.next()?)?;
+    let op = hex(f.next()?)?;
+    WAIT_OPS.contains(&(op & FUTEX_CMD_MASK)).then_some(uaddr)
 }
 
 /// Samples the threads of `pid` every `period` for `interval`. Threads that appear are sampled
@@ -67,6 +70,8 @@ pub fn sample(
     period: Duration,
 ) -> Result<Vec<ThreadWait>, MonitorError> {
     let mut seen: BTreeMap<i32, ThreadWait> = BTreeMap::new();
+    // Samples of each thread found waiting on each futex word.
+    let mut on: BTreeMap<(i32, u64), u32> = BTreeMap::new();
     let mut refused = None;
     let end = Instant::now() + interval;
     loop {
@@ -85,15 +90,29 @@ pub fn sample(
                 tid,
                 waited: 0.0,
                 observed: 0.0,
+                lock: None,
             });
             w.observed += 1.0;
-            w.waited += f64::from(u8::from(is_futex_wait(&line)));
+            if let Some(uaddr) = futex_wait_address(&line) {
+                w.waited += 1.0;
+                *on.entry((tid, uaddr)).or_default() += 1;
+            }
         }
         let now = Instant::now();
         if now >= end {
             break;
         }
         std::thread::sleep(period.min(end - now));
+    }
+    // Each thread's lock: the word it was found waiting on most.
+    let mut most: BTreeMap<i32, u32> = BTreeMap::new();
+    for (&(tid, uaddr), &n) in &on {
+        if n > *most.get(&tid).unwrap_or(&0) {
+            most.insert(tid, n);
+            if let Some(w) = seen.get_mut(&tid) {
+                w.lock = Some(uaddr);
+            }
+        }
     }
     match refused {
         Some(e) if seen.is_empty() => Err(denied(pid, e)),
@@ -122,5 +141,9 @@ mod tests {
             "0 0x3 0x7ffd 0x1000 0x0 0x0 0x0 0x7ffd 0x7f11"
         )); // read
         assert!(!is_futex_wait("-1 0x7ffd 0x7f11"));
+        assert_eq!(
+            futex_wait_address(&format!("{nr} 0x7f0a10 0x80 0x2 0x0 0x0 0x0 0x7ffd 0x7f11")),
+            Some(0x7f0a10)
+        );
     }
 }

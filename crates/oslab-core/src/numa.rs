@@ -29,8 +29,6 @@ pub trait Numa: Sync {
     /// The node of each page at `pages` (addresses inside touched mappings); a negative value is
     /// an errno (e.g. -ENOENT: not present).
     fn where_are(&self, pages: &[*mut u8]) -> io::Result<Vec<i32>>;
-    /// Whether automatic NUMA balancing is on (it moves pages behind our back).
-    fn balancing(&self) -> Option<bool>;
     /// What kind of system this is, for notes ("linux", "fake").
     fn kind(&self) -> &'static str;
 }
@@ -112,12 +110,6 @@ impl Numa for LinuxNuma {
             return Err(io::Error::last_os_error());
         }
         Ok(status)
-    }
-
-    fn balancing(&self) -> Option<bool> {
-        std::fs::read_to_string("/proc/sys/kernel/numa_balancing")
-            .ok()
-            .map(|s| s.trim() != "0")
     }
 
     fn kind(&self) -> &'static str {

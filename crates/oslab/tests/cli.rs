@@ -159,6 +159,35 @@ fn the_plan_says_what_each_probe_would_measure_here_and_measures_nothing() {
 }
 
 #[test]
+fn a_terminal_width_in_the_environment_never_wraps_what_programs_read() {
+    // The task probes read their helper's JSON report: an exported COLUMNS once wrapped it.
+    let _turn = shared();
+    for columns in ["40", "300"] {
+        let (_dir, db) = temp_db();
+        let out = oslab()
+            .env("COLUMNS", columns)
+            .args([
+                "run",
+                "--quick",
+                "task.fork",
+                "task.pthread",
+                "--json",
+                "--db",
+            ])
+            .arg(&db)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let run = json(&out);
+        for m in run["measurements"].as_array().unwrap() {
+            assert!(m["summary"].is_object(), "COLUMNS={columns}: {m}");
+        }
+    }
+}
+
+#[test]
 fn unknown_probe_is_a_usage_error_and_stores_nothing() {
     let _turn = shared();
     let (_dir, db) = temp_db();

@@ -59,33 +59,31 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The helper parent of the task probes: prints its report as JSON.
+/// The helper parent of the task probes: prints its report as JSON (for a program: never
+/// wrapped to the terminal's width).
 fn task_helper(request: &str) -> anyhow::Result<ExitCode> {
     let report = oslab_probes::task::helper_main(request).map_err(anyhow::Error::msg)?;
-    print_text(&report)?;
+    print_raw(&report)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints JSON, pretty (a closed pipe reported as [`print_text`] reports it).
+/// Prints JSON, pretty, never wrapped.
 pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut text = serde_json::to_vec_pretty(v)?;
-    text.push(b'\n');
-    std::io::stdout().lock().write_all(&text)?;
-    Ok(())
+    print_raw(&serde_json::to_string_pretty(v)?)
 }
 
-/// Prints text to stdout, reporting a closed pipe as an error main treats as success.
+/// Prints text for a person: wrapped as words to the terminal's width (`--wide`: not at all).
 pub fn print_text(s: &str) -> anyhow::Result<()> {
+    match oslab_report::table::width() {
+        Some(w) => print_raw(&oslab_core::text::wrap(s, w as usize)),
+        None => print_raw(s),
+    }
+}
+
+/// Prints `s` as it is, ending with a newline; a closed pipe is an error main treats as
+/// success.
+fn print_raw(s: &str) -> anyhow::Result<()> {
     use std::io::Write;
-    let wrapped;
-    let s = match oslab_report::table::width() {
-        Some(w) => {
-            wrapped = oslab_core::text::wrap(s, w as usize);
-            wrapped.as_str()
-        }
-        None => s,
-    };
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())?;
     if !s.ends_with('\n') {

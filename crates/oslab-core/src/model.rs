@@ -282,6 +282,49 @@ impl Measurement {
         }
     }
 
+    /// Keeps the contract every result keeps, whatever command made it: a value that cannot be
+    /// is a failure with the reason, never a number. A time, rate, size or count below zero, or
+    /// a time or rate of zero, cannot be; a paired difference may be zero or below (its interval
+    /// decides), but a negative *time* that its interval keeps below zero is no cost either.
+    /// A time whose interval reaches below zero is noisy.
+    pub fn check_possible(&mut self) {
+        let Some(s) = self.summary.as_ref().filter(|_| self.status.has_value()) else {
+            return;
+        };
+        let (median, low, high) = (s.median, s.ci_low, s.ci_high);
+        let unit = self.unit.symbol();
+        let why = if !median.is_finite() {
+            Some("not a number".to_string())
+        } else if self.difference {
+            let time = matches!(self.unit, Unit::Ns | Unit::Cycles);
+            (time && high < 0.0).then(|| {
+                format!(
+                    "impossible: a negative cost ({median:.4} {unit}, CI95 {low:.4} to {high:.4}): the variant with more work ran faster, an artifact (code alignment, the order of measurement, a busy host), not a cost"
+                )
+            })
+        } else if self.unit != Unit::Ratio && median < 0.0 {
+            Some(format!(
+                "impossible: a negative value ({median:.4} {unit}): the overhead subtracted was larger than what was measured"
+            ))
+        } else if self.is_timing() && median == 0.0 {
+            Some(format!(
+                "impossible: zero {unit}: the work was optimised away or is below the clock's resolution"
+            ))
+        } else {
+            None
+        };
+        match why {
+            Some(why) => self.status = Status::Failed(why),
+            None if self.is_timing() && !self.difference && low < 0.0 => {
+                self.status = Status::Noisy;
+                self.note_before(format!(
+                    "noisy: its interval reaches below zero ({low:.4} {unit}), which a time or rate cannot"
+                ));
+            }
+            None => {}
+        }
+    }
+
     /// A measurement that was not taken.
     pub fn not_taken(
         probe: &str,
@@ -335,6 +378,13 @@ impl Measurement {
         let m = self.summary.as_ref()?.median;
         (p > 0.0 && m > 0.0 && self.status.has_value() && !self.difference_spans_zero())
             .then(|| m / p)
+    }
+
+    /// Whether it is more than [`FAR_FACTOR`] from its prediction, either way: the one rule for
+    /// the `!` mark, the gap analysis and the model's share figures.
+    pub fn far_from_model(&self) -> bool {
+        self.efficiency()
+            .is_some_and(|e| !(1.0 / FAR_FACTOR..=FAR_FACTOR).contains(&e))
     }
 
     /// Whether the CI95 of a difference includes zero: no measurable difference.
@@ -501,6 +551,9 @@ pub enum Judge {
     Subject,
 }
 
+/// How far from its prediction (measured / predicted, either way) a result is called far.
+pub const FAR_FACTOR: f64 = 2.0;
+
 /// Raw samples kept per measurement (evenly thinned beyond this).
 pub const MAX_STORED_SAMPLES: usize = 5000;
 
@@ -575,6 +628,82 @@ pub fn join_notes(first: String, rest: Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn checked(unit: Unit, samples: &[f64], difference: bool) -> Measurement {
+        let mut m = judged("p", Map::new(), "m", unit, samples, None, Judge::Median);
+        m.difference = difference;
+        m.check_possible();
+        m
+    }
+
+    /// Random sample sets of every awkward kind, through the one judgement and the contract.
+    #[test]
+    fn every_result_keeps_the_contract_whatever_its_samples() {
+        let mut rng = crate::stats::SplitMix64(7);
+        let mut uniform = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        for case in 0..2000 {
+            let n = 1 + (uniform() * 60.0) as usize;
+            let kind = case % 6;
+            let samples: Vec<f64> = (0..n)
+                .map(|i| match kind {
+                    0 => 5.0,                                  // all equal
+                    1 => 0.0,                                  // all zero
+                    2 => -1.0 - uniform(),                     // negative
+                    3 if i % 7 == 0 => f64::NAN,               // some not a number
+                    4 => uniform() * 100.0 - 10.0,             // straddling zero
+                    _ => 10.0 + uniform() * 10.0 * (i as f64), // drifting upwards
+                })
+                .collect();
+            for unit in [Unit::Ns, Unit::GBps, Unit::Count, Unit::Ratio] {
+                for difference in [false, true] {
+                    let m = checked(unit, &samples, difference);
+                    let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
+                        continue;
+                    };
+                    let said = format!("{kind} {unit:?} {difference} {samples:?}: {m:?}");
+                    assert!(s.median.is_finite(), "{said}");
+                    assert!(s.ci_low <= s.median && s.median <= s.ci_high, "{said}");
+                    if s.n < crate::stats::MIN_FOR_INTERVAL {
+                        assert_eq!(m.status, Status::Noisy, "{said}");
+                    }
+                    if m.is_timing() && !difference {
+                        assert!(s.median > 0.0, "{said}");
+                    }
+                    if unit == Unit::Ns && difference {
+                        assert!(s.ci_high >= 0.0, "a negative cost: {said}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn impossible_values_fail_with_a_reason_and_differences_may_be_zero() {
+        let negative = checked(Unit::Ns, &[-3.0; 20], false);
+        assert!(matches!(&negative.status, Status::Failed(w) if w.contains("negative")));
+        let zero = checked(Unit::GBps, &[0.0; 20], false);
+        assert!(matches!(&zero.status, Status::Failed(w) if w.contains("zero")));
+        let cost: Vec<f64> = (0..20).map(|i| -0.2 - 0.001 * f64::from(i)).collect();
+        let negative_cost = checked(Unit::Ns, &cost, true);
+        assert!(matches!(&negative_cost.status, Status::Failed(w) if w.contains("negative cost")));
+        let around_zero: Vec<f64> = (0..40).map(|i| f64::from(i % 5) - 2.0).collect();
+        let nothing = checked(Unit::Ns, &around_zero, true);
+        assert!(nothing.status.has_value() && nothing.difference_spans_zero());
+        // A reduction below zero (a slowdown) is a result, not an impossibility.
+        assert_eq!(checked(Unit::Ratio, &[-0.2; 20], true).status, Status::Ok);
+        assert_eq!(checked(Unit::Count, &[0.0; 20], false).status, Status::Ok);
+    }
+
+    #[test]
+    fn far_from_the_model_is_one_rule_either_way() {
+        let at = |ratio: f64| {
+            let mut m = checked(Unit::Ns, &[ratio; 20], false);
+            m.prediction = Some(Prediction::new(1.0, "x", Map::new()));
+            m.far_from_model()
+        };
+        assert!(!at(1.98) && !at(0.51) && !at(1.0));
+        assert!(at(2.01) && at(0.49) && at(14.0));
+    }
 
     #[test]
     fn a_timing_from_an_emulated_cpu_is_never_ok_and_says_why() {

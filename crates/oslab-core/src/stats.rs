@@ -90,6 +90,9 @@ impl Summary {
             quantile_sorted(&v, 0.75),
         );
         let iqr = p75 - p25;
+        // The interval of the block medians holds the median of all samples by construction:
+        // when drift puts it outside, the interval widens to it rather than exclude it.
+        let (ci_low, ci_high) = (ci_low.min(median), ci_high.max(median));
         let (lo_fence, hi_fence) = (p25 - 1.5 * iqr, p75 + 1.5 * iqr);
         let outliers = v.iter().filter(|&&x| x < lo_fence || x > hi_fence).count();
         // A percentile is reported only when enough samples lie beyond it to place it.

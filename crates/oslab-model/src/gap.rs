@@ -6,13 +6,11 @@ use crate::run::{number, param, Run};
 use crate::Spec;
 use oslab_core::model::Measurement;
 
-/// How far apart measured and predicted may be before the gap is explained.
-pub const FACTOR: f64 = 2.0;
-
-/// The gap's size and likely reason, when the measurement is more than [`FACTOR`] off.
+/// The gap's size and likely reason, when the measurement is far from its model
+/// ([`Measurement::far_from_model`]).
 pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String> {
     let e = m.efficiency()?;
-    if (1.0 / FACTOR..=FACTOR).contains(&e) {
+    if !m.far_from_model() {
         return None;
     }
     // Slower: a time above the prediction or a rate below it.

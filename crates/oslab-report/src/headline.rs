@@ -156,7 +156,18 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
     .optional(&[3, 2]);
     for line in LINES {
         let Some(m) = find(ms, line) else { continue };
-        let s = m.summary.as_ref()?;
+        let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
+            // Failed: no number, the word (its reason is with the details).
+            t.row(vec![
+                line.0.to_string(),
+                "-".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                m.status.word().into(),
+            ]);
+            continue;
+        };
         let (div, sym) = scale_for(m.unit, s.median);
         t.row(vec![
             line.0.to_string(),

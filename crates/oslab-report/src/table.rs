@@ -196,7 +196,7 @@ pub(crate) fn versus(m: &Measurement) -> String {
     let Some(e) = m.efficiency() else {
         return String::new();
     };
-    let far = m.prediction.as_ref().is_some_and(|p| p.gap.is_some());
+    let far = m.far_from_model();
     let e = if e.abs() >= 10.0 {
         format!("{e:.0}x")
     } else {
@@ -316,26 +316,34 @@ pub fn measurements(ms: &[Measurement]) -> String {
     let rows: Vec<Row> = ms
         .iter()
         .map(|m| {
-            let value = m.summary.as_ref().map(|s| {
-                let group = &typical[&(m.probe.as_str(), m.metric.as_str())];
-                let (div, sym) =
-                    scale_for(m.unit, oslab_core::stats::median(group).unwrap_or(s.median));
-                Value {
-                    median: num(s.median / div),
-                    ci: format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
-                    best: m.best().map_or_else(|| "-".into(), |b| num(b / div)),
-                    p99: s.p99.map_or_else(|| "-".into(), |t| num(t / div)),
-                    unit: sym.to_string(),
-                    n: s.n.to_string(),
-                    outliers: s.outliers.to_string(),
-                    cycles: m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default(),
-                    predicted: m
-                        .prediction
-                        .as_ref()
-                        .map_or_else(|| "no model".into(), |p| num(p.value / div)),
-                    versus: versus(m),
-                }
-            });
+            // A failed result keeps its numbers in JSON for a post-mortem, never on screen.
+            let value = m
+                .summary
+                .as_ref()
+                .filter(|_| m.status.has_value())
+                .map(|s| {
+                    let group = &typical[&(m.probe.as_str(), m.metric.as_str())];
+                    let (div, sym) =
+                        scale_for(m.unit, oslab_core::stats::median(group).unwrap_or(s.median));
+                    Value {
+                        median: match m.difference_spans_zero() {
+                            true => "≈ 0".to_string(),
+                            false => num(s.median / div),
+                        },
+                        ci: format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                        best: m.best().map_or_else(|| "-".into(), |b| num(b / div)),
+                        p99: s.p99.map_or_else(|| "-".into(), |t| num(t / div)),
+                        unit: sym.to_string(),
+                        n: s.n.to_string(),
+                        outliers: s.outliers.to_string(),
+                        cycles: m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default(),
+                        predicted: m
+                            .prediction
+                            .as_ref()
+                            .map_or_else(|| "no model".into(), |p| num(p.value / div)),
+                        versus: versus(m),
+                    }
+                });
             Row {
                 probe: m.probe.clone(),
                 params: m.params_text(),
@@ -676,7 +684,7 @@ fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
     let mut groups: Vec<((&str, &str), Vec<&Measurement>)> = Vec::new();
     for m in ms
         .iter()
-        .filter(|m| size(m).is_some() && m.summary.is_some())
+        .filter(|m| size(m).is_some() && m.summary.is_some() && m.status.has_value())
     {
         match groups
             .iter_mut()

@@ -131,6 +131,9 @@ impl RecordedSession {
     ) -> anyhow::Result<ExitCode> {
         let machine = &self.inner.machine;
         let mut measurements = measurements.to_vec();
+        measurements
+            .iter_mut()
+            .for_each(Measurement::check_possible);
         if machine.fingerprint.emulated_cpu() {
             measurements.iter_mut().for_each(Measurement::mark_emulated);
         }

@@ -3,6 +3,7 @@
 use super::{print_json, print_text};
 use crate::cli::{Output, ShowArgs};
 use crate::error::usage;
+use oslab_core::model::Measurement;
 use oslab_store::exchange::RunDocument;
 use oslab_store::RunRef;
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let run: RunRef = args.run.parse().map_err(usage)?;
     let store = args.out.store.open_to_read()?;
     let (record, mut ms) = store.load_run(&run)?;
+    // A run stored by an older oslab is held to today's contract too.
+    ms.iter_mut().for_each(Measurement::check_possible);
     if !args.samples {
         ms.iter_mut().for_each(|m| m.samples = None);
     }

@@ -57,27 +57,89 @@ impl Unit {
     }
 }
 
-/// Outcome of a measurement.
+/// Outcome of a measurement: `status` and, unless ok, its `reason` (for noisy one of the
+/// [`cause`]s, the note saying more).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", content = "reason", rename_all = "snake_case")]
+#[serde(from = "StatusRecord", into = "StatusRecord")]
 pub enum Status {
     /// Measured; spread acceptable.
     Ok,
-    /// Measured, but the spread is too wide to trust the median as a point value.
-    Noisy,
+    /// Measured, but not to be trusted as a point value, for the [`cause`] it carries.
+    Noisy(String),
     /// Not run: the machine lacks something the probe needs.
     Skipped(String),
     /// Ran and failed.
     Failed(String),
 }
 
+/// Why a result is noisy, in a word or two: the same words in the table, JSON and CSV.
+pub mod cause {
+    /// Its interval or quartiles are too wide for the median.
+    pub const SPREAD: &str = "spread";
+    /// Too few samples for an interval.
+    pub const FEW_SAMPLES: &str = "few samples";
+    /// Other work took the cpus while it was measured.
+    pub const CONTENTION: &str = "contention";
+    /// Measured on a core that ran slow around most samples.
+    pub const SLOWED_CORE: &str = "slowed core";
+    /// Measured on an emulated cpu.
+    pub const EMULATED: &str = "emulated";
+    /// Its interval reaches below zero, which the quantity cannot.
+    pub const BELOW_ZERO: &str = "below zero";
+    /// Pooled from repetitions of which one was not ok.
+    pub const REPETITIONS: &str = "repetitions";
+    /// Stored before causes were recorded.
+    pub const UNKNOWN: &str = "";
+}
+
+/// How a status is written: `{"status": "noisy", "reason": "spread"}`.
+#[derive(Clone, Serialize, Deserialize)]
+struct StatusRecord {
+    status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+impl From<StatusRecord> for Status {
+    fn from(r: StatusRecord) -> Status {
+        let reason = r.reason.unwrap_or_default();
+        match r.status.as_str() {
+            "ok" => Status::Ok,
+            "noisy" => Status::Noisy(reason),
+            "skipped" => Status::Skipped(reason),
+            "failed" => Status::Failed(reason),
+            other => Status::Failed(format!("unknown status {other:?}")),
+        }
+    }
+}
+
+impl From<Status> for StatusRecord {
+    fn from(s: Status) -> StatusRecord {
+        StatusRecord {
+            status: s.word().to_string(),
+            reason: match s {
+                Status::Ok => None,
+                Status::Noisy(r) | Status::Skipped(r) | Status::Failed(r) => {
+                    (!r.is_empty()).then_some(r)
+                }
+            },
+        }
+    }
+}
+
 impl Status {
-    /// Parses the stored form (`ok`, `noisy`, `skipped: why`, `failed: why`).
+    /// Noisy for `cause` (one of [`cause`]).
+    pub fn noisy(cause: &str) -> Status {
+        Status::Noisy(cause.to_string())
+    }
+
+    /// Parses the stored form (`ok`, `noisy`, `noisy: cause`, `skipped: why`, `failed: why`).
     pub fn parse(s: &str) -> Status {
         match s.split_once(": ") {
             Some(("skipped", r)) => Status::Skipped(r.to_string()),
             Some(("failed", r)) => Status::Failed(r.to_string()),
-            _ if s == "noisy" => Status::Noisy,
+            Some(("noisy", r)) => Status::Noisy(r.to_string()),
+            _ if s == "noisy" => Status::Noisy(cause::UNKNOWN.into()),
             _ if s == "ok" => Status::Ok,
             _ => Status::Failed(format!("unknown status {s:?}")),
         }
@@ -87,9 +149,22 @@ impl Status {
     pub fn word(&self) -> &'static str {
         match self {
             Status::Ok => "ok",
-            Status::Noisy => "noisy",
+            Status::Noisy(_) => "noisy",
             Status::Skipped(_) => "skipped",
             Status::Failed(_) => "failed",
+        }
+    }
+
+    /// Whether it is noisy (for whatever cause).
+    pub fn is_noisy(&self) -> bool {
+        matches!(self, Status::Noisy(_))
+    }
+
+    /// The word and, for noisy, its cause: `noisy: spread`; what a table's status column shows.
+    pub fn short(&self) -> String {
+        match self {
+            Status::Noisy(c) if !c.is_empty() => format!("noisy: {c}"),
+            other => other.word().to_string(),
         }
     }
 
@@ -103,7 +178,7 @@ impl Status {
 
     /// Whether a value was measured (ok or noisy).
     pub fn has_value(&self) -> bool {
-        matches!(self, Status::Ok | Status::Noisy)
+        matches!(self, Status::Ok | Status::Noisy(_))
     }
 }
 
@@ -111,7 +186,8 @@ impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Status::Ok => f.write_str("ok"),
-            Status::Noisy => f.write_str("noisy"),
+            Status::Noisy(c) if c.is_empty() => f.write_str("noisy"),
+            Status::Noisy(c) => write!(f, "noisy: {c}"),
             Status::Skipped(r) => write!(f, "skipped: {r}"),
             Status::Failed(r) => write!(f, "failed: {r}"),
         }
@@ -277,7 +353,7 @@ impl Measurement {
     /// else made it noisy.
     pub fn mark_emulated(&mut self) {
         if self.is_timing() && self.status.has_value() {
-            self.status = Status::Noisy;
+            self.status = Status::noisy(cause::EMULATED);
             self.note_before(format!("emulated CPU: {}", crate::machine::EMULATED));
         }
     }
@@ -316,7 +392,7 @@ impl Measurement {
         match why {
             Some(why) => self.status = Status::Failed(why),
             None if self.is_timing() && !self.difference && low < 0.0 => {
-                self.status = Status::Noisy;
+                self.status = Status::noisy(cause::BELOW_ZERO);
                 self.note_before(format!(
                     "noisy: its interval reaches below zero ({low:.4} {unit}), which a time or rate cannot"
                 ));
@@ -586,7 +662,10 @@ pub fn judged(
                         Some(n) => format!("{n}; noisy: {why}"),
                         None => format!("noisy: {why}"),
                     });
-                    Status::Noisy
+                    Status::noisy(match s.n < crate::stats::MIN_FOR_INTERVAL {
+                        true => cause::FEW_SAMPLES,
+                        false => cause::SPREAD,
+                    })
                 }
                 None => Status::Ok,
             }
@@ -664,7 +743,7 @@ mod tests {
                     assert!(s.median.is_finite(), "{said}");
                     assert!(s.ci_low <= s.median && s.median <= s.ci_high, "{said}");
                     if s.n < crate::stats::MIN_FOR_INTERVAL {
-                        assert_eq!(m.status, Status::Noisy, "{said}");
+                        assert!(m.status.is_noisy(), "{said}");
                     }
                     if m.is_timing() && !difference {
                         assert!(s.median > 0.0, "{said}");
@@ -711,7 +790,7 @@ mod tests {
         let mut count = Measurement::not_taken("p", Map::new(), "c", Unit::Count, Status::Ok);
         time.mark_emulated();
         count.mark_emulated();
-        assert_eq!(time.status, Status::Noisy);
+        assert_eq!(time.status, Status::noisy(cause::EMULATED));
         assert!(time
             .note
             .unwrap()
@@ -733,12 +812,19 @@ mod tests {
     fn status_round_trips_through_text() {
         for s in [
             Status::Ok,
-            Status::Noisy,
+            Status::noisy(cause::SPREAD),
+            Status::noisy(cause::UNKNOWN),
             Status::Skipped("needs 2 cpus".into()),
             Status::Failed("EPERM: no".into()),
         ] {
             assert_eq!(Status::parse(&s.to_string()), s);
+            // JSON: {"status": "noisy", "reason": "spread"}; an older file without a reason reads.
+            let json = serde_json::to_value(StatusRecord::from(s.clone())).unwrap();
+            let back: StatusRecord = serde_json::from_value(json).unwrap();
+            assert_eq!(Status::from(back), s);
         }
+        let old: StatusRecord = serde_json::from_str(r#"{"status": "noisy"}"#).unwrap();
+        assert_eq!(Status::from(old), Status::noisy(cause::UNKNOWN));
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub fn pool(reps: &[&Measurement]) -> Measurement {
     out.status = if valued.len() == reps.len() && valued.iter().all(|m| m.status == Status::Ok) {
         Status::Ok
     } else {
-        Status::Noisy
+        Status::noisy(crate::model::cause::REPETITIONS)
     };
     out.samples = None;
     out.attempts = reps.iter().map(|m| m.attempts).max().unwrap_or(1);
@@ -124,7 +124,7 @@ mod tests {
         ]);
         assert_eq!(
             (p[0].status.clone(), p[0].summary.as_ref().unwrap().median),
-            (Status::Noisy, 100.0)
+            (Status::noisy(crate::model::cause::REPETITIONS), 100.0)
         );
     }
 }

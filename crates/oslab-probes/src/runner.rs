@@ -21,7 +21,7 @@ use crate::gate::SLOWER;
 use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::machine::{Environment, Warning};
-use oslab_core::model::{Measurement, Status};
+use oslab_core::model::{cause, Measurement, Status};
 use serde_json::Map;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -141,10 +141,7 @@ pub fn run(
         outcome.interrupted = retry_noisy(&mut done, cx, sink, budget, &mut outcome.core_speeds);
         outcome.not_retried = done
             .iter()
-            .filter(|(_, r, _)| {
-                r.iter()
-                    .any(|m| m.status == Status::Noisy && m.attempts == 1)
-            })
+            .filter(|(_, r, _)| r.iter().any(|m| m.status.is_noisy() && m.attempts == 1))
             .map(|(p, _, _)| p.id)
             .collect();
         let mut named = std::collections::HashSet::new();
@@ -198,7 +195,7 @@ fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Mea
         .and_then(|c| c.for_probe(probe.id).reason());
     if let Some(why) = contended {
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
-            m.status = Status::Noisy;
+            m.status = Status::noisy(cause::CONTENTION);
             m.note = Some(match m.note.take() {
                 Some(n) => format!("{CONTENDED}{why}; {n}"),
                 None => format!("{CONTENDED}{why}"),
@@ -215,7 +212,7 @@ fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Mea
 fn mark_slowed(results: &mut [Measurement]) {
     for m in results.iter_mut() {
         if m.status == Status::Ok && m.slowed_core() {
-            m.status = Status::Noisy;
+            m.status = Status::noisy(cause::SLOWED_CORE);
         }
     }
 }
@@ -232,7 +229,7 @@ fn retry_noisy(
     let started = Instant::now();
     for attempt_no in 2..=MAX_ATTEMPTS {
         let mut order: Vec<usize> = (0..done.len())
-            .filter(|&i| done[i].1.iter().any(|m| m.status == Status::Noisy))
+            .filter(|&i| done[i].1.iter().any(|m| m.status.is_noisy()))
             .collect();
         order.sort_by_key(|&i| done[i].2);
         for i in order {
@@ -275,7 +272,7 @@ pub fn merge_attempt(kept: &mut [Measurement], again: Vec<Measurement>, attempt:
 fn support(m: &Measurement) -> (u8, f64) {
     let rank = match m.status {
         Status::Ok => 3,
-        Status::Noisy => 2,
+        Status::Noisy(_) => 2,
         Status::Failed(_) => 1,
         Status::Skipped(_) => 0,
     };
@@ -357,7 +354,7 @@ mod tests {
         results[0].note = Some(format!("probe note; {}", crate::gate::all_kept(9, 10)));
         results[1].note = Some("3 of 10 samples left out".into());
         mark_slowed(&mut results);
-        assert_eq!(results[0].status, Status::Noisy);
+        assert_eq!(results[0].status, Status::noisy(cause::SLOWED_CORE));
         assert_eq!(results[1].status, Status::Ok);
     }
 
@@ -376,10 +373,13 @@ mod tests {
     fn a_retry_keeps_the_better_supported_result_and_counts_attempts() {
         let wide = [1.0, 5.0, 2.0, 9.0, 3.0, 7.0];
         let tight = [4.0, 4.1, 4.0, 4.05, 3.95, 4.0];
-        let mut kept = vec![m(0, Status::Noisy, &wide), m(1, Status::Ok, &tight)];
+        let mut kept = vec![
+            m(0, Status::noisy(cause::SPREAD), &wide),
+            m(1, Status::Ok, &tight),
+        ];
         let again = vec![
             m(0, Status::Ok, &tight),
-            m(1, Status::Noisy, &wide),
+            m(1, Status::noisy(cause::SPREAD), &wide),
             m(2, Status::Ok, &tight), // not in the first attempt: ignored
         ];
         merge_attempt(&mut kept, again, 2);
@@ -388,10 +388,14 @@ mod tests {
         assert_eq!(kept[0].summary.as_ref().unwrap().median, 4.0);
         assert_eq!((kept[1].status.clone(), kept[1].attempts), (Status::Ok, 2));
         // Equal status: the narrower interval wins.
-        let mut kept = vec![m(0, Status::Noisy, &wide)];
+        let mut kept = vec![m(0, Status::noisy(cause::SPREAD), &wide)];
         merge_attempt(
             &mut kept,
-            vec![m(0, Status::Noisy, &[1.0, 9.0, 1.0, 9.0, 1.0, 30.0])],
+            vec![m(
+                0,
+                Status::noisy(cause::SPREAD),
+                &[1.0, 9.0, 1.0, 9.0, 1.0, 30.0],
+            )],
             3,
         );
         assert_eq!(kept[0].summary.as_ref().unwrap().max, 9.0);

@@ -150,10 +150,18 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
     // Narrow terminals keep the value, its ratio to the model and the status; the details below
     // give the spread and the prediction.
     let mut t = Table::new(
-        &["", "median", "CI95", "predicted", "vs model", "status"],
+        &[
+            "",
+            "median",
+            "CI95",
+            "predicted",
+            "vs model",
+            "status",
+            "why noisy",
+        ],
         &[1, 2, 3, 4],
     )
-    .optional(&[3, 2]);
+    .optional(&[6, 3, 2]);
     for line in LINES {
         let Some(m) = find(ms, line) else { continue };
         let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
@@ -165,6 +173,7 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
                 String::new(),
                 String::new(),
                 m.status.word().into(),
+                String::new(),
             ]);
             continue;
         };
@@ -178,7 +187,11 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
                 |p| format!("{} {sym}", num(p.value / div)),
             ),
             crate::table::versus(m),
-            m.status.to_string(),
+            m.status.word().to_string(),
+            match &m.status {
+                oslab_core::Status::Noisy(cause) => cause.clone(),
+                _ => String::new(),
+            },
         ]);
     }
     (t.rows.len() >= 2).then_some(t)

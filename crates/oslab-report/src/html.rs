@@ -362,7 +362,7 @@ fn status_cell(m: &Measurement) -> String {
         .unwrap_or_default();
     match &m.status {
         Status::Ok => format!("ok{n}"),
-        Status::Noisy => format!("<span class=\"noisy\">noisy{n}</span>"),
+        Status::Noisy(_) => format!("<span class=\"noisy\">{}{n}</span>", m.status.short()),
         Status::Skipped(why) => format!("<span class=\"skipped\">skipped: {}</span>", escape(why)),
         Status::Failed(why) => format!("<span class=\"failed\">failed: {}</span>", escape(why)),
     }

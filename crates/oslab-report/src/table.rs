@@ -62,6 +62,8 @@ pub(crate) fn outcome_cell(word: &str) -> Cell {
 /// `text` coloured as [`outcome_cell`] colours `word`.
 pub(crate) fn outcome_coloured(word: &str, text: &str) -> Cell {
     use comfy_table::Color;
+    // "noisy: spread" is coloured as "noisy".
+    let word = word.split(':').next().unwrap_or(word);
     let color = match word {
         "noisy" | "changed" => Some(Color::Yellow),
         "failed" | "REGRESSION" => Some(Color::Red),
@@ -349,7 +351,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
                 params: m.params_text(),
                 metric: m.metric.clone(),
                 value,
-                status: m.status.word(),
+                status: m.status.short(),
             }
         })
         .collect();
@@ -387,7 +389,7 @@ struct Row {
     params: String,
     metric: String,
     value: Option<Value>,
-    status: &'static str,
+    status: String,
 }
 
 /// The cells of a measured value, in its group's unit.
@@ -494,7 +496,7 @@ fn full_fits(rows: &[Row], width: u16) -> bool {
             r.value.as_ref().map(|v| v.predicted.as_str())
         }),
         column("vs model", |r| r.value.as_ref().map(|v| v.versus.as_str())),
-        column("status", |r| Some(r.status)),
+        column("status", |r| Some(r.status.as_str())),
         MIN_PARAMS,
     ];
     fits(widths.into_iter(), width)
@@ -551,7 +553,7 @@ fn full_table(rows: &[Row], wide: bool) -> Table {
             None => row.resize(columns.len() - 1, String::new()),
         }
         let mut cells: Vec<Cell> = row.into_iter().map(Cell::new).collect();
-        cells.push(outcome_cell(r.status));
+        cells.push(outcome_cell(&r.status));
         t.add_row(cells);
     }
     // Names stay whole; parameters wrap.
@@ -597,7 +599,8 @@ fn stacking(rows: &[Row], width: u16) -> Stacking {
     let column = |i: usize, header: &str| {
         widest(std::iter::once(header).chain(cells.iter().map(|c| c[i].as_str())))
     };
-    let status = widest(std::iter::once("status").chain(rows.iter().map(|r| r.status)));
+    let status = widest(std::iter::once("status").chain(rows.iter().map(|r| r.status.as_str())));
+    let word = widest(std::iter::once("status").chain(rows.iter().map(|r| status_word(r))));
     let [median, ci, versus] = [
         column(0, "median"),
         column(1, "CI95"),
@@ -605,14 +608,16 @@ fn stacking(rows: &[Row], width: u16) -> Stacking {
     ];
     if fits([name, median, ci, versus, status].into_iter(), width) {
         Stacking::SideBySide
-    } else if fits(
-        [name, median.max(ci), versus.max(status)].into_iter(),
-        width,
-    ) {
+    } else if fits([name, median.max(ci), versus.max(word)].into_iter(), width) {
         Stacking::Two
     } else {
         Stacking::One
     }
+}
+
+/// The status without a noisy result's cause, for stacked layouts (the wide ones say it).
+fn status_word(r: &Row) -> &str {
+    r.status.split(':').next().unwrap_or_default()
 }
 
 /// For a terminal too narrow for [`full_table`]: the probe with its metric and parameters on
@@ -634,22 +639,22 @@ fn compact_table(rows: &[Row], stacking: Stacking) -> Table {
                 Cell::new(median),
                 Cell::new(ci),
                 Cell::new(versus),
-                outcome_cell(r.status),
+                outcome_cell(&r.status),
             ],
             Stacking::Two => vec![
                 Cell::new(name),
                 Cell::new(format!("{median}\n{ci}")),
-                outcome_coloured(r.status, &format!("{versus}\n{}", r.status)),
+                outcome_coloured(&r.status, &format!("{versus}\n{}", status_word(r))),
             ],
             Stacking::One => {
-                let verdict = [versus.as_str(), r.status]
+                let verdict = [versus.as_str(), status_word(r)]
                     .into_iter()
                     .filter(|s| !s.is_empty())
                     .collect::<Vec<_>>()
                     .join(", ");
                 vec![
                     Cell::new(name),
-                    outcome_coloured(r.status, &format!("{median}\n{ci}\n{verdict}")),
+                    outcome_coloured(&r.status, &format!("{median}\n{ci}\n{verdict}")),
                 ]
             }
         };

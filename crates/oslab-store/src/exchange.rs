@@ -269,7 +269,11 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
         let measured = [
             m.unit.name(),
             m.status.word().to_string(),
-            m.status.reason().unwrap_or_default().to_string(),
+            // Why it was skipped or failed, or the cause of its noise.
+            match &m.status {
+                oslab_core::Status::Noisy(cause) => cause.clone(),
+                s => s.reason().unwrap_or_default().to_string(),
+            },
             s.map(|s| s.n.to_string()).unwrap_or_default(),
             num(s.map(|s| s.min)),
             num(s.map(|s| s.p25)),

@@ -4,7 +4,7 @@
 //! a bad DIMM is what users look for.
 
 use oslab_core::compare::key;
-use oslab_core::model::{Measurement, Status, Unit};
+use oslab_core::model::{Measurement, Unit};
 use oslab_core::stats::{median, robust_z, OUTLIER_Z};
 use serde::Serialize;
 
@@ -106,7 +106,8 @@ impl FleetSummary {
 
 /// The value a measurement contributes: its median, when it was measured.
 fn value(m: &Measurement) -> Option<f64> {
-    matches!(m.status, Status::Ok | Status::Noisy)
+    m.status
+        .has_value()
         .then(|| m.summary.as_ref().map(|s| s.median))
         .flatten()
         .filter(|v| v.is_finite())
@@ -217,6 +218,7 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oslab_core::model::Status;
     use oslab_core::params;
     use oslab_core::stats::Summary;
 

@@ -600,7 +600,7 @@ fn stacking(rows: &[Row], width: u16) -> Stacking {
         widest(std::iter::once(header).chain(cells.iter().map(|c| c[i].as_str())))
     };
     let status = widest(std::iter::once("status").chain(rows.iter().map(|r| r.status.as_str())));
-    let word = widest(std::iter::once("status").chain(rows.iter().map(|r| status_word(r))));
+    let word = widest(std::iter::once("status").chain(rows.iter().map(status_word)));
     let [median, ci, versus] = [
         column(0, "median"),
         column(1, "CI95"),

@@ -5,6 +5,7 @@
 //! - [`c2c`]: the core-to-core latency matrix and its topology classes as text.
 //! - [`comparison`]: `oslab compare`: the sides loaded with their drift, as text and JSON.
 //! - [`headline`]: the lines a person quotes from a run, printed first.
+//! - [`summary`]: the rest of a run's first view: a line per probe, what to distrust, the model.
 //! - [`table`]: the measurement table, the runs table and the probe list.
 //! - [`machine`]: `oslab info` as text.
 //! - [`activity`]: period lists and histograms of activity recordings.
@@ -26,5 +27,6 @@ pub mod model_view;
 pub mod numa;
 pub mod paraver;
 pub mod plots;
+pub mod summary;
 pub mod table;
 pub mod trace;

@@ -813,7 +813,10 @@ fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
 }
 
 /// A run as text: header, table, warnings.
-pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
+/// A run as text: by default the headline, a line per probe, what to distrust, the model in a
+/// line and the warnings ([`crate::summary`]); with `details` every row, the sweeps, the
+/// model's reasons per probe and the warnings with their fixes.
+pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -> String {
     let mut out = format!(
         "run {}  {}  {}  host {}  oslab {}{}  wall {:.1} s\n{}\n",
         record
@@ -857,6 +860,11 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
         ));
     }
     let ms = &oslab_core::repetitions::pooled(ms);
+    let env =
+        serde_json::from_value::<oslab_core::machine::Environment>(record.environment.clone()).ok();
+    if !details {
+        return out + &summary(record, ms, env.as_ref());
+    }
     if let Some(headline) = crate::headline::table(ms) {
         out.push_str("\nheadline (details below; `oslab report` draws them)\n");
         out.push_str(&render(&headline));
@@ -870,13 +878,52 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement]) -> String {
         out.push('\n');
         out.push_str(&matrix);
     }
-    if let Ok(env) =
-        serde_json::from_value::<oslab_core::machine::Environment>(record.environment.clone())
-    {
-        if !env.warnings.is_empty() {
-            out.push_str("\nenvironment warnings (they affect these numbers):\n");
-            out.push_str(&crate::machine::warnings(&env));
+    if let Some(env) = env.filter(|e| !e.warnings.is_empty()) {
+        out.push_str("\nenvironment warnings (they affect these numbers):\n");
+        out.push_str(&crate::machine::warnings(&env));
+    }
+    out
+}
+
+/// The first view of a run, after its header.
+fn summary(
+    record: &oslab_store::RunRecord,
+    ms: &[Measurement],
+    env: Option<&oslab_core::machine::Environment>,
+) -> String {
+    use crate::summary;
+    let mut out = String::new();
+    if let Some(headline) = crate::headline::table(ms) {
+        out.push_str("\nheadline\n");
+        out.push_str(&render(&headline));
+        out.push('\n');
+    }
+    let id = record
+        .id
+        .map_or_else(|| "RUN".to_string(), |i| i.to_string());
+    out.push_str(&format!(
+        "\nevery probe, its main figure (every row, the sweeps and the model's reasons: oslab show {id} --details; charts: oslab report {id})\n"
+    ));
+    out.push_str(&summary::probes(ms));
+    out.push('\n');
+    let distrust = summary::distrust(ms);
+    if !distrust.is_empty() {
+        out.push_str("\nwhat to distrust, by cause:\n");
+        out.push_str(&distrust);
+    }
+    out.push_str(&summary::model_line(ms));
+    let numa = ms.iter().any(|m| m.probe == "numa.matrix");
+    if summary::several_nodes(ms) {
+        if let Some(matrix) = crate::numa::matrix(ms) {
+            out.push('\n');
+            out.push_str(&matrix);
         }
+    } else if numa {
+        out.push_str("NUMA: one NUMA node here, so no matrix: there is no remote memory to compare\n");
+    }
+    if let Some(env) = env.filter(|e| !e.warnings.is_empty()) {
+        out.push_str("\nenvironment (`--details` says what to do about each):\n");
+        out.push_str(&summary::warnings(env));
     }
     out
 }

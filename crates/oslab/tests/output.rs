@@ -29,6 +29,7 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
             "memory.latency.pages",
             "faults.anon",
             "switch.thread.pipe",
+            "--details",
             "--db",
             db,
         ],
@@ -47,7 +48,7 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
     assert!(raw.is_empty(), "raw byte counts: {raw:?}");
     // An 80-column terminal gets a compact layout, not columns squeezed a letter wide: the
     // headline drops the spread (the details keep it), parameters go under the probe.
-    let narrow = text_at("80", &["show", "latest", "--db", db]);
+    let narrow = text_at("80", &["show", "latest", "--details", "--db", db]);
     assert!(
         narrow.contains("system call (getppid)") && narrow.contains("  cache=hot"),
         "{narrow}"
@@ -65,7 +66,9 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
     // headline too), the list of runs keeps one line a run (the command shortened, or left out
     // where too little room is left).
     for (columns, args) in [
-        ("60", vec!["show", "latest", "--db", db]),
+        ("60", vec!["show", "latest", "--details", "--db", db]),
+        ("50", vec!["show", "latest", "--details", "--db", db]),
+        ("80", vec!["show", "latest", "--db", db]),
         ("50", vec!["show", "latest", "--db", db]),
         ("50", vec!["compare", "1", "1", "--all", "--db", db]),
         ("60", vec!["runs", "--db", db]),
@@ -84,11 +87,35 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
         assert_eq!(crumbs, 0, "cells broken a letter a line:\n{text}");
     }
     // As wide as its content with --wide: every column, longer lines.
-    let wide = text_at("120", &["show", "latest", "--wide", "--db", db]);
+    let wide = text_at(
+        "120",
+        &["show", "latest", "--details", "--wide", "--db", db],
+    );
     assert!(
         wide.contains("cycles") && wide.contains("outliers"),
         "{wide}"
     );
+}
+
+#[test]
+fn the_first_view_of_the_whole_suite_fits_about_120_lines_with_the_headline_first() {
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let text = text_at("120", &["run", "--quick", "--db", db]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() <= 125, "{} lines:\n{text}", lines.len());
+    let widest = lines.iter().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 120, "a line of {widest} characters:\n{text}");
+    let headline = lines.iter().position(|l| l.starts_with("headline"));
+    assert!(headline.is_some_and(|h| h < 8), "{text}");
+    // A line per probe, what to distrust by cause, the model in a line.
+    assert!(
+        text.contains("bandwidth.threads") && text.contains("model: "),
+        "{text}"
+    );
+    // Every row is one flag away.
+    let details = text_at("120", &["show", "latest", "--details", "--db", db]);
+    assert!(details.lines().count() > 3 * lines.len(), "{details}");
 }
 
 /// A line holding one letter of a word broken a letter a line (a lone `-` is an empty cell: a

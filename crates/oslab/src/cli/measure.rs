@@ -26,6 +26,10 @@ pub struct RunArgs {
     /// and its share of the suite's time.
     #[arg(long)]
     pub plan: bool,
+    /// Print every row, the sweeps, the model's reasons and what to do about each warning (the
+    /// first view has the headline and a line per probe).
+    #[arg(long)]
+    pub details: bool,
     /// The page-fault file and the memory's description.
     #[command(flatten)]
     pub options: oslab_probes::Options,
@@ -61,6 +65,7 @@ impl From<NumaArgs> for RunArgs {
             peer_cpu: None,
             no_rt: false,
             plan: false,
+            details: false,
             options: oslab_probes::Options {
                 whole_matrix: true,
                 ..Default::default()

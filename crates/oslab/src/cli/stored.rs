@@ -99,6 +99,10 @@ pub struct ShowArgs {
     /// Include raw samples in the JSON.
     #[arg(long, requires = "json")]
     pub samples: bool,
+    /// Every row, the sweeps, the model's reasons and what to do about each warning (the
+    /// first view has the headline and a line per probe).
+    #[arg(long)]
+    pub details: bool,
     #[command(flatten)]
     pub out: Output,
 }

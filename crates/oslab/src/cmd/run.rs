@@ -27,7 +27,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
         &args.out,
-    )?;
+    )?
+    .details(args.details);
     for (k, v) in &args.tag {
         session.tag(k, v);
     }

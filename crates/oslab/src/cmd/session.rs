@@ -24,6 +24,8 @@ pub struct RecordedSession {
     simulated: bool,
     /// Print JSON rather than text.
     json: bool,
+    /// Print every row (`--details`), not the first view.
+    details: bool,
 }
 
 impl std::ops::Deref for RecordedSession {
@@ -75,6 +77,7 @@ impl RecordedSession {
             append_failed: Cell::new(false),
             simulated: false,
             json: out.json,
+            details: false,
         })
     }
 
@@ -111,6 +114,12 @@ impl RecordedSession {
             eprintln!("note: {note}");
         }
         Ok(placement)
+    }
+
+    /// Prints every row, the sweeps and the model's reasons at the end (`--details`).
+    pub fn details(mut self, on: bool) -> RecordedSession {
+        self.details = on;
+        self
     }
 
     /// A simulation's session: at the end its own text replaces the table of measurements and
@@ -154,7 +163,7 @@ impl RecordedSession {
             notes.for_each(|n| eprintln!("{n}"));
         } else {
             if !self.simulated {
-                print_text(&oslab_report::table::run(&record, &shown))?;
+                print_text(&oslab_report::table::run(&record, &shown, self.details))?;
             }
             if let Some(text) = extra {
                 print_text(&text)?;

@@ -37,7 +37,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         let timeline = store.load_timeline(&run)?;
         print_json(&RunDocument::new(record, ms, timeline))?;
     } else {
-        print_text(&oslab_report::table::run(&record, &ms))?;
+        print_text(&oslab_report::table::run(&record, &ms, args.details))?;
     }
     Ok(ExitCode::SUCCESS)
 }

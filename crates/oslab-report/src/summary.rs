@@ -1,0 +1,245 @@
+//! A run as a person reads it first (`oslab run`, `oslab show`): the headline, one line per
+//! probe, what to distrust (one line per cause, naming the probes), the model in a line, the
+//! NUMA grid when there is more than one node, and the warnings a line each. Every row, the
+//! sweeps and the model's reasons are in `--details`, the report, JSON and CSV.
+
+use crate::table::versus;
+use oslab_core::model::{Measurement, ModelKind, Status};
+use oslab_core::units::{num, scale_for};
+use std::collections::BTreeMap;
+
+/// The probes of `ms` in the order they ran, each with its measurements.
+fn by_probe(ms: &[Measurement]) -> Vec<(&str, Vec<&Measurement>)> {
+    let mut out: Vec<(&str, Vec<&Measurement>)> = Vec::new();
+    for m in ms {
+        match out.iter_mut().find(|(p, _)| *p == m.probe) {
+            Some((_, v)) => v.push(m),
+            None => out.push((&m.probe, vec![m])),
+        }
+    }
+    out
+}
+
+/// One line per probe: its main metric (the first it reports), over how many points, the value
+/// (or the range of the points' medians), the ratio to the model (or its range) and how many
+/// points are not ok.
+pub fn probes(ms: &[Measurement]) -> String {
+    // A narrow terminal loses what was measured first (the details say it), then the model.
+    let mut t = oslab_core::text::Table::new(
+        &["probe", "measured", "value", "vs model", "status"],
+        &[2, 3],
+    )
+    .optional(&[1, 3]);
+    for (probe, all) in by_probe(ms) {
+        let metric = &all[0].metric;
+        let main: Vec<&Measurement> = all
+            .iter()
+            .copied()
+            .filter(|m| &m.metric == metric)
+            .collect();
+        let valued: Vec<&Measurement> = main
+            .iter()
+            .copied()
+            .filter(|m| m.status.has_value() && m.summary.is_some())
+            .collect();
+        let medians: Vec<f64> = valued
+            .iter()
+            .filter(|m| !m.difference_spans_zero())
+            .filter_map(|m| m.summary.as_ref().map(|s| s.median))
+            .collect();
+        // One point's parameters are in the details; several points say what they vary over.
+        let measured = match main.len() {
+            1 => metric.to_string(),
+            n => format!("{metric}, {n} points{}", varying(&main)),
+        };
+        let value = match (valued.as_slice(), medians.as_slice()) {
+            (_, []) => "-".to_string(),
+            ([m], [v]) => {
+                let (div, sym) = scale_for(m.unit, *v);
+                let s = m.summary.as_ref().expect("valued");
+                let half = (s.ci_high - s.ci_low) / 2.0 / v.abs().max(f64::MIN_POSITIVE);
+                format!("{} {sym} ±{}", num(v / div), percent(half))
+            }
+            (ms, vs) => {
+                let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let (div, sym) = scale_for(ms[0].unit, hi.abs().max(lo.abs()));
+                format!("{} – {} {sym}", num(lo / div), num(hi / div))
+            }
+        };
+        t.row(vec![
+            probe.to_string(),
+            measured,
+            value,
+            model_range(&valued),
+            status_counts(&main),
+        ]);
+    }
+    crate::table::render(&t)
+}
+
+/// A relative half-width as a percentage with two significant figures at most.
+fn percent(f: f64) -> String {
+    let p = f * 100.0;
+    if p >= 10.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// ", over size" / ", over args": the parameters that differ between the points.
+fn varying(ms: &[&Measurement]) -> String {
+    let keys: Vec<&str> = ms[0]
+        .params
+        .keys()
+        .filter(|k| ms.iter().any(|m| m.params.get(*k) != ms[0].params.get(*k)))
+        .map(String::as_str)
+        .collect();
+    match keys.as_slice() {
+        [] => String::new(),
+        [k] => format!(" over {k}"),
+        [k, ..] => format!(" over {k}, ..."),
+    }
+}
+
+/// The ratio to the model of one point, or the range of the points' ratios ("!" when one is
+/// far from it).
+fn model_range(ms: &[&Measurement]) -> String {
+    match ms {
+        [m] => versus(m),
+        _ => {
+            let ratios: Vec<f64> = ms.iter().filter_map(|m| m.efficiency()).collect();
+            if ratios.is_empty() {
+                return String::new();
+            }
+            let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let far = ms.iter().any(|m| m.far_from_model());
+            let r = |e: f64| match e >= 10.0 {
+                true => format!("{e:.0}x"),
+                false => format!("{e:.2}x"),
+            };
+            let range = match (hi - lo) / hi < 0.01 {
+                true => r(lo),
+                false => format!("{} – {}", r(lo), r(hi)),
+            };
+            format!("{range}{}", if far { "!" } else { "" })
+        }
+    }
+}
+
+/// `ok`, or how many points are noisy, failed or skipped.
+fn status_counts(ms: &[&Measurement]) -> String {
+    let count = |word: &str| ms.iter().filter(|m| m.status.word() == word).count();
+    let parts: Vec<String> = ["noisy", "failed", "skipped"]
+        .iter()
+        .filter_map(|w| match count(w) {
+            0 => None,
+            n if n == ms.len() => Some(w.to_string()),
+            n => Some(format!("{n} {w}")),
+        })
+        .collect();
+    match parts.is_empty() {
+        true => "ok".into(),
+        false => parts.join(", "),
+    }
+}
+
+/// What to distrust, one line per cause: noisy results by their cause, then failed and skipped
+/// ones by their reason, each naming the probes it affects.
+pub fn distrust(ms: &[Measurement]) -> String {
+    let mut causes: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for m in ms {
+        let key = match &m.status {
+            Status::Ok => continue,
+            Status::Noisy(c) if c.is_empty() => "noisy".to_string(),
+            Status::Noisy(c) => format!("noisy ({c})"),
+            Status::Failed(why) => format!("failed: {}", first_clause(why)),
+            Status::Skipped(why) => format!("skipped: {}", first_clause(why)),
+        };
+        *counts.entry(key.clone()).or_default() += 1;
+        let probes = causes.entry(key).or_default();
+        if !probes.contains(&m.probe.as_str()) {
+            probes.push(&m.probe);
+        }
+    }
+    causes
+        .iter()
+        .map(|(key, probes)| {
+            let n = counts[key];
+            let shown: Vec<&str> = probes.iter().take(6).copied().collect();
+            let more = match probes.len() > shown.len() {
+                true => format!(" and {} more", probes.len() - shown.len()),
+                false => String::new(),
+            };
+            format!(
+                "  {key}: {n} row{} of {}{more}\n",
+                if n == 1 { "" } else { "s" },
+                shown.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// A reason up to its first clause, with the numbers that make every row's text differ left
+/// for the details.
+fn first_clause(why: &str) -> String {
+    let cut = why
+        .find(" (")
+        .or_else(|| why.find("; "))
+        .unwrap_or(why.len());
+    let short = &why[..cut];
+    match short.char_indices().nth(90) {
+        Some((i, _)) => format!("{}…", &short[..i]),
+        None => short.to_string(),
+    }
+}
+
+/// The model in a line: the share of spec predictions within 1.25x and 2x of the measured
+/// value, apart from the consistency checks composed from the same run's numbers.
+pub fn model_line(ms: &[Measurement]) -> String {
+    let with = |kind: ModelKind| -> Vec<f64> {
+        ms.iter()
+            .filter(|m| m.prediction.as_ref().is_some_and(|p| p.kind == kind))
+            .filter_map(|m| m.efficiency())
+            .collect()
+    };
+    let within = |v: &[f64], f: f64| v.iter().filter(|e| (1.0 / f..=f).contains(*e)).count();
+    let spec = with(ModelKind::Spec);
+    let composed = with(ModelKind::Composed);
+    if spec.is_empty() && composed.is_empty() {
+        return String::new();
+    }
+    let share = |k: usize, n: usize| 100.0 * k as f64 / n.max(1) as f64;
+    format!(
+        "model: {} of {} values with a spec prediction are within 2x of it ({:.0}%), {} within 1.25x ({:.0}%); {} of {} consistency checks (parts of this run composed) hold within 2x\n",
+        within(&spec, 2.0),
+        spec.len(),
+        share(within(&spec, 2.0), spec.len()),
+        within(&spec, 1.25),
+        share(within(&spec, 1.25), spec.len()),
+        within(&composed, 2.0),
+        composed.len()
+    )
+}
+
+/// The environment's warnings, a line each (their fixes are in the details).
+pub fn warnings(env: &oslab_core::machine::Environment) -> String {
+    env.warnings
+        .iter()
+        .map(|w| format!("  - {}: {}\n", w.kind, first_clause(&w.message)))
+        .collect()
+}
+
+/// Whether the run measured more than one NUMA node (a 1x1 matrix says nothing).
+pub fn several_nodes(ms: &[Measurement]) -> bool {
+    let mut nodes: Vec<&serde_json::Value> = ms
+        .iter()
+        .filter(|m| m.probe == "numa.matrix")
+        .filter_map(|m| m.params.get("mem_node"))
+        .collect();
+    nodes.dedup();
+    nodes.len() > 1
+}

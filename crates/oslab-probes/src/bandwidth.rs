@@ -59,6 +59,13 @@ pub const PROBES: &[Probe] = &[
 
 const MIB: usize = 1 << 20;
 
+/// What an array size's note says when the arrays are too small to measure RAM alone.
+const UNDER_LLC: &str = "are under 4x the";
+
+/// The context a bandwidth measured on arrays under 4x the last-level cache carries: the
+/// headline says it beside the figure, which is partly the cache's.
+pub const PARTLY_CACHE: &str = "arrays under 4x the LLC";
+
 /// Bytes per array for RAM bandwidth: at least 4x the last-level cache (STREAM's rule), within
 /// the memory budget (see [`Context::memory_budget`]). The note says when the rule cannot hold.
 pub fn array_bytes(topology: &Topology, memory_max: usize) -> (usize, Option<String>) {
@@ -68,7 +75,7 @@ pub fn array_bytes(topology: &Topology, memory_max: usize) -> (usize, Option<Str
     let bytes = want.min(cap);
     let note = match llc {
         Some(l) if bytes < 4 * l => Some(format!(
-            "arrays of {} MiB are under 4x the {} MiB last-level cache sysfs claims, so some accesses may hit it (a full run allows up to {} MiB per array)",
+            "arrays of {} MiB {UNDER_LLC} {} MiB last-level cache sysfs claims, so some accesses may hit it (a full run allows up to {} MiB per array)",
             bytes / MIB,
             l / MIB,
             (1usize << 30) / 3 / MIB
@@ -124,6 +131,9 @@ pub fn bandwidth_measurements(
         Some(text),
         Judge::Median,
     )];
+    if note.is_some_and(|n| n.contains(UNDER_LLC)) {
+        out[0].context.insert("level".into(), PARTLY_CACHE.into());
+    }
     if let Some(hw) = kernel
         .hardware_bytes(stores)
         .filter(|&h| h != kernel.stream_bytes() as f64)

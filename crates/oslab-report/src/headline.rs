@@ -178,8 +178,13 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
             continue;
         };
         let (div, sym) = scale_for(m.unit, s.median);
+        // A figure partly from a cache says so beside its name (a --quick run's small arrays).
+        let name = match m.context.get("level").and_then(|v| v.as_str()) {
+            Some(level) => format!("{} ({level})", line.0),
+            None => line.0.to_string(),
+        };
         t.row(vec![
-            line.0.to_string(),
+            name,
             format!("{} {sym}", num(s.median / div)),
             format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
             m.prediction.as_ref().map_or_else(
@@ -241,5 +246,13 @@ mod tests {
         assert_eq!(t.rows[0][0], "read bandwidth, 1 thread");
         assert_eq!(t.rows[1][1], "80.00 GB/s");
         assert!(table(&ms[..1]).is_none());
+        // Arrays too small for RAM alone: the name says the figure is partly the cache's.
+        let mut small = ms.clone();
+        small[2] = small[2].clone().found("level", "arrays under 4x the LLC");
+        let t = table(&small).unwrap();
+        assert_eq!(
+            t.rows[0][0],
+            "read bandwidth, 1 thread (arrays under 4x the LLC)"
+        );
     }
 }

@@ -919,7 +919,9 @@ fn summary(
             out.push_str(&matrix);
         }
     } else if numa {
-        out.push_str("NUMA: one NUMA node here, so no matrix: there is no remote memory to compare\n");
+        out.push_str(
+            "NUMA: one NUMA node here, so no matrix: there is no remote memory to compare\n",
+        );
     }
     if let Some(env) = env.filter(|e| !e.warnings.is_empty()) {
         out.push_str("\nenvironment (`--details` says what to do about each):\n");

@@ -63,13 +63,168 @@ pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, Fi
     Ok(bytes)
 }
 
-/// Writes a file through a temporary name, so a failed write never leaves half a file.
+/// Writes an output file the user named, by one rule for every command:
+/// - a new name, or a regular file of ours: written through a temporary name beside it and
+///   renamed over it, so a failed or killed write never leaves half a file (a temporary name a
+///   killed oslab left is removed the next time);
+/// - a character device (`/dev/null`, a terminal) or a FIFO with a reader: written into as it
+///   is, never replaced;
+/// - a symbolic link, a directory, another user's file, a FIFO nobody reads: refused, saying
+///   why, and left as it was.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
-    let tmp = path.with_extension("oslab-partial");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            FileError(format!("cannot write {}: {e}", path.display()))
-        })
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let said = |what: String| FileError(format!("{}: {what}", path.display()));
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => replace(path, bytes),
+        Err(e) => Err(said(format!("cannot write: {e}"))),
+        Ok(m) if m.file_type().is_symlink() => Err(said(
+            "is a symbolic link: refused, so that nothing it points to is replaced (name its target)"
+                .into(),
+        )),
+        Ok(m) if m.is_dir() => Err(said("is a directory: name a file".into())),
+        // SAFETY: geteuid has no preconditions.
+        Ok(m) if m.is_file() && m.uid() != unsafe { libc::geteuid() } => Err(said(format!(
+            "belongs to user {}: refused, it is not replaced",
+            m.uid()
+        ))),
+        Ok(m) if m.is_file() => replace(path, bytes),
+        Ok(m) if m.file_type().is_char_device() || m.file_type().is_fifo() => {
+            write_into(path, bytes).map_err(said)
+        }
+        Ok(_) => Err(said(
+            "is not a regular file, a character device or a FIFO: refused".into(),
+        )),
+    }
+}
+
+/// The temporary name of `path` for this process.
+fn partial(path: &Path, pid: u32) -> std::path::PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(".{name}.oslab-partial.{pid}"))
+}
+
+/// Writes `bytes` to a new temporary file beside `path` and renames it over `path`; first
+/// removes what a killed oslab left under a temporary name of `path`.
+fn replace(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let stale = format!(".{name}.oslab-partial.");
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let n = e.file_name();
+            let Some(pid) = n.to_str().and_then(|n| n.strip_prefix(&stale)) else {
+                continue;
+            };
+            let alive = pid
+                .parse::<i32>()
+                .is_ok_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
+            if !alive {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let tmp = partial(path, std::process::id());
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_data()))
+        .and_then(|_| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        FileError(format!("cannot write {}: {e}", path.display()))
+    })
+}
+
+/// Writes into a device or a FIFO as it is (a FIFO that nobody reads is refused at once rather
+/// than waited on).
+fn write_into(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => "a FIFO nobody reads: refused".to_string(),
+            _ => format!("cannot write: {e}"),
+        })?;
+    // Blocking from here: a slow reader is waited for, not failed.
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
+    f.write_all(bytes).map_err(|e| format!("cannot write: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_replaces_only_a_regular_file_of_ours_and_never_what_a_name_points_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("out.json");
+        // New, then replaced whole.
+        write_whole(&file, b"one").unwrap();
+        write_whole(&file, b"two").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"two");
+        // A temporary name a killed oslab left (a pid that is not running) is cleared.
+        let stale = partial(&file, 999_999_999);
+        std::fs::write(&stale, b"half").unwrap();
+        write_whole(&file, b"three").unwrap();
+        assert!(!stale.exists());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        // A symbolic link is refused; what it points at is untouched.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let e = write_whole(&link, b"x").unwrap_err();
+        assert!(e.0.contains("symbolic link"), "{e}");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&file).unwrap(), b"three");
+        // A device is written into, never replaced by a regular file.
+        write_whole(Path::new("/dev/null"), b"gone").unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        // A FIFO nobody reads is refused at once; a directory too.
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = write_whole(&fifo, b"x").unwrap_err();
+        assert!(e.0.contains("nobody reads"), "{e}");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(write_whole(dir.path(), b"x")
+            .unwrap_err()
+            .0
+            .contains("directory"));
+    }
+
+    #[test]
+    fn another_users_file_is_not_replaced() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return; // only root can make a file that belongs to someone else
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("theirs.html");
+        std::fs::write(&file, b"theirs").unwrap();
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+        let e = write_whole(&file, b"ours").unwrap_err();
+        assert!(e.0.contains("belongs to user 65534"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"theirs");
+    }
 }

@@ -10,7 +10,7 @@ pub fn time_scale(ns: f64) -> (f64, &'static str) {
         (1e9, "s")
     } else if a >= 1e6 {
         (1e6, "ms")
-    } else if a >= 1e4 {
+    } else if a >= 1e3 {
         (1e3, "µs")
     } else {
         (1.0, "ns")
@@ -53,6 +53,15 @@ pub fn num(v: f64) -> String {
         format!("{v:.3}")
     } else {
         format!("{v:.4}")
+    }
+}
+
+/// A value of `unit` already scaled: a whole count as an integer (`698`, not `698.0`), anything
+/// else as [`num`] writes it.
+pub fn figure(v: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Count if v.fract() == 0.0 && v.is_finite() => format!("{v:.0}"),
+        _ => num(v),
     }
 }
 
@@ -225,7 +234,11 @@ mod tests {
     #[test]
     fn scales_and_precision() {
         assert_eq!(value(95.27, Unit::Ns), "95.27 ns");
-        assert_eq!(value(9_999.0, Unit::Ns), "9999 ns");
+        // Microseconds from 1000 ns: a column never holds 1418 ns beside 16.49 µs.
+        assert_eq!(value(999.0, Unit::Ns), "999.0 ns");
+        assert_eq!(value(1_418.0, Unit::Ns), "1.418 µs");
+        assert_eq!(figure(698.0, Unit::Count), "698");
+        assert_eq!(figure(698.5, Unit::Count), "698.5");
         assert_eq!(value(123_456.0, Unit::Ns), "123.5 µs");
         assert_eq!(value(2.5e9, Unit::Ns), "2.500 s");
         assert_eq!(bytes(48 << 10), "48 KiB");

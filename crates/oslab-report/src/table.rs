@@ -16,20 +16,23 @@ use oslab_store::RunSummary;
 static WIDTH: OnceLock<Option<u16>> = OnceLock::new();
 
 /// Makes every table fit `columns` characters (None: as wide as its content, e.g. `--wide`).
-/// Without a call, tables fit `$COLUMNS`, else the terminal when standard output is one.
+/// Without a call, tables fit `$COLUMNS`, else the terminal when standard output is one, else
+/// [`PIPED_WIDTH`].
 pub fn set_width(columns: Option<u16>) {
     let _ = WIDTH.set(columns);
 }
+
+/// The width of text sent to a file or a pipe without `$COLUMNS`: wide enough for every table,
+/// narrow enough to read in a log (`--wide` for lines as long as their content).
+pub const PIPED_WIDTH: u16 = 120;
 
 /// The width tables and text fit: see [`set_width`].
 pub fn width() -> Option<u16> {
     *WIDTH.get_or_init(|| {
         let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
-        columns.or_else(|| {
-            std::io::stdout()
-                .is_terminal()
-                .then(|| Table::new().width())
-                .flatten()
+        columns.or_else(|| match std::io::stdout().is_terminal() {
+            true => Table::new().width(),
+            false => Some(PIPED_WIDTH),
         })
     })
 }
@@ -327,6 +330,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
                     let group = &typical[&(m.probe.as_str(), m.metric.as_str())];
                     let (div, sym) =
                         scale_for(m.unit, oslab_core::stats::median(group).unwrap_or(s.median));
+                    let num = |v: f64| oslab_core::units::figure(v, m.unit);
                     Value {
                         median: match m.difference_spans_zero() {
                             true => "≈ 0".to_string(),
@@ -1103,6 +1107,8 @@ fn fleet_tables(s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
         matrix.add_row(cells);
     }
     right(&mut matrix, &(2..3 + s.nodes.len()).collect::<Vec<_>>());
+    // The unit and the numbers stay whole; the measurement's name wraps into what they leave.
+    whole(&mut matrix, &(1..3 + s.nodes.len()).collect::<Vec<_>>());
     format!("{nodes}\n\n{matrix}")
 }
 

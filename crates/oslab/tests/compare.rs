@@ -78,8 +78,12 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
         .all(|r| r["present"] == serde_json::json!([true, true])));
     // Identical runs are the same: this shared host shifts between runs (another guest, another
     // clock) by more than their repetitions show, and the drift the history shows covers it.
+    // Not a call's cost per argument: it can take one of two values for a whole process (1.0 or
+    // 1.5 ns for three arguments, seen here), which all its repetitions share and five runs of
+    // history may not show; compare then rightly calls it different.
     let alarms: Vec<&Value> = same
         .iter()
+        .filter(|r| r["probe"] != "call.args")
         .filter(|r| r["verdict"] == "regression" || r["verdict"] == "better")
         .collect();
     assert!(

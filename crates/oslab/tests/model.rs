@@ -122,7 +122,7 @@ fn a_quick_run_predicts_most_of_what_it_measures() {
     stdout(&["import", file, "--db", db]);
 
     // The terminal says what the model says; the report has its view.
-    let text = String::from_utf8(stdout(&["show", "latest", "--db", db])).unwrap();
+    let text = String::from_utf8(stdout(&["show", "latest", "--details", "--db", db])).unwrap();
     assert!(
         text.contains("predicted") && text.contains("vs model"),
         "{text}"

@@ -241,13 +241,14 @@ fn bandwidth_threads_spread_over_sockets_then_siblings(info: &Value, bw: &Value)
             assert_eq!(on(0), on(1), "sockets do not take turns at {t}: {list}");
         }
         if (2..=8).contains(&t) {
-            // First touch by threads on both sockets: pages on both nodes.
+            // First touch by threads on both sockets: pages on both nodes. Not evenly: a huge
+            // page goes to whichever thread touches it first (20/80 seen with 8 threads).
             for node in ["node0", "node1"] {
                 let share: f64 = nodes
                     .split(", ")
                     .find_map(|n| n.strip_prefix(node)?.trim().strip_suffix('%')?.parse().ok())
                     .unwrap_or(0.0);
-                assert!(share >= 25.0, "{t} threads on {list}: pages {nodes}");
+                assert!(share >= 5.0, "{t} threads on {list}: pages {nodes}");
             }
         }
     }

@@ -12,7 +12,13 @@ use std::io::IsTerminal;
 pub struct Progress<'a> {
     bar: ProgressBar,
     session: &'a RecordedSession,
+    /// Without a terminal: when the last progress line was written (a CI log is not silent for
+    /// minutes), or None on a terminal, where the bar says it.
+    logged: Option<std::time::Instant>,
 }
+
+/// How often a progress line is written when stderr is not a terminal.
+const LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Bar units per unit of relative cost (the bar advances by each probe's expected share).
 const SCALE: f64 = 100.0;
@@ -24,7 +30,8 @@ impl<'a> Progress<'a> {
         let once: f64 = probes.iter().map(|p| p.cost).sum();
         let total = once * repetitions as f64;
         let bar = ProgressBar::new((total * SCALE) as u64);
-        if std::io::stderr().is_terminal() {
+        let terminal = std::io::stderr().is_terminal();
+        if terminal {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template("{elapsed:>4} [{bar:30}] about {eta} left  {msg}")
@@ -34,7 +41,11 @@ impl<'a> Progress<'a> {
         } else {
             bar.set_draw_target(ProgressDrawTarget::hidden());
         }
-        Progress { bar, session }
+        Progress {
+            bar,
+            session,
+            logged: (!terminal).then(std::time::Instant::now),
+        }
     }
 
     /// Removes the bar.
@@ -47,6 +58,15 @@ impl Sink for Progress<'_> {
     fn started(&mut self, probe: &Probe, index: usize, total: usize) {
         self.bar
             .set_message(format!("{}/{total} {}", index + 1, probe.id));
+        if self.logged.is_some_and(|t| t.elapsed() >= LOG_EVERY) {
+            eprintln!(
+                "progress: probe {}/{total} ({}), {:.0} s in",
+                index + 1,
+                probe.id,
+                self.bar.elapsed().as_secs_f64()
+            );
+            self.logged = Some(std::time::Instant::now());
+        }
     }
 
     fn finished(&mut self, probe: &Probe, results: &[Measurement]) {

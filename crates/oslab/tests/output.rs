@@ -101,7 +101,19 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
 fn the_first_view_of_the_whole_suite_fits_about_120_lines_with_the_headline_first() {
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();
-    let text = text_at("120", &["run", "--quick", "--db", db]);
+    let started = std::time::Instant::now();
+    let out = oslab()
+        .env("COLUMNS", "120")
+        .args(["run", "--quick", "--db", db])
+        .assert()
+        .success();
+    let took = started.elapsed();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let said = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    // Without a terminal, a progress line every 10 s keeps a CI log from going silent.
+    if took > std::time::Duration::from_secs(12) {
+        assert!(said.contains("progress: probe "), "{took:?}: {said}");
+    }
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.len() <= 125, "{} lines:\n{text}", lines.len());
     let widest = lines.iter().map(|l| l.chars().count()).max().unwrap();

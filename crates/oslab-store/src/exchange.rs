@@ -343,12 +343,21 @@ pub fn csv_samples(run: &RunRecord, ms: &[Measurement]) -> String {
     out
 }
 
-/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).
+/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180). A text that a
+/// spreadsheet would take for a formula (a leading `=`, `+`, `-`, `@`, tab or carriage return:
+/// a tag, a host name or a note from an imported run) gets a leading apostrophe, the common
+/// convention; numbers stay numbers.
 fn csv_field(s: &str) -> String {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err();
+    let s = if formula {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 
@@ -358,6 +367,16 @@ mod tests {
     use crate::store::RunStatus;
     use oslab_core::model::{Status, Unit};
     use oslab_core::{params, Summary};
+
+    #[test]
+    fn a_field_a_spreadsheet_would_run_is_neutralised_and_numbers_stay() {
+        assert_eq!(csv_field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_field("+cmd"), "'+cmd");
+        assert_eq!(csv_field("-0.25"), "-0.25");
+        assert_eq!(csv_field("1e-9"), "1e-9");
+        assert_eq!(csv_field("plain, text"), "\"plain, text\"");
+    }
 
     fn doc() -> RunDocument {
         let mut m = Measurement::not_taken(

@@ -16,10 +16,10 @@ pub enum Links {
     Refuse,
 }
 
-/// Reads a file a user (or another node) supplied: a regular file only (not a device, FIFO or
-/// directory: `/dev/zero` would never end), at most `limit` bytes, opened without blocking.
-pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, FileError> {
-    use std::io::Read;
+/// Opens a file a user (or another node) supplied for reading: a regular file only (not a device,
+/// FIFO or directory: `/dev/zero` would never end, a FIFO could block forever), opened without
+/// blocking.
+pub fn open_regular(path: &Path, links: Links) -> Result<std::fs::File, FileError> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
     if links == Links::Refuse {
@@ -36,18 +36,25 @@ pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, Fi
         .custom_flags(flags)
         .open(path)
         .map_err(cannot)?;
-    let meta = file.metadata().map_err(cannot)?;
-    if !meta.is_file() {
+    if !file.metadata().map_err(cannot)?.is_file() {
         return Err(FileError(format!(
             "{} is not a regular file",
             path.display()
         )));
     }
-    if meta.len() > limit {
+    Ok(file)
+}
+
+/// Reads a file a user (or another node) supplied ([`open_regular`]), at most `limit` bytes.
+pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, FileError> {
+    use std::io::Read;
+    let file = open_regular(path, links)?;
+    let cannot = |e: std::io::Error| FileError(format!("cannot read {}: {e}", path.display()));
+    let len = file.metadata().map_err(cannot)?.len();
+    if len > limit {
         return Err(FileError(format!(
-            "{} is {} bytes; at most {limit} are read",
-            path.display(),
-            meta.len()
+            "{} is {len} bytes; at most {limit} are read",
+            path.display()
         )));
     }
     let mut bytes = Vec::new();
@@ -61,6 +68,50 @@ pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, Fi
         )));
     }
     Ok(bytes)
+}
+
+/// The lines of a text stream a user supplied, each at most `max` bytes: a longer line (a
+/// corrupt or sparse file, one line of gigabytes) is an error after reading `max + 1` bytes of
+/// it, never a line held whole. Ends after the first error.
+pub fn lines(
+    mut input: impl std::io::BufRead,
+    max: usize,
+) -> impl Iterator<Item = std::io::Result<String>> {
+    use std::io::{BufRead, Read};
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let mut line = Vec::new();
+        let read = (&mut input)
+            .take(max as u64 + 1)
+            .read_until(b'\n', &mut line);
+        let result = match read {
+            Ok(0) => return None,
+            Err(e) => Err(e),
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                }
+                if line.len() > max {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("a line longer than {max} bytes"),
+                    ))
+                } else {
+                    String::from_utf8(line).map_err(|_| {
+                        std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")
+                    })
+                }
+            }
+        };
+        done = result.is_err();
+        Some(result)
+    })
 }
 
 /// Writes an output file the user named, by one rule for every command:
@@ -166,6 +217,37 @@ fn write_into(path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_bounded_and_a_huge_one_is_an_error_not_an_allocation() {
+        let text = b"one\r\ntwo\n\nthree";
+        let got: Vec<String> = lines(&text[..], 5).map(Result::unwrap).collect();
+        assert_eq!(got, ["one", "two", "", "three"]);
+        // Exactly the limit is a line; one byte more is an error, and the stream ends there.
+        assert_eq!(lines(&b"12345\n"[..], 5).next().unwrap().unwrap(), "12345");
+        let mut it = lines(&b"123456\nok\n"[..], 5);
+        let e = it.next().unwrap().unwrap_err();
+        assert!(e.to_string().contains("longer than 5 bytes"), "{e}");
+        assert!(it.next().is_none());
+        // A sparse file of 8 GiB is one line of NULs: refused after reading a few KiB of it.
+        let dir = tempfile::tempdir().unwrap();
+        let sparse = dir.path().join("sparse.swf");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(8 << 30)
+            .unwrap();
+        let f = std::io::BufReader::new(open_regular(&sparse, Links::Follow).unwrap());
+        assert!(lines(f, 4096).next().unwrap().is_err());
+        // Devices and FIFOs are not opened for reading at all.
+        let e = open_regular(Path::new("/dev/zero"), Links::Follow).unwrap_err();
+        assert!(e.0.contains("not a regular file"), "{e}");
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = open_regular(&fifo, Links::Follow).unwrap_err();
+        assert!(e.0.contains("not a regular file"), "{e}");
+    }
 
     #[test]
     fn an_output_replaces_only_a_regular_file_of_ours_and_never_what_a_name_points_at() {

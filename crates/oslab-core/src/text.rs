@@ -33,9 +33,11 @@ impl Table {
         self
     }
 
-    /// Adds a row.
+    /// Adds a row; its cells are made [`printable`] (a cell may hold a tag or a host name from
+    /// an imported file).
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows
+            .push(cells.into_iter().map(|c| printable(&c).into_owned()).collect());
     }
 }
 
@@ -50,6 +52,38 @@ pub enum Block {
 
 /// Text and tables in order.
 pub type Doc = Vec<Block>;
+
+/// Whether a character would act on a terminal instead of being shown: C0 and C1 controls (escape
+/// sequences, carriage return, backspace, NUL), DEL, and the bidirectional controls that reorder
+/// what a reader sees (Trojan Source). A line end is text.
+fn acts(c: char) -> bool {
+    (c.is_control() && c != '\n')
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` safe to show on a terminal: every character that would act on it ([`acts`]) written as
+/// an escape (`\u{1b}`, `\r`, `\u{202e}`), so text from an imported file, a tag or a host name
+/// is seen as it is and cannot move the cursor, rewrite a line or reorder it. Idempotent.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if acts(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A message for a person that may quote outside text: [`printable`] and at most `max`
+/// characters ([`shortened`]).
+pub fn message(s: &str, max: usize) -> String {
+    shortened(&printable(s), max)
+}
 
 /// What someone typed, short enough to repeat: beyond `max` characters, the first `max` and how
 /// many there were (a 100k-character argument is not echoed or stored whole).
@@ -100,6 +134,21 @@ pub fn wrap(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_from_outside_cannot_act_on_a_terminal() {
+        let hostile = "tag\u{1b}]0;owned\u{7}\r\u{0}\u{202e}cba\u{9b}31m";
+        let shown = printable(hostile);
+        assert!(!shown.chars().any(acts), "{shown}");
+        assert_eq!(shown, "tag\\u{1b}]0;owned\\u{7}\\r\\u{0}\\u{202e}cba\\u{9b}31m");
+        assert_eq!(printable(&shown), shown, "idempotent");
+        assert!(matches!(printable("plain µs\nline"), std::borrow::Cow::Borrowed(_)));
+        let mut t = Table::new(&["tag"], &[]);
+        t.row(vec!["a\u{1b}[2Jb".into()]);
+        assert_eq!(t.rows[0][0], "a\\u{1b}[2Jb");
+        let long = "\u{1b}".repeat(10_000_000);
+        assert!(message(&long, 100).len() < 1000);
+    }
 
     #[test]
     fn long_lines_break_at_spaces_and_short_ones_stay() {

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     }
     // Settings a killed oslab left changed are put back first, and said.
     for line in oslab_core::pending::recover(&oslab_core::pending::default_file()) {
-        eprintln!("note: {line}");
+        cmd::say(&format!("note: {line}"));
     }
     match cmd::dispatch(args) {
         Ok(code) => code,
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("oslab: {e:#}");
+            cmd::say(&format!("oslab: {e:#}"));
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {

@@ -77,6 +77,10 @@ pub const MAX_SECONDS: f64 = 1e9;
 /// The most processors a job may use or ask for.
 pub const MAX_PROCESSORS: f64 = 1e7;
 
+/// The longest line read (a job line is about 100 bytes; a header comment a few hundred): a
+/// longer one is an error, not an allocation.
+pub const MAX_LINE: usize = 64 << 10;
+
 /// Parses one non-comment line.
 pub fn parse_line(text: &str, line: usize) -> Result<SwfJob, SwfError> {
     let err = |what: String| SwfError { line, what };
@@ -151,7 +155,7 @@ pub const OSLAB_MARK: &str = "oslab cpuman workload";
 /// Reads the header: the comment lines before the first job.
 pub fn header(input: impl BufRead) -> Header {
     let mut h = Header::default();
-    for line in input.lines().map_while(Result::ok) {
+    for line in oslab_core::files::lines(input, MAX_LINE).map_while(Result::ok) {
         let t = line.trim();
         if t.is_empty() {
             continue;
@@ -181,7 +185,7 @@ pub fn header(input: impl BufRead) -> Header {
 pub fn read(input: impl BufRead) -> impl Iterator<Item = Result<SwfJob, SwfError>> {
     let mut last_submit = 0.0f64;
     let mut failed = false;
-    input.lines().enumerate().filter_map(move |(i, l)| {
+    oslab_core::files::lines(input, MAX_LINE).enumerate().filter_map(move |(i, l)| {
         if failed {
             return None;
         }

@@ -267,8 +267,8 @@ pub fn trace_machine(src: &Source) -> Result<Option<(usize, &'static str)>, Stri
     let Some(path) = &src.trace else {
         return Ok(None);
     };
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file = oslab_core::files::open_regular(path, oslab_core::files::Links::Follow)
+        .map_err(|e| e.to_string())?;
     let h = swf::header(std::io::BufReader::new(file));
     Ok(match (h.max_procs, h.max_nodes) {
         (Some(p), _) => Some((p as usize, "the trace's MaxProcs")),
@@ -452,9 +452,9 @@ fn read_trace(
     cpus: usize,
 ) -> Result<(Jobs, Vec<String>), String> {
     let open = |path: &Path| {
-        std::fs::File::open(path)
+        oslab_core::files::open_regular(path, oslab_core::files::Links::Follow)
             .map(std::io::BufReader::new)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .map_err(|e| e.to_string())
     };
     let mut kinds = match app_map {
         Some(m) => KindMap::read(m)?,
@@ -664,6 +664,22 @@ mod archive {
             app_map,
             ..Source::default()
         }
+    }
+
+    #[test]
+    fn a_trace_that_is_a_device_or_one_huge_line_is_refused_without_reading_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = resolve(&source("/dev/zero".into(), None), 16).err().unwrap();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(trace_machine(&source("/dev/zero".into(), None)).is_err());
+        // 4 GiB of NULs with no line end: refused at the first line, in a moment.
+        let sparse = dir.path().join("sparse.swf");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(4 << 30)
+            .unwrap();
+        let e = resolve(&source(sparse, None), 16).err().unwrap();
+        assert!(e.contains("line 1") && e.contains("longer than"), "{e}");
     }
 
     #[test]

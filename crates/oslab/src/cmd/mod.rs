@@ -72,13 +72,25 @@ pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     print_raw(&serde_json::to_string_pretty(v)?)
 }
 
-/// Prints text for a person: wrapped as words to the terminal's width (`--wide`: not at all).
+/// Prints text for a person: control characters from outside text escaped
+/// ([`oslab_core::text::printable`]), wrapped as words to the terminal's width (`--wide`: not at
+/// all).
 pub fn print_text(s: &str) -> anyhow::Result<()> {
+    let s = &oslab_core::text::printable(s);
     match oslab_report::table::width() {
         Some(w) => print_raw(&oslab_core::text::wrap(s, w as usize)),
         None => print_raw(s),
     }
 }
+
+/// Says `line` on standard error for a person: it may quote outside text (a tag, a host name,
+/// an imported file's fields), so it is made printable and bounded.
+pub fn say(line: &str) {
+    eprintln!("{}", oslab_core::text::message(line, MESSAGE_CHARS));
+}
+
+/// The most characters of one message: a hostile input of megabytes is never echoed whole.
+pub const MESSAGE_CHARS: usize = 2000;
 
 /// Prints `s` as it is, ending with a newline; a closed pipe is an error main treats as
 /// success.

@@ -21,7 +21,7 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
     let mut collected = Vec::new();
     for j in jobs {
         let c = fleet::collect(&mut store, &j)?;
-        c.lines(&j).iter().for_each(|l| eprintln!("{l}"));
+        c.lines(&j).iter().for_each(|l| crate::cmd::say(l));
         collected.push(c.json(&j));
     }
     if args.out.json {

@@ -25,7 +25,7 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         eprintln!("note: {why}; the node list sinfo gives at submit time is left open below");
     }
     for (n, state) in &plan.skipped {
-        eprintln!("leaving out node {n}: {state}");
+        crate::cmd::say(&format!("leaving out node {n}: {state}"));
     }
     if args.dry_run {
         print!("{}", plan.script);

@@ -54,6 +54,48 @@ pub struct Summary {
     pub p999: Option<f64>,
 }
 
+impl Summary {
+    /// Whether the figures can describe one sample set: all finite, at least one sample,
+    /// min <= p25 <= median <= p75 <= max, the interval's ends in order, a spread >= 0. A
+    /// summary from a file is checked before it is believed.
+    pub fn check(&self) -> Result<(), String> {
+        let figures = [
+            self.min,
+            self.p25,
+            self.median,
+            self.p75,
+            self.max,
+            self.mean,
+            self.stddev,
+            self.ci_low,
+            self.ci_high,
+        ];
+        if !figures.iter().all(|v| v.is_finite()) {
+            return Err("a figure is not a finite number".into());
+        }
+        if self.n == 0 {
+            return Err("n is 0".into());
+        }
+        let order = [self.min, self.p25, self.median, self.p75, self.max];
+        if order.windows(2).any(|w| w[0] > w[1]) {
+            return Err(format!(
+                "min {} <= p25 {} <= median {} <= p75 {} <= max {} does not hold",
+                self.min, self.p25, self.median, self.p75, self.max
+            ));
+        }
+        if self.ci_low > self.ci_high {
+            return Err(format!(
+                "the interval {} - {} ends before it starts",
+                self.ci_low, self.ci_high
+            ));
+        }
+        if self.stddev < 0.0 {
+            return Err(format!("stddev {} is negative", self.stddev));
+        }
+        Ok(())
+    }
+}
+
 /// When a summary counts as noisy.
 #[derive(Debug, Clone, Copy)]
 pub struct NoiseRule {

@@ -36,8 +36,12 @@ impl Table {
     /// Adds a row; its cells are made [`printable`] (a cell may hold a tag or a host name from
     /// an imported file).
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows
-            .push(cells.into_iter().map(|c| printable(&c).into_owned()).collect());
+        self.rows.push(
+            cells
+                .into_iter()
+                .map(|c| printable(&c).into_owned())
+                .collect(),
+        );
     }
 }
 
@@ -79,10 +83,31 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// A message for a person that may quote outside text: [`printable`] and at most `max`
-/// characters ([`shortened`]).
+/// A message for a person that may quote outside text: [`printable`], every word longer than
+/// 200 characters cut to its first 60 ([`shortened`]: a 10 MB argument is quoted by its start and
+/// length, and the explanation after it survives), and at most `max` characters in all.
 pub fn message(s: &str, max: usize) -> String {
-    shortened(&printable(s), max)
+    let shown = printable(s);
+    let mut out = String::with_capacity(shown.len().min(max + 64));
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.chars().count() > 200 {
+            out.push_str(&shortened(word, 60));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in shown.chars() {
+        if c.is_whitespace() {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    shortened(&out, max)
 }
 
 /// What someone typed, short enough to repeat: beyond `max` characters, the first `max` and how
@@ -140,9 +165,15 @@ mod tests {
         let hostile = "tag\u{1b}]0;owned\u{7}\r\u{0}\u{202e}cba\u{9b}31m";
         let shown = printable(hostile);
         assert!(!shown.chars().any(acts), "{shown}");
-        assert_eq!(shown, "tag\\u{1b}]0;owned\\u{7}\\r\\u{0}\\u{202e}cba\\u{9b}31m");
+        assert_eq!(
+            shown,
+            "tag\\u{1b}]0;owned\\u{7}\\r\\u{0}\\u{202e}cba\\u{9b}31m"
+        );
         assert_eq!(printable(&shown), shown, "idempotent");
-        assert!(matches!(printable("plain µs\nline"), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(
+            printable("plain µs\nline"),
+            std::borrow::Cow::Borrowed(_)
+        ));
         let mut t = Table::new(&["tag"], &[]);
         t.row(vec!["a\u{1b}[2Jb".into()]);
         assert_eq!(t.rows[0][0], "a\\u{1b}[2Jb");

@@ -24,6 +24,48 @@ pub fn format_utc(secs: u64) -> String {
     )
 }
 
+/// Whether `s` is an RFC 3339 date and time (`2026-11-24T17:45:41Z`, a fraction of a second and
+/// an offset allowed): what oslab writes, and all it accepts from a file.
+pub fn is_rfc3339(s: &str) -> bool {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>, lo: u32, hi: u32| {
+        b.get(r.clone())
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+            && s[r].parse::<u32>().is_ok_and(|v| (lo..=hi).contains(&v))
+    };
+    let fixed = b.len() >= 20
+        && num(0..4, 0, 9999)
+        && b[4] == b'-'
+        && num(5..7, 1, 12)
+        && b[7] == b'-'
+        && num(8..10, 1, 31)
+        && matches!(b[10], b'T' | b't' | b' ')
+        && num(11..13, 0, 23)
+        && b[13] == b':'
+        && num(14..16, 0, 59)
+        && b[16] == b':'
+        && num(17..19, 0, 60);
+    if !fixed {
+        return false;
+    }
+    let mut rest = &s[19..];
+    if let Some(f) = rest.strip_prefix('.') {
+        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return false;
+        }
+        rest = &f[digits..];
+    }
+    match rest.as_bytes() {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', ..] if rest.len() == 6 => {
+            let o = rest.as_bytes();
+            o[1..3].iter().chain(&o[4..6]).all(u8::is_ascii_digit) && o[3] == b':'
+        }
+        _ => false,
+    }
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -47,5 +89,29 @@ mod tests {
         assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(format_utc(1_795_000_000), "2026-11-18T11:06:40Z");
+    }
+
+    #[test]
+    fn rfc3339_is_recognised_and_other_text_is_not() {
+        for ok in [
+            "2026-11-24T17:45:41Z",
+            "2026-11-24T17:45:41.123456Z",
+            "2026-11-24T17:45:41+01:00",
+            &format_utc(0),
+        ] {
+            assert!(is_rfc3339(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-24T17:45:41Z",
+            "2026-11-24T25:45:41Z",
+            "2026-11-24T17:45:41",
+            "2026-11-24T17:45:41.Z",
+            "2026-11-24T17:45:41Zjunk",
+            "२०२६-11-24T17:45:41Z",
+        ] {
+            assert!(!is_rfc3339(bad), "{bad}");
+        }
     }
 }

@@ -96,11 +96,24 @@ pub fn validate(value: &serde_json::Value) -> Result<(), ImportError> {
     }
 }
 
-/// Parses and validates a document.
+/// Parses and validates a document: the schema, then the rules a schema cannot say (the same
+/// a run keeps when `oslab run` stores it: [`RunRecord::check`], summaries that describe a
+/// sample set).
 pub fn parse(bytes: &[u8]) -> Result<RunDocument, ImportError> {
     let value: serde_json::Value = serde_json::from_slice(bytes)?;
     validate(&value)?;
-    Ok(serde_json::from_value(value)?)
+    let doc: RunDocument = serde_json::from_value(value)?;
+    doc.run
+        .check()
+        .map_err(|e| ImportError::Schema(format!("  /run: {e}")))?;
+    for (i, m) in doc.measurements.iter().enumerate() {
+        if let Some(Err(e)) = m.summary.as_ref().map(|s| s.check()) {
+            return Err(ImportError::Schema(format!(
+                "  /measurements/{i}/summary: {e}"
+            )));
+        }
+    }
+    Ok(doc)
 }
 
 /// A document stored by [`import`].
@@ -110,6 +123,8 @@ pub struct Imported {
     pub file: std::path::PathBuf,
     /// Its id in this store.
     pub run: i64,
+    /// It was in the store already (imported before, or exported from it): not stored again.
+    pub already: bool,
     /// Its id in the store it was exported from.
     pub from_run: Option<i64>,
     /// The machine it was measured on.
@@ -122,15 +137,24 @@ pub struct Imported {
 
 impl std::fmt::Display for Imported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let there = self.from_run.map_or("?".into(), |i| i.to_string());
+        if self.already {
+            return write!(
+                f,
+                "{}: already in the store as run {} (host {}, run {there} there): not imported again",
+                self.file.display(),
+                self.run,
+                self.host
+            );
+        }
         write!(
             f,
-            "imported {} as run {} ({} measurements, {} timeline events; host {}, run {} there)",
+            "imported {} as run {} ({} measurements, {} timeline events; host {}, run {there} there)",
             self.file.display(),
             self.run,
             self.measurements,
             self.timeline_events,
             self.host,
-            self.from_run.map_or("?".into(), |i| i.to_string())
         )
     }
 }
@@ -147,7 +171,8 @@ pub fn read_all(
         .map_err(ImportFailed::Invalid)
 }
 
-/// Stores each document of [`read_all`] as a new run, one transaction each.
+/// Stores each document of [`read_all`] as a new run, one transaction each; a run the store
+/// holds already ([`crate::Store::same_run`]) is not stored twice.
 pub fn import(
     store: &mut crate::Store,
     docs: Vec<(std::path::PathBuf, RunDocument)>,
@@ -158,9 +183,14 @@ pub fn import(
             id: None,
             ..doc.run
         };
+        let same = store.same_run(&record, &doc.measurements)?;
         imported.push(Imported {
             file,
-            run: store.save_run(&record, &doc.measurements, &doc.timeline)?,
+            already: same.is_some(),
+            run: match same {
+                Some(id) => id,
+                None => store.save_run(&record, &doc.measurements, &doc.timeline)?,
+            },
             from_run: doc.run.id,
             host: record.hostname,
             measurements: doc.measurements.len(),

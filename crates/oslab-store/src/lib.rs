@@ -31,4 +31,6 @@ mod validate;
 pub use location::Location;
 pub use recorder::{NotStored, Program, Recorder};
 pub use runset::{Loaded, RunSet};
-pub use store::{RunRecord, RunRef, RunStatus, RunSummary, Store, StoreError};
+pub use store::{
+    check_tag, RunRecord, RunRef, RunStatus, RunSummary, Store, StoreError, MAX_TAGS, MAX_TAG_CHARS,
+};

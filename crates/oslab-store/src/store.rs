@@ -47,6 +47,9 @@ pub enum StoreError {
     /// No run with that id.
     #[error("no run {0} in the store; `oslab runs` lists the stored runs")]
     NoSuchRun(String),
+    /// A run that breaks a rule every stored run keeps ([`RunRecord::check`]).
+    #[error("run not stored: {0}")]
+    Refused(String),
     /// Stored data that does not parse (a damaged row).
     #[error("run data is damaged: {0}")]
     Damaged(String),
@@ -159,6 +162,62 @@ pub struct RunRecord {
     /// runs are grouped by them when compared.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
+}
+
+/// The most tags a run carries (the schema's `maxProperties`).
+pub const MAX_TAGS: usize = 256;
+/// The most characters of a tag's key or value (the schema's `maxLength`).
+pub const MAX_TAG_CHARS: usize = 1024;
+
+/// Whether one tag is one a run may carry: both parts non-empty and at most [`MAX_TAG_CHARS`],
+/// the key without spaces or ':' (a `tag:KEY=VALUE` selector reads up to the first '=').
+pub fn check_tag(key: &str, value: &str) -> Result<(), String> {
+    let long = |s: &str| s.chars().count() > MAX_TAG_CHARS;
+    if key.is_empty() || value.is_empty() {
+        Err("a tag is KEY=VALUE, both non-empty, e.g. kernel=6.18".into())
+    } else if key.contains(|c: char| c.is_whitespace() || c == ':' || c == '=') {
+        Err("a tag's key has no spaces, ':' or '='".into())
+    } else if long(key) || long(value) {
+        Err(format!(
+            "a tag's key and value are at most {MAX_TAG_CHARS} characters each"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+impl RunRecord {
+    /// The rules every stored run keeps, whether it was measured here, imported or collected:
+    /// dates in RFC 3339, a positive id, at most [`MAX_TAGS`] tags that pass [`check_tag`], a
+    /// wall time that is a time. The schema says the same of a document; this also holds for a
+    /// run `oslab run` is about to store, so what it stores always imports again.
+    pub fn check(&self) -> Result<(), String> {
+        for (what, t) in [("started", &self.started), ("finished", &self.finished)] {
+            if !oslab_core::time::is_rfc3339(t) {
+                return Err(format!(
+                    "{what} is {:?}: not an RFC 3339 date and time",
+                    oslab_core::text::shortened(t, 40)
+                ));
+            }
+        }
+        if self.id.is_some_and(|id| id < 1) {
+            return Err(format!("run id {}: ids start at 1", self.id.unwrap_or(0)));
+        }
+        if !(self.wall_s.is_finite() && self.wall_s >= 0.0) {
+            return Err(format!("wall_s is {}: not a duration", self.wall_s));
+        }
+        if self.tags.len() > MAX_TAGS {
+            return Err(format!(
+                "{} tags: a run carries at most {MAX_TAGS}",
+                self.tags.len()
+            ));
+        }
+        for (k, v) in &self.tags {
+            check_tag(k, v)
+                .map_err(|e| format!("tag {:?}: {e}", oslab_core::text::shortened(k, 40)))?;
+        }
+        Ok(())
+    }
 }
 
 /// One line of `oslab runs`.
@@ -581,6 +640,48 @@ impl Store {
         Ok(ids.collect::<Result<_, _>>()?)
     }
 
+    /// The stored run that is `run` with `measurements`: the same host, command, start, end,
+    /// machine and environment, and the same figures (samples aside: an export may leave them
+    /// out). Importing a file twice, or a run exported from this store, finds it; an edited copy
+    /// does not.
+    pub fn same_run(
+        &self,
+        run: &RunRecord,
+        measurements: &[Measurement],
+    ) -> Result<Option<i64>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id FROM runs WHERE hostname = ?1 AND command = ?2 AND started = ?3 AND finished = ?4 ORDER BY id",
+        )?;
+        let ids: Vec<i64> = stmt
+            .query_map(
+                params![run.hostname, run.command, run.started, run.finished],
+                |r| r.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        let figures = |ms: &[Measurement]| -> Vec<serde_json::Value> {
+            ms.iter()
+                .map(|m| {
+                    let mut v = serde_json::to_value(m).unwrap_or_default();
+                    if let Some(o) = v.as_object_mut() {
+                        o.remove("samples");
+                    }
+                    v
+                })
+                .collect()
+        };
+        let wanted = figures(measurements);
+        for id in ids {
+            let (stored, ms) = self.load_run_summaries(&RunRef::Id(id))?;
+            if stored.fingerprint == run.fingerprint
+                && stored.environment == run.environment
+                && figures(&ms) == wanted
+            {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+
     /// A run's tags.
     pub fn tags(&self, run_id: i64) -> Result<BTreeMap<String, String>, StoreError> {
         let mut stmt = self
@@ -704,6 +805,7 @@ fn insert_run(
     run: &RunRecord,
     pid: Option<u32>,
 ) -> Result<i64, StoreError> {
+    run.check().map_err(StoreError::Refused)?;
     tx.execute(
         "INSERT INTO runs (started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment, pid, boot_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",

@@ -13,7 +13,15 @@ use error::UsageError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            // A usage error may quote the argument: bounded and escaped like every message.
+            cmd::say(e.render().to_string().trim_end());
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
     if args.wide {
         oslab_report::table::set_width(None);
     }

@@ -1700,3 +1700,131 @@ fn store_paths_that_cannot_be_used_fall_back_or_say_how_to_choose_one() {
     let e = fails(&["run", "sycall", "--db", db.to_str().unwrap()], 2);
     assert!(e.contains("did you mean \"syscall\"?"), "{e}");
 }
+
+/// A minimal valid document, as another machine would export it.
+fn document(tags: Value) -> Value {
+    serde_json::json!({
+        "schema": "oslab.run/1",
+        "run": {
+            "id": 7, "started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z",
+            "status": "complete", "oslab_version": "0.1.0", "command": "oslab run",
+            "hostname": "far\u{1b}]0;owned\u{7}\r\u{202e}away", "quick": true, "wall_s": 1.0,
+            "fingerprint": {"cpu_model": "x", "topology": {"caches": [], "nodes": []}},
+            "environment": {"privileges": {"root": false, "cap_perfmon": false, "cap_sys_nice": false,
+                "sched_fifo": false, "perf_event_paranoid": 2, "memlock_limit": null},
+                "pmu": {"available": false, "reason": "none"}, "loadavg": 0.1, "runnable": 1,
+                "numa_balancing": null, "isolation": [], "warnings": []},
+            "tags": tags
+        },
+        "measurements": [
+            {"probe": "syscall.getppid", "params": {}, "metric": "per_call", "unit": "ns",
+             "status": "ok", "note": "\u{1b}[2J cleared",
+             "summary": {"n": 3, "min": 1.0, "p25": 1.0, "median": 2.0, "p75": 3.0, "max": 3.0,
+                         "mean": 2.0, "stddev": 1.0, "ci_low": 1.0, "ci_high": 3.0, "outliers": 0}}
+        ]
+    })
+}
+
+#[test]
+fn outside_text_reaches_no_terminal_and_every_run_keeps_the_same_limits() {
+    let _turn = shared();
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let write = |name: &str, doc: &Value| {
+        let f = dir.path().join(name);
+        std::fs::write(&f, doc.to_string()).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let good = write(
+        "good.json",
+        &document(serde_json::json!({"k": "=cmd|' /C calc'!A0\u{1b}[31m"})),
+    );
+    // Imported twice: stored once, and the second time says so.
+    let first = oslab()
+        .args(["import", &good, "--db", db])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        said.contains("as run 1") && !said.contains('\u{1b}') && !said.contains('\r'),
+        "{said:?}"
+    );
+    assert!(
+        said.contains("\\u{1b}") && said.contains("\\u{202e}"),
+        "{said:?}"
+    );
+    let again = oslab()
+        .args(["import", &good, "--db", db])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("already in the store as run 1"), "{said}");
+    assert_eq!(stored_runs(Path::new(db)).len(), 1);
+    // What the terminal shows of it holds no control character.
+    for args in [
+        vec!["runs"],
+        vec!["show", "1", "--details"],
+        vec!["show", "tag:k=x"],
+    ] {
+        let mut a = args.clone();
+        a.extend(["--db", db]);
+        let out = oslab().args(&a).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{args:?}: {text:?}"
+        );
+    }
+    // The limits `run` keeps are the ones import keeps.
+    let long = format!("k={}", "v".repeat(1025));
+    let e = fails(&["run", "timer.rdtsc", "--tag", &long, "--db", db], 2);
+    assert!(
+        e.contains("at most 1024 characters") && e.len() < 500,
+        "{e}"
+    );
+    let mut many = vec!["run", "timer.rdtsc"];
+    let tags: Vec<String> = (0..257).map(|i| format!("t{i}=v")).collect();
+    for t in &tags {
+        many.extend(["--tag", t]);
+    }
+    many.extend(["--db", db]);
+    let e = fails(&many, 2);
+    assert!(e.contains("at most 256"), "{e}");
+    let bad_docs = [
+        (
+            "many tags",
+            document(Value::Object(
+                (0..257).map(|i| (format!("t{i}"), "v".into())).collect(),
+            )),
+        ),
+        (
+            "long tag",
+            document(serde_json::json!({"k": "v".repeat(1025)})),
+        ),
+        ("not a date", {
+            let mut d = document(serde_json::json!({}));
+            d["run"]["started"] = "yesterday".into();
+            d
+        }),
+        ("negative id", {
+            let mut d = document(serde_json::json!({}));
+            d["run"]["id"] = (-3).into();
+            d
+        }),
+        ("min above max", {
+            let mut d = document(serde_json::json!({}));
+            d["measurements"][0]["summary"]["min"] = 9.0.into();
+            d
+        }),
+    ];
+    for (what, doc) in bad_docs {
+        let f = write("bad.json", &doc);
+        let e = fails(&["import", &f, "--db", db], 1);
+        assert!(e.contains("Nothing was imported"), "{what}: {e}");
+    }
+    assert_eq!(stored_runs(Path::new(db)).len(), 1);
+}

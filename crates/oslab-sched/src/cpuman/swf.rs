@@ -185,40 +185,42 @@ pub fn header(input: impl BufRead) -> Header {
 pub fn read(input: impl BufRead) -> impl Iterator<Item = Result<SwfJob, SwfError>> {
     let mut last_submit = 0.0f64;
     let mut failed = false;
-    oslab_core::files::lines(input, MAX_LINE).enumerate().filter_map(move |(i, l)| {
-        if failed {
-            return None;
-        }
-        let line = i + 1;
-        let result = match l {
-            Err(e) => Err(SwfError {
-                line,
-                what: format!("cannot read: {e}"),
-            }),
-            Ok(text) => {
-                let t = text.trim();
-                if t.is_empty() || t.starts_with(';') {
-                    return None;
-                }
-                parse_line(t, line).and_then(|j| {
-                    if j.submit() < last_submit {
-                        Err(SwfError {
-                            line,
-                            what: format!(
-                                "submit time {} is before the previous job's ({last_submit})",
-                                j.submit()
-                            ),
-                        })
-                    } else {
-                        last_submit = j.submit();
-                        Ok(j)
-                    }
-                })
+    oslab_core::files::lines(input, MAX_LINE)
+        .enumerate()
+        .filter_map(move |(i, l)| {
+            if failed {
+                return None;
             }
-        };
-        failed = result.is_err();
-        Some(result)
-    })
+            let line = i + 1;
+            let result = match l {
+                Err(e) => Err(SwfError {
+                    line,
+                    what: format!("cannot read: {e}"),
+                }),
+                Ok(text) => {
+                    let t = text.trim();
+                    if t.is_empty() || t.starts_with(';') {
+                        return None;
+                    }
+                    parse_line(t, line).and_then(|j| {
+                        if j.submit() < last_submit {
+                            Err(SwfError {
+                                line,
+                                what: format!(
+                                    "submit time {} is before the previous job's ({last_submit})",
+                                    j.submit()
+                                ),
+                            })
+                        } else {
+                            last_submit = j.submit();
+                            Ok(j)
+                        }
+                    })
+                }
+            };
+            failed = result.is_err();
+            Some(result)
+        })
 }
 
 /// Writes jobs as SWF: the standard header (version, job count, start time, the machine's

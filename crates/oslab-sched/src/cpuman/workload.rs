@@ -669,7 +669,9 @@ mod archive {
     #[test]
     fn a_trace_that_is_a_device_or_one_huge_line_is_refused_without_reading_it_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let e = resolve(&source("/dev/zero".into(), None), 16).err().unwrap();
+        let e = resolve(&source("/dev/zero".into(), None), 16)
+            .err()
+            .unwrap();
         assert!(e.contains("not a regular file"), "{e}");
         assert!(trace_machine(&source("/dev/zero".into(), None)).is_err());
         // 4 GiB of NULs with no line end: refused at the first line, in a moment.

@@ -131,18 +131,10 @@ pub struct MigrateArgs {
     pub out: Output,
 }
 
-/// `key=value`, both non-empty, the key without spaces or ':'.
+/// `key=value` by the rules every stored run keeps ([`oslab_store::check_tag`]).
 fn parse_tag(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v))
-            if !k.is_empty()
-                && !v.is_empty()
-                && !k.contains(|c: char| c.is_whitespace() || c == ':') =>
-        {
-            Ok((k.to_string(), v.to_string()))
-        }
-        _ => Err(format!(
-            "{s:?}: a tag is KEY=VALUE, e.g. kernel=6.18 (the key without spaces or ':')"
-        )),
-    }
+    let (k, v) = s.split_once('=').unwrap_or((s, ""));
+    oslab_store::check_tag(k, v)
+        .map(|_| (k.to_string(), v.to_string()))
+        .map_err(|e| format!("{:?}: {e}", oslab_core::text::shortened(s, 40)))
 }

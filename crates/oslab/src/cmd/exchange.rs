@@ -60,7 +60,9 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let docs = exchange::read_all(&args.files)?;
     let mut store = args.out.store.open()?;
     let imported = exchange::import(&mut store, docs)?;
-    imported.iter().for_each(|i| crate::cmd::say(&i.to_string()));
+    imported
+        .iter()
+        .for_each(|i| crate::cmd::say(&i.to_string()));
     if args.out.json {
         print_json(&serde_json::json!({"imported": imported}))?;
     }

@@ -22,6 +22,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let memory_max = HarnessConfig::suite(args.quick).memory_max;
         faults::check_request(&options, memory_max).map_err(usage)?;
     }
+    if args.tag.len() > oslab_store::MAX_TAGS {
+        return Err(usage(format!(
+            "{} --tag options: a run carries at most {}",
+            args.tag.len(),
+            oslab_store::MAX_TAGS
+        )));
+    }
     let mut session = RecordedSession::open(
         args.quick,
         args.cpu.as_deref().map(|c| ("--cpu", c)),

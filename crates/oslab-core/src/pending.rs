@@ -6,6 +6,13 @@
 //! The record is one small JSON file (`$XDG_STATE_HOME/oslab/pending.json`, else
 //! `~/.local/state/oslab/pending.json`), replaced atomically (write, fsync, rename). Each entry
 //! names its owner (pid and boot): entries of a live oslab are left alone.
+//!
+//! The file is an input like any other: whoever could write it could make the next oslab (often
+//! run as root) write any value to any file. So it is believed only when it is a regular file of
+//! ours, at most [`MAX_BYTES`], not writable by others, in a directory only we (or root) can
+//! write; and of its entries only those oslab can have written: a setting in [`SETTINGS`] with a
+//! short plain value, or a thread with its start time and a cpu list. The rest is ignored and
+//! said.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -47,16 +54,89 @@ impl Thread {
     }
 }
 
+/// The settings oslab changes (and so the only files a record may name).
+pub const SETTINGS: &[&str] = &[NUMA_BALANCING];
+
+/// Automatic NUMA balancing, which `cpuman` turns off while it places pages itself.
+pub const NUMA_BALANCING: &str = "/proc/sys/kernel/numa_balancing";
+
+/// The largest record believed (a few hundred entries at most are ever written).
+pub const MAX_BYTES: u64 = 1 << 20;
+
 /// The record file at its default place.
 pub fn default_file() -> PathBuf {
     crate::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("pending.json")
 }
 
 fn load(file: &Path) -> Vec<Change> {
-    std::fs::read(file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    read(file).unwrap_or_default()
+}
+
+/// The record, if it can be believed ([`trusted`]); Ok(empty) when there is none.
+fn read(file: &Path) -> Result<Vec<Change>, String> {
+    if !file.exists() {
+        return Ok(Vec::new());
+    }
+    trusted(file)?;
+    let bytes = crate::files::read_bounded(file, MAX_BYTES, crate::files::Links::Refuse)
+        .map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{}: not a record: {e}", file.display()))
+}
+
+/// Whether only we (or root) can have written `file`: ours and not writable by others, in a
+/// directory that is ours or root's and not writable by others.
+fn trusted(file: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    for (what, path, owners) in [("file", file, [me, me]), ("directory", dir, [me, 0])] {
+        let m = std::fs::symlink_metadata(path)
+            .map_err(|e| format!("cannot check {}: {e}", path.display()))?;
+        if what == "file" && !m.file_type().is_file() {
+            return Err(format!("{} is not a regular file", path.display()));
+        }
+        if !owners.contains(&m.uid()) {
+            return Err(format!(
+                "its {what} {} belongs to user {}, not to you",
+                path.display(),
+                m.uid()
+            ));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Err(format!(
+                "its {what} {} can be written by others (mode {:o})",
+                path.display(),
+                m.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why an entry is not one oslab can have written, if it is not.
+fn implausible(c: &Change, settings: &[&Path]) -> Option<String> {
+    match c.thread {
+        None if !settings.contains(&c.path.as_path()) => Some(format!(
+            "{} is not a setting oslab changes",
+            crate::text::shortened(&c.path.display().to_string(), 80)
+        )),
+        None if c.original.len() > 32
+            || !c.original.chars().all(|ch| ch.is_ascii_alphanumeric() || " -_.".contains(ch)) =>
+        {
+            Some(format!(
+                "the value recorded for {} is not one it had",
+                c.path.display()
+            ))
+        }
+        Some(t) if t.tid <= 0 || t.start == 0 || crate::CpuSet::parse_list(&c.original).is_err() => {
+            Some(format!("thread {} is not recorded as oslab records one", t.tid))
+        }
+        _ => None,
+    }
 }
 
 fn save(file: &Path, changes: &[Change]) -> std::io::Result<()> {
@@ -66,12 +146,22 @@ fn save(file: &Path, changes: &[Change]) -> std::io::Result<()> {
             _ => Ok(()),
         };
     }
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // Ours alone whatever the umask: a record others can write is not believed.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
     let tmp = file.with_extension(format!("json.{}", std::process::id()));
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
         std::io::Write::write_all(&mut f, &serde_json::to_vec_pretty(changes)?)?;
         f.sync_all()?;
     }
@@ -182,14 +272,38 @@ pub fn restore(file: &Path, path: &Path) -> std::io::Result<()> {
 }
 
 /// Restores every change whose owner is gone (killed, or from an earlier boot); returns what was
-/// restored, in words, for the user. Changes of a live oslab are kept.
+/// restored, in words, for the user. Changes of a live oslab are kept; a record or an entry that
+/// oslab cannot have written is ignored, and said.
 pub fn recover(file: &Path) -> Vec<String> {
-    let changes = load(file);
+    let settings: Vec<&Path> = SETTINGS.iter().map(Path::new).collect();
+    recover_among(file, &settings)
+}
+
+fn recover_among(file: &Path, settings: &[&Path]) -> Vec<String> {
+    let changes = match read(file) {
+        Ok(c) => c,
+        Err(why) => {
+            return vec![format!(
+                "ignored {}, the record of settings to restore: {why}",
+                file.display()
+            )]
+        }
+    };
     if changes.is_empty() {
         return Vec::new();
     }
-    let (live, dead): (Vec<Change>, Vec<Change>) = changes.into_iter().partition(alive);
     let mut said = Vec::new();
+    let (believed, refused): (Vec<Change>, Vec<Change>) = changes
+        .into_iter()
+        .partition(|c| implausible(c, settings).is_none());
+    for c in &refused {
+        said.push(format!(
+            "ignored an entry of {}: {}",
+            file.display(),
+            implausible(c, settings).unwrap_or_default()
+        ));
+    }
+    let (live, dead): (Vec<Change>, Vec<Change>) = believed.into_iter().partition(alive);
     let mut kept = live;
     for c in dead {
         let what = match c.thread {
@@ -203,8 +317,14 @@ pub fn recover(file: &Path) -> Vec<String> {
             )),
             Ok(false) => {} // the thread is gone
             Err(e) => {
+                // SAFETY: geteuid has no preconditions.
+                let hint = if unsafe { libc::geteuid() } == 0 {
+                    ""
+                } else {
+                    "; run oslab again as root"
+                };
                 said.push(format!(
-                    "could not restore {what} to {}: {e} (left changed by oslab pid {}); run oslab again as root",
+                    "could not restore {what} to {}: {e} (left changed by oslab pid {}){hint}",
                     c.original, c.pid
                 ));
                 kept.push(c);
@@ -243,9 +363,9 @@ mod tests {
         assert!(!file.exists());
         // Our own (live) change is not recovered; a dead owner's is.
         change(&file, &setting, "1").unwrap();
-        assert!(recover(&file).is_empty());
+        assert!(recover_among(&file, &[&setting]).is_empty());
         orphan(&file, |_| {});
-        let said = recover(&file);
+        let said = recover_among(&file, &[&setting]);
         assert!(
             said[0].contains("restored") && said[0].contains("2147483646"),
             "{said:?}"
@@ -256,6 +376,57 @@ mod tests {
         let missing = dir.path().join("no/such/setting");
         assert!(change(&file, &missing, "1").is_err());
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_hand_written_record_makes_oslab_write_nothing_it_did_not_change() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        let file = state.join("pending.json");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let entry = |path: &Path, original: &str| Change {
+            path: path.to_path_buf(),
+            thread: None,
+            original: original.into(),
+            pid: 2147483646,
+            boot_id: boot_id(),
+        };
+        let known = dir.path().join("setting");
+        std::fs::write(&known, "1").unwrap();
+        // Any path, any value: ignored, said, and dropped from the record.
+        save(&file, &[entry(&victim, "0")]).unwrap();
+        let said = recover_among(&file, &[&known]);
+        assert!(said[0].contains("is not a setting oslab changes"), "{said:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!file.exists());
+        // A known setting with a value it cannot have had (a script, a long text): ignored.
+        save(&file, &[entry(&known, "0\n* * * * * root sh -c evil")]).unwrap();
+        let said = recover_among(&file, &[&known]);
+        assert!(said[0].contains("not one it had"), "{said:?}");
+        assert_eq!(std::fs::read_to_string(&known).unwrap(), "1");
+        // A record others could have written is not read at all.
+        save(&file, &[entry(&known, "0")]).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let said = recover_among(&file, &[&known]);
+        assert!(said[0].contains("can be written by others"), "{said:?}");
+        assert_eq!(std::fs::read_to_string(&known).unwrap(), "1");
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(recover_among(&file, &[&known])[0].contains("can be written by others"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // A symbolic link in its place is not followed.
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(&victim, &file).unwrap();
+        assert!(recover_among(&file, &[&known])[0].contains("not a regular file"));
+        std::fs::remove_file(&file).unwrap();
+        // The same entry, in a record of ours: believed.
+        save(&file, &[entry(&known, "0")]).unwrap();
+        let said = recover_among(&file, &[&known]);
+        assert!(said[0].contains("restored"), "{said:?}");
+        assert_eq!(std::fs::read_to_string(&known).unwrap(), "0");
     }
 
     #[test]

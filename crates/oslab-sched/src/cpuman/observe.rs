@@ -154,7 +154,7 @@ pub fn pages_migrated() -> Option<u64> {
         .ok()
 }
 
-const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
+const BALANCING: &str = oslab_core::pending::NUMA_BALANCING;
 
 /// Automatic NUMA balancing switched on (for `--migration kernel`) or off (for the other modes,
 /// so that only the manager moves pages: a multi-node kernel often has it on by default); the

@@ -125,15 +125,23 @@ fn implausible(c: &Change, settings: &[&Path]) -> Option<String> {
             crate::text::shortened(&c.path.display().to_string(), 80)
         )),
         None if c.original.len() > 32
-            || !c.original.chars().all(|ch| ch.is_ascii_alphanumeric() || " -_.".contains(ch)) =>
+            || !c
+                .original
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || " -_.".contains(ch)) =>
         {
             Some(format!(
                 "the value recorded for {} is not one it had",
                 c.path.display()
             ))
         }
-        Some(t) if t.tid <= 0 || t.start == 0 || crate::CpuSet::parse_list(&c.original).is_err() => {
-            Some(format!("thread {} is not recorded as oslab records one", t.tid))
+        Some(t)
+            if t.tid <= 0 || t.start == 0 || crate::CpuSet::parse_list(&c.original).is_err() =>
+        {
+            Some(format!(
+                "thread {} is not recorded as oslab records one",
+                t.tid
+            ))
         }
         _ => None,
     }
@@ -399,7 +407,10 @@ mod tests {
         // Any path, any value: ignored, said, and dropped from the record.
         save(&file, &[entry(&victim, "0")]).unwrap();
         let said = recover_among(&file, &[&known]);
-        assert!(said[0].contains("is not a setting oslab changes"), "{said:?}");
+        assert!(
+            said[0].contains("is not a setting oslab changes"),
+            "{said:?}"
+        );
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         assert!(!file.exists());
         // A known setting with a value it cannot have had (a script, a long text): ignored.

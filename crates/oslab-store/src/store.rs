@@ -270,6 +270,15 @@ impl std::str::FromStr for RunRef {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The file's device and inode when opened (None in memory): a store deleted or replaced
+    /// while a run writes it is noticed at the next write, not reported as stored.
+    file: Option<(u64, u64)>,
+}
+
+/// The device and inode of the file at `path` now.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Store {
@@ -297,6 +306,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            file: None,
         };
         store.classify(store.init())?;
         store.migrate()?;
@@ -339,6 +349,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            file: identity(path),
         };
         store.classify(store.conn.busy_timeout(std::time::Duration::from_secs(5)))?;
         let version: Option<i64> = store
@@ -380,6 +391,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            file: identity(path),
         };
         store.classify(store.init())?;
         Ok(store)
@@ -399,6 +411,24 @@ impl Store {
     /// Path of the store file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A write transaction that takes the write lock at once (waiting for it as long as
+    /// [`Store::wait_when_locked`] says): a deferred one that read first fails at once, without
+    /// waiting, when another process wrote meanwhile. Refused when the file opened is no longer
+    /// at the store's path (deleted or replaced): what it writes would be lost.
+    fn write(&self) -> Result<rusqlite::Transaction<'_>, StoreError> {
+        if self.file.is_some() && identity(&self.path) != self.file {
+            return Err(StoreError::Unusable {
+                path: self.path.clone(),
+                reason: "the file was deleted or replaced while oslab was using it".into(),
+            });
+        }
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        );
+        self.classify(tx)
     }
 
     fn classify<T>(&self, r: Result<T, rusqlite::Error>) -> Result<T, StoreError> {
@@ -463,7 +493,7 @@ impl Store {
                 supported: current_version(),
             });
         }
-        let tx = self.conn.transaction()?;
+        let tx = self.write()?;
         tx.execute(
             "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
             [],
@@ -501,7 +531,7 @@ impl Store {
         let mut run = run.clone();
         run.tags
             .extend(tags.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let tx = self.conn.transaction()?;
+        let tx = self.write()?;
         let run_id = insert_run(&tx, &run, None)?;
         insert_measurements(&tx, run_id, 0, measurements)?;
         insert_timeline(&tx, run_id, timeline)?;
@@ -513,7 +543,7 @@ impl Store {
     /// pid and boot, so that if we die a reader sees it as `crashed` with what it holds. Add
     /// measurements with [`Store::append`] and end it with [`Store::finish_run`].
     pub fn begin_run(&mut self, run: &RunRecord) -> Result<i64, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.write()?;
         let running = RunRecord {
             status: RunStatus::Running,
             ..run.clone()
@@ -533,7 +563,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         // Shared access: the runner appends while probes hold the session. SQLite still makes it
         // one transaction.
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write()?;
         let next: i64 = tx.query_row(
             "SELECT coalesce(max(seq) + 1, 0) FROM measurements WHERE run_id = ?1",
             [run_id],
@@ -558,7 +588,7 @@ impl Store {
         measurements: &[Measurement],
         timeline: &[TimelineEvent],
     ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.write()?;
         tx.execute("DELETE FROM measurements WHERE run_id = ?1", [run_id])?;
         tx.execute("DELETE FROM timeline WHERE run_id = ?1", [run_id])?;
         insert_measurements(&tx, run_id, 0, measurements)?;
@@ -1051,6 +1081,25 @@ mod tests {
         assert!(r.save_run(&record(), &[], &[]).is_err());
         let missing = Store::open_read_only(&dir.path().join("none.db"));
         assert!(missing.is_err() && !dir.path().join("none.db").exists());
+    }
+
+    #[test]
+    fn a_store_deleted_during_a_run_is_noticed_at_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gone.db");
+        let mut s = Store::open(&path).unwrap();
+        let id = s.begin_run(&record()).unwrap();
+        s.append(id, &[measured()], 1.0).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let e = s.append(id, &[measured()], 2.0).unwrap_err();
+        assert!(e.to_string().contains("deleted or replaced"), "{e}");
+        assert!(s.finish_run(id, &record(), &[measured()], &[]).is_err());
+        // Replaced by another file of the same name: the same.
+        let mut s = Store::open(&path).unwrap();
+        let id = s.begin_run(&record()).unwrap();
+        std::fs::rename(&path, dir.path().join("moved.db")).unwrap();
+        Store::open(&path).unwrap();
+        assert!(s.finish_run(id, &record(), &[], &[]).is_err());
     }
 
     fn record() -> RunRecord {

@@ -1828,3 +1828,66 @@ fn outside_text_reaches_no_terminal_and_every_run_keeps_the_same_limits() {
     }
     assert_eq!(stored_runs(Path::new(db)).len(), 1);
 }
+
+#[test]
+fn runs_side_by_side_on_one_store_each_keep_every_probe_as_it_completes() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+                .args(["run", "--quick", "timer.rdtsc", "timer.clock_gettime"])
+                .args(["syscall.getppid", "loop.empty", "--db", db])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{said}");
+        // Before: 3 of 4 said `database is locked` and kept their probes in memory only.
+        assert!(!said.contains("could not store"), "{said}");
+    }
+    let stored = stored_runs(Path::new(db));
+    assert_eq!(stored.len(), 4);
+    assert!(
+        stored
+            .iter()
+            .all(|(_, status, n)| status == "complete" && *n > 0),
+        "{stored:?}"
+    );
+}
+
+#[test]
+fn a_store_deleted_during_a_run_keeps_the_run_in_a_file_instead_of_saying_stored() {
+    let _turn = shared();
+    let (dir, db) = temp_db();
+    let state = dir.path().join("state");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["activity", "--duration", "2s", "--db", db.to_str().unwrap()])
+        .env("XDG_STATE_HOME", &state)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !db.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for f in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{f}", db.display()));
+    }
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("stored as run"), "{said}");
+    assert!(said.contains("deleted or replaced"), "{said}");
+    let kept: Vec<_> = std::fs::read_dir(state.join("oslab/unsaved"))
+        .unwrap()
+        .collect();
+    assert_eq!(kept.len(), 1, "{said}");
+}

@@ -1867,7 +1867,7 @@ fn a_store_deleted_during_a_run_keeps_the_run_in_a_file_instead_of_saying_stored
     let _turn = shared();
     let (dir, db) = temp_db();
     let state = dir.path().join("state");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
         .args(["activity", "--duration", "2s", "--db", db.to_str().unwrap()])
         .env("XDG_STATE_HOME", &state)
         .stdout(std::process::Stdio::null())

@@ -325,13 +325,16 @@ fn populate(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     Ok(out)
 }
 
-/// Where the fault file goes: `--temp-dir`, else $TMPDIR, else /var/tmp.
-pub fn temp_dir(options: &Options) -> PathBuf {
-    options
-        .temp_dir
-        .clone()
-        .or_else(|| std::env::var_os("TMPDIR").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("/var/tmp"))
+/// Where the fault file goes and who chose it (for messages that blame the right one):
+/// `--temp-dir`, else `$TMPDIR` (when set and not empty), else /var/tmp.
+pub fn temp_dir(options: &Options) -> (PathBuf, &'static str) {
+    if let Some(d) = options.temp_dir.clone() {
+        return (d, "--temp-dir");
+    }
+    match std::env::var_os("TMPDIR").filter(|v| !v.is_empty()) {
+        Some(d) => (PathBuf::from(d), "TMPDIR"),
+        None => (PathBuf::from("/var/tmp"), "the default temp dir"),
+    }
 }
 
 /// Default file size: half the memory budget, at most an eighth of available memory, at least
@@ -363,9 +366,12 @@ fn disk_of(dir: &Path) -> Result<(u64, bool), String> {
 /// Checks, before anything is measured, that the fault file `options` ask for fits in its
 /// directory (the default size follows `memory_max`, the suite's memory budget).
 pub fn check_request(options: &Options, memory_max: usize) -> Result<(), String> {
-    let dir = temp_dir(options);
+    let (dir, from) = temp_dir(options);
     if !dir.is_dir() {
-        return Err(format!("--temp-dir {}: not a directory", dir.display()));
+        return Err(format!(
+            "{from} {}: not a directory (pass --temp-dir with one)",
+            dir.display()
+        ));
     }
     let size = options
         .file_size
@@ -561,7 +567,7 @@ impl Drop for FileMap {
 }
 
 fn file(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
-    let dir = temp_dir(cx.options);
+    let (dir, _) = temp_dir(cx.options);
     let size = cx
         .options
         .file_size

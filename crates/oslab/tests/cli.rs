@@ -956,6 +956,32 @@ fn migrate_refuses_bad_arguments() {
     assert!(e.contains("--to 0 is the measuring cpu (--from)"), "{e}");
     let e = fails(&["migrate", "--from", "4095", "--db", db], 2);
     assert!(e.contains("--from") && !e.contains("--cpu"), "{e}");
+    // A run of days is not started unasked (no terminal here to ask on), and says so at once.
+    let t = std::time::Instant::now();
+    let e = fails(&["migrate", "--size", "4096", "--runs", "1000", "--db", db], 2);
+    assert!(e.contains("minutes here") && e.contains("--yes"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert!(stored_runs(Path::new(db)).is_empty(), "nothing stored");
+}
+
+#[test]
+fn migrate_of_a_large_matrix_stops_at_once_on_ctrl_c_and_names_its_size_right() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    // One row of a 12288 x 12288 naive multiply walks 12288 columns of B: about 10 s. Ctrl-C
+    // was checked between rows (and the estimate timed a whole row); now between cells.
+    let words = [
+        "migrate", "--size", "12288", "--kernel", "naive", "--runs", "1", "--yes", "--db", db,
+    ];
+    let args: Vec<&std::ffi::OsStr> = words.iter().map(|a| a.as_ref()).collect();
+    let mut stopped = None;
+    let err = interrupted(&args, Duration::from_secs(6), || {
+        stopped = Some(std::time::Instant::now())
+    });
+    let took = stopped.unwrap().elapsed();
+    assert!(took < Duration::from_secs(3), "{took:?} to stop: {err}");
+    assert!(!err.contains("KiB"), "{err}");
 }
 
 #[test]

@@ -76,7 +76,14 @@ pub struct Options {
         )
     )]
     pub counters: String,
+    /// Start even when the run is estimated to take longer than 10 minutes (asked on a
+    /// terminal, refused otherwise).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub yes: bool,
 }
+
+/// The longest run `oslab migrate` starts without `--yes`, in seconds.
+pub const UNASKED_SECONDS: f64 = 600.0;
 
 impl Options {
     /// The kernels to run.
@@ -276,7 +283,7 @@ fn report(
             ]);
         }
         let base = params! {
-            "kernel" => kernel.name(), "block" => block, "size" => n, "variant" => variant.name(),
+            "kernel" => kernel.name(), "block" => block, "n" => n, "variant" => variant.name(),
             "from" => a, "to" => if variant == Variant::Migrated { b } else { a }, "class" => class,
         };
         variant_measurements(out, &base, &req.counters, runs);
@@ -292,7 +299,7 @@ fn report(
         value(migrated * 1e9, Unit::Ns),
         signed((migrated - pinned) * 1e9)
     )));
-    let params = params! {"kernel" => kernel.name(), "block" => block, "size" => n, "from" => a, "to" => b, "class" => class};
+    let params = params! {"kernel" => kernel.name(), "block" => block, "n" => n, "from" => a, "to" => b, "class" => class};
     let note = format!("paired runs (migrated - pinned); {verdict}");
     // The interval says how sure we are: the spread is the subject, not noise.
     let mut cost = judged(

@@ -47,12 +47,48 @@ impl MatmulKernel {
 }
 
 impl Matmul {
-    /// Seconds one whole multiply with `kernel` takes here, from timing one step of rows.
+    /// Seconds one whole multiply with `kernel` takes here, from timing a sample of its work with
+    /// the same access pattern: the first 64 cells of row 0 (naive: each walks a column of B), or
+    /// one block of one block row (blocked). Bounded at any size: timing a whole row of a
+    /// 16384 x 16384 naive multiply alone took 26 s.
     pub fn estimate_seconds(&mut self, kernel: MatmulKernel) -> f64 {
-        let step = kernel.rows_per_step().min(self.n);
+        let n = self.n;
         let t = Instant::now();
-        self.rows(kernel, 0..step);
-        t.elapsed().as_secs_f64() * self.n as f64 / step as f64
+        let sampled = match kernel {
+            MatmulKernel::Naive => {
+                let cols = n.min(64);
+                std::hint::black_box(self.cell_sum(0, 0..cols));
+                (n * cols) as f64
+            }
+            MatmulKernel::Blocked(bs) => {
+                let bs = bs.clamp(1, n);
+                self.block(bs, 0..bs, 0, 0);
+                (bs * bs * bs) as f64
+            }
+        };
+        t.elapsed().as_secs_f64() * (n * n) as f64 * n as f64 / sampled
+    }
+
+    /// The sum over cells (i, j) for j in `cols` of row i of A times column j of B.
+    fn cell_sum(&self, i: usize, cols: std::ops::Range<usize>) -> f64 {
+        let n = self.n;
+        cols.map(|j| (0..n).map(|k| self.a[i * n + k] * self.b[k * n + j]).sum::<f64>())
+            .sum()
+    }
+
+    /// Adds the products of block (rows, kk..kk+bs) of A and block (kk.., jj..) of B into C.
+    fn block(&mut self, bs: usize, rows: std::ops::Range<usize>, kk: usize, jj: usize) {
+        let n = self.n;
+        let (a, b, c) = (&self.a, &self.b, &mut self.c);
+        let (k_end, j_end) = ((kk + bs).min(n), (jj + bs).min(n));
+        for i in rows {
+            for k in kk..k_end {
+                let aik = a[i * n + k];
+                for j in jj..j_end {
+                    c[i * n + j] += aik * b[k * n + j];
+                }
+            }
+        }
     }
 
     /// Deterministic inputs of size `n` x `n`.
@@ -67,44 +103,44 @@ impl Matmul {
         }
     }
 
-    /// Computes rows `rows` of C with `kernel` (rows are overwritten).
+    /// Computes rows `rows` of C with `kernel` (rows are overwritten). Returns early, leaving
+    /// the rows part done, when Ctrl-C was pressed: it is checked every output cell (naive) or
+    /// block (blocked), so a row of a large matrix never delays stopping by seconds.
     pub fn rows(&mut self, kernel: MatmulKernel, rows: std::ops::Range<usize>) {
         let n = self.n;
-        let (a, b, c) = (&self.a, &self.b, &mut self.c);
+        let stop = oslab_core::signals::interrupted;
         match kernel {
             MatmulKernel::Naive => {
                 for i in rows {
                     for j in 0..n {
-                        let mut s = 0.0;
-                        for k in 0..n {
-                            s += a[i * n + k] * b[k * n + j];
+                        if stop() {
+                            return;
                         }
-                        c[i * n + j] = s;
+                        self.c[i * n + j] = self.cell_sum(i, j..j + 1);
                     }
                 }
             }
             MatmulKernel::Blocked(bs) => {
                 let bs = bs.max(1);
-                c[rows.start * n..rows.end * n].fill(0.0);
+                self.c[rows.start * n..rows.end * n].fill(0.0);
                 for ii in rows.clone().step_by(bs) {
                     let i_end = (ii + bs).min(rows.end);
                     for kk in (0..n).step_by(bs) {
-                        let k_end = (kk + bs).min(n);
                         for jj in (0..n).step_by(bs) {
-                            let j_end = (jj + bs).min(n);
-                            for i in ii..i_end {
-                                for k in kk..k_end {
-                                    let aik = a[i * n + k];
-                                    for j in jj..j_end {
-                                        c[i * n + j] += aik * b[k * n + j];
-                                    }
-                                }
+                            if stop() {
+                                return;
                             }
+                            self.block(bs, ii..i_end, kk, jj);
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Bytes the three matrices of an `n` x `n` multiply take.
+    pub fn bytes(n: usize) -> u64 {
+        3 * (n * n) as u64 * std::mem::size_of::<f64>() as u64
     }
 }
 

@@ -9,6 +9,18 @@ use oslab_core::placement;
 use oslab_probes::migration::experiment::{self, Request};
 use std::process::ExitCode;
 
+/// Asks on a terminal whether to start a run of `minutes`; false without a terminal.
+fn confirmed(minutes: f64) -> anyhow::Result<bool> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("this run would take about {minutes:.0} minutes here. Start it? [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
 pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let o = &args.options;
     let (counters, undefined) = experiment::counters_of(&o.counters).map_err(usage)?;
@@ -43,11 +55,30 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         counters,
         undefined,
     };
+    let need = oslab_probes::migration::matmul::Matmul::bytes(req.size);
+    if let Some(free) = oslab_probes::buffer::available_memory() {
+        if need > free / 2 {
+            return Err(usage(format!(
+                "a {n} x {n} multiply needs {} for its three matrices; {} is available (at most half is used): pass a smaller --size",
+                oslab_core::units::bytes(need),
+                oslab_core::units::bytes(free),
+                n = req.size
+            )));
+        }
+    }
     let estimate = experiment::estimate_seconds(&req);
+    let minutes = estimate / 60.0;
+    if estimate > experiment::UNASKED_SECONDS && !o.yes && !confirmed(minutes)? {
+        return Err(usage(format!(
+            "this run would take about {minutes:.0} minutes here (--size {}, --runs {}, {} kernel(s)); pass --yes to start it anyway, or a smaller --size or --runs",
+            req.size,
+            req.runs,
+            req.kernels.len()
+        )));
+    }
     if estimate > 60.0 {
         eprintln!(
-            "note: this takes about {:.0} minutes here; Ctrl-C stops it between rows and keeps the runs that completed",
-            estimate / 60.0
+            "note: this takes about {minutes:.0} minutes here; Ctrl-C stops it at once and keeps the runs that completed"
         );
     }
     let outcome = {

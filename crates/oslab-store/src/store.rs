@@ -383,6 +383,13 @@ impl Store {
             path: path.to_path_buf(),
             reason,
         };
+        // SQLite would open a device or a FIFO and leave its journal beside it (a world-writable
+        // /dev/null-journal): a store is a regular file or nothing yet.
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(unusable(
+                "not a regular file (a store is an SQLite file)".into(),
+            ));
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             oslab_core::paths::create_dir(dir)
                 .map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
@@ -1305,6 +1312,13 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.to_string().contains("--db"), "{err}");
+        // A device is not a store, and nothing is created beside it.
+        let err = Store::open(Path::new("/dev/null")).err().unwrap();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(!Path::new("/dev/null-journal").exists());
+        assert!(!Path::new("/dev/null-wal").exists());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Store::open(dir.path()).is_err());
     }
 
     #[test]

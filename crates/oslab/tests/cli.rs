@@ -958,7 +958,10 @@ fn migrate_refuses_bad_arguments() {
     assert!(e.contains("--from") && !e.contains("--cpu"), "{e}");
     // A run of days is not started unasked (no terminal here to ask on), and says so at once.
     let t = std::time::Instant::now();
-    let e = fails(&["migrate", "--size", "4096", "--runs", "1000", "--db", db], 2);
+    let e = fails(
+        &["migrate", "--size", "4096", "--runs", "1000", "--db", db],
+        2,
+    );
     assert!(e.contains("minutes here") && e.contains("--yes"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert!(stored_runs(Path::new(db)).is_empty(), "nothing stored");

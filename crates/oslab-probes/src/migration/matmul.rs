@@ -72,8 +72,12 @@ impl Matmul {
     /// The sum over cells (i, j) for j in `cols` of row i of A times column j of B.
     fn cell_sum(&self, i: usize, cols: std::ops::Range<usize>) -> f64 {
         let n = self.n;
-        cols.map(|j| (0..n).map(|k| self.a[i * n + k] * self.b[k * n + j]).sum::<f64>())
-            .sum()
+        cols.map(|j| {
+            (0..n)
+                .map(|k| self.a[i * n + k] * self.b[k * n + j])
+                .sum::<f64>()
+        })
+        .sum()
     }
 
     /// Adds the products of block (rows, kk..kk+bs) of A and block (kk.., jj..) of B into C.

@@ -202,7 +202,13 @@ impl BalancingGuard {
             if on { "1" } else { "0" },
         )
         .map_err(|e| {
-            format!("cannot switch automatic NUMA balancing {word} ({BALANCING}: {e}; needs root)")
+            // SAFETY: geteuid has no preconditions.
+            let hint = if unsafe { libc::geteuid() } == 0 {
+                ""
+            } else {
+                "; needs root"
+            };
+            format!("cannot switch automatic NUMA balancing {word} ({BALANCING}: {e}{hint})")
         })?;
         Ok(Some(BalancingGuard { previous }))
     }

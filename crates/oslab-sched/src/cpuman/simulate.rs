@@ -489,7 +489,7 @@ fn kernel_moves(
     per_node: usize,
     nodes: usize,
 ) -> bool {
-    if cfg.migration != PageMigration::Kernel || !(pins || !oversubscribed) || j.cpus.is_empty() {
+    if cfg.migration != PageMigration::Kernel || (!pins && oversubscribed) || j.cpus.is_empty() {
         return false;
     }
     let want = thread_shares(&j.cpus, per_node, nodes);

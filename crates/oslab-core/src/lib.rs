@@ -54,6 +54,7 @@ pub mod stats;
 pub mod text;
 pub mod time;
 pub mod topology;
+pub mod tree;
 pub mod units;
 
 pub use clock::Clock;

@@ -206,3 +206,73 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
     assert_eq!(after, before, "{said}");
     assert!(!record.exists());
 }
+
+/// Whether `pid` runs (a zombie waiting for init is gone).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
+}
+
+fn gone_within(pid: i32, limit: std::time::Duration) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < limit {
+        if !running(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn a_watched_command_s_children_end_with_oslab_even_when_it_is_killed_or_they_ignore_sigterm() {
+    let (dir, db) = temp_db();
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    // A command that ignores SIGINT and SIGTERM and starts a child that ignores them too.
+    let script = "trap '' TERM INT; sleep 300 & echo $! > \"$0\"; wait";
+    for (case, signal) in [("ctrl-c", libc::SIGINT), ("sigkill", libc::SIGKILL)] {
+        let pidfile = dir.path().join(format!("{case}.pid"));
+        let mut oslab = std::process::Command::new(&bin)
+            .args(["shuffle", "--monitor-only", "--method", "proxy"])
+            .args(["--interval", "100ms", "--db", db.to_str().unwrap(), "--"])
+            .args(["sh", "-c", script, pidfile.to_str().unwrap()])
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = std::time::Instant::now();
+        let grandchild = loop {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                break p;
+            }
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(10),
+                "{case}: never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(oslab.id() as i32, signal) };
+        let t = std::time::Instant::now();
+        oslab.wait().unwrap();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(6),
+            "{case}: oslab took {:?}",
+            t.elapsed()
+        );
+        // Before: the child of the command lived on with PPID 1 for its whole 300 s.
+        let left = !gone_within(grandchild, std::time::Duration::from_secs(6));
+        if left {
+            // SAFETY: not leaving it behind for the next test.
+            unsafe { libc::kill(grandchild, libc::SIGKILL) };
+        }
+        assert!(!left, "{case}: the command's child outlived oslab");
+    }
+}

@@ -194,6 +194,8 @@ struct Running {
     slots: BTreeMap<i32, usize>,
     /// How it ended, once reaped.
     exit: Option<String>,
+    /// Its process group, ended with it (and by its guard if the manager is killed).
+    tree: Option<oslab_core::tree::Tree>,
 }
 
 impl Managed for Running {
@@ -478,6 +480,7 @@ fn admitted(spec: JobSpec, t: f64) -> Running {
         sampler: TaskSampler::default(),
         slots: BTreeMap::new(),
         exit: None,
+        tree: None,
     }
 }
 
@@ -533,20 +536,19 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
         }
     };
     cmd.stdin(Stdio::null());
-    // A job never outlives its manager, even one killed with SIGKILL.
-    oslab_core::signals::die_with_parent(&mut cmd);
+    // A job and what it starts never outlive the manager, even one killed with SIGKILL; its own
+    // process group: terminal signals go to the manager, which stops jobs.
+    oslab_core::tree::Tree::contain(&mut cmd);
     let fd = channel.as_ref().map_or(-1, |c| c.fd());
     let external = r.spec.command.is_some();
-    // SAFETY: between fork and exec only async-signal-safe calls: fcntl, setpgid,
-    // sched_setaffinity, with data prepared before the fork.
+    // SAFETY: between fork and exec only async-signal-safe calls: fcntl, sched_setaffinity,
+    // with data prepared before the fork.
     unsafe {
         let raw = oslab_core::placement::cpu_set_t(&set);
         cmd.pre_exec(move || {
             if fd >= 0 {
                 libc::fcntl(fd, libc::F_SETFD, 0);
             }
-            // Its own process group: terminal signals go to the manager, which stops jobs.
-            libc::setpgid(0, 0);
             if external && !set_is_empty(&raw) {
                 libc::sched_setaffinity(0, std::mem::size_of_val(&raw), &raw);
             }
@@ -559,6 +561,7 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
         source,
     })?;
     r.pid = child.id() as i32;
+    r.tree = Some(oslab_core::tree::Tree::watch(r.pid));
     r.channel = channel;
     // Counting thread migrations over the job's life (threads created later inherit it).
     r.migrations =

@@ -223,16 +223,20 @@ pub fn run_once(
     cmd.args(&w.argv[1..])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    oslab_core::signals::die_with_parent(&mut cmd);
+    oslab_core::tree::Tree::contain(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", w.argv[0]))?;
     let pid = child.id() as i32;
+    // Its process group (stress-ng's workers, a script's commands) is ended with it.
+    let tree = oslab_core::tree::Tree::watch(pid);
     let exited = exit_time(pid);
     let monitor = match Monitor::open(pid, locks.method) {
         Ok(m) => m,
         Err(e) => {
-            let _ = child.kill();
+            tree.end(oslab_core::tree::GRACE, || {
+                child.try_wait().map_or(true, |s| s.is_some())
+            });
             let _ = child.wait();
             return Err(e.to_string());
         }
@@ -248,12 +252,16 @@ pub fn run_once(
     .grouping(locks.grouping);
     let watched = watch(daemon, Some(&mut child), stop, &mut |_| {});
     if watched.as_ref().map_or(true, |w| w.interrupted) {
-        let _ = child.kill();
+        tree.end(oslab_core::tree::GRACE, || {
+            child.try_wait().map_or(true, |s| s.is_some())
+        });
         let _ = child.wait();
         return watched.map(|_| None).map_err(|e| e.to_string());
     }
     let watched = watched.map_err(|e| e.to_string())?;
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    // What it left running in its group.
+    tree.end(Duration::from_millis(200), || true);
     let wall = (exited.join().unwrap_or_else(|_| Instant::now()) - started).as_secs_f64();
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr);

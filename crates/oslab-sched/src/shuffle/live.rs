@@ -5,6 +5,7 @@
 use super::locks::{self, Choice, MonitorError};
 use super::{domains, prepare, watch, Daemon, Setting};
 use oslab_core::model::{Measurement, TimelineEvent};
+use oslab_core::tree::Tree;
 use oslab_core::Topology;
 use std::process::{Child, Command};
 use std::time::Duration;
@@ -54,8 +55,8 @@ pub struct Watch {
 pub enum Process {
     /// A process that was running before (its decisions are recorded on the timeline).
     Running(i32),
-    /// A command started for the watch.
-    Started(Child),
+    /// A command started for the watch, with its process group.
+    Started(Child, Tree),
 }
 
 impl Process {
@@ -76,31 +77,38 @@ impl Process {
     pub fn start(argv: &[String], quiet_stdout: bool) -> Result<Process, String> {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
-        oslab_core::signals::die_with_parent(&mut cmd);
+        Tree::contain(&mut cmd);
         if quiet_stdout {
             use std::os::fd::AsFd;
             let err = std::io::stderr().as_fd().try_clone_to_owned();
             cmd.stdout(err.map_err(|e| e.to_string())?);
         }
         cmd.spawn()
-            .map(Process::Started)
+            .map(|c| {
+                let tree = Tree::watch(c.id() as i32);
+                Process::Started(c, tree)
+            })
             .map_err(|e| format!("cannot start {:?}: {e}", argv[0]))
     }
 
     fn pid(&self) -> i32 {
         match self {
             Process::Running(pid) => *pid,
-            Process::Started(c) => c.id() as i32,
+            Process::Started(c, _) => c.id() as i32,
         }
     }
 
-    /// Ends a command we started (SIGTERM when the watch was stopped) and reaps it.
+    /// Ends a command we started and reaps it: when the watch was stopped, its whole process
+    /// group (SIGTERM, then SIGKILL after [`oslab_core::tree::GRACE`]); when it ended by itself,
+    /// what it left running in its group.
     fn end(self, interrupted: bool) -> std::io::Result<()> {
-        if let Process::Started(mut c) = self {
-            if interrupted {
-                // SAFETY: signalling our own child.
-                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            }
+        if let Process::Started(mut c, tree) = self {
+            let grace = if interrupted {
+                oslab_core::tree::GRACE
+            } else {
+                std::time::Duration::from_millis(200)
+            };
+            tree.end(grace, || c.try_wait().map_or(true, |s| s.is_some()));
             c.wait()?;
         }
         Ok(())
@@ -132,10 +140,7 @@ pub fn live(
     let (allowed, monitor) = match prepare(pid, w.monitor_only, w.locks.method) {
         Ok(p) => p,
         Err(e) => {
-            if let Process::Started(c) = &mut target {
-                let _ = c.kill();
-            }
-            let _ = target.end(false);
+            let _ = target.end(true);
             return Err(e);
         }
     };
@@ -152,7 +157,7 @@ pub fn live(
     .recording(matches!(target, Process::Running(_)))
     .grouping(w.locks.grouping);
     let child = match &mut target {
-        Process::Started(c) => Some(c),
+        Process::Started(c, _) => Some(c),
         Process::Running(_) => None,
     };
     let watched = watch(daemon, child, stop, status);

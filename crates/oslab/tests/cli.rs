@@ -1920,3 +1920,45 @@ fn a_store_deleted_during_a_run_keeps_the_run_in_a_file_instead_of_saying_stored
         .collect();
     assert_eq!(kept.len(), 1, "{said}");
 }
+
+#[test]
+fn messages_blame_what_is_true() {
+    let _turn = shared();
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    // A temp dir from TMPDIR is TMPDIR's fault, not --temp-dir's; an empty TMPDIR is unset.
+    let out = oslab()
+        .args(["run", "faults.file", "--quick", "--db", db])
+        .env("TMPDIR", "/no/such/dir")
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("TMPDIR /no/such/dir") && !e.contains("--temp-dir /no"),
+        "{e}"
+    );
+    let out = oslab()
+        .args(["run", "faults.file", "--quick", "--plan", "--db", db])
+        .env("TMPDIR", "")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!e.contains("--temp-dir"), "{e}");
+    // Without HOME, nothing is made in the current directory.
+    let cwd = dir.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    oslab()
+        .args(["runs"])
+        .env_remove("HOME")
+        .env_remove("OSLAB_DB")
+        .env_remove("XDG_DATA_HOME")
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .current_dir(&cwd)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
+}

@@ -123,10 +123,64 @@ pub fn lines(
 /// - a symbolic link, a directory, another user's file, a FIFO nobody reads: refused, saying
 ///   why, and left as it was.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    write_set(&[(path, bytes)])
+}
+
+/// [`write_whole`] for a set of files that belong together (a report and its figures): every
+/// target is checked and every regular file written under its temporary name before any is
+/// renamed into place, so a failure half way (a full disk) leaves none of them half written and
+/// no mix of new and old.
+pub fn write_set(files: &[(&Path, &[u8])]) -> Result<(), FileError> {
+    let targets = files
+        .iter()
+        .map(|(p, _)| target(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut staged = Vec::new();
+    for ((path, bytes), t) in files.iter().zip(&targets) {
+        if *t == Target::Replace {
+            match stage(path, bytes) {
+                Ok(tmp) => staged.push((tmp, *path)),
+                Err(e) => {
+                    staged.iter().for_each(|(tmp, _)| {
+                        let _ = std::fs::remove_file(tmp);
+                    });
+                    return Err(e);
+                }
+            }
+        }
+    }
+    let mut renames = staged.iter();
+    while let Some((tmp, path)) = renames.next() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            let _ = std::fs::remove_file(tmp);
+            renames.for_each(|(tmp, _)| {
+                let _ = std::fs::remove_file(tmp);
+            });
+            return Err(FileError(format!("cannot write {}: {e}", path.display())));
+        }
+    }
+    for ((path, bytes), t) in files.iter().zip(&targets) {
+        if *t == Target::Into {
+            write_into(path, bytes).map_err(|e| FileError(format!("{}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// How an output path is written, by the rule of [`write_whole`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// New, or a regular file of ours: replaced through a temporary name.
+    Replace,
+    /// A character device or a FIFO: written into.
+    Into,
+}
+
+fn target(path: &Path) -> Result<Target, FileError> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let said = |what: String| FileError(format!("{}: {what}", path.display()));
     match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => replace(path, bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Target::Replace),
         Err(e) => Err(said(format!("cannot write: {e}"))),
         Ok(m) if m.file_type().is_symlink() => Err(said(
             "is a symbolic link: refused, so that nothing it points to is replaced (name its target)"
@@ -138,10 +192,8 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
             "belongs to user {}: refused, it is not replaced",
             m.uid()
         ))),
-        Ok(m) if m.is_file() => replace(path, bytes),
-        Ok(m) if m.file_type().is_char_device() || m.file_type().is_fifo() => {
-            write_into(path, bytes).map_err(said)
-        }
+        Ok(m) if m.is_file() => Ok(Target::Replace),
+        Ok(m) if m.file_type().is_char_device() || m.file_type().is_fifo() => Ok(Target::Into),
         Ok(_) => Err(said(
             "is not a regular file, a character device or a FIFO: refused".into(),
         )),
@@ -154,9 +206,9 @@ fn partial(path: &Path, pid: u32) -> std::path::PathBuf {
     path.with_file_name(format!(".{name}.oslab-partial.{pid}"))
 }
 
-/// Writes `bytes` to a new temporary file beside `path` and renames it over `path`; first
+/// Writes `bytes` to a new temporary file beside `path` (synced) and returns its name; first
 /// removes what a killed oslab left under a temporary name of `path`.
-fn replace(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+fn stage(path: &Path, bytes: &[u8]) -> Result<std::path::PathBuf, FileError> {
     use std::io::Write;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -183,9 +235,8 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_data()))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_data()));
+    written.map(|_| tmp.clone()).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         FileError(format!("cannot write {}: {e}", path.display()))
     })
@@ -217,6 +268,29 @@ fn write_into(path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_of_files_is_written_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("report.md");
+        std::fs::write(&page, "old").unwrap();
+        // The second cannot be written (as a full disk would refuse it): the first stays old.
+        let figure = dir.path().join("no-such-dir/figure.svg");
+        let e = write_set(&[(&page, b"new"), (&figure, b"<svg/>")]).unwrap_err();
+        assert!(e.0.contains("figure.svg"), "{e}");
+        assert_eq!(std::fs::read(&page).unwrap(), b"old");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        // A refused target refuses the set before anything is written.
+        let link = dir.path().join("link.svg");
+        std::os::unix::fs::symlink(&page, &link).unwrap();
+        assert!(write_set(&[(&page, b"new"), (&link, b"x")]).is_err());
+        assert_eq!(std::fs::read(&page).unwrap(), b"old");
+        let figure = dir.path().join("figure.svg");
+        write_set(&[(&page, b"new"), (&figure, b"<svg/>")]).unwrap();
+        assert_eq!(std::fs::read(&page).unwrap(), b"new");
+        assert_eq!(std::fs::read(&figure).unwrap(), b"<svg/>");
+    }
 
     #[test]
     fn lines_are_bounded_and_a_huge_one_is_an_error_not_an_allocation() {

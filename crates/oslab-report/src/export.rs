@@ -4,7 +4,7 @@
 //! both go through [`exporter`]; a new format is one more implementation here.
 
 use crate::{html, paraver, trace};
-use oslab_core::files::{write_whole, FileError};
+use oslab_core::files::{write_set, FileError};
 use oslab_store::exchange::{self, RunDocument};
 use std::io::Write;
 use std::path::Path;
@@ -89,6 +89,7 @@ pub fn write(
             dir.display()
         )));
     }
+    let mut named = Vec::new();
     for f in files {
         let path = match (&f.place, output) {
             (Place::Main, None) => {
@@ -112,8 +113,11 @@ pub fn write(
                 ))
             }
         };
-        write_whole(&path, &f.bytes)?;
+        named.push((path, f.bytes.as_slice()));
     }
+    // All or none: a report whose figures cannot all be written leaves no half set.
+    let set: Vec<(&Path, &[u8])> = named.iter().map(|(p, b)| (p.as_path(), *b)).collect();
+    write_set(&set)?;
     Ok(())
 }
 

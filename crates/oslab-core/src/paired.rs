@@ -79,9 +79,16 @@ pub struct PairedVerdict {
     pub n: usize,
 }
 
+/// Fewest pairs a difference gets an interval from: with fewer it is a ratio only (two pairs'
+/// t interval is 12.7 standard deviations wide, and their range is no interval at all).
+pub const MIN_PAIRS: usize = 3;
+
 impl PairedVerdict {
-    /// The verdict, or `None` with fewer than two pairs.
+    /// The verdict, or `None` with fewer than [`MIN_PAIRS`] pairs.
     pub fn of(differences: &[f64]) -> Option<PairedVerdict> {
+        if differences.len() < MIN_PAIRS {
+            return None;
+        }
         let (mean, low, high) = mean_ci95(differences)?;
         Some(PairedVerdict {
             mean,
@@ -118,8 +125,41 @@ impl PairedVerdict {
 pub fn verdict_text(differences: &[f64], show: impl Fn(f64) -> String) -> String {
     match PairedVerdict::of(differences) {
         Some(v) => v.text(show),
-        None => "one run per arm: no interval (run 5 or more)".into(),
+        None if differences.is_empty() => "no pairs".into(),
+        None => format!(
+            "{} ({} pair(s): ratio only, no interval; {MIN_PAIRS} or more pairs give one)",
+            show(crate::stats::mean_sd(differences).0),
+            differences.len()
+        ),
     }
+}
+
+/// The measurement of a paired difference (B - A per pair, or a reduction): the spread is the
+/// subject, not noise, so it is `ok` with its interval from [`MIN_PAIRS`] pairs on; with fewer
+/// it is `noisy: few samples` and shows no interval ([`crate::stats::Summary::interval`]).
+pub fn measurement(
+    probe: &str,
+    params: serde_json::Map<String, serde_json::Value>,
+    metric: &str,
+    unit: crate::model::Unit,
+    differences: &[f64],
+    note: String,
+) -> crate::model::Measurement {
+    use crate::model::{cause, judged, Judge, Status};
+    let mut m = judged(
+        probe,
+        params,
+        metric,
+        unit,
+        differences,
+        Some(note),
+        Judge::Subject,
+    );
+    m.difference = true;
+    if m.status.has_value() && differences.len() < MIN_PAIRS {
+        m.status = Status::noisy(cause::FEW_SAMPLES);
+    }
+    m
 }
 
 #[cfg(test)]
@@ -155,5 +195,26 @@ mod tests {
         let v = PairedVerdict::of(&[1.0, -1.0, 2.0, -2.0]).unwrap();
         assert!(!v.significant() && v.text(show).contains("not significant at 4 pairs"));
         assert!(verdict_text(&[1.0], show).contains("no interval"));
+        let two = verdict_text(&[1.0, 3.0], show);
+        assert!(two.contains("ratio only") && !two.contains(".."), "{two}");
+        let m = measurement(
+            "p",
+            Default::default(),
+            "cost",
+            crate::model::Unit::Ns,
+            &[1.0, 3.0],
+            two,
+        );
+        assert!(m.status.is_noisy() && m.summary.unwrap().interval().is_none());
+        let m = measurement(
+            "p",
+            Default::default(),
+            "cost",
+            crate::model::Unit::Ns,
+            &[1.0, 3.0, 2.0],
+            "x".into(),
+        );
+        assert!(m.status.has_value() && !m.status.is_noisy());
+        assert!(m.summary.unwrap().interval().is_some());
     }
 }

@@ -55,6 +55,21 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The interval to show beside the median: none from fewer than 3 values (it would be their
+    /// range, not an interval of any confidence).
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        (self.n >= crate::paired::MIN_PAIRS).then_some((self.ci_low, self.ci_high))
+    }
+
+    /// The interval as text, values scaled by `div` and shown by `num`; "no interval (n=2)" when
+    /// there is none.
+    pub fn interval_text(&self, div: f64, num: impl Fn(f64) -> String) -> String {
+        match self.interval() {
+            Some((lo, hi)) => format!("{} – {}", num(lo / div), num(hi / div)),
+            None => format!("no interval (n={})", self.n),
+        }
+    }
+
     /// Whether the figures can describe one sample set: all finite, at least one sample,
     /// min <= p25 <= median <= p75 <= max, the interval's ends in order, a spread >= 0. A
     /// summary from a file is checked before it is believed.

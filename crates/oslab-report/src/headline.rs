@@ -186,7 +186,7 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         t.row(vec![
             name,
             format!("{} {sym}", num(s.median / div)),
-            format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+            s.interval_text(div, num),
             m.prediction.as_ref().map_or_else(
                 || "no model".into(),
                 |p| format!("{} {sym}", num(p.value / div)),

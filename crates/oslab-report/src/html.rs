@@ -388,7 +388,7 @@ fn table(ms: &[&Measurement]) -> String {
                     .join(" / ");
                 (
                     num(s.median / div),
-                    format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                    s.interval_text(div, num),
                     best.map_or_else(|| "-".into(), |b| num(b / div)),
                     tail,
                     sym.to_string(),
@@ -909,7 +909,7 @@ fn measured_bar(label: String, m: &Measurement) -> Option<Bar> {
     Some(Bar {
         label,
         value: median(m)?,
-        interval: Some((s.ci_low, s.ci_high)),
+        interval: s.interval(),
         side: 0,
     })
 }
@@ -1103,7 +1103,7 @@ pub fn markdown(
                     let (div, sym) = scale_for(m.unit, s.median);
                     (
                         num(s.median / div),
-                        format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                        s.interval_text(div, num),
                         sym.to_string(),
                     )
                 }

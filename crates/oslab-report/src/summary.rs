@@ -57,8 +57,13 @@ pub fn probes(ms: &[Measurement]) -> String {
             ([m], [v]) => {
                 let (div, sym) = scale_for(m.unit, *v);
                 let s = m.summary.as_ref().expect("valued");
-                let half = (s.ci_high - s.ci_low) / 2.0 / v.abs().max(f64::MIN_POSITIVE);
-                format!("{} {sym} ±{}", num(v / div), percent(half))
+                match s.interval() {
+                    Some((lo, hi)) => {
+                        let half = (hi - lo) / 2.0 / v.abs().max(f64::MIN_POSITIVE);
+                        format!("{} {sym} ±{}", num(v / div), percent(half))
+                    }
+                    None => format!("{} {sym}, no interval (n={})", num(v / div), s.n),
+                }
             }
             (ms, vs) => {
                 let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);

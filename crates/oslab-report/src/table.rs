@@ -336,7 +336,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
                             true => "≈ 0".to_string(),
                             false => num(s.median / div),
                         },
-                        ci: format!("{} – {}", num(s.ci_low / div), num(s.ci_high / div)),
+                        ci: s.interval_text(div, num),
                         best: m.best().map_or_else(|| "-".into(), |b| num(b / div)),
                         p99: s.p99.map_or_else(|| "-".into(), |t| num(t / div)),
                         unit: sym.to_string(),

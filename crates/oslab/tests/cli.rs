@@ -1465,8 +1465,20 @@ fn shuffle_eval_runs_with_and_without_and_says_whether_it_helped() {
             .unwrap();
         assert_eq!(t["summary"]["n"], 2, "{t}");
     }
+    // Two pairs: a ratio, no interval (their range is none), so not `ok`.
     let r = ms.iter().find(|m| m["metric"] == "reduction").unwrap();
-    assert!(r["note"].as_str().unwrap().contains("significant"), "{r}");
+    assert!(r["note"].as_str().unwrap().contains("ratio only"), "{r}");
+    assert_eq!(r["status"], "noisy", "{r}");
+    let shown = String::from_utf8(stdout(&[
+        "show",
+        "latest",
+        "--details",
+        "--db",
+        db.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert!(shown.contains("no interval (n=2)"), "{shown}");
+    assert!(!shown.contains("95% interval"), "{shown}");
     let e = fails(
         &[
             "shuffle-eval",

@@ -301,17 +301,7 @@ fn report(
     )));
     let params = params! {"kernel" => kernel.name(), "block" => block, "n" => n, "from" => a, "to" => b, "class" => class};
     let note = format!("paired runs (migrated - pinned); {verdict}");
-    // The interval says how sure we are: the spread is the subject, not noise.
-    let mut cost = judged(
-        PROBE,
-        params,
-        "migration_cost",
-        Unit::Ns,
-        &diffs,
-        Some(note),
-        Judge::Subject,
-    );
-    cost.difference = true;
+    let cost = paired::measurement(PROBE, params, "migration_cost", Unit::Ns, &diffs, note);
     out.push(cost);
 }
 

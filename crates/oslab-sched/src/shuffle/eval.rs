@@ -517,18 +517,14 @@ fn summarise(
         mean(&pairs.b, |o| o.cost),
         mean(&pairs.b, |o| f64::from(o.shuffles)),
     );
-    let note = Some(format!("reduction {verdict}"));
-    // The interval says how sure we are: the spread is the subject, not noise.
-    let mut m = judged(
+    let m = paired::measurement(
         PROBE,
         params! {"workload" => w.name.clone()},
         "reduction",
         Unit::Ratio,
         &reductions,
-        note,
-        Judge::Subject,
+        format!("reduction {verdict}"),
     );
-    m.difference = true;
     ms.push(m);
 }
 

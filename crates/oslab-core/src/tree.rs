@@ -148,11 +148,17 @@ unsafe fn guard(read: i32, pgid: i32) -> ! {
         }
     }
     libc::kill(-pgid, libc::SIGTERM);
-    let grace = libc::timespec {
-        tv_sec: GRACE.as_secs() as libc::time_t,
-        tv_nsec: 0,
+    // Up to the grace period, gone as soon as the group is.
+    let tick = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 10_000_000,
     };
-    libc::nanosleep(&grace, std::ptr::null_mut());
+    for _ in 0..GRACE.as_millis() / 10 {
+        if libc::kill(-pgid, 0) != 0 {
+            libc::_exit(0);
+        }
+        libc::nanosleep(&tick, std::ptr::null_mut());
+    }
     libc::kill(-pgid, libc::SIGKILL);
     libc::_exit(0)
 }

@@ -56,7 +56,20 @@ pub struct Outcome {
     pub contended: Vec<(&'static str, String)>,
     /// The core's speed before every attempt, in billions of integer additions a second.
     pub core_speeds: Vec<f64>,
+    /// The share of the measuring cpu the hypervisor took (steal time) during every attempt.
+    pub steals: Vec<f64>,
 }
+
+/// Probe id of what the run measured of its host: how often the measuring core ran at full
+/// speed, and the steal time (a shared VM's most telling figures, compared between instances).
+pub const HOST: &str = "host";
+
+/// Fewest core-speed checks (one per probe attempt) the host rows are drawn from: fewer say
+/// little about how often a shared core runs slow.
+pub const HOST_MIN_CHECKS: usize = 10;
+
+/// The why of the host rows' missing model.
+const HOST_NO_MODEL: &str = "a property of the host and its other tenants, not of the machine";
 
 impl Outcome {
     /// The warnings stored with the run: probes that ran while other work competed, and a core
@@ -80,6 +93,62 @@ impl Outcome {
             ),
             "stop other work on this machine (or pin it away with --cpu), then measure again",
         ))
+    }
+
+    /// The host rows ([`HOST`]): the core's speed at each check relative to the fastest check
+    /// (how often it ran at full speed is in the note), and the steal share of each attempt.
+    /// None from fewer than [`HOST_MIN_CHECKS`] checks (a run of a few probes).
+    pub fn host(&self) -> Vec<Measurement> {
+        use oslab_core::model::{judged, Judge, Unit};
+        if self.core_speeds.len() < HOST_MIN_CHECKS {
+            return Vec::new();
+        }
+        let fastest = self.core_speeds.iter().copied().fold(0.0, f64::max);
+        let relative: Vec<f64> = self.core_speeds.iter().map(|s| s / fastest).collect();
+        let full = relative.iter().filter(|&&r| r >= 1.0 - SLOWER).count();
+        let slowed: Vec<f64> = relative
+            .iter()
+            .copied()
+            .filter(|&r| r < 1.0 - SLOWER)
+            .collect();
+        let typical = match oslab_core::stats::Summary::new(&slowed) {
+            Some(s) => format!(
+                "; slowed, it ran at {:.0}% of full speed (median)",
+                100.0 * s.median
+            ),
+            None => String::new(),
+        };
+        let note = format!(
+            "a fixed loop timed before every probe attempt, relative to the fastest of the run: {full} of {} checks ({:.0}%) at full speed (within {:.0}% of the fastest){typical}",
+            relative.len(),
+            100.0 * full as f64 / relative.len() as f64,
+            100.0 * SLOWER
+        );
+        let mut speed = judged(
+            HOST,
+            Map::new(),
+            "core_speed",
+            Unit::Ratio,
+            &relative,
+            Some(note),
+            Judge::Subject,
+        );
+        let mut steal = judged(
+            HOST,
+            Map::new(),
+            "steal",
+            Unit::Ratio,
+            &self.steals,
+            Some("share of the measuring cpu's time the hypervisor gave to others (/proc/stat steal), per probe attempt".into()),
+            Judge::Subject,
+        );
+        for m in [&mut speed, &mut steal] {
+            m.no_model = Some(HOST_NO_MODEL.into());
+        }
+        [speed, steal]
+            .into_iter()
+            .filter(|m| m.summary.is_some())
+            .collect()
     }
 
     fn core_speed(&self) -> Option<Warning> {
@@ -125,7 +194,7 @@ pub fn run(
         for probe in probes {
             sink.started(probe, done.len(), total);
             let began = Instant::now();
-            let Some(mut results) = attempt(probe, cx, &mut outcome.core_speeds) else {
+            let Some(mut results) = attempt(probe, cx, &mut outcome) else {
                 outcome.interrupted = true;
                 break 'passes;
             };
@@ -138,7 +207,7 @@ pub fn run(
     }
     if !outcome.interrupted {
         let budget = retry_budget(&cx.harness.config, repetitions, started.elapsed());
-        outcome.interrupted = retry_noisy(&mut done, cx, sink, budget, &mut outcome.core_speeds);
+        outcome.interrupted = retry_noisy(&mut done, cx, sink, budget, &mut outcome);
         outcome.not_retried = done
             .iter()
             .filter(|(_, r, _)| r.iter().any(|m| m.status.is_noisy() && m.attempts == 1))
@@ -164,6 +233,10 @@ pub fn run(
     // cpu (the core clock is measured there) with everything the run measured at hand.
     let spec = oslab_model::Spec::read(cx.fingerprint, cx.cpu, cx.options.memory.as_deref());
     oslab_model::predict(&spec, &mut outcome.measurements);
+    // The host rows have no model by nature, said as such (after the model, which would say
+    // it has none for them yet).
+    let host = outcome.host();
+    outcome.measurements.extend(host);
     outcome
 }
 
@@ -179,9 +252,9 @@ const CONTENDED: &str = "measured while the machine was busy: ";
 
 /// One attempt at a probe: its results, or `None` when the user stopped us. Results measured
 /// while other work competed are marked noisy, saying why. The core's speed before it goes to
-/// `speeds`.
-fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Measurement>> {
-    speeds.push(core_speed());
+/// `host`, with the steal time during it.
+fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measurement>> {
+    host.core_speeds.push(core_speed());
     let before = Snapshot::take();
     let mut results = match run_one(probe, cx) {
         Ok(r) => r,
@@ -189,10 +262,13 @@ fn attempt(probe: &Probe, cx: &Context, speeds: &mut Vec<f64>) -> Option<Vec<Mea
         Err(ProbeError::Unsupported(why)) => vec![whole_probe(probe, Status::Skipped(why))],
         Err(ProbeError::Failed(why)) => vec![whole_probe(probe, Status::Failed(why))],
     };
-    let contended = before
+    let competed = before
         .zip(Snapshot::take())
-        .and_then(|(a, b)| a.until(&b, cx.cpu))
-        .and_then(|c| c.for_probe(probe.id).reason());
+        .and_then(|(a, b)| a.until(&b, cx.cpu));
+    if let Some(c) = &competed {
+        host.steals.push(c.steal);
+    }
+    let contended = competed.and_then(|c| c.for_probe(probe.id).reason());
     if let Some(why) = contended {
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
             m.status = Status::noisy(cause::CONTENTION);
@@ -224,7 +300,7 @@ fn retry_noisy(
     cx: &Context,
     sink: &mut dyn Sink,
     budget: Duration,
-    speeds: &mut Vec<f64>,
+    host: &mut Outcome,
 ) -> bool {
     let started = Instant::now();
     for attempt_no in 2..=MAX_ATTEMPTS {
@@ -238,7 +314,7 @@ fn retry_noisy(
                 continue;
             }
             sink.retrying(probe, attempt_no);
-            let Some(again) = attempt(probe, cx, speeds) else {
+            let Some(again) = attempt(probe, cx, host) else {
                 return true;
             };
             merge_attempt(kept, again, attempt_no);
@@ -345,6 +421,36 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("slower at 2 of 5 checks)"), "{m}");
+    }
+
+    #[test]
+    fn the_host_s_interference_is_a_measured_figure() {
+        let few = Outcome {
+            core_speeds: vec![5.5, 5.0, 5.3],
+            ..Outcome::default()
+        };
+        assert!(few.host().is_empty(), "three checks tell little");
+        let shared = Outcome {
+            core_speeds: vec![5.5, 5.4, 2.75, 3.3, 5.5, 5.45, 5.5, 5.5, 5.5, 5.5],
+            steals: vec![0.0, 0.1, 0.3, 0.0, 0.0],
+            ..Outcome::default()
+        };
+        let host = shared.host();
+        let speed = host.iter().find(|m| m.metric == "core_speed").unwrap();
+        let s = speed.summary.as_ref().unwrap();
+        assert!(s.max <= 1.0 && (s.min - 0.5).abs() < 1e-9, "{s:?}");
+        let note = speed.note.as_deref().unwrap();
+        assert!(
+            note.contains("8 of 10 checks (80%) at full speed"),
+            "{note}"
+        );
+        assert!(
+            note.contains("slowed, it ran at 55% of full speed"),
+            "{note}"
+        );
+        let steal = host.iter().find(|m| m.metric == "steal").unwrap();
+        assert_eq!(steal.summary.as_ref().unwrap().n, 5);
+        assert!(host.iter().all(|m| m.probe == HOST && m.no_model.is_some()));
     }
 
     #[test]

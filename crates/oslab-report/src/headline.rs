@@ -117,6 +117,8 @@ const LINES: &[Line] = &[
         ],
     ),
     ("page fault (anonymous)", "faults.anon", "per_fault", &[]),
+    ("host core speed (1 = full)", "host", "core_speed", &[]),
+    ("host steal (share of the cpu)", "host", "steal", &[]),
 ];
 
 fn text(v: Option<&serde_json::Value>) -> String {

@@ -563,7 +563,13 @@ fn results_measured_while_other_work_runs_are_not_ok() {
         h.kill().unwrap();
         h.wait().unwrap();
     }
-    for m in loaded["measurements"].as_array().unwrap() {
+    // The host rows measure the interference itself: their figures are the subject.
+    for m in loaded["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["probe"] != "host")
+    {
         assert_eq!(m["status"], "noisy", "{m}");
         assert!(
             note(m).contains("measured while the machine was busy"),
@@ -926,15 +932,18 @@ fn a_huge_multiply_warns_first_and_stops_on_ctrl_c_within_a_row() {
             "naive".as_ref(),
             "--runs".as_ref(),
             "1".as_ref(),
+            "--yes".as_ref(),
             "--db".as_ref(),
             db.as_os_str(),
         ],
         Duration::from_millis(2500),
         || {},
     );
-    // Minutes of work: said before it starts; stopped seconds after the signal, not minutes.
+    // Minutes of work: said before it starts; stopped at once after the signal (Ctrl-C is
+    // checked every cell: a row of a 12288 x 12288 multiply kept it waiting 10 s).
     assert!(err.contains("note: this takes about"), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(8), "{err}");
+    assert!(!err.contains("KiB"), "{err}");
     assert_eq!(stored_runs(&db)[0].1, "interrupted");
 }
 
@@ -965,26 +974,6 @@ fn migrate_refuses_bad_arguments() {
     assert!(e.contains("minutes here") && e.contains("--yes"), "{e}");
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert!(stored_runs(Path::new(db)).is_empty(), "nothing stored");
-}
-
-#[test]
-fn migrate_of_a_large_matrix_stops_at_once_on_ctrl_c_and_names_its_size_right() {
-    let _turn = exclusive();
-    let (_dir, db) = temp_db();
-    let db = db.to_str().unwrap();
-    // One row of a 12288 x 12288 naive multiply walks 12288 columns of B: about 10 s. Ctrl-C
-    // was checked between rows (and the estimate timed a whole row); now between cells.
-    let words = [
-        "migrate", "--size", "12288", "--kernel", "naive", "--runs", "1", "--yes", "--db", db,
-    ];
-    let args: Vec<&std::ffi::OsStr> = words.iter().map(|a| a.as_ref()).collect();
-    let mut stopped = None;
-    let err = interrupted(&args, Duration::from_secs(6), || {
-        stopped = Some(std::time::Instant::now())
-    });
-    let took = stopped.unwrap().elapsed();
-    assert!(took < Duration::from_secs(3), "{took:?} to stop: {err}");
-    assert!(!err.contains("KiB"), "{err}");
 }
 
 #[test]
@@ -1285,14 +1274,20 @@ fn sigkill_of_shuffle_takes_the_command_it_started_with_it() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(800));
+    // shuffle, its command, and the guard of the command's process group (a fork of shuffle).
     assert_eq!(
         processes_mentioning(Path::new(&marker)).len(),
-        2,
-        "shuffle and its command"
+        3,
+        "shuffle, its guard and its command"
     );
     shuffle.kill().unwrap(); // SIGKILL
     shuffle.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    while !processes_mentioning(Path::new(&marker)).is_empty()
+        && t.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert!(processes_mentioning(Path::new(&marker)).is_empty());
 }
 

@@ -80,8 +80,9 @@ pub const TABLE: &[Uarch] = &[
         reference: INTEL_REF,
     },
     Uarch {
-        name: "Sunny/Willow Cove client (Ice Lake, Tiger Lake)",
-        key: Key::X86(INTEL, 6, &[125, 126, 140, 141]),
+        // Rocket Lake (167) is Cypress Cove: Sunny Cove back-ported to 14 nm, the same figures.
+        name: "Sunny/Willow/Cypress Cove client (Ice Lake, Tiger Lake, Rocket Lake)",
+        key: Key::X86(INTEL, 6, &[125, 126, 140, 141, 167]),
         latency: [5.0, 13.0, 45.0],
         dram_ns: 90.0,
         tlb: [64, 2048],

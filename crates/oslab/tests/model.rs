@@ -59,7 +59,8 @@ fn a_quick_run_predicts_most_of_what_it_measures() {
             .unwrap()
             .to_string()
     };
-    for f in measured.iter().map(|m| family(m)) {
+    // The host rows describe the host's other tenants: no model by nature, and said so.
+    for f in measured.iter().map(|m| family(m)).filter(|f| f != "host") {
         assert!(
             predicted.iter().any(|m| family(m) == f),
             "no model in family {f}"

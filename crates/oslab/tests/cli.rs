@@ -1273,6 +1273,16 @@ fn sigkill_of_shuffle_takes_the_command_it_started_with_it() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // Killed however the test ends: a failed assertion must not leave it and its command
+    // spinning (SIGKILL: the command and its guard follow).
+    struct Killed<'a>(&'a mut std::process::Child);
+    impl Drop for Killed<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let shuffle = Killed(&mut shuffle);
     std::thread::sleep(Duration::from_millis(800));
     // shuffle, its command, and the guard of the command's process group (a fork of shuffle).
     assert_eq!(
@@ -1280,8 +1290,7 @@ fn sigkill_of_shuffle_takes_the_command_it_started_with_it() {
         3,
         "shuffle, its guard and its command"
     );
-    shuffle.kill().unwrap(); // SIGKILL
-    shuffle.wait().unwrap();
+    drop(shuffle); // SIGKILL
     let t = std::time::Instant::now();
     while !processes_mentioning(Path::new(&marker)).is_empty()
         && t.elapsed() < Duration::from_secs(5)

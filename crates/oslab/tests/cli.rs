@@ -1978,3 +1978,32 @@ fn messages_blame_what_is_true() {
         .success();
     assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
 }
+
+#[test]
+fn every_manual_page_a_page_refers_to_exists() {
+    let _turn = shared();
+    let page = String::from_utf8(stdout(&["man", "cpuman", "simulate"])).unwrap();
+    assert!(page.contains(".TH oslab-cpuman-simulate 1"), "{page}");
+    let e = fails(&["man", "nope"], 2);
+    assert!(e.contains("no manual page for `oslab nope`"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    stdout(&["man", "--dir", dir.path().to_str().unwrap()]);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.contains(&"oslab-run.1".to_string()), "{names:?}");
+    // A page's SUBCOMMANDS section names pages like oslab\-run(1): each is there.
+    for name in &names {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        for referred in text
+            .lines()
+            .filter_map(|l| l.strip_suffix("(1)"))
+            .filter(|l| l.starts_with("oslab"))
+        {
+            let file = format!("{}.1", referred.replace("\\-", "-"));
+            assert!(names.contains(&file), "{name} refers to {file}");
+        }
+    }
+}

@@ -79,8 +79,16 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff): oslab man | man -l -
-    Man,
+    /// Print a manual page (roff): `oslab man | man -l -`, `oslab man run`, `oslab man cpuman
+    /// simulate`; `--dir DIR` writes every page (oslab.1, oslab-run.1, ...) there.
+    Man {
+        /// The subcommand whose page to print (none: oslab's own).
+        #[arg(value_name = "SUBCOMMAND")]
+        path: Vec<String>,
+        /// Write every page into this directory instead (e.g. /usr/local/share/man/man1).
+        #[arg(long, value_name = "DIR", conflicts_with = "path")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// The minimal parent process creation is timed from (started by the task probes).
     #[command(hide = true)]
     TaskHelper {

@@ -52,11 +52,63 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => {
-            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Man { path, dir } => man(&path, dir.as_deref()),
     }
+}
+
+/// Every manual page, each command's with its subcommands' after it: (file name, roff).
+fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    fn walk(cmd: clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
+        let man = clap_mangen::Man::new(cmd.clone());
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        out.push((man.get_filename(), page));
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            walk(sub.clone(), out)?;
+        }
+        Ok(())
+    }
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut out = Vec::new();
+    walk(cmd, &mut out)?;
+    Ok(out)
+}
+
+/// `oslab man`: one page to standard output (`path` names a subcommand), or every page into
+/// `dir` (written whole, as every output file).
+fn man(path: &[String], dir: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let pages = man_pages()?;
+    if let Some(dir) = dir {
+        if !dir.is_dir() {
+            return Err(crate::error::usage(format!(
+                "--dir {}: not a directory",
+                dir.display()
+            )));
+        }
+        let named: Vec<(std::path::PathBuf, &[u8])> = pages
+            .iter()
+            .map(|(name, page)| (dir.join(name), page.as_slice()))
+            .collect();
+        let set: Vec<(&std::path::Path, &[u8])> =
+            named.iter().map(|(p, b)| (p.as_path(), *b)).collect();
+        oslab_core::files::write_set(&set)?;
+        eprintln!("{} manual pages written to {}", pages.len(), dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let wanted = std::iter::once("oslab".to_string())
+        .chain(path.iter().cloned())
+        .collect::<Vec<_>>()
+        .join("-")
+        + ".1";
+    let Some((_, page)) = pages.iter().find(|(name, _)| *name == wanted) else {
+        return Err(crate::error::usage(format!(
+            "no manual page for `oslab {}`: `oslab --help` lists the subcommands",
+            path.join(" ")
+        )));
+    };
+    std::io::Write::write_all(&mut std::io::stdout().lock(), page)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The helper parent of the task probes: prints its report as JSON (for a program: never

@@ -5,8 +5,10 @@
 //! # Brief overview
 //! - [`clock::Clock`]: fenced TSC reads (or `clock_gettime` where the TSC cannot be trusted) with a
 //!   calibrated frequency and its error.
-//! - [`stats::Summary`]: median-led summaries with a CI95 of the median from batch medians (so drift
-//!   between bursts widens it) and Tukey outlier counts; it only sees slices of numbers.
+//! - [`stats`]: the one statistical contract, its front door: [`stats::Summary`] (median-led,
+//!   a CI95 of the median from batch medians, so drift between bursts widens it), the noise rule,
+//!   paired A/B differences ([`stats::paired`]), repetitions pooled ([`stats::repetitions`]),
+//!   comparisons as benchstat makes them ([`stats::compare`], with [`stats::ranks`]).
 //! - [`topology::Topology`]: cpus, cores, packages, caches and NUMA nodes read from sysfs (any root, so
 //!   tests can describe machines this one is not).
 //! - [`cpulist`]: "0-3,8", "node:1", "socket:0", "core-sibling-of:0".
@@ -23,17 +25,12 @@
 //! - [`model`]: `Measurement`, `Prediction`, `Status`, `Unit`, `TimelineEvent`.
 //! - [`text`]: lines and tables an experiment reports, as data the report crate renders.
 //! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB).
-//! - [`compare::compare`]: runs side by side, repetition by repetition: ratio, its interval,
-//!   significance, regressions.
-//! - [`repetitions`]: a measurement's repetitions pooled into one row for tables and charts.
-//! - [`ranks`]: Mann-Whitney U (exact for few values) and the Hodges-Lehmann shift interval.
-//! - [`paired`]: A/B experiments run as alternating pairs, judged on the paired differences.
+//! - [`tree`]: a started command's process group, ended as a whole, also when oslab dies.
 //! - [`placement`]: which cpus to measure on: the measuring cpu, its peer, the farthest one.
 #![deny(missing_docs)]
 
 pub mod affinity;
 pub mod clock;
-pub mod compare;
 pub mod counters;
 pub mod cpulist;
 pub mod dmi;
@@ -42,13 +39,10 @@ pub mod interrupts;
 pub mod machine;
 pub mod model;
 pub mod numa;
-pub mod paired;
 pub mod paths;
 pub mod pending;
 pub mod perf;
 pub mod placement;
-pub mod ranks;
-pub mod repetitions;
 pub mod signals;
 pub mod stats;
 pub mod text;

@@ -6,8 +6,8 @@ use crate::table::{
     fits, new_table, outcome_cell, outcome_coloured, right, stacked_column, stacked_name,
     stacked_width, whole, widest, width, MIN_PARAMS,
 };
-use oslab_core::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::model::Measurement;
+use oslab_core::stats::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::units::{num, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
@@ -133,7 +133,7 @@ impl Sides {
                 (
                     set.to_string(),
                     &runs[0].0,
-                    oslab_core::repetitions::pooled(&all),
+                    oslab_core::stats::repetitions::pooled(&all),
                 )
             })
             .collect()
@@ -173,7 +173,7 @@ impl Side<'_> {
     fn core_clock(&self) -> Option<f64> {
         let runs: Vec<&[oslab_core::model::Measurement]> =
             self.runs.iter().map(|(_, m)| &m[..]).collect();
-        oslab_core::compare::core_clock(&runs)
+        oslab_core::stats::compare::core_clock(&runs)
     }
 
     fn ids(&self) -> Vec<i64> {
@@ -433,7 +433,7 @@ fn core_speed_varied(run: &RunRecord) -> bool {
 }
 
 /// The ratio's interval and its confidence: `1.02 – 1.10 (90%)`.
-pub fn interval_text(j: &oslab_core::compare::Judgement) -> String {
+pub fn interval_text(j: &oslab_core::stats::compare::Judgement) -> String {
     match (j.interval, j.confidence) {
         (Some([lo, hi]), Some(c)) => format!("{lo:.3} – {hi:.3} ({:.0}%)", c * 100.0),
         _ => "-".into(),

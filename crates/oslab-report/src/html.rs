@@ -37,7 +37,7 @@ nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-siz
 
 /// The report of one run.
 pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]) -> String {
-    let ms = &oslab_core::repetitions::pooled(ms);
+    let ms = &oslab_core::stats::repetitions::pooled(ms);
     let mut h = String::new();
     let id = record.id.map_or("-".into(), |i| i.to_string());
     let _ = write!(
@@ -236,7 +236,7 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
 }
 
 /// Comparison rows as an HTML table.
-fn rows_table(shown: &[&oslab_core::compare::Row]) -> String {
+fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> String {
     use crate::comparison::{cells, COLUMNS};
     let mut h = String::from("<table><tr>");
     for name in COLUMNS {
@@ -1056,7 +1056,7 @@ pub fn markdown(
     ms: &[Measurement],
     timeline: &[TimelineEvent],
 ) -> (String, Vec<(String, String)>) {
-    let ms = &oslab_core::repetitions::pooled(ms);
+    let ms = &oslab_core::stats::repetitions::pooled(ms);
     let id = record.id.map_or("-".into(), |i| i.to_string());
     let mut md = format!(
         "# oslab run {id} on {}\n\n{} — {} — {:.1} s\n\n",

@@ -6,7 +6,7 @@ use super::matmul::{run_matmul, Matmul, MatmulKernel, RunResult, Variant};
 use crate::probe::ProbeError;
 use oslab_core::counters::{self, CpuId, Spec};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
-use oslab_core::paired::{self, Arm, Pairs};
+use oslab_core::stats::paired::{self, Arm, Pairs};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use oslab_core::{params, Topology};

@@ -1,11 +1,11 @@
 //! CPU-manager runs side by side: each run's totals, and for every run with page migration the
 //! run of the same policy, workload, load and size without it, compared per job kind with the
-//! one comparison engine ([`oslab_core::compare`]): CPU time per job with / without migration
+//! one comparison engine ([`oslab_core::stats::compare`]): CPU time per job with / without migration
 //! (the paper's ratio; below 1 migration helps) and whether the difference is significant.
 
 use super::outcome::{JOB_PROBE, RUN_PROBE};
-use oslab_core::compare::{judge, Verdict};
 use oslab_core::model::{Measurement, Unit};
+use oslab_core::stats::compare::{judge, Verdict};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use serde::Serialize;

@@ -3,8 +3,8 @@
 //! node cannot hide itself by inflating the spread). The slow node with a misconfigured governor or
 //! a bad DIMM is what users look for.
 
-use oslab_core::compare::key;
 use oslab_core::model::{Measurement, Unit};
+use oslab_core::stats::compare::key;
 use oslab_core::stats::{median, robust_z, OUTLIER_Z};
 use serde::Serialize;
 

@@ -3,7 +3,7 @@
 use super::{print_json, print_text};
 use crate::cli::CompareArgs;
 use crate::error::usage;
-use oslab_core::compare::Verdict;
+use oslab_core::stats::compare::Verdict;
 use oslab_report::comparison::{Comparison, Sides};
 use std::process::ExitCode;
 

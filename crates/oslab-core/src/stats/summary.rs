@@ -58,7 +58,7 @@ impl Summary {
     /// The interval to show beside the median: none from fewer than 3 values (it would be their
     /// range, not an interval of any confidence).
     pub fn interval(&self) -> Option<(f64, f64)> {
-        (self.n >= crate::paired::MIN_PAIRS).then_some((self.ci_low, self.ci_high))
+        (self.n >= crate::stats::paired::MIN_PAIRS).then_some((self.ci_low, self.ci_high))
     }
 
     /// The interval as text, values scaled by `div` and shown by `num`; "no interval (n=2)" when

@@ -28,7 +28,7 @@
 //! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was.
 
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
-use crate::ranks::{mann_whitney_p, shift_interval};
+use crate::stats::ranks::{mann_whitney_p, shift_interval};
 use crate::stats::{mean_sd, median, robust_z, student_t, TwoSided, OUTLIER_Z};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};

@@ -1,5 +1,5 @@
 //! Repetitions of one measurement (`oslab run --repeat`, or several runs taken together) shown
-//! as one, for tables and charts: comparisons use them one by one ([`crate::compare`]).
+//! as one, for tables and charts: comparisons use them one by one ([`crate::stats::compare`]).
 
 use crate::model::{Measurement, Status};
 use crate::stats::median;

@@ -2,12 +2,9 @@
 //! their machine ([`Sides`]); which runs each side holds, how their machines differ, the rows (by
 //! default those that changed or could not be judged) and the tally.
 
-use crate::table::{
-    fits, new_table, outcome_cell, outcome_coloured, right, stacked_column, stacked_name,
-    stacked_width, whole, widest, width, MIN_PARAMS,
-};
 use oslab_core::model::Measurement;
 use oslab_core::stats::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
+use oslab_core::text::Table;
 use oslab_core::units::{num, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
@@ -348,7 +345,7 @@ impl Comparison<'_> {
         }
         let shown = self.shown(all);
         if !shown.is_empty() {
-            out.push_str(&table(&shown));
+            out.push_str(&table(&shown, &self.rows));
             out.push('\n');
         }
         out.push_str(&self.tally());
@@ -470,85 +467,157 @@ pub fn cells(r: &Row) -> [String; 11] {
     ]
 }
 
-fn table(rows: &[&Row]) -> String {
-    let all: Vec<[String; 11]> = rows.iter().map(|r| cells(r)).collect();
-    // Beside the parameters (which wrap), every column must fit; else the compact layout.
-    let narrow = width().is_some_and(|w| {
-        let widths = (0..COLUMNS.len()).map(|c| match c {
-            1 => MIN_PARAMS,
-            _ => widest(std::iter::once(COLUMNS[c]).chain(all.iter().map(|r| r[c].as_str()))),
-        });
-        !fits(widths, w)
-    });
-    if narrow {
-        return compact(&all);
-    }
-    let mut t = new_table(&COLUMNS);
-    for row in all {
-        let [cells @ .., verdict] = row;
-        t.add_row(
-            cells
-                .into_iter()
-                .map(comfy_table::Cell::new)
-                .chain([outcome_cell(&verdict)])
-                .collect::<Vec<_>>(),
-        );
-    }
-    right(&mut t, &[3, 4, 5, 6, 7, 8, 9]);
-    whole(&mut t, &[2]);
-    t.to_string()
+/// The family a probe belongs to: the first part of its id (`timer` of `timer.rdtsc`).
+fn family(probe: &str) -> &str {
+    probe.split('.').next().unwrap_or(probe)
 }
 
-/// For a narrow terminal: the probe with its metric and parameters under it, the two medians
-/// one above the other, the ratio above its interval, the verdict (the band, counts and p are
-/// in `--json` and wider terminals; the text above says the band and the confidences). Where
-/// even that is too wide, everything after the name stacks in one column.
-fn compact(all: &[[String; 11]]) -> String {
-    let rows: Vec<[String; 4]> = all
-        .iter()
-        .map(
-            |[probe, params, metric, a, b, ratio, interval, _, _, _, verdict]| {
-                let interval = interval.split(" (").next().unwrap_or("-");
-                [
-                    stacked_name(probe, metric, params),
-                    format!("{a}\n{b}"),
-                    match interval {
-                        "-" => ratio.clone(),
-                        _ => format!("{ratio}\n{interval}"),
-                    },
-                    verdict.clone(),
-                ]
-            },
-        )
-        .collect();
-    let header = ["measurement", "A, B", "B/A", "verdict"];
-    let column =
-        |c: usize| widest(std::iter::once(header[c]).chain(rows.iter().map(|r| r[c].as_str())));
-    let name = stacked_width(all.iter().map(|r| (r[0].as_str(), r[2].as_str())));
-    let side_by_side =
-        width().is_none_or(|w| fits([name, column(1), column(2), column(3)].into_iter(), w));
-    let mut t = match side_by_side {
-        true => new_table(&header),
-        false => new_table(&["measurement", "A, B\nB/A\nverdict"]),
+/// `±3%` of a side's spread, or nothing from fewer than 3 replicates.
+fn spread_text(s: Option<f64>) -> String {
+    s.map_or(String::new(), |s| format!(" ±{}", percent(s)))
+}
+
+/// A share as a percentage for reading: `0.4%`, `12%`.
+fn percent(x: f64) -> String {
+    match x.abs() * 100.0 {
+        p if p < 10.0 => format!("{:.1}%", x * 100.0),
+        _ => format!("{:.0}%", x * 100.0),
+    }
+}
+
+/// A signed change: `+2.4%`, `-12%`.
+fn change(x: f64) -> String {
+    match percent(x) {
+        p if x >= 0.0 => format!("+{p}"),
+        p => p,
+    }
+}
+
+/// The comparison's rows as benchstat prints them, one table per family: A and B each with
+/// its spread (`±%`), the change (`~` when the interval cannot tell it from none), its interval,
+/// p and the replicates a side, the verdict; the largest changes first; a geometric mean of the
+/// family's ratios (over all its rows, shown or not) closes each table.
+fn table(shown: &[&Row], all: &[Row]) -> String {
+    let mut families: Vec<&str> = Vec::new();
+    for r in shown {
+        if !families.contains(&family(&r.probe)) {
+            families.push(family(&r.probe));
+        }
+    }
+    let mut out = String::new();
+    for f in families {
+        let mut rows: Vec<&&Row> = shown.iter().filter(|r| family(&r.probe) == f).collect();
+        let size = |r: &Row| r.judgement.ratio.map_or(-1.0, |x| x.ln().abs());
+        rows.sort_by(|x, y| size(y).total_cmp(&size(x)));
+        // Narrow, A and B share a column, one above the other.
+        let narrow = crate::table::width().is_some_and(|w| w < 100);
+        let mut t = match narrow {
+            false => Table::new(
+                &[f, "A", "B", "change", "interval", "p, n", "verdict"],
+                &[1, 2, 3, 4],
+            )
+            .optional(&[4, 5]),
+            true => Table::new(&[f, "A, B", "change", "verdict"], &[1, 2]),
+        };
+        for r in rows {
+            let c = row_cells(r);
+            t.row(match narrow {
+                false => c,
+                true => vec![
+                    c[0].clone(),
+                    format!("{}\n{}", c[1], c[2]),
+                    c[3].clone(),
+                    c[6].clone(),
+                ],
+            });
+        }
+        let ratios: Vec<f64> = all
+            .iter()
+            .filter(|r| family(&r.probe) == f)
+            .filter_map(|r| r.judgement.ratio.filter(|x| *x > 0.0 && x.is_finite()))
+            .collect();
+        if ratios.len() > 1 {
+            let gm = (ratios.iter().map(|x| x.ln()).sum::<f64>() / ratios.len() as f64).exp();
+            let mut cells = vec![String::new(); t.header.len()];
+            cells[0] = format!("geomean of {} ratios", ratios.len());
+            cells[if narrow { 2 } else { 3 }] = change(gm - 1.0);
+            t.row(cells);
+        }
+        out.push_str(&crate::table::render(&t));
+        out.push_str("\n\n");
+    }
+    out.trim_end().to_string()
+}
+
+/// One row's cells for [`table`]: its name within the family, A, B, change, interval, p and n,
+/// verdict.
+fn row_cells(r: &Row) -> Vec<String> {
+    let j = &r.judgement;
+    let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
+    let value = |v: Option<f64>, s: Option<f64>| {
+        v.map_or("-".into(), |v| {
+            format!("{} {sym}{}", num(v / div), spread_text(s))
+        })
     };
-    for [name, ab, ratio, verdict] in rows {
-        t.add_row(match side_by_side {
-            true => vec![
-                comfy_table::Cell::new(name),
-                comfy_table::Cell::new(ab),
-                comfy_table::Cell::new(ratio),
-                outcome_cell(&verdict),
-            ],
-            false => vec![
-                comfy_table::Cell::new(name),
-                outcome_coloured(&verdict, &format!("{ab}\n{ratio}\n{verdict}")),
-            ],
-        });
-    }
-    stacked_column(&mut t, all.iter().map(|r| (r[0].as_str(), r[2].as_str())));
-    match side_by_side {
-        true => right(&mut t, &[1, 2]),
-        false => right(&mut t, &[1]),
-    }
-    t.to_string()
+    // The family heads the table: a probe that is its own family (`host`) adds nothing to it.
+    let name = r.probe.split_once('.').map_or("", |(_, rest)| rest);
+    let what = [name, r.metric.as_str()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Parameters go under the name when long or the terminal narrow, so the numbers keep their
+    // columns.
+    let narrow = crate::table::width().is_some_and(|w| w < 100);
+    let name = match r.params.as_str() {
+        "" => what,
+        p if narrow || what.chars().count() + p.chars().count() > 32 => {
+            format!(
+                "{what}\n  {}",
+                oslab_core::text::wrap(p, 28).replace('\n', "\n  ")
+            )
+        }
+        p => format!("{what} {p}"),
+    };
+    let shift = match (j.a, j.b) {
+        (Some(a), Some(b)) => format!(
+            "{}{} {sym}",
+            if b >= a { "+" } else { "" },
+            num((b - a) / div)
+        ),
+        _ => "-".into(),
+    };
+    let moved = match (j.verdict, j.ratio) {
+        // benchstat's `~`: no change told apart from none (the size is still shown).
+        (Verdict::Same, Some(x)) => format!("~{}", change(x - 1.0)),
+        (Verdict::Same, None) => "~0".to_string(),
+        (Verdict::Unknown, _) => "-".to_string(),
+        (_, Some(x)) => change(x - 1.0),
+        (_, None) => shift,
+    };
+    let interval = match (j.interval, j.confidence) {
+        (Some([lo, hi]), Some(c)) => {
+            format!(
+                "{} … {} ({:.0}%)",
+                change(lo - 1.0),
+                change(hi - 1.0),
+                c * 100.0
+            )
+        }
+        _ => String::new(),
+    };
+    let p = match j.p {
+        Some(p) => format!("p={p:.3} n={}+{}", j.n[0], j.n[1]),
+        None => format!("n={}+{}", j.n[0], j.n[1]),
+    };
+    vec![
+        name,
+        value(j.a, j.spread[0]),
+        value(j.b, j.spread[1]),
+        moved,
+        interval,
+        p,
+        verdict_text(r).to_string(),
+    ]
 }

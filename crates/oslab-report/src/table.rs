@@ -124,7 +124,14 @@ pub fn render(table: &oslab_core::text::Table) -> String {
     let header: Vec<&str> = keep.iter().map(|&c| table.header[c].as_str()).collect();
     let mut t = new_table(&header);
     for r in &table.rows {
-        t.add_row(keep.iter().map(|&c| r.get(c).cloned().unwrap_or_default()));
+        // Status and verdict words are coloured on a terminal, as in every oslab table.
+        t.add_row(keep.iter().map(|&c| {
+            let v = r.get(c).cloned().unwrap_or_default();
+            match table.header[c].as_str() {
+                "status" | "verdict" => outcome_cell(&v),
+                _ => Cell::new(v),
+            }
+        }));
     }
     let at = |c: &usize| keep.iter().position(|k| k == c);
     right(

@@ -112,6 +112,45 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
         1,
     );
     assert!(e.contains("regressed beyond 5.0%"), "{e}");
+    // As benchstat prints it: a table per family, each side with its spread (3 repetitions
+    // give one), the change, its p and replicates, the largest changes first, a geomean last.
+    let text = String::from_utf8(stdout(&["compare", "7", "8", "--all", "--db", db])).unwrap();
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("syscall ")),
+        "{text}"
+    );
+    assert!(text.contains("geomean of"), "{text}");
+    assert!(text.contains(" ±") && text.contains("n=3+3"), "{text}");
+    // In each family's table, the largest changes first (by the size of the ratio's logarithm).
+    let mut seen = 0;
+    for table in text.split("\n\n") {
+        let changes: Vec<f64> = table
+            .lines()
+            .filter(|l| !l.contains("geomean"))
+            .filter_map(|l| {
+                l.split_whitespace().find(|w| {
+                    w.ends_with('%')
+                        && (w.starts_with('+') || w.starts_with('-') || w.starts_with('~'))
+                })
+            })
+            .filter_map(|w| {
+                w.trim_start_matches('~')
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .ok()
+            })
+            .collect();
+        seen += changes.len();
+        let sizes: Vec<f64> = changes
+            .iter()
+            .map(|c| (1.0 + c / 100.0).ln().abs())
+            .collect();
+        assert!(
+            sizes.windows(2).all(|w| w[0] + 0.01 >= w[1]),
+            "{changes:?}\n{table}"
+        );
+    }
+    assert!(seen > 5, "{text}");
     // The same with sides given as a tag and a list, and the baseline apart.
     let grouped = rows(db, &["--baseline", "tag:role=history", "8"]);
     assert!(!called(&grouped, "regression").is_empty(), "{grouped:?}");

@@ -97,6 +97,9 @@ pub struct Judgement {
     pub b: Option<f64>,
     /// Replicates on each side.
     pub n: [usize; 2],
+    /// Each side's spread as a share of its median (half the range of its replicates), from 3
+    /// replicates on: what benchstat prints as `± x%`.
+    pub spread: [Option<f64>; 2],
     /// b / a.
     pub ratio: Option<f64>,
     /// Interval of the ratio, when there are enough replicates.
@@ -177,6 +180,7 @@ pub fn judge(a: &[f64], b: &[f64], unit: Unit, band: f64) -> Judgement {
         a: ma,
         b: mb,
         n: [a.len(), b.len()],
+        spread: [relative_spread(a), relative_spread(b)],
         ratio,
         interval,
         confidence: found.map(|(c, _, _)| c),
@@ -184,6 +188,21 @@ pub fn judge(a: &[f64], b: &[f64], unit: Unit, band: f64) -> Judgement {
         p: mann_whitney_p(a, b),
         verdict,
     }
+}
+
+/// Half the range of `v` over its median's size, from [`super::paired::MIN_PAIRS`] values on
+/// (fewer have no spread worth a number).
+fn relative_spread(v: &[f64]) -> Option<f64> {
+    if v.len() < super::paired::MIN_PAIRS {
+        return None;
+    }
+    let m = median(v)?.abs();
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+            (l.min(*x), h.max(*x))
+        });
+    (m > 0.0).then(|| (hi - lo) / 2.0 / m)
 }
 
 /// Judges values that may truly be zero or below (paired differences such as the cost of one
@@ -202,6 +221,7 @@ pub fn judge_shift(a: &[f64], b: &[f64], band: f64) -> Judgement {
         a: ma,
         b: mb,
         n: [a.len(), b.len()],
+        spread: [relative_spread(a), relative_spread(b)],
         ratio: None,
         interval: None,
         confidence: found.map(|(c, _, _)| c),

@@ -549,10 +549,12 @@ fn simulation_is_deterministic_and_compares_like_live_runs() {
         off["run"]["id"].to_string(),
         manual["run"]["id"].to_string(),
     ];
-    let cmp: Value = serde_json::from_slice(&stdout(&[
-        "cpuman", "compare", &ids[0], &ids[1], "--json", "--db", d,
-    ]))
-    .unwrap();
+    // Runs chosen as everywhere: a range as well as a list.
+    let range = format!("{}-{}", ids[0], ids[1]);
+    let cmp: Value =
+        serde_json::from_slice(&stdout(&["cpuman", "compare", &range, "--json", "--db", d]))
+            .unwrap();
+    assert_eq!(cmp["runs"].as_array().unwrap().len(), 2, "{cmp}");
     assert!(cmp["ratios"]
         .as_array()
         .unwrap()

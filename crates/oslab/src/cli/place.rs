@@ -124,9 +124,10 @@ pub struct CpumanWorkloadArgs {
 /// `oslab cpuman compare`.
 #[derive(Debug, Args)]
 pub struct CpumanCompareArgs {
-    /// Stored runs of `cpuman run` (or `cpuman simulate`): ids or 'latest'.
+    /// Stored runs of `cpuman run` (or `cpuman simulate`), chosen as everywhere: 7, latest,
+    /// 3,4,5, 3-5 or tag:KEY=VALUE.
     #[arg(required = true, num_args = 1..)]
-    pub runs: Vec<oslab_store::RunRef>,
+    pub runs: Vec<oslab_store::RunSet>,
     #[command(flatten)]
     pub out: Output,
 }

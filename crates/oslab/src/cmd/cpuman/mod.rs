@@ -108,8 +108,12 @@ fn job_process(a: CpumanJobArgs) -> anyhow::Result<ExitCode> {
 fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
     let store = a.out.store.open_to_read()?;
     let mut runs = Vec::new();
-    for run in &a.runs {
-        let (record, ms) = store.load_run(run)?;
+    let loaded = a
+        .runs
+        .iter()
+        .map(|set| store.load_set(set))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (record, ms) in loaded.into_iter().flatten() {
         let id = record.id.unwrap_or_default();
         runs.push(StoredRun::new(id, ms).ok_or_else(|| {
             usage(format!(

@@ -34,7 +34,9 @@ pub struct RunArgs {
     #[command(flatten)]
     pub options: oslab_probes::Options,
     /// Measure every probe N times, interleaved (each probe once, then each again, ...): the
-    /// independent repetitions `oslab compare` needs to judge a difference (3 or more).
+    /// independent repetitions `oslab compare` needs to judge a difference (3 or more). Two single
+    /// runs are judged on them only when 3 earlier runs of this machine show how far its runs
+    /// drift apart (or with `compare --no-history`); several runs a side need no history.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,

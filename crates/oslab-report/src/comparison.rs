@@ -8,6 +8,9 @@ use oslab_core::text::Table;
 use oslab_core::units::{num, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
+/// How far apart two sides' core-to-core latencies must be to say their cpus sat differently.
+const PLACEMENT_APART: f64 = 1.5;
+
 /// Fingerprint fields worth showing when the sides come from different machines.
 const MACHINE: &[&str] = &[
     "hostname",
@@ -171,6 +174,12 @@ impl Side<'_> {
         let runs: Vec<&[oslab_core::model::Measurement]> =
             self.runs.iter().map(|(_, m)| &m[..]).collect();
         oslab_core::stats::compare::core_clock(&runs)
+    }
+
+    fn cpu_pair_latency(&self) -> Option<f64> {
+        let runs: Vec<&[oslab_core::model::Measurement]> =
+            self.runs.iter().map(|(_, m)| &m[..]).collect();
+        oslab_core::stats::compare::cpu_pair_latency(&runs)
     }
 
     fn ids(&self) -> Vec<i64> {
@@ -361,6 +370,18 @@ impl Comparison<'_> {
         out
     }
 
+    /// Whether the sides' two cpus sat differently on the host (core-to-core latency more than
+    /// 1.5x apart), and what that moves.
+    fn placement_note(&self) -> Option<String> {
+        let (a, b) = (self.a.cpu_pair_latency()?, self.b.cpu_pair_latency()?);
+        let apart = (b / a).max(a / b);
+        (apart > PLACEMENT_APART).then(|| format!(
+            "The cpus sat differently: core-to-core latency A {} ns, B {} ns ({apart:.1}x). On a VM the host places its vCPUs anew (sharing a core, a cache, or neither): what crosses cpus (wake-ups on another cpu, core-to-core latency, cross-cpu switches, the NUMA matrix) moves with it, whatever the software did.",
+            num(a),
+            num(b)
+        ))
+    }
+
     /// What a reader needs to know about the verdicts: rows left unjudged and why, and
     /// verdicts reached without knowing how far runs drift apart.
     pub fn notes(&self) -> Vec<String> {
@@ -377,7 +398,7 @@ impl Comparison<'_> {
             });
         let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
         let single = self.a.runs.len() == 1 || self.b.runs.len() == 1;
-        let mut notes = Vec::new();
+        let mut notes: Vec<String> = self.placement_note().into_iter().collect();
         if called > 0 && single && self.history.is_none() {
             notes.push("Judged without history: a side of one run has only its repetitions as replicates, which show the noise within a run, not how far the machine drifts between runs. On a shared host, confirm with runs taken alternately and compared as groups (`oslab compare 1,3,5 2,4,6`).".to_string());
         }
@@ -414,6 +435,8 @@ impl Comparison<'_> {
         let side = |s: &Side| serde_json::json!({"set": s.set, "runs": s.ids(), "repetitions": s.repetitions()});
         serde_json::json!({
             "history_runs": self.history,
+            "cpu_pair_latency_ns": [self.a.cpu_pair_latency(), self.b.cpu_pair_latency()],
+            "notes": self.notes(),
             "a": side(&self.a),
             "b": side(&self.b),
             "rows": self.rows,

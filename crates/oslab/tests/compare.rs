@@ -259,3 +259,53 @@ fn a_run_whose_core_speed_varied_is_named_by_the_comparison() {
         .unwrap_or_else(|| panic!("no core-speed note: {text}"));
     assert!(note.contains(" 2 ") || note.contains(", 2 "), "{note}");
 }
+
+#[test]
+fn runs_whose_cpus_sat_differently_on_the_host_are_said_to() {
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let out = oslab()
+        .args(["run", "--quick", "c2c.latency", "timer.rdtsc", "--db", db])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut doc = json(&stdout(&["export", "1", "--db", db]));
+    let Some(c2c) = doc["measurements"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|m| {
+            m["probe"] == "c2c.latency" && m["metric"] == "one_way" && m["summary"].is_object()
+        })
+    else {
+        oslab_testkit::skip("c2c.latency needs a second cpu in our affinity mask");
+        return;
+    };
+    // Run 2: run 1 again, as if the host had put the two vCPUs on different sockets.
+    for k in [
+        "min", "p25", "median", "p75", "max", "mean", "ci_low", "ci_high",
+    ] {
+        let v = c2c["summary"][k].as_f64().unwrap();
+        c2c["summary"][k] = (v * 4.0).into();
+    }
+    let file = dir.path().join("moved.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    stdout(&["import", file.to_str().unwrap(), "--db", db]);
+    let text = String::from_utf8(stdout(&["compare", "1", "2", "--db", db])).unwrap();
+    assert!(text.contains("The cpus sat differently"), "{text}");
+    assert!(text.contains("(4.0x)"), "{text}");
+    let j = json(&stdout(&["compare", "1", "2", "--json", "--db", db]));
+    let lat = &j["comparisons"][0]["cpu_pair_latency_ns"];
+    assert!(
+        lat[1].as_f64().unwrap() > 3.9 * lat[0].as_f64().unwrap(),
+        "{j}"
+    );
+    // The same placement: nothing said.
+    let same = String::from_utf8(stdout(&["compare", "1", "1", "--db", db])).unwrap();
+    assert!(!same.contains("sat differently"), "{same}");
+}

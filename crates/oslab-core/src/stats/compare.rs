@@ -419,6 +419,24 @@ pub fn core_clock(runs: &[&[Measurement]]) -> Option<f64> {
     median(&per_run)
 }
 
+/// How far apart a side's two cpus sat, as the guest can see it: the median over its runs of
+/// the one-way core-to-core latency (`c2c.latency`), ns. On a VM the vCPUs' placement on the
+/// host can change between runs (the same two vCPUs: 23 ns one run, 111 ns the next), and every
+/// figure that crosses cpus (a wake-up on another cpu, core-to-core latency, cross-cpu switches)
+/// moves with it.
+pub fn cpu_pair_latency(runs: &[&[Measurement]]) -> Option<f64> {
+    let per_run: Vec<f64> = runs
+        .iter()
+        .filter_map(|ms| {
+            ms.iter()
+                .filter(|m| m.probe == "c2c.latency" && m.metric == "one_way")
+                .filter(|m| m.status.has_value())
+                .find_map(|m| m.summary.as_ref().map(|s| s.median))
+        })
+        .collect();
+    median(&per_run)
+}
+
 /// Compares side `b` against the baseline side `a`, each one or more runs (see the module
 /// documentation for what the replicates are). `threshold` is the relative change that counts
 /// (0.05 = 5%); `drift` widens it for sides of one run. Rows follow the baseline's order, then

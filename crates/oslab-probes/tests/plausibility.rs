@@ -338,6 +338,12 @@ fn tlb_reach_is_where_the_random_chain_leaves_the_chunked_one() {
         };
         let note = one.note.as_deref().unwrap_or_default();
         assert!(note.contains("timed interleaved"), "{note}");
+        // The reach is the interval of sizes where the chains part, not one size that flips.
+        let between = one.context["departs"].as_str().unwrap_or_default();
+        assert!(
+            between.starts_with("between ") && between.contains(" and "),
+            "{between}"
+        );
         let bytes = one.summary.as_ref().unwrap().median;
         (256.0 * 1024.0..=8.0 * 1048576.0)
             .contains(&bytes)

@@ -86,6 +86,16 @@ pub fn setting(d: std::time::Duration) -> String {
     format!("{} {sym}", v.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// A span of seconds for reading, as precise as a person needs: `8 s`, `1m 40s`, `2h 05m`.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// A size for reading: `32 KiB`, `1.5 MiB`, `4 GiB` (powers of 1024, three significant digits).
 pub fn bytes(bytes: u64) -> String {
     let mut v = bytes as f64;
@@ -211,6 +221,14 @@ pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_as_a_person_says_them() {
+        assert_eq!(duration(-1.0), "0 s");
+        assert_eq!(duration(8.4), "8 s");
+        assert_eq!(duration(100.0), "1m 40s");
+        assert_eq!(duration(7500.0), "2h 05m");
+    }
 
     #[test]
     fn settings_read_as_typed() {

@@ -15,26 +15,42 @@ pub struct Progress<'a> {
     /// Without a terminal: when the last progress line was written (a CI log is not silent for
     /// minutes), or None on a terminal, where the bar says it.
     logged: Option<std::time::Instant>,
+    /// Each probe's planned seconds here ([`oslab_probes::registry::plan`]).
+    planned: std::collections::HashMap<&'static str, f64>,
+    /// Planned seconds of the whole run, and of what has completed.
+    total: f64,
+    done: f64,
+    /// What the bar says after the estimate.
+    message: String,
 }
 
 /// How often a progress line is written when stderr is not a terminal.
 const LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Bar units per unit of relative cost (the bar advances by each probe's expected share).
+/// Bar units per planned second.
 const SCALE: f64 = 100.0;
 
 impl<'a> Progress<'a> {
-    /// A bar over `probes`, advancing by each one's expected cost so the time-left estimate
-    /// holds; hidden when stderr is not a terminal.
-    pub fn new(probes: &[&Probe], repetitions: u32, session: &'a RecordedSession) -> Progress<'a> {
-        let once: f64 = probes.iter().map(|p| p.cost).sum();
-        let total = once * repetitions as f64;
+    /// A bar over `probes` (planned with `cx`), advancing by each one's planned seconds;
+    /// hidden when stderr is not a terminal.
+    pub fn new(
+        probes: &[&'static Probe],
+        repetitions: u32,
+        cx: &oslab_probes::Context,
+        session: &'a RecordedSession,
+    ) -> Progress<'a> {
+        let planned: std::collections::HashMap<&'static str, f64> =
+            oslab_probes::registry::plan(probes, cx)
+                .into_iter()
+                .map(|p| (p.id, p.seconds))
+                .collect();
+        let total = planned.values().sum::<f64>() * repetitions.max(1) as f64;
         let bar = ProgressBar::new((total * SCALE) as u64);
         let terminal = std::io::stderr().is_terminal();
         if terminal {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{elapsed:>4} [{bar:30}] about {eta} left  {msg}")
+                ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
@@ -45,7 +61,31 @@ impl<'a> Progress<'a> {
             bar,
             session,
             logged: (!terminal).then(std::time::Instant::now),
+            planned,
+            total,
+            done: 0.0,
+            message: String::new(),
         }
+    }
+
+    /// Seconds left: the plan's seconds still to come, times how this run's probes have
+    /// compared with their plan so far (measured, not assumed: a host twice as slow as the plan
+    /// says so after its first probes).
+    fn left(&self) -> f64 {
+        let elapsed = self.bar.elapsed().as_secs_f64();
+        let pace = match self.done {
+            d if d > 0.0 => (elapsed / d).clamp(0.2, 20.0),
+            _ => 1.0,
+        };
+        (self.total - self.done).max(0.0) * pace
+    }
+
+    fn show(&self) {
+        self.bar.set_message(format!(
+            "about {} left  {}",
+            oslab_core::units::duration(self.left()),
+            self.message
+        ));
     }
 
     /// Removes the bar.
@@ -56,14 +96,15 @@ impl<'a> Progress<'a> {
 
 impl Sink for Progress<'_> {
     fn started(&mut self, probe: &Probe, index: usize, total: usize) {
-        self.bar
-            .set_message(format!("{}/{total} {}", index + 1, probe.id));
+        self.message = format!("{}/{total} {}", index + 1, probe.id);
+        self.show();
         if self.logged.is_some_and(|t| t.elapsed() >= LOG_EVERY) {
             eprintln!(
-                "progress: probe {}/{total} ({}), {:.0} s in",
+                "progress: probe {}/{total} ({}), {:.0} s in, about {} left",
                 index + 1,
                 probe.id,
-                self.bar.elapsed().as_secs_f64()
+                self.bar.elapsed().as_secs_f64(),
+                oslab_core::units::duration(self.left())
             );
             self.logged = Some(std::time::Instant::now());
         }
@@ -71,13 +112,14 @@ impl Sink for Progress<'_> {
 
     fn finished(&mut self, probe: &Probe, results: &[Measurement]) {
         self.session.append(results);
-        self.bar.inc((probe.cost * SCALE) as u64);
+        let planned = self.planned.get(probe.id).copied().unwrap_or(0.0);
+        self.done += planned;
+        self.bar.inc((planned * SCALE) as u64);
+        self.show();
     }
 
     fn retrying(&mut self, probe: &Probe, attempt: u32) {
-        self.bar.set_message(format!(
-            "{} again (attempt {attempt}: it was noisy)",
-            probe.id
-        ));
+        self.message = format!("{} again (attempt {attempt}: it was noisy)", probe.id);
+        self.show();
     }
 }

@@ -111,8 +111,27 @@ fn the_first_view_of_the_whole_suite_fits_about_120_lines_with_the_headline_firs
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     let said = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     // Without a terminal, a progress line every 10 s keeps a CI log from going silent.
+    // Its estimate of the time left comes from this run's pace against the plan: of the order
+    // of the whole run (it was 'about 2m left' three seconds into a 20-second run).
     if took > std::time::Duration::from_secs(12) {
         assert!(said.contains("progress: probe "), "{took:?}: {said}");
+        for line in said.lines().filter(|l| l.starts_with("progress: ")) {
+            let left = line.split("about ").nth(1).unwrap_or_default();
+            let left = left
+                .strip_suffix(" left")
+                .unwrap_or_else(|| panic!("{line}"));
+            let seconds: f64 = match left.split_once("m ") {
+                Some((m, s)) => {
+                    m.parse::<f64>().unwrap() * 60.0
+                        + s.trim_end_matches('s').parse::<f64>().unwrap()
+                }
+                None => left.trim_end_matches(" s").parse().unwrap(),
+            };
+            assert!(
+                seconds <= 2.0 * took.as_secs_f64() + 10.0,
+                "{took:?}: {line}"
+            );
+        }
     }
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.len() <= 125, "{} lines:\n{text}", lines.len());

@@ -45,7 +45,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _placed = session.place(args.no_rt)?;
         let harness = session.harness();
         let cx = session.context(&harness, &options);
-        let mut progress = Progress::new(&probes, args.repeat, &session);
+        let mut progress = Progress::new(&probes, args.repeat, &cx, &session);
         let outcome = runner::run(&probes, args.repeat, &cx, &mut progress);
         progress.finish();
         outcome

@@ -184,7 +184,23 @@ fn completions_and_the_manual_page_are_generated_and_help_speaks_plainly() {
             script.contains("oslab") && script.contains("compare"),
             "{shell}: {script}"
         );
+        // `oslab run sys<TAB>` offers the probe ids (bash and zsh list them).
+        if shell != "fish" {
+            assert!(script.contains("syscall.getppid"), "{shell}");
+        }
     }
+    // Completion lists ids; the command line still takes globs and families.
+    oslab()
+        .args([
+            "run",
+            "syscall.*",
+            "switch",
+            "--plan",
+            "--db",
+            "/dev/shm/oslab-plan-only.db",
+        ])
+        .assert()
+        .success();
     let man = oslab()
         .arg("man")
         .assert()

@@ -48,12 +48,23 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Completions { shell } => {
             // Written whole by us: a closed pipe then ends quietly instead of panicking.
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "oslab", &mut script);
+            clap_complete::generate(shell, &mut completed(), "oslab", &mut script);
             std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { path, dir } => man(&path, dir.as_deref()),
     }
+}
+
+/// The command line as shells complete it: `oslab run sys<TAB>` offers the probe ids (only
+/// here: a run also takes globs and families, which a list of values would refuse).
+fn completed() -> clap::Command {
+    let ids: Vec<&'static str> = oslab_probes::registry::all().iter().map(|p| p.id).collect();
+    Cli::command().mut_subcommand("run", |run| {
+        run.mut_arg("probes", |a| {
+            a.value_parser(clap::builder::PossibleValuesParser::new(ids))
+        })
+    })
 }
 
 /// Every manual page, each command's with its subcommands' after it: (file name, roff).

@@ -53,11 +53,6 @@ impl Tree {
         }
     }
 
-    /// The group's id (its leader's pid).
-    pub fn pgid(&self) -> i32 {
-        self.pgid
-    }
-
     /// Whether no process of the group is left (a zombie leader not yet reaped counts).
     pub fn is_empty(&self) -> bool {
         // SAFETY: signal 0 only checks that the group exists.
@@ -78,6 +73,16 @@ impl Tree {
         }
         self.signal(libc::SIGKILL);
         self.stand_down();
+    }
+
+    /// [`Tree::end`] for a group led by our child `leader`, which is then reaped.
+    pub fn end_child(
+        self,
+        leader: &mut std::process::Child,
+        grace: Duration,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        self.end(grace, || leader.try_wait().map_or(true, |s| s.is_some()));
+        leader.wait()
     }
 
     fn signal(&self, sig: i32) {
@@ -209,10 +214,8 @@ mod tests {
         let tree = Tree::watch(child.id() as i32);
         assert!(alive(grandchild));
         let t = Instant::now();
-        tree.end(Duration::from_millis(300), || {
-            child.try_wait().map_or(true, |s| s.is_some())
-        });
-        child.wait().unwrap();
+        tree.end_child(&mut child, Duration::from_millis(300))
+            .unwrap();
         assert!(gone_within(grandchild, Duration::from_secs(2)));
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     }

@@ -86,6 +86,14 @@ pub fn setting(d: std::time::Duration) -> String {
     format!("{} {sym}", v.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// A share as a percentage for reading, two significant figures at most: `0.4%`, `12%`.
+pub fn percent(share: f64) -> String {
+    match share.abs() * 100.0 {
+        p if p < 10.0 => format!("{:.1}%", share * 100.0),
+        _ => format!("{:.0}%", share * 100.0),
+    }
+}
+
 /// A span of seconds for reading, as precise as a person needs: `8 s`, `1m 40s`, `2h 05m`.
 pub fn duration(seconds: f64) -> String {
     let s = seconds.max(0.0).round() as u64;
@@ -228,6 +236,8 @@ mod tests {
         assert_eq!(duration(8.4), "8 s");
         assert_eq!(duration(100.0), "1m 40s");
         assert_eq!(duration(7500.0), "2h 05m");
+        assert_eq!(percent(0.004), "0.4%");
+        assert_eq!(percent(-0.12), "-12%");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use oslab_core::model::Measurement;
 use oslab_core::stats::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::text::Table;
-use oslab_core::units::{num, scale_for};
+use oslab_core::units::{num, percent, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
 /// How far apart two sides' core-to-core latencies must be to say their cpus sat differently.
@@ -498,14 +498,6 @@ fn family(probe: &str) -> &str {
 /// `±3%` of a side's spread, or nothing from fewer than 3 replicates.
 fn spread_text(s: Option<f64>) -> String {
     s.map_or(String::new(), |s| format!(" ±{}", percent(s)))
-}
-
-/// A share as a percentage for reading: `0.4%`, `12%`.
-fn percent(x: f64) -> String {
-    match x.abs() * 100.0 {
-        p if p < 10.0 => format!("{:.1}%", x * 100.0),
-        _ => format!("{:.0}%", x * 100.0),
-    }
 }
 
 /// A signed change: `+2.4%`, `-12%`.

@@ -5,7 +5,7 @@
 
 use crate::table::versus;
 use oslab_core::model::{Measurement, ModelKind, Status};
-use oslab_core::units::{num, scale_for};
+use oslab_core::units::{num, percent, scale_for};
 use std::collections::BTreeMap;
 
 /// The probes of `ms` in the order they ran, each with its measurements.
@@ -81,16 +81,6 @@ pub fn probes(ms: &[Measurement]) -> String {
         ]);
     }
     crate::table::render(&t)
-}
-
-/// A relative half-width as a percentage with two significant figures at most.
-fn percent(f: f64) -> String {
-    let p = f * 100.0;
-    if p >= 10.0 {
-        format!("{p:.0}%")
-    } else {
-        format!("{p:.1}%")
-    }
 }
 
 /// ", over size" / ", over args": the parameters that differ between the points.

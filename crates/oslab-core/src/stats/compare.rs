@@ -190,10 +190,10 @@ pub fn judge(a: &[f64], b: &[f64], unit: Unit, band: f64) -> Judgement {
     }
 }
 
-/// Half the range of `v` over its median's size, from [`super::paired::MIN_PAIRS`] values on
+/// Half the range of `v` over its median's size, from [`super::MIN_FOR_SHOWN_INTERVAL`] values on
 /// (fewer have no spread worth a number).
 fn relative_spread(v: &[f64]) -> Option<f64> {
-    if v.len() < super::paired::MIN_PAIRS {
+    if v.len() < super::MIN_FOR_SHOWN_INTERVAL {
         return None;
     }
     let m = median(v)?.abs();

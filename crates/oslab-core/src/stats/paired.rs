@@ -81,7 +81,7 @@ pub struct PairedVerdict {
 
 /// Fewest pairs a difference gets an interval from: with fewer it is a ratio only (two pairs'
 /// t interval is 12.7 standard deviations wide, and their range is no interval at all).
-pub const MIN_PAIRS: usize = 3;
+pub const MIN_PAIRS: usize = super::MIN_FOR_SHOWN_INTERVAL;
 
 impl PairedVerdict {
     /// The verdict, or `None` with fewer than [`MIN_PAIRS`] pairs.

@@ -58,7 +58,7 @@ impl Summary {
     /// The interval to show beside the median: none from fewer than 3 values (it would be their
     /// range, not an interval of any confidence).
     pub fn interval(&self) -> Option<(f64, f64)> {
-        (self.n >= crate::stats::paired::MIN_PAIRS).then_some((self.ci_low, self.ci_high))
+        (self.n >= MIN_FOR_SHOWN_INTERVAL).then_some((self.ci_low, self.ci_high))
     }
 
     /// The interval as text, values scaled by `div` and shown by `num`; "no interval (n=2)" when
@@ -251,6 +251,10 @@ pub fn noise_reason(summary: &Summary, rule: NoiseRule, scale: f64) -> Option<St
         )
     })
 }
+
+/// Fewest values an interval is shown from (a summary's, a paired difference's, a side's spread
+/// in a comparison): from fewer it would be their range.
+pub const MIN_FOR_SHOWN_INTERVAL: usize = 3;
 
 /// Fewest samples a median's interval is drawn from; fewer leave a result noisy.
 pub const MIN_FOR_INTERVAL: usize = 5;

@@ -234,10 +234,7 @@ pub fn run_once(
     let monitor = match Monitor::open(pid, locks.method) {
         Ok(m) => m,
         Err(e) => {
-            tree.end(oslab_core::tree::GRACE, || {
-                child.try_wait().map_or(true, |s| s.is_some())
-            });
-            let _ = child.wait();
+            let _ = tree.end_child(&mut child, oslab_core::tree::GRACE);
             return Err(e.to_string());
         }
     };
@@ -252,10 +249,7 @@ pub fn run_once(
     .grouping(locks.grouping);
     let watched = watch(daemon, Some(&mut child), stop, &mut |_| {});
     if watched.as_ref().map_or(true, |w| w.interrupted) {
-        tree.end(oslab_core::tree::GRACE, || {
-            child.try_wait().map_or(true, |s| s.is_some())
-        });
-        let _ = child.wait();
+        let _ = tree.end_child(&mut child, oslab_core::tree::GRACE);
         return watched.map(|_| None).map_err(|e| e.to_string());
     }
     let watched = watched.map_err(|e| e.to_string())?;

@@ -108,8 +108,7 @@ impl Process {
             } else {
                 std::time::Duration::from_millis(200)
             };
-            tree.end(grace, || c.try_wait().map_or(true, |s| s.is_some()));
-            c.wait()?;
+            tree.end_child(&mut c, grace)?;
         }
         Ok(())
     }

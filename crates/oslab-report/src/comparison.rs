@@ -513,6 +513,7 @@ fn change(x: f64) -> String {
 /// p and the replicates a side, the verdict; the largest changes first; a geometric mean of the
 /// family's ratios (over all its rows, shown or not) closes each table.
 fn table(shown: &[&Row], all: &[Row]) -> String {
+    let narrow = crate::table::width().is_some_and(|w| w < 100);
     let mut families: Vec<&str> = Vec::new();
     for r in shown {
         if !families.contains(&family(&r.probe)) {
@@ -525,7 +526,6 @@ fn table(shown: &[&Row], all: &[Row]) -> String {
         let size = |r: &Row| r.judgement.ratio.map_or(-1.0, |x| x.ln().abs());
         rows.sort_by(|x, y| size(y).total_cmp(&size(x)));
         // Narrow, A and B share a column, one above the other.
-        let narrow = crate::table::width().is_some_and(|w| w < 100);
         let mut t = match narrow {
             false => Table::new(
                 &[f, "A", "B", "change", "interval", "p, n", "verdict"],
@@ -535,7 +535,7 @@ fn table(shown: &[&Row], all: &[Row]) -> String {
             true => Table::new(&[f, "A, B", "change", "verdict"], &[1, 2]),
         };
         for r in rows {
-            let c = row_cells(r);
+            let c = row_cells(r, narrow);
             t.row(match narrow {
                 false => c,
                 true => vec![
@@ -564,9 +564,10 @@ fn table(shown: &[&Row], all: &[Row]) -> String {
     out.trim_end().to_string()
 }
 
-/// One row's cells for [`table`]: its name within the family, A, B, change, interval, p and n,
+/// One row's cells for [`table`] (`narrow`: parameters under the name): its name within the
+/// family, A, B, change, interval, p and n,
 /// verdict.
-fn row_cells(r: &Row) -> Vec<String> {
+fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
     let j = &r.judgement;
     let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
     let value = |v: Option<f64>, s: Option<f64>| {
@@ -584,7 +585,6 @@ fn row_cells(r: &Row) -> Vec<String> {
         .join(" ");
     // Parameters go under the name when long or the terminal narrow, so the numbers keep their
     // columns.
-    let narrow = crate::table::width().is_some_and(|w| w < 100);
     let name = match r.params.as_str() {
         "" => what,
         p if narrow || what.chars().count() + p.chars().count() > 32 => {

@@ -26,6 +26,7 @@ pub struct Core {
     mapping: BTreeMap<u64, Vec<usize>>,
     order: Vec<(usize, usize)>,
     mpl: usize,
+    peak: usize,
 }
 
 impl Core {
@@ -38,6 +39,7 @@ impl Core {
             mapping: BTreeMap::new(),
             order,
             mpl,
+            peak: 0,
         }
     }
 
@@ -49,6 +51,11 @@ impl Core {
     /// Jobs not yet arrived, and jobs queued.
     pub fn waiting(&self) -> (usize, usize) {
         (self.pending.len(), self.queue.len())
+    }
+
+    /// The most jobs that ran at once (the multiprogramming level PDPA reached).
+    pub fn peak_running(&self) -> usize {
+        self.peak
     }
 
     /// Whether every job has been admitted.
@@ -81,6 +88,7 @@ impl Core {
                 break;
             };
             running.push(start(spec));
+            self.peak = self.peak.max(running.len());
             admitted = true;
         }
         admitted

@@ -460,6 +460,7 @@ pub fn run(
         simulated: false,
         speedups,
         first_touch: None,
+        peak_running: core.peak_running(),
     })
 }
 

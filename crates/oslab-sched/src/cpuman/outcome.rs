@@ -168,6 +168,8 @@ pub struct RunOutcome {
     pub speedups: BTreeMap<(Kind, usize), Vec<f64>>,
     /// Simulated: where pages were first touched (a parameter of every measurement).
     pub first_touch: Option<&'static str>,
+    /// The most jobs that ran at once.
+    pub peak_running: usize,
 }
 
 /// Probe ids.
@@ -324,6 +326,14 @@ impl RunOutcome {
                 note("thread migrations between CPUs, all completed jobs"),
             ));
         }
+        out.push(valued(
+            RUN_PROBE,
+            self.params(None),
+            "multiprogramming",
+            Unit::Count,
+            &[self.peak_running as f64],
+            note("the most jobs running at once"),
+        ));
         out.push(match &self.page_migrations {
             Ok(p) => valued(
                 RUN_PROBE,
@@ -454,6 +464,7 @@ pub(crate) mod tests {
             simulated: false,
             speedups: [((Kind::Bt, 2), vec![1.6, 1.8, 1.7])].into(),
             first_touch: None,
+            peak_running: 2,
         };
         let ms = run.measurements();
         let curve = ms

@@ -64,6 +64,11 @@ impl Speedups {
         })
     }
 
+    /// Whether `kind` follows the paper's curve (no measured one replaces it).
+    pub fn is_papers(&self, kind: Kind) -> bool {
+        !self.curves.contains_key(&kind)
+    }
+
     /// Speedup of `kind` on `p` processors.
     pub fn of(&self, kind: Kind, p: f64) -> f64 {
         let Some(points) = self.curves.get(&kind) else {

@@ -251,7 +251,7 @@ pub fn verdict_text(r: &Row) -> &'static str {
         Verdict::Better => "better",
         Verdict::Regression => "REGRESSION",
         Verdict::Changed => "changed",
-        Verdict::Same => "same",
+        Verdict::Same => r.judgement.no_difference_text(),
         Verdict::RatioOnly => "ratio only",
         Verdict::Unknown => match r.present {
             [true, false] => "only in A",
@@ -295,7 +295,7 @@ impl Comparison<'_> {
     /// How many rows got each verdict, in a line.
     pub fn tally(&self) -> String {
         format!(
-            "{} compared: {} regressions, {} better, {} changed within the band, {} same, {} ratio only, {} not comparable",
+            "{} compared: {} regressions, {} better, {} changed within the band, {} no difference shown, {} ratio only, {} not comparable",
             self.rows.len(),
             self.count(Verdict::Regression),
             self.count(Verdict::Better),

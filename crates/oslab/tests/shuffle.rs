@@ -113,6 +113,71 @@ fn bad_simulation_settings_are_refused_before_anything_runs() {
     assert!(!db.exists(), "nothing was stored");
 }
 
+#[test]
+fn a_recorded_lock_profile_runs_on_a_simulated_machine() {
+    let (_dir, db) = temp_db();
+    let db_arg = db.to_str().unwrap();
+    // Record a live lock-bound program: 8 threads on 2 mutexes (waits are real futex waits).
+    let lockbench = assert_cmd::cargo::cargo_bin("oslab");
+    let watch = oslab()
+        .args(["shuffle", "--monitor-only", "--json", "--db", db_arg, "--"])
+        .arg(&lockbench)
+        .args([
+            "lockbench",
+            "--threads",
+            "8",
+            "--locks",
+            "2",
+            "--critical-us",
+            "20",
+        ])
+        .args(["--noncritical-us", "40", "--iterations", "8000"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let run: serde_json::Value = serde_json::from_slice(&watch.stdout).unwrap();
+    let id = run["run"]["id"].to_string();
+    let simulate = |profile: &str| {
+        oslab()
+            .args([
+                "shuffle",
+                "simulate",
+                "--profile",
+                profile,
+                "--sockets",
+                "2",
+                "--cores",
+                "4",
+            ])
+            .args([
+                "--runs",
+                "1",
+                "--sweep",
+                "0",
+                "--critical",
+                "20us",
+                "--iterations",
+                "2000",
+            ])
+            .args(["--db", db_arg])
+            .output()
+            .unwrap()
+    };
+    let out = simulate(&id);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The profile's threads and locks, as recorded; one workload, "recorded".
+    assert!(err.contains("contending threads on 2 locks"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("recorded"), "{text}");
+    // A run that is not a watch is no profile: refused with the reason, nothing simulated.
+    let out = simulate("latest");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no lock-wait intervals"), "{err}");
+}
+
 /// The thread ids of process `pid`.
 fn threads(pid: u32) -> Vec<i32> {
     std::fs::read_dir(format!("/proc/{pid}/task"))

@@ -115,6 +115,16 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// How a verdict of no difference reads: "same" only when the interval lies within the band
+    /// (the two are shown equal to within it); "~" when it reaches beyond (not told apart: a
+    /// ratio of 1.5 with an interval of 0.7-1.6 is not "the same").
+    pub fn no_difference_text(&self) -> &'static str {
+        match self.interval {
+            Some([lo, hi]) if lo >= 1.0 - self.band && hi <= 1.0 + self.band => "same",
+            _ => "~",
+        }
+    }
+
     /// The same figures without a verdict (ratio only) when `unjudged`; a row that cannot be
     /// compared stays so.
     fn unjudged_if(self, unjudged: bool) -> Judgement {
@@ -548,6 +558,24 @@ mod tests {
         // A 2% change, every repetition apart, is a change but not beyond a 5% threshold.
         let bit = run(1, Unit::Ns, &[103.5, 104.0, 104.5]);
         assert_eq!(verdict(&base, &bit).judgement.verdict, Verdict::Changed);
+    }
+
+    #[test]
+    fn no_difference_reads_same_only_when_the_interval_stays_within_the_band() {
+        // Equal within 5%: the same.
+        let tight = judge(
+            &[100.0, 101.0, 100.5, 99.5],
+            &[100.2, 100.8, 99.9, 100.4],
+            Unit::Ns,
+            0.05,
+        );
+        assert_eq!(tight.verdict, Verdict::Same);
+        assert_eq!(tight.no_difference_text(), "same");
+        // A ratio of 1.5 whose interval reaches from 0.5 to 3: not told apart, never "same".
+        let wide = judge(&[100.0, 40.0, 300.0], &[150.0, 60.0, 400.0], Unit::Ns, 0.05);
+        assert_eq!(wide.verdict, Verdict::Same, "{wide:?}");
+        assert!(wide.ratio.unwrap() > 1.4);
+        assert_eq!(wide.no_difference_text(), "~");
     }
 
     #[test]

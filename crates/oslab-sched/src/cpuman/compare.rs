@@ -109,6 +109,8 @@ pub struct Ratio {
     pub p: Option<f64>,
     /// The comparison's verdict.
     pub verdict: Verdict,
+    /// The verdict in words ("~": not told apart).
+    pub verdict_text: &'static str,
 }
 
 /// For every run with migration on, the run of the same policy, workload, load, size and first
@@ -155,6 +157,13 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
                 ratio,
                 p: row.p,
                 verdict: row.verdict,
+                verdict_text: match row.verdict {
+                    Verdict::Same => row.no_difference_text(),
+                    Verdict::Better => "better",
+                    Verdict::Regression => "worse",
+                    Verdict::Changed => "changed",
+                    Verdict::Unknown | Verdict::RatioOnly => "too few jobs",
+                },
             });
         }
     }
@@ -221,7 +230,7 @@ pub fn doc(runs: &[StoredRun], ratios: &[Ratio]) -> Doc {
         return doc;
     }
     doc.push(Block::Text(
-        "\nmedian CPU time per job with page migration / without (the paper's ratio; < 1: migration helps):".into(),
+        "\nmedian CPU time per job with page migration / without (the paper's ratio; < 1: migration helps; same: equal within 5%, ~: not told apart):".into(),
     ));
     let mut t = Table::new(
         &[
@@ -230,13 +239,7 @@ pub fn doc(runs: &[StoredRun], ratios: &[Ratio]) -> Doc {
         &[2, 5, 6, 7],
     );
     for r in ratios {
-        let verdict = match r.verdict {
-            Verdict::Same => "same",
-            Verdict::Better => "better",
-            Verdict::Regression => "worse",
-            Verdict::Changed => "changed",
-            Verdict::Unknown | Verdict::RatioOnly => "too few jobs",
-        };
+        let verdict = r.verdict_text;
         t.row(vec![
             r.policy.clone(),
             r.workload.clone(),

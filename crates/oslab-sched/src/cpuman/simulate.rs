@@ -162,6 +162,7 @@ pub struct Request {
 }
 
 /// A finite number above 0.
+#[cfg(feature = "clap")]
 fn parse_positive(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()

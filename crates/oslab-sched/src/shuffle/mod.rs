@@ -11,6 +11,7 @@ pub mod eval;
 pub mod live;
 pub mod lockbench;
 pub mod locks;
+pub mod profile;
 pub mod simulate;
 pub mod study;
 
@@ -482,6 +483,10 @@ pub struct Daemon {
 /// contending alike, seen in a 4-socket guest); the grouping follows the smoothed one.
 pub const SMOOTHING: f64 = 0.5;
 
+/// A thread waiting this share of its time or more waits all along (joins, conditions): no
+/// placement shortens it.
+pub const WAITS_ALL_ALONG: f64 = 0.99;
+
 /// The waits the grouping decides on: each thread's fraction smoothed over intervals, and
 /// without threads that have waited all along (a thread blocked in `pthread_join` or on a
 /// condition runs nowhere: where it sits does not matter, and its 100% would pull a real lock
@@ -497,7 +502,7 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<Th
                 .entry(w.tid)
                 .and_modify(|s| *s = SMOOTHING * f + (1.0 - SMOOTHING) * *s)
                 .or_insert(f);
-            (*s < 0.99).then_some(ThreadWait {
+            (*s < WAITS_ALL_ALONG).then_some(ThreadWait {
                 tid: w.tid,
                 waited: *s * w.observed,
                 observed: w.observed,
@@ -580,12 +585,18 @@ impl Daemon {
             .iter()
             .map(|w| (w.tid.to_string(), w.fraction().into()))
             .collect();
+        // The lock each thread waited on (its futex word), so a recording is a lock profile
+        // the simulator can run (`shuffle simulate --profile`).
+        let locks: serde_json::Map<String, serde_json::Value> = waits
+            .iter()
+            .filter_map(|w| Some((w.tid.to_string(), format!("{:#x}", w.lock?).into())))
+            .collect();
         self.timeline.push(TimelineEvent {
             track: "lock wait".into(),
             kind: EventKind::Interval,
             start_ns: t - self.interval.as_nanos() as f64,
             dur_ns: self.interval.as_nanos() as f64,
-            args: params! {"lock_fraction" => fraction, "threads" => per_thread},
+            args: params! {"lock_fraction" => fraction, "threads" => per_thread, "locks" => locks},
         });
         let mut moved = 0;
         // Above the threshold this interval, grouped by the smoothed lock times.

@@ -108,6 +108,36 @@ pub struct LockProgram {
     pub iterations: u64,
     /// Every this many ns the threads are dealt to the locks anew (None: never).
     pub phase: Option<f64>,
+    /// Which lock each thread takes and each lock's own work outside it, as recorded from a
+    /// live program (None: thread i on lock i mod locks, `noncritical` for all).
+    pub recorded: Option<Assignment>,
+}
+
+/// Threads on locks as a recording found them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assignment {
+    /// The lock of each thread.
+    pub lock_of: Vec<usize>,
+    /// Mean work outside the lock per acquisition, per lock (ns).
+    pub outside: Vec<f64>,
+}
+
+impl LockProgram {
+    /// The lock thread `i` starts on.
+    fn first_lock(&self, i: usize) -> usize {
+        match &self.recorded {
+            Some(a) => a.lock_of.get(i).copied().unwrap_or(0),
+            None => i % self.locks.max(1),
+        }
+    }
+
+    /// Mean work outside the lock before an acquisition of `lock` (ns).
+    fn outside(&self, lock: usize) -> f64 {
+        match &self.recorded {
+            Some(a) => a.outside.get(lock).copied().unwrap_or(self.noncritical),
+            None => self.noncritical,
+        }
+    }
 }
 
 /// How the daemon runs in a simulation.
@@ -276,8 +306,8 @@ pub fn simulate(
         .map(|i| Thread {
             cpu: order[i % order.len()],
             pinned: false,
-            lock: i % w.locks.max(1),
-            next_lock: i % w.locks.max(1),
+            lock: w.first_lock(i),
+            next_lock: w.first_lock(i),
             state: State::Finished,
             done: 0,
             waited: 0.0,
@@ -333,7 +363,7 @@ impl Sim<'_> {
         self.threads[self.daemon].cpu = 0;
         self.threads[self.daemon].pinned = true;
         for t in 0..self.daemon {
-            let first = self.jitter(self.w.noncritical);
+            let first = self.jitter(self.w.outside(self.threads[t].lock));
             self.threads[t].state = State::Runnable(Segment::Outside(first));
             self.enqueue(t);
         }
@@ -569,7 +599,8 @@ impl Sim<'_> {
                     th.end = self.now;
                     self.left -= 1;
                 } else {
-                    let seg = Segment::Outside(self.jitter(self.w.noncritical));
+                    let seg =
+                        Segment::Outside(self.jitter(self.w.outside(self.threads[t].next_lock)));
                     self.threads[t].state = State::Runnable(seg);
                     self.cpus[cpu].queue.push_front(t);
                     self.queued += 1;
@@ -740,6 +771,7 @@ mod tests {
             noncritical: outside,
             iterations: n,
             phase: None,
+            recorded: None,
         }
     }
 

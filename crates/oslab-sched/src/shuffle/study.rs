@@ -135,6 +135,15 @@ pub struct Request {
     /// The daemon's cpu time per thread per interval.
     #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", default_value = "10us", value_parser = oslab_core::units::parse_duration))]
     pub monitor_cost: Duration,
+    /// A recorded lock profile instead of the presets: a stored watch of a live program
+    /// (`oslab shuffle --monitor-only -- CMD`; id or 'latest'): its contending threads on their
+    /// locks, each lock's outside work calibrated to the waits recorded (critical sections of
+    /// --critical).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RUN", conflicts_with_all = ["workload", "noncritical"]))]
+    pub profile: Option<String>,
+    /// The profile `--profile` names, loaded.
+    #[cfg_attr(feature = "clap", arg(skip))]
+    pub recorded: Option<super::profile::Profile>,
 }
 
 /// A duration, or zero for "0" (never, none).
@@ -170,8 +179,11 @@ impl Request {
             .map_or(self.sockets as usize * self.cores as usize, |t| t as usize)
     }
 
-    /// The workloads asked for: one custom shape, or the presets.
+    /// The workloads asked for: a recorded profile, one custom shape, or the presets.
     pub fn workloads(&self) -> Vec<LockProgram> {
+        if let Some(p) = &self.recorded {
+            return vec![p.program(ns(self.critical), self.iterations, self.costs())];
+        }
         let shape = |name: &str, outside: f64| LockProgram {
             name: name.into(),
             threads: self.threads(),
@@ -181,6 +193,7 @@ impl Request {
             noncritical: outside,
             iterations: self.iterations,
             phase: (!self.phase.is_zero()).then(|| ns(self.phase)),
+            recorded: None,
         };
         if let Some(n) = self.noncritical {
             return vec![shape("custom", ns(n))];

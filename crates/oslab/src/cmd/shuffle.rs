@@ -6,6 +6,8 @@ use crate::error::usage;
 use oslab_core::signals;
 use oslab_sched::shuffle;
 use oslab_sched::shuffle::live::{self, Process};
+use oslab_sched::shuffle::profile::Profile;
+use oslab_store::RunRef;
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
@@ -31,7 +33,28 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `oslab shuffle simulate`: the study on a simulated machine, stored as a run.
-fn simulate(a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
+fn simulate(mut a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
+    if let Some(r) = a.request.profile.clone() {
+        let store = a.out.store.open_to_read()?;
+        let run: RunRef = r.parse().map_err(usage)?;
+        let id = store.load_run(&run)?.0.id.unwrap_or_default();
+        let profile = Profile::from_timeline(&store.load_timeline(&run)?)
+            .map_err(|e| usage(format!("--profile {r}: run {id}: {e}")))?;
+        let per_lock: Vec<String> = profile
+            .per_lock()
+            .iter()
+            .map(|(n, w)| format!("{n} threads waiting {:.0}%", w * 100.0))
+            .collect();
+        eprintln!(
+            "profile of run {id}: {} contending threads on {} locks ({}), {} left out (never waited on a lock, or waited all along), {} intervals",
+            profile.threads.len(),
+            profile.locks,
+            per_lock.join(", "),
+            profile.left_out,
+            profile.intervals
+        );
+        a.request.recorded = Some(profile);
+    }
     let mut session = RecordedSession::open(true, None, None, &a.out)?.simulation();
     let t = std::time::Instant::now();
     let study = shuffle::study::study(&a.request, &signals::interrupted);

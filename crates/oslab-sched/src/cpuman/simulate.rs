@@ -10,9 +10,13 @@
 //!   pages and a memory-boundness m per kind. Each thread works on its share of the data; a
 //!   node's pages serve, locally, at most the share of the job's threads on that node, so the
 //!   local fraction is the sum over the job's nodes of min(pages there, their threads' share).
-//!   Where the pages start is [`FirstTouch`]: the master thread's node (the paper's OpenMP jobs
-//!   initialise their data from the master), each thread's own node, or round-robin over all
-//!   nodes. Progress rate = speedup(p) / (1 + m x remote fraction x (remote_ratio - 1)).
+//!   Where the pages start is [`FirstTouch`]: the master thread's node (our reading of the
+//!   paper's first touch: OpenMP jobs that initialise their data from the master; the paper says
+//!   only "first touch"), each thread's own node, or round-robin over all
+//!   nodes. Slowdown(local) = 1 + m x (1 - local) x (remote_ratio - 1); progress rate =
+//!   speedup(p) x slowdown(as in the curve's own run) / slowdown(now). The paper's curves are
+//!   read as runs of each job alone, first-touch placed, migration off ([`SpeedupReference`]),
+//!   so a job placed as there runs at its curve; curves measured here include no remote cost.
 //! - Native: jobs run all requested threads; more threads than CPUs are time-shared with
 //!   `quantum`: each job gets request x P / threads processors, every quantum the scheduler
 //!   places P threads on P CPUs anew (a thread lands on another CPU with probability 1 - 1/P:
@@ -44,7 +48,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum FirstTouch {
-    /// The master thread initialises the data: every page on its node (the paper's jobs).
+    /// The master thread initialises the data: every page on its node (our reading of the
+    /// paper's first touch; it does not say who initialises).
     Master,
     /// Each thread initialises its own share: pages where their threads run.
     Parallel,
@@ -131,7 +136,8 @@ pub struct Request {
     #[cfg_attr(feature = "clap", arg(long, default_value = "2.0"))]
     pub remote_ratio: String,
     /// Where a job's pages start: on the master thread's node (OpenMP jobs that initialise
-    /// their data from the master, as the paper's did), each thread's node, or round-robin.
+    /// their data from the master: our reading of the paper's first touch), each thread's node,
+    /// or round-robin.
     #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = FirstTouch::Master))]
     pub first_touch: FirstTouch,
     /// What the paper's speedup curves (Table III) include: measured with each application

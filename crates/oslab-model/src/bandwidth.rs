@@ -1,13 +1,13 @@
-//! Bandwidth: the level the arrays live in and the bytes it moves per cycle; from memory, Little's
-//! law (misses in flight x 64 B / latency) per thread up to the memory's peak; plain stores read
-//! each line before writing it (write-allocate), so they move twice the bytes STREAM counts.
+//! Bandwidth: the level the arrays live in and the bytes it moves per cycle. From memory no
+//! specification gives one core's rate (its prefetchers' lines in flight): one thread has no
+//! model, and N threads are checked against N x this run's one thread, up to the memory's peak.
+//! Plain stores read each line before writing it (write-allocate), so they move twice the bytes
+//! STREAM counts.
 
 use crate::hierarchy::{dram_latency, level_of};
 use crate::run::{number, param, Run};
-use crate::{Figure, Model, Outcome, Spec};
+use crate::{Model, Outcome, Spec};
 use oslab_core::model::Measurement;
-
-const LINE: f64 = 64.0;
 
 /// Loads and stores per element of a kernel (a read:write mix touches each element once).
 fn streams(kernel: &str, ratio: Option<String>) -> Option<(f64, f64)> {
@@ -26,30 +26,26 @@ fn streams(kernel: &str, ratio: Option<String>) -> Option<(f64, f64)> {
     })
 }
 
-/// One thread's rate from memory: misses in flight x 64 B / idle latency. The misses in flight
-/// are the parallel chase's measured maximum when this run has it, else the fill buffers.
-fn little(spec: &Spec, run: &Run) -> Result<(Figure, Model), String> {
-    let u = spec.uarch()?;
-    let lat = dram_latency(spec)?;
-    let measured = run
-        .all("memory.latency.parallel", "parallelism", |_| true)
-        .filter_map(|p| Some((p.summary.as_ref()?.median, p.params_text())))
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    let (mlp, source) = match measured {
-        Some((v, params)) => (v, format!("measured in this run: memory.latency.parallel parallelism {params} (the most misses in flight seen)")),
-        None => (u.fill_buffers as f64, format!("table: {} fill buffers ({})", u.fill_buffers, u.name)),
-    };
-    let rate = mlp * LINE / lat.value;
-    let model = Model::spec("", 0.0, "")
-        .input("misses_in_flight", crate::round(mlp), source)
-        .figure("dram_latency_ns", &lat);
-    Ok((
-        Figure::new(
-            rate,
-            format!("Little's law: {mlp:.1} misses x 64 B / {} ns", lat.value),
-        ),
-        model,
-    ))
+/// Why one thread's bandwidth from memory has no model.
+const NO_SINGLE_MODEL: &str = "one core's rate from memory is how many lines its L2 prefetchers keep in flight, which no specification gives (Little's law over the L1's fill buffers, or over the misses in flight the parallel chase measures, predicted 3 to 22 times too little on every machine seen); the rows with more threads are checked against this one";
+
+/// This run's one-thread rate from memory of the kernel `m` measures (same metric, stores and
+/// read:write mix): its own probe's first, then the other bandwidth probes'.
+fn one_thread<'a>(run: &'a Run, m: &'a Measurement) -> Option<&'a Measurement> {
+    let want: Vec<(&str, String)> = ["kernel", "stores", "read_write"]
+        .into_iter()
+        .filter_map(|k| Some((k, param(&m.params, k)?)))
+        .collect();
+    [m.probe.as_str(), "bandwidth.stream", "bandwidth.threads", "bandwidth.mix"]
+        .into_iter()
+        .find_map(|probe| {
+            let want = want.clone();
+            run.all(probe, &m.metric, move |p| {
+                number(p, "threads") == Some(1.0)
+                    && want.iter().all(|(k, v)| param(p, k).as_deref() == Some(v.as_str()))
+            })
+            .next()
+        })
 }
 
 pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
@@ -134,34 +130,45 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         )
         .figure("core_ghz", ghz));
     }
-    let (one, model) = little(spec, run)?;
-    let mut rate = threads * one.value;
-    let mut formula = format!("{threads} x {}", one.source);
-    let model = match &spec.memory {
-        Ok(mem) => {
-            let peak = mem.peak_gbps();
-            if peak < rate {
-                rate = peak;
-                formula = format!("peak {}", mem.describe());
-            }
-            model.input("peak_gbps", crate::round(peak), mem.source.clone())
+    if threads <= 1.0 {
+        return Err(NO_SINGLE_MODEL.into());
+    }
+    let one = one_thread(run, m)
+        .and_then(|o| Some((o.summary.as_ref()?.median, o.probe.clone(), o.params_text())))
+        .ok_or_else(|| {
+            format!("composed from this run's one-thread rate of the {kernel} kernel, which it does not have (run bandwidth.stream)")
+        })?;
+    let wanted = threads * one.0;
+    let mut model = Model::composed(
+        "threads x one thread",
+        wanted,
+        format!("{threads} x {:.2} GB/s (one thread, this run)", one.0),
+    )
+    .input(
+        "one_thread_gbps",
+        crate::round(one.0),
+        format!("measured in this run: {} {}", one.1, one.2),
+    );
+    match &spec.memory {
+        // Beyond what the memory can deliver, the memory's peak predicts it (a spec figure).
+        Ok(mem) if mem.peak_gbps() * share < wanted => {
+            model = Model::spec(
+                "memory peak",
+                mem.peak_gbps() * share,
+                if hardware {
+                    format!("peak {} (bytes the bus moves)", mem.describe())
+                } else {
+                    format!(
+                        "peak {} x {counted}/{moved} (write-allocate: a plain store reads its line first)",
+                        mem.describe()
+                    )
+                },
+            )
+            .input("peak_gbps", crate::round(mem.peak_gbps()), mem.source.clone());
         }
-        Err(why) => model.input("peak_gbps", "unknown", why.clone()),
-    };
-    let mut model = model;
-    model.name = if rate < threads * one.value {
-        "memory peak"
-    } else {
-        "Little's law"
-    };
-    model.value = rate * share;
-    model.formula = if hardware {
-        format!("{formula} (bytes the bus moves)")
-    } else {
-        format!(
-            "({formula}) x {counted}/{moved} (write-allocate: a plain store reads its line first)"
-        )
-    };
+        Ok(mem) => model = model.input("peak_gbps", crate::round(mem.peak_gbps()), mem.source.clone()),
+        Err(why) => model = model.input("peak_gbps", "unknown", why.clone()),
+    }
     if m.probe == "numa.matrix" {
         let d = number(&m.params, "distance").unwrap_or(10.0);
         model.value *= 10.0 / d;

@@ -51,7 +51,7 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
             "memory" if m.probe.contains("stride") || m.probe.contains("sequential") => {
                 "the prefetchers fetch ahead of the chain; the model assumes none".into()
             }
-            "bandwidth" | "numa" => "the L2 prefetchers keep more lines in flight than the L1's fill buffers that Little's law counts, or the table's latency is another platform's".into(),
+            "bandwidth" | "numa" => "together the threads moved more than their number times one thread: the one-thread row ran at a slower moment (the host's other guests), or the memory's peak is another configuration's than the one oslab was told".into(),
             "migration" => "the re-read is sequential: the L2 prefetchers fetch the moved lines ahead, more at once than the fill buffers the model counts".into(),
             _ if !estimates.is_empty() => format!("the model's estimates ({}) are higher than this kernel and core need", estimates.join(", ")),
             _ => "the published figure is for another configuration of this core (a faster uncore or memory than the table assumes)".into(),
@@ -74,6 +74,9 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
         "memory" | "bandwidth" | "numa" | "migration" => {
             if let Some(s) = shrunk {
                 why.push(s);
+            }
+            if family != "memory" && family != "migration" && !m.probe.contains("sweep") {
+                why.push("the threads share the memory controllers and channels: once those fill, N threads move less than N times one".into());
             }
             if let Some(h) = vm {
                 why.push(format!(

@@ -170,7 +170,7 @@ fn stride_without_prefetching_mixes_hits_and_misses() {
 }
 
 #[test]
-fn bandwidth_from_ports_levels_and_littles_law() {
+fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
     let mut s = spec();
     let bw = |kernel: &str, size: u64, threads: u32| {
         measured(
@@ -192,22 +192,29 @@ fn bandwidth_from_ports_levels_and_littles_law() {
         value(&predicted(&s, vec![bw("copy", 1 << 20, 1)])),
         128.0 * 2.0 / 3.0
     ));
-    // Triad from memory: Little's law 16 fill buffers x 64 B / 110 ns = 9.309 GB/s of traffic,
-    // of which STREAM counts 3/4.
-    let one = 16.0 * 64.0 / 110.0;
-    assert!(close(
-        value(&predicted(&s, vec![bw("triad", 1 << 30, 1)])),
-        one * 0.75
-    ));
-    // 8 threads: 74.5 GB/s wanted, DDR4-3200 x 2 channels x 8 B = 51.2 GB/s available.
+    // One thread from memory: no specification gives its prefetchers' lines in flight.
+    let why = predicted(&s, vec![bw("triad", 1 << 30, 1)]).no_model.unwrap();
+    assert!(why.contains("prefetchers"), "{why}");
+    // More threads: this run's one thread times the threads (a composed check), up to the
+    // memory's peak (a spec figure): 8 x 10 GB/s wanted, DDR4-3200 x 2 channels x 8 B = 51.2.
+    let one = measured(
+        "bandwidth.stream",
+        params! {"kernel" => "read", "stores" => "plain", "threads" => 1},
+        "bandwidth",
+        Unit::GBps,
+        10.0,
+    );
+    let four = predicted(&s, vec![bw("read", 1 << 30, 4), one.clone()]);
+    assert!(close(value(&four), 40.0));
+    assert_eq!(four.prediction.unwrap().kind, ModelKind::Composed);
     s.memory = MemorySpec::parse("DDR4-3200x2");
-    let m = predicted(&s, vec![bw("read", 1 << 30, 8)]);
+    let m = predicted(&s, vec![bw("read", 1 << 30, 8), one]);
     assert!(close(value(&m), 51.2));
-    assert_eq!(m.prediction.unwrap().model, "memory peak");
-    assert!(close(
-        value(&predicted(&s, vec![bw("read", 1 << 30, 4)])),
-        4.0 * one
-    ));
+    let p = m.prediction.unwrap();
+    assert_eq!((p.model.as_str(), p.kind), ("memory peak", ModelKind::Spec));
+    // Without the one-thread row, the check says what to run.
+    let alone = predicted(&s, vec![bw("read", 1 << 30, 4)]).no_model.unwrap();
+    assert!(alone.contains("bandwidth.stream"), "{alone}");
 }
 
 #[test]

@@ -36,16 +36,23 @@ fn one_thread<'a>(run: &'a Run, m: &'a Measurement) -> Option<&'a Measurement> {
         .into_iter()
         .filter_map(|k| Some((k, param(&m.params, k)?)))
         .collect();
-    [m.probe.as_str(), "bandwidth.stream", "bandwidth.threads", "bandwidth.mix"]
-        .into_iter()
-        .find_map(|probe| {
-            let want = want.clone();
-            run.all(probe, &m.metric, move |p| {
-                number(p, "threads") == Some(1.0)
-                    && want.iter().all(|(k, v)| param(p, k).as_deref() == Some(v.as_str()))
-            })
-            .next()
+    [
+        m.probe.as_str(),
+        "bandwidth.stream",
+        "bandwidth.threads",
+        "bandwidth.mix",
+    ]
+    .into_iter()
+    .find_map(|probe| {
+        let want = want.clone();
+        run.all(probe, &m.metric, move |p| {
+            number(p, "threads") == Some(1.0)
+                && want
+                    .iter()
+                    .all(|(k, v)| param(p, k).as_deref() == Some(v.as_str()))
         })
+        .next()
+    })
 }
 
 pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
@@ -166,7 +173,13 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             )
             .input("peak_gbps", crate::round(mem.peak_gbps()), mem.source.clone());
         }
-        Ok(mem) => model = model.input("peak_gbps", crate::round(mem.peak_gbps()), mem.source.clone()),
+        Ok(mem) => {
+            model = model.input(
+                "peak_gbps",
+                crate::round(mem.peak_gbps()),
+                mem.source.clone(),
+            )
+        }
         Err(why) => model = model.input("peak_gbps", "unknown", why.clone()),
     }
     if m.probe == "numa.matrix" {

@@ -193,7 +193,9 @@ fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
         128.0 * 2.0 / 3.0
     ));
     // One thread from memory: no specification gives its prefetchers' lines in flight.
-    let why = predicted(&s, vec![bw("triad", 1 << 30, 1)]).no_model.unwrap();
+    let why = predicted(&s, vec![bw("triad", 1 << 30, 1)])
+        .no_model
+        .unwrap();
     assert!(why.contains("prefetchers"), "{why}");
     // More threads: this run's one thread times the threads (a composed check), up to the
     // memory's peak (a spec figure): 8 x 10 GB/s wanted, DDR4-3200 x 2 channels x 8 B = 51.2.
@@ -213,7 +215,9 @@ fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
     let p = m.prediction.unwrap();
     assert_eq!((p.model.as_str(), p.kind), ("memory peak", ModelKind::Spec));
     // Without the one-thread row, the check says what to run.
-    let alone = predicted(&s, vec![bw("read", 1 << 30, 4)]).no_model.unwrap();
+    let alone = predicted(&s, vec![bw("read", 1 << 30, 4)])
+        .no_model
+        .unwrap();
     assert!(alone.contains("bandwidth.stream"), "{alone}");
 }
 

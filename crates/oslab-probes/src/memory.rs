@@ -393,7 +393,9 @@ fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measure
             continue; // the memory level: its latency is the idle chase's
         };
         let claim = matched[k].map(|j| claimed[j]);
-        let name = claim.map_or_else(|| format!("{}", k + 1), |c| format!("L{}", c.level));
+        // A plateau no claimed cache matches is named by its place ("level 4"): sysfs may hide a
+        // level (a VM's host cache) or a plateau may be a TLB's reach, not a cache.
+        let name = claim.map_or_else(|| format!("level {}", k + 1), |c| format!("L{}", c.level));
         let p = params! {"level" => name, "order" => "chunk", "cpu" => cx.cpu};
         let range = format!(
             "plateau from {} to {} ({} points); {} is the first size off it",

@@ -1,7 +1,8 @@
 //! One self-contained HTML report of a run: inline CSS, inline SVG charts, no scripts, nothing
-//! fetched. Machine summary, run metadata and warnings first; then per probe family a chart
-//! where one exists and the table of its measurements. Everything that comes from the user or
-//! the machine is escaped.
+//! fetched. The headline first, then run metadata and warnings; then per probe family its charts
+//! and its table (folded when long: the charts and the headline are what a reader scans); the
+//! model-vs-measured analysis last, folded per family. Everything that comes from the user or the
+//! machine is escaped.
 
 use crate::plots::{self, Bar, Mark, Series, Track, XAxis};
 use oslab_core::machine::Environment;
@@ -27,7 +28,8 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+.scroll{overflow-x:auto;max-width:100%}figure svg{max-width:100%;height:auto}details{margin:.4em 0}summary{cursor:pointer;color:#333}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.warn{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;margin:.3em 0}
@@ -47,8 +49,6 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         escape(&id),
         escape(&record.hostname)
     );
-    h.push_str(&metadata(record));
-    h.push_str(&warnings(record));
     let mut families: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
     for m in ms {
@@ -58,32 +58,36 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         }
         families.entry(family).or_default().push(m);
     }
-    let mut sections = order.clone();
-    if !timeline.is_empty() {
-        sections.push("timeline");
-    }
-    if let Some(t) = crate::headline::table(ms) {
+    let headline = crate::headline::table(ms);
+    let model = crate::model_view::html(ms);
+    let sections: Vec<&str> = headline
+        .as_ref()
+        .map(|_| "headline")
+        .into_iter()
+        .chain(order.iter().copied())
+        .chain((!timeline.is_empty()).then_some("timeline"))
+        .chain(model.as_ref().map(|_| "model vs measured"))
+        .collect();
+    h.push_str(&contents(&sections));
+    if let Some(t) = headline {
         h.push_str("<h2 id=\"headline\">headline</h2>\n");
         h.push_str(&text_table(&t));
-        sections.insert(0, "headline");
     }
-    let model = crate::model_view::html(ms);
-    if model.is_some() {
-        let at = usize::from(sections.first() == Some(&"headline"));
-        sections.insert(at, "model vs measured");
-    }
-    h.push_str(&contents(&sections));
-    if let Some(model) = model {
-        h.push_str("<h2 id=\"model-vs-measured\">model vs measured</h2>\n");
-        h.push_str(&model);
-    }
+    h.push_str(&metadata(record));
+    h.push_str(&warnings(record));
     for family in order {
         let list = &families[family];
         let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
-        for chart in charts(family, &alone(list), record) {
-            h.push_str(&figure_html(&chart));
+        let drawn = charts(family, &alone(list), record);
+        for chart in &drawn {
+            h.push_str(&figure_html(chart));
         }
-        h.push_str(&table(list));
+        // A chart already shows the family's figures: its table waits under a click.
+        h.push_str(&folded(
+            &format!("{} measurements", list.len()),
+            &table(list),
+            drawn.is_empty() && list.len() <= OPEN_ROWS,
+        ));
     }
     if !timeline.is_empty() {
         h.push_str("<h2 id=\"timeline\">timeline</h2>\n");
@@ -91,8 +95,27 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
             h.push_str(&figure_html(&f));
         }
     }
+    if let Some(model) = model {
+        h.push_str("<h2 id=\"model-vs-measured\">model vs measured</h2>\n");
+        h.push_str(&model);
+    }
     h.push_str("</body></html>\n");
     h
+}
+
+/// A family without a chart shows its table open when it has at most this many rows; longer
+/// tables are folded under their summary (a default run's memory and bandwidth tables run to
+/// hundreds of rows).
+const OPEN_ROWS: usize = 12;
+
+/// `body` under a `<details>` whose summary is `summary`, open when `open`; wide content scrolls
+/// inside its box instead of widening the page.
+pub(crate) fn folded(summary: &str, body: &str, open: bool) -> String {
+    format!(
+        "<details{}><summary>{}</summary><div class=\"scroll\">{body}</div></details>\n",
+        if open { " open" } else { "" },
+        escape(summary)
+    )
 }
 
 /// One line of a run's description, read from its record.
@@ -638,10 +661,20 @@ pub fn charts(family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
 
 fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
+    // The three curves' own probes only: the parallel and page-size chases also have an order
+    // and a size, and joined into these curves they drew spikes at the sizes they measure.
     let mut curves = overlaid_series(sides, |ms| {
-        series_by(ms, "memory.latency.", "per_load", "size", "order")
-            .into_iter()
-            .filter(|s| ["random", "chunk", "sequential"].contains(&s.name.as_str()))
+        ["chunk", "random", "sequential"]
+            .iter()
+            .flat_map(|o| {
+                series_by(
+                    ms,
+                    &format!("memory.latency.{o}"),
+                    "per_load",
+                    "size",
+                    "order",
+                )
+            })
             .collect()
     });
     if let [one] = sides {
@@ -777,12 +810,13 @@ fn call(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
 fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
     let mut list = overlaid_bars(sides, |ms| {
-        ms.iter()
+        let labelled: Vec<(String, &Measurement)> = ms
+            .iter()
             // One metric per kind of cost: a fault's time, not also per page and per byte.
             .filter(|m| {
                 m.unit == Unit::Ns && !["per_page", "per_byte"].contains(&m.metric.as_str())
             })
-            .filter_map(|m| {
+            .map(|m| {
                 let cache = text_param(m, "cache");
                 let label = format!(
                     "{} {}{}",
@@ -794,8 +828,12 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
                         format!(" {cache}")
                     }
                 );
-                measured_bar(label, m)
+                (label, *m)
             })
+            .collect();
+        distinct(labelled)
+            .into_iter()
+            .filter_map(|(label, m)| measured_bar(label, m))
             .collect()
     });
     list.truncate(16 * sides.len());
@@ -889,6 +927,48 @@ fn shuffle_sim(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figur
     out
 }
 
+/// Labels that say which is which: where several measurements share a label, each gets the
+/// parameters that differ among them (`fork round_trip` four times becomes `... touched=64 MiB`).
+fn distinct(labelled: Vec<(String, &Measurement)>) -> Vec<(String, &Measurement)> {
+    let same: Vec<Vec<usize>> = labelled
+        .iter()
+        .map(|(l, _)| {
+            labelled
+                .iter()
+                .enumerate()
+                .filter(|(_, (o, _))| o == l)
+                .map(|(i, _)| i)
+                .collect()
+        })
+        .collect();
+    labelled
+        .iter()
+        .zip(&same)
+        .map(|((label, m), group)| {
+            if group.len() < 2 {
+                return (label.clone(), *m);
+            }
+            let differs: Vec<String> = m
+                .params
+                .iter()
+                .filter(|(k, v)| {
+                    k.as_str() != "cpu"
+                        && group
+                            .iter()
+                            .any(|&j| labelled[j].1.params.get(k.as_str()) != Some(v))
+                })
+                .map(|(k, _)| format!("{k}={}", text_param(m, k)))
+                .collect();
+            (
+                format!("{label} {}", differs.join(" "))
+                    .trim_end()
+                    .to_string(),
+                *m,
+            )
+        })
+        .collect()
+}
+
 fn bar_list(ms: &[&Measurement], prefix: &str, metric: &str, keys: &[&str]) -> Vec<Bar> {
     ms.iter()
         .filter(|m| m.probe.starts_with(prefix) && m.metric == metric)
@@ -926,6 +1006,9 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
             ))
         })
         .collect();
+    if cells.len() < 2 {
+        return None; // one node: a 1x1 matrix compares nothing; the table has its figure
+    }
     let mut rows: Vec<u64> = cells.iter().map(|c| c.0).collect();
     let mut cols: Vec<u64> = cells.iter().map(|c| c.1).collect();
     rows.sort_unstable();
@@ -946,7 +1029,8 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
         &rows.iter().map(|r| format!("cpu {r}")).collect::<Vec<_>>(),
         &cols.iter().map(|c| format!("mem {c}")).collect::<Vec<_>>(),
         &values,
-        &|r, _, v| match local(rows[r]).filter(|l| *l > 0.0) {
+        // (The colour scale asks for its ends' text with no cell: no ratio then.)
+        &|r, _, v| match rows.get(r).and_then(|&r| local(r)).filter(|l| *l > 0.0) {
             Some(l) => format!("{} ({:.2})", num(v), v / l),
             None => num(v),
         },

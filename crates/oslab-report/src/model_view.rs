@@ -67,8 +67,8 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
         if rows.is_empty() {
             continue;
         }
-        let _ = writeln!(h, "<h3>{}</h3>", escape(fam));
-        h.push_str("<table><tr><th>measurement</th><th>predicted</th><th>model</th><th>measured</th><th>measured / predicted</th><th>analysis</th></tr>\n");
+        let mut t = String::new();
+        t.push_str("<table><tr><th>measurement</th><th>predicted</th><th>model</th><th>measured</th><th>measured / predicted</th><th>analysis</th></tr>\n");
         let mut done: Vec<(&str, &str)> = Vec::new();
         for m in &rows {
             let key = (m.probe.as_str(), m.metric.as_str());
@@ -82,12 +82,21 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
                 .collect();
             if group.len() > SWEEP && group.iter().all(|g| g.params.contains_key("size")) {
                 done.push(key);
-                h.push_str(&sweep_row(&group));
+                t.push_str(&sweep_row(&group));
             } else {
-                h.push_str(&row(m));
+                t.push_str(&row(m));
             }
         }
-        h.push_str("</table>\n");
+        t.push_str("</table>\n");
+        let off = rows
+            .iter()
+            .filter(|m| m.prediction.as_ref().is_some_and(|p| p.gap.is_some()))
+            .count();
+        let summary = format!(
+            "{fam}: {} measured, {off} more than 2x from the model",
+            rows.len()
+        );
+        h.push_str(&crate::html::folded(&summary, &t, false));
     }
     Some(h)
 }

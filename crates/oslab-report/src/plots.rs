@@ -4,9 +4,14 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Width and height of every chart, in pixels.
-const SIZE: (u32, u32) = (760, 380);
+/// Width and height of a line chart, in pixels: as wide as the report's column.
+const SIZE: (u32, u32) = (1100, 420);
+
+/// Width of the band right of a line chart's plot that holds its legend, so no legend sits
+/// over the data.
+const LEGEND: u32 = 210;
 
 /// Distinct colours for series.
 const PALETTE: [RGBColor; 8] = [
@@ -43,9 +48,16 @@ pub struct Mark {
 fn draw(
     f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
 ) -> Result<String, String> {
+    draw_sized(SIZE, f)
+}
+
+fn draw_sized(
+    size: (u32, u32),
+    f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+) -> Result<String, String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         f(&root)?;
         root.present().map_err(|e| e.to_string())?;
@@ -170,11 +182,15 @@ pub fn lines(
             ymax * (1.0 - 0.07 * row as f64)
         }
     };
+    let span = xmax - xmin;
     draw(|root| {
-        let mut builder = ChartBuilder::on(root);
+        let (plot, legend) = root.split_horizontally(SIZE.0 - LEGEND);
+        draw_legend(&legend, series)?;
+        let mut builder = ChartBuilder::on(&plot);
         builder
             .caption(title, ("sans-serif", 18))
             .margin(12)
+            .margin_right(28)
             .x_label_area_size(40)
             .y_label_area_size(60);
         macro_rules! body {
@@ -197,26 +213,26 @@ pub fn lines(
                             style,
                         )))
                         .map_err(err)?;
+                    // Near the right end a label runs leftwards from its line, not off the chart.
+                    let right = m.x > xmin + span * 0.8;
+                    let font = ("sans-serif", 11).into_font().into_text_style(root);
+                    let font = if right {
+                        font.pos(Pos::new(HPos::Right, VPos::Top))
+                    } else {
+                        font
+                    };
                     chart
                         .draw_series(std::iter::once(Text::new(
                             m.label.clone(),
                             (m.x, label_y(row)),
-                            ("sans-serif", 11).into_font(),
+                            font,
                         )))
                         .map_err(err)?;
                 }
                 // A model's line ("model: NAME") is dashed, in the colour of the series it models.
-                let measured: Vec<&Series> = series
-                    .iter()
-                    .filter(|s| !s.name.starts_with(MODEL))
-                    .collect();
                 for s in series {
                     let modelled = s.name.strip_prefix(MODEL);
-                    let i = measured
-                        .iter()
-                        .position(|m| Some(m.name.as_str()) == modelled || m.name == s.name)
-                        .unwrap_or(measured.len());
-                    let color = PALETTE[i % PALETTE.len()];
+                    let color = colour_of(series, s);
                     let mut p: Vec<(f64, f64)> = s
                         .points
                         .iter()
@@ -228,31 +244,16 @@ pub fn lines(
                     if modelled.is_some() {
                         chart
                             .draw_series(DashedLineSeries::new(p, 6, 4, color.stroke_width(1)))
-                            .map_err(err)?
-                            .label(s.name.clone())
-                            .legend(move |(x, y)| {
-                                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(1))
-                            });
+                            .map_err(err)?;
                         continue;
                     }
                     chart
                         .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
-                        .map_err(err)?
-                        .label(s.name.clone())
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                        });
+                        .map_err(err)?;
                     chart
                         .draw_series(p.into_iter().map(|pt| Circle::new(pt, 2, color.filled())))
                         .map_err(err)?;
                 }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.3))
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .draw()
-                    .map_err(err)?;
             }};
         }
         let x = xmin..xmax;
@@ -269,6 +270,69 @@ pub fn lines(
     })
 }
 
+/// The colour of series `s` among `series`: a model's line takes its measured series' colour.
+fn colour_of(series: &[Series], s: &Series) -> RGBColor {
+    let measured: Vec<&Series> = series
+        .iter()
+        .filter(|m| !m.name.starts_with(MODEL))
+        .collect();
+    let modelled = s.name.strip_prefix(MODEL);
+    let i = measured
+        .iter()
+        .position(|m| Some(m.name.as_str()) == modelled || m.name == s.name)
+        .unwrap_or(measured.len());
+    PALETTE[i % PALETTE.len()]
+}
+
+/// The legend in its own band: a line sample (dashed for a model) and the name of each series.
+fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Result<(), String> {
+    for (k, s) in series.iter().enumerate() {
+        let y = 50 + 20 * k as i32;
+        let color = colour_of(series, s);
+        let model = s.name.starts_with(MODEL);
+        let sample: Vec<(i32, i32)> = if model {
+            vec![(4, y), (10, y), (14, y), (20, y)]
+        } else {
+            vec![(4, y), (22, y)]
+        };
+        if model {
+            for seg in sample.chunks(2) {
+                area.draw(&PathElement::new(seg.to_vec(), color.stroke_width(1)))
+                    .map_err(err)?;
+            }
+        } else {
+            area.draw(&PathElement::new(sample, color.stroke_width(2)))
+                .map_err(err)?;
+        }
+        let mut name = s.name.clone();
+        if name.chars().count() > 28 {
+            name = name.chars().take(27).collect::<String>() + "…";
+        }
+        area.draw(&Text::new(
+            name,
+            (28, y - 6),
+            ("sans-serif", 12).into_font(),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A time axis's unit for values in ns: the largest unit in which the smallest value (on a log
+/// axis) or the largest (on a linear one) is at least 1, so ticks read 10 µs, not 10000 ns.
+fn time_unit(values: impl Iterator<Item = f64>, log: bool) -> (f64, &'static str) {
+    let v: Vec<f64> = values.filter(|v| *v > 0.0 && v.is_finite()).collect();
+    let pick = if log {
+        v.iter().copied().fold(f64::MAX, f64::min)
+    } else {
+        v.iter().copied().fold(0.0, f64::max) / 10.0
+    };
+    [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+        .into_iter()
+        .find(|(d, _)| pick >= *d)
+        .unwrap_or((1.0, "ns"))
+}
+
 /// One bar: label, value, and an interval drawn as a whisker.
 pub struct Bar {
     /// Label under the bar.
@@ -281,111 +345,118 @@ pub struct Bar {
     pub side: usize,
 }
 
-/// Vertical bars with whiskers, labelled under their centres. Values spanning more than two
-/// decades (a 5 ns vDSO call beside a 3 µs cold system call) are drawn on a logarithmic axis,
-/// and the axis says so; otherwise the axis starts at zero.
-pub fn bars(title: &str, y_desc: &str, bars: &[Bar]) -> Result<String, String> {
+/// Horizontal bars with whiskers, labelled at their left in full and valued at their end, the
+/// first at the top; as tall as the bars need. Values spanning more than two decades (a 5 ns vDSO
+/// call beside a 3 µs cold system call) stand on a logarithmic axis, and the axis says so;
+/// otherwise it starts at zero. An axis of times (`x_desc` starting with "ns") takes the unit its
+/// values read best in.
+pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     if bars.is_empty() {
         return Err("no bars to draw".into());
     }
-    let top = bars
-        .iter()
-        .map(|b| b.interval.map_or(b.value, |i| i.1.max(b.value)))
-        .fold(0.0, f64::max)
-        * 1.15;
-    let least = bars
-        .iter()
-        .map(|b| b.interval.map_or(b.value, |i| i.0.min(b.value)))
-        .fold(f64::MAX, f64::min);
+    let ends = || {
+        bars.iter()
+            .flat_map(|b| {
+                [
+                    Some(b.value),
+                    b.interval.map(|i| i.0),
+                    b.interval.map(|i| i.1),
+                ]
+            })
+            .flatten()
+    };
+    let top = ends().fold(0.0, f64::max);
+    let least = ends().fold(f64::MAX, f64::min);
     let log = least > 0.0 && top / least > 100.0;
+    let (div, unit) = match x_desc.strip_prefix("ns") {
+        Some(rest) => {
+            let (d, u) = time_unit(ends(), log);
+            (d, format!("{u}{rest}"))
+        }
+        None => (1.0, x_desc.to_string()),
+    };
+    let (top, least) = (top / div * 1.25, least / div);
     // A logarithmic axis has no zero: bars stand on half the smallest value.
     let floor = if log { least / 2.0 } else { 0.0 };
-    let y_desc = if log {
-        format!("{y_desc} (log scale)")
+    let x_desc = if log {
+        format!("{unit} (log scale)")
     } else {
-        y_desc.to_string()
+        unit
     };
     let n = bars.len() as u32;
-    // A segmented range holds both its ends: n bars are the n segments of 0..n-1 (0..n would
-    // leave an empty slot after the last bar), the last one closed by `Last`.
-    let slots = 0..n - 1;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
-    draw(|root| {
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
+    let label_area = (widest as u32 * 7 + 16).clamp(60, 420);
+    let height = 100 + 24 * n;
+    // Bar i fills [n-1-i, n-i] of a 0..n axis: the first at the top, labels at the centres.
+    let slot = |i: usize| (n - 1 - i as u32) as f64;
+    let from_top: Vec<String> = labels.iter().rev().cloned().collect();
+    let overlaid = bars.iter().any(|b| b.side > 0);
+    draw_sized((SIZE.0, height), |root| {
         let mut builder = ChartBuilder::on(root);
         builder
             .caption(title, ("sans-serif", 18))
             .margin(12)
-            .x_label_area_size(if n > 6 { 90 } else { 40 })
-            .y_label_area_size(60);
-        let style = if n > 6 {
-            ("sans-serif", 11)
-                .into_font()
-                .transform(FontTransform::Rotate90)
-                .into_text_style(root)
-        } else {
-            ("sans-serif", 12).into_text_style(root)
-        };
+            .margin_right(70)
+            .x_label_area_size(40)
+            .y_label_area_size(label_area);
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
                 chart
                     .configure_mesh()
-                    .disable_x_mesh()
-                    .x_labels(n as usize)
-                    .x_label_style(style.clone())
-                    .x_label_formatter(&|v| match v {
-                        SegmentValue::CenterOf(i) => {
-                            labels.get(*i as usize).cloned().unwrap_or_default()
-                        }
-                        _ => String::new(),
-                    })
-                    .y_desc(y_desc.as_str())
-                    .y_label_formatter(&|y| plain(*y))
+                    .disable_y_mesh()
+                    .y_labels(2 * n as usize + 1)
+                    .y_label_style(("sans-serif", 12))
+                    .y_label_formatter(&|y| label_at(&from_top, *y))
+                    .x_desc(x_desc.as_str())
+                    .x_label_formatter(&|x| plain(*x))
                     .draw()
                     .map_err(err)?;
-                let overlaid = bars.iter().any(|b| b.side > 0);
                 for (i, b) in bars.iter().enumerate() {
-                    let color = PALETTE[if overlaid { b.side } else { i } % PALETTE.len()];
-                    let i = i as u32;
+                    // One colour, unless the colours tell overlaid runs apart.
+                    let color = PALETTE[if overlaid { b.side } else { 0 } % PALETTE.len()];
+                    let at = slot(i);
+                    let value = (b.value / div).max(floor);
                     chart
-                        .draw_series(std::iter::once(Rectangle::new(
-                            [
-                                (SegmentValue::Exact(i), floor),
-                                (
-                                    match i + 1 {
-                                        end if end == n => SegmentValue::Last,
-                                        next => SegmentValue::Exact(next),
-                                    },
-                                    b.value.max(floor),
-                                ),
-                            ],
-                            color.mix(0.8).filled(),
-                        )))
+                        .draw_series(std::iter::once({
+                            let mut r = Rectangle::new(
+                                [(floor, at), (value, at + 1.0)],
+                                color.mix(0.8).filled(),
+                            );
+                            r.set_margin(3, 3, 0, 0);
+                            r
+                        }))
                         .map_err(err)?;
+                    let mut right = value;
                     if let Some((lo, hi)) = b.interval {
+                        let (lo, hi) = ((lo / div).max(floor), (hi / div).max(floor));
+                        right = right.max(hi);
                         chart
                             .draw_series(std::iter::once(PathElement::new(
-                                vec![
-                                    (SegmentValue::CenterOf(i), lo.max(floor)),
-                                    (SegmentValue::CenterOf(i), hi.max(floor)),
-                                ],
+                                vec![(lo, at + 0.5), (hi, at + 0.5)],
                                 BLACK.stroke_width(1),
                             )))
                             .map_err(err)?;
                     }
+                    let text = oslab_core::units::num(b.value / div);
+                    chart
+                        .draw_series(std::iter::once(
+                            EmptyElement::at((right, at + 0.5))
+                                + Text::new(text, (4, -6), ("sans-serif", 11).into_font()),
+                        ))
+                        .map_err(err)?;
                 }
             }};
         }
+        let slots = 0.0..n as f64;
         if log {
             body!(builder
-                .build_cartesian_2d(slots.clone().into_segmented(), (floor..top).log_scale())
+                .build_cartesian_2d((floor..top).log_scale(), slots)
                 .map_err(err)?);
         } else {
             body!(builder
-                .build_cartesian_2d(
-                    slots.clone().into_segmented(),
-                    0.0..top.max(f64::MIN_POSITIVE)
-                )
+                .build_cartesian_2d(0.0..top.max(f64::MIN_POSITIVE), slots)
                 .map_err(err)?);
         }
         Ok(())
@@ -408,11 +479,19 @@ pub fn heatmap(
         .iter()
         .fold((f64::MAX, f64::MIN), |a, &v| (a.0.min(v), a.1.max(v)));
     let (nr, nc) = (rows.len(), cols.len());
-    draw(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
+    // Sized by its cells (a 2x2 matrix is not a page wide), with a colour scale at the right.
+    let scale_w = 110u32;
+    let size = (
+        (90 + 120 * nc as u32 + scale_w).min(SIZE.0),
+        90 + 48 * nr as u32,
+    );
+    draw_sized(size, |root| {
+        let (plot, scale) = root.split_horizontally(size.0 - scale_w);
+        draw_scale(&scale, lo, hi, text)?;
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..nc as f64, 0.0..nr as f64)
             .map_err(err)?;
@@ -440,14 +519,73 @@ pub fn heatmap(
                 chart
                     .draw_series(std::iter::once(Text::new(
                         text(r, c, *v),
-                        (c as f64 + 0.4, r as f64 + 0.5),
-                        ("sans-serif", 13).into_font().color(&ink),
+                        (c as f64 + 0.5, r as f64 + 0.5),
+                        ("sans-serif", 13)
+                            .into_font()
+                            .color(&ink)
+                            .pos(Pos::new(HPos::Center, VPos::Center)),
                     )))
                     .map_err(err)?;
             }
         }
         Ok(())
     })
+}
+
+/// A heatmap's colour scale: the gradient from `lo` (bottom) to `hi` (top), labelled at both
+/// ends with the cells' own text for those values.
+fn draw_scale(
+    area: &DrawingArea<SVGBackend, Shift>,
+    lo: f64,
+    hi: f64,
+    text: &dyn Fn(usize, usize, f64) -> String,
+) -> Result<(), String> {
+    let (_, h) = area.dim_in_pixel();
+    let (top, bottom) = (40i32, h as i32 - 40);
+    let label = |v: f64| {
+        let t = text(usize::MAX, usize::MAX, v);
+        // The cell text of a value, without a cell's own ratio in parentheses.
+        t.split(" (").next().unwrap_or(&t).to_string()
+    };
+    if hi <= lo {
+        // Every cell alike: one swatch, one value (a gradient would claim a range).
+        area.draw(&Rectangle::new(
+            [(10, top), (26, top + 16)],
+            ViridisRGB::get_color(1.0).filled(),
+        ))
+        .map_err(err)?;
+        return area
+            .draw(&Text::new(
+                label(hi),
+                (30, top + 2),
+                ("sans-serif", 11).into_font(),
+            ))
+            .map_err(err);
+    }
+    let steps = 24;
+    for k in 0..steps {
+        let t = 1.0 - k as f64 / (steps - 1) as f64;
+        let y0 = top + (bottom - top) * k / steps;
+        let y1 = top + (bottom - top) * (k + 1) / steps;
+        area.draw(&Rectangle::new(
+            [(10, y0), (26, y1)],
+            ViridisRGB::get_color(t).filled(),
+        ))
+        .map_err(err)?;
+    }
+    area.draw(&Text::new(
+        label(hi),
+        (30, top - 6),
+        ("sans-serif", 11).into_font(),
+    ))
+    .map_err(err)?;
+    area.draw(&Text::new(
+        label(lo),
+        (30, bottom - 6),
+        ("sans-serif", 11).into_font(),
+    ))
+    .map_err(err)?;
+    Ok(())
 }
 
 /// The label of the cell whose centre is at `x` (labels sit at k + 0.5).
@@ -588,7 +726,7 @@ mod tests {
     }
 
     #[test]
-    fn bars_fill_the_plot_with_no_empty_slot() {
+    fn bars_fill_the_plot_with_no_empty_slot_first_at_the_top() {
         let bar = |value: f64| Bar {
             label: format!("b{value}"),
             value,
@@ -598,25 +736,34 @@ mod tests {
         for n in 1..=3 {
             let all: Vec<Bar> = (1..=n).map(|v| bar(v as f64 * 10.0)).collect();
             let svg = bars("costs", "ns", &all).unwrap();
-            // The grid lines span the plot; the bars must span them too, evenly.
             let attr = |l: &str, k: &str| -> f64 {
                 let v = l.split(&format!(" {k}=\"")).nth(1).unwrap();
                 v[..v.find('"').unwrap()].parse().unwrap()
             };
-            let grid = svg.lines().find(|l| l.starts_with("<line")).unwrap();
-            let (left, right) = (attr(grid, "x1"), attr(grid, "x2"));
-            let rects: Vec<(f64, f64)> = svg
+            // The vertical grid lines span the plot's height; the bars must fill it, evenly.
+            let grid = svg
+                .lines()
+                .find(|l| l.starts_with("<line") && attr(l, "x1") == attr(l, "x2"))
+                .unwrap();
+            let (top, bottom) = (
+                attr(grid, "y1").min(attr(grid, "y2")),
+                attr(grid, "y1").max(attr(grid, "y2")),
+            );
+            let mut rects: Vec<(f64, f64, f64)> = svg
                 .lines()
                 .filter(|l| l.starts_with("<rect") && l.contains("opacity=\"0.8\""))
-                .map(|l| (attr(l, "x"), attr(l, "width")))
+                .map(|l| (attr(l, "y"), attr(l, "height"), attr(l, "width")))
                 .collect();
             assert_eq!(rects.len(), n, "{svg}");
-            let end = rects.last().map(|(x, w)| x + w).unwrap();
-            assert!((rects[0].0 - left).abs() <= 2.0, "{rects:?} from {left}");
+            rects.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert!((rects[0].0 - top).abs() <= 4.0, "{rects:?} from {top}");
+            let end = rects.last().map(|(y, h, _)| y + h).unwrap();
             assert!(
-                (end - right).abs() <= 2.0 + n as f64,
-                "{rects:?} to {right}"
+                (end - bottom).abs() <= 4.0 + n as f64,
+                "{rects:?} to {bottom}"
             );
+            // The first bar (the smallest value) is at the top, the last at the bottom.
+            assert!(rects.windows(2).all(|w| w[0].2 < w[1].2), "{rects:?}");
             assert!(
                 (1..=n).all(|v| labels(&svg).contains(&format!("b{}", v * 10))),
                 "{:?}",

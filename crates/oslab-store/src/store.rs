@@ -460,7 +460,25 @@ impl Store {
         }
     }
 
+    /// Sets the connection up. Several oslabs opening a new store at once contend for switching
+    /// it to WAL, and SQLite answers that with busy at once rather than waiting (seen: one of
+    /// four runs started together said "database is locked"): it is tried again for a while.
     fn init(&self) -> Result<(), rusqlite::Error> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match self.init_once() {
+                Err(e)
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn init_once(&self) -> Result<(), rusqlite::Error> {
         self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         // Touch the file: this is where a non-database file is detected.
@@ -473,8 +491,10 @@ impl Store {
     }
 
     fn migrate(&mut self) -> Result<(), StoreError> {
-        let tables: Vec<String> = self
-            .conn
+        // The schema is read under the write lock: two oslabs creating one store at once would
+        // otherwise both find it empty, and the second would run the migrations again.
+        let tx = self.write()?;
+        let tables: Vec<String> = tx
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
             .query_map([], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
@@ -485,11 +505,10 @@ impl Store {
             });
         }
         let found: i64 = if has_version {
-            self.conn
-                .query_row("SELECT max(version) FROM schema_version", [], |r| {
-                    r.get::<_, Option<i64>>(0)
-                })?
-                .unwrap_or(0)
+            tx.query_row("SELECT max(version) FROM schema_version", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })?
+            .unwrap_or(0)
         } else {
             0
         };
@@ -500,7 +519,6 @@ impl Store {
                 supported: current_version(),
             });
         }
-        let tx = self.write()?;
         tx.execute(
             "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
             [],
@@ -1088,6 +1106,34 @@ mod tests {
         assert!(r.save_run(&record(), &[], &[]).is_err());
         let missing = Store::open_read_only(&dir.path().join("none.db"));
         assert!(missing.is_err() && !dir.path().join("none.db").exists());
+    }
+
+    #[test]
+    fn many_openers_of_a_new_store_at_once_all_get_it() {
+        // Eight oslabs started together on a store nobody created yet: about 1 in 24 used to be
+        // told "database is locked" (switching to WAL answers busy without waiting), and two
+        // that both found it empty ran the migrations twice.
+        for round in 0..10 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("new.db");
+            let start = std::sync::Barrier::new(8);
+            std::thread::scope(|s| {
+                let openers: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            Store::open(&path)?.save_run(&record(), &[], &[])
+                        })
+                    })
+                    .collect();
+                for o in openers {
+                    if let Err(e) = o.join().unwrap() {
+                        panic!("round {round}: {e}");
+                    }
+                }
+            });
+            assert_eq!(Store::open(&path).unwrap().runs().unwrap().len(), 8);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Width and height of a line chart, in pixels: as wide as the report's column.
-const SIZE: (u32, u32) = (1100, 420);
+const SIZE: (u32, u32) = (1100, 370);
 
 /// Width of the band right of a line chart's plot that holds its legend, so no legend sits
 /// over the data.
@@ -387,7 +387,7 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
     let label_area = (widest as u32 * 7 + 16).clamp(60, 420);
-    let height = 100 + 24 * n;
+    let height = 96 + 22 * n;
     // Bar i fills [n-1-i, n-i] of a 0..n axis: the first at the top, labels at the centres.
     let slot = |i: usize| (n - 1 - i as u32) as f64;
     let from_top: Vec<String> = labels.iter().rev().cloned().collect();

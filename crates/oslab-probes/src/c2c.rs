@@ -94,22 +94,30 @@ pub fn pair(
     budget: Budget,
 ) -> Result<Measurement, ProbeError> {
     let samples = ping_pong(a, b, budget)?;
-    let class = topology.distance_class(a, b);
+    Ok(latency(
+        (a, b),
+        topology.distance_class(a, b),
+        &samples,
+        budget.round_trips,
+    ))
+}
+
+/// The one-way latency of a pair from its bursts (ns per hand-over), judged as every median is.
+fn latency((a, b): (usize, usize), class: &str, samples: &[f64], round_trips: u64) -> Measurement {
     let mut m = judged(
         "c2c.latency",
         params! {"from" => a, "to" => b, "class" => class},
         "one_way",
         Unit::Ns,
-        &samples,
+        samples,
         Some(format!(
-            "half of a compare-and-swap round trip; {} samples of {} round trips",
+            "half of a compare-and-swap round trip; {} samples of {round_trips} round trips",
             samples.len(),
-            budget.round_trips
         )),
         Judge::Median,
     );
-    m.batch = Some(budget.round_trips * 2);
-    Ok(m)
+    m.batch = Some(round_trips * 2);
+    m
 }
 
 /// Per burst, the time of one hand-over in ns.
@@ -314,6 +322,20 @@ pub fn matrix(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pair_whose_bursts_disagree_is_noisy_with_its_reason() {
+        let steady: Vec<f64> = (0..40).map(|k| 60.0 + (k % 3) as f64 * 0.1).collect();
+        let m = latency((0, 1), "other core", &steady, 1000);
+        assert!(m.status.has_value() && !m.status.is_noisy(), "{m:?}");
+        // Half the bursts with the vcpus on one host core, half across sockets.
+        let split: Vec<f64> = (0..40)
+            .map(|k| if k % 2 == 0 { 25.0 } else { 220.0 })
+            .collect();
+        let m = latency((0, 1), "other core", &split, 1000);
+        assert!(m.status.is_noisy(), "{m:?}");
+        assert!(m.note.as_deref().unwrap_or("").contains("noisy:"), "{m:?}");
+    }
 
     fn fake(packages: usize, cores: usize, threads: usize) -> (tempfile::TempDir, Topology) {
         let dir = tempfile::tempdir().unwrap();

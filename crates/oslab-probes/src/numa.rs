@@ -296,22 +296,7 @@ fn cell(
         .zip(&times)
         .map(|(&(k, _), secs)| gbps(secs, (k.stream_bytes() * elems) as f64))
         .collect();
-    let reps_done = per_kernel.iter().map(Vec::len).min().unwrap_or(0);
-    let avg: Vec<f64> = (0..reps_done)
-        .map(|r| per_kernel.iter().map(|v| v[r]).sum::<f64>() / per_kernel.len() as f64)
-        .collect();
-    let mut p = params.clone();
-    p.insert("kernel".into(), "average".into());
-    p.insert("stores".into(), Stores::Plain.name().into());
-    out.push(judged(
-        PROBE,
-        p,
-        "bandwidth",
-        Unit::GBps,
-        &avg,
-        Some("mean of copy, scale, add and triad per repetition".into()),
-        Judge::Median,
-    ));
+    out.push(average(&params, &per_kernel));
     let found = format!("{:.0}%", placed * 100.0);
     for m in &mut out {
         m.context.insert("placed".into(), found.as_str().into());
@@ -381,9 +366,49 @@ fn latency(
     Ok(m)
 }
 
+/// A cell's figure: the mean of its kernels' bandwidths, repetition by repetition, judged as
+/// every median is.
+fn average(params: &serde_json::Map<String, Value>, per_kernel: &[Vec<f64>]) -> Measurement {
+    let reps_done = per_kernel.iter().map(Vec::len).min().unwrap_or(0);
+    let avg: Vec<f64> = (0..reps_done)
+        .map(|r| per_kernel.iter().map(|v| v[r]).sum::<f64>() / per_kernel.len() as f64)
+        .collect();
+    let mut p = params.clone();
+    p.insert("kernel".into(), "average".into());
+    p.insert("stores".into(), Stores::Plain.name().into());
+    judged(
+        PROBE,
+        p,
+        "bandwidth",
+        Unit::GBps,
+        &avg,
+        Some("mean of copy, scale, add and triad per repetition".into()),
+        Judge::Median,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_whose_repetitions_disagree_is_noisy_with_its_reason() {
+        let params = params! {"cpu_node" => 0, "mem_node" => 1};
+        let steady = vec![vec![20.0, 20.1, 19.9, 20.05, 20.0, 19.95, 20.02]; 4];
+        let m = average(&params, &steady);
+        assert!(m.status.has_value() && !m.status.is_noisy(), "{m:?}");
+        // Another guest streamed beside every other repetition.
+        let shared: Vec<Vec<f64>> = (0..4)
+            .map(|_| {
+                (0..7)
+                    .map(|r| if r % 2 == 0 { 20.0 } else { 6.0 })
+                    .collect()
+            })
+            .collect();
+        let m = average(&params, &shared);
+        assert!(m.status.is_noisy(), "{m:?}");
+        assert!(m.note.as_deref().unwrap_or("").contains("noisy:"), "{m:?}");
+    }
 
     #[test]
     fn every_distance_comes_first_then_the_local_cells() {

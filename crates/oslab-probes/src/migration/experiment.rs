@@ -364,3 +364,46 @@ fn variant_measurements(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::migration::matmul::Phase;
+
+    fn run(first: f64, second: f64) -> RunResult {
+        let phase = |seconds| Phase {
+            cpu: Some(0),
+            seconds,
+            counters: Vec::new(),
+        };
+        RunResult {
+            phases: [phase(first), phase(second)],
+            moves: None,
+        }
+    }
+
+    #[test]
+    fn a_variant_whose_runs_disagree_is_noisy_with_its_reason() {
+        let time = |runs: &[RunResult]| {
+            let mut out = Vec::new();
+            variant_measurements(&mut out, &params! {"variant" => "pinned"}, &[], runs);
+            out.into_iter().find(|m| m.metric == "time").unwrap()
+        };
+        let steady: Vec<RunResult> = (0..9).map(|k| run(0.5 + k as f64 * 1e-4, 0.5)).collect();
+        let m = time(&steady);
+        assert!(m.status.has_value() && !m.status.is_noisy(), "{m:?}");
+        // Every other run shared its cpu with another guest: twice as long.
+        let shared: Vec<RunResult> = (0..9)
+            .map(|k| {
+                if k % 2 == 0 {
+                    run(0.5, 0.5)
+                } else {
+                    run(1.0, 1.0)
+                }
+            })
+            .collect();
+        let m = time(&shared);
+        assert!(m.status.is_noisy(), "{m:?}");
+        assert!(m.note.as_deref().unwrap_or("").contains("noisy:"), "{m:?}");
+    }
+}

@@ -474,6 +474,27 @@ pub(crate) mod tests {
         assert_eq!(curve.params["processors"], 2);
         assert_eq!(curve.params["kind"], "bt");
         assert!((curve.summary.as_ref().unwrap().median - 1.7).abs() < 1e-12);
+        // Iterations that shared their cpus now and then (0.3 against 1.8): noisy, with why.
+        let shared = RunOutcome {
+            speedups: [(
+                (Kind::Bt, 2),
+                (0..12)
+                    .map(|k| if k % 2 == 0 { 1.8 } else { 0.3 })
+                    .collect(),
+            )]
+            .into(),
+            ..run.clone()
+        };
+        let wild = shared
+            .measurements()
+            .into_iter()
+            .find(|m| m.probe == crate::cpuman::speedups::PROBE)
+            .unwrap();
+        assert!(wild.status.is_noisy(), "{wild:?}");
+        assert!(
+            wild.note.as_deref().unwrap_or("").contains("noisy:"),
+            "{wild:?}"
+        );
         let get = |kind: &str, metric: &str| {
             ms.iter()
                 .find(|m| {

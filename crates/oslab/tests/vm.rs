@@ -485,9 +485,26 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         .unwrap()["summary"]["median"]
         .as_f64()
         .unwrap();
+    let decisions: Vec<String> = run["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["track"] == "shuffle" && e["args"]["moves"].as_u64() > Some(0))
+        .map(|e| {
+            format!(
+                "{:.1} s: {}",
+                e["start_ns"].as_f64().unwrap_or(0.0) / 1e9,
+                e["args"]
+            )
+        })
+        .collect();
+    // Not on every interval's noise: a few regroupings at most, however slowly the emulated guest
+    // runs (30 intervals and 1 shuffle on a quiet host; 79 intervals and 4 shuffles on a busy
+    // one, where a thread is now and then seen waiting on another futex word).
+    let most = 3.0f64.max(intervals as f64 / 15.0);
     assert!(
-        intervals >= 10 && (1.0..=3.0).contains(&shuffles),
-        "{shuffles} shuffles in {intervals} intervals"
+        intervals >= 10 && shuffles >= 1.0 && shuffles <= most,
+        "{shuffles} shuffles in {intervals} intervals (at most {most:.0}): {decisions:#?}"
     );
 }
 

@@ -169,6 +169,17 @@ fn stride_without_prefetching_mixes_hits_and_misses() {
     assert!(m.prediction.unwrap().gap.unwrap().contains("prefetchers"));
 }
 
+/// One thread's STREAM bandwidth of `kernel` with plain stores, as this run measured it.
+fn one_thread_stream(kernel: &str, gbps: f64) -> Measurement {
+    measured(
+        "bandwidth.stream",
+        params! {"kernel" => kernel, "stores" => "plain", "threads" => 1},
+        "bandwidth",
+        Unit::GBps,
+        gbps,
+    )
+}
+
 #[test]
 fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
     let mut s = spec();
@@ -199,13 +210,7 @@ fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
     assert!(why.contains("prefetchers"), "{why}");
     // More threads: this run's one thread times the threads (a composed check), up to the
     // memory's peak (a spec figure): 8 x 10 GB/s wanted, DDR4-3200 x 2 channels x 8 B = 51.2.
-    let one = measured(
-        "bandwidth.stream",
-        params! {"kernel" => "read", "stores" => "plain", "threads" => 1},
-        "bandwidth",
-        Unit::GBps,
-        10.0,
-    );
+    let one = one_thread_stream("read", 10.0);
     let four = predicted(&s, vec![bw("read", 1 << 30, 4), one.clone()]);
     assert!(close(value(&four), 40.0));
     assert_eq!(four.prediction.unwrap().kind, ModelKind::Composed);
@@ -271,13 +276,7 @@ fn a_page_fault_is_a_trap_an_allocation_and_zeroing() {
         Unit::Ns,
         2000.0,
     );
-    let write = measured(
-        "bandwidth.stream",
-        params! {"kernel" => "write", "stores" => "plain", "threads" => 1},
-        "bandwidth",
-        Unit::GBps,
-        10.0,
-    );
+    let write = one_thread_stream("write", 10.0);
     // (150 + 500) cycles / 2 GHz = 325 ns, + 4096 B at 10 GB/s = 409.6 ns.
     let m = predicted(&s, vec![fault, write]);
     assert!(close(value(&m), 325.0 + 409.6));

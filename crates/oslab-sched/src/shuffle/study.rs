@@ -416,17 +416,15 @@ impl Study {
                     ));
                 }
             }
-            let mut m = judged(
+            // A paired difference: ratio only below three pairs, as every command's.
+            ms.push(oslab_core::stats::paired::measurement(
                 PROBE,
                 base,
                 "change",
                 Unit::Ratio,
                 &c.changes(),
-                Some("time with shuffling / without, same random draws, minus one".into()),
-                Judge::Subject,
-            );
-            m.difference = true;
-            ms.push(m);
+                "time with shuffling / without, same random draws, minus one".into(),
+            ));
         }
         ms
     }

@@ -21,8 +21,10 @@ pub enum Unit {
     Bytes,
     /// A plain count.
     Count,
-    /// A ratio (0..1).
+    /// A ratio of two like quantities (a speedup, a speed relative to the fastest), printed `×`.
     Ratio,
+    /// A share of a whole (0..1), printed as a percentage.
+    Share,
 }
 
 impl Unit {
@@ -34,7 +36,8 @@ impl Unit {
             Unit::GBps => "GB/s",
             Unit::Bytes => "B",
             Unit::Count => "",
-            Unit::Ratio => "ratio",
+            Unit::Ratio => "×",
+            Unit::Share => "%",
         }
     }
 
@@ -329,6 +332,12 @@ fn is_one(v: &u32) -> bool {
 pub const SLOWED_CORE: &str =
     "too many to leave out: all kept, so it is the figure of a slowed core";
 
+/// Whether measured/predicted `ratio` is more than [`FAR_FACTOR`] from 1, either way: the one
+/// rule for the `!` mark.
+pub fn far(ratio: f64) -> bool {
+    !(1.0 / FAR_FACTOR..=FAR_FACTOR).contains(&ratio)
+}
+
 impl Measurement {
     /// Whether its samples were taken on a slowed core (see [`SLOWED_CORE`]): a figure of the
     /// host at that moment more than of what was measured.
@@ -461,8 +470,7 @@ impl Measurement {
     /// Whether it is more than [`FAR_FACTOR`] from its prediction, either way: the one rule for
     /// the `!` mark, the gap analysis and the model's share figures.
     pub fn far_from_model(&self) -> bool {
-        self.efficiency()
-            .is_some_and(|e| !(1.0 / FAR_FACTOR..=FAR_FACTOR).contains(&e))
+        self.efficiency().is_some_and(far)
     }
 
     /// Whether the CI95 of a difference includes zero: no measurable difference.

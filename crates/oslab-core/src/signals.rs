@@ -52,6 +52,12 @@ pub fn signal() -> Option<i32> {
     }
 }
 
+/// The exit status of a process the signal stopped, as shells report one: 128 + the signal
+/// (130 for Ctrl-C, 143 for SIGTERM; 130 when stopped from code).
+pub fn exit_status() -> u8 {
+    128 + signal().unwrap_or(libc::SIGINT) as u8
+}
+
 /// Sets the flag as a signal would (for tests and for stopping from code).
 pub fn request_stop() {
     INTERRUPTED.store(true, Ordering::SeqCst);

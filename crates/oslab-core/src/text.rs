@@ -83,6 +83,63 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The one kind of escape sequence oslab itself writes: a foreground colour of its tables'
+/// status words (`ESC[38;5;Nm`) and its end (`ESC[39m`). Their length in bytes at `s`'s start, if
+/// `s` starts with one.
+fn colour_at(s: &str) -> Option<usize> {
+    let rest = s.strip_prefix("\u{1b}[")?;
+    if rest.starts_with("39m") {
+        return Some(5);
+    }
+    let digits = rest.strip_prefix("38;5;")?;
+    let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+    (1..=3).contains(&n).then_some(())?;
+    digits[n..].starts_with('m').then_some(2 + 5 + n + 1)
+}
+
+/// Rendered text made safe for a terminal as the last step before it is printed: what
+/// [`printable`] does, except that the colours oslab's tables put on their status words (and
+/// nothing else) stay colours. Outside text is made printable where it enters a table; this
+/// is the guard for any that reached a line of text directly.
+pub fn for_terminal(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        if let Some(n) = colour_at(rest) {
+            out.push_str(&rest[..n]);
+            rest = &rest[n..];
+            continue;
+        }
+        if acts(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// How many columns `s` takes on a terminal: its characters, not counting the colours
+/// [`for_terminal`] keeps.
+pub fn visible_width(s: &str) -> usize {
+    let mut n = 0;
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        match colour_at(rest) {
+            Some(len) => rest = &rest[len..],
+            None => {
+                n += 1;
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    n
+}
+
 /// A message for a person that may quote outside text: [`printable`], every word longer than
 /// 200 characters cut to its first 60 ([`shortened`]: a 10 MB argument is quoted by its start and
 /// length, and the explanation after it survives), and at most `max` characters in all.
@@ -119,8 +176,9 @@ pub fn shortened(s: &str, max: usize) -> String {
     }
 }
 
-/// `text` with every line longer than `width` characters broken at spaces; a continuation is
-/// indented two more than its line. A word longer than the width stays whole.
+/// `text` with every line wider than `width` columns ([`visible_width`]: colours take none)
+/// broken at spaces; a continuation is indented two more than its line. A word longer than the
+/// width stays whole.
 pub fn wrap(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
@@ -128,7 +186,7 @@ pub fn wrap(text: &str, width: usize) -> String {
             Some(b) => (b, "\n"),
             None => (line, ""),
         };
-        if body.chars().count() <= width {
+        if visible_width(body) <= width {
             out.push_str(line);
             continue;
         }
@@ -137,8 +195,8 @@ pub fn wrap(text: &str, width: usize) -> String {
         let mut current = body[..indent].to_string();
         let mut fresh = true;
         for word in body[indent..].split(' ') {
-            let len = current.chars().count();
-            if !fresh && len + 1 + word.chars().count() > width {
+            let len = visible_width(&current);
+            if !fresh && len + 1 + visible_width(word) > width {
                 out.push_str(current.trim_end());
                 out.push('\n');
                 current = pad.clone();
@@ -177,6 +235,17 @@ mod tests {
         let mut t = Table::new(&["tag"], &[]);
         t.row(vec!["a\u{1b}[2Jb".into()]);
         assert_eq!(t.rows[0][0], "a\\u{1b}[2Jb");
+        let coloured = "\u{1b}[38;5;11m noisy \u{1b}[39m";
+        assert_eq!(for_terminal(coloured), coloured);
+        assert_eq!(visible_width(coloured), 7);
+        assert_eq!(
+            for_terminal("\u{1b}[2J\u{1b}[38;5;1234m\u{1b}[38;5;9m"),
+            "\\u{1b}[2J\\u{1b}[38;5;1234m\u{1b}[38;5;9m"
+        );
+        assert_eq!(
+            wrap(&format!("ab {coloured}"), 10),
+            format!("ab {coloured}")
+        );
         let long = "\u{1b}".repeat(10_000_000);
         assert!(message(&long, 100).len() < 1000);
     }

@@ -33,17 +33,21 @@ pub fn scale_for(unit: Unit, typical: f64) -> (f64, &'static str) {
                 (1.0, "B")
             }
         }
+        Unit::Share => (0.01, "%"),
         other => (1.0, other.symbol()),
     }
 }
 
-/// A number with three to four significant digits.
+/// A number with three to four significant digits; beyond six digits, or below 0.0001, in
+/// scientific notation (`1.235e9`): a hostile or extreme figure never prints 300 digits.
 pub fn num(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
     let a = v.abs();
-    if a >= 1000.0 || a == 0.0 {
+    if a >= 1e6 || (a < 1e-4 && a > 0.0) {
+        format!("{v:.3e}")
+    } else if a >= 1000.0 || a == 0.0 {
         format!("{v:.0}")
     } else if a >= 100.0 {
         format!("{v:.1}")
@@ -60,7 +64,7 @@ pub fn num(v: f64) -> String {
 /// else as [`num`] writes it.
 pub fn figure(v: f64, unit: Unit) -> String {
     match unit {
-        Unit::Count if v.fract() == 0.0 && v.is_finite() => format!("{v:.0}"),
+        Unit::Count if v.fract() == 0.0 && v.abs() < 1e6 => format!("{v:.0}"),
         _ => num(v),
     }
 }
@@ -91,6 +95,15 @@ pub fn percent(share: f64) -> String {
     match share.abs() * 100.0 {
         p if p < 10.0 => format!("{:.1}%", share * 100.0),
         _ => format!("{:.0}%", share * 100.0),
+    }
+}
+
+/// `n` things, the noun in the number it takes: `1 cpu`, `2 cpus`, `0 pairs` (`noun` is the
+/// singular; its plural adds `s`).
+pub fn counted(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
     }
 }
 
@@ -272,6 +285,10 @@ mod tests {
         assert_eq!(bytes(48 << 10), "48 KiB");
         assert_eq!(bytes(480 << 20), "480 MiB");
         assert_eq!(num(f64::NAN), "-");
+        assert_eq!(num(1.7e300), "1.700e300");
+        assert_eq!(num(-2e-9), "-2.000e-9");
+        assert_eq!(num(999_999.0), "999999");
+        assert_eq!(figure(1e12, Unit::Count), "1.000e12");
         assert_eq!(num(0.3333), "0.3333");
     }
 

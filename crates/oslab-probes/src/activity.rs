@@ -334,7 +334,7 @@ pub fn summarise(
     ));
     out.push(value(
         "lost_fraction",
-        Unit::Ratio,
+        Unit::Share,
         lost / span_ns.max(1.0),
         format!("{:.3} ms inactive in {:.1} ms", lost / 1e6, span_ns / 1e6),
     ));

@@ -63,10 +63,10 @@ fn plan(cx: &Context) -> crate::probe::Plan {
     let n = cx.allowed.len();
     let what = match cx.peer_cpu {
         Some(peer) => format!(
-            "cpu {} and cpu {peer} ({}); `oslab c2c` measures all {} pairs",
+            "cpu {} and cpu {peer} ({}); `oslab c2c` measures all {}",
             cx.cpu,
             cx.topology.distance_class(cx.cpu, peer),
-            n * (n - 1) / 2
+            oslab_core::units::counted(n * (n - 1) / 2, "pair")
         ),
         None => "nothing: needs a second cpu".into(),
     };

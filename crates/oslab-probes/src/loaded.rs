@@ -75,8 +75,9 @@ fn plan(cx: &Context) -> Plan {
     let loaders = cx.allowed.iter().filter(|&c| c != cx.cpu).count();
     Plan {
         what: format!(
-            "a chase on cpu {} while {loaders} other cpus stream at {} intensities",
+            "a chase on cpu {} while {} stream at {} intensities",
             cx.cpu,
+            oslab_core::units::counted(loaders, "other cpu"),
             pauses(cx).len() - 1
         ),
         work: 1.0,

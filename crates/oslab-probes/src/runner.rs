@@ -137,7 +137,7 @@ impl Outcome {
             HOST,
             Map::new(),
             "steal",
-            Unit::Ratio,
+            Unit::Share,
             &self.steals,
             Some("share of the measuring cpu's time the hypervisor gave to others (/proc/stat steal), per probe attempt".into()),
             Judge::Subject,

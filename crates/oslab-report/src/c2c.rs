@@ -1,7 +1,7 @@
 //! Core-to-core latency for reading: the matrix (from row to column, one way) when it fits, and
 //! the pairs grouped by topology class with the model's prediction beside each class.
 
-use crate::table::{new_table, right};
+use crate::table::{add, new_table, right};
 use oslab_core::model::Measurement;
 use oslab_core::units::num;
 use std::collections::BTreeMap;
@@ -54,7 +54,7 @@ pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
                     .map_or_else(|| "-".to_string(), num);
                 row.push(cell);
             }
-            t.add_row(row);
+            add(&mut t, row);
         }
         right(&mut t, &(1..=cpus.len()).collect::<Vec<_>>());
         out.push_str(&format!("{t}\n"));
@@ -87,15 +87,18 @@ pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
         v.sort_by(f64::total_cmp);
         let mid = oslab_core::stats::median(&v).unwrap_or(f64::NAN);
         let predicted = group.iter().find_map(|m| m.prediction.as_ref());
-        t.add_row(vec![
-            class.clone(),
-            group.len().to_string(),
-            num(mid),
-            num(v[0]),
-            num(v[v.len() - 1]),
-            predicted.map_or_else(|| "no model".into(), |p| num(p.value)),
-            predicted.map_or_else(String::new, |p| format!("{:.2}x", mid / p.value)),
-        ]);
+        add(
+            &mut t,
+            [
+                class.clone(),
+                group.len().to_string(),
+                num(mid),
+                num(v[0]),
+                num(v[v.len() - 1]),
+                predicted.map_or_else(|| "no model".into(), |p| num(p.value)),
+                predicted.map_or_else(String::new, |p| format!("{:.2}x", mid / p.value)),
+            ],
+        );
     }
     right(&mut t, &[1, 2, 3, 4, 5, 6]);
     out.push_str(&format!("\nby topology class, ns\n{t}\n"));

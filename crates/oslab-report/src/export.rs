@@ -72,14 +72,21 @@ pub enum WriteError {
     Stdout(std::io::Error),
 }
 
-/// Writes an export's files: the main one to `output` (to `stdout` when none), the others next
-/// to it. A missing directory is refused, as the store's location refuses one: a mistyped path
-/// must not leave directories behind.
+/// Whether an output path names standard output (`-`).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Writes an export's files: the main one to `output` (to `stdout` when none, or `-`), the
+/// others next to it. A missing directory is refused, as the store's location refuses one: a
+/// mistyped path must not leave directories behind.
 pub fn write(
     files: &[File],
     output: Option<&Path>,
     stdout: &mut dyn Write,
 ) -> Result<(), WriteError> {
+    // `-o -` is standard output, as everywhere.
+    let output = output.filter(|p| !is_stdout(p));
     if let Some(dir) = output
         .and_then(Path::parent)
         .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())

@@ -83,7 +83,7 @@ const LINES: &[Line] = &[
         &[("level", "memory")],
     ),
     (
-        "loaded latency, heaviest read load",
+        "loaded latency, heaviest load",
         "memory.latency.loaded",
         "per_load",
         &[("traffic", "read"), ("pause", "0")],
@@ -107,7 +107,7 @@ const LINES: &[Line] = &[
         &[("kernel", "triad"), ("stores", "plain"), ("threads", "max")],
     ),
     (
-        "read:write 1:1 bandwidth, all threads",
+        "read:write 1:1, all threads",
         "bandwidth.mix",
         "bandwidth",
         &[
@@ -147,10 +147,12 @@ fn find<'a>(ms: &'a [Measurement], (_, probe, metric, want): &Line) -> Option<&'
     }
 }
 
-/// The headline table of a run, or None when it holds fewer than two of the lines.
+/// The headline table of a run, or None when it holds fewer than two of the lines. A figure
+/// partly from a cache (a `--quick` run's small arrays) is marked `*`: [`notes`] says why.
 pub fn table(ms: &[Measurement]) -> Option<Table> {
-    // Narrow terminals keep the value, its ratio to the model and the status; the details below
-    // give the spread and the prediction.
+    // An 80-column terminal keeps the value, its interval (relative: it reads the same at any
+    // scale), its ratio to the model and the status; a wider one adds the prediction and why a
+    // figure is noisy.
     let mut t = Table::new(
         &[
             "",
@@ -163,7 +165,7 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         ],
         &[1, 2, 3, 4],
     )
-    .optional(&[6, 3, 2]);
+    .optional(&[6, 3]);
     for line in LINES {
         let Some(m) = find(ms, line) else { continue };
         let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
@@ -180,18 +182,23 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
             continue;
         };
         let (div, sym) = scale_for(m.unit, s.median);
-        // A figure partly from a cache says so beside its name (a --quick run's small arrays).
-        let name = match m.context.get("level").and_then(|v| v.as_str()) {
-            Some(level) => format!("{} ({level})", line.0),
+        let name = match partly_cached(m) {
+            Some(_) => format!("{} *", line.0),
             None => line.0.to_string(),
         };
         t.row(vec![
             name,
-            format!("{} {sym}", num(s.median / div)),
-            s.interval_text(div, num),
+            format!("{} {sym}", num(s.median / div))
+                .trim_end()
+                .to_string(),
+            s.relative_interval_text(),
             m.prediction.as_ref().map_or_else(
                 || "no model".into(),
-                |p| format!("{} {sym}", num(p.value / div)),
+                |p| {
+                    format!("{} {sym}", num(p.value / div))
+                        .trim_end()
+                        .to_string()
+                },
             ),
             crate::table::versus(m),
             m.status.word().to_string(),
@@ -202,6 +209,27 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         ]);
     }
     (t.rows.len() >= 2).then_some(t)
+}
+
+/// Why a headline figure is partly a cache's (the level its probe found), if it is.
+fn partly_cached(m: &Measurement) -> Option<&str> {
+    m.context.get("level").and_then(|v| v.as_str())
+}
+
+/// The footnotes of [`table`]: what a `*` means, once, or nothing.
+pub fn notes(ms: &[Measurement]) -> String {
+    let marked: Vec<&str> = LINES
+        .iter()
+        .filter_map(|line| find(ms, line))
+        .filter(|m| m.status.has_value())
+        .filter_map(partly_cached)
+        .collect();
+    match marked.first() {
+        Some(level) => format!(
+            "* {level}: partly the cache's bandwidth, not the memory's (the default suite's arrays are large enough)\n"
+        ),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -252,9 +280,8 @@ mod tests {
         let mut small = ms.clone();
         small[2] = small[2].clone().found("level", "arrays under 4x the LLC");
         let t = table(&small).unwrap();
-        assert_eq!(
-            t.rows[0][0],
-            "read bandwidth, 1 thread (arrays under 4x the LLC)"
-        );
+        assert_eq!(t.rows[0][0], "read bandwidth, 1 thread *");
+        assert!(notes(&small).starts_with("* arrays under 4x the LLC: partly the cache's"));
+        assert!(notes(&ms).is_empty());
     }
 }

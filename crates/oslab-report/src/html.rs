@@ -72,6 +72,10 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
     if let Some(t) = headline {
         h.push_str("<h2 id=\"headline\">headline</h2>\n");
         h.push_str(&text_table(&t));
+        let notes = crate::headline::notes(ms);
+        if !notes.is_empty() {
+            let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(notes.trim_end()));
+        }
     }
     h.push_str(&metadata(record));
     h.push_str(&warnings(record));

@@ -86,7 +86,11 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     );
     let _ = writeln!(o, "caches");
     o.push_str(&caches(&t.caches));
-    let _ = writeln!(o, "numa        {} node(s)", t.nodes.len());
+    let _ = writeln!(
+        o,
+        "numa        {}",
+        oslab_core::units::counted(t.nodes.len(), "node")
+    );
     for n in &t.nodes {
         let _ = writeln!(
             o,

@@ -5,7 +5,7 @@
 
 use crate::table::versus;
 use oslab_core::model::{Measurement, ModelKind, Status};
-use oslab_core::units::{num, percent, scale_for};
+use oslab_core::units::{num, scale_for};
 use std::collections::BTreeMap;
 
 /// The probes of `ms` in the order they ran, each with its measurements.
@@ -57,13 +57,7 @@ pub fn probes(ms: &[Measurement]) -> String {
             ([m], [v]) => {
                 let (div, sym) = scale_for(m.unit, *v);
                 let s = m.summary.as_ref().expect("valued");
-                match s.interval() {
-                    Some((lo, hi)) => {
-                        let half = (hi - lo) / 2.0 / v.abs().max(f64::MIN_POSITIVE);
-                        format!("{} {sym} ±{}", num(v / div), percent(half))
-                    }
-                    None => format!("{} {sym}, no interval (n={})", num(v / div), s.n),
-                }
+                format!("{} {sym} {}", num(v / div), s.relative_interval_text())
             }
             (ms, vs) => {
                 let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);
@@ -110,16 +104,19 @@ fn model_range(ms: &[&Measurement]) -> String {
             }
             let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let far = ms.iter().any(|m| m.far_from_model());
-            let r = |e: f64| match e >= 10.0 {
-                true => format!("{e:.0}x"),
-                false => format!("{e:.2}x"),
+            // The `!` goes on the end that is far from the model (the one rule: more than 2x).
+            let far = |e: f64| match oslab_core::model::far(e) {
+                true => "!",
+                false => "",
             };
-            let range = match (hi - lo) / hi < 0.01 {
+            let r = |e: f64| match e >= 10.0 {
+                true => format!("{e:.0}x{}", far(e)),
+                false => format!("{e:.2}x{}", far(e)),
+            };
+            match (hi - lo) / hi < 0.01 {
                 true => r(lo),
                 false => format!("{} – {}", r(lo), r(hi)),
-            };
-            format!("{range}{}", if far { "!" } else { "" })
+            }
         }
     }
 }
@@ -185,11 +182,7 @@ fn first_clause(why: &str) -> String {
         .find(" (")
         .or_else(|| why.find("; "))
         .unwrap_or(why.len());
-    let short = &why[..cut];
-    match short.char_indices().nth(90) {
-        Some((i, _)) => format!("{}…", &short[..i]),
-        None => short.to_string(),
-    }
+    why[..cut].to_string()
 }
 
 /// The model in a line: the share of spec predictions within 1.25x and 2x of the measured

@@ -39,7 +39,7 @@ pub fn width() -> Option<u16> {
 
 pub(crate) fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_style(STYLE).set_header(header.iter().map(Cell::new));
+    t.load_style(STYLE).set_header(header.iter().map(cell));
     // Colour only on a terminal (comfy-table's own check), and never with NO_COLOR set.
     if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
         t.force_no_tty();
@@ -56,6 +56,18 @@ pub(crate) fn new_table(header: &[&str]) -> Table {
     t
 }
 
+/// A cell of text that may come from outside (a tag, a host name, a field of an imported run):
+/// made printable ([`oslab_core::text::printable`]) before it enters a table, so that its width
+/// is measured on what is shown and the colours added after cannot be mistaken for it.
+pub(crate) fn cell(text: impl AsRef<str>) -> Cell {
+    Cell::new(oslab_core::text::printable(text.as_ref()))
+}
+
+/// Adds a row of [`cell`]s.
+pub(crate) fn add(t: &mut Table, row: impl IntoIterator<Item = impl AsRef<str>>) {
+    t.add_row(row.into_iter().map(cell).collect::<Vec<_>>());
+}
+
 /// A word that says how a result came out, coloured so that trouble stands out: warnings
 /// (noisy, changed) yellow, failures and regressions red, improvements green, skips grey.
 pub(crate) fn outcome_cell(word: &str) -> Cell {
@@ -65,19 +77,30 @@ pub(crate) fn outcome_cell(word: &str) -> Cell {
 /// `text` coloured as [`outcome_cell`] colours `word`.
 pub(crate) fn outcome_coloured(word: &str, text: &str) -> Cell {
     use comfy_table::Color;
-    // "noisy: spread" is coloured as "noisy".
-    let word = word.split(':').next().unwrap_or(word);
-    let color = match word {
-        "noisy" | "changed" => Some(Color::Yellow),
-        "failed" | "REGRESSION" => Some(Color::Red),
-        "better" => Some(Color::Green),
-        "skipped" => Some(Color::DarkGrey),
-        _ => None,
+    // "noisy: spread" is coloured as "noisy"; a count of several ("1 noisy, 2 skipped") as its
+    // gravest word.
+    let words: Vec<&str> = word
+        .split(':')
+        .next()
+        .unwrap_or(word)
+        .split([' ', ','])
+        .collect();
+    let has = |w: &str| words.contains(&w);
+    let color = if has("failed") || has("REGRESSION") {
+        Some(Color::Red)
+    } else if has("noisy") || has("changed") {
+        Some(Color::Yellow)
+    } else if has("better") {
+        Some(Color::Green)
+    } else if has("skipped") {
+        Some(Color::DarkGrey)
+    } else {
+        None
     };
-    let cell = Cell::new(text);
+    let shown = cell(text);
     match color {
-        Some(c) => cell.fg(c),
-        None => cell,
+        Some(c) => shown.fg(c),
+        None => shown,
     }
 }
 
@@ -129,7 +152,7 @@ pub fn render(table: &oslab_core::text::Table) -> String {
             let v = r.get(c).cloned().unwrap_or_default();
             match table.header[c].as_str() {
                 "status" | "verdict" => outcome_cell(&v),
-                _ => Cell::new(v),
+                _ => cell(v),
             }
         }));
     }
@@ -167,7 +190,10 @@ fn render_stacked(table: &oslab_core::text::Table, keep: &[usize]) -> String {
     let mut stacks = vec![stack(&table.header)];
     for r in &table.rows {
         stacks.push(stack(r));
-        t.add_row(vec![r.get(first).cloned().unwrap_or_default(), stack(r)]);
+        add(
+            &mut t,
+            [r.get(first).cloned().unwrap_or_default(), stack(r)],
+        );
     }
     right(&mut t, &[1]);
     // The numbers stay whole: the first column wraps into what they leave (between words).
@@ -563,7 +589,7 @@ fn full_table(rows: &[Row], wide: bool) -> Table {
             }
             None => row.resize(columns.len() - 1, String::new()),
         }
-        let mut cells: Vec<Cell> = row.into_iter().map(Cell::new).collect();
+        let mut cells: Vec<Cell> = row.into_iter().map(cell).collect();
         cells.push(outcome_cell(&r.status));
         t.add_row(cells);
     }
@@ -646,15 +672,15 @@ fn compact_table(rows: &[Row], stacking: Stacking) -> Table {
         let [median, ci, versus] = compact_cells(r);
         let row = match stacking {
             Stacking::SideBySide => vec![
-                Cell::new(name),
-                Cell::new(median),
-                Cell::new(ci),
-                Cell::new(versus),
+                cell(name),
+                cell(median),
+                cell(ci),
+                cell(versus),
                 outcome_cell(&r.status),
             ],
             Stacking::Two => vec![
-                Cell::new(name),
-                Cell::new(format!("{median}\n{ci}")),
+                cell(name),
+                cell(format!("{median}\n{ci}")),
                 outcome_coloured(&r.status, &format!("{versus}\n{}", status_word(r))),
             ],
             Stacking::One => {
@@ -664,7 +690,7 @@ fn compact_table(rows: &[Row], stacking: Stacking) -> Table {
                     .collect::<Vec<_>>()
                     .join(", ");
                 vec![
-                    Cell::new(name),
+                    cell(name),
                     outcome_coloured(&r.status, &format!("{median}\n{ci}\n{verdict}")),
                 ]
             }
@@ -802,7 +828,7 @@ fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
             if model && !predicted.is_empty() {
                 row.push(predicted.get(sz).cloned().unwrap_or_default());
             }
-            t.add_row(row);
+            add(&mut t, row);
         }
         right(&mut t, &(0..header.len()).collect::<Vec<_>>());
         let fixed = if common.is_empty() {
@@ -879,7 +905,9 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -
     if let Some(headline) = crate::headline::table(ms) {
         out.push_str("\nheadline (details below; `oslab report` draws them)\n");
         out.push_str(&render(&headline));
-        out.push_str("\n\ndetails\n");
+        out.push('\n');
+        out.push_str(&crate::headline::notes(ms));
+        out.push_str("\ndetails\n");
     }
     let (swept, rest) = sweeps(ms);
     out.push_str(&swept);
@@ -908,6 +936,7 @@ fn summary(
         out.push_str("\nheadline\n");
         out.push_str(&render(&headline));
         out.push('\n');
+        out.push_str(&crate::headline::notes(ms));
     }
     let id = record
         .id
@@ -959,14 +988,14 @@ pub fn runs(rows: &[RunSummary]) -> String {
                 r.id.to_string(),
                 r.started.replacen('T', " ", 1).chars().take(16).collect(),
                 r.status.as_str().to_string(),
-                r.hostname.clone(),
+                oslab_core::text::printable(&r.hostname).into_owned(),
                 r.measurements.to_string(),
                 format!("{:.1} s", r.wall_s),
             ];
             if tagged {
-                row.push(tags.join(" "));
+                row.push(oslab_core::text::printable(&tags.join(" ")).into_owned());
             }
-            row.push(program_named(&r.command));
+            row.push(oslab_core::text::printable(&program_named(&r.command)).into_owned());
             row
         })
         .collect();
@@ -999,7 +1028,7 @@ pub fn runs(rows: &[RunSummary]) -> String {
     }
     let mut t = new_table(&header);
     for row in cells {
-        t.add_row(row);
+        add(&mut t, row);
     }
     right(&mut t, &[0, 4, 5]);
     whole(&mut t, &(0..header.len()).collect::<Vec<_>>());
@@ -1020,7 +1049,7 @@ fn program_named(command: &str) -> String {
 pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
     let mut t = new_table(&["probe", "unit", "needs", "here", "what it measures"]);
     for (id, unit, needs, here, about) in rows {
-        t.add_row(vec![id, unit, needs, here, about]);
+        add(&mut t, [id, unit, needs, here, about]);
     }
     t.to_string()
 }
@@ -1033,15 +1062,18 @@ pub fn plan(rows: &[(String, f64, String)]) -> String {
     right(&mut t, &[1]);
     let (shown, fixed): (Vec<_>, Vec<_>) = rows.iter().partition(|r| !r.2.is_empty());
     for (id, share, what) in &shown {
-        t.add_row(vec![id.clone(), format!("{share:.1} s"), what.clone()]);
+        add(&mut t, [id.clone(), format!("{share:.1} s"), what.clone()]);
     }
     if !fixed.is_empty() {
         let share: f64 = fixed.iter().map(|r| r.1).sum();
-        t.add_row(vec![
-            format!("{} others", fixed.len()),
-            format!("{share:.0} s"),
-            "the same points on any machine".to_string(),
-        ]);
+        add(
+            &mut t,
+            [
+                format!("{} others", fixed.len()),
+                format!("{share:.0} s"),
+                "the same points on any machine".to_string(),
+            ],
+        );
     }
     t.to_string()
 }
@@ -1052,8 +1084,8 @@ pub fn plan(rows: &[(String, f64, String)]) -> String {
 /// with an outlier are listed unless `all`.
 pub fn fleet(job: &str, s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
     let mut text = format!(
-        "fleet job {job}: {} node(s), {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {}, median/MAD)\n",
-        s.nodes.len(),
+        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {}, median/MAD)\n",
+        oslab_core::units::counted(s.nodes.len(), "node"),
         s.rows.len(),
         oslab_core::stats::OUTLIER_Z
     );
@@ -1080,17 +1112,20 @@ fn fleet_tables(s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
         let worst = v.worst.as_ref().map_or(String::new(), |(label, dev, z)| {
             format!("{label}: {:+.1}% (z {z:+.1})", dev * 100.0)
         });
-        nodes.add_row(vec![
-            v.node.clone(),
-            v.run_id.to_string(),
-            v.measured.to_string(),
-            if v.outliers > 0 {
-                format!("{} !", v.outliers)
-            } else {
-                "0".into()
-            },
-            worst,
-        ]);
+        add(
+            &mut nodes,
+            [
+                v.node.clone(),
+                v.run_id.to_string(),
+                v.measured.to_string(),
+                if v.outliers > 0 {
+                    format!("{} !", v.outliers)
+                } else {
+                    "0".into()
+                },
+                worst,
+            ],
+        );
     }
     right(&mut nodes, &[1, 2, 3]);
     let mut header = vec!["measurement", "unit", "fleet median"];
@@ -1111,7 +1146,7 @@ fn fleet_tables(s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
             ),
             None => "-".into(),
         }));
-        matrix.add_row(cells);
+        add(&mut matrix, cells);
     }
     right(&mut matrix, &(2..3 + s.nodes.len()).collect::<Vec<_>>());
     // The unit and the numbers stay whole; the measurement's name wraps into what they leave.

@@ -9,11 +9,14 @@ use std::time::Duration;
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Location {
     /// Result store (SQLite). Default: $XDG_DATA_HOME/oslab/oslab.db.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "PATH", env = "OSLAB_DB"))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, global = true, value_name = "PATH", env = "OSLAB_DB")
+    )]
     pub db: Option<PathBuf>,
     /// How long to wait for the store when another process is writing it, e.g. 30s, 2m; if it
     /// stays locked, a run's results are written to a JSON file to import later.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", env = "OSLAB_DB_TIMEOUT", default_value = "30s",
+    #[cfg_attr(feature = "clap", arg(long, global = true, value_name = "TIME", env = "OSLAB_DB_TIMEOUT", default_value = "30s",
         value_parser = oslab_core::units::parse_duration))]
     pub db_timeout: Duration,
 }

@@ -1,11 +1,12 @@
 //! The oslab command line: parses arguments, calls the library crates, prints. Nothing else.
 //!
 //! Exit codes: 0 success, 1 failure, 2 usage error (bad flag, unknown probe, bad cpu list),
-//! 130 interrupted (what completed is stored).
+//! 130 interrupted by Ctrl-C, 143 by SIGTERM (what completed is stored).
 
 mod cli;
 mod cmd;
 mod error;
+mod man;
 mod progress;
 
 use clap::Parser;
@@ -15,7 +16,12 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
-        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        // `oslab run -V` is oslab's version too (clap would name it `oslab-run`).
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
+            println!("oslab {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Err(e) if !e.use_stderr() => e.exit(), // --help
         Err(e) => {
             // A usage error may quote the argument: bounded and escaped like every message.
             cmd::say(e.render().to_string().trim_end());

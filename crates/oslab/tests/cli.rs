@@ -387,7 +387,8 @@ fn signalled(
     }
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(130), "{err}");
+    // Exit 128 + the signal, as shells report it: 130 for SIGINT, 143 for SIGTERM.
+    assert_eq!(out.status.code(), Some(128 + signals[0]), "{err}");
     err
 }
 
@@ -1984,6 +1985,18 @@ fn every_manual_page_a_page_refers_to_exists() {
     let _turn = shared();
     let page = String::from_utf8(stdout(&["man", "cpuman", "simulate"])).unwrap();
     assert!(page.contains(".TH oslab-cpuman-simulate 1"), "{page}");
+    // The sections a manual page has beyond --help, and a footer that names oslab.
+    for section in [
+        ".SH EXAMPLES",
+        ".SH \"EXIT STATUS\"",
+        ".SH ENVIRONMENT",
+        "NO_COLOR",
+    ] {
+        assert!(page.contains(section), "{section}: {page}");
+    }
+    assert!(page.contains("\"oslab 0.1.0\""), "{page}");
+    let run = String::from_utf8(stdout(&["man", "run"])).unwrap();
+    assert!(run.contains("[\\fIPROBE\\-GLOB\\fR...]"), "{run}");
     let e = fails(&["man", "nope"], 2);
     assert!(e.contains("no manual page for `oslab nope`"), "{e}");
     let dir = tempfile::tempdir().unwrap();

@@ -243,7 +243,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         .get_output()
         .clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("collected 6 run(s)"), "{err}");
+    assert!(err.contains("collected 6 runs"), "{err}");
     assert!(
         err.contains("node dead failed: oslab run ended with signal 9"),
         "{err}"
@@ -259,7 +259,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         .get_output()
         .clone();
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("collected 0 run(s); 6 already in the store")
+        String::from_utf8_lossy(&out.stderr).contains("collected 0 runs; 6 already in the store")
     );
     let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(said["jobs"][0]["already"], 6, "{said}");

@@ -127,9 +127,9 @@ pub fn verdict_text(differences: &[f64], show: impl Fn(f64) -> String) -> String
         Some(v) => v.text(show),
         None if differences.is_empty() => "no pairs".into(),
         None => format!(
-            "{} ({} pair(s): ratio only, no interval; {MIN_PAIRS} or more pairs give one)",
+            "{} ({}: ratio only, no interval; {MIN_PAIRS} or more pairs give one)",
             show(crate::stats::mean_sd(differences).0),
-            differences.len()
+            crate::units::counted(differences.len(), "pair")
         ),
     }
 }

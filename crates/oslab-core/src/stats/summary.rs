@@ -70,6 +70,20 @@ impl Summary {
         }
     }
 
+    /// The interval relative to the median, by its farther end: `±0.4%`; `n=2 only` without
+    /// one (too few values for an interval). It reads the same at any scale (a narrow table's
+    /// interval column).
+    pub fn relative_interval_text(&self) -> String {
+        match self.interval() {
+            Some((lo, hi)) => {
+                let far = (hi - self.median).max(self.median - lo);
+                let share = far / self.median.abs().max(f64::MIN_POSITIVE);
+                format!("±{}", crate::units::percent(share))
+            }
+            None => format!("n={} only", self.n),
+        }
+    }
+
     /// Whether the figures can describe one sample set: all finite, at least one sample,
     /// min <= p25 <= median <= p75 <= max, the interval's ends in order, a spread >= 0. A
     /// summary from a file is checked before it is believed.

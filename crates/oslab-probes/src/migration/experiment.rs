@@ -360,7 +360,7 @@ fn variant_measurements(
         let rates: Vec<f64> = runs.iter().filter_map(|r| miss_rate(r, p)).collect();
         if !rates.is_empty() {
             let metric = format!("L2 miss rate phase{}", p + 1);
-            out.push(row(&metric, Unit::Ratio, &rates, None));
+            out.push(row(&metric, Unit::Share, &rates, None));
         }
     }
 }

@@ -480,7 +480,7 @@ fn summarise(
         ms.push(row("time", Unit::Ns, &|o| o.cost * 1e9, Some(what)));
         ms.push(row(
             "lock_fraction",
-            Unit::Ratio,
+            Unit::Share,
             &|o| o.lock_fraction,
             None,
         ));

@@ -373,7 +373,7 @@ impl WatchSummary {
             PROBE,
             base.clone(),
             "lock_fraction",
-            Unit::Ratio,
+            Unit::Share,
             &self.lock_fractions,
             Some(per_interval),
             Judge::Median,

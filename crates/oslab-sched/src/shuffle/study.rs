@@ -381,7 +381,7 @@ impl Study {
                     ),
                     (
                         "lock_fraction",
-                        Unit::Ratio,
+                        Unit::Share,
                         of(runs, |o| o.lock_fraction),
                         "time waiting for locks over thread time",
                     ),

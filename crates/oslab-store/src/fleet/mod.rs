@@ -185,9 +185,9 @@ impl Collected {
             .map(|(n, id)| format!("{n} (run {id})"))
             .collect();
         let mut out = vec![format!(
-            "job {}: collected {} run(s){}{}",
+            "job {}: collected {}{}{}",
             j.job,
-            new.len(),
+            oslab_core::units::counted(new.len(), "run"),
             if new.is_empty() {
                 String::new()
             } else {

@@ -24,6 +24,9 @@ pub struct Cli {
     /// Tables and text as wide as their content (default: they fit $COLUMNS, or the terminal).
     #[arg(long, global = true)]
     pub wide: bool,
+    /// The store (`--db`, `--db-timeout`): before or after the subcommand.
+    #[command(flatten)]
+    pub store: Location,
 }
 
 /// Subcommands.
@@ -97,14 +100,12 @@ pub enum Command {
     },
 }
 
-/// How a command prints what it did (text, or JSON for programs), and its store.
+/// How a command prints what it did: text, or JSON for programs.
 #[derive(Debug, Args, Clone)]
 pub struct Output {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    #[command(flatten)]
-    pub store: Location,
 }
 
 /// `oslab info`.

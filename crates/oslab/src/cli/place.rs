@@ -116,7 +116,7 @@ pub struct CpumanWorkloadArgs {
     /// Processors of the machine it is for (default: the cpus we may use here).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1048576))]
     pub cpus: Option<u64>,
-    /// Output file (default: stdout).
+    /// Output file (default, or `-`: standard output).
     #[arg(short, long, value_name = "FILE.swf")]
     pub output: Option<PathBuf>,
 }

@@ -3,7 +3,7 @@
 use super::Output;
 use clap::Args;
 use oslab_report::export::Format;
-use oslab_store::{Location, RunSet};
+use oslab_store::RunSet;
 use std::path::PathBuf;
 
 /// `oslab report`.
@@ -14,15 +14,13 @@ pub struct ReportArgs {
     /// baseline; HTML only).
     #[arg(value_name = "RUNS", default_value = "latest")]
     pub runs: Vec<RunSet>,
-    /// Output file (default: oslab-run-ID.html or .md; oslab-comparison.html for several).
+    /// Output file (default: oslab-run-ID.html or .md; oslab-comparison.html for several); `-`:
+    /// standard output (HTML only).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// html (one self-contained file) or md (Markdown with SVG charts beside it).
     #[arg(long, value_enum, default_value_t = Format::Html, value_parser = report_format)]
     pub format: Format,
-    /// The store.
-    #[command(flatten)]
-    pub store: Location,
 }
 
 /// The formats a report is written in.
@@ -64,7 +62,7 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// Run id, or 'latest'.
-    #[arg(value_name = "RUN")]
+    #[arg(value_name = "RUN", default_value = "latest")]
     pub run: String,
     /// The format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
@@ -72,12 +70,9 @@ pub struct ExportArgs {
     /// With --format csv: one row per sample (long format) instead of one per measurement.
     #[arg(long)]
     pub samples: bool,
-    /// Write to this file instead of standard output.
+    /// Write to this file instead of standard output (`-`: standard output).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// The store.
-    #[command(flatten)]
-    pub store: Location,
 }
 
 /// `oslab import`.
@@ -94,7 +89,7 @@ pub struct ImportArgs {
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// Run id, or 'latest'.
-    #[arg(value_name = "RUN")]
+    #[arg(value_name = "RUN", default_value = "latest")]
     pub run: String,
     /// Include raw samples in the JSON.
     #[arg(long, requires = "json")]

@@ -17,7 +17,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             ))
         }
     };
-    let store = args.out.store.open_to_read()?;
+    let store = super::store().open_to_read()?;
     let sides = Sides::load(&store, sets, &args.judging)?;
     let comparisons = sides.comparisons();
     if args.out.json {

@@ -25,7 +25,7 @@ pub fn export(mut args: ExportArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let run: RunRef = args.run.parse().map_err(usage)?;
-    let (_, files) = exported(&run, args.format, &args.store)?;
+    let (_, files) = exported(&run, args.format, super::store())?;
     write_files(&files, args.output.as_deref())
 }
 
@@ -58,7 +58,7 @@ pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<Exit
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     // Every file is read and validated before the store is touched: all or nothing.
     let docs = exchange::read_all(&args.files)?;
-    let mut store = args.out.store.open()?;
+    let mut store = super::store().open()?;
     let imported = exchange::import(&mut store, docs)?;
     imported
         .iter()

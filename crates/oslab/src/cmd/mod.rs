@@ -22,8 +22,20 @@ use crate::cli::{Cli, Command};
 use clap::CommandFactory;
 use std::process::ExitCode;
 
+/// The store every command uses (`--db`, `--db-timeout`, global options), set once by
+/// [`dispatch`].
+static STORE: std::sync::OnceLock<oslab_store::Location> = std::sync::OnceLock::new();
+
+/// The store the command line names (or the default one).
+pub fn store() -> &'static oslab_store::Location {
+    STORE
+        .get()
+        .expect("dispatch sets the store before any command runs")
+}
+
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let _ = STORE.set(cli.store);
     match cli.command {
         Command::Info(a) => info::run(a),
         Command::List(a) => list::run(a),
@@ -67,29 +79,10 @@ fn completed() -> clap::Command {
     })
 }
 
-/// Every manual page, each command's with its subcommands' after it: (file name, roff).
-fn man_pages() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
-    fn walk(cmd: clap::Command, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
-        let man = clap_mangen::Man::new(cmd.clone());
-        let mut page = Vec::new();
-        man.render(&mut page)?;
-        out.push((man.get_filename(), page));
-        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-            walk(sub.clone(), out)?;
-        }
-        Ok(())
-    }
-    let mut cmd = Cli::command().disable_help_subcommand(true);
-    cmd.build();
-    let mut out = Vec::new();
-    walk(cmd, &mut out)?;
-    Ok(out)
-}
-
 /// `oslab man`: one page to standard output (`path` names a subcommand), or every page into
 /// `dir` (written whole, as every output file).
 fn man(path: &[String], dir: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
-    let pages = man_pages()?;
+    let pages = crate::man::pages()?;
     if let Some(dir) = dir {
         if !dir.is_dir() {
             return Err(crate::error::usage(format!(
@@ -135,11 +128,12 @@ pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     print_raw(&serde_json::to_string_pretty(v)?)
 }
 
-/// Prints text for a person: control characters from outside text escaped
-/// ([`oslab_core::text::printable`]), wrapped as words to the terminal's width (`--wide`: not at
-/// all).
+/// Prints text for a person: every control character escaped but the colours of its tables
+/// ([`oslab_core::text::for_terminal`]: outside text was made printable where it entered a
+/// table, this guards the rest), lines wrapped as words to the terminal's width (`--wide`: not at
+/// all; a table already fits it, and its colours take no width).
 pub fn print_text(s: &str) -> anyhow::Result<()> {
-    let s = &oslab_core::text::printable(s);
+    let s = &oslab_core::text::for_terminal(s);
     match oslab_report::table::width() {
         Some(w) => print_raw(&oslab_core::text::wrap(s, w as usize)),
         None => print_raw(s),

@@ -22,7 +22,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             "several runs are reported on one HTML page: use --format html",
         ));
     }
-    let store = args.store.open_to_read()?;
+    let store = super::store().open_to_read()?;
     let sides = Sides::load(&store, args.runs.clone(), &Default::default())?;
     let comparisons = sides.comparisons();
     let page = oslab_report::html::comparison_report(&sides.drawn(), &comparisons);
@@ -37,6 +37,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         }],
         Some(&path),
     )?;
+    if oslab_report::export::is_stdout(&path) {
+        return Ok(ExitCode::SUCCESS);
+    }
     eprintln!(
         "report of {} written to {} (one self-contained file)",
         args.runs
@@ -50,7 +53,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn single(args: &ReportArgs, run: &oslab_store::RunRef) -> anyhow::Result<ExitCode> {
-    let (doc, files) = exported(run, args.format, &args.store)?;
+    let (doc, files) = exported(run, args.format, super::store())?;
     let ext = exporter(args.format).extension();
     let path = args.output.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
@@ -59,6 +62,9 @@ fn single(args: &ReportArgs, run: &oslab_store::RunRef) -> anyhow::Result<ExitCo
         ))
     });
     write_files(&files, Some(&path))?;
+    if oslab_report::export::is_stdout(&path) {
+        return Ok(ExitCode::SUCCESS);
+    }
     let charts = files
         .iter()
         .filter(|f| matches!(f.place, Place::Beside(_)))

@@ -85,13 +85,14 @@ fn plan(
         return Ok(ExitCode::SUCCESS);
     }
     let t = &session.machine.topology;
+    use oslab_core::units::counted;
     let seconds: f64 = planned.iter().map(|p| p.seconds).sum::<f64>() * f64::from(args.repeat);
     let head = format!(
-        "{} probes on {} cpus, {} socket(s), {} NUMA node(s), measuring on cpu {}: about {seconds:.0} s of measuring ({} s is the whole suite's target)",
-        probes.len(),
-        session.allowed.len(),
-        t.packages(),
-        t.nodes.len(),
+        "{} on {}, {}, {}, measuring on cpu {}: about {seconds:.0} s of measuring ({} s is the whole suite's target)",
+        counted(probes.len(), "probe"),
+        counted(session.allowed.len(), "cpu"),
+        counted(t.packages(), "socket"),
+        counted(t.nodes.len(), "NUMA node"),
         session.cpu,
         harness.config.suite_target.as_secs()
     );

@@ -69,7 +69,7 @@ impl RecordedSession {
         out: &Output,
     ) -> anyhow::Result<RecordedSession> {
         let inner = machine_session(quick, cpu, peer)?;
-        let recorder = Recorder::new(out.store.open()?, program(), quick);
+        let recorder = Recorder::new(super::store().open()?, program(), quick);
         signals::install();
         Ok(RecordedSession {
             inner,
@@ -130,7 +130,7 @@ impl RecordedSession {
     }
 
     /// Saves, prints (table or JSON, with `extra` text after the table) and returns the exit
-    /// code: 130 when interrupted. Results are printed even when they could not be stored.
+    /// code: 128 + the signal when interrupted (130, 143). Results are printed even when they could not be stored.
     pub fn finish(
         &mut self,
         measurements: &[Measurement],
@@ -183,7 +183,7 @@ impl RecordedSession {
         );
         if interrupted {
             eprintln!("interrupted: run {id} holds what completed and is marked 'interrupted'");
-            return Ok(ExitCode::from(130));
+            return Ok(ExitCode::from(oslab_core::signals::exit_status()));
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -35,7 +35,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
 /// `oslab shuffle simulate`: the study on a simulated machine, stored as a run.
 fn simulate(mut a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
     if let Some(r) = a.request.profile.clone() {
-        let store = a.out.store.open_to_read()?;
+        let store = super::store().open_to_read()?;
         let run: RunRef = r.parse().map_err(usage)?;
         let id = store.load_run(&run)?.0.id.unwrap_or_default();
         let profile = Profile::from_timeline(&store.load_timeline(&run)?)

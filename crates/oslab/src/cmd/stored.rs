@@ -9,7 +9,7 @@ use oslab_store::RunRef;
 use std::process::ExitCode;
 
 pub fn runs(out: Output) -> anyhow::Result<ExitCode> {
-    let store = out.store.open_to_read()?;
+    let store = super::store().open_to_read()?;
     let runs = store.runs()?;
     if out.json {
         print_json(&runs)?;
@@ -26,7 +26,7 @@ pub fn runs(out: Output) -> anyhow::Result<ExitCode> {
 
 pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let run: RunRef = args.run.parse().map_err(usage)?;
-    let store = args.out.store.open_to_read()?;
+    let store = super::store().open_to_read()?;
     let (record, mut ms) = store.load_run(&run)?;
     // A run stored by an older oslab is held to today's contract too.
     ms.iter_mut().for_each(Measurement::check_possible);

@@ -51,7 +51,7 @@ fn speedups(run: Option<&str>, store: &Location) -> anyhow::Result<Speedups> {
 
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let r = &a.request;
-    let speedups = speedups(r.speedups.as_deref(), &a.out.store)?;
+    let speedups = speedups(r.speedups.as_deref(), super::store())?;
     eprintln!("{}", speedups.describe());
     let mut session = RecordedSession::open(true, None, None, &a.out)?;
     let (cpus, from) = r.cpus().map_err(usage)?;
@@ -87,7 +87,11 @@ fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
     let jobs = workload::generate(&g).map_err(usage)?;
     let mut bytes = Vec::new();
     swf::write(&mut bytes, cpus, &workload::note(&g), &jobs)?;
-    match &a.output {
+    match a
+        .output
+        .as_deref()
+        .filter(|p| !oslab_report::export::is_stdout(p))
+    {
         Some(path) => {
             write_whole(path, &bytes)?;
             eprintln!("{} jobs written to {}", jobs.len(), path.display());
@@ -106,7 +110,7 @@ fn job_process(a: CpumanJobArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare(a: CpumanCompareArgs) -> anyhow::Result<ExitCode> {
-    let store = a.out.store.open_to_read()?;
+    let store = super::store().open_to_read()?;
     let mut runs = Vec::new();
     let loaded = a
         .runs

@@ -17,7 +17,7 @@ pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {
                 .collect::<Result<Vec<_>, _>>()
         })
         .map_err(|e| anyhow::anyhow!("{e}\nNothing was collected."))?;
-    let mut store = args.out.store.open()?;
+    let mut store = crate::cmd::store().open()?;
     let mut collected = Vec::new();
     for j in jobs {
         let c = fleet::collect(&mut store, &j)?;

@@ -52,7 +52,7 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         while slurm::in_queue(&job) {
             if signals::interrupted() {
                 eprintln!("stopped waiting; job {job} keeps running (scancel {job} stops it)");
-                return Ok(ExitCode::from(130));
+                return Ok(ExitCode::from(oslab_core::signals::exit_status()));
             }
             std::thread::sleep(Duration::from_millis(500));
         }

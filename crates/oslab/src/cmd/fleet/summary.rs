@@ -7,7 +7,7 @@ use oslab_store::fleet::{self, summarize};
 use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
-    let store = args.out.store.open_to_read()?;
+    let store = crate::cmd::store().open_to_read()?;
     let runs = fleet::node_runs(&store, &args.job)?;
     if runs.is_empty() {
         return Err(usage(format!(

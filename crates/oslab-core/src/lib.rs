@@ -43,6 +43,7 @@ pub mod paths;
 pub mod pending;
 pub mod perf;
 pub mod placement;
+pub mod relations;
 pub mod signals;
 pub mod stats;
 pub mod text;

@@ -435,16 +435,23 @@ fn ping_pong(
     Ok(out)
 }
 
+/// Where a new thread writes the time it first ran, read on the creator's clock: both ends of
+/// an interval come from one clock (a raw TSC stamp against a nanosecond one read 313 s).
+struct Stamp<'a> {
+    slot: &'a AtomicU64,
+    clock: &'a oslab_core::Clock,
+}
+
 extern "C" fn stamp_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
-    // SAFETY: arg points at the AtomicU64 the creator keeps alive until join.
-    let slot = unsafe { &*(arg as *const AtomicU64) };
-    slot.store(oslab_core::clock::arch::read_start(), Ordering::SeqCst);
+    // SAFETY: arg points at the Stamp the creator keeps alive until join.
+    let stamp = unsafe { &*(arg as *const Stamp) };
+    stamp.slot.store(stamp.clock.start(), Ordering::SeqCst);
     std::ptr::null_mut()
 }
 
-/// The one-shot method: after fork (or pthread_create) returns, the parent reads the TSC and blocks
-/// in wait (join); the child's first act is reading the TSC. Samples where the child ran first
-/// (negative interval) are dropped and counted.
+/// The one-shot method: after fork (or pthread_create) returns, the parent reads the clock and
+/// blocks in wait (join); the child's first act is reading the same clock. Samples where the
+/// child ran first (negative interval) are dropped and counted.
 fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let _class = normal_class()?;
     let page = SharedPage::new()?;
@@ -454,7 +461,7 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         // SAFETY: the child only reads the counter, stores to shared memory and exits.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            slot.store(oslab_core::clock::arch::read_start(), Ordering::SeqCst);
+            slot.store(clock.start(), Ordering::SeqCst);
             // SAFETY: async-signal-safe.
             unsafe { libc::_exit(0) };
         }
@@ -472,8 +479,12 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         thread_slot.store(0, Ordering::SeqCst);
         // SAFETY: pthread_t is plain data.
         let mut tid: libc::pthread_t = unsafe { std::mem::zeroed() };
-        let arg = &thread_slot as *const AtomicU64 as *mut libc::c_void;
-        // SAFETY: the slot outlives the thread (joined below).
+        let stamp = Stamp {
+            slot: &thread_slot,
+            clock,
+        };
+        let arg = &stamp as *const Stamp as *mut libc::c_void;
+        // SAFETY: the stamp outlives the thread (joined below).
         let rc = unsafe { libc::pthread_create(&mut tid, std::ptr::null(), stamp_thread, arg) };
         let t0 = clock.start();
         if rc != 0 {

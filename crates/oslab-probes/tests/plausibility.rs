@@ -113,7 +113,10 @@ fn assert_range(ms: &[Measurement], metric: &str, lo: f64, hi: f64) {
 #[test]
 fn timer_reads_cost_nanoseconds() {
     let ms = run("timer");
-    assert_eq!(ms.len(), 6);
+    // Six timers; on a busy machine the retries add enough core-speed checks for the two host
+    // rows (runner::HOST_MIN_CHECKS) too.
+    let timers = ms.iter().filter(|m| m.probe != runner::HOST).count();
+    assert_eq!(timers, 6, "{ms:?}");
     assert_range(&ms, "per_read", 1.0, 100_000.0);
     // The vDSO never enters the kernel; the raw syscall always does.
     let median = |id: &str| {
@@ -235,6 +238,31 @@ fn context_switches_take_between_100ns_and_1ms() {
     let oneshot = run("switch.oneshot");
     assert_eq!(oneshot.len(), 2);
     assert_range(&oneshot, "switch", 100.0, 50_000_000.0);
+}
+
+/// Where the TSC cannot be trusted the harness times with CLOCK_MONOTONIC_RAW: every interval's
+/// two ends come from that clock (a child's raw TSC stamp against the parent's nanoseconds once
+/// read a switch of 313 s).
+#[test]
+fn the_fallback_clock_times_every_interval_on_itself() {
+    let _turn = serial();
+    let ms = std::thread::spawn(|| {
+        let session = Session::open(true, None, None).unwrap();
+        let _placed = session.place(true).unwrap();
+        let mut cfg = HarnessConfig::quick();
+        cfg.budget = Duration::from_millis(40);
+        cfg.min_samples = 10;
+        let clock = oslab_core::Clock::monotonic("a test of the fallback".into(), false);
+        let harness = oslab_probes::Harness::new(clock, cfg);
+        let options = Options::default();
+        let cx = session.context(&harness, &options);
+        let probes = registry::select(&["switch.oneshot".to_string()]).unwrap();
+        runner::run(&probes, 1, &cx, &mut runner::Silent).measurements
+    })
+    .join()
+    .unwrap();
+    assert_eq!(ms.len(), 2);
+    assert_range(&ms, "switch", 100.0, 50_000_000.0);
 }
 
 #[test]

@@ -26,6 +26,8 @@ pub struct RecordedSession {
     json: bool,
     /// Print every row (`--details`), not the first view.
     details: bool,
+    /// When the command began: no operation it times can last longer.
+    started: std::time::Instant,
 }
 
 impl std::ops::Deref for RecordedSession {
@@ -78,6 +80,7 @@ impl RecordedSession {
             simulated: false,
             json: out.json,
             details: false,
+            started: std::time::Instant::now(),
         })
     }
 
@@ -143,6 +146,8 @@ impl RecordedSession {
         measurements
             .iter_mut()
             .for_each(Measurement::check_possible);
+        let wall_ns = self.started.elapsed().as_secs_f64() * 1e9;
+        oslab_core::relations::check(&mut measurements, Some(wall_ns));
         if machine.fingerprint.emulated_cpu() {
             measurements.iter_mut().for_each(Measurement::mark_emulated);
         }

@@ -30,6 +30,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let (record, mut ms) = store.load_run(&run)?;
     // A run stored by an older oslab is held to today's contract too.
     ms.iter_mut().for_each(Measurement::check_possible);
+    oslab_core::relations::check(&mut ms, Some(record.wall_s * 1e9));
     if !args.samples {
         ms.iter_mut().for_each(|m| m.samples = None);
     }

@@ -1,0 +1,410 @@
+//! The relations a machine's figures obey across each other, checked after every run and on
+//! `show`: a figure that breaks one measured something other than what its name says (a chase
+//! that ran from a cache, a stamp from another clock), so it is a failure with the relation in
+//! its reason, never a number and never merely noisy. docs/relations.md lists them.
+//!
+//! A relation is broken only beyond doubt: the two figures' intervals lie apart, on the wrong
+//! side, by more than [`MARGIN`] (two honest figures that merely overlap are left alone).
+
+use crate::model::{Measurement, Status, Unit};
+
+/// How far beyond the other figure's interval one must lie to break a relation: different
+/// methods (a chunked chase against a random one) differ by this much honestly.
+pub const MARGIN: f64 = 0.10;
+
+/// One relation, for the documentation and the tests.
+pub struct Relation {
+    /// Its name, as a failure's reason quotes it.
+    pub name: &'static str,
+    /// Why the machine obeys it.
+    pub why: &'static str,
+}
+
+/// Every relation, in the order they are checked.
+pub const RELATIONS: &[Relation] = &[
+    Relation {
+        name: "each cache level no faster than the one before it",
+        why: "a load that misses a level goes on to the next: L1 <= L2 <= L3 <= memory latency",
+    },
+    Relation {
+        name: "loaded latency no lower than idle memory latency",
+        why: "traffic from other cpus only queues a load behind theirs; a loaded chase faster than the idle one ran from a cache",
+    },
+    Relation {
+        name: "a process switch no cheaper than a thread switch",
+        why: "switching processes is switching threads plus an address-space change (same mechanism, same placement)",
+    },
+    Relation {
+        name: "fork and exec no cheaper than fork",
+        why: "fork+exec does a fork's work and then an exec's",
+    },
+    Relation {
+        name: "memory bandwidth no higher than the memory's peak",
+        why: "the bus cannot move more than channels x rate x width; more came from a cache",
+    },
+    Relation {
+        name: "one operation no longer than the run",
+        why: "a per-operation time longer than the whole run was timed with two clocks, or not at all",
+    },
+];
+
+/// Marks every figure of `ms` that breaks a relation as failed, with the relation and both
+/// figures in its reason; each repetition of a run is checked on its own. `wall_ns` is how long
+/// the run took, when known.
+pub fn check(ms: &mut [Measurement], wall_ns: Option<f64>) {
+    let mut repetitions: Vec<u32> = ms.iter().map(|m| m.repetition).collect();
+    repetitions.sort_unstable();
+    repetitions.dedup();
+    for r in repetitions {
+        let at: Vec<usize> = (0..ms.len()).filter(|&i| ms[i].repetition == r).collect();
+        let one: Vec<Measurement> = at.iter().map(|&i| ms[i].clone()).collect();
+        let mut broken: Vec<(usize, String)> = Vec::new();
+        levels(&one, &mut broken);
+        loaded(&one, &mut broken);
+        switches(&one, &mut broken);
+        fork_exec(&one, &mut broken);
+        peak(&one, &mut broken);
+        if let Some(wall) = wall_ns {
+            longer_than_run(&one, wall, &mut broken);
+        }
+        for (i, why) in broken {
+            let m = &mut ms[at[i]];
+            if m.status.has_value() {
+                m.status = Status::Failed(why);
+            }
+        }
+    }
+}
+
+/// A figure's interval (low, median, high), when it has a value.
+fn interval(m: &Measurement) -> Option<(f64, f64, f64)> {
+    let s = m.summary.as_ref().filter(|_| m.status.has_value())?;
+    Some((s.ci_low.min(s.median), s.median, s.ci_high.max(s.median)))
+}
+
+/// A parameter as text (strings without their quotes).
+fn param(m: &Measurement, key: &str) -> String {
+    match m.params.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => String::new(),
+    }
+}
+
+/// Whether `low` is clearly below `high`'s interval: beyond doubt, `low` < `high` does not hold
+/// the other way round. Used as: the figure that should be larger lies clearly below.
+fn clearly_below(smaller: &Measurement, larger: &Measurement) -> bool {
+    match (interval(smaller), interval(larger)) {
+        (Some((_, _, hi)), Some((lo, _, _))) => hi * (1.0 + MARGIN) < lo,
+        _ => false,
+    }
+}
+
+/// The reason a figure breaks `relation`: its value against the other's.
+fn reason(relation: usize, this: &Measurement, other: &Measurement, other_name: &str) -> String {
+    let shown = |m: &Measurement| {
+        m.summary
+            .as_ref()
+            .map_or_else(String::new, |s| crate::units::value(s.median, m.unit))
+    };
+    format!(
+        "impossible: breaks '{}': {} against {other_name} {}",
+        RELATIONS[relation].name,
+        shown(this),
+        shown(other)
+    )
+}
+
+fn find<'a>(
+    ms: &'a [Measurement],
+    probe: &str,
+    metric: &str,
+    keep: impl Fn(&Measurement) -> bool,
+) -> impl Iterator<Item = (usize, &'a Measurement)> {
+    let (probe, metric) = (probe.to_string(), metric.to_string());
+    ms.iter()
+        .enumerate()
+        .filter(move |(_, m)| m.probe == probe && m.metric == metric && interval(m).is_some())
+        .filter(move |(_, m)| keep(m))
+}
+
+/// The chunked chase's level latencies, in the order a load meets them.
+fn level_latencies(ms: &[Measurement]) -> Vec<(usize, &Measurement)> {
+    let order = |m: &Measurement| match param(m, "level").as_str() {
+        "L1" => Some(1),
+        "L2" => Some(2),
+        "L3" => Some(3),
+        "memory" => Some(9),
+        _ => None,
+    };
+    let mut levels: Vec<(usize, &Measurement)> =
+        find(ms, "memory.latency.chunk", "level_latency", |m| {
+            order(m).is_some()
+        })
+        .collect();
+    levels.sort_by_key(|(_, m)| order(m));
+    levels
+}
+
+fn levels(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+    let levels = level_latencies(ms);
+    for pair in levels.windows(2) {
+        let ((_, nearer), (i, farther)) = (pair[0], pair[1]);
+        if clearly_below(farther, nearer) {
+            let name = format!("{} latency", param(nearer, "level"));
+            broken.push((i, reason(0, farther, nearer, &name)));
+        }
+    }
+}
+
+fn loaded(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+    let levels = level_latencies(ms);
+    let Some((_, idle)) = levels.iter().find(|(_, m)| param(m, "level") == "memory") else {
+        return;
+    };
+    for (i, m) in find(ms, "memory.latency.loaded", "per_load", |_| true) {
+        if clearly_below(m, idle) {
+            broken.push((i, reason(1, m, idle, "idle memory latency")));
+        }
+    }
+}
+
+fn switches(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+    for mechanism in ["pipe", "futex", "eventfd"] {
+        let process = format!("switch.process.{mechanism}");
+        let thread = format!("switch.thread.{mechanism}");
+        for (i, p) in find(ms, &process, "switch", |_| true) {
+            let same = |t: &Measurement| param(t, "placement") == param(p, "placement");
+            if let Some((_, t)) = find(ms, &thread, "switch", same).next() {
+                if clearly_below(p, t) {
+                    broken.push((i, reason(2, p, t, &thread)));
+                }
+            }
+        }
+    }
+}
+
+fn fork_exec(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+    for (i, both) in find(ms, "task.fork-exec", "round_trip", |_| true) {
+        let same = |f: &Measurement| param(f, "touched_mib") == param(both, "touched_mib");
+        if let Some((_, fork)) = find(ms, "task.fork", "round_trip", same).next() {
+            if clearly_below(both, fork) {
+                broken.push((i, reason(3, both, fork, "task.fork")));
+            }
+        }
+    }
+}
+
+/// The memory's peak a bandwidth row's model read (an input of its prediction), when known.
+fn peak_gbps(m: &Measurement) -> Option<f64> {
+    m.prediction.as_ref()?.inputs.get("peak_gbps")?.as_f64()
+}
+
+fn peak(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+    let memory = [
+        "bandwidth.stream",
+        "bandwidth.threads",
+        "bandwidth.mix",
+        "numa.matrix",
+    ];
+    for (i, m) in ms.iter().enumerate() {
+        if !memory.contains(&m.probe.as_str()) || m.unit != Unit::GBps {
+            continue;
+        }
+        let (Some((lo, median, _)), Some(peak)) = (interval(m), peak_gbps(m)) else {
+            continue;
+        };
+        if lo > peak * (1.0 + MARGIN) {
+            broken.push((
+                i,
+                format!(
+                    "impossible: breaks '{}': {median:.2} GB/s against a peak of {peak:.2} GB/s (the arrays were partly in a cache)",
+                    RELATIONS[4].name
+                ),
+            ));
+        }
+    }
+}
+
+fn longer_than_run(ms: &[Measurement], wall_ns: f64, broken: &mut Vec<(usize, String)>) {
+    for (i, m) in ms.iter().enumerate() {
+        let Some((_, median, _)) = interval(m).filter(|_| m.unit == Unit::Ns) else {
+            continue;
+        };
+        if median > wall_ns {
+            broken.push((
+                i,
+                format!(
+                    "impossible: breaks '{}': {} for one operation in a run of {}",
+                    RELATIONS[5].name,
+                    crate::units::value(median, Unit::Ns),
+                    crate::units::value(wall_ns, Unit::Ns)
+                ),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params;
+    use crate::stats::Summary;
+
+    fn m(
+        probe: &str,
+        metric: &str,
+        params: serde_json::Map<String, serde_json::Value>,
+        v: f64,
+    ) -> Measurement {
+        let mut m = Measurement::not_taken(probe, params, metric, Unit::Ns, Status::Ok);
+        m.summary = Summary::new(&[v * 0.99, v, v * 1.01, v, v]);
+        m
+    }
+
+    fn failed(ms: &[Measurement]) -> Vec<(String, String)> {
+        ms.iter()
+            .filter_map(|m| match &m.status {
+                Status::Failed(why) => Some((m.probe.clone(), why.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn level(name: &str, v: f64) -> Measurement {
+        m(
+            "memory.latency.chunk",
+            "level_latency",
+            params! {"level" => name},
+            v,
+        )
+    }
+
+    #[test]
+    fn an_honest_run_breaks_nothing() {
+        let mut ms = vec![
+            level("L1", 1.2),
+            level("L2", 4.4),
+            level("L3", 11.0),
+            level("memory", 140.0),
+            m(
+                "memory.latency.loaded",
+                "per_load",
+                params! {"traffic" => "read"},
+                150.0,
+            ),
+            // Within the margin of idle: two methods, honestly close.
+            m(
+                "memory.latency.loaded",
+                "per_load",
+                params! {"traffic" => "none"},
+                132.0,
+            ),
+            m(
+                "switch.thread.pipe",
+                "switch",
+                params! {"placement" => "same-cpu"},
+                550.0,
+            ),
+            m(
+                "switch.process.pipe",
+                "switch",
+                params! {"placement" => "same-cpu"},
+                690.0,
+            ),
+            m("task.fork", "round_trip", params! {}, 26_000.0),
+            m("task.fork-exec", "round_trip", params! {}, 28_000.0),
+        ];
+        check(&mut ms, Some(15e9));
+        assert_eq!(failed(&ms), vec![]);
+    }
+
+    #[test]
+    fn each_relation_broken_fails_the_figure_that_breaks_it_with_the_relation() {
+        let gbps = |probe: &str, v: f64, peak: f64| {
+            let mut b = m(probe, "bandwidth", params! {"kernel" => "read"}, v);
+            b.unit = Unit::GBps;
+            let mut inputs = serde_json::Map::new();
+            inputs.insert("peak_gbps".into(), peak.into());
+            let p = crate::model::Prediction::new(peak, "memory peak", inputs);
+            b.prediction = Some(p);
+            b
+        };
+        let cases: Vec<(Vec<Measurement>, &str, usize)> = vec![
+            (
+                vec![level("L1", 1.2), level("L2", 0.6)],
+                "memory.latency.chunk",
+                0,
+            ),
+            (
+                vec![level("L3", 11.0), level("memory", 9.0)],
+                "memory.latency.chunk",
+                0,
+            ),
+            (
+                vec![
+                    level("memory", 136.8),
+                    m(
+                        "memory.latency.loaded",
+                        "per_load",
+                        params! {"traffic" => "read"},
+                        14.09,
+                    ),
+                ],
+                "memory.latency.loaded",
+                1,
+            ),
+            (
+                vec![
+                    m(
+                        "switch.thread.futex",
+                        "switch",
+                        params! {"placement" => "same-cpu"},
+                        4200.0,
+                    ),
+                    m(
+                        "switch.process.futex",
+                        "switch",
+                        params! {"placement" => "same-cpu"},
+                        1700.0,
+                    ),
+                ],
+                "switch.process.futex",
+                2,
+            ),
+            (
+                vec![
+                    m("task.fork", "round_trip", params! {}, 60_000.0),
+                    m("task.fork-exec", "round_trip", params! {}, 20_000.0),
+                ],
+                "task.fork-exec",
+                3,
+            ),
+            (
+                vec![gbps("bandwidth.stream", 85.0, 51.2)],
+                "bandwidth.stream",
+                4,
+            ),
+            (
+                vec![m("switch.oneshot", "switch", params! {}, 313.7e9)],
+                "switch.oneshot",
+                5,
+            ),
+        ];
+        for (mut ms, probe, relation) in cases {
+            check(&mut ms, Some(60e9));
+            let failed = failed(&ms);
+            assert_eq!(failed.len(), 1, "{probe}: {failed:?}");
+            assert_eq!(failed[0].0, probe);
+            assert!(
+                failed[0].1.contains(RELATIONS[relation].name),
+                "{probe}: {}",
+                failed[0].1
+            );
+        }
+        // Beside a peak it does not reach, bandwidth is left alone.
+        let mut ok = vec![gbps("bandwidth.stream", 40.0, 51.2)];
+        check(&mut ok, None);
+        assert_eq!(failed(&ok), vec![]);
+    }
+}

@@ -226,7 +226,7 @@ pub fn notes(ms: &[Measurement]) -> String {
         .collect();
     match marked.first() {
         Some(level) => format!(
-            "* {level}: partly the cache's bandwidth, not the memory's (the default suite's arrays are large enough)\n"
+            "* {level}: partly the cache's bandwidth, not the memory's alone (`oslab show --details` gives the arrays' size)\n"
         ),
         None => String::new(),
     }

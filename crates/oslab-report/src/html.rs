@@ -288,6 +288,17 @@ fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> String {
 }
 
 fn metadata(r: &RunRecord) -> String {
+    let mut h = String::from("<table class=\"meta\">\n");
+    for (k, v) in metadata_rows(r) {
+        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(&v));
+    }
+    h.push_str("</table>\n");
+    h
+}
+
+/// The run and its machine, a row each: when, what, which oslab, the cpu, caches, nodes, kernel,
+/// clock (the HTML and Markdown reports' machine summary).
+fn metadata_rows(r: &RunRecord) -> Vec<(&'static str, String)> {
     let fp = &r.fingerprint;
     let field = |k: &str| match fp.get(k) {
         Some(serde_json::Value::String(s)) => s.clone(),
@@ -353,12 +364,7 @@ fn metadata(r: &RunRecord) -> String {
                 }),
         ),
     ];
-    let mut h = String::from("<table class=\"meta\">\n");
-    for (k, v) in rows {
-        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(&v));
-    }
-    h.push_str("</table>\n");
-    h
+    rows.to_vec()
 }
 
 fn warnings(r: &RunRecord) -> String {
@@ -1153,6 +1159,21 @@ pub fn markdown(
         record.started,
         record.wall_s
     );
+    // The order of the HTML report: headline, machine, families, the model last.
+    if let Some(t) = crate::headline::table(ms) {
+        md.push_str("## headline\n\n");
+        md.push_str(&md_table(&t));
+        let notes = crate::headline::notes(ms);
+        if !notes.is_empty() {
+            let _ = writeln!(md, "\n{}", md_text(notes.trim_end()));
+        }
+        md.push('\n');
+    }
+    md.push_str("## machine\n\n| | |\n|---|---|\n");
+    for (k, v) in metadata_rows(record) {
+        let _ = writeln!(md, "| {} | {} |", md_text(k), md_text(&v));
+    }
+    md.push('\n');
     if let Ok(env) = serde_json::from_value::<Environment>(record.environment.clone()) {
         for w in &env.warnings {
             let _ = writeln!(
@@ -1215,13 +1236,34 @@ pub fn markdown(
         md.push_str("## timeline\n\n");
         add(&mut md, f);
     }
+    if let Some(model) = crate::model_view::markdown(ms) {
+        md.push_str("## model vs measured\n\n");
+        md.push_str(&model);
+    }
     (md, files)
+}
+
+/// A table of [`oslab_core::text`] as a Markdown table (numbers aligned right).
+fn md_table(t: &oslab_core::text::Table) -> String {
+    let line = |cells: &[String]| {
+        let shown: Vec<String> = cells.iter().map(|c| md_text(c)).collect();
+        format!("| {} |\n", shown.join(" | "))
+    };
+    let mut md = line(&t.header);
+    let rule: Vec<&str> = (0..t.header.len())
+        .map(|c| if t.numeric.contains(&c) { "--:" } else { "---" })
+        .collect();
+    let _ = writeln!(md, "|{}|", rule.join("|"));
+    for r in &t.rows {
+        md.push_str(&line(r));
+    }
+    md
 }
 
 /// Text safe inside a Markdown table cell or paragraph.
 /// Text that Markdown shows as text: one line, every character with a meaning in CommonMark
 /// (emphasis, links, code, tables, raw HTML, entities) escaped.
-fn md_text(s: &str) -> String {
+pub(crate) fn md_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -101,6 +101,89 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
     Some(h)
 }
 
+/// The view as Markdown: a table per family (measurement, predicted, measured, their ratio,
+/// the analysis), a sweep in one row; None when no measurement has a value.
+pub fn markdown(ms: &[Measurement]) -> Option<String> {
+    use crate::html::md_text;
+    let measured: Vec<&Measurement> = ms.iter().filter(|m| m.status.has_value()).collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let mut md = String::new();
+    let mut families: Vec<&str> = ORDER.to_vec();
+    for m in &measured {
+        if !families.contains(&family(m)) {
+            families.push(family(m));
+        }
+    }
+    for fam in families {
+        let rows: Vec<&Measurement> = measured
+            .iter()
+            .copied()
+            .filter(|m| family(m) == fam)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "### {}\n\n| measurement | predicted | measured | measured / predicted | analysis |\n|---|--:|--:|--:|---|",
+            md_text(fam)
+        );
+        let mut done: Vec<(&str, &str)> = Vec::new();
+        for m in &rows {
+            let key = (m.probe.as_str(), m.metric.as_str());
+            let group: Vec<&Measurement> = rows
+                .iter()
+                .copied()
+                .filter(|r| (r.probe.as_str(), r.metric.as_str()) == key)
+                .collect();
+            if group.len() > SWEEP {
+                if done.contains(&key) {
+                    continue;
+                }
+                done.push(key);
+                let mut ratios: Vec<f64> = group.iter().filter_map(|m| m.efficiency()).collect();
+                ratios.sort_by(f64::total_cmp);
+                let spread = match (ratios.first(), ratios.last()) {
+                    (Some(lo), Some(hi)) => format!("{lo:.2}x to {hi:.2}x"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    md,
+                    "| {} {} ({} points: drawn with its model) | {} predicted | {} | {spread} | |",
+                    md_text(&m.probe),
+                    md_text(&m.metric),
+                    group.len(),
+                    ratios.len(),
+                    group.len()
+                );
+                continue;
+            }
+            let Some(s) = &m.summary else { continue };
+            let (div, sym) = scale_for(m.unit, s.median);
+            let (pred, analysis) = match &m.prediction {
+                Some(p) => (
+                    format!("{} {sym}", num(p.value / div)),
+                    p.gap.clone().unwrap_or_else(|| "within 2x".into()),
+                ),
+                None => ("no model".into(), m.no_model.clone().unwrap_or_default()),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} {sym} | {} | {} |",
+                md_text(&format!("{} {} {}", m.probe, m.params_text(), m.metric)),
+                md_text(&pred),
+                num(s.median / div),
+                md_text(&crate::table::versus(m)),
+                md_text(&analysis)
+            );
+        }
+        md.push('\n');
+    }
+    Some(md)
+}
+
 fn family(m: &Measurement) -> &str {
     m.probe.split('.').next().unwrap_or(&m.probe)
 }

@@ -195,7 +195,15 @@ fn markdown_report_writes_its_charts_beside_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
-    oslab(&["run", "--quick", "call", "--db", db]);
+    oslab(&[
+        "run",
+        "--quick",
+        "call",
+        "timer",
+        "syscall.getppid",
+        "--db",
+        db,
+    ]);
     let out = dir.path().join("report.md");
     oslab(&[
         "report",
@@ -209,6 +217,15 @@ fn markdown_report_writes_its_charts_beside_it() {
     ]);
     let md = std::fs::read_to_string(&out).unwrap();
     assert!(md.contains("## call") && md.contains("| probe | params |"));
+    // The order of the HTML report: headline, machine, the families, the model last.
+    let at = |heading: &str| {
+        md.find(heading)
+            .unwrap_or_else(|| panic!("{heading}: {md}"))
+    };
+    assert!(at("## headline") < at("## machine"));
+    assert!(at("## machine") < at("## call"));
+    assert!(at("## call") < at("## model vs measured"));
+    assert!(md.contains("| system call \\(getppid\\) |"), "{md}");
     let figure = md.lines().find_map(|l| l.strip_prefix("![")).unwrap();
     let name = figure.split("](").nth(1).unwrap().trim_end_matches(')');
     let svg = std::fs::read_to_string(dir.path().join(name)).unwrap();

@@ -237,8 +237,14 @@ mod tests {
         // 0.047 for 3 against 3), and identical sides are no difference at all.
         let tied = mann_whitney_p(&[1.0, 1.0, 2.0], &[3.0, 4.0, 4.0]).unwrap();
         assert!((tied - 0.1).abs() < 1e-12, "{tied}");
-        assert_eq!(mann_whitney_p(&[5.0, 5.0, 5.0], &[5.0, 5.0, 5.0]), Some(1.0));
-        assert_eq!(mann_whitney_p(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]), Some(1.0));
+        assert_eq!(
+            mann_whitney_p(&[5.0, 5.0, 5.0], &[5.0, 5.0, 5.0]),
+            Some(1.0)
+        );
+        assert_eq!(
+            mann_whitney_p(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]),
+            Some(1.0)
+        );
         // Every split of few values: no p below 2 / C(n, n1).
         for (a, b) in [
             (vec![1.0, 1.0, 1.0], vec![2.0, 2.0, 2.0]),

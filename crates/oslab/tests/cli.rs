@@ -2030,7 +2030,14 @@ fn importing_an_export_of_a_stored_run_stores_nothing() {
     let (dir, db) = temp_db();
     let db = db.to_str().unwrap();
     oslab()
-        .args(["run", "--quick", "timer.rdtsc", "syscall.getppid", "--db", db])
+        .args([
+            "run",
+            "--quick",
+            "timer.rdtsc",
+            "syscall.getppid",
+            "--db",
+            db,
+        ])
         .assert()
         .success();
     let file = dir.path().join("run.json");

@@ -93,7 +93,9 @@ fn run(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         ));
     }
     let quick = quick(cx);
-    let size = (cx.memory_budget() / 2).clamp(16 << 20, 256 << 20);
+    // The idle chase's memory: loaded latency is compared with idle, so both chase the same
+    // working set (a 32 MiB chase read 99 ns loaded beside 140 ns idle from 256 MiB).
+    let size = crate::memory::idle_chase_bytes(cx);
     let mut chain = Chain::spaced(
         Buffer::new(size, Pages::Small)?,
         Order::Chunk,

@@ -473,22 +473,29 @@ fn claim_note(level: u8, claimed: u64, last_in: usize, first_out: usize) -> Stri
     }
 }
 
-/// Idle memory latency with the prefetchers defeated (see the module docs), over a working set
-/// far beyond the last-level cache: 16 times the largest claimed cache, at least 256 MiB and at
-/// most 1 GiB (256 MiB with `--quick`), within half the memory available.
-fn idle_latency(cx: &Context, id: &str) -> Result<Measurement, ProbeError> {
+/// The working set of the idle-latency chase (and of the loaded one, which must chase the same
+/// memory to be compared with it): 16x the last-level cache sysfs claims, at least 256 MiB, at
+/// most 1 GiB (256 MiB with `--quick`: the set is built in a second), within half the memory
+/// available.
+pub fn idle_chase_bytes(cx: &Context) -> usize {
     let llc = cx.cache_sizes().into_iter().max().unwrap_or(0) as usize;
     let available = crate::buffer::available_memory().map_or(usize::MAX, |a| a as usize / 2);
-    // `--quick` (a memory budget under 256 MiB) stops at 256 MiB: the set is built in a second.
     let most = if cx.harness.config.memory_max < (256 << 20) {
         256 << 20
     } else {
         1 << 30
     };
-    let size = (16 * llc)
+    (16 * llc)
         .clamp(256 << 20, most)
         .min(available)
-        .max(16 << 20);
+        .max(16 << 20)
+}
+
+/// Idle memory latency with the prefetchers defeated (see the module docs), over a working set
+/// far beyond the last-level cache: 16 times the largest claimed cache, at least 256 MiB and at
+/// most 1 GiB (256 MiB with `--quick`), within half the memory available ([`idle_chase_bytes`]).
+fn idle_latency(cx: &Context, id: &str) -> Result<Measurement, ProbeError> {
+    let size = idle_chase_bytes(cx);
     let mut chain = Chain::spaced(
         crate::buffer::Buffer::new(size, Pages::Small)?,
         Order::Chunk,

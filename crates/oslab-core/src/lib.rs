@@ -38,6 +38,7 @@ pub mod files;
 pub mod interrupts;
 pub mod machine;
 pub mod model;
+pub mod notices;
 pub mod numa;
 pub mod paths;
 pub mod pending;

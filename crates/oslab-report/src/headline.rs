@@ -27,9 +27,11 @@ const LINES: &[Line] = &[
         "per_call",
         &[("cache", "hot")],
     ),
+    // Both switches by one mechanism (a pipe, as lmbench's lat_ctx): futex and pipe differ by
+    // more than threads and processes do.
     (
         "thread switch, same cpu",
-        "switch.thread.futex",
+        "switch.thread.pipe",
         "switch",
         &[("placement", "same-cpu")],
     ),

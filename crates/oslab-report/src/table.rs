@@ -554,7 +554,7 @@ fn full_table(rows: &[Row], wide: bool) -> Table {
             "unit",
             "n",
             "outliers",
-            "cycles",
+            "TSC ticks",
             "predicted",
             "vs model",
             "status",

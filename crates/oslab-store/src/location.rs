@@ -38,19 +38,19 @@ impl Location {
                 if self.db.is_none() && !oslab_core::paths::is_homeless(&path) =>
             {
                 let instead = oslab_core::paths::homeless_dir().join("oslab.db");
-                eprintln!(
+                oslab_core::notices::say(&format!(
                     "note: the default store {} cannot be created ({reason})",
                     path.display()
-                );
+                ));
                 Store::open(&instead)?
             }
             other => other?,
         };
         if self.db.is_none() && oslab_core::paths::is_homeless(store.path()) {
-            eprintln!(
+            oslab_core::notices::say(&format!(
                 "note: results are stored in {}, which does not outlive a reboot; choose a store with --db PATH or OSLAB_DB=PATH",
                 store.path().display()
-            );
+            ));
         }
         store.wait_when_locked(self.db_timeout)?;
         Ok(store)

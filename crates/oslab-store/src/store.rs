@@ -842,10 +842,10 @@ fn wait_for_lock(tries: i32) -> bool {
     let waited = tries as u64 * LOCK_RETRY_MS;
     let limit = LOCK_WAIT_MS.load(std::sync::atomic::Ordering::Relaxed);
     if waited == 1000 {
-        eprintln!(
+        oslab_core::notices::say(&format!(
             "waiting for the store: another process is writing it (up to {:.0} s, --db-timeout)",
             limit as f64 / 1e3
-        );
+        ));
     }
     if waited >= limit {
         return false;

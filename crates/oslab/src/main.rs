@@ -28,6 +28,9 @@ fn main() -> ExitCode {
             return ExitCode::from(e.exit_code() as u8);
         }
     };
+    // The libraries' notices (a store another process holds, a setting not put back) are said
+    // here, as every message: bounded and made printable.
+    oslab_core::notices::install(cmd::say);
     if args.wide {
         oslab_report::table::set_width(None);
     }

@@ -92,7 +92,7 @@ fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() 
         &["show", "latest", "--details", "--wide", "--db", db],
     );
     assert!(
-        wide.contains("cycles") && wide.contains("outliers"),
+        wide.contains("TSC ticks") && wide.contains("outliers"),
         "{wide}"
     );
 }
@@ -269,4 +269,45 @@ fn completions_and_the_manual_page_are_generated_and_help_speaks_plainly() {
         checked > commands.len() + 5,
         "only {checked} help texts read"
     );
+}
+
+/// Only the CLI prints (docs/ARCHITECTURE.md): the libraries return data, and what they must
+/// say while working goes through `oslab_core::notices`. Their sources, tests aside, hold no
+/// print.
+#[test]
+fn no_library_prints() {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap();
+    let (mut found, mut scanned) = (Vec::new(), 0);
+    let mut stack = vec![crates.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.to_string_lossy().to_string();
+            if path.is_dir() {
+                // The CLI prints; tests and the test kit may.
+                let skip = ["/oslab/", "/tests", "/target", "oslab-testkit"];
+                if !skip.iter().any(|s| format!("{name}/").contains(s)) {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                scanned += 1;
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                for (i, line) in code.lines().enumerate() {
+                    let line = line.trim_start();
+                    let printing = ["println!(", "eprintln!(", "print!(", "eprint!("]
+                        .iter()
+                        .any(|p| line.starts_with(p) || line.contains(&format!(" {p}")));
+                    if printing && !line.starts_with("//") {
+                        found.push(format!("{name}:{}", i + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "libraries that print: {found:?}");
+    assert!(scanned > 50, "only {scanned} library files read");
 }

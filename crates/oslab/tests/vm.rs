@@ -317,12 +317,37 @@ fn four_nodes_in_a_ring_and_a_memory_only_node() {
 #[test]
 #[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
 fn one_socket_control_and_the_binary_runs_from_the_guest_path() {
+    // The guest also leaves what must never come back to the host as root made it: a block
+    // device, a setuid-root binary, a world-writable file and a link out of --out.
     let Some(g) = guest(
         "1s",
-        "oslab info --json > /out/info.json && oslab list > /out/list.txt",
+        "oslab info --json > /out/info.json && oslab list > /out/list.txt && \
+         mknod /out/disk b 8 0 && cp /bin/busybox /out/suid && chmod 4777 /out/suid && \
+         echo w > /out/open && chmod 666 /out/open && ln -s /etc /out/escape",
     ) else {
         return;
     };
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let at = |name: &str| g.out.path().join(name);
+    assert!(
+        std::fs::symlink_metadata(at("disk")).is_err(),
+        "a device came back"
+    );
+    assert!(
+        std::fs::symlink_metadata(at("escape")).is_err(),
+        "a link out came back"
+    );
+    let suid = std::fs::metadata(at("suid")).unwrap();
+    assert_eq!(
+        suid.permissions().mode() & 0o7022,
+        0,
+        "{:o}",
+        suid.permissions().mode()
+    );
+    let open = std::fs::metadata(at("open")).unwrap();
+    assert_eq!(open.permissions().mode() & 0o022, 0);
+    assert!(!open.file_type().is_block_device());
+    assert!(g.stderr.contains("not brought back"), "{}", g.stderr);
     let info = g.json("info.json");
     assert_eq!(topology(&info)["cpus"].as_array().unwrap().len(), 2);
     assert_eq!(distinct(&info, "package"), 1);

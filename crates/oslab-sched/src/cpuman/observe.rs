@@ -223,10 +223,10 @@ impl Drop for BalancingGuard {
     fn drop(&mut self) {
         let file = oslab_core::pending::default_file();
         if let Err(e) = oslab_core::pending::restore(&file, std::path::Path::new(BALANCING)) {
-            eprintln!(
+            oslab_core::notices::say(&format!(
                 "warning: could not restore {BALANCING} to {}: {e}",
                 self.previous
-            );
+            ));
         }
     }
 }

@@ -514,9 +514,9 @@ fn read_trace(
         .map_while(move |job| {
             // Every line was checked above: an error now means the file changed under us.
             job.map_err(|e| {
-                eprintln!(
+                oslab_core::notices::say(&format!(
                     "warning: {shown} changed while replayed: {e}; later jobs are not replayed"
-                )
+                ))
             })
             .ok()
         })

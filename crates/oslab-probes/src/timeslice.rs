@@ -278,6 +278,10 @@ pub fn timeline(
         .collect()
 }
 
+/// Our hand-overs must be at least this share of the kernel's switches on the cpu for a gap to
+/// be a switch (a few switches to a kworker or to idle are allowed).
+const SWITCHES_AGREE: f64 = 0.9;
+
 /// Measurements of one recording: slice lengths, switch durations, switch counts (ours and the
 /// kernel's), and the round-robin interval the kernel reports under SCHED_RR.
 pub fn summarise(
@@ -325,6 +329,24 @@ pub fn summarise(
             )
         });
     }
+    // A gap between two of our processes is one switch only when nothing else ran in it: the
+    // kernel's count of switches on the cpu says so (a gap of 5-8 ms that held other tasks was
+    // printed as a switch while the kernel counted 8x ours).
+    let ours = sw.len() as f64;
+    if switch.summary.is_some() {
+        let doubt = match &rec.kernel_switches {
+            Ok(k) if ours >= SWITCHES_AGREE * *k as f64 => None,
+            Ok(k) => Some(format!(
+                "the kernel counted {k} switches on the cpu against our {ours:.0} hand-overs: other tasks ran between ours, so a gap is not one switch"
+            )),
+            Err(why) => Some(format!(
+                "without the kernel's count of switches ({why}) a gap cannot be told from other tasks' time"
+            )),
+        };
+        if let Some(why) = doubt {
+            switch.status = Status::Skipped(why);
+        }
+    }
     for m in [&mut slice, &mut switch] {
         if m.summary.is_none() {
             m.status = Status::Skipped(if n < 2 {
@@ -336,7 +358,6 @@ pub fn summarise(
     }
     out.push(slice);
     out.push(switch);
-    let ours = sw.len() as f64;
     let mut count = judged(
         id,
         base.clone(),
@@ -618,5 +639,34 @@ mod tests {
         let m = slice(&turns(&wild));
         assert!(m.status.is_noisy(), "{m:?}");
         assert!(m.note.as_deref().unwrap_or("").contains("noisy:"), "{m:?}");
+    }
+
+    #[test]
+    fn a_switch_is_reported_only_when_the_kernel_counted_as_many() {
+        let clock = Clock::monotonic("test".into(), false);
+        let switch = |rec: &Schedule| {
+            summarise("timeslice", &clock, rec, SchedClass::Other, 0)
+                .into_iter()
+                .find(|m| m.metric == "switch")
+                .unwrap()
+        };
+        let mut rec = turns(&[4000; 40]);
+        let ours = switches(&clock, &schedule(&rec.processes)).len() as u64;
+        rec.kernel_switches = Ok(ours + 1);
+        assert!(switch(&rec).status.has_value(), "{:?}", switch(&rec));
+        // Eight times ours: other tasks ran in the gaps.
+        rec.kernel_switches = Ok(ours * 8);
+        let m = switch(&rec);
+        assert!(
+            matches!(&m.status, Status::Skipped(w) if w.contains("other tasks ran")),
+            "{m:?}"
+        );
+        // No count at all: the gap cannot be told from other tasks' time.
+        rec.kernel_switches = Err("perf_event_paranoid 3".into());
+        let m = switch(&rec);
+        assert!(
+            matches!(&m.status, Status::Skipped(w) if w.contains("perf_event_paranoid 3")),
+            "{m:?}"
+        );
     }
 }

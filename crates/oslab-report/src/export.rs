@@ -212,7 +212,7 @@ impl Exporter for Paraver {
         true
     }
     fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
-        let p = paraver::paraver(&doc.timeline, &doc.run.started, 0, &doc.run.hostname)
+        let p = paraver::paraver(&doc.timeline, &doc.run.started, 0, &doc.run.hostname)?
             .ok_or_else(|| {
                 format!(
                     "run {} has no threads-on-cpus timeline (runs of `oslab cpuman` have one)",

@@ -88,7 +88,7 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         }
         // A chart already shows the family's figures: its table waits under a click.
         h.push_str(&folded(
-            &format!("{} measurements", list.len()),
+            &oslab_core::units::counted(list.len(), "measurement"),
             &table(list),
             drawn.is_empty() && list.len() <= OPEN_ROWS,
         ));

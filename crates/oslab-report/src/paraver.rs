@@ -25,20 +25,35 @@ fn arg_u64(e: &TimelineEvent, key: &str) -> Option<u64> {
     e.args.get(key).and_then(|v| v.as_u64())
 }
 
+/// The most cpus a trace names: the largest machine a simulation takes (`--cpus`). A timeline
+/// naming a cpu beyond it (a hostile file) is refused: its row file would list every cpu up to
+/// it (an 8 GiB allocation once).
+pub const MAX_CPUS: usize = 1 << 20;
+
 /// Builds the trace from a timeline; `started` is the run's ISO 8601 start (for the header),
-/// `cpus` the machine's CPU count. None when the timeline has no thread spans.
+/// `cpus` the machine's CPU count. None when the timeline has no thread spans; an error when it
+/// names a cpu beyond [`MAX_CPUS`].
 pub fn paraver(
     timeline: &[TimelineEvent],
     started: &str,
     cpus: usize,
     host: &str,
-) -> Option<Paraver> {
+) -> Result<Option<Paraver>, String> {
     let runs: Vec<&TimelineEvent> = timeline
         .iter()
         .filter(|e| e.kind == EventKind::Run)
         .collect();
     if runs.is_empty() {
-        return None;
+        return Ok(None);
+    }
+    if let Some(cpu) = runs
+        .iter()
+        .filter_map(|e| arg_u64(e, "cpu"))
+        .find(|&c| c >= MAX_CPUS as u64)
+    {
+        return Err(format!(
+            "the timeline names cpu {cpu}, beyond the {MAX_CPUS} cpus any run of oslab has"
+        ));
     }
     // Applications: every job seen, with its thread count and name.
     let mut jobs: BTreeMap<u64, (usize, String)> = BTreeMap::new();
@@ -120,7 +135,7 @@ pub fn paraver(
             let _ = writeln!(row, "{name} thread {s}");
         }
     }
-    Some(Paraver { prv, pcf, row })
+    Ok(Some(Paraver { prv, pcf, row }))
 }
 
 /// "2026-11-21T10:04:05Z" as Paraver's "21/11/26 at 10:04".
@@ -184,7 +199,9 @@ mod tests {
             ),
             ev("job 7 swim", "running", 0.0, 150.0, json!({"job": 7})),
         ];
-        let p = paraver(&tl, "2026-11-21T10:04:05Z", 2, "host").unwrap();
+        let p = paraver(&tl, "2026-11-21T10:04:05Z", 2, "host")
+            .unwrap()
+            .unwrap();
         let lines: Vec<&str> = p.prv.lines().collect();
         // Two applications: job 7 with 2 threads, job 9 with 1.
         assert_eq!(
@@ -204,6 +221,13 @@ mod tests {
         assert!(p.row.contains("LEVEL THREAD SIZE 3"));
         assert!(p.row.contains("job 7 swim thread 1"));
         assert!(p.pcf.contains("90000001"));
-        assert!(paraver(&tl[..1], "x", 2, "h").is_none());
+        assert!(paraver(&tl[..1], "x", 2, "h").unwrap().is_none());
+        // A hostile timeline naming a cpu no machine has is refused, not allocated for.
+        let mut huge = tl.clone();
+        for e in huge.iter_mut().filter(|e| e.args.contains_key("cpu")) {
+            e.args.insert("cpu".into(), json!(1u64 << 40));
+        }
+        let e = paraver(&huge, "x", 2, "h").unwrap_err();
+        assert!(e.contains("beyond"), "{e}");
     }
 }

@@ -161,6 +161,10 @@ pub fn lines(
     marks: &[Mark],
     log_y: bool,
 ) -> Result<String, String> {
+    // Two points make a line that says nothing a table does not: a curve needs three.
+    if series.iter().all(|s| s.points.len() < 3) {
+        return Err("fewer than 3 points: the table shows them".into());
+    }
     let pts = || {
         series
             .iter()
@@ -173,6 +177,7 @@ pub fn lines(
     if xmin >= xmax {
         return Err("not enough points to draw".into());
     }
+    drawable(&[xmin, xmax, ymin, ymax])?;
     let ymax = if ymax > ymin { ymax } else { ymin * 2.0 };
     // Labels of marks close together go one row lower each, so they never overlap.
     let label_y = |row: usize| {
@@ -318,15 +323,29 @@ fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Resu
     Ok(())
 }
 
-/// A time axis's unit for values in ns: the largest unit in which the smallest value (on a log
-/// axis) or the largest (on a linear one) is at least 1, so ticks read 10 µs, not 10000 ns.
-fn time_unit(values: impl Iterator<Item = f64>, log: bool) -> (f64, &'static str) {
-    let v: Vec<f64> = values.filter(|v| *v > 0.0 && v.is_finite()).collect();
-    let pick = if log {
-        v.iter().copied().fold(f64::MAX, f64::min)
-    } else {
-        v.iter().copied().fold(0.0, f64::max) / 10.0
-    };
+/// The largest (and, above zero, the smallest) magnitude an axis is drawn over: beyond it a
+/// range overflows to infinity or falls to subnormals, and a log axis never ends (a schema-valid
+/// run of extreme figures hung the report).
+const DRAWABLE: f64 = 1e30;
+
+/// Whether values can be placed on an axis ([`DRAWABLE`]); why not, as an error.
+fn drawable(values: &[f64]) -> Result<(), String> {
+    match values
+        .iter()
+        .all(|v| v.is_finite() && (*v == 0.0 || (1.0 / DRAWABLE..=DRAWABLE).contains(&v.abs())))
+    {
+        true => Ok(()),
+        false => Err("values beyond what a chart can place (the table shows them)".into()),
+    }
+}
+
+/// A linear time axis's unit for values in ns: the largest unit in which a tenth of the largest
+/// value is at least 1, so ticks read 10 µs, not 10000 ns.
+fn time_unit(values: impl Iterator<Item = f64>) -> (f64, &'static str) {
+    let pick = values
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold(0.0, f64::max)
+        / 10.0;
     [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
         .into_iter()
         .find(|(d, _)| pick >= *d)
@@ -346,9 +365,7 @@ pub struct Bar {
 }
 
 /// Horizontal bars with whiskers, labelled at their left in full and valued at their end, the
-/// first at the top; as tall as the bars need. Values spanning more than two decades (a 5 ns vDSO
-/// call beside a 3 µs cold system call) stand on a logarithmic axis, and the axis says so;
-/// otherwise it starts at zero. An axis of times (`x_desc` starting with "ns") takes the unit its
+/// first at the top; as tall as the bars need; the axis linear from zero. An axis of times (`x_desc` starting with "ns") takes the unit its
 /// values read best in.
 pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     if bars.is_empty() {
@@ -365,24 +382,20 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
             })
             .flatten()
     };
+    // Bars stand on zero, on a linear axis: a bar's length is its value (on a log axis 44 and
+    // 82 GB/s looked alike, and one low interval end stretched the axis by a decade). Values
+    // over orders of magnitude are a sweep's, drawn as lines.
     let top = ends().fold(0.0, f64::max);
-    let least = ends().fold(f64::MAX, f64::min);
-    let log = least > 0.0 && top / least > 100.0;
-    let (div, unit) = match x_desc.strip_prefix("ns") {
+    let (div, x_desc) = match x_desc.strip_prefix("ns") {
         Some(rest) => {
-            let (d, u) = time_unit(ends(), log);
+            let (d, u) = time_unit(ends());
             (d, format!("{u}{rest}"))
         }
         None => (1.0, x_desc.to_string()),
     };
-    let (top, least) = (top / div * 1.25, least / div);
-    // A logarithmic axis has no zero: bars stand on half the smallest value.
-    let floor = if log { least / 2.0 } else { 0.0 };
-    let x_desc = if log {
-        format!("{unit} (log scale)")
-    } else {
-        unit
-    };
+    let top = top / div * 1.25;
+    drawable(&[top])?;
+    let floor = 0.0;
     let n = bars.len() as u32;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
@@ -449,16 +462,9 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                 }
             }};
         }
-        let slots = 0.0..n as f64;
-        if log {
-            body!(builder
-                .build_cartesian_2d((floor..top).log_scale(), slots)
-                .map_err(err)?);
-        } else {
-            body!(builder
-                .build_cartesian_2d(0.0..top.max(f64::MIN_POSITIVE), slots)
-                .map_err(err)?);
-        }
+        body!(builder
+            .build_cartesian_2d(0.0..top.max(f64::MIN_POSITIVE), 0.0..n as f64)
+            .map_err(err)?);
         Ok(())
     })
 }
@@ -478,6 +484,7 @@ pub fn heatmap(
     let (lo, hi) = all
         .iter()
         .fold((f64::MAX, f64::MIN), |a, &v| (a.0.min(v), a.1.max(v)));
+    drawable(&[lo, hi])?;
     let (nr, nc) = (rows.len(), cols.len());
     // Sized by its cells (a 2x2 matrix is not a page wide), with a colour scale at the right.
     let scale_w = 110u32;
@@ -613,7 +620,7 @@ pub fn timeline(
     end_ns: f64,
     legend: &[&str],
 ) -> Result<String, String> {
-    if tracks.is_empty() || end_ns <= 0.0 {
+    if tracks.is_empty() || end_ns <= 0.0 || drawable(&[end_ns]).is_err() {
         return Err("no spans to draw".into());
     }
     let names: Vec<String> = tracks.iter().map(|t| t.name.clone()).collect();
@@ -698,25 +705,38 @@ mod tests {
     }
 
     #[test]
-    fn bars_spanning_decades_stand_on_a_log_axis_that_says_so() {
-        let bar = |label: &str, value: f64| Bar {
-            label: label.into(),
-            value,
+    fn figures_no_axis_can_hold_are_refused_not_drawn_for_ever() {
+        let series = |ys: [f64; 3]| Series {
+            name: "s".into(),
+            points: vec![(4096.0, ys[0]), (8192.0, ys[1]), (16384.0, ys[2])],
+        };
+        for ys in [[1.0, 2.0, 1e300], [1e-310, 1.0, 2.0], [1.0, f64::MAX, 3.0]] {
+            let drawn = lines("x", XAxis::Bytes, ("size", "ns"), &[series(ys)], &[], true);
+            assert!(drawn.is_err(), "{ys:?}");
+        }
+        let bar = Bar {
+            label: "huge".into(),
+            value: 1e300,
             interval: None,
             side: 0,
         };
-        let wide = bars("costs", "ns", &[bar("vdso", 4.0), bar("cold", 3000.0)]).unwrap();
-        assert!(
-            labels(&wide).iter().any(|l| l == "ns (log scale)"),
-            "{:?}",
-            labels(&wide)
-        );
-        // The 4 ns bar has a tick near it: 10 is on the axis.
-        assert!(
-            labels(&wide).iter().any(|l| l == "10"),
-            "{:?}",
-            labels(&wide)
-        );
+        assert!(bars("costs", "ns", &[bar]).is_err());
+    }
+
+    #[test]
+    fn bars_stand_on_zero_on_a_linear_axis_in_the_unit_they_read_best_in() {
+        let bar = |label: &str, value: f64| Bar {
+            label: label.into(),
+            value,
+            interval: Some((value * 0.01, value * 1.1)),
+            side: 0,
+        };
+        // Decades apart, and an interval reaching far down: still linear from zero.
+        let wide = bars("costs", "ns", &[bar("vdso", 40.0), bar("cold", 30_000.0)]).unwrap();
+        let shown = labels(&wide);
+        assert!(shown.iter().any(|l| l == "µs"), "{shown:?}");
+        assert!(shown.iter().any(|l| l == "0"), "{shown:?}");
+        assert!(!shown.iter().any(|l| l.contains("log")), "{shown:?}");
         let near = bars("costs", "ns", &[bar("a", 40.0), bar("b", 300.0)]).unwrap();
         assert!(
             labels(&near).iter().any(|l| l == "ns"),

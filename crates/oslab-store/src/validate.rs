@@ -116,6 +116,13 @@ impl<'s> Checker<'s> {
                         }
                     }
                 }
+                "maximum" => {
+                    if let (Some(v), Some(max)) = (value.as_f64(), rule.as_f64()) {
+                        if v > max {
+                            self.fail(at, format!("{v} is more than the maximum of {max}"));
+                        }
+                    }
+                }
                 "minLength" | "maxLength" => {
                     if let (Some(s), Some(n)) = (value.as_str(), rule.as_u64()) {
                         let len = s.chars().count() as u64;

@@ -102,6 +102,11 @@ impl Summary {
         if !figures.iter().all(|v| v.is_finite()) {
             return Err("a figure is not a finite number".into());
         }
+        if let Some(v) = figures.iter().find(|v| v.abs() > MOST) {
+            return Err(format!(
+                "a figure of {v:e} is beyond any measurement (at most {MOST:e} in any unit)"
+            ));
+        }
         if self.n == 0 {
             return Err("n is 0".into());
         }
@@ -124,6 +129,10 @@ impl Summary {
         Ok(())
     }
 }
+
+/// The largest magnitude a believed figure may have, in any unit (1e18 ns is 31 years): a file
+/// with larger ones is refused, not drawn (their chart ranges overflowed and hung the report).
+pub const MOST: f64 = 1e18;
 
 /// When a summary counts as noisy.
 #[derive(Debug, Clone, Copy)]

@@ -74,7 +74,8 @@ fn write_paraver(
     cpus: usize,
 ) -> anyhow::Result<()> {
     let started = oslab_core::time::utc_now();
-    let Some(p) = oslab_report::paraver::paraver(&outcome.timeline, &started, cpus, host) else {
+    let traced = oslab_report::paraver::paraver(&outcome.timeline, &started, cpus, host);
+    let Some(p) = traced.map_err(anyhow::Error::msg)? else {
         eprintln!("no thread ran long enough to be sampled: no Paraver trace written");
         return Ok(());
     };

@@ -478,6 +478,11 @@ impl Measurement {
         self.efficiency().is_some_and(far)
     }
 
+    /// The parameters as one string that is equal exactly when they are (a key to group by).
+    pub fn params_key(&self) -> String {
+        serde_json::Value::Object(self.params.clone()).to_string()
+    }
+
     /// Whether a difference is no measurable difference: its CI95 includes zero, or lies
     /// within [`NIL_DIFFERENCE_NS`] of it (a time: rounding, not a cost either way).
     pub fn difference_spans_zero(&self) -> bool {

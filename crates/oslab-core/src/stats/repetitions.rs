@@ -7,14 +7,17 @@ use crate::stats::median;
 /// `ms` with the repetitions of each measurement (same probe, parameters and metric) pooled
 /// into one, in order of first appearance.
 pub fn pooled(ms: &[Measurement]) -> Vec<Measurement> {
+    // Grouped by hash: a linear search made `show` of a 40,000-row run take 33 s.
+    let mut at: std::collections::HashMap<(&str, &str, String), usize> = Default::default();
     let mut groups: Vec<Vec<&Measurement>> = Vec::new();
     for m in ms {
-        match groups.iter_mut().find(|g| {
-            let first = g[0];
-            first.probe == m.probe && first.metric == m.metric && first.params == m.params
-        }) {
-            Some(g) => g.push(m),
-            None => groups.push(vec![m]),
+        let key = (m.probe.as_str(), m.metric.as_str(), m.params_key());
+        match at.get(&key) {
+            Some(&g) => groups[g].push(m),
+            None => {
+                at.insert(key, groups.len());
+                groups.push(vec![m]);
+            }
         }
     }
     groups.iter().map(|g| pool(g)).collect()

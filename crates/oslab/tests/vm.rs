@@ -450,7 +450,7 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         aff() { for t in /proc/$1/task/*; do echo \"$2 $(basename $t) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done; }
         oslab lockbench --threads 4 --locks 2 --iterations 3000000 > /dev/null &
         lb=$!; sleep 1; aff $lb before
-        oslab shuffle --pid $lb --interval 200ms --db /tmp/o.db > /dev/null 2>&1 &
+        oslab shuffle --pid $lb --interval 200ms --grouping lock --db /tmp/o.db > /dev/null 2>&1 &
         sh=$!
         # Under a busy host the guest is slow: wait until the daemon has pinned (up to 2 min).
         n=0; while [ $n -lt 120 ] && ! grep -q 'Cpus_allowed_list:[[:space:]]*[0-9]*$' /proc/$lb/task/*/status; do sleep 1; n=$((n + 1)); done
@@ -458,7 +458,7 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         kill -9 $sh; wait $sh; aff $lb killed
         oslab runs --db /tmp/o.db > /dev/null; aff $lb restored
         kill $lb
-        oslab shuffle --interval 200ms --json --db /tmp/o.db -- oslab lockbench --threads 4 --locks 2 --iterations 150000 > /out/shuffle.json";
+        oslab shuffle --interval 200ms --grouping lock --json --db /tmp/o.db -- oslab lockbench --threads 4 --locks 2 --iterations 150000 > /out/shuffle.json";
     let Some(g) = guest("4n-cxl", script) else {
         return;
     };

@@ -326,8 +326,8 @@ pub struct Options {
     #[cfg_attr(feature = "clap", arg(long,
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096)))]
     pub threads: Option<usize>,
-    /// Daemon interval.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", default_value = "100ms",
+    /// Daemon interval (the paper's 200 ms).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", default_value = "200ms",
         value_parser = oslab_core::units::parse_duration))]
     pub interval: Duration,
     /// Threshold and lock-wait method of the daemon.

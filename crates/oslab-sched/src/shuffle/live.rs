@@ -25,12 +25,13 @@ pub struct LockWait {
         arg(long, default_value = "auto", value_name = "auto|ebpf|proxy")
     )]
     pub method: Choice,
-    /// How threads are grouped: lock (the threads of one lock share a cache domain, as many as
-    /// it has cpus; the lock is the futex word each waits on) or lock-time (the paper's: sorted
-    /// by lock-wait share and cut into one group per domain).
+    /// How threads are grouped: lock-time (the paper's, the default: sorted by lock-wait share
+    /// and cut into one group per domain) or lock (oslab's: the threads of one lock share a cache
+    /// domain, as many as it has cpus; the lock is the futex word each waits on; better where
+    /// locks are contended alike, which lock time cannot tell apart).
     #[cfg_attr(
         feature = "clap",
-        arg(long, default_value = "lock", value_name = "lock|lock-time")
+        arg(long, default_value = "lock-time", value_name = "lock-time|lock")
     )]
     pub grouping: super::Grouping,
 }

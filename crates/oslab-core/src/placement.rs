@@ -40,11 +40,15 @@ pub fn peer(topo: &Topology, allowed: &CpuSet, cpu: usize) -> Option<usize> {
         })
 }
 
-/// The allowed cpu farthest from `a`: other node, other package, other L3, other L2, sibling.
+/// The allowed cpu farthest from `a`: the largest SLIT distance between their nodes (a node 22
+/// away before one 16 away), then other package, other L3, other L2, sibling.
 pub fn farthest(topo: &Topology, allowed: &CpuSet, a: usize) -> Option<usize> {
     allowed.iter().filter(|&c| c != a).max_by_key(|&c| {
-        let node = topo.cpu(a).map(|x| x.node) != topo.cpu(c).map(|x| x.node);
-        (node, topo.distance_rank(a, c), std::cmp::Reverse(c))
+        (
+            topo.node_distance(a, c),
+            topo.distance_rank(a, c),
+            std::cmp::Reverse(c),
+        )
     })
 }
 
@@ -145,6 +149,19 @@ mod tests {
         assert_eq!(farthest(&t, &CpuSet::single(0), 0), None);
         assert_eq!(watcher(&all, 0), Some(1));
         assert_eq!(watcher(&CpuSet::single(2), 2), None);
+    }
+
+    #[test]
+    fn farthest_is_by_slit_distance_first() {
+        // 2 packages x 4 cores, 4 nodes of 2 cpus; node 1 (same package as cpu 0) is 22 away,
+        // nodes 2 and 3 (the other package) 16: the SLIT says node 1 is the far one.
+        let dir = tempfile::tempdir().unwrap();
+        crate::topology::write_fake_sysfs(dir.path(), 2, 4, 1, 4).unwrap();
+        let mut t = Topology::read_from(dir.path()).unwrap();
+        t.nodes[0].distances = vec![10, 22, 16, 16];
+        let f = farthest(&t, &t.online(), 0).unwrap();
+        assert_eq!(t.cpu(f).unwrap().node, 1, "cpu {f}");
+        assert_eq!(t.node_distance(0, f), 22);
     }
 
     #[test]

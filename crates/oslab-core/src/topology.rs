@@ -221,6 +221,22 @@ impl Topology {
         }
     }
 
+    /// The SLIT distance between the nodes of cpus `a` and `b` (10 on one node), 0 when either
+    /// is unknown.
+    pub fn node_distance(&self, a: usize, b: usize) -> u32 {
+        let (Some(ca), Some(cb)) = (self.cpu(a), self.cpu(b)) else {
+            return 0;
+        };
+        let mut ids: Vec<usize> = self.nodes.iter().map(|n| n.id).collect();
+        ids.sort_unstable();
+        let to = ids.iter().position(|&id| id == cb.node);
+        let from = self.nodes.iter().find(|n| n.id == ca.node);
+        match (from, to) {
+            (Some(n), Some(i)) => n.distances.get(i).copied().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// How far apart two CPUs are, as a rank: 0 same CPU, 1 SMT sibling, 2 share L2, 3 share the
     /// last-level cache, 4 same package, 5 other package. Bigger means more state lost on a move.
     pub fn distance_rank(&self, a: usize, b: usize) -> u8 {

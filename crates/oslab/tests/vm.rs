@@ -609,6 +609,20 @@ fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
         "{classes:?}"
     );
     assert!(g.stderr.contains("of the 2016 pairs"), "{}", g.stderr);
+    // Spread over the machine: no cpu in two measured pairs while another is in none (a sorted
+    // sample cut by the deadline was a star from cpus 0 and 1).
+    let mut uses = std::collections::BTreeMap::<u64, usize>::new();
+    for m in ms {
+        for end in ["from", "to"] {
+            *uses.entry(m["params"][end].as_u64().unwrap()).or_default() += 1;
+        }
+    }
+    let most = uses.values().copied().max().unwrap_or(0);
+    assert!(
+        most <= 1 || uses.len() == 64,
+        "{} cpus measured, one of them {most} times: {uses:?}",
+        uses.len()
+    );
     // The suite's plan: what grows with the machine says how, and stays near the time target.
     let plan = g.json("plan.json");
     let planned = |id: &str| -> String {

@@ -892,7 +892,8 @@ fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
     let run = json(&out);
     let ms = run["measurements"].as_array().unwrap();
     for kernel in ["naive", "blocked"] {
-        for variant in ["pinned", "migrated"] {
+        // Pinned on A, the control pinned on B, and migrated from A to B.
+        for variant in ["pinned", "pinned on B", "migrated"] {
             let t = ms
                 .iter()
                 .find(|m| {
@@ -903,14 +904,18 @@ fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
                 .unwrap_or_else(|| panic!("no time for {kernel} {variant}"));
             assert_eq!(t["summary"]["n"], 3);
         }
-        let cost = ms
-            .iter()
-            .find(|m| m["metric"] == "migration_cost" && m["params"]["kernel"] == kernel)
-            .unwrap();
-        assert!(
-            cost["note"].as_str().unwrap().contains("significant"),
-            "{cost}"
-        );
+        // The cost against the control, in wall and in cpu time.
+        for metric in ["migration_cost", "migration_cost_cpu"] {
+            let cost = ms
+                .iter()
+                .find(|m| m["metric"] == metric && m["params"]["kernel"] == kernel)
+                .unwrap();
+            let note = cost["note"].as_str().unwrap();
+            assert!(
+                note.contains("significant") && note.contains("pinned on cpu"),
+                "{cost}"
+            );
+        }
     }
     // The move is verified: the kernel counts a cpu migration across it, none when pinned.
     let moves = |variant: &str| {

@@ -147,36 +147,53 @@ pub fn run(
     let (n, a, b) = (req.size, req.from, req.to);
     let class = topology.distance_class(a, b);
     let mut doc = vec![Block::Text(format!(
-        "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, pinned and migrated alternating",
+        "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, alternating: pinned on A, pinned on B (the control) and migrated from A to B half way. The migration's cost is the migrated run's second half less the control's, both on B: in wall time, and in cpu time (which another task on B does not lengthen)",
         req.runs
     ))];
     let mut measurements = Vec::new();
     let mut interrupted = false;
     let mut m = Matmul::new(n);
     for &kernel in &req.kernels {
+        // The pairs are (control, migrated); the pinned-on-A run goes with the control.
+        let mut pinned = Vec::new();
         let pairs = paired::alternate(req.runs, |arm, r| {
-            let variant = match arm {
-                Arm::A => Variant::Pinned,
-                Arm::B => Variant::Migrated,
+            let variants: &[Variant] = match arm {
+                Arm::A => &[Variant::Pinned, Variant::Control],
+                Arm::B => &[Variant::Migrated],
             };
-            match run_matmul(&mut m, kernel, variant, a, b, &req.counters) {
-                Ok(res) => {
-                    progress(format!(
-                        "{} {} run {}/{}: {:.3} s",
-                        kernel.name(),
-                        variant.name(),
-                        r + 1,
-                        req.runs,
-                        res.seconds()
-                    ));
-                    Ok(Some(res))
+            let mut last = None;
+            for &variant in variants {
+                match run_matmul(&mut m, kernel, variant, a, b, &req.counters) {
+                    Ok(res) => {
+                        progress(format!(
+                            "{} {} run {}/{}: {:.3} s",
+                            kernel.name(),
+                            variant.name(),
+                            r + 1,
+                            req.runs,
+                            res.seconds()
+                        ));
+                        match variant {
+                            Variant::Pinned => pinned.push(res),
+                            _ => last = Some(res),
+                        }
+                    }
+                    Err(ProbeError::Interrupted) => return Ok(None),
+                    Err(e) => return Err(e),
                 }
-                Err(ProbeError::Interrupted) => Ok(None),
-                Err(e) => Err(e),
             }
+            Ok(last)
         })?;
         interrupted = pairs.stopped;
-        report(&mut doc, &mut measurements, req, kernel, class, &pairs);
+        report(
+            &mut doc,
+            &mut measurements,
+            req,
+            kernel,
+            class,
+            &pinned,
+            &pairs,
+        );
         if interrupted {
             break;
         }
@@ -234,6 +251,7 @@ fn report(
     req: &Request,
     kernel: MatmulKernel,
     class: &str,
+    pinned: &[RunResult],
     pairs: &Pairs<RunResult>,
 ) {
     let (n, a, b) = (req.size, req.from, req.to);
@@ -255,14 +273,20 @@ fn report(
             "variant",
             "run",
             "time",
-            "phase 1 (cpu)",
-            "phase 2 (cpu)",
+            "phase 1 (on cpu)",
+            "phase 2 (on cpu)",
+            "phase 2 cpu time",
             "L2 miss rate 1",
             "L2 miss rate 2",
         ],
-        &[1, 2, 3, 4, 5, 6],
-    );
-    for (variant, runs) in [(Variant::Pinned, &pairs.a), (Variant::Migrated, &pairs.b)] {
+        &[1, 2, 3, 4, 5, 6, 7],
+    )
+    .optional(&[7, 6, 3]);
+    for (variant, runs) in [
+        (Variant::Pinned, pinned),
+        (Variant::Control, &pairs.a[..]),
+        (Variant::Migrated, &pairs.b[..]),
+    ] {
         for (i, r) in runs.iter().enumerate() {
             let phase = |p: usize| {
                 format!(
@@ -278,31 +302,52 @@ fn report(
                 value(r.seconds() * 1e9, Unit::Ns),
                 phase(0),
                 phase(1),
+                value(r.phases[1].cpu_seconds * 1e9, Unit::Ns),
                 rate(0),
                 rate(1),
             ]);
         }
+        let (from, to) = variant.cpus(a, b);
         let base = params! {
             "kernel" => kernel.name(), "block" => block, "n" => n, "variant" => variant.name(),
-            "from" => a, "to" => if variant == Variant::Migrated { b } else { a }, "class" => class,
+            "from" => from, "to" => to, "class" => class,
         };
         variant_measurements(out, &base, &req.counters, runs);
     }
     doc.push(Block::Table(table));
-    let mean = |v: &[RunResult]| v.iter().map(|r| r.seconds()).sum::<f64>() / v.len().max(1) as f64;
-    let (pinned, migrated) = (mean(&pairs.a), mean(&pairs.b));
-    let diffs = pairs.differences(|r| r.seconds() * 1e9);
-    let verdict = paired::verdict_text(&diffs, signed);
-    doc.push(Block::Text(format!(
-        "  mean: pinned {}, migrated {}; migration cost (mean difference) {}\n  migration cost {verdict}",
-        value(pinned * 1e9, Unit::Ns),
-        value(migrated * 1e9, Unit::Ns),
-        signed((migrated - pinned) * 1e9)
-    )));
     let params = params! {"kernel" => kernel.name(), "block" => block, "n" => n, "from" => a, "to" => b, "class" => class};
-    let note = format!("paired runs (migrated - pinned); {verdict}");
-    let cost = paired::measurement(PROBE, params, "migration_cost", Unit::Ns, &diffs, note);
-    out.push(cost);
+    // The move's cost: the second half on B after the move less the control's second half on B,
+    // pair by pair; in wall time (what a program feels) and cpu time (what the move itself costs:
+    // another task on B lengthens the wall time of both arms' waits, not their cpu time).
+    for (metric, what, of) in [
+        (
+            "migration_cost",
+            "wall time",
+            (|p: &super::matmul::Phase| p.seconds) as fn(&_) -> f64,
+        ),
+        (
+            "migration_cost_cpu",
+            "cpu time",
+            |p: &super::matmul::Phase| p.cpu_seconds,
+        ),
+    ] {
+        let diffs = pairs.differences(|r| of(&r.phases[1]) * 1e9);
+        let verdict = paired::verdict_text(&diffs, signed);
+        doc.push(Block::Text(format!(
+            "  migration cost in {what} (second half on B: migrated - pinned on B) {verdict}"
+        )));
+        let note = format!(
+            "paired runs, second half on cpu {b}: migrated from cpu {a} - pinned on cpu {b} all along, in {what}; {verdict}"
+        );
+        out.push(paired::measurement(
+            PROBE,
+            params.clone(),
+            metric,
+            Unit::Ns,
+            &diffs,
+            note,
+        ));
+    }
 }
 
 /// The time, phase times, counters and miss rates of one variant's runs.
@@ -372,6 +417,7 @@ mod tests {
 
     fn run(first: f64, second: f64) -> RunResult {
         let phase = |seconds| Phase {
+            cpu_seconds: seconds,
             cpu: Some(0),
             seconds,
             counters: Vec::new(),

@@ -155,6 +155,9 @@ pub enum Variant {
     Pinned,
     /// First half on A, second half on B.
     Migrated,
+    /// All rows on CPU B: the control the migrated run's second half is compared with (same
+    /// cpu, same load on it, caches warm), so its cost is the move's and nothing else's.
+    Control,
 }
 
 impl Variant {
@@ -163,6 +166,16 @@ impl Variant {
         match self {
             Variant::Pinned => "pinned",
             Variant::Migrated => "migrated",
+            Variant::Control => "pinned on B",
+        }
+    }
+
+    /// The cpus of its two halves, for a run from `a` to `b`.
+    pub fn cpus(self, a: usize, b: usize) -> (usize, usize) {
+        match self {
+            Variant::Pinned => (a, a),
+            Variant::Migrated => (a, b),
+            Variant::Control => (b, b),
         }
     }
 }
@@ -174,6 +187,9 @@ pub struct Phase {
     pub cpu: Option<usize>,
     /// Wall time in seconds.
     pub seconds: f64,
+    /// CPU time of the thread in seconds: the wall time less any wait for the cpu (another task
+    /// on it), so a busy cpu does not read as a cost of the move.
+    pub cpu_seconds: f64,
     /// Counter readings.
     pub counters: Vec<Reading>,
 }
@@ -194,8 +210,19 @@ impl RunResult {
     }
 }
 
-/// Runs one multiply of size `n` with `kernel`: the first half of the rows on `from`, the second
-/// on `from` (pinned) or `to` (migrated), counting `specs` per phase.
+/// This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID).
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Runs one multiply of size `n` with `kernel`: its halves on the cpus of `variant`
+/// ([`Variant::cpus`]), counting `specs` per phase.
 pub fn run_matmul(
     m: &mut Matmul,
     kernel: MatmulKernel,
@@ -216,6 +243,7 @@ pub fn run_matmul(
             .start()
             .map_err(|e| ProbeError::Failed(format!("counters: {e}")))?;
         let t = Instant::now();
+        let cpu0 = thread_cpu_seconds();
         // Row by row (a block row for the blocked kernel), so Ctrl-C stops even a huge multiply
         // within a row's time.
         let step = kernel.rows_per_step();
@@ -224,6 +252,7 @@ pub fn run_matmul(
             check_interrupt()?;
         }
         let seconds = t.elapsed().as_secs_f64();
+        let cpu_seconds = thread_cpu_seconds() - cpu0;
         let counters = group
             .stop()
             .map_err(|e| ProbeError::Failed(format!("counters: {e}")))?;
@@ -231,15 +260,12 @@ pub fn run_matmul(
         Ok(Phase {
             cpu: current_cpu(),
             seconds,
+            cpu_seconds,
             counters,
         })
     };
-    let first = phase(0..n / 2, from)?;
-    let second_cpu = if variant == Variant::Migrated {
-        to
-    } else {
-        from
-    };
+    let (first_cpu, second_cpu) = variant.cpus(from, to);
+    let first = phase(0..n / 2, first_cpu)?;
     // Count the move itself with the cpu-migrations software counter.
     let counter = perf::Counter::open(perf::TYPE_SOFTWARE, perf::SW_CPU_MIGRATIONS, true)
         .or_else(|_| perf::Counter::open(perf::TYPE_SOFTWARE, perf::SW_CPU_MIGRATIONS, false))

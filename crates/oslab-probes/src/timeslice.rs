@@ -505,7 +505,9 @@ pub fn sweep(clock: &Clock, s: &Sweep) -> Result<Swept, ProbeError> {
             s.cpu,
             s.class.name()
         )));
-        let mut table = Table::new(&["from", "to", "switch", "slice"], &[0, 1, 2, 3]);
+        // The gap between two of ours is a switch only when nothing else ran in it: the
+        // measurement says whether the kernel's count allows calling it one.
+        let mut table = Table::new(&["from", "to", "gap", "slice"], &[0, 1, 2, 3]);
         let limit = s.shown;
         for (from, to, sw, slice) in switches.iter().take(limit) {
             table.row(vec![
@@ -515,7 +517,19 @@ pub fn sweep(clock: &Clock, s: &Sweep) -> Result<Swept, ProbeError> {
                 value(*slice, Unit::Ns),
             ]);
         }
-        doc.push(Block::Table(table));
+        match switches.is_empty() {
+            true => doc.push(Block::Text(
+                "  no hand-over between our processes was seen".into(),
+            )),
+            false => doc.push(Block::Table(table)),
+        }
+        if let Some(why) = ms
+            .iter()
+            .find(|m| m.metric == "switch")
+            .and_then(|m| m.status.reason())
+        {
+            doc.push(Block::Text(format!("  switch: {why}")));
+        }
         if switches.len() > limit {
             doc.push(Block::Text(format!(
                 "  ... {} more (--all)",
@@ -524,7 +538,7 @@ pub fn sweep(clock: &Clock, s: &Sweep) -> Result<Swept, ProbeError> {
         }
         let median = |metric: &str| {
             ms.iter()
-                .find(|m| m.metric == metric)
+                .find(|m| m.metric == metric && m.status.has_value())
                 .and_then(|m| m.summary.as_ref())
                 .map_or("-".to_string(), |s| value(s.median, Unit::Ns))
         };

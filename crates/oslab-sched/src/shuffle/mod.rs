@@ -474,7 +474,7 @@ pub struct Daemon {
     /// Whether original affinities are written down for the next oslab (see [`Daemon::recording`]).
     recording: bool,
     /// Each thread's lock-wait fraction, smoothed over intervals (see [`smooth`]).
-    smoothed: BTreeMap<i32, f64>,
+    smoothed: BTreeMap<i32, Smoothed>,
     /// How threads are grouped.
     grouping: Grouping,
     /// Each thread's lock as last seen: a thread that did not wait in an interval keeps it.
@@ -490,12 +490,27 @@ pub const SMOOTHING: f64 = 0.5;
 /// placement shortens it.
 pub const WAITS_ALL_ALONG: f64 = 0.99;
 
+/// A thread found waiting all along is left out until its smoothed share falls below this: one
+/// interval's sampling noise (a joined main thread read 0.97) moved it between groups, and each
+/// move was counted as a regrouping (8 of 9 "shuffles" of a steady lockbench).
+pub const RUNS_AGAIN: f64 = 0.9;
+
+/// A thread's smoothed lock-wait share, and whether it is left out as waiting all along.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Smoothed {
+    /// The share, smoothed over intervals ([`SMOOTHING`]).
+    pub fraction: f64,
+    /// Found waiting all along and not yet running again ([`WAITS_ALL_ALONG`], [`RUNS_AGAIN`]).
+    pub waiting: bool,
+}
+
 /// The waits the grouping decides on: each thread's fraction smoothed over intervals, and
 /// without threads that have waited all along (a thread blocked in `pthread_join` or on a
 /// condition runs nowhere: where it sits does not matter, and its 100% would pull a real lock
 /// contender into its group). A contender starved for one interval, or seen waiting in every
-/// sample of a sampled method, gets the lock later: its smoothed fraction drops below.
-pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<ThreadWait> {
+/// sample of a sampled method, gets the lock later: its smoothed fraction drops below
+/// [`RUNS_AGAIN`].
+pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, Smoothed>) -> Vec<ThreadWait> {
     smoothed.retain(|tid, _| waits.iter().any(|w| w.tid == *tid));
     waits
         .iter()
@@ -503,11 +518,18 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, f64>) -> Vec<Th
             let f = w.fraction();
             let s = smoothed
                 .entry(w.tid)
-                .and_modify(|s| *s = SMOOTHING * f + (1.0 - SMOOTHING) * *s)
-                .or_insert(f);
-            (*s < WAITS_ALL_ALONG).then_some(ThreadWait {
+                .and_modify(|s| s.fraction = SMOOTHING * f + (1.0 - SMOOTHING) * s.fraction)
+                .or_insert(Smoothed {
+                    fraction: f,
+                    waiting: false,
+                });
+            s.waiting = match s.waiting {
+                true => s.fraction >= RUNS_AGAIN,
+                false => s.fraction >= WAITS_ALL_ALONG,
+            };
+            (!s.waiting).then_some(ThreadWait {
                 tid: w.tid,
-                waited: *s * w.observed,
+                waited: s.fraction * w.observed,
                 observed: w.observed,
                 lock: w.lock,
             })
@@ -885,6 +907,19 @@ mod tests {
         // A thread that is gone is forgotten.
         smooth(&[w(2, 10)], &mut s);
         assert_eq!(s.keys().copied().collect::<Vec<_>>(), vec![2]);
+    }
+
+    #[test]
+    fn a_thread_waiting_all_along_stays_out_through_an_interval_of_noise() {
+        let mut s = BTreeMap::new();
+        let tids = |v: Vec<ThreadWait>| v.iter().map(|t| t.tid).collect::<Vec<_>>();
+        // The main thread (1) joins; one interval it reads 97% (sampling noise): still out.
+        assert_eq!(tids(smooth(&[w(1, 100), w(2, 50)], &mut s)), vec![2]);
+        assert_eq!(tids(smooth(&[w(1, 97), w(2, 50)], &mut s)), vec![2]);
+        assert_eq!(tids(smooth(&[w(1, 99), w(2, 50)], &mut s)), vec![2]);
+        // Running again for real: back in.
+        smooth(&[w(1, 60), w(2, 50)], &mut s);
+        assert_eq!(tids(smooth(&[w(1, 60), w(2, 50)], &mut s)), vec![1, 2]);
     }
 
     #[test]

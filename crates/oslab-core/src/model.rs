@@ -478,6 +478,15 @@ impl Measurement {
         self.efficiency().is_some_and(far)
     }
 
+    /// A parameter as text (a string without its quotes), empty when the measurement has none.
+    pub fn param_text(&self, key: &str) -> String {
+        match self.params.get(key) {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        }
+    }
+
     /// The parameters as one string that is equal exactly when they are (a key to group by).
     pub fn params_key(&self) -> String {
         serde_json::Value::Object(self.params.clone()).to_string()

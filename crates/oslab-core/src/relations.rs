@@ -20,33 +20,36 @@ pub struct Relation {
     pub why: &'static str,
 }
 
+const LEVELS: Relation = Relation {
+    name: "each cache level no faster than the one before it",
+    why: "a load that misses a level goes on to the next: L1 <= L2 <= L3 <= memory latency",
+};
+const LOADED: Relation = Relation {
+    name: "loaded latency no lower than idle memory latency",
+    why: "traffic from other cpus only queues a load behind theirs; a loaded chase faster than the idle one ran from a cache",
+};
+const SWITCHES: Relation = Relation {
+    name: "a process switch no cheaper than a thread switch",
+    why: "switching processes is switching threads plus an address-space change (same mechanism, same placement)",
+};
+const FORK_EXEC: Relation = Relation {
+    name: "fork and exec no cheaper than fork",
+    why: "fork+exec does a fork's work and then an exec's",
+};
+const PEAK: Relation = Relation {
+    name: "memory bandwidth no higher than the memory's peak",
+    why: "the bus cannot move more than channels x rate x width; more came from a cache",
+};
+const RUN: Relation = Relation {
+    name: "one operation no longer than the run",
+    why: "a per-operation time longer than the whole run was timed with two clocks, or not at all",
+};
+
 /// Every relation, in the order they are checked.
-pub const RELATIONS: &[Relation] = &[
-    Relation {
-        name: "each cache level no faster than the one before it",
-        why: "a load that misses a level goes on to the next: L1 <= L2 <= L3 <= memory latency",
-    },
-    Relation {
-        name: "loaded latency no lower than idle memory latency",
-        why: "traffic from other cpus only queues a load behind theirs; a loaded chase faster than the idle one ran from a cache",
-    },
-    Relation {
-        name: "a process switch no cheaper than a thread switch",
-        why: "switching processes is switching threads plus an address-space change (same mechanism, same placement)",
-    },
-    Relation {
-        name: "fork and exec no cheaper than fork",
-        why: "fork+exec does a fork's work and then an exec's",
-    },
-    Relation {
-        name: "memory bandwidth no higher than the memory's peak",
-        why: "the bus cannot move more than channels x rate x width; more came from a cache",
-    },
-    Relation {
-        name: "one operation no longer than the run",
-        why: "a per-operation time longer than the whole run was timed with two clocks, or not at all",
-    },
-];
+pub const RELATIONS: &[Relation] = &[LEVELS, LOADED, SWITCHES, FORK_EXEC, PEAK, RUN];
+
+/// A figure that breaks a relation: its index, and the reason its status will give.
+type Broken = Vec<(usize, String)>;
 
 /// Marks every figure of `ms` that breaks a relation as failed, with the relation and both
 /// figures in its reason; each repetition of a run is checked on its own. `wall_ns` is how long
@@ -55,10 +58,13 @@ pub fn check(ms: &mut [Measurement], wall_ns: Option<f64>) {
     let mut repetitions: Vec<u32> = ms.iter().map(|m| m.repetition).collect();
     repetitions.sort_unstable();
     repetitions.dedup();
+    let mut broken = Broken::new();
     for r in repetitions {
-        let at: Vec<usize> = (0..ms.len()).filter(|&i| ms[i].repetition == r).collect();
-        let one: Vec<Measurement> = at.iter().map(|&i| ms[i].clone()).collect();
-        let mut broken: Vec<(usize, String)> = Vec::new();
+        let one: Vec<(usize, &Measurement)> = ms
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.repetition == r)
+            .collect();
         levels(&one, &mut broken);
         loaded(&one, &mut broken);
         switches(&one, &mut broken);
@@ -67,11 +73,10 @@ pub fn check(ms: &mut [Measurement], wall_ns: Option<f64>) {
         if let Some(wall) = wall_ns {
             longer_than_run(&one, wall, &mut broken);
         }
-        for (i, why) in broken {
-            let m = &mut ms[at[i]];
-            if m.status.has_value() {
-                m.status = Status::Failed(why);
-            }
+    }
+    for (i, why) in broken {
+        if ms[i].status.has_value() {
+            ms[i].status = Status::Failed(why);
         }
     }
 }
@@ -82,17 +87,8 @@ fn interval(m: &Measurement) -> Option<(f64, f64, f64)> {
     Some((s.ci_low.min(s.median), s.median, s.ci_high.max(s.median)))
 }
 
-/// A parameter as text (strings without their quotes).
-fn param(m: &Measurement, key: &str) -> String {
-    match m.params.get(key) {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => String::new(),
-    }
-}
-
-/// Whether `low` is clearly below `high`'s interval: beyond doubt, `low` < `high` does not hold
-/// the other way round. Used as: the figure that should be larger lies clearly below.
+/// Whether `smaller` lies clearly below `larger`: its whole interval, widened by [`MARGIN`],
+/// under the other's.
 fn clearly_below(smaller: &Measurement, larger: &Measurement) -> bool {
     match (interval(smaller), interval(larger)) {
         (Some((_, _, hi)), Some((lo, _, _))) => hi * (1.0 + MARGIN) < lo,
@@ -100,99 +96,108 @@ fn clearly_below(smaller: &Measurement, larger: &Measurement) -> bool {
     }
 }
 
-/// The reason a figure breaks `relation`: its value against the other's.
-fn reason(relation: usize, this: &Measurement, other: &Measurement, other_name: &str) -> String {
-    let shown = |m: &Measurement| {
-        m.summary
-            .as_ref()
-            .map_or_else(String::new, |s| crate::units::value(s.median, m.unit))
-    };
+/// The reason a figure breaks `relation`: what it read, against what.
+fn reason(relation: &Relation, read: String, against: String) -> String {
     format!(
-        "impossible: breaks '{}': {} against {other_name} {}",
-        RELATIONS[relation].name,
-        shown(this),
-        shown(other)
+        "impossible: breaks '{}': {read} against {against}",
+        relation.name
     )
 }
 
+/// A figure's median with its unit.
+fn shown(m: &Measurement) -> String {
+    m.summary
+        .as_ref()
+        .map_or_else(String::new, |s| crate::units::value(s.median, m.unit))
+}
+
+/// The figures of one repetition with a value, of `probe` and `metric`, that `keep` keeps.
 fn find<'a>(
-    ms: &'a [Measurement],
+    ms: &[(usize, &'a Measurement)],
     probe: &str,
     metric: &str,
     keep: impl Fn(&Measurement) -> bool,
-) -> impl Iterator<Item = (usize, &'a Measurement)> {
-    let (probe, metric) = (probe.to_string(), metric.to_string());
+) -> Vec<(usize, &'a Measurement)> {
     ms.iter()
-        .enumerate()
-        .filter(move |(_, m)| m.probe == probe && m.metric == metric && interval(m).is_some())
-        .filter(move |(_, m)| keep(m))
+        .copied()
+        .filter(|(_, m)| m.probe == probe && m.metric == metric && interval(m).is_some())
+        .filter(|(_, m)| keep(m))
+        .collect()
 }
 
 /// The chunked chase's level latencies, in the order a load meets them.
-fn level_latencies(ms: &[Measurement]) -> Vec<(usize, &Measurement)> {
-    let order = |m: &Measurement| match param(m, "level").as_str() {
+fn level_latencies<'a>(ms: &[(usize, &'a Measurement)]) -> Vec<(usize, &'a Measurement)> {
+    let order = |m: &Measurement| match m.param_text("level").as_str() {
         "L1" => Some(1),
         "L2" => Some(2),
         "L3" => Some(3),
         "memory" => Some(9),
         _ => None,
     };
-    let mut levels: Vec<(usize, &Measurement)> =
-        find(ms, "memory.latency.chunk", "level_latency", |m| {
-            order(m).is_some()
-        })
-        .collect();
+    let mut levels = find(ms, "memory.latency.chunk", "level_latency", |m| {
+        order(m).is_some()
+    });
     levels.sort_by_key(|(_, m)| order(m));
     levels
 }
 
-fn levels(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
-    let levels = level_latencies(ms);
-    for pair in levels.windows(2) {
+fn levels(ms: &[(usize, &Measurement)], broken: &mut Broken) {
+    for pair in level_latencies(ms).windows(2) {
         let ((_, nearer), (i, farther)) = (pair[0], pair[1]);
         if clearly_below(farther, nearer) {
-            let name = format!("{} latency", param(nearer, "level"));
-            broken.push((i, reason(0, farther, nearer, &name)));
+            let against = format!("{} latency {}", nearer.param_text("level"), shown(nearer));
+            broken.push((i, reason(&LEVELS, shown(farther), against)));
         }
     }
 }
 
-fn loaded(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+fn loaded(ms: &[(usize, &Measurement)], broken: &mut Broken) {
     let levels = level_latencies(ms);
-    let Some((_, idle)) = levels.iter().find(|(_, m)| param(m, "level") == "memory") else {
+    let Some(&(_, idle)) = levels
+        .iter()
+        .find(|(_, m)| m.param_text("level") == "memory")
+    else {
         return;
     };
     for (i, m) in find(ms, "memory.latency.loaded", "per_load", |_| true) {
         if clearly_below(m, idle) {
-            broken.push((i, reason(1, m, idle, "idle memory latency")));
+            let against = format!("idle memory latency {}", shown(idle));
+            broken.push((i, reason(&LOADED, shown(m), against)));
         }
     }
 }
 
-fn switches(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+/// The figures of `larger` that lie clearly below their counterpart of `smaller` (the same
+/// value of `key`) break `relation`.
+fn ordered(
+    ms: &[(usize, &Measurement)],
+    (smaller, larger, metric, key): (&str, &str, &str, &str),
+    relation: &Relation,
+    broken: &mut Broken,
+) {
+    for (i, big) in find(ms, larger, metric, |_| true) {
+        let same = |m: &Measurement| m.param_text(key) == big.param_text(key);
+        if let Some(&(_, small)) = find(ms, smaller, metric, same).first() {
+            if clearly_below(big, small) {
+                let against = format!("{smaller} {}", shown(small));
+                broken.push((i, reason(relation, shown(big), against)));
+            }
+        }
+    }
+}
+
+fn switches(ms: &[(usize, &Measurement)], broken: &mut Broken) {
     for mechanism in ["pipe", "futex", "eventfd"] {
-        let process = format!("switch.process.{mechanism}");
         let thread = format!("switch.thread.{mechanism}");
-        for (i, p) in find(ms, &process, "switch", |_| true) {
-            let same = |t: &Measurement| param(t, "placement") == param(p, "placement");
-            if let Some((_, t)) = find(ms, &thread, "switch", same).next() {
-                if clearly_below(p, t) {
-                    broken.push((i, reason(2, p, t, &thread)));
-                }
-            }
-        }
+        let process = format!("switch.process.{mechanism}");
+        let pair = (thread.as_str(), process.as_str(), "switch", "placement");
+        ordered(ms, pair, &SWITCHES, broken);
     }
 }
 
-fn fork_exec(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
-    for (i, both) in find(ms, "task.fork-exec", "round_trip", |_| true) {
-        let same = |f: &Measurement| param(f, "touched_mib") == param(both, "touched_mib");
-        if let Some((_, fork)) = find(ms, "task.fork", "round_trip", same).next() {
-            if clearly_below(both, fork) {
-                broken.push((i, reason(3, both, fork, "task.fork")));
-            }
-        }
-    }
+fn fork_exec(ms: &[(usize, &Measurement)], broken: &mut Broken) {
+    let pair = ("task.fork", "task.fork-exec", "round_trip", "touched_mib");
+    ordered(ms, pair, &FORK_EXEC, broken);
 }
 
 /// The memory's peak a bandwidth row's model read (an input of its prediction), when known.
@@ -200,47 +205,32 @@ fn peak_gbps(m: &Measurement) -> Option<f64> {
     m.prediction.as_ref()?.inputs.get("peak_gbps")?.as_f64()
 }
 
-fn peak(ms: &[Measurement], broken: &mut Vec<(usize, String)>) {
+fn peak(ms: &[(usize, &Measurement)], broken: &mut Broken) {
     let memory = [
         "bandwidth.stream",
         "bandwidth.threads",
         "bandwidth.mix",
         "numa.matrix",
     ];
-    for (i, m) in ms.iter().enumerate() {
+    for &(i, m) in ms {
         if !memory.contains(&m.probe.as_str()) || m.unit != Unit::GBps {
             continue;
         }
-        let (Some((lo, median, _)), Some(peak)) = (interval(m), peak_gbps(m)) else {
-            continue;
-        };
-        if lo > peak * (1.0 + MARGIN) {
-            broken.push((
-                i,
-                format!(
-                    "impossible: breaks '{}': {median:.2} GB/s against a peak of {peak:.2} GB/s (the arrays were partly in a cache)",
-                    RELATIONS[4].name
-                ),
-            ));
+        if let (Some((lo, _, _)), Some(peak)) = (interval(m), peak_gbps(m)) {
+            if lo > peak * (1.0 + MARGIN) {
+                let against =
+                    format!("a peak of {peak:.2} GB/s (the arrays were partly in a cache)");
+                broken.push((i, reason(&PEAK, shown(m), against)));
+            }
         }
     }
 }
 
-fn longer_than_run(ms: &[Measurement], wall_ns: f64, broken: &mut Vec<(usize, String)>) {
-    for (i, m) in ms.iter().enumerate() {
-        let Some((_, median, _)) = interval(m).filter(|_| m.unit == Unit::Ns) else {
-            continue;
-        };
-        if median > wall_ns {
-            broken.push((
-                i,
-                format!(
-                    "impossible: breaks '{}': {} for one operation in a run of {}",
-                    RELATIONS[5].name,
-                    crate::units::value(median, Unit::Ns),
-                    crate::units::value(wall_ns, Unit::Ns)
-                ),
-            ));
+fn longer_than_run(ms: &[(usize, &Measurement)], wall_ns: f64, broken: &mut Broken) {
+    for &(i, m) in ms {
+        if m.unit == Unit::Ns && interval(m).is_some_and(|(_, median, _)| median > wall_ns) {
+            let against = format!("a run of {}", crate::units::value(wall_ns, Unit::Ns));
+            broken.push((i, reason(&RUN, shown(m), against)));
         }
     }
 }

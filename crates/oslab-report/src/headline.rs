@@ -123,14 +123,6 @@ const LINES: &[Line] = &[
     ("host steal (share of the cpu)", "host", "steal", &[]),
 ];
 
-fn text(v: Option<&serde_json::Value>) -> String {
-    match v {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => String::new(),
-    }
-}
-
 /// The measurement a headline names, if the run has it.
 fn find<'a>(ms: &'a [Measurement], (_, probe, metric, want): &Line) -> Option<&'a Measurement> {
     let matching: Vec<&Measurement> = ms
@@ -138,7 +130,7 @@ fn find<'a>(ms: &'a [Measurement], (_, probe, metric, want): &Line) -> Option<&'
         .filter(|m| m.probe == *probe && m.metric == *metric && m.summary.is_some())
         .filter(|m| {
             want.iter()
-                .all(|(k, v)| *v == "max" || text(m.params.get(*k)) == *v)
+                .all(|(k, v)| *v == "max" || m.param_text(k) == *v)
         })
         .collect();
     match want.iter().find(|(_, v)| *v == "max") {

@@ -475,14 +475,6 @@ fn param<'a>(m: &'a Measurement, k: &str) -> Option<&'a serde_json::Value> {
     m.params.get(k)
 }
 
-fn text_param(m: &Measurement, k: &str) -> String {
-    match param(m, k) {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => String::new(),
-    }
-}
-
 /// Series of `metric` over the numeric parameter `x`, one series per combination of the values
 /// of the parameters `by` names (space-separated; none: one series per probe).
 fn series_by(
@@ -502,7 +494,7 @@ fn series_by(
                 m.probe.clone()
             } else {
                 by.split(' ')
-                    .map(|k| text_param(m, k))
+                    .map(|k| m.param_text(k))
                     .collect::<Vec<_>>()
                     .join(" ")
             };
@@ -530,7 +522,7 @@ fn loaded_curves(ms: &[&Measurement]) -> Vec<Series> {
             .and_then(|b| median(b))
             .unwrap_or(0.0);
         curves
-            .entry(text_param(m, "traffic"))
+            .entry(m.param_text("traffic"))
             .or_default()
             .push((bandwidth, latency));
     }
@@ -582,7 +574,7 @@ fn cache_marks(ms: &[&Measurement], record: &RunRecord) -> Vec<Mark> {
         if let Some(size) = median(m) {
             marks.push(Mark {
                 x: size,
-                label: format!("{} seen", text_param(m, "level")),
+                label: format!("{} seen", m.param_text("level")),
             });
         }
     }
@@ -827,7 +819,7 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
                 m.unit == Unit::Ns && !["per_page", "per_byte"].contains(&m.metric.as_str())
             })
             .map(|m| {
-                let cache = text_param(m, "cache");
+                let cache = m.param_text("cache");
                 let label = format!(
                     "{} {}{}",
                     m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
@@ -911,11 +903,11 @@ fn shuffle_sim(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figur
     ] {
         let bars = overlaid_bars(sides, |ms| {
             ms.iter()
-                .filter(|m| m.metric == "change" && text_param(m, "part") == part)
+                .filter(|m| m.metric == "change" && m.param_text("part") == part)
                 .filter_map(|m| {
                     let s = m.summary.as_ref()?;
                     let label = match part {
-                        "workload" => text_param(m, "workload"),
+                        "workload" => m.param_text("workload"),
                         _ => format!("{} ms", param(m, "interval_ms")?.as_f64()?),
                     };
                     Some(Bar {
@@ -967,7 +959,7 @@ fn distinct(labelled: Vec<(String, &Measurement)>) -> Vec<(String, &Measurement)
                             .iter()
                             .any(|&j| labelled[j].1.params.get(k.as_str()) != Some(v))
                 })
-                .map(|(k, _)| format!("{k}={}", text_param(m, k)))
+                .map(|(k, _)| format!("{k}={}", m.param_text(k)))
                 .collect();
             (
                 format!("{label} {}", differs.join(" "))
@@ -985,7 +977,7 @@ fn bar_list(ms: &[&Measurement], prefix: &str, metric: &str, keys: &[&str]) -> V
         .filter_map(|m| {
             let label = keys
                 .iter()
-                .map(|k| text_param(m, k))
+                .map(|k| m.param_text(k))
                 .collect::<Vec<_>>()
                 .join(" ");
             measured_bar(label, m)
@@ -1007,7 +999,7 @@ fn measured_bar(label: String, m: &Measurement) -> Option<Bar> {
 fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
     let cells: Vec<(u64, u64, f64)> = ms
         .iter()
-        .filter(|m| m.metric == "bandwidth" && text_param(m, "kernel") == "average")
+        .filter(|m| m.metric == "bandwidth" && m.param_text("kernel") == "average")
         .filter_map(|m| {
             Some((
                 param(m, "cpu_node")?.as_u64()?,

@@ -403,7 +403,7 @@ fn status_cell(m: &Measurement) -> String {
 
 fn table(ms: &[&Measurement]) -> String {
     let mut h = String::from(
-        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>p90 / p99 / p99.9</th><th>unit</th><th>cycles</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n",
+        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>p90 / p99 / p99.9</th><th>unit</th><th>TSC ticks</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n",
     );
     for m in ms {
         let (median, ci, best, tail, unit, pred, eff) = match &m.summary {

@@ -26,10 +26,13 @@
 //! - [`text`]: lines and tables an experiment reports, as data the report crate renders.
 //! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB).
 //! - [`tree`]: a started command's process group, ended as a whole, also when oslab dies.
+//! - [`catalog`]: what every probe is (id, metrics, units, family, model or why none, chart,
+//!   headline), declared once; everything else reads it.
 //! - [`placement`]: which cpus to measure on: the measuring cpu, its peer, the farthest one.
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod catalog;
 pub mod clock;
 pub mod counters;
 pub mod cpulist;

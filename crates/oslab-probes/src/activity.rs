@@ -5,6 +5,7 @@
 //! by size, CPU time lost, beside the kernel's interrupt counts for the CPU.
 
 use crate::harness::check_interrupt;
+use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::interrupts;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
@@ -13,14 +14,11 @@ use std::time::{Duration, Instant};
 
 /// The suite's short activity probe (`oslab activity` records longer and keeps the timeline).
 pub const PROBES: &[Probe] = &[Probe {
-    id: "activity.noise",
-    about:
-        "interruptions of a pinned busy loop: inferred tick rate, count, CPU time lost (OS noise)",
-    unit: Unit::Ns,
+    entry: &catalog::ACTIVITY_NOISE,
     needs: &[],
     cost: 1.0,
     plan: None,
-    run: |cx| {
+    run: |cx, me| {
         let duration = cx.harness.config.budget * 2;
         let threshold = Threshold::calibrate(&cx.harness.clock, Duration::from_millis(20));
         let rec = record(
@@ -31,7 +29,7 @@ pub const PROBES: &[Probe] = &[Probe {
         if rec.interrupted {
             return Err(ProbeError::Interrupted); // the suite stops; a partial probe is not kept
         }
-        Ok(summarise(cx, "activity.noise", &rec, &threshold, None))
+        Ok(summarise(cx, me.id, &rec, &threshold, None))
     },
 }];
 

@@ -9,6 +9,7 @@
 use crate::buffer::Pages;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Plan, Probe, ProbeError};
 use crate::stream::{gbps, team, Arrays, Reps};
 use oslab_core::model::{judged, Judge};
@@ -20,36 +21,28 @@ use serde_json::{Map, Value};
 /// The bandwidth probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "bandwidth.stream",
-        about: "RAM bandwidth, one thread: read, write, STREAM copy/scale/add/triad; plain and non-temporal stores",
-        unit: Unit::GBps,
+        entry: &catalog::BANDWIDTH_STREAM,
         needs: &[],
         cost: 10.0,
         plan: None,
         run: single,
     },
     Probe {
-        id: "bandwidth.threads",
-        about: "RAM bandwidth of read, copy, triad with 1..N pinned threads (a thread per core first, then SMT)",
-        unit: Unit::GBps,
+        entry: &catalog::BANDWIDTH_THREADS,
         needs: &[],
         cost: 10.0,
         plan: Some(plan_threads),
         run: threads,
     },
     Probe {
-        id: "bandwidth.mix",
-        about: "RAM bandwidth of read:write mixes 1:0, 3:1, 2:1, 1:1, 0:1 (plain stores; non-temporal too on all threads), one thread and all",
-        unit: Unit::GBps,
+        entry: &catalog::BANDWIDTH_MIX,
         needs: &[],
         cost: 7.0,
         plan: Some(plan_mixes),
         run: mixes,
     },
     Probe {
-        id: "bandwidth.sweep",
-        about: "bandwidth vs working-set size (read, write, copy, triad): each cache level's bandwidth",
-        unit: Unit::GBps,
+        entry: &catalog::BANDWIDTH_SWEEP,
         needs: &[],
         cost: 45.0,
         plan: None,
@@ -156,7 +149,7 @@ pub fn bandwidth_measurements(
     out
 }
 
-fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn single(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
     let arrays = Arrays::new(bytes, Pages::Default)?;
@@ -176,7 +169,7 @@ fn single(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         .zip(&times)
         .flat_map(|(&(k, s), t)| {
             let ms = bandwidth_measurements(
-                "bandwidth.stream",
+                me.id,
                 base.clone(),
                 k,
                 s,
@@ -230,7 +223,7 @@ pub fn thread_counts(cores: usize, cpus: usize) -> Vec<usize> {
 /// Read:write ratios of the mixes, as MLC's bandwidth matrix offers them.
 const MIXES: [(u8, u8); 5] = [(1, 0), (3, 1), (2, 1), (1, 1), (0, 1)];
 
-fn mixes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn mixes(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let order = thread_order(cx.topology, &cx.allowed);
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
@@ -264,7 +257,7 @@ fn mixes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         };
         for (&(k, s), secs) in jobs.iter().zip(&times) {
             out.extend(bandwidth_measurements(
-                "bandwidth.mix",
+                me.id,
                 base.clone(),
                 k,
                 s,
@@ -322,7 +315,7 @@ fn plan_mixes(cx: &Context) -> Plan {
     }
 }
 
-fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn threads(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let (order, cores) = team_cpus(cx);
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
@@ -353,7 +346,7 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         let nodes = crate::numa::nodes_of(cx.topology, &arrays.d);
         for (&(k, s), secs) in jobs.iter().zip(&times) {
             let ms = bandwidth_measurements(
-                "bandwidth.threads",
+                me.id,
                 base.clone(),
                 k,
                 s,
@@ -373,7 +366,7 @@ fn threads(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     Ok(out)
 }
 
-fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let caches = cx.cache_sizes();
     // Past a quarter of the memory budget the curve is flat (RAM): stop there.
@@ -414,7 +407,7 @@ fn sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 "cpu" => cx.cpu,
             };
             out.push(judged(
-                "bandwidth.sweep",
+                me.id,
                 params,
                 "bandwidth",
                 Unit::GBps,

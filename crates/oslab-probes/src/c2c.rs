@@ -9,6 +9,7 @@
 //! pair of a cpu list (or a sample of the pairs on big machines) for `oslab c2c`.
 
 use crate::harness::check_interrupt;
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::affinity::AffinityGuard;
 use oslab_core::model::{judged, Judge, Measurement, Unit};
@@ -18,9 +19,7 @@ use std::time::Instant;
 
 /// The probe.
 pub const PROBES: &[Probe] = &[Probe {
-    id: "c2c.latency",
-    about: "one-way core-to-core latency: a cache line handed back and forth by compare-and-swap between two pinned threads",
-    unit: Unit::Ns,
+    entry: &catalog::C2C_LATENCY,
     needs: &[crate::probe::Need::PeerCpu],
     cost: 1.0,
     plan: Some(plan),
@@ -73,7 +72,7 @@ fn plan(cx: &Context) -> crate::probe::Plan {
     crate::probe::Plan { what, work: 1.0 }
 }
 
-fn suite(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn suite(cx: &Context, _: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let peer = cx
         .peer_cpu
         .ok_or_else(|| ProbeError::Unsupported("needs a second cpu".into()))?;
@@ -105,7 +104,7 @@ pub fn pair(
 /// The one-way latency of a pair from its bursts (ns per hand-over), judged as every median is.
 fn latency((a, b): (usize, usize), class: &str, samples: &[f64], round_trips: u64) -> Measurement {
     let mut m = judged(
-        "c2c.latency",
+        catalog::id::C2C_LATENCY,
         params! {"from" => a, "to" => b, "class" => class},
         "one_way",
         Unit::Ns,

@@ -4,17 +4,16 @@
 //! an argument. The call is therefore indirect; the pointer never changes, so it is predicted. All eight variants are measured interleaved, so the increment per argument is a
 //! paired difference of samples taken in the same round.
 
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Judge, Measurement, Unit};
+use oslab_core::model::{Judge, Measurement};
 use oslab_core::params;
 use oslab_core::stats;
 use std::hint::black_box;
 
 /// The call probe.
 pub const PROBES: &[Probe] = &[Probe {
-    id: "call.args",
-    about: "procedure call with 0..7 integer arguments, absolute and per extra argument",
-    unit: Unit::Ns,
+    entry: &catalog::CALL_ARGS,
     needs: &[],
     cost: 10.0,
     plan: None,
@@ -55,7 +54,7 @@ macro_rules! call_body {
     };
 }
 
-fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn run_calls(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let mut b0 = call_body!(f0);
     let mut b1 = call_body!(f1, 1);
     let mut b2 = call_body!(f2, 1, 2);
@@ -69,7 +68,7 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     ])?;
     let mut out = Vec::new();
     for (k, t) in timings.iter().enumerate() {
-        let mut m = cx.measurement("call.args", params! {"args" => k}, "per_call", t);
+        let mut m = cx.measurement(me.id, params! {"args" => k}, "per_call", t);
         if k == 7 {
             m.note_before("SysV x86-64 passes the 7th integer argument on the stack");
         }
@@ -84,7 +83,7 @@ fn run_calls(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             .median()
             .map_or(Judge::Median, |m| Judge::Scale(m.abs()));
         let mut m =
-            cx.measurement_judged("call.args", params! {"args" => k}, "increment", &inc, judge);
+            cx.measurement_judged(me.id, params! {"args" => k}, "increment", &inc, judge);
         m.difference = true;
         let what = format!(
             "paired difference: {k} minus {} arguments, same round",

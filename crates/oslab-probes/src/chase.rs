@@ -4,6 +4,7 @@
 
 use crate::buffer::{Buffer, Pages};
 use crate::memory::{Chain, Order};
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Status, Unit};
@@ -12,27 +13,21 @@ use oslab_core::params;
 /// The probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "memory.latency.stride",
-        about: "load latency by working-set size x stride (8 B .. 16 MiB), address order (the lmbench table)",
-        unit: Unit::Ns,
+        entry: &catalog::MEMORY_LATENCY_STRIDE,
         needs: &[],
         cost: 10.0,
         plan: None,
         run: stride_table,
     },
     Probe {
-        id: "memory.latency.pages",
-        about: "random-chain latency on 4 KiB, transparent huge and hugetlb pages (what the TLB costs)",
-        unit: Unit::Ns,
+        entry: &catalog::MEMORY_LATENCY_PAGES,
         needs: &[],
         cost: 20.0,
         plan: None,
         run: page_modes,
     },
     Probe {
-        id: "memory.latency.parallel",
-        about: "1..16 independent chases at once: time per load and memory-level parallelism",
-        unit: Unit::Ns,
+        entry: &catalog::MEMORY_LATENCY_PARALLEL,
         needs: &[],
         cost: 7.0,
         plan: None,
@@ -62,7 +57,7 @@ pub fn table_sizes(max: usize) -> Vec<usize> {
         .collect()
 }
 
-fn stride_table(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn stride_table(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let harness = cx.harness.scaled(0.1);
     let max = cx.memory_budget().min(512 << 20);
     let mut out = Vec::new();
@@ -78,7 +73,7 @@ fn stride_table(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 "cpu" => cx.cpu,
             };
             out.push(
-                cx.measurement("memory.latency.stride", p, "per_load", &t)
+                cx.measurement(me.id, p, "per_load", &t)
                     .found("pages", chain.buffer().pages_used()),
             );
             buf = Some(chain.into_buffer());
@@ -87,7 +82,7 @@ fn stride_table(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     Ok(out)
 }
 
-fn page_modes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn page_modes(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let harness = cx.harness.scaled(0.5);
     let max = cx.memory_budget().max(16 << 20);
     let mut out = Vec::new();
@@ -98,7 +93,7 @@ fn page_modes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 Ok(b) => b,
                 Err(ProbeError::Unsupported(why)) => {
                     out.push(Measurement::not_taken(
-                        "memory.latency.pages",
+                        me.id,
                         p,
                         "per_load",
                         Unit::Ns,
@@ -114,7 +109,7 @@ fn page_modes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             chain.walk((size / 64).min(1 << 18) as u64);
             let t = harness.raw(&mut |n| chain.walk(n))?;
             out.push(
-                cx.measurement("memory.latency.pages", p, "per_load", &t)
+                cx.measurement(me.id, p, "per_load", &t)
                     .found("pages", chain.buffer().pages_used()),
             );
         }
@@ -122,7 +117,7 @@ fn page_modes(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     Ok(out)
 }
 
-fn parallel(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn parallel(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let size = cx.memory_budget().max(16 << 20);
     let chain = Chain::new(size, Order::Chunk, Pages::Small, size as u64)?;
     let harness = cx.harness.scaled(0.5);
@@ -139,7 +134,7 @@ fn parallel(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         // One iteration advances every cursor once: k loads.
         let t = t.map(|ns| ns / k as f64);
         let p = params! {"size" => size, "order" => "chunk", "chases" => k, "cpu" => cx.cpu};
-        let m = cx.measurement("memory.latency.parallel", p.clone(), "per_load", &t);
+        let m = cx.measurement(me.id, p.clone(), "per_load", &t);
         let median = m.summary.as_ref().map(|s| s.median);
         out.push(m);
         let Some(one) = *single.get_or_insert(median) else {
@@ -147,7 +142,7 @@ fn parallel(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         };
         let mlp: Vec<f64> = t.samples.iter().map(|s| one / s).collect();
         out.push(judged(
-            "memory.latency.parallel",
+            me.id,
             p,
             "parallelism",
             Unit::Count,

@@ -12,6 +12,7 @@
 
 use crate::buffer::{available_memory, Buffer, Pages};
 use crate::harness::check_interrupt;
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Options, Probe, ProbeError};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
@@ -26,36 +27,28 @@ use std::time::Instant;
 /// The page-fault probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "faults.anon",
-        about: "minor fault on first touch of fresh anonymous memory (4 KiB pages, zeroed by the kernel)",
-        unit: Unit::Ns,
+        entry: &catalog::FAULTS_ANON,
         needs: &[],
         cost: 1.0,
         plan: None,
         run: anon,
     },
     Probe {
-        id: "faults.thp",
-        about: "fault on first touch of a transparent huge page (2 MiB, zeroed by the kernel)",
-        unit: Unit::Ns,
+        entry: &catalog::FAULTS_THP,
         needs: &[],
         cost: 1.0,
         plan: None,
         run: thp,
     },
     Probe {
-        id: "faults.populate",
-        about: "MAP_POPULATE: the kernel fills a mapping in one call, no trap per page (the baseline)",
-        unit: Unit::Ns,
+        entry: &catalog::FAULTS_POPULATE,
         needs: &[],
         cost: 1.0,
         plan: None,
         run: populate,
     },
     Probe {
-        id: "faults.file",
-        about: "faults on a mapped file: minor (in page cache, fault-around) and major (evicted, read from disk)",
-        unit: Unit::Ns,
+        entry: &catalog::FAULTS_FILE,
         needs: &[],
         cost: 15.0,
         plan: None,
@@ -239,7 +232,7 @@ fn touch(ptr: *mut u8, bytes: usize, step: usize) {
     }
 }
 
-fn anon(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn anon(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let bytes = anon_bytes(cx);
     let counter = FaultCounter::new();
     let mut used = String::new();
@@ -251,7 +244,7 @@ fn anon(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     })?;
     let p = params! {"access" => "write", "pages" => used};
     Ok(fault_measurements(
-        "faults.anon",
+        me.id,
         p,
         bytes,
         PAGE,
@@ -260,7 +253,7 @@ fn anon(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     ))
 }
 
-fn thp(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn thp(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     const HUGE: usize = 2 << 20;
     let bytes = anon_bytes(cx).next_multiple_of(HUGE);
     let counter = FaultCounter::new();
@@ -281,7 +274,7 @@ fn thp(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     }
     let p = params! {"access" => "write", "pages" => used};
     Ok(fault_measurements(
-        "faults.thp",
+        me.id,
         p,
         bytes,
         HUGE,
@@ -290,7 +283,7 @@ fn thp(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     ))
 }
 
-fn populate(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn populate(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let bytes = anon_bytes(cx);
     let counter = FaultCounter::new();
     let reps = repeat(cx, 5, || {
@@ -320,7 +313,7 @@ fn populate(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     })?;
     // MAP_POPULATE takes no trap per page: report the cost per page (munmap included).
     let p = params! {"access" => "populate+unmap", "pages" => "default"};
-    let mut out = fault_measurements("faults.populate", p, bytes, PAGE, &reps, &counter);
+    let mut out = fault_measurements(me.id, p, bytes, PAGE, &reps, &counter);
     out.retain(|m| m.metric != "per_fault");
     Ok(out)
 }
@@ -566,7 +559,7 @@ impl Drop for FileMap {
     }
 }
 
-fn file(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn file(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let (dir, _) = temp_dir(cx.options);
     let size = cx
         .options
@@ -589,11 +582,11 @@ fn file(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     })?;
     let mut p = base.clone();
     p.insert("cache".into(), "page cache (minor)".into());
-    let mut out = fault_measurements("faults.file", p, size, PAGE, &minor, &counter);
+    let mut out = fault_measurements(me.id, p, size, PAGE, &minor, &counter);
 
     if tmpfs {
         let mut m = Measurement::not_taken(
-            "faults.file",
+            me.id,
             params! {"cache" => "evicted (major)"},
             "per_fault",
             Unit::Ns,
@@ -630,7 +623,7 @@ fn file(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
         let worst = residency.iter().cloned().fold(0.0, f64::max);
         let mut p = base.clone();
         p.insert("cache".into(), label.into());
-        let mut ms = fault_measurements("faults.file", p, touched, PAGE, &major, &counter);
+        let mut ms = fault_measurements(me.id, p, touched, PAGE, &major, &counter);
         for m in &mut ms {
             if let Some(n) = &mut m.note {
                 n.push_str(&format!(

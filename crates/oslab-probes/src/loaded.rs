@@ -8,6 +8,7 @@
 use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores, MIX_BLOCK};
 use crate::memory::{Chain, Order, IDLE_SPACING};
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Need, Plan, Probe, ProbeError};
 use oslab_core::affinity::{set_affinity, SchedGuard};
 use oslab_core::model::{Measurement, Status, Unit};
@@ -17,9 +18,7 @@ use std::time::{Duration, Instant};
 
 /// The probe.
 pub const PROBES: &[Probe] = &[Probe {
-    id: "memory.latency.loaded",
-    about: "idle-latency chase while the other cpus stream memory at rising intensity (MLC's loaded latency): latency vs bandwidth, reads and 1:1 read/write",
-    unit: Unit::Ns,
+    entry: &catalog::MEMORY_LATENCY_LOADED,
     needs: &[Need::PeerCpu],
     cost: 10.0,
     plan: Some(plan),
@@ -84,7 +83,7 @@ fn plan(cx: &Context) -> Plan {
     }
 }
 
-fn run(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn run(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let loaders: Vec<usize> = cx.allowed.iter().filter(|&c| c != cx.cpu).collect();
     if loaders.is_empty() {
@@ -137,12 +136,12 @@ fn run(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
                 "size" => size,
                 "cpu" => cx.cpu,
             };
-            out.push(cx.measurement("memory.latency.loaded", p.clone(), "per_load", &timing));
+            out.push(cx.measurement(me.id, p.clone(), "per_load", &timing));
             if pause.is_none() {
                 continue; // the idle point: nothing loads memory
             }
             let mut bw = Measurement::not_taken(
-                "memory.latency.loaded",
+                me.id,
                 p,
                 "load_bandwidth",
                 Unit::GBps,

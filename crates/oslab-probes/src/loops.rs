@@ -4,24 +4,23 @@
 //! (The harness subtracts its own empty Rust loop from batched probes; each measurement records
 //! that overhead.)
 
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::Measurement;
 use oslab_core::params;
 
 /// The loop probe.
 pub const PROBES: &[Probe] = &[Probe {
-    id: "loop.empty",
-    about: "one iteration of an empty counted loop (dec; jnz), which the compiler cannot unroll",
-    unit: Unit::Ns,
+    entry: &catalog::LOOP_EMPTY,
     needs: &[],
     cost: 1.0,
     plan: None,
     run: run_loop,
 }];
 
-fn run_loop(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn run_loop(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let t = cx.harness.raw(&mut counted_loop)?;
-    let m = cx.measurement("loop.empty", params! {"cpu" => cx.cpu}, "per_iteration", &t);
+    let m = cx.measurement(me.id, params! {"cpu" => cx.cpu}, "per_iteration", &t);
     Ok(vec![m])
 }
 

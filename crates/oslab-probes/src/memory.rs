@@ -24,6 +24,7 @@
 
 use crate::buffer::{Buffer, Pages};
 use crate::levels;
+use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
 
 use oslab_core::model::{Measurement, Status, Unit};
@@ -33,33 +34,25 @@ use oslab_core::stats::{SplitMix64, Summary};
 /// The latency probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "memory.latency.chunk",
-        about:
-            "latency vs working-set size, random within 256 KiB chunks: cache levels, idle DRAM latency",
-        unit: Unit::Ns,
+        entry: &catalog::MEMORY_LATENCY_CHUNK,
         needs: &[],
         cost: 15.0,
         plan: None,
-        run: |cx| sweep(cx, "memory.latency.chunk", Order::Chunk),
+        run: |cx, me| sweep(cx, me.id, Order::Chunk),
     },
     Probe {
-        id: "memory.latency.random",
-        about: "latency vs working-set size, fully random chain (TLB misses included): TLB reach",
-        unit: Unit::Ns,
+        entry: &catalog::MEMORY_LATENCY_RANDOM,
         needs: &[],
         cost: 15.0,
         plan: None,
-        run: |cx| sweep(cx, "memory.latency.random", Order::Random),
+        run: |cx, me| sweep(cx, me.id, Order::Random),
     },
     Probe {
-        id: "memory.latency.sequential",
-        about:
-            "load-to-use latency vs working-set size, lines in address order (prefetch-friendly)",
-        unit: Unit::Ns,
+        entry: &catalog::MEMORY_LATENCY_SEQUENTIAL,
         needs: &[],
         cost: 10.0,
         plan: None,
-        run: |cx| sweep(cx, "memory.latency.sequential", Order::Sequential),
+        run: |cx, me| sweep(cx, me.id, Order::Sequential),
     },
 ];
 

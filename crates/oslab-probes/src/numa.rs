@@ -7,6 +7,7 @@ use crate::bandwidth::{bandwidth_measurements, thread_order};
 use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores};
 use crate::memory::{Chain, Order};
+use oslab_core::catalog::{self, id};
 use crate::probe::{Context, Probe, ProbeError};
 use crate::stream::{gbps, team, Arrays, Reps};
 use oslab_core::affinity::set_affinity;
@@ -18,16 +19,14 @@ use serde_json::{Map, Value};
 
 /// The NUMA probe.
 pub const PROBES: &[Probe] = &[Probe {
-    id: "numa.matrix",
-    about: "cpu node x memory node: STREAM bandwidth (4 kernels and average) and idle latency, memory bound with mbind",
-    unit: Unit::GBps,
+    entry: &catalog::NUMA_MATRIX,
     needs: &[],
     cost: 10.0,
     plan: Some(plan),
-    run: |cx| matrix(cx, &LinuxNuma::new(cx.topology)),
+    run: |cx, _me| matrix(cx, &LinuxNuma::new(cx.topology)),
 }];
 
-const PROBE: &str = "numa.matrix";
+const PROBE: &str = id::NUMA_MATRIX;
 /// Pages sampled per buffer to verify placement.
 const SAMPLE_PAGES: usize = 64;
 

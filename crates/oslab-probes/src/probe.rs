@@ -1,6 +1,7 @@
 //! What a probe is: a row of the registry table, and the context it runs in.
 
 use crate::harness::{Harness, Timing};
+use oslab_core::catalog::Entry;
 use oslab_core::machine::{Environment, Fingerprint};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::{CpuSet, Topology};
@@ -63,12 +64,8 @@ pub struct Plan {
 
 /// One probe: a row of the registry table.
 pub struct Probe {
-    /// Id, `family.name`.
-    pub id: &'static str,
-    /// One line for `oslab list`.
-    pub about: &'static str,
-    /// Unit of its main metric.
-    pub unit: Unit,
+    /// What it is: id, description, metrics (the catalog's entry).
+    pub entry: &'static Entry,
     /// What it needs. `PeerCpu` only limits parts of a probe; the others gate the whole probe.
     pub needs: &'static [Need],
     /// Roughly how long it takes relative to a one-measurement probe (timer.rdtsc = 1, about
@@ -77,14 +74,22 @@ pub struct Probe {
     /// What it will measure on this machine, for a probe whose work grows with the machine
     /// (threads, nodes) and how that stays bounded: `oslab run --plan` prints it.
     pub plan: Option<fn(&Context) -> Plan>,
-    /// Runs it.
-    pub run: fn(&Context) -> Result<Vec<Measurement>, ProbeError>,
+    /// Runs it, given its own entry (every measurement it returns is under that id, and of one of
+    /// its metrics).
+    pub run: fn(&Context, &'static Entry) -> Result<Vec<Measurement>, ProbeError>,
+}
+
+impl Probe {
+    /// Its id.
+    pub fn id(&self) -> &'static str {
+        self.entry.id
+    }
 }
 
 impl std::fmt::Debug for Probe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Probe")
-            .field("id", &self.id)
+            .field("id", &self.entry.id)
             .finish_non_exhaustive()
     }
 }

@@ -24,9 +24,9 @@ pub fn listing(environment: &Environment, peer: Option<usize>) -> Vec<Listed> {
     all()
         .into_iter()
         .map(|p| Listed {
-            id: p.id,
-            about: p.about,
-            unit: p.unit.symbol(),
+            id: p.id(),
+            about: p.entry.about,
+            unit: p.entry.unit.symbol(),
             needs: p.needs.iter().map(Need::label).collect(),
             here: match crate::runner::gate(p, environment, peer) {
                 Some(why) => format!("skipped: {why}"),
@@ -67,7 +67,7 @@ pub fn plan(probes: &[&'static Probe], cx: &Context) -> Vec<Planned> {
             };
             let work = plan.as_ref().map_or(1.0, |p| p.work);
             Planned {
-                id: p.id,
+                id: p.id(),
                 seconds: match skipped {
                     None => p.cost * per_cost * work,
                     Some(_) => 0.0,
@@ -105,7 +105,7 @@ pub fn all() -> Vec<&'static Probe> {
 
 /// The probe with exactly this id.
 pub fn find(id: &str) -> Option<&'static Probe> {
-    all().into_iter().find(|p| p.id == id)
+    all().into_iter().find(|p| p.id() == id)
 }
 
 /// Probes matching any of `patterns`, in suite order. A pattern is a glob (`*`, `?`) over ids; a
@@ -117,7 +117,7 @@ pub fn select(patterns: &[String]) -> Result<Vec<&'static Probe>, String> {
         return Ok(probes);
     }
     for pat in patterns {
-        if !probes.iter().any(|p| matches(pat, p.id)) {
+        if !probes.iter().any(|p| matches(pat, p.id())) {
             let hint = suggestion(pat, &probes)
                 .map(|s| format!(" (did you mean {s:?}?)"))
                 .unwrap_or_default();
@@ -128,17 +128,17 @@ pub fn select(patterns: &[String]) -> Result<Vec<&'static Probe>, String> {
     }
     Ok(probes
         .into_iter()
-        .filter(|p| patterns.iter().any(|pat| matches(pat, p.id)))
+        .filter(|p| patterns.iter().any(|pat| matches(pat, p.id())))
         .collect())
 }
 
 /// The probe id or family nearest to a mistyped `pattern` (`sycall` -> `syscall`), if one is
 /// within a third of its length in edits (at least one).
 fn suggestion(pattern: &str, probes: &[&'static Probe]) -> Option<String> {
-    let mut names: Vec<&str> = probes.iter().map(|p| p.id).collect();
+    let mut names: Vec<&str> = probes.iter().map(|p| p.id()).collect();
     // Families: every prefix of an id that ends before a dot.
     for p in probes {
-        names.extend(p.id.match_indices('.').map(|(i, _)| &p.id[..i]));
+        names.extend(p.id().match_indices('.').map(|(i, _)| &p.id()[..i]));
     }
     let limit = (pattern.chars().count() / 3).max(1);
     names
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_well_formed() {
-        let ids: Vec<&str> = all().iter().map(|p| p.id).collect();
+        let ids: Vec<&str> = all().iter().map(|p| p.id()).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         sorted.dedup();
@@ -242,8 +242,8 @@ mod tests {
         assert!(matches("timer.rdts?", "timer.rdtsc"));
         assert!(!matches("timer.rdts?", "timer.rdtscp"));
         let sel = select(&["task".into(), "timer.rdtsc".into()]).unwrap();
-        assert!(sel.iter().any(|p| p.id == "task.fork"));
-        assert_eq!(sel.iter().filter(|p| p.id.starts_with("timer")).count(), 1);
+        assert!(sel.iter().any(|p| p.id() == "task.fork"));
+        assert_eq!(sel.iter().filter(|p| p.id().starts_with("timer")).count(), 1);
         assert!(select(&["nosuch*".into()])
             .unwrap_err()
             .contains("oslab list"));

@@ -20,6 +20,7 @@ use crate::contention::{core_speed, Snapshot};
 use crate::gate::SLOWER;
 use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
+use oslab_core::catalog::Entry;
 use oslab_core::machine::{Environment, Warning};
 use oslab_core::model::{cause, Measurement, Status};
 use serde_json::Map;
@@ -211,7 +212,7 @@ pub fn run(
         outcome.not_retried = done
             .iter()
             .filter(|(_, r, _)| r.iter().any(|m| m.status.is_noisy() && m.attempts == 1))
-            .map(|(p, _, _)| p.id)
+            .map(|(p, _, _)| p.id())
             .collect();
         let mut named = std::collections::HashSet::new();
         outcome.not_retried.retain(|p| named.insert(*p));
@@ -222,7 +223,7 @@ pub fn run(
             let why = r
                 .iter()
                 .find_map(|m| m.note.as_deref()?.split(CONTENDED).nth(1))?;
-            Some((p.id, why.split(';').next().unwrap_or(why).to_string()))
+            Some((p.id(), why.split(';').next().unwrap_or(why).to_string()))
         })
         .collect();
     // A probe contended in several repetitions is named once.
@@ -268,7 +269,7 @@ fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measur
     if let Some(c) = &competed {
         host.steals.push(c.steal);
     }
-    let contended = competed.and_then(|c| c.for_probe(probe.id).reason());
+    let contended = competed.and_then(|c| c.for_probe(probe.id()).reason());
     if let Some(why) = contended {
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
             m.status = Status::noisy(cause::CONTENTION);
@@ -371,8 +372,12 @@ fn run_one(probe: &Probe, cx: &Context) -> Result<Vec<Measurement>, ProbeError> 
     if let Some(why) = gate(probe, cx.environment, cx.peer_cpu) {
         return Err(ProbeError::Unsupported(why));
     }
-    match catch_unwind(AssertUnwindSafe(|| (probe.run)(cx))) {
-        Ok(r) => r,
+    match catch_unwind(AssertUnwindSafe(|| (probe.run)(cx, probe.entry))) {
+        Ok(Ok(r)) => match off_catalog(probe.entry, &r) {
+            Some(why) => Err(ProbeError::Failed(format!("a bug in oslab: {why}"))),
+            None => Ok(r),
+        },
+        Ok(Err(e)) => Err(e),
         Err(panic) => {
             let msg = panic
                 .downcast_ref::<String>()
@@ -384,8 +389,28 @@ fn run_one(probe: &Probe, cx: &Context) -> Result<Vec<Measurement>, ProbeError> 
     }
 }
 
+/// The first of `results` that is not what the catalog says `entry` measures: another probe's
+/// id, a metric it does not list, or a unit other than its metric's.
+pub fn off_catalog(entry: &Entry, results: &[Measurement]) -> Option<String> {
+    results.iter().find_map(|m| {
+        let metric = entry.metric(&m.metric);
+        if m.probe != entry.id {
+            Some(format!("{} returned a measurement under the id {:?}", entry.id, m.probe))
+        } else if metric.is_none() {
+            Some(format!("{} returned the metric {:?}, which the catalog does not list", entry.id, m.metric))
+        } else {
+            metric.filter(|x| x.unit != m.unit).map(|x| {
+                format!(
+                    "{} returned {} in {:?}; the catalog says {:?}",
+                    entry.id, m.metric, m.unit, x.unit
+                )
+            })
+        }
+    })
+}
+
 fn whole_probe(probe: &Probe, status: Status) -> Measurement {
-    Measurement::not_taken(probe.id, Map::new(), "-", probe.unit, status)
+    Measurement::not_taken(probe.id(), Map::new(), "-", probe.entry.unit, status)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 use crate::child::{wait_pid, Child, SharedPage};
 use crate::harness::Timing;
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::affinity::{set_affinity, SchedGuard};
 use oslab_core::model::{Measurement, Status, Unit};
@@ -20,63 +21,49 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// The context-switch probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "switch.process.pipe",
-        about: "process ping-pong over two pipes: switch (same cpu) and wake-up (cross cpu)",
-        unit: Unit::Ns,
+        entry: &catalog::SWITCH_PROCESS_PIPE,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| ping_pong(cx, "switch.process.pipe", Task::Process, Chan::Pipe),
+        run: |cx, me| ping_pong(cx, me.id, Task::Process, Chan::Pipe),
     },
     Probe {
-        id: "switch.process.futex",
-        about: "process ping-pong over shared-memory futexes",
-        unit: Unit::Ns,
+        entry: &catalog::SWITCH_PROCESS_FUTEX,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| ping_pong(cx, "switch.process.futex", Task::Process, Chan::Futex),
+        run: |cx, me| ping_pong(cx, me.id, Task::Process, Chan::Futex),
     },
     Probe {
-        id: "switch.process.eventfd",
-        about: "process ping-pong over eventfds",
-        unit: Unit::Ns,
+        entry: &catalog::SWITCH_PROCESS_EVENTFD,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| ping_pong(cx, "switch.process.eventfd", Task::Process, Chan::Eventfd),
+        run: |cx, me| ping_pong(cx, me.id, Task::Process, Chan::Eventfd),
     },
     Probe {
-        id: "switch.thread.pipe",
-        about: "thread ping-pong over two pipes",
-        unit: Unit::Ns,
+        entry: &catalog::SWITCH_THREAD_PIPE,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| ping_pong(cx, "switch.thread.pipe", Task::Thread, Chan::Pipe),
+        run: |cx, me| ping_pong(cx, me.id, Task::Thread, Chan::Pipe),
     },
     Probe {
-        id: "switch.thread.futex",
-        about: "thread ping-pong over futexes",
-        unit: Unit::Ns,
+        entry: &catalog::SWITCH_THREAD_FUTEX,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| ping_pong(cx, "switch.thread.futex", Task::Thread, Chan::Futex),
+        run: |cx, me| ping_pong(cx, me.id, Task::Thread, Chan::Futex),
     },
     Probe {
-        id: "switch.thread.eventfd",
-        about: "thread ping-pong over eventfds",
-        unit: Unit::Ns,
+        entry: &catalog::SWITCH_THREAD_EVENTFD,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| ping_pong(cx, "switch.thread.eventfd", Task::Thread, Chan::Eventfd),
+        run: |cx, me| ping_pong(cx, me.id, Task::Thread, Chan::Eventfd),
     },
     Probe {
-        id: "switch.oneshot",
-        about: "one-shot switch: parent's TSC after fork/create -> the child's first TSC read",
-        unit: Unit::Ns,
+        entry: &catalog::SWITCH_ONESHOT,
         needs: &[],
         cost: 2.5,
         plan: None,
@@ -452,7 +439,7 @@ extern "C" fn stamp_thread(arg: *mut libc::c_void) -> *mut libc::c_void {
 /// The one-shot method: after fork (or pthread_create) returns, the parent reads the clock and
 /// blocks in wait (join); the child's first act is reading the same clock. Samples where the
 /// child ran first (negative interval) are dropped and counted.
-fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn one_shot(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let _class = normal_class()?;
     let page = SharedPage::new()?;
     let slot = page.word64(0);
@@ -504,7 +491,7 @@ fn one_shot(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     let mut out = Vec::new();
     for (kind, t) in [("process", process), ("thread", thread)] {
         let mut m = cx.measurement(
-            "switch.oneshot",
+            me.id,
             params! {"task" => kind, "placement" => "same-cpu", "sched" => "other"},
             "switch",
             &t,

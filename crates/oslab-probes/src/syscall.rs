@@ -3,8 +3,9 @@
 //! hot (back to back in a batch) and cold (each call timed alone after evicting the caches by
 //! reading a buffer larger than them; see `eviction_buffer` for machines with a huge LLC).
 
+use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::Measurement;
 use oslab_core::params;
 use std::hint::black_box;
 use std::os::fd::AsRawFd;
@@ -12,80 +13,68 @@ use std::os::fd::AsRawFd;
 /// The syscall probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "syscall.getpid",
-        about: "getpid via raw syscall (no libc caching), hot and cold cache",
-        unit: Unit::Ns,
+        entry: &catalog::SYSCALL_GETPID,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| syscall_cost(cx, "syscall.getpid", &|| raw0(libc::SYS_getpid)),
+        run: |cx, me| syscall_cost(cx, me.id, &|| raw0(libc::SYS_getpid)),
     },
     Probe {
-        id: "syscall.getppid",
-        about: "getppid via raw syscall, hot and cold cache",
-        unit: Unit::Ns,
+        entry: &catalog::SYSCALL_GETPPID,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| syscall_cost(cx, "syscall.getppid", &|| raw0(libc::SYS_getppid)),
+        run: |cx, me| syscall_cost(cx, me.id, &|| raw0(libc::SYS_getppid)),
     },
     Probe {
-        id: "syscall.time.vdso",
-        about: "time() through the vDSO (no kernel entry), hot and cold cache",
-        unit: Unit::Ns,
+        entry: &catalog::SYSCALL_TIME_VDSO,
         needs: &[],
         cost: 2.5,
         plan: None,
         // SAFETY: time(NULL) only returns a value.
-        run: |cx| {
-            syscall_cost(cx, "syscall.time.vdso", &|| unsafe {
+        run: |cx, me| {
+            syscall_cost(cx, me.id, &|| unsafe {
                 libc::time(std::ptr::null_mut()) as i64
             })
         },
     },
     Probe {
-        id: "syscall.time.raw",
-        about: "time() as a real system call, hot and cold cache",
-        unit: Unit::Ns,
+        entry: &catalog::SYSCALL_TIME_RAW,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| syscall_cost(cx, "syscall.time.raw", &raw_time),
+        run: |cx, me| syscall_cost(cx, me.id, &raw_time),
     },
     Probe {
-        id: "syscall.read.devzero",
-        about: "read(2) of 1 byte from /dev/zero, hot and cold cache",
-        unit: Unit::Ns,
+        entry: &catalog::SYSCALL_READ_DEVZERO,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| {
+        run: |cx, me| {
             let f = std::fs::File::open("/dev/zero")
                 .map_err(|e| ProbeError::Unsupported(format!("cannot open /dev/zero: {e}")))?;
             let fd = f.as_raw_fd();
             let mut byte = [0u8; 1];
             let buf = byte.as_mut_ptr() as usize;
             // SAFETY: buf points at one writable byte that outlives the probe.
-            syscall_cost(cx, "syscall.read.devzero", &move || unsafe {
+            syscall_cost(cx, me.id, &move || unsafe {
                 libc::read(fd, buf as *mut libc::c_void, 1) as i64
             })
         },
     },
     Probe {
-        id: "syscall.write.devnull",
-        about: "write(2) of 1 byte to /dev/null, hot and cold cache",
-        unit: Unit::Ns,
+        entry: &catalog::SYSCALL_WRITE_DEVNULL,
         needs: &[],
         cost: 2.5,
         plan: None,
-        run: |cx| {
+        run: |cx, me| {
             let f = std::fs::OpenOptions::new()
                 .write(true)
                 .open("/dev/null")
                 .map_err(|e| ProbeError::Unsupported(format!("cannot open /dev/null: {e}")))?;
             let fd = f.as_raw_fd();
             // SAFETY: the buffer is a static byte.
-            syscall_cost(cx, "syscall.write.devnull", &move || unsafe {
+            syscall_cost(cx, me.id, &move || unsafe {
                 libc::write(fd, b"x".as_ptr() as *const libc::c_void, 1) as i64
             })
         },

@@ -13,6 +13,7 @@
 
 use crate::child::{wait_pid, NopProgram};
 use crate::harness::{Event, Harness, HarnessConfig, Timing};
+use oslab_core::catalog::{self, id, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;
@@ -23,59 +24,46 @@ use std::time::Duration;
 /// The task-creation probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "task.fork",
-        about:
-            "fork + _exit + waitpid from a minimal parent, and its cost per MiB the parent touched",
-        unit: Unit::Ns,
+        entry: &catalog::TASK_FORK,
         needs: &[],
         cost: 10.0,
         plan: None,
         run: fork_with_sweep,
     },
     Probe {
-        id: "task.vfork",
-        about: "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid",
-        unit: Unit::Ns,
+        entry: &catalog::TASK_VFORK,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| created(cx, Kind::Vfork),
+        run: |cx, _me| created(cx, Kind::Vfork),
     },
     Probe {
-        id: "task.posix_spawn",
-        about: "posix_spawn of a static do-nothing program + waitpid",
-        unit: Unit::Ns,
+        entry: &catalog::TASK_POSIX_SPAWN,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| created(cx, Kind::PosixSpawn),
+        run: |cx, _me| created(cx, Kind::PosixSpawn),
     },
     Probe {
-        id: "task.fork-exec",
-        about: "fork + execve of a static do-nothing program + waitpid",
-        unit: Unit::Ns,
+        entry: &catalog::TASK_FORK_EXEC,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| created(cx, Kind::ForkExec),
+        run: |cx, _me| created(cx, Kind::ForkExec),
     },
     Probe {
-        id: "task.pthread",
-        about: "pthread_create + pthread_join of an empty thread",
-        unit: Unit::Ns,
+        entry: &catalog::TASK_PTHREAD,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| created(cx, Kind::Pthread),
+        run: |cx, _me| created(cx, Kind::Pthread),
     },
     Probe {
-        id: "task.std-thread",
-        about: "std::thread::spawn + join of an empty closure",
-        unit: Unit::Ns,
+        entry: &catalog::TASK_STD_THREAD,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| created(cx, Kind::StdThread),
+        run: |cx, _me| created(cx, Kind::StdThread),
     },
 ];
 
@@ -100,12 +88,12 @@ pub enum Kind {
 impl Kind {
     fn probe_id(self) -> &'static str {
         match self {
-            Kind::Fork => "task.fork",
-            Kind::Vfork => "task.vfork",
-            Kind::PosixSpawn => "task.posix_spawn",
-            Kind::ForkExec => "task.fork-exec",
-            Kind::Pthread => "task.pthread",
-            Kind::StdThread => "task.std-thread",
+            Kind::Fork => id::TASK_FORK,
+            Kind::Vfork => id::TASK_VFORK,
+            Kind::PosixSpawn => id::TASK_POSIX_SPAWN,
+            Kind::ForkExec => id::TASK_FORK_EXEC,
+            Kind::Pthread => id::TASK_PTHREAD,
+            Kind::StdThread => id::TASK_STD_THREAD,
         }
     }
 
@@ -325,7 +313,7 @@ fn event(kind: Kind) -> Result<Box<Event<'static, 2>>, ProbeError> {
 
 /// `task.fork`: the headline from the minimal parent, then the sweep over touched memory and
 /// the fitted fixed cost and cost per MiB.
-fn fork_with_sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn fork_with_sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let mut out = created(cx, Kind::Fork)?;
     if cx.options.helper.is_none() {
         return Ok(out);
@@ -340,7 +328,7 @@ fn fork_with_sweep(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
     for mib in sizes {
         let (_, round, parent) = measure(cx, Kind::Fork, mib, &harness)?;
         let mut m = cx.measurement(
-            "task.fork",
+            me.id,
             params! {"cpu" => cx.cpu, "touched_mib" => mib},
             "round_trip",
             &round,
@@ -374,9 +362,9 @@ fn fork_fit(cx: &Context, points: &[(f64, f64)]) -> Vec<Measurement> {
                     "the fitted line crosses zero at {}: these points do not place it above zero (the host's noise between them is larger)",
                     oslab_core::units::value(v, Unit::Ns)
                 );
-                return Measurement::not_taken("task.fork", params, metric, Unit::Ns, Status::Failed(why));
+                return Measurement::not_taken(id::TASK_FORK, params, metric, Unit::Ns, Status::Failed(why));
             }
-            let mut m = Measurement::not_taken("task.fork", params, metric, Unit::Ns, Status::Ok);
+            let mut m = Measurement::not_taken(id::TASK_FORK, params, metric, Unit::Ns, Status::Ok);
             m.summary = oslab_core::stats::Summary::new(&[v]);
             m.cycles = cx.harness.clock.cycles_per_ns().map(|c| v * c);
             m.note = Some(what.clone());

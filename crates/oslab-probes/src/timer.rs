@@ -2,71 +2,60 @@
 //! Each read is measured in a tight batch (throughput of back-to-back reads, as a measuring loop
 //! pays it), with the empty loop subtracted.
 
+use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::Measurement;
 use oslab_core::params;
 use std::hint::black_box;
 
 /// The timer probes.
 pub const PROBES: &[Probe] = &[
     Probe {
-        id: "timer.rdtsc",
-        about: "rdtsc, unfenced (may overlap neighbouring instructions)",
-        unit: Unit::Ns,
+        entry: &catalog::TIMER_RDTSC,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| read_cost(cx, "timer.rdtsc", arch::rdtsc, None),
+        run: |cx, me| read_cost(cx, me.id, arch::rdtsc, None),
     },
     Probe {
-        id: "timer.rdtscp",
-        about: "rdtscp (waits for earlier instructions)",
-        unit: Unit::Ns,
+        entry: &catalog::TIMER_RDTSCP,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| read_cost(cx, "timer.rdtscp", arch::rdtscp, None),
+        run: |cx, me| read_cost(cx, me.id, arch::rdtscp, None),
     },
     Probe {
-        id: "timer.lfence-rdtsc",
-        about: "lfence; rdtsc; lfence (fully ordered read, what oslab itself uses)",
-        unit: Unit::Ns,
+        entry: &catalog::TIMER_LFENCE_RDTSC,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| read_cost(cx, "timer.lfence-rdtsc", arch::lfence_rdtsc, None),
+        run: |cx, me| read_cost(cx, me.id, arch::lfence_rdtsc, None),
     },
     Probe {
-        id: "timer.cpuid-rdtsc",
-        about: "cpuid; rdtsc (a serializing read; cpuid traps to a hypervisor)",
-        unit: Unit::Ns,
+        entry: &catalog::TIMER_CPUID_RDTSC,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| {
+        run: |cx, me| {
             let note = oslab_core::machine::hypervisor().map(|h| {
                 format!("under {h}: cpuid causes a VM exit, so this mostly measures the hypervisor")
             });
-            read_cost(cx, "timer.cpuid-rdtsc", arch::cpuid_rdtsc, note)
+            read_cost(cx, me.id, arch::cpuid_rdtsc, note)
         },
     },
     Probe {
-        id: "timer.clock_gettime",
-        about: "clock_gettime(CLOCK_MONOTONIC) through the vDSO",
-        unit: Unit::Ns,
+        entry: &catalog::TIMER_CLOCK_GETTIME,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| read_cost(cx, "timer.clock_gettime", gettime_vdso, None),
+        run: |cx, me| read_cost(cx, me.id, gettime_vdso, None),
     },
     Probe {
-        id: "timer.clock_gettime.syscall",
-        about: "clock_gettime(CLOCK_MONOTONIC) as a real system call",
-        unit: Unit::Ns,
+        entry: &catalog::TIMER_CLOCK_GETTIME_SYSCALL,
         needs: &[],
         cost: 1.0,
         plan: None,
-        run: |cx| read_cost(cx, "timer.clock_gettime.syscall", gettime_syscall, None),
+        run: |cx, me| read_cost(cx, me.id, gettime_syscall, None),
     },
 ];
 

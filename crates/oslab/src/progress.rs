@@ -105,13 +105,13 @@ impl<'a> Progress<'a> {
 
 impl Sink for Progress<'_> {
     fn started(&mut self, probe: &Probe, index: usize, total: usize) {
-        self.message = format!("{}/{total} {}", index + 1, probe.id);
+        self.message = format!("{}/{total} {}", index + 1, probe.id());
         self.show();
         if self.logged.is_some_and(|t| t.elapsed() >= LOG_EVERY) {
             eprintln!(
                 "progress: probe {}/{total} ({}), {:.0} s in, about {} left",
                 index + 1,
-                probe.id,
+                probe.id(),
                 self.bar.elapsed().as_secs_f64(),
                 oslab_core::units::duration(self.left())
             );
@@ -121,7 +121,7 @@ impl Sink for Progress<'_> {
 
     fn finished(&mut self, probe: &Probe, results: &[Measurement]) {
         self.session.append(results);
-        let planned = self.planned.get(probe.id).copied().unwrap_or(0.0);
+        let planned = self.planned.get(probe.id()).copied().unwrap_or(0.0);
         self.done += planned;
         self.done_at = self.bar.elapsed().as_secs_f64();
         self.bar.inc((planned * SCALE) as u64);
@@ -129,7 +129,7 @@ impl Sink for Progress<'_> {
     }
 
     fn retrying(&mut self, probe: &Probe, attempt: u32) {
-        self.message = format!("{} again (attempt {attempt}: it was noisy)", probe.id);
+        self.message = format!("{} again (attempt {attempt}: it was noisy)", probe.id());
         self.show();
     }
 }

@@ -10,16 +10,15 @@ pub mod experiment;
 pub mod matmul;
 
 use crate::harness::check_interrupt;
+use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::affinity::{current_cpu, set_affinity, AffinityGuard};
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::Measurement;
 use oslab_core::{params, CpuSet, Topology};
 
 /// The probe.
 pub const PROBES: &[Probe] = &[Probe {
-    id: "migration.cost",
-    about: "time to re-touch a warm working set after moving to another cpu, minus re-touching it in place",
-    unit: Unit::Ns,
+    entry: &catalog::MIGRATION_COST,
     needs: &[crate::probe::Need::PeerCpu],
     cost: 1.0,
     plan: None,
@@ -51,7 +50,7 @@ fn touch(buf: &[u64]) -> u64 {
     s
 }
 
-fn cost(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
+fn cost(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
     let from = cx.cpu;
     let sizes: Vec<usize> = {
         let mut s: Vec<usize> = cx
@@ -101,15 +100,15 @@ fn cost(cx: &Context) -> Result<Vec<Measurement>, ProbeError> {
             let base = params! {"from" => from, "to" => to, "class" => class, "size" => size};
             let extra = local.median().unwrap_or(0.0);
             let diff = remote.map(|r| r - extra);
-            let mut m = cx.measurement("migration.cost", base.clone(), "per_migration", &diff);
+            let mut m = cx.measurement(me.id, base.clone(), "per_migration", &diff);
             m.note_before(format!(
                 "re-touch after the move minus re-touch in place ({:.0} ns); the move itself is `move`{}",
                 extra,
                 if moved_ok { "" } else { "; some moves did not land on the target (dropped)" }
             ));
             out.push(m);
-            out.push(cx.measurement("migration.cost", base.clone(), "retouch_local", &local));
-            out.push(cx.measurement("migration.cost", base, "move", &moving));
+            out.push(cx.measurement(me.id, base.clone(), "retouch_local", &local));
+            out.push(cx.measurement(me.id, base, "move", &moving));
         }
     }
     Ok(out)

@@ -1,5 +1,6 @@
 //! `oslab run`: select probes, place ourselves, measure, store, print.
 
+use oslab_core::catalog::id;
 use super::session::RecordedSession;
 use crate::cli::RunArgs;
 use crate::error::usage;
@@ -18,7 +19,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.plan {
         return plan(&probes, &args, &options);
     }
-    if probes.iter().any(|p| p.id == "faults.file") {
+    if probes.iter().any(|p| p.id() == id::FAULTS_FILE) {
         let memory_max = HarnessConfig::suite(args.quick).memory_max;
         faults::check_request(&options, memory_max).map_err(usage)?;
     }

@@ -920,7 +920,11 @@ pub const ACTIVITY_NOISE: Entry = Entry {
         unmodelled(metric::INTERRUPTION, Unit::Ns, OF_THE_RECORDING),
         predicted(metric::LOST_FRACTION, Unit::Share),
         predicted(metric::TICK_HZ, Unit::Count),
-        predicted(metric::PERIODIC_HZ, Unit::Count),
+        unmodelled(
+            metric::PERIODIC_HZ,
+            Unit::Count,
+            "interruptions from outside this kernel follow the host's scheduling, which nothing inside the guest describes",
+        ),
         predicted(metric::READ_OVERHEAD, Unit::Ns),
         unmodelled(metric::THRESHOLD, Unit::Ns, OF_THE_RECORDING),
         unmodelled(metric::COUNT, Unit::Count, OF_THE_RECORDING),
@@ -1008,7 +1012,11 @@ pub const TIMESLICE: Entry = Entry {
     unit: Unit::Ns,
     metrics: &[
         unmodelled(metric::SLICE, Unit::Ns, EXPERIMENT),
-        predicted(metric::SWITCH, Unit::Ns),
+        unmodelled(
+            metric::SWITCH,
+            Unit::Ns,
+            "read from the kernel's sched_switch gaps under load: compare it with a suite run's switch.*",
+        ),
         unmodelled(metric::SWITCHES, Unit::Count, EXPERIMENT),
     ],
     origin: Origin::Command("oslab timeslice"),
@@ -1127,6 +1135,19 @@ pub const HOST: Entry = Entry {
     origin: Origin::Runner,
 };
 
+/// The ping-pong probes by mechanism: (mechanism, between threads, between processes). The
+/// model composes a process switch from the thread switch of the same mechanism, and a process
+/// switch must not cost less than its thread twin.
+pub const SWITCH_PAIRS: [(&str, &str, &str); 3] = [
+    ("pipe", id::SWITCH_THREAD_PIPE, id::SWITCH_PROCESS_PIPE),
+    ("futex", id::SWITCH_THREAD_FUTEX, id::SWITCH_PROCESS_FUTEX),
+    (
+        "eventfd",
+        id::SWITCH_THREAD_EVENTFD,
+        id::SWITCH_PROCESS_EVENTFD,
+    ),
+];
+
 /// The experiments' probes and the host's.
 const OTHERS: &[&Entry] = &[
     &ACTIVITY,
@@ -1149,6 +1170,25 @@ pub fn all() -> impl Iterator<Item = &'static Entry> {
 /// The probe with this id, if this version knows it.
 pub fn entry(id: &str) -> Option<&'static Entry> {
     all().find(|e| e.id == id)
+}
+
+/// The family part of a probe id (`timer` of `timer.rdtsc`), whether this version knows it or
+/// not (an imported run's).
+pub fn prefix(probe: &str) -> &str {
+    probe.split('.').next().unwrap_or(probe)
+}
+
+/// The families of `probes`, once each: those this version knows in [`Family::ALL`]'s order, then
+/// the others as first seen.
+pub fn families<'a>(probes: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for p in probes {
+        if !out.contains(&prefix(p)) {
+            out.push(prefix(p));
+        }
+    }
+    out.sort_by_key(|f| Family::rank(f));
+    out
 }
 
 /// Whether the model predicts this probe's metric: `None` for a probe or metric this version
@@ -1348,6 +1388,19 @@ mod tests {
         assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
         assert!(SUITE.iter().all(|e| e.origin == Origin::Suite));
         assert!(OTHERS.iter().all(|e| e.origin != Origin::Suite));
+    }
+
+    #[test]
+    fn families_come_in_the_catalogs_order_unknown_ones_after() {
+        let probes = [
+            "foo.x",
+            "c2c.latency",
+            "timer.rdtsc",
+            "bar",
+            "timer.rdtscp",
+            "foo.y",
+        ];
+        assert_eq!(families(probes), ["timer", "c2c", "foo", "bar"]);
     }
 
     #[test]

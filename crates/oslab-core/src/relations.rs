@@ -6,6 +6,7 @@
 //! A relation is broken only beyond doubt: the two figures' intervals lie apart, on the wrong
 //! side, by more than [`MARGIN`] (two honest figures that merely overlap are left alone).
 
+use crate::catalog::{id, metric};
 use crate::model::{Measurement, Status, Unit};
 
 /// How far beyond the other figure's interval one must lie to break a relation: different
@@ -134,7 +135,7 @@ fn level_latencies<'a>(ms: &[(usize, &'a Measurement)]) -> Vec<(usize, &'a Measu
         "memory" => Some(9),
         _ => None,
     };
-    let mut levels = find(ms, "memory.latency.chunk", "level_latency", |m| {
+    let mut levels = find(ms, id::MEMORY_LATENCY_CHUNK, metric::LEVEL_LATENCY, |m| {
         order(m).is_some()
     });
     levels.sort_by_key(|(_, m)| order(m));
@@ -159,7 +160,7 @@ fn loaded(ms: &[(usize, &Measurement)], broken: &mut Broken) {
     else {
         return;
     };
-    for (i, m) in find(ms, "memory.latency.loaded", "per_load", |_| true) {
+    for (i, m) in find(ms, id::MEMORY_LATENCY_LOADED, metric::PER_LOAD, |_| true) {
         if clearly_below(m, idle) {
             let against = format!("idle memory latency {}", shown(idle));
             broken.push((i, reason(&LOADED, shown(m), against)));
@@ -187,16 +188,23 @@ fn ordered(
 }
 
 fn switches(ms: &[(usize, &Measurement)], broken: &mut Broken) {
-    for mechanism in ["pipe", "futex", "eventfd"] {
-        let thread = format!("switch.thread.{mechanism}");
-        let process = format!("switch.process.{mechanism}");
-        let pair = (thread.as_str(), process.as_str(), "switch", "placement");
-        ordered(ms, pair, &SWITCHES, broken);
+    for (_, thread, process) in crate::catalog::SWITCH_PAIRS {
+        ordered(
+            ms,
+            (thread, process, metric::SWITCH, "placement"),
+            &SWITCHES,
+            broken,
+        );
     }
 }
 
 fn fork_exec(ms: &[(usize, &Measurement)], broken: &mut Broken) {
-    let pair = ("task.fork", "task.fork-exec", "round_trip", "touched_mib");
+    let pair = (
+        id::TASK_FORK,
+        id::TASK_FORK_EXEC,
+        metric::ROUND_TRIP,
+        "touched_mib",
+    );
     ordered(ms, pair, &FORK_EXEC, broken);
 }
 
@@ -207,10 +215,10 @@ fn peak_gbps(m: &Measurement) -> Option<f64> {
 
 fn peak(ms: &[(usize, &Measurement)], broken: &mut Broken) {
     let memory = [
-        "bandwidth.stream",
-        "bandwidth.threads",
-        "bandwidth.mix",
-        "numa.matrix",
+        id::BANDWIDTH_STREAM,
+        id::BANDWIDTH_THREADS,
+        id::BANDWIDTH_MIX,
+        id::NUMA_MATRIX,
     ];
     for &(i, m) in ms {
         if !memory.contains(&m.probe.as_str()) || m.unit != Unit::GBps {

@@ -3,6 +3,7 @@
 
 use crate::run::Run;
 use crate::{Model, Outcome, Spec};
+use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 
 pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
@@ -13,11 +14,20 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     };
     match m.metric.as_str() {
         "tick_hz" => match hz() {
-            Ok(hz) => Ok(Model::spec("timer tick", hz, format!("CONFIG_HZ = {hz}"))
-                .input("config_hz", hz, "kernel: CONFIG_HZ")),
+            Ok(hz) => Ok(
+                Model::spec("timer tick", hz, format!("CONFIG_HZ = {hz}")).input(
+                    "config_hz",
+                    hz,
+                    "kernel: CONFIG_HZ",
+                ),
+            ),
             Err(why) => {
                 // Without the configuration, the kernel's own count over the recording.
-                let counted = m.context.get("kernel_timer_hz").and_then(serde_json::Value::as_f64).ok_or(why)?;
+                let counted = m
+                    .context
+                    .get("kernel_timer_hz")
+                    .and_then(serde_json::Value::as_f64)
+                    .ok_or(why)?;
                 Ok(Model {
                     kind: oslab_core::ModelKind::Reference,
                     ..Model::spec("kernel's tick count", counted, format!("{counted} local timer interrupts per second (/proc/interrupts over the recording)"))
@@ -32,23 +42,37 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 .get("recording_s")
                 .and_then(serde_json::Value::as_f64)
                 .ok_or("the recording's length is not known")?;
-            Ok(Model::spec("one interruption per tick", hz * seconds, format!("{hz} Hz x {seconds:.3} s"))
-                .input("config_hz", hz, "kernel: CONFIG_HZ")
-                .input("seconds", seconds, "measured: the recording's length"))
+            Ok(Model::spec(
+                "one interruption per tick",
+                hz * seconds,
+                format!("{hz} Hz x {seconds:.3} s"),
+            )
+            .input("config_hz", hz, "kernel: CONFIG_HZ")
+            .input("seconds", seconds, "measured: the recording's length"))
         }
         "lost_fraction" => {
             let hz = hz()?;
             let each = run.median(m, &m.probe, "interruption", |p| p == &m.params)?;
-            Ok(Model::composed("ticks x their length", hz * each.value / 1e9, format!("{hz} Hz x {:.0} ns", each.value))
-                .input("config_hz", hz, "kernel: CONFIG_HZ")
-                .input("interruption_ns", crate::round(each.value), each.source))
+            Ok(Model::composed(
+                "ticks x their length",
+                hz * each.value / 1e9,
+                format!("{hz} Hz x {:.0} ns", each.value),
+            )
+            .input("config_hz", hz, "kernel: CONFIG_HZ")
+            .input("interruption_ns", crate::round(each.value), each.source))
         }
         "read_overhead" => {
-            let t = run.median(m, "timer.rdtsc", "per_read", |_| true)?;
-            Ok(Model::composed("clock read", t.value, format!("timer.rdtsc {:.1} ns: the tracker reads the clock back to back", t.value))
-                .input("rdtsc_ns", crate::round(t.value), t.source))
+            let t = run.median(m, id::TIMER_RDTSC, metric::PER_READ, |_| true)?;
+            Ok(Model::composed(
+                "clock read",
+                t.value,
+                format!(
+                    "timer.rdtsc {:.1} ns: the tracker reads the clock back to back",
+                    t.value
+                ),
+            )
+            .input("rdtsc_ns", crate::round(t.value), t.source))
         }
-        "periodic_hz" => Err("interruptions from outside this kernel follow the host's scheduling, which nothing inside the guest describes".into()),
-        _ => Err(format!("the {} is a property of this recording (a chosen threshold or a histogram), not a cost to predict", m.metric)),
+        _ => Err(crate::unmodelled(m)),
     }
 }

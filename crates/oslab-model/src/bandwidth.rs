@@ -7,6 +7,7 @@
 use crate::hierarchy::{dram_latency, level_of};
 use crate::run::{number, param, Run};
 use crate::{Model, Outcome, Spec};
+use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 
 /// Loads and stores per element of a kernel (a read:write mix touches each element once).
@@ -38,9 +39,9 @@ fn one_thread<'a>(run: &'a Run, m: &'a Measurement) -> Option<&'a Measurement> {
         .collect();
     [
         m.probe.as_str(),
-        "bandwidth.stream",
-        "bandwidth.threads",
-        "bandwidth.mix",
+        id::BANDWIDTH_STREAM,
+        id::BANDWIDTH_THREADS,
+        id::BANDWIDTH_MIX,
     ]
     .into_iter()
     .find_map(|probe| {
@@ -182,7 +183,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         }
         Err(why) => model = model.input("peak_gbps", "unknown", why.clone()),
     }
-    if m.probe == "numa.matrix" {
+    if m.probe == id::NUMA_MATRIX {
         let d = number(&m.params, "distance").unwrap_or(10.0);
         model.value *= 10.0 / d;
         model.formula = format!("({}) x 10 / distance {d}", model.formula);

@@ -2,6 +2,7 @@
 
 use crate::run::{param, Run};
 use crate::{at_clock, Model, Outcome, Spec};
+use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 
 /// Cycles of `syscall`/`sysret` and the kernel's entry and exit code, without mitigations.
@@ -35,7 +36,7 @@ pub(crate) fn null_syscall(spec: &Spec, model: Model) -> (Model, f64) {
 pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let u = spec.uarch();
     match (m.probe.as_str(), m.metric.as_str()) {
-        ("loop.empty", _) => {
+        (id::LOOP_EMPTY, _) => {
             let model = Model::spec(
                 "loop iteration",
                 0.0,
@@ -48,7 +49,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             );
             at_clock(spec, model, 1.0)
         }
-        ("call.args", "per_call") => {
+        (id::CALL_ARGS, metric::PER_CALL) => {
             let args = crate::run::number(&m.params, "args").unwrap_or(0.0);
             let cycles = 2.0 + 0.5 * args;
             let model = Model::spec("procedure call", 0.0, format!("(2 + 0.5 x {args}) cycles"))
@@ -65,7 +66,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 .input("args", args, "parameter");
             at_clock(spec, model, cycles)
         }
-        ("call.args", "increment") => {
+        (id::CALL_ARGS, metric::INCREMENT) => {
             let model = Model::spec("argument cost", 0.0, "0.5 cycle").input(
                 "cycles_per_arg",
                 0.5,
@@ -73,7 +74,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             );
             at_clock(spec, model, 0.5)
         }
-        ("timer.rdtsc", _) => {
+        (id::TIMER_RDTSC, _) => {
             let u = u?;
             let model = Model::spec("rdtsc", 0.0, format!("{} cycles", u.rdtsc_cycles)).input(
                 "rdtsc_cycles",
@@ -82,9 +83,9 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             );
             at_clock(spec, model, u.rdtsc_cycles)
         }
-        ("timer.rdtscp", _) | ("timer.lfence-rdtsc", _) => {
+        (id::TIMER_RDTSCP, _) | (id::TIMER_LFENCE_RDTSC, _) => {
             let u = u?;
-            let (extra, what) = if m.probe == "timer.rdtscp" {
+            let (extra, what) = if m.probe == id::TIMER_RDTSCP {
                 (7.0, "estimate: rdtscp waits for earlier instructions, about 7 cycles more than rdtsc")
             } else {
                 (
@@ -101,7 +102,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .input("ordering_cycles", extra, what);
             at_clock(spec, model, u.rdtsc_cycles + extra)
         }
-        ("timer.cpuid-rdtsc", _) => {
+        (id::TIMER_CPUID_RDTSC, _) => {
             let u = u?;
             let cpuid = 150.0;
             let mut model = Model::spec(
@@ -130,11 +131,11 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             model.formula.push_str(") cycles");
             at_clock(spec, model, cycles)
         }
-        ("timer.clock_gettime", _) => clock_gettime(spec, false),
-        ("timer.clock_gettime.syscall", _) => clock_gettime(spec, true),
+        (id::TIMER_CLOCK_GETTIME, _) => clock_gettime(spec, false),
+        (id::TIMER_CLOCK_GETTIME_SYSCALL, _) => clock_gettime(spec, true),
         _ => {
             let _ = run;
-            Err(format!("no model for {} {}", m.probe, m.metric))
+            Err(crate::unmodelled(m))
         }
     }
 }
@@ -186,11 +187,11 @@ fn clock_gettime(spec: &Spec, syscall: bool) -> Outcome {
 
 pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
     let hot = match m.probe.as_str() {
-        "syscall.getpid" | "syscall.getppid" => {
+        id::SYSCALL_GETPID | id::SYSCALL_GETPPID => {
             let (model, cycles) = null_syscall(spec, Model::spec("null system call", 0.0, ""));
             (model, cycles, format!("{cycles} cycles"))
         }
-        "syscall.time.raw" => {
+        id::SYSCALL_TIME_RAW => {
             let (model, cycles) = null_syscall(spec, Model::spec("time system call", 0.0, ""));
             let model = model.input(
                 "work_cycles",
@@ -199,7 +200,7 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
             );
             (model, cycles + 20.0, format!("({cycles} + 20) cycles"))
         }
-        "syscall.time.vdso" => (
+        id::SYSCALL_TIME_VDSO => (
             Model::spec("vDSO time", 0.0, "").input(
                 "cycles",
                 5,
@@ -208,7 +209,7 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
             5.0,
             "5 cycles".to_string(),
         ),
-        "syscall.read.devzero" | "syscall.write.devnull" => {
+        id::SYSCALL_READ_DEVZERO | id::SYSCALL_WRITE_DEVNULL => {
             let (model, cycles) = null_syscall(spec, Model::spec("1-byte device I/O", 0.0, ""));
             let model = model.input(
                 "vfs_cycles",
@@ -221,7 +222,7 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
                 format!("({cycles} + {VFS_CYCLES}) cycles"),
             )
         }
-        _ => return Err(format!("no model for {}", m.probe)),
+        _ => return Err(crate::unmodelled(m)),
     };
     let (mut model, cycles, formula) = hot;
     model.formula = formula;

@@ -5,6 +5,7 @@
 use crate::cpu::null_syscall;
 use crate::run::{number, param, Run};
 use crate::{Figure, Model, Outcome, Spec};
+use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 
 /// Allocating a 4 KiB page and installing it: per-cpu free list, memory-cgroup charge, LRU and
@@ -19,7 +20,7 @@ const MAP_CYCLES: f64 = 30.0;
 /// The rate at which one core writes with plain stores: this run's measurement from memory when
 /// present, else half of Little's law (write-allocate).
 fn write_rate(spec: &Spec, run: &Run, m: &Measurement) -> Result<Figure, String> {
-    if let Ok(w) = run.median(m, "bandwidth.stream", "bandwidth", |p| {
+    if let Ok(w) = run.median(m, id::BANDWIDTH_STREAM, metric::BANDWIDTH, |p| {
         param(p, "kernel").as_deref() == Some("write")
             && param(p, "stores").as_deref() == Some("plain")
             && number(p, "threads") == Some(1.0)
@@ -46,15 +47,15 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         return Err("a major fault waits for the device: its latency and rate are not measured yet (a direct-I/O probe of the temp file's device would supply them)".into());
     }
     let (per_fault, pages_per_fault) = match m.probe.as_str() {
-        "faults.anon" | "faults.thp" | "faults.populate" => {
-            let huge = m.probe == "faults.thp";
+        id::FAULTS_ANON | id::FAULTS_THP | id::FAULTS_POPULATE => {
+            let huge = m.probe == id::FAULTS_THP;
             let rate = write_rate(spec, run, m)?;
             let alloc = if huge {
                 HUGE_ALLOC_CYCLES
             } else {
                 ALLOC_CYCLES
             };
-            let populate = m.probe == "faults.populate";
+            let populate = m.probe == id::FAULTS_POPULATE;
             let (model, entry) = if populate {
                 (Model::spec("populate", 0.0, ""), 0.0)
             } else {
@@ -77,7 +78,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("core_ghz", ghz);
             (model, 1.0)
         }
-        "faults.file" => {
+        id::FAULTS_FILE => {
             // Pages mapped per fault: the ratio of the two rows the kernel's fault count divides.
             let per = |metric: &str| {
                 run.median(m, &m.probe, metric, |p| p == &m.params)
@@ -97,7 +98,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("core_ghz", ghz);
             (model, ratio)
         }
-        _ => return Err(format!("no model for {}", m.probe)),
+        _ => return Err(crate::unmodelled(m)),
     };
     match m.metric.as_str() {
         "per_fault" => Ok(per_fault),
@@ -109,6 +110,6 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             1.0 / pages_per_fault / page,
             &format!("/ {pages_per_fault:.1} pages per fault / {page} B"),
         )),
-        other => Err(format!("no model for faults {other}")),
+        _ => Err(crate::unmodelled(m)),
     }
 }

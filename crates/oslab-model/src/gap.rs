@@ -4,6 +4,7 @@
 
 use crate::run::{number, param, Run};
 use crate::Spec;
+use oslab_core::catalog::{id, metric, Family};
 use oslab_core::model::Measurement;
 
 /// The gap's size and likely reason, when the measurement is far from its model
@@ -32,11 +33,11 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
 }
 
 fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
-    let family = m.probe.split('.').next().unwrap_or_default();
+    let family = Family::of(&m.probe);
     let vm = spec.hypervisor.as_deref();
     let (_, mitigations) = spec.mitigation_cycles();
     let shrunk = shrunk_cache(spec, run, m);
-    if m.metric == "level_size" {
+    if m.metric == metric::LEVEL_SIZE {
         return "the cache sysfs reports is the host's; a virtual cpu gets a share of it, and the plateau this run measured is that share".into();
     }
     if !slower {
@@ -48,34 +49,34 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
             .map(|(k, _)| k.as_str())
             .collect();
         return match family {
-            "memory" if m.probe.contains("stride") || m.probe.contains("sequential") => {
+            Some(Family::Memory) if m.probe == id::MEMORY_LATENCY_STRIDE || m.probe == id::MEMORY_LATENCY_SEQUENTIAL => {
                 "the prefetchers fetch ahead of the chain; the model assumes none".into()
             }
-            "bandwidth" | "numa" => "together the threads moved more than their number times one thread: the one-thread row ran at a slower moment (the host's other guests), or the memory's peak is another configuration's than the one oslab was told".into(),
-            "migration" => "the re-read is sequential: the L2 prefetchers fetch the moved lines ahead, more at once than the fill buffers the model counts".into(),
+            Some(Family::Bandwidth) | Some(Family::Numa) => "together the threads moved more than their number times one thread: the one-thread row ran at a slower moment (the host's other guests), or the memory's peak is another configuration's than the one oslab was told".into(),
+            Some(Family::Migration) => "the re-read is sequential: the L2 prefetchers fetch the moved lines ahead, more at once than the fill buffers the model counts".into(),
             _ if !estimates.is_empty() => format!("the model's estimates ({}) are higher than this kernel and core need", estimates.join(", ")),
             _ => "the published figure is for another configuration of this core (a faster uncore or memory than the table assumes)".into(),
         };
     }
     let mut why: Vec<String> = Vec::new();
     match family {
-        "timer" => why.push(match vm {
-            Some(h) if m.probe.contains("cpuid") => format!("cpuid exits to the hypervisor ({h}), and an exit costs more on this host than the estimate"),
+        Some(Family::Timer) => why.push(match vm {
+            Some(h) if m.probe == id::TIMER_CPUID_RDTSC => format!("cpuid exits to the hypervisor ({h}), and an exit costs more on this host than the estimate"),
             _ => "the table's cycle counts come from older cores; reading the time stamp counter takes longer on some recent ones".into(),
         }),
-        "activity" => why.push(match vm {
+        Some(Family::Activity) => why.push(match vm {
             Some(h) => format!("the interruptions come from outside this kernel: the hypervisor ({h}) preempts the virtual cpu"),
             None => "interrupts other than the tick (devices, IPIs) or kernel threads ran on the cpu".into(),
         }),
-        "c2c" => why.push(match vm {
+        Some(Family::C2c) => why.push(match vm {
             Some(h) => format!("under a hypervisor ({h}) the two vcpus may run on host cores that share less than the topology the guest sees, and either may be preempted mid hand-over"),
             None => "the line crosses a mesh or ring farther than the table's average L3 latency".into(),
         }),
-        "memory" | "bandwidth" | "numa" | "migration" => {
+        Some(Family::Memory) | Some(Family::Bandwidth) | Some(Family::Numa) | Some(Family::Migration) => {
             if let Some(s) = shrunk {
                 why.push(s);
             }
-            if family != "memory" && family != "migration" && !m.probe.contains("sweep") {
+            if !matches!(family, Some(Family::Memory | Family::Migration)) && m.probe != id::BANDWIDTH_SWEEP {
                 why.push("the threads share the memory controllers and channels: once those fill, N threads move less than N times one".into());
             }
             if let Some(h) = vm {
@@ -84,14 +85,14 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
                 ));
             }
         }
-        "syscall" | "switch" | "task" | "faults" => {
+        Some(Family::Syscall) | Some(Family::Switch) | Some(Family::Task) | Some(Family::Faults) => {
             if !mitigations.starts_with("none") {
                 why.push(format!("mitigations at kernel entry: {mitigations}"));
             }
             if let Some(h) = vm {
                 why.push(match family {
-                    "switch" => format!("under a hypervisor ({h}) an IPI and an idle vcpu's wake-up go through the host's scheduler"),
-                    "faults" | "task" => format!("under a hypervisor ({h}) page-table updates and new guest pages cost two-dimensional page walks and host faults"),
+                    Some(Family::Switch) => format!("under a hypervisor ({h}) an IPI and an idle vcpu's wake-up go through the host's scheduler"),
+                    Some(Family::Faults) | Some(Family::Task) => format!("under a hypervisor ({h}) page-table updates and new guest pages cost two-dimensional page walks and host faults"),
                     _ => format!("under a hypervisor ({h}) the host may preempt the vcpu"),
                 });
             }
@@ -113,7 +114,7 @@ fn shrunk_cache(spec: &Spec, run: &Run, m: &Measurement) -> Option<String> {
     let claimed = spec.caches.iter().find(|c| size <= c.size as f64)?;
     let name = format!("L{}", claimed.level);
     let measured = run
-        .all("memory.latency.chunk", "level_size", move |p| {
+        .all(id::MEMORY_LATENCY_CHUNK, metric::LEVEL_SIZE, move |p| {
             param(p, "level").as_deref() == Some(name.as_str())
         })
         .filter_map(|l| l.summary.as_ref().map(|s| s.median))

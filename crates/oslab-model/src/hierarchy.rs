@@ -4,6 +4,7 @@
 
 use crate::run::{number, param, Run};
 use crate::{Figure, Model, Outcome, Spec};
+use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 use oslab_core::units::bytes;
 
@@ -170,7 +171,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             )
             .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name)))
         }
-        ("memory.latency.parallel", "per_load") => {
+        (id::MEMORY_LATENCY_PARALLEL, metric::PER_LOAD) => {
             let u = spec.uarch()?;
             let size = size.ok_or("no size")?;
             let k = number(&m.params, "chases").unwrap_or(1.0);
@@ -187,11 +188,8 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("latency_ns", &lat)
             .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name)))
         }
-        ("memory.latency.stride", "per_load") => stride(spec, m),
-        ("memory.latency.loaded", "per_load") => loaded(spec, run, m),
-        ("memory.latency.loaded", _) => {
-            Err("the loaders' bandwidth is the experiment's input, not a cost to predict".into())
-        }
+        (id::MEMORY_LATENCY_STRIDE, metric::PER_LOAD) => stride(spec, m),
+        (id::MEMORY_LATENCY_LOADED, metric::PER_LOAD) => loaded(spec, run, m),
         (_, "per_load") => {
             let size = size.ok_or("no size parameter")?;
             let order = param(&m.params, "order").unwrap_or_default();
@@ -231,7 +229,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 _ => Ok(model),
             }
         }
-        _ => Err(format!("no model for {} {}", m.probe, m.metric)),
+        _ => Err(crate::unmodelled(m)),
     }
 }
 

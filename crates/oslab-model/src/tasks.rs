@@ -5,6 +5,7 @@ use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::hierarchy::{dram_latency, level_latency, level_read_rate};
 use crate::run::{number, param, Run};
 use crate::{at_clock, Figure, Model, Outcome, Spec};
+use oslab_core::catalog::{id, metric, SWITCH_PAIRS};
 use oslab_core::model::Measurement;
 
 /// Cycles fork and the child's exit spend per 4 KiB page the parent has mapped: copying and
@@ -39,16 +40,16 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let rt = |probe: &str| measured(run, m, probe, "round_trip", plain);
     let create = |probe: &str| measured(run, m, probe, "create", plain);
     match (m.probe.as_str(), m.metric.as_str()) {
-        ("task.fork", "cost_per_mib") => {
+        (id::TASK_FORK, metric::COST_PER_MIB) => {
             let pages = 256.0;
             let model = Model::spec("page-table copy", 0.0, format!("{pages} pages x {FORK_CYCLES_PER_PAGE} cycles"))
                 .input("cycles_per_page", FORK_CYCLES_PER_PAGE, "estimate: copy and write-protect a page-table entry, take and later drop the page's reference and map counts (fork, then the child's exit)");
             at_clock(spec, model, pages * FORK_CYCLES_PER_PAGE)
         }
-        ("task.fork", "round_trip") => {
+        (id::TASK_FORK, metric::ROUND_TRIP) => {
             let touched = number(&m.params, "touched_mib").unwrap_or(0.0);
             let fit =
-                |metric: &str| measured(run, m, "task.fork", metric, |p| p.contains_key("fit"));
+                |metric: &str| measured(run, m, id::TASK_FORK, metric, |p| p.contains_key("fit"));
             let (fixed, slope) = (fit("fixed_cost")?, fit("cost_per_mib")?);
             Ok(Model::composed(
                 "fork fit",
@@ -62,29 +63,29 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("per_mib_ns", &slope)
             .input("touched_mib", touched, "parameter"))
         }
-        ("task.vfork", _) => {
-            let t = rt("task.pthread")?;
+        (id::TASK_VFORK, _) => {
+            let t = rt(id::TASK_PTHREAD)?;
             Ok(Model::composed("task sharing the address space", t.value, format!("pthread round trip {:.0} ns: vfork's child shares the address space, runs and exits before the parent goes on", t.value))
                 .figure("pthread_round_trip_ns", &t))
         }
-        ("task.posix_spawn", _) | ("task.fork-exec", "round_trip") => {
+        (id::TASK_POSIX_SPAWN, _) | (id::TASK_FORK_EXEC, metric::ROUND_TRIP) => {
             let exec = |a: Figure, b: Figure| {
                 Figure::new(
                     a.value - b.value,
                     format!("{} minus {}", a.source, b.source),
                 )
             };
-            let (base, exec) = if m.probe == "task.posix_spawn" {
+            let (base, exec) = if m.probe == id::TASK_POSIX_SPAWN {
                 let base = if m.metric == "create" {
-                    create("task.vfork")?
+                    create(id::TASK_VFORK)?
                 } else {
-                    rt("task.vfork")?
+                    rt(id::TASK_VFORK)?
                 };
-                (base, exec(rt("task.fork-exec")?, rt("task.fork")?))
+                (base, exec(rt(id::TASK_FORK_EXEC)?, rt(id::TASK_FORK)?))
             } else {
                 (
-                    rt("task.fork")?,
-                    exec(rt("task.posix_spawn")?, rt("task.vfork")?),
+                    rt(id::TASK_FORK)?,
+                    exec(rt(id::TASK_POSIX_SPAWN)?, rt(id::TASK_VFORK)?),
                 )
             };
             Ok(Model::composed(
@@ -95,8 +96,8 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("creation_ns", &base)
             .figure("exec_ns", &exec))
         }
-        ("task.fork-exec", "create") => {
-            let f = create("task.fork")?;
+        (id::TASK_FORK_EXEC, metric::CREATE) => {
+            let f = create(id::TASK_FORK)?;
             Ok(Model::composed(
                 "fork",
                 f.value,
@@ -107,11 +108,11 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             )
             .figure("fork_create_ns", &f))
         }
-        ("task.std-thread", metric) => {
+        (id::TASK_STD_THREAD, metric) => {
             let t = if metric == "create" {
-                create("task.pthread")?
+                create(id::TASK_PTHREAD)?
             } else {
-                rt("task.pthread")?
+                rt(id::TASK_PTHREAD)?
             };
             Ok(Model::composed(
                 "pthread",
@@ -123,25 +124,29 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             )
             .figure("pthread_ns", &t))
         }
-        _ => Err(format!(
-            "no published figure to predict the {} from; compare it with the other creation costs",
-            m.metric.replace('_', " ")
-        )),
+        _ => Err(crate::unmodelled(m)),
     }
 }
 
 pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
-    let ipc = m.probe.rsplit('.').next().unwrap_or_default();
+    let Some(&(ipc, thread, process)) = SWITCH_PAIRS
+        .iter()
+        .find(|(_, t, p)| m.probe == *t || m.probe == *p)
+    else {
+        return Err(crate::unmodelled(m));
+    };
     let same = |task: &'static str, metric: &'static str| {
-        let probe = format!("switch.{task}.{ipc}");
-        measured(run, m, &probe, metric, |p| {
+        let probe = if task == "thread" { thread } else { process };
+        measured(run, m, probe, metric, |p| {
             param(p, "placement").as_deref() == Some("same-cpu")
         })
     };
-    match (
-        m.probe.split('.').nth(1).unwrap_or_default(),
-        m.metric.as_str(),
-    ) {
+    let task = if m.probe == thread {
+        "thread"
+    } else {
+        "process"
+    };
+    match (task, m.metric.as_str()) {
         ("thread", "switch") => {
             let model = Model::spec("thread switch", 0.0, format!("{THREAD_SWITCH_CYCLES} cycles"))
                 .input("switch_cycles", THREAD_SWITCH_CYCLES, "estimate: dequeue, pick, enqueue, switch_to and the vector state saved and restored");
@@ -163,12 +168,12 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 })
             };
             if ipc == "futex" {
-                let s = syscall("syscall.getppid")?;
+                let s = syscall(id::SYSCALL_GETPPID)?;
                 Ok(Model::composed("futex wake + wait", 2.0 * s.value, format!("2 x null system call {:.0} ns (a wake with no waiter, a wait that finds the value changed)", s.value)).figure("null_syscall_ns", &s))
             } else {
                 let (w, r) = (
-                    syscall("syscall.write.devnull")?,
-                    syscall("syscall.read.devzero")?,
+                    syscall(id::SYSCALL_WRITE_DEVNULL)?,
+                    syscall(id::SYSCALL_READ_DEVZERO)?,
                 );
                 Ok(Model::composed(
                     "write + read",
@@ -219,10 +224,7 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             );
             Ok(model.figure("core_ghz", ghz))
         }
-        _ => Err(
-            "the one-shot method mixes creation with the first switch; no model separates them"
-                .into(),
-        ),
+        _ => Err(crate::unmodelled(m)),
     }
 }
 
@@ -264,7 +266,7 @@ pub(crate) fn migration(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name)))
         }
         "move" => {
-            let wake = measured(run, m, "switch.thread.futex", "wakeup", |_| true)?;
+            let wake = measured(run, m, id::SWITCH_THREAD_FUTEX, metric::WAKEUP, |_| true)?;
             let (model, entry) = null_syscall(spec, Model::composed("affinity change", 0.0, ""));
             let model = at_clock(spec, model, entry)?;
             Ok(Model {
@@ -274,6 +276,6 @@ pub(crate) fn migration(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             }
             .figure("wakeup_ns", &wake))
         }
-        _ => Err(format!("no model for migration {}", m.metric)),
+        _ => Err(crate::unmodelled(m)),
     }
 }

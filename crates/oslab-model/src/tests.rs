@@ -4,6 +4,7 @@
 use super::*;
 use crate::memory::MemorySpec;
 use crate::spec::CacheLevel;
+use oslab_core::catalog::id;
 use oslab_core::model::{Status, Unit};
 use oslab_core::{params, Summary};
 
@@ -75,7 +76,7 @@ fn loop_and_calls_are_cycles_at_the_measured_clock() {
     let m = predicted(
         &s,
         vec![measured(
-            "loop.empty",
+            id::LOOP_EMPTY,
             params! {"cpu" => 0},
             "per_iteration",
             Unit::Ns,
@@ -87,7 +88,7 @@ fn loop_and_calls_are_cycles_at_the_measured_clock() {
     let m = predicted(
         &s,
         vec![measured(
-            "call.args",
+            id::CALL_ARGS,
             params! {"args" => 4},
             "per_call",
             Unit::Ns,
@@ -108,7 +109,7 @@ fn a_null_system_call_pays_its_mitigations() {
     let mut s = spec();
     let hot = || {
         measured(
-            "syscall.getppid",
+            id::SYSCALL_GETPPID,
             params! {"cache" => "hot"},
             "per_call",
             Unit::Ns,
@@ -127,7 +128,7 @@ fn cache_latency_is_the_level_that_holds_the_working_set() {
     let s = spec();
     let chunk = |size: u64| {
         measured(
-            "memory.latency.chunk",
+            id::MEMORY_LATENCY_CHUNK,
             params! {"size" => size, "order" => "chunk"},
             "per_load",
             Unit::Ns,
@@ -142,7 +143,7 @@ fn cache_latency_is_the_level_that_holds_the_working_set() {
     // Random over 64 MiB: L3 (110 cycles = 55 ns) + an STLB hit (9 cycles = 4.5 ns) + a walk
     // whose page tables (64 MiB / 512 = 128 KiB) sit in L2 (8 ns).
     let random = measured(
-        "memory.latency.random",
+        id::MEMORY_LATENCY_RANDOM,
         params! {"size" => 64u64 << 20, "order" => "random"},
         "per_load",
         Unit::Ns,
@@ -157,7 +158,7 @@ fn stride_without_prefetching_mixes_hits_and_misses() {
     // 16-byte stride over 8 MiB: a quarter of the loads start a line; the lines touched are the
     // whole 8 MiB (L3, 55 ns), the rest hit L1 (2.5 ns): 0.25 x 55 + 0.75 x 2.5 = 15.625 ns.
     let m = measured(
-        "memory.latency.stride",
+        id::MEMORY_LATENCY_STRIDE,
         params! {"size" => 8u64 << 20, "stride" => 16},
         "per_load",
         Unit::Ns,
@@ -172,7 +173,7 @@ fn stride_without_prefetching_mixes_hits_and_misses() {
 /// One thread's STREAM bandwidth of `kernel` with plain stores, as this run measured it.
 fn one_thread_stream(kernel: &str, gbps: f64) -> Measurement {
     measured(
-        "bandwidth.stream",
+        id::BANDWIDTH_STREAM,
         params! {"kernel" => kernel, "stores" => "plain", "threads" => 1},
         "bandwidth",
         Unit::GBps,
@@ -185,7 +186,7 @@ fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
     let mut s = spec();
     let bw = |kernel: &str, size: u64, threads: u32| {
         measured(
-            "bandwidth.sweep",
+            id::BANDWIDTH_SWEEP,
             params! {"kernel" => kernel, "size" => size, "stores" => "plain", "threads" => threads},
             "bandwidth",
             Unit::GBps,
@@ -223,7 +224,7 @@ fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
     let alone = predicted(&s, vec![bw("read", 1 << 30, 4)])
         .no_model
         .unwrap();
-    assert!(alone.contains("bandwidth.stream"), "{alone}");
+    assert!(alone.contains(id::BANDWIDTH_STREAM), "{alone}");
 }
 
 #[test]
@@ -231,18 +232,18 @@ fn composed_models_say_so_and_use_the_run() {
     let s = spec();
     let same = || params! {"placement" => "same-cpu"};
     let run = vec![
-        measured("switch.process.pipe", same(), "switch", Unit::Ns, 1200.0),
-        measured("switch.thread.pipe", same(), "switch", Unit::Ns, 1000.0),
-        measured("switch.thread.pipe", same(), "transfer", Unit::Ns, 500.0),
+        measured(id::SWITCH_PROCESS_PIPE, same(), "switch", Unit::Ns, 1200.0),
+        measured(id::SWITCH_THREAD_PIPE, same(), "switch", Unit::Ns, 1000.0),
+        measured(id::SWITCH_THREAD_PIPE, same(), "transfer", Unit::Ns, 500.0),
         measured(
-            "syscall.write.devnull",
+            id::SYSCALL_WRITE_DEVNULL,
             params! {"cache" => "hot"},
             "per_call",
             Unit::Ns,
             180.0,
         ),
         measured(
-            "syscall.read.devzero",
+            id::SYSCALL_READ_DEVZERO,
             params! {"cache" => "hot"},
             "per_call",
             Unit::Ns,
@@ -263,14 +264,14 @@ fn composed_models_say_so_and_use_the_run() {
     assert!(close(ms[2].prediction.as_ref().unwrap().value, 430.0));
     // Without the parts, the composed model says what to measure.
     let alone = predicted(&s, vec![run[0].clone()]);
-    assert!(alone.no_model.unwrap().contains("switch.thread.pipe"));
+    assert!(alone.no_model.unwrap().contains(id::SWITCH_THREAD_PIPE));
 }
 
 #[test]
 fn a_page_fault_is_a_trap_an_allocation_and_zeroing() {
     let s = spec();
     let fault = measured(
-        "faults.anon",
+        id::FAULTS_ANON,
         params! {"page_bytes" => 4096},
         "per_fault",
         Unit::Ns,
@@ -288,7 +289,7 @@ fn missing_inputs_say_which_and_how_to_supply_them() {
     let mut s = spec();
     s.tick_hz = None;
     let tick = measured(
-        "activity.noise",
+        id::ACTIVITY_NOISE,
         params! {"cpu" => 0},
         "tick_hz",
         Unit::Count,
@@ -300,7 +301,7 @@ fn missing_inputs_say_which_and_how_to_supply_them() {
         .contains("CONFIG_HZ"));
     s.cpu = uarch::lookup(Some("GenuineIntel"), Some("6/1/0"));
     let l1 = measured(
-        "memory.latency.chunk",
+        id::MEMORY_LATENCY_CHUNK,
         params! {"size" => 4096, "order" => "chunk"},
         "per_load",
         Unit::Ns,
@@ -313,7 +314,7 @@ fn missing_inputs_say_which_and_how_to_supply_them() {
     );
     s = spec();
     s.core_ghz = Err("no chain".into());
-    let lp = measured("loop.empty", params! {}, "per_iteration", Unit::Ns, 0.5);
+    let lp = measured(id::LOOP_EMPTY, params! {}, "per_iteration", Unit::Ns, 0.5);
     assert!(predicted(&s, vec![lp])
         .no_model
         .unwrap()
@@ -325,7 +326,7 @@ fn far_gaps_are_explained_near_ones_are_not() {
     let mut s = spec();
     let hot = |ns: f64| {
         measured(
-            "syscall.getppid",
+            id::SYSCALL_GETPPID,
             params! {"cache" => "hot"},
             "per_call",
             Unit::Ns,
@@ -363,4 +364,42 @@ fn reference_predictions_from_the_probe_are_kept() {
         ..oslab_core::Prediction::new(12.0, "the kernel's count", params! {})
     });
     assert!(close(value(&predicted(&s, vec![m])), 12.0));
+}
+
+/// Walks the catalog: every metric it says the model predicts reaches a model arm (the answer
+/// is a prediction, or the input it lacks), and every metric it says has none gets the
+/// catalog's reason.
+#[test]
+fn every_metric_the_catalog_calls_predicted_has_a_model_arm() {
+    let spec = spec();
+    for e in oslab_core::catalog::all() {
+        for metric in e.metrics {
+            let mut m =
+                Measurement::not_taken(e.id, params! {}, metric.name, metric.unit, Status::Ok);
+            m.summary = Summary::new(&[1.0, 1.0, 1.0]);
+            let run = Run::new(vec![m.clone()]);
+            let answer = model(&spec, &run, &m);
+            match metric.model {
+                oslab_core::catalog::Model::Predicted => {
+                    if let Err(why) = &answer {
+                        assert!(
+                            !why.starts_with(UNMODELLED),
+                            "{} {}: {why}",
+                            e.id,
+                            metric.name
+                        );
+                    }
+                }
+                oslab_core::catalog::Model::Without(reason) => {
+                    assert_eq!(
+                        answer.err().as_deref(),
+                        Some(reason),
+                        "{} {}",
+                        e.id,
+                        metric.name
+                    );
+                }
+            }
+        }
+    }
 }

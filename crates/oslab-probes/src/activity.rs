@@ -5,8 +5,8 @@
 //! by size, CPU time lost, beside the kernel's interrupt counts for the CPU.
 
 use crate::harness::check_interrupt;
-use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self};
 use oslab_core::interrupts;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, Clock, Status};

@@ -9,9 +9,9 @@
 use crate::buffer::Pages;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Plan, Probe, ProbeError};
 use crate::stream::{gbps, team, Arrays, Reps};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::params;

@@ -9,9 +9,9 @@
 //! pair of a cpu list (or a sample of the pairs on big machines) for `oslab c2c`.
 
 use crate::harness::check_interrupt;
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::affinity::AffinityGuard;
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::{params, CpuSet, Topology};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

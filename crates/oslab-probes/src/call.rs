@@ -4,8 +4,8 @@
 //! an argument. The call is therefore indirect; the pointer never changes, so it is predicted. All eight variants are measured interleaved, so the increment per argument is a
 //! paired difference of samples taken in the same round.
 
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{Judge, Measurement};
 use oslab_core::params;
 use oslab_core::stats;
@@ -82,8 +82,7 @@ fn run_calls(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, Probe
         let judge = timings[k - 1]
             .median()
             .map_or(Judge::Median, |m| Judge::Scale(m.abs()));
-        let mut m =
-            cx.measurement_judged(me.id, params! {"args" => k}, "increment", &inc, judge);
+        let mut m = cx.measurement_judged(me.id, params! {"args" => k}, "increment", &inc, judge);
         m.difference = true;
         let what = format!(
             "paired difference: {k} minus {} arguments, same round",

@@ -4,8 +4,8 @@
 
 use crate::buffer::{Buffer, Pages};
 use crate::memory::{Chain, Order};
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;

@@ -12,8 +12,8 @@
 
 use crate::buffer::{available_memory, Buffer, Pages};
 use crate::harness::check_interrupt;
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Options, Probe, ProbeError};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::params;
@@ -243,14 +243,7 @@ fn anon(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError
         Ok(r)
     })?;
     let p = params! {"access" => "write", "pages" => used};
-    Ok(fault_measurements(
-        me.id,
-        p,
-        bytes,
-        PAGE,
-        &reps,
-        &counter,
-    ))
+    Ok(fault_measurements(me.id, p, bytes, PAGE, &reps, &counter))
 }
 
 fn thp(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
@@ -273,14 +266,7 @@ fn thp(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError>
         )));
     }
     let p = params! {"access" => "write", "pages" => used};
-    Ok(fault_measurements(
-        me.id,
-        p,
-        bytes,
-        HUGE,
-        &reps,
-        &counter,
-    ))
+    Ok(fault_measurements(me.id, p, bytes, HUGE, &reps, &counter))
 }
 
 fn populate(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {

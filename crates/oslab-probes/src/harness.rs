@@ -36,6 +36,10 @@ pub struct HarnessConfig {
     /// Time a pass over the whole suite aims to stay within (the set-up before it excluded): the
     /// retries get no more than what is left of it.
     pub suite_target: Duration,
+    /// Seconds one unit of a probe's cost (timer.rdtsc's) takes under these budgets, timed on a
+    /// 2-vCPU guest: `--plan`'s estimate of a probe is its cost times this, so adding a probe
+    /// adds its own time instead of lowering every other probe's estimate.
+    pub seconds_per_cost: f64,
     /// Extra runs of every batched body inside its timed region: a real slowdown of
     /// (1 + extra) times that comparisons must catch. Zero unless the test-only environment
     /// variable `OSLAB_TEST_EXTRA_WORK` sets it.
@@ -63,6 +67,7 @@ impl HarnessConfig {
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
             suite_target: Duration::from_secs(84),
+            seconds_per_cost: 0.33,
             extra_work: extra_work(),
         }
     }
@@ -87,6 +92,7 @@ impl HarnessConfig {
             memory_max: 64 << 20,
             retry_budget: Duration::from_millis(1500),
             suite_target: Duration::from_secs(19),
+            seconds_per_cost: 0.075,
             extra_work: extra_work(),
         }
     }

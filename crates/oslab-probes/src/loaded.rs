@@ -8,9 +8,9 @@
 use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores, MIX_BLOCK};
 use crate::memory::{Chain, Order, IDLE_SPACING};
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Need, Plan, Probe, ProbeError};
 use oslab_core::affinity::{set_affinity, SchedGuard};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::{params, CpuSet, Summary};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -74,9 +74,10 @@ fn plan(cx: &Context) -> Plan {
     let loaders = cx.allowed.iter().filter(|&c| c != cx.cpu).count();
     Plan {
         what: format!(
-            "a chase on cpu {} while {} stream at {} intensities",
+            "a chase on cpu {} while {} {} at {} intensities",
             cx.cpu,
             oslab_core::units::counted(loaders, "other cpu"),
+            if loaders == 1 { "streams" } else { "stream" },
             pauses(cx).len() - 1
         ),
         work: 1.0,
@@ -140,13 +141,7 @@ fn run(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError>
             if pause.is_none() {
                 continue; // the idle point: nothing loads memory
             }
-            let mut bw = Measurement::not_taken(
-                me.id,
-                p,
-                "load_bandwidth",
-                Unit::GBps,
-                Status::Ok,
-            );
+            let mut bw = Measurement::not_taken(me.id, p, "load_bandwidth", Unit::GBps, Status::Ok);
             bw.summary = Summary::new(&[gbps]);
             bw.note = Some(format!(
                 "what {} loader thread(s) moved while the chase was timed, STREAM counting",

@@ -4,8 +4,8 @@
 //! (The harness subtracts its own empty Rust loop from batched probes; each measurement records
 //! that overhead.)
 
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::Measurement;
 use oslab_core::params;
 

@@ -24,8 +24,8 @@
 
 use crate::buffer::{Buffer, Pages};
 use crate::levels;
-use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self};
 
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;

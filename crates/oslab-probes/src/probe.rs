@@ -68,8 +68,9 @@ pub struct Probe {
     pub entry: &'static Entry,
     /// What it needs. `PeerCpu` only limits parts of a probe; the others gate the whole probe.
     pub needs: &'static [Need],
-    /// Roughly how long it takes relative to a one-measurement probe (timer.rdtsc = 1, about
-    /// 0.3 s in the default suite), timed on a 2-vCPU guest: the progress bar's estimate.
+    /// Roughly how long it takes relative to a one-measurement probe (timer.rdtsc = 1), timed on
+    /// a 2-vCPU guest: times [`crate::HarnessConfig::seconds_per_cost`], the progress bar's and
+    /// `--plan`'s estimate.
     pub cost: f64,
     /// What it will measure on this machine, for a probe whose work grows with the machine
     /// (threads, nodes) and how that stays bounded: `oslab run --plan` prints it.

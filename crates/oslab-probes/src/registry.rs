@@ -52,11 +52,10 @@ pub struct Planned {
     pub skipped: Option<String>,
 }
 
-/// What each of `probes` will do with the machine and budgets of `cx`: the whole suite's
-/// costs fill the suite's time target, and a probe's plan scales its share to this machine.
+/// What each of `probes` will do with the machine and budgets of `cx`: its cost in the budgets'
+/// seconds, scaled to this machine by its plan.
 pub fn plan(probes: &[&'static Probe], cx: &Context) -> Vec<Planned> {
-    let suite: f64 = all().iter().map(|p| p.cost).sum();
-    let per_cost = cx.harness.config.suite_target.as_secs_f64() / suite;
+    let per_cost = cx.harness.config.seconds_per_cost;
     probes
         .iter()
         .map(|p| {
@@ -211,6 +210,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_registry_runs_exactly_the_catalogs_suite_in_its_order() {
+        let run: Vec<&str> = all().iter().map(|p| p.id()).collect();
+        let listed: Vec<&str> = oslab_core::catalog::SUITE.iter().map(|e| e.id).collect();
+        assert_eq!(run, listed);
+    }
+
+    #[test]
     fn a_mistyped_id_or_family_gets_the_nearest_as_a_suggestion() {
         let e = select(&["sycall".into()]).unwrap_err();
         assert!(e.contains("did you mean \"syscall\"?"), "{e}");
@@ -243,7 +249,10 @@ mod tests {
         assert!(!matches("timer.rdts?", "timer.rdtscp"));
         let sel = select(&["task".into(), "timer.rdtsc".into()]).unwrap();
         assert!(sel.iter().any(|p| p.id() == "task.fork"));
-        assert_eq!(sel.iter().filter(|p| p.id().starts_with("timer")).count(), 1);
+        assert_eq!(
+            sel.iter().filter(|p| p.id().starts_with("timer")).count(),
+            1
+        );
         assert!(select(&["nosuch*".into()])
             .unwrap_err()
             .contains("oslab list"));

@@ -63,7 +63,7 @@ pub struct Outcome {
 
 /// Probe id of what the run measured of its host: how often the measuring core ran at full
 /// speed, and the steal time (a shared VM's most telling figures, compared between instances).
-pub const HOST: &str = "host";
+pub const HOST: &str = oslab_core::catalog::id::HOST;
 
 /// Fewest core-speed checks (one per probe attempt) the host rows are drawn from: fewer say
 /// little about how often a shared core runs slow.
@@ -395,9 +395,15 @@ pub fn off_catalog(entry: &Entry, results: &[Measurement]) -> Option<String> {
     results.iter().find_map(|m| {
         let metric = entry.metric(&m.metric);
         if m.probe != entry.id {
-            Some(format!("{} returned a measurement under the id {:?}", entry.id, m.probe))
+            Some(format!(
+                "{} returned a measurement under the id {:?}",
+                entry.id, m.probe
+            ))
         } else if metric.is_none() {
-            Some(format!("{} returned the metric {:?}, which the catalog does not list", entry.id, m.metric))
+            Some(format!(
+                "{} returned the metric {:?}, which the catalog does not list",
+                entry.id, m.metric
+            ))
         } else {
             metric.filter(|x| x.unit != m.unit).map(|x| {
                 format!(
@@ -424,6 +430,34 @@ mod tests {
         let mut m = Measurement::not_taken("p.x", params! {"k" => k}, "t", Unit::Ns, status);
         m.summary = Summary::new(samples);
         m
+    }
+
+    #[test]
+    fn a_measurement_off_its_probes_catalog_entry_is_named() {
+        use oslab_core::catalog::{self, id, metric};
+        let entry = &catalog::SYSCALL_GETPPID;
+        let ok = |probe: &str, metric: &str, unit| {
+            Measurement::not_taken(probe, params! {}, metric, unit, Status::Ok)
+        };
+        let own = ok(id::SYSCALL_GETPPID, metric::PER_CALL, Unit::Ns);
+        assert_eq!(off_catalog(entry, std::slice::from_ref(&own)), None);
+        for (wrong, says) in [
+            (
+                ok(id::SYSCALL_GETPID, metric::PER_CALL, Unit::Ns),
+                "under the id",
+            ),
+            (
+                ok(id::SYSCALL_GETPPID, "per_cal", Unit::Ns),
+                "does not list",
+            ),
+            (
+                ok(id::SYSCALL_GETPPID, metric::PER_CALL, Unit::Cycles),
+                "the catalog says",
+            ),
+        ] {
+            let why = off_catalog(entry, &[own.clone(), wrong]).unwrap();
+            assert!(why.contains(says), "{why}");
+        }
     }
 
     #[test]

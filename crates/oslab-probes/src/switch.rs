@@ -10,9 +10,9 @@
 
 use crate::child::{wait_pid, Child, SharedPage};
 use crate::harness::Timing;
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::affinity::{set_affinity, SchedGuard};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::{params, CpuSet};
 use std::cell::Cell;

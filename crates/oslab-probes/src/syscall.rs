@@ -3,8 +3,8 @@
 //! hot (back to back in a batch) and cold (each call timed alone after evicting the caches by
 //! reading a buffer larger than them; see `eviction_buffer` for machines with a huge LLC).
 
-use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self};
 use oslab_core::model::Measurement;
 use oslab_core::params;
 use std::hint::black_box;

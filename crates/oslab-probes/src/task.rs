@@ -13,8 +13,8 @@
 
 use crate::child::{wait_pid, NopProgram};
 use crate::harness::{Event, Harness, HarnessConfig, Timing};
-use oslab_core::catalog::{self, id, Entry};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self, id, Entry};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::params;
 use oslab_core::Clock;

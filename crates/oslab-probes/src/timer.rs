@@ -2,8 +2,8 @@
 //! Each read is measured in a tight batch (throughput of back-to-back reads, as a measuring loop
 //! pays it), with the empty loop subtracted.
 
-use oslab_core::catalog::{self};
 use crate::probe::{Context, Probe, ProbeError};
+use oslab_core::catalog::{self};
 use oslab_core::model::Measurement;
 use oslab_core::params;
 use std::hint::black_box;

@@ -499,7 +499,13 @@ pub fn sweep(clock: &Clock, s: &Sweep) -> Result<Swept, ProbeError> {
         let switches = switches(clock, &slices);
         timeline.extend(self::timeline(clock, &rec, &slices, offset));
         offset += s.duration.as_nanos() as f64 * 1.05;
-        let ms = summarise("timeslice", clock, &rec, s.class, s.cpu);
+        let ms = summarise(
+            oslab_core::catalog::id::TIMESLICE,
+            clock,
+            &rec,
+            s.class,
+            s.cpu,
+        );
         doc.push(Block::Text(format!(
             "\n{n} processes on cpu {} ({}):",
             s.cpu,

@@ -2,6 +2,7 @@
 //! the pairs grouped by topology class with the model's prediction beside each class.
 
 use crate::table::{add, new_table, right};
+use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 use oslab_core::units::num;
 use std::collections::BTreeMap;
@@ -21,7 +22,7 @@ fn median(m: &Measurement) -> Option<f64> {
 pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
     let ms: Vec<&Measurement> = ms
         .iter()
-        .filter(|m| m.probe == "c2c.latency" && m.status.has_value())
+        .filter(|m| m.probe == id::C2C_LATENCY && m.status.has_value())
         .collect();
     let mut cpus: Vec<usize> = ms
         .iter()

@@ -2,6 +2,7 @@
 //! their machine ([`Sides`]); which runs each side holds, how their machines differ, the rows (by
 //! default those that changed or could not be judged) and the tally.
 
+use oslab_core::catalog;
 use oslab_core::model::Measurement;
 use oslab_core::stats::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::text::Table;
@@ -490,11 +491,6 @@ pub fn cells(r: &Row) -> [String; 11] {
     ]
 }
 
-/// The family a probe belongs to: the first part of its id (`timer` of `timer.rdtsc`).
-fn family(probe: &str) -> &str {
-    probe.split('.').next().unwrap_or(probe)
-}
-
 /// `±3%` of a side's spread, or nothing from fewer than 3 replicates.
 fn spread_text(s: Option<f64>) -> String {
     s.map_or(String::new(), |s| format!(" ±{}", percent(s)))
@@ -514,15 +510,12 @@ fn change(x: f64) -> String {
 /// family's ratios (over all its rows, shown or not) closes each table.
 fn table(shown: &[&Row], all: &[Row]) -> String {
     let narrow = crate::table::width().is_some_and(|w| w < 100);
-    let mut families: Vec<&str> = Vec::new();
-    for r in shown {
-        if !families.contains(&family(&r.probe)) {
-            families.push(family(&r.probe));
-        }
-    }
     let mut out = String::new();
-    for f in families {
-        let mut rows: Vec<&&Row> = shown.iter().filter(|r| family(&r.probe) == f).collect();
+    for f in catalog::families(shown.iter().map(|r| r.probe.as_str())) {
+        let mut rows: Vec<&&Row> = shown
+            .iter()
+            .filter(|r| catalog::prefix(&r.probe) == f)
+            .collect();
         let size = |r: &Row| r.judgement.ratio.map_or(-1.0, |x| x.ln().abs());
         rows.sort_by(|x, y| size(y).total_cmp(&size(x)));
         // Narrow, A and B share a column, one above the other.
@@ -548,7 +541,7 @@ fn table(shown: &[&Row], all: &[Row]) -> String {
         }
         let ratios: Vec<f64> = all
             .iter()
-            .filter(|r| family(&r.probe) == f)
+            .filter(|r| catalog::prefix(&r.probe) == f)
             .filter_map(|r| r.judgement.ratio.filter(|x| *x > 0.0 && x.is_finite()))
             .collect();
         if ratios.len() > 1 {

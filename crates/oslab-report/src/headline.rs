@@ -1,133 +1,17 @@
 //! The lines a person quotes from a run, first: timer, system call, context switches, process and
 //! thread creation, latency per cache level and of DRAM, bandwidth, page faults.
 
+use oslab_core::catalog::{Headline, HEADLINE};
 use oslab_core::model::Measurement;
 use oslab_core::text::Table;
 use oslab_core::units::{num, scale_for};
 
-/// A headline: what it is called, and which measurement it is (probe, metric, parameters that
-/// must match; the value `max` picks the largest number among the matches).
-type Line = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [(&'static str, &'static str)],
-);
-
-const LINES: &[Line] = &[
-    (
-        "timer read (clock_gettime)",
-        "timer.clock_gettime",
-        "per_read",
-        &[],
-    ),
-    (
-        "system call (getppid)",
-        "syscall.getppid",
-        "per_call",
-        &[("cache", "hot")],
-    ),
-    // Both switches by one mechanism (a pipe, as lmbench's lat_ctx): futex and pipe differ by
-    // more than threads and processes do.
-    (
-        "thread switch, same cpu",
-        "switch.thread.pipe",
-        "switch",
-        &[("placement", "same-cpu")],
-    ),
-    (
-        "process switch, same cpu",
-        "switch.process.pipe",
-        "switch",
-        &[("placement", "same-cpu")],
-    ),
-    (
-        "wake-up on another cpu",
-        "switch.thread.futex",
-        "wakeup",
-        &[("placement", "cross-cpu")],
-    ),
-    (
-        "core-to-core latency, one way",
-        "c2c.latency",
-        "one_way",
-        &[],
-    ),
-    (
-        "fork, exit and wait",
-        "task.fork",
-        "round_trip",
-        &[("touched_mib", "")],
-    ),
-    ("thread create and join", "task.pthread", "round_trip", &[]),
-    (
-        "L1 latency",
-        "memory.latency.chunk",
-        "level_latency",
-        &[("level", "L1")],
-    ),
-    (
-        "L2 latency",
-        "memory.latency.chunk",
-        "level_latency",
-        &[("level", "L2")],
-    ),
-    (
-        "L3 latency",
-        "memory.latency.chunk",
-        "level_latency",
-        &[("level", "L3")],
-    ),
-    (
-        "DRAM latency (idle)",
-        "memory.latency.chunk",
-        "level_latency",
-        &[("level", "memory")],
-    ),
-    (
-        "loaded latency, heaviest load",
-        "memory.latency.loaded",
-        "per_load",
-        &[("traffic", "read"), ("pause", "0")],
-    ),
-    (
-        "read bandwidth, 1 thread",
-        "bandwidth.stream",
-        "bandwidth",
-        &[("kernel", "read")],
-    ),
-    (
-        "triad bandwidth, 1 thread",
-        "bandwidth.stream",
-        "bandwidth",
-        &[("kernel", "triad"), ("stores", "plain")],
-    ),
-    (
-        "triad bandwidth, all threads",
-        "bandwidth.threads",
-        "bandwidth",
-        &[("kernel", "triad"), ("stores", "plain"), ("threads", "max")],
-    ),
-    (
-        "read:write 1:1, all threads",
-        "bandwidth.mix",
-        "bandwidth",
-        &[
-            ("read_write", "1:1"),
-            ("stores", "plain"),
-            ("threads", "max"),
-        ],
-    ),
-    ("page fault (anonymous)", "faults.anon", "per_fault", &[]),
-    ("host core speed (1 = full)", "host", "core_speed", &[]),
-    ("host steal (share of the cpu)", "host", "steal", &[]),
-];
-
 /// The measurement a headline names, if the run has it.
-fn find<'a>(ms: &'a [Measurement], (_, probe, metric, want): &Line) -> Option<&'a Measurement> {
+fn find<'a>(ms: &'a [Measurement], line: &Headline) -> Option<&'a Measurement> {
+    let want = line.params;
     let matching: Vec<&Measurement> = ms
         .iter()
-        .filter(|m| m.probe == *probe && m.metric == *metric && m.summary.is_some())
+        .filter(|m| m.probe == line.probe && m.metric == line.metric && m.summary.is_some())
         .filter(|m| {
             want.iter()
                 .all(|(k, v)| *v == "max" || m.param_text(k) == *v)
@@ -160,12 +44,12 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         &[1, 2, 3, 4],
     )
     .optional(&[6, 3]);
-    for line in LINES {
+    for line in HEADLINE {
         let Some(m) = find(ms, line) else { continue };
         let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
             // Failed: no number, the word (its reason is with the details).
             t.row(vec![
-                line.0.to_string(),
+                line.label.to_string(),
                 "-".into(),
                 String::new(),
                 String::new(),
@@ -177,8 +61,8 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         };
         let (div, sym) = scale_for(m.unit, s.median);
         let name = match partly_cached(m) {
-            Some(_) => format!("{} *", line.0),
-            None => line.0.to_string(),
+            Some(_) => format!("{} *", line.label),
+            None => line.label.to_string(),
         };
         t.row(vec![
             name,
@@ -212,7 +96,7 @@ fn partly_cached(m: &Measurement) -> Option<&str> {
 
 /// The footnotes of [`table`]: what a `*` means, once, or nothing.
 pub fn notes(ms: &[Measurement]) -> String {
-    let marked: Vec<&str> = LINES
+    let marked: Vec<&str> = HEADLINE
         .iter()
         .filter_map(|line| find(ms, line))
         .filter(|m| m.status.has_value())

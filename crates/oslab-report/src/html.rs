@@ -5,6 +5,7 @@
 //! machine is escaped.
 
 use crate::plots::{self, Bar, Mark, Series, Track, XAxis};
+use oslab_core::catalog::{self, id, metric, Chart, Family};
 use oslab_core::machine::Environment;
 use oslab_core::model::{EventKind, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::units::{num, scale_for, value};
@@ -50,14 +51,13 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         escape(&record.hostname)
     );
     let mut families: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
-    let mut order: Vec<&str> = Vec::new();
     for m in ms {
-        let family = m.probe.split('.').next().unwrap_or(&m.probe);
-        if !families.contains_key(family) {
-            order.push(family);
-        }
-        families.entry(family).or_default().push(m);
+        families
+            .entry(catalog::prefix(&m.probe))
+            .or_default()
+            .push(m);
     }
+    let order = catalog::families(ms.iter().map(|m| m.probe.as_str()));
     let headline = crate::headline::table(ms);
     let model = crate::model_view::html(ms);
     let sections: Vec<&str> = headline
@@ -168,14 +168,7 @@ pub fn comparison_report(
         h.push_str(&comparison_table(c));
     }
     let pooled: Vec<Vec<&Measurement>> = sides.iter().map(|s| s.2.iter().collect()).collect();
-    let mut order: Vec<&str> = Vec::new();
-    for m in pooled.iter().flatten() {
-        let family = m.probe.split('.').next().unwrap_or(&m.probe);
-        if !order.contains(&family) {
-            order.push(family);
-        }
-    }
-    for family in order {
+    for family in catalog::families(pooled.iter().flatten().map(|m| m.probe.as_str())) {
         let drawn: Vec<Drawn> = sides
             .iter()
             .zip(&pooled)
@@ -184,7 +177,7 @@ pub fn comparison_report(
                 ms: ms
                     .iter()
                     .copied()
-                    .filter(|m| m.probe.split('.').next() == Some(family))
+                    .filter(|m| catalog::prefix(&m.probe) == family)
                     .collect(),
             })
             .collect();
@@ -513,7 +506,7 @@ fn loaded_curves(ms: &[&Measurement]) -> Vec<Series> {
     let mut curves: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for m in ms
         .iter()
-        .filter(|m| m.probe == "memory.latency.loaded" && m.metric == "per_load")
+        .filter(|m| m.probe == id::MEMORY_LATENCY_LOADED && m.metric == "per_load")
     {
         let Some(latency) = median(m) else { continue };
         let bandwidth = ms
@@ -638,27 +631,21 @@ fn overlaid_bars(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Bar>) -> Ve
     }
 }
 
-/// Charts of a probe family: the families it draws, and how.
-type FamilyCharts = fn(&str, &[Drawn], &RunRecord) -> Vec<Figure>;
-
-/// Which function draws which families (a family without an entry has no chart).
-const CHARTS: &[(&[&str], FamilyCharts)] = &[
-    (&["memory"], memory),
-    (&["bandwidth"], bandwidth),
-    (&["call"], call),
-    (&["task", "switch", "syscall", "faults", "timer"], costs),
-    (&["numa"], numa),
-    (&["migrate"], migrate),
-    (&["c2c"], c2c),
-    (&["shuffle-sim"], shuffle_sim),
-];
-
-/// The charts of one probe family, each side overlaid (the record's machine marks the caches).
+/// The charts of one probe family, each side overlaid (the record's machine marks the caches):
+/// the catalog says which chart a family has.
 pub fn charts(family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
-    CHARTS
-        .iter()
-        .find(|(families, _)| families.contains(&family))
-        .map_or_else(Vec::new, |(_, draw)| draw(family, sides, record))
+    let draw = match Family::of(family).and_then(Family::chart) {
+        None => return Vec::new(),
+        Some(Chart::Latency) => memory,
+        Some(Chart::Bandwidth) => bandwidth,
+        Some(Chart::Calls) => call,
+        Some(Chart::Costs) => costs,
+        Some(Chart::Numa) => numa,
+        Some(Chart::Migrate) => migrate,
+        Some(Chart::C2c) => c2c,
+        Some(Chart::ShuffleSim) => shuffle_sim,
+    };
+    draw(family, sides, record)
 }
 
 fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
@@ -666,24 +653,20 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     // The three curves' own probes only: the parallel and page-size chases also have an order
     // and a size, and joined into these curves they drew spikes at the sizes they measure.
     let mut curves = overlaid_series(sides, |ms| {
-        ["chunk", "random", "sequential"]
-            .iter()
-            .flat_map(|o| {
-                series_by(
-                    ms,
-                    &format!("memory.latency.{o}"),
-                    "per_load",
-                    "size",
-                    "order",
-                )
-            })
-            .collect()
+        [
+            id::MEMORY_LATENCY_CHUNK,
+            id::MEMORY_LATENCY_RANDOM,
+            id::MEMORY_LATENCY_SEQUENTIAL,
+        ]
+        .iter()
+        .flat_map(|probe| series_by(ms, probe, metric::PER_LOAD, "size", "order"))
+        .collect()
     });
     if let [one] = sides {
         curves.extend(model_series(
             &one.ms,
-            "memory.latency.chunk",
-            "per_load",
+            id::MEMORY_LATENCY_CHUNK,
+            metric::PER_LOAD,
             "size",
             "order",
         ));
@@ -693,16 +676,22 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
         "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows; dashed: the machine model's prediction.",
     ));
     let mlp = overlaid_bars(sides, |ms| {
-        series_by(ms, "memory.latency.parallel", "per_load", "chases", "")
-            .iter()
-            .flat_map(|s| s.points.iter())
-            .map(|&(k, y)| Bar {
-                label: format!("{k:.0}"),
-                value: y,
-                interval: None,
-                side: 0,
-            })
-            .collect()
+        series_by(
+            ms,
+            id::MEMORY_LATENCY_PARALLEL,
+            metric::PER_LOAD,
+            "chases",
+            "",
+        )
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .map(|&(k, y)| Bar {
+            label: format!("{k:.0}"),
+            value: y,
+            interval: None,
+            side: 0,
+        })
+        .collect()
     });
     let loaded = overlaid_series(sides, loaded_curves);
     out.extend(figure(
@@ -719,13 +708,13 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
 fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
     let mut sweep = overlaid_series(sides, |ms| {
-        series_by(ms, "bandwidth.sweep", "bandwidth", "size", "kernel")
+        series_by(ms, id::BANDWIDTH_SWEEP, metric::BANDWIDTH, "size", "kernel")
     });
     if let [one] = sides {
         sweep.extend(model_series(
             &one.ms,
-            "bandwidth.sweep",
-            "bandwidth",
+            id::BANDWIDTH_SWEEP,
+            metric::BANDWIDTH,
             "size",
             "kernel",
         ));
@@ -742,7 +731,12 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         "One thread; each cache level shows as a plateau; dashed: the machine model's prediction.",
     ));
     let stream = overlaid_bars(sides, |ms| {
-        bar_list(ms, "bandwidth.stream", "bandwidth", &["kernel", "stores"])
+        bar_list(
+            ms,
+            id::BANDWIDTH_STREAM,
+            metric::BANDWIDTH,
+            &["kernel", "stores"],
+        )
     });
     out.extend(figure(
         plots::bars(
@@ -755,8 +749,8 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
     let mixes = overlaid_bars(sides, |ms| {
         bar_list(
             ms,
-            "bandwidth.mix",
-            "bandwidth",
+            id::BANDWIDTH_MIX,
+            metric::BANDWIDTH,
             &["read_write", "stores", "threads"],
         )
         .into_iter()
@@ -779,8 +773,8 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
     let threads = overlaid_series(sides, |ms| {
         series_by(
             ms,
-            "bandwidth.threads",
-            "bandwidth",
+            id::BANDWIDTH_THREADS,
+            metric::BANDWIDTH,
             "threads",
             "kernel stores",
         )
@@ -801,7 +795,9 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
 
 fn call(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
-    let calls = overlaid_bars(sides, |ms| bar_list(ms, "call.", "per_call", &["args"]));
+    let calls = overlaid_bars(sides, |ms| {
+        bar_list(ms, id::CALL_ARGS, metric::PER_CALL, &["args"])
+    });
     out.extend(figure(
         plots::bars("procedure call cost by argument count", "ns", &calls),
         "Median with CI95.",
@@ -862,7 +858,7 @@ fn numa(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
 fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut out = Vec::new();
     let times = overlaid_bars(sides, |ms| {
-        bar_list(ms, "migrate", "time", &["kernel", "variant"])
+        bar_list(ms, id::MIGRATE, metric::TIME, &["kernel", "variant"])
     });
     out.extend(figure(
         plots::bars("execution time, pinned vs migrated", "ns", &times),
@@ -871,7 +867,7 @@ fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     for phase in ["phase1", "phase2"] {
         let metric = format!("L2 miss rate {phase}");
         let rates = overlaid_bars(sides, |ms| {
-            bar_list(ms, "migrate", &metric, &["kernel", "variant"])
+            bar_list(ms, id::MIGRATE, &metric, &["kernel", "variant"])
         });
         if !rates.is_empty() {
             out.extend(figure(
@@ -1052,7 +1048,7 @@ fn c2c(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
             let cells: Vec<(u64, u64, f64)> = side
                 .ms
                 .iter()
-                .filter(|m| m.probe == "c2c.latency")
+                .filter(|m| m.probe == id::C2C_LATENCY)
                 .filter_map(|m| {
                     let (a, b) = (param(m, "from")?.as_u64()?, param(m, "to")?.as_u64()?);
                     Some((a, b, median(m)?))

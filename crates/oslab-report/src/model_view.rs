@@ -5,25 +5,10 @@
 //! probe and metric) are summarised in one row: their curves are drawn with the model beside them.
 
 use crate::html::escape;
+use oslab_core::catalog;
 use oslab_core::model::Measurement;
 use oslab_core::units::{num, scale_for};
 use std::fmt::Write;
-
-/// Families in the order of the cost of an operating system's primitives.
-pub const ORDER: &[&str] = &[
-    "timer",
-    "loop",
-    "call",
-    "syscall",
-    "task",
-    "switch",
-    "memory",
-    "bandwidth",
-    "faults",
-    "numa",
-    "activity",
-    "migration",
-];
 
 /// Rows of one probe and metric beyond which they are a sweep, summarised.
 const SWEEP: usize = 6;
@@ -47,22 +32,7 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
          <b>composed</b>: from simpler measurements of this run, a consistency check. Hover a model for its inputs and their sources.</p>",
         measured.len()
     );
-    let families: Vec<&str> = ORDER
-        .iter()
-        .copied()
-        .chain(
-            measured
-                .iter()
-                .map(|m| family(m))
-                .filter(|f| !ORDER.contains(f)),
-        )
-        .collect();
-    let mut seen = Vec::new();
-    for fam in families {
-        if seen.contains(&fam) {
-            continue;
-        }
-        seen.push(fam);
+    for fam in catalog::families(measured.iter().map(|m| m.probe.as_str())) {
         let rows: Vec<&&Measurement> = measured.iter().filter(|m| family(m) == fam).collect();
         if rows.is_empty() {
             continue;
@@ -110,13 +80,7 @@ pub fn markdown(ms: &[Measurement]) -> Option<String> {
         return None;
     }
     let mut md = String::new();
-    let mut families: Vec<&str> = ORDER.to_vec();
-    for m in &measured {
-        if !families.contains(&family(m)) {
-            families.push(family(m));
-        }
-    }
-    for fam in families {
+    for fam in catalog::families(measured.iter().map(|m| m.probe.as_str())) {
         let rows: Vec<&Measurement> = measured
             .iter()
             .copied()
@@ -185,7 +149,7 @@ pub fn markdown(ms: &[Measurement]) -> Option<String> {
 }
 
 fn family(m: &Measurement) -> &str {
-    m.probe.split('.').next().unwrap_or(&m.probe)
+    catalog::prefix(&m.probe)
 }
 
 /// The model's inputs and their sources, for a tooltip.

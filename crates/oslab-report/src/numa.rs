@@ -2,6 +2,7 @@
 //! average of STREAM's four kernels), its ratio to the local cell, idle latency and its ratio,
 //! and the kernel's SLIT distances beside them.
 
+use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 use oslab_core::units::num;
 use std::collections::BTreeMap;
@@ -10,7 +11,7 @@ type Cells = BTreeMap<(u64, u64), f64>;
 
 fn cells(ms: &[Measurement], metric: &str, kernel: Option<&str>) -> Cells {
     ms.iter()
-        .filter(|m| m.probe == "numa.matrix" && m.metric == metric && m.status.has_value())
+        .filter(|m| m.probe == id::NUMA_MATRIX && m.metric == metric && m.status.has_value())
         .filter(|m| {
             kernel.is_none_or(|k| m.params.get("kernel").and_then(|v| v.as_str()) == Some(k))
         })
@@ -52,7 +53,7 @@ pub fn matrix(ms: &[Measurement]) -> Option<String> {
     let lat = cells(ms, "latency", None);
     let distance: Cells = ms
         .iter()
-        .filter(|m| m.probe == "numa.matrix")
+        .filter(|m| m.probe == id::NUMA_MATRIX)
         .filter_map(|m| {
             let c = m.params.get("cpu_node")?.as_u64()?;
             let n = m.params.get("mem_node")?.as_u64()?;

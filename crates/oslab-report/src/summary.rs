@@ -4,6 +4,7 @@
 //! sweeps and the model's reasons are in `--details`, the report, JSON and CSV.
 
 use crate::table::versus;
+use oslab_core::catalog::id;
 use oslab_core::model::{Measurement, ModelKind, Status};
 use oslab_core::units::{num, scale_for};
 use std::collections::BTreeMap;
@@ -225,7 +226,7 @@ pub fn warnings(env: &oslab_core::machine::Environment) -> String {
 pub fn several_nodes(ms: &[Measurement]) -> bool {
     let mut nodes: Vec<&serde_json::Value> = ms
         .iter()
-        .filter(|m| m.probe == "numa.matrix")
+        .filter(|m| m.probe == id::NUMA_MATRIX)
         .filter_map(|m| m.params.get("mem_node"))
         .collect();
     nodes.dedup();

@@ -3,6 +3,7 @@
 use comfy_table::{
     Cell, CellAlignment, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle, Width,
 };
+use oslab_core::catalog::id;
 use oslab_core::units::{num, scale_for};
 use std::io::IsTerminal;
 use std::sync::OnceLock;
@@ -952,7 +953,7 @@ fn summary(
         out.push_str(&distrust);
     }
     out.push_str(&summary::model_line(ms));
-    let numa = ms.iter().any(|m| m.probe == "numa.matrix");
+    let numa = ms.iter().any(|m| m.probe == id::NUMA_MATRIX);
     if summary::several_nodes(ms) {
         if let Some(matrix) = crate::numa::matrix(ms) {
             out.push('\n');

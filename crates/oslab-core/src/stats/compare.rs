@@ -27,6 +27,7 @@
 //! or cpus line up. A repetition whose samples were all taken on a slowed core
 //! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was.
 
+use crate::catalog::id;
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
 use crate::stats::ranks::{mann_whitney_p, shift_interval};
 use crate::stats::{mean_sd, median, robust_z, student_t, TwoSided, OUTLIER_Z};
@@ -440,7 +441,7 @@ pub fn cpu_pair_latency(runs: &[&[Measurement]]) -> Option<f64> {
         .filter_map(|ms| {
             let all: Vec<f64> = ms
                 .iter()
-                .filter(|m| m.probe == "c2c.latency" && m.metric == "one_way")
+                .filter(|m| m.probe == id::C2C_LATENCY && m.metric == "one_way")
                 .filter(|m| m.status.has_value())
                 .filter_map(|m| m.summary.as_ref().map(|s| s.median))
                 .collect();

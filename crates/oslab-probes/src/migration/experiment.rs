@@ -12,7 +12,7 @@ use oslab_core::units::value;
 use oslab_core::{params, Topology};
 
 /// Probe id of the experiment's measurements.
-pub const PROBE: &str = "migrate";
+pub const PROBE: &str = oslab_core::catalog::id::MIGRATE;
 
 /// What to run.
 #[derive(Debug, Clone)]

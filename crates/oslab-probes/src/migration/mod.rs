@@ -10,9 +10,9 @@ pub mod experiment;
 pub mod matmul;
 
 use crate::harness::check_interrupt;
-use oslab_core::catalog::{self, Entry};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::affinity::{current_cpu, set_affinity, AffinityGuard};
+use oslab_core::catalog::{self, Entry};
 use oslab_core::model::Measurement;
 use oslab_core::{params, CpuSet, Topology};
 

@@ -5,6 +5,7 @@
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::tally::{Tally, JOBS_SHOWN, METRICS};
 use crate::cpuman::workload::JobSpec;
+use oslab_core::catalog::id;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
@@ -173,9 +174,9 @@ pub struct RunOutcome {
 }
 
 /// Probe ids.
-pub const JOB_PROBE: &str = "cpuman.job";
+pub const JOB_PROBE: &str = id::CPUMAN_JOB;
 /// Probe id of whole-run metrics.
-pub const RUN_PROBE: &str = "cpuman.run";
+pub const RUN_PROBE: &str = id::CPUMAN_RUN;
 
 impl RunOutcome {
     fn params(&self, kind: Option<&str>) -> Map<String, Value> {

@@ -10,11 +10,12 @@
 //! measured, and stays flat beyond the largest p measured.
 
 use super::jobs::Kind;
+use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 use std::collections::BTreeMap;
 
 /// Probe id of the measured speedups.
-pub const PROBE: &str = "cpuman.speedup";
+pub const PROBE: &str = id::CPUMAN_SPEEDUP;
 
 /// Speedup of each kind on p processors.
 #[derive(Debug, Clone, Default, PartialEq)]

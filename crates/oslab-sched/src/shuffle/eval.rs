@@ -6,6 +6,7 @@
 use crate::shuffle::live::LockWait;
 use crate::shuffle::locks::Monitor;
 use crate::shuffle::{watch, Daemon};
+use oslab_core::catalog::id;
 use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
 use oslab_core::params;
 use oslab_core::stats::paired::{self, Arm, Pairs};
@@ -16,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Probe id of the evaluation's measurements.
-pub const PROBE: &str = "shuffle-eval";
+pub const PROBE: &str = id::SHUFFLE_EVAL;
 
 /// A program to evaluate on.
 #[derive(Debug, Clone)]

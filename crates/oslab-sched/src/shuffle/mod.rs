@@ -17,6 +17,7 @@ pub mod study;
 
 use locks::{Monitor, MonitorError, ThreadWait};
 use oslab_core::affinity::{get_affinity, set_affinity};
+use oslab_core::catalog::id;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, pending, CpuSet, Topology};
 use std::collections::BTreeMap;
@@ -340,7 +341,7 @@ pub struct Setting {
 }
 
 /// Probe id of a watch's measurements.
-pub const PROBE: &str = "shuffle";
+pub const PROBE: &str = id::SHUFFLE;
 
 impl WatchSummary {
     fn one_domain(s: &Setting) -> Option<&'static str> {

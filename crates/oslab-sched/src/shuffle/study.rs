@@ -5,6 +5,7 @@
 use super::simulate::{
     simulate, Costs, DaemonSettings, LockProgram, SimulatedMachine, SimulatedRun,
 };
+use oslab_core::catalog::id;
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::params;
 use oslab_core::stats::Summary;
@@ -13,7 +14,7 @@ use oslab_core::units::setting;
 use std::time::Duration;
 
 /// Probe id of the simulation's measurements.
-pub const PROBE: &str = "shuffle-sim";
+pub const PROBE: &str = id::SHUFFLE_SIM;
 
 /// How contended a preset workload is: work outside the lock per acquisition, in critical
 /// sections of lock 0.

@@ -2,6 +2,7 @@
 
 use super::Output;
 use clap::Args;
+use oslab_core::catalog::id;
 use std::path::PathBuf;
 
 /// `oslab run`.
@@ -61,7 +62,7 @@ pub struct NumaArgs {
 impl From<NumaArgs> for RunArgs {
     fn from(a: NumaArgs) -> RunArgs {
         RunArgs {
-            probes: vec!["numa.matrix".into()],
+            probes: vec![id::NUMA_MATRIX.into()],
             quick: a.quick,
             cpu: None,
             peer_cpu: None,

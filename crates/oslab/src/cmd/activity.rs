@@ -3,6 +3,7 @@
 use super::session::RecordedSession;
 use crate::cli::ActivityArgs;
 use crate::error::usage;
+use oslab_core::catalog::id;
 use oslab_probes::activity::{self, Threshold};
 use oslab_probes::Options;
 use oslab_report::activity::text;
@@ -31,7 +32,7 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
     let harness = session.harness();
     let options = Options::default();
     let cx = session.context(&harness, &options);
-    let ms = activity::summarise(&cx, "activity", &rec, &threshold, None);
+    let ms = activity::summarise(&cx, id::ACTIVITY, &rec, &threshold, None);
     if let Some(path) = &args.trace {
         oslab_report::trace::write(path, &format!("oslab activity, {track}"), &timeline)?;
         eprintln!(

@@ -71,7 +71,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 /// The command line as shells complete it: `oslab run sys<TAB>` offers the probe ids (only
 /// here: a run also takes globs and families, which a list of values would refuse).
 fn completed() -> clap::Command {
-    let ids: Vec<&'static str> = oslab_probes::registry::all().iter().map(|p| p.id()).collect();
+    let ids: Vec<&'static str> = oslab_probes::registry::all()
+        .iter()
+        .map(|p| p.id())
+        .collect();
     Cli::command().mut_subcommand("run", |run| {
         run.mut_arg("probes", |a| {
             a.value_parser(clap::builder::PossibleValuesParser::new(ids))

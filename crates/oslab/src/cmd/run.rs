@@ -1,10 +1,10 @@
 //! `oslab run`: select probes, place ourselves, measure, store, print.
 
-use oslab_core::catalog::id;
 use super::session::RecordedSession;
 use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::progress::Progress;
+use oslab_core::catalog::id;
 use oslab_probes::{faults, registry, runner, HarnessConfig, Options};
 use std::process::ExitCode;
 

@@ -103,6 +103,28 @@ impl Tree {
     }
 }
 
+/// Runs `cmd` to its end as a contained, watched group: while it runs, `stop` is asked every
+/// 50 ms, and when it says so the group is ended ([`Tree::end_child`]: SIGTERM, a grace period,
+/// SIGKILL); what the command left running in its group is ended when it exits.
+pub fn run_contained(
+    cmd: &mut std::process::Command,
+    stop: impl Fn() -> bool,
+) -> std::io::Result<std::process::ExitStatus> {
+    Tree::contain(cmd);
+    let mut child = cmd.spawn()?;
+    let tree = Tree::watch(child.id() as i32);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            tree.end(Duration::from_millis(200), || true);
+            return Ok(status);
+        }
+        if stop() {
+            return tree.end_child(&mut child, GRACE);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 impl Drop for Tree {
     /// Whatever is left of the group is killed (an error path that did not end it).
     fn drop(&mut self) {
@@ -187,6 +209,24 @@ mod tests {
         )
         .unwrap();
         (child, line.trim().parse().unwrap())
+    }
+
+    #[test]
+    fn a_contained_command_runs_to_its_end_or_is_ended_when_asked() {
+        let mut done = std::process::Command::new("sh");
+        done.args(["-c", "exit 3"]);
+        assert_eq!(run_contained(&mut done, || false).unwrap().code(), Some(3));
+        let started = Instant::now();
+        let mut stubborn = std::process::Command::new("sh");
+        stubborn.args(["-c", "trap '' TERM INT; sleep 300"]);
+        let asked = Instant::now() + Duration::from_millis(200);
+        let status = run_contained(&mut stubborn, || Instant::now() > asked).unwrap();
+        assert!(!status.success());
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     fn alive(pid: i32) -> bool {

@@ -1083,7 +1083,7 @@ pub fn plan(rows: &[(String, f64, String)]) -> String {
 /// largest deviation), then the node x measurement matrix of deviations from the fleet median
 /// ("!" marks an outlier), and the outlier nodes. With more than 12 nodes, only measurements
 /// with an outlier are listed unless `all`.
-pub fn fleet(job: &str, s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
+pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let mut text = format!(
         "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {}, median/MAD)\n",
         oslab_core::units::counted(s.nodes.len(), "node"),
@@ -1107,7 +1107,7 @@ pub fn fleet(job: &str, s: &oslab_store::fleet::FleetSummary, all: bool) -> Stri
     format!("{text}{}\n{end}", fleet_tables(s, all))
 }
 
-fn fleet_tables(s: &oslab_store::fleet::FleetSummary, all: bool) -> String {
+fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let mut nodes = new_table(&["node", "run", "measured", "outliers", "largest deviation"]);
     for v in &s.verdicts {
         let worst = v.worst.as_ref().map_or(String::new(), |(label, dev, z)| {

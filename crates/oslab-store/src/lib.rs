@@ -20,7 +20,6 @@
 #![deny(missing_docs)]
 
 pub mod exchange;
-pub mod fleet;
 mod location;
 pub mod recorder;
 mod runset;

@@ -31,7 +31,7 @@ pub enum FleetCommand {
 pub struct FleetSubmitArgs {
     /// Partition, nodes, results directory and staging.
     #[command(flatten)]
-    pub request: oslab_store::fleet::submit::Request,
+    pub request: oslab_fleet::submit::Request,
     /// Print the sbatch script instead of submitting it.
     #[arg(long)]
     pub dry_run: bool,

@@ -5,7 +5,7 @@
 
 use crate::cli::FleetCollectArgs;
 use crate::cmd::print_json;
-use oslab_store::fleet;
+use oslab_fleet as fleet;
 use std::process::ExitCode;
 
 pub fn run(args: FleetCollectArgs) -> anyhow::Result<ExitCode> {

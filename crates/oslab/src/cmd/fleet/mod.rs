@@ -1,5 +1,5 @@
 //! `oslab fleet`: the suite on every node of a Slurm cluster, and one view of the results
-//! ([`oslab_store::fleet`] holds the logic and the results layout).
+//! ([`oslab_fleet`] holds the logic and the results layout).
 
 mod collect;
 mod submit;

@@ -1,13 +1,13 @@
 //! `oslab fleet submit`: checks the run arguments here (a typo should not cost a queue wait),
-//! then [`oslab_store::fleet::submit`] picks the nodes, writes the batch script and the job's
+//! then [`oslab_fleet::submit`] picks the nodes, writes the batch script and the job's
 //! manifest and submits; prints the job id, and waits if asked.
 
 use crate::cli::{Cli, FleetSubmitArgs};
 use crate::error::usage;
 use clap::Parser;
 use oslab_core::signals;
-use oslab_store::fleet::slurm;
-use oslab_store::fleet::submit::SubmitError;
+use oslab_fleet::slurm;
+use oslab_fleet::submit::SubmitError;
 use std::process::ExitCode;
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 use crate::cli::FleetSummaryArgs;
 use crate::cmd::{print_json, print_text};
 use crate::error::usage;
-use oslab_store::fleet::{self, summarize};
+use oslab_fleet::{self as fleet, summarize};
 use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {

@@ -1,12 +1,13 @@
 //! `oslab fleet task` (internal): one node's share of a fleet job
-//! ([`oslab_store::fleet::task`]).
+//! ([`oslab_fleet::task`]).
 
 use crate::cli::FleetTaskArgs;
 use std::process::ExitCode;
 
 pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
+    oslab_core::signals::install();
     let program = std::env::current_exe()?;
-    let code = oslab_store::fleet::task::run(&program, &args.results, &args.run_args)
+    let code = oslab_fleet::task::run(&program, &args.results, &args.run_args)
         .map_err(anyhow::Error::msg)?;
     Ok(ExitCode::from(code))
 }

@@ -2,8 +2,9 @@
 //! in the node's temporary directory, then that run handed in as RESULTS/JOB/node-NAME.json, or
 //! node-NAME.failed saying why.
 
-use super::{hand_in, is_job_id, is_node_name, node_file, remove_store_files};
+use crate::{hand_in, is_job_id, is_node_name, node_file, remove_store_files};
 use oslab_core::files::write_whole;
+use oslab_core::tree::run_contained;
 use std::path::Path;
 use std::process::Command;
 
@@ -25,12 +26,11 @@ pub fn run(program: &Path, results: &Path, run_args: &[String]) -> Result<u8, St
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let db = std::env::temp_dir().join(format!("oslab-fleet-{job}-{node}.db"));
     remove_store_files(&db);
-    let status = Command::new(program)
-        .arg("run")
-        .args(run_args)
-        .arg("--db")
-        .arg(&db)
-        .status();
+    // Through the process tree: a task Slurm cancels (SIGTERM) ends oslab run with it, which
+    // stores what it measured.
+    let mut cmd = Command::new(program);
+    cmd.arg("run").args(run_args).arg("--db").arg(&db);
+    let status = run_contained(&mut cmd, oslab_core::signals::interrupted);
     let why = match (&status, hand_in(&db, &node_file(&dir, &node, false))) {
         // Stored, complete or interrupted: the run speaks for itself.
         (_, Ok(())) => return Ok(status.ok().and_then(|s| s.code()).unwrap_or(0) as u8),

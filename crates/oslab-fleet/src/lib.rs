@@ -10,6 +10,8 @@
 //! RESULTS/JOB/node-NAME.failed   why a node has none
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod slurm;
 pub mod submit;
 pub mod summary;
@@ -17,9 +19,9 @@ pub mod task;
 
 pub use summary::{summarize, FleetSummary, NodeRun};
 
-use crate::exchange::{self, RunDocument};
-use crate::{RunRecord, Store, StoreError};
 use oslab_core::files::{read_bounded, FileError, Links};
+use oslab_store::exchange::{self, RunDocument};
+use oslab_store::{RunRecord, RunRef, Store, StoreError};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -279,7 +281,7 @@ pub fn node_runs(store: &Store, job: &str) -> Result<Vec<NodeRun>, StoreError> {
             .get(NODE_TAG)
             .cloned()
             .unwrap_or_else(|| format!("run{id}"));
-        let (record, measurements) = store.load_run(&crate::RunRef::Id(id))?;
+        let (record, measurements) = store.load_run(&RunRef::Id(id))?;
         let shape =
             serde_json::from_value::<oslab_core::Topology>(record.fingerprint["topology"].clone())
                 .ok()
@@ -299,11 +301,9 @@ pub fn node_runs(store: &Store, job: &str) -> Result<Vec<NodeRun>, StoreError> {
 pub fn hand_in(db: &Path, to: &Path) -> Result<(), String> {
     let exported = (|| {
         let store = Store::open(db).map_err(|e| e.to_string())?;
-        let (record, ms) = store
-            .load_run(&crate::RunRef::Latest)
-            .map_err(|e| e.to_string())?;
+        let (record, ms) = store.load_run(&RunRef::Latest).map_err(|e| e.to_string())?;
         let timeline = store
-            .load_timeline(&crate::RunRef::Latest)
+            .load_timeline(&RunRef::Latest)
             .map_err(|e| e.to_string())?;
         let doc = serde_json::to_vec(&RunDocument::new(record, ms, timeline))
             .map_err(|e| e.to_string())?;

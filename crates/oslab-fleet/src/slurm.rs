@@ -212,7 +212,7 @@ pub fn submit(script: &Path) -> Result<String, SlurmError> {
     let out = client("sbatch", &["--parsable", &script.to_string_lossy()])?;
     // "JOBID" or "JOBID;CLUSTER".
     let id = out.trim().split(';').next().unwrap_or("").to_string();
-    if !super::is_job_id(&id) {
+    if !crate::is_job_id(&id) {
         return Err(SlurmError(format!("sbatch answered {out:?}, not a job id")));
     }
     Ok(id)

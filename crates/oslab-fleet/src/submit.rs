@@ -2,8 +2,8 @@
 //! queue wait), the nodes chosen, the batch script written and submitted, and the manifest that
 //! `collect` reads left in the job's directory.
 
-use super::slurm::{self, ScriptOptions, SlurmError};
-use super::MANIFEST;
+use crate::slurm::{self, ScriptOptions, SlurmError};
+use crate::MANIFEST;
 use oslab_core::files::write_whole;
 use std::path::{Path, PathBuf};
 

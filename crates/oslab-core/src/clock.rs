@@ -209,7 +209,7 @@ pub fn tsc_is_invariant() -> bool {
     if arch::cpuid_invariant_tsc() {
         return true;
     }
-    let flags = crate::machine::cpu_flags();
+    let flags = crate::cpuinfo::flags();
     flags.iter().any(|f| f == "constant_tsc") && flags.iter().any(|f| f == "nonstop_tsc")
 }
 

@@ -1,95 +1,11 @@
-//! CPU sets and the cpu-list language users type: `0-3,8`, `0-15:2`, `all`, `node:1`, `socket:0`,
-//! `core-sibling-of:0` (the hardware threads of cpu 0's core), joined by commas.
+//! The cpu-list language users type: `0-3,8`, `0-15:2`, `all`, `node:1`, `socket:0`,
+//! `core-sibling-of:0` (the hardware threads of cpu 0's core), joined by commas: a
+//! [`CpuSet`] resolved against the machine's topology.
 
+use crate::cpuset::{shown, CpuListError, CpuSet, SYNTAX};
 use crate::topology::Topology;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
-use std::fmt;
-
-/// A set of logical CPU numbers, kept sorted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub struct CpuSet(BTreeSet<usize>);
-
-/// A cpu list that could not be understood or names CPUs this machine lacks.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid cpu list {input:?}: {reason}")]
-pub struct CpuListError {
-    /// What the user typed.
-    pub input: String,
-    /// What is wrong and how to fix it.
-    pub reason: String,
-}
-
-/// What the user typed, short enough to echo: a 100k-character list is not repeated whole.
-fn shown(s: &str) -> String {
-    crate::text::shortened(s, 60)
-}
-
-const SYNTAX: &str =
-    "expected e.g. \"0-3,8\", \"0-15:2\", \"all\", \"node:1\", \"socket:0\", \"core-sibling-of:0\"";
 
 impl CpuSet {
-    /// The empty set.
-    pub fn new() -> CpuSet {
-        CpuSet::default()
-    }
-
-    /// A set of one CPU.
-    pub fn single(cpu: usize) -> CpuSet {
-        std::iter::once(cpu).collect()
-    }
-
-    /// Parses the kernel's numeric list format ("0-3,8"), without topology keywords.
-    pub fn parse_list(s: &str) -> Result<CpuSet, CpuListError> {
-        let err = |reason: String| CpuListError {
-            input: shown(s),
-            reason,
-        };
-        let mut set = CpuSet::new();
-        let s = s.trim();
-        if s.is_empty() {
-            return Ok(set);
-        }
-        for part in s.split(',') {
-            let part = part.trim();
-            let (range, stride) = match part.split_once(':') {
-                Some((r, st)) => (
-                    r,
-                    st.parse::<usize>()
-                        .ok()
-                        .filter(|&v| v > 0)
-                        .ok_or_else(|| err(format!("bad stride {st:?} in {part:?}; {SYNTAX}")))?,
-                ),
-                None => (part, 1),
-            };
-            let num = |t: &str| {
-                t.trim()
-                    .parse::<usize>()
-                    .map_err(|_| err(format!("{t:?} is not a cpu number; {SYNTAX}")))
-            };
-            let (lo, hi) = match range.split_once('-') {
-                Some((a, b)) => (num(a)?, num(b)?),
-                None => {
-                    let v = num(range)?;
-                    (v, v)
-                }
-            };
-            if lo > hi {
-                return Err(err(format!(
-                    "range {range:?} runs backwards; write {hi}-{lo}"
-                )));
-            }
-            if hi >= 1 << 16 {
-                return Err(err(format!(
-                    "cpu {hi} is beyond any machine Linux supports"
-                )));
-            }
-            set.0.extend((lo..=hi).step_by(stride));
-        }
-        Ok(set)
-    }
-
     /// Parses a cpu list with topology keywords, resolved against `topo`. Every named CPU must be
     /// online.
     pub fn parse(s: &str, topo: &Topology) -> Result<CpuSet, CpuListError> {
@@ -117,7 +33,7 @@ impl CpuSet {
                 }
                 _ => CpuSet::parse_list(part).map_err(|e| err(e.reason))?,
             };
-            set.0.extend(items.0);
+            set.extend(items.iter());
         }
         if let Some(bad) = set.iter().find(|c| !online.contains(*c)) {
             return Err(err(format!(
@@ -126,64 +42,6 @@ impl CpuSet {
             )));
         }
         Ok(set)
-    }
-
-    /// Whether `cpu` is in the set.
-    pub fn contains(&self, cpu: usize) -> bool {
-        self.0.contains(&cpu)
-    }
-
-    /// Number of CPUs.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Smallest CPU.
-    pub fn first(&self) -> Option<usize> {
-        self.0.iter().next().copied()
-    }
-
-    /// CPUs in ascending order.
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.0.iter().copied()
-    }
-
-    /// Adds a CPU.
-    pub fn insert(&mut self, cpu: usize) {
-        self.0.insert(cpu);
-    }
-
-    /// CPUs in both sets.
-    pub fn intersection(&self, other: &CpuSet) -> CpuSet {
-        self.0.intersection(&other.0).copied().collect()
-    }
-
-    /// Whether every CPU of `self` is in `other`.
-    pub fn is_subset(&self, other: &CpuSet) -> bool {
-        self.0.is_subset(&other.0)
-    }
-
-    /// The compact kernel format: "0-3,8".
-    pub fn to_list(&self) -> String {
-        let mut out = Vec::new();
-        let mut iter = self.0.iter().copied().peekable();
-        while let Some(start) = iter.next() {
-            let mut end = start;
-            while iter.peek() == Some(&(end + 1)) {
-                end = iter.next().unwrap_or(end);
-            }
-            out.push(if start == end {
-                start.to_string()
-            } else {
-                format!("{start}-{end}")
-            });
-        }
-        out.join(",")
     }
 }
 
@@ -228,32 +86,6 @@ fn resolve_keyword(key: &str, n: usize, topo: &Topology) -> Result<CpuSet, Strin
         )),
     }
 }
-
-impl FromIterator<usize> for CpuSet {
-    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
-        CpuSet(iter.into_iter().collect())
-    }
-}
-
-impl fmt::Display for CpuSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_list())
-    }
-}
-
-impl From<CpuSet> for String {
-    fn from(s: CpuSet) -> String {
-        s.to_list()
-    }
-}
-
-impl TryFrom<String> for CpuSet {
-    type Error = CpuListError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        CpuSet::parse_list(&s)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

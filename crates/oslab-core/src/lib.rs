@@ -11,7 +11,8 @@
 //!   comparisons as benchstat makes them ([`stats::compare`], with [`stats::ranks`]).
 //! - [`topology::Topology`]: cpus, cores, packages, caches and NUMA nodes read from sysfs (any root, so
 //!   tests can describe machines this one is not).
-//! - [`cpulist`]: "0-3,8", "node:1", "socket:0", "core-sibling-of:0".
+//! - [`cpuset::CpuSet`]: a set of cpus; [`cpulist`]: "0-3,8", "node:1", "socket:0",
+//!   "core-sibling-of:0" resolved against the topology.
 //! - [`affinity`]: guards for CPU affinity and scheduling policy that restore on drop.
 //! - [`signals`]: Ctrl-C / SIGTERM turned into a flag that long loops poll.
 //! - [`machine`]: the machine fingerprint and the environment report (noise sources, privileges).
@@ -35,7 +36,9 @@ pub mod affinity;
 pub mod catalog;
 pub mod clock;
 pub mod counters;
+pub mod cpuinfo;
 pub mod cpulist;
+pub mod cpuset;
 pub mod dmi;
 pub mod files;
 pub mod interrupts;
@@ -57,7 +60,7 @@ pub mod tree;
 pub mod units;
 
 pub use clock::Clock;
-pub use cpulist::CpuSet;
+pub use cpuset::CpuSet;
 pub use model::{Measurement, ModelKind, Prediction, Status, TimelineEvent, Unit};
 pub use stats::Summary;
 pub use topology::Topology;

@@ -6,6 +6,7 @@
 //! as "not exposed", with the reason where we know it.
 
 use crate::clock::Clock;
+use crate::cpuinfo;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -150,24 +151,6 @@ fn read_trim(path: &str) -> Option<String> {
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
-}
-
-/// Fields of the first processor block of /proc/cpuinfo.
-fn cpuinfo_field(name: &str) -> Option<String> {
-    let text = fs::read_to_string("/proc/cpuinfo").ok()?;
-    text.lines()
-        .take_while(|l| !l.trim().is_empty())
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == name).then(|| v.trim().to_string())
-        })
-}
-
-/// CPU flags from /proc/cpuinfo.
-pub fn cpu_flags() -> Vec<String> {
-    cpuinfo_field("flags")
-        .map(|f| f.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 fn uname() -> String {
@@ -324,16 +307,16 @@ impl Fingerprint {
                 .map(|kb| kb * 1024)
         });
         let signature = match (
-            cpuinfo_field("cpu family"),
-            cpuinfo_field("model"),
-            cpuinfo_field("stepping"),
+            cpuinfo::field("cpu family"),
+            cpuinfo::field("model"),
+            cpuinfo::field("stepping"),
         ) {
             (Some(f), Some(m), Some(s)) => Some(format!("{f}/{m}/{s}")),
             // Arm: implementer/part/variant from the MIDR, e.g. "0x41/0xd0c/0x3".
             _ => match (
-                cpuinfo_field("CPU implementer"),
-                cpuinfo_field("CPU part"),
-                cpuinfo_field("CPU variant"),
+                cpuinfo::field("CPU implementer"),
+                cpuinfo::field("CPU part"),
+                cpuinfo::field("CPU variant"),
             ) {
                 (Some(i), Some(p), v) => Some(format!("{i}/{p}/{}", v.unwrap_or_default())),
                 _ => None,
@@ -341,10 +324,10 @@ impl Fingerprint {
         };
         Fingerprint {
             hostname: hostname(),
-            cpu_vendor: cpuinfo_field("vendor_id").or_else(|| cpuinfo_field("CPU implementer")),
-            cpu_model: cpuinfo_field("model name").or_else(|| cpuinfo_field("Hardware")),
+            cpu_vendor: cpuinfo::field("vendor_id").or_else(|| cpuinfo::field("CPU implementer")),
+            cpu_model: cpuinfo::field("model name").or_else(|| cpuinfo::field("Hardware")),
             cpu_signature: signature,
-            microcode: cpuinfo_field("microcode"),
+            microcode: cpuinfo::field("microcode"),
             packages: topology.packages(),
             cores: topology.cores(),
             threads: topology.cpus.len(),

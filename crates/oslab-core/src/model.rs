@@ -6,59 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// Unit of a measured value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Unit {
-    /// Nanoseconds.
-    Ns,
-    /// Clock cycles.
-    Cycles,
-    /// Gigabytes (1e9 bytes) per second.
-    #[serde(rename = "gbps")]
-    GBps,
-    /// Bytes.
-    Bytes,
-    /// A plain count.
-    Count,
-    /// A ratio of two like quantities (a speedup, a speed relative to the fastest), printed `×`.
-    Ratio,
-    /// A share of a whole (0..1), printed as a percentage.
-    Share,
-}
-
-impl Unit {
-    /// The symbol printed after values.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Unit::Ns => "ns",
-            Unit::Cycles => "cycles",
-            Unit::GBps => "GB/s",
-            Unit::Bytes => "B",
-            Unit::Count => "",
-            Unit::Ratio => "×",
-            Unit::Share => "%",
-        }
-    }
-
-    /// Whether a larger value is better (rates), so the best sample is the maximum.
-    pub fn higher_is_better(self) -> bool {
-        self == Unit::GBps
-    }
-
-    /// Parses the stored name.
-    pub fn from_name(s: &str) -> Option<Unit> {
-        serde_json::from_value(Value::String(s.to_string())).ok()
-    }
-
-    /// The stored name.
-    pub fn name(self) -> String {
-        match serde_json::to_value(self) {
-            Ok(Value::String(s)) => s,
-            _ => String::new(),
-        }
-    }
-}
+pub use crate::units::Unit;
 
 /// Outcome of a measurement: `status` and, unless ok, its `reason` (for noisy one of the
 /// [`cause`]s, the note saying more).

@@ -3,7 +3,7 @@
 //! Everything is read below a root directory (normally `/sys/devices/system`), so tests describe
 //! machines this one is not (two sockets, four NUMA nodes) with a directory of small files.
 
-use crate::cpulist::CpuSet;
+use crate::cpuset::CpuSet;
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -343,7 +343,7 @@ fn threads(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeEr
             "array_bytes" => arrays.bytes,
         };
         let pages = arrays.d.pages_used();
-        let nodes = crate::numa::nodes_of(cx.topology, &arrays.d);
+        let nodes = arrays.d.nodes(cx.topology);
         for (&(k, s), secs) in jobs.iter().zip(&times) {
             let ms = bandwidth_measurements(
                 me.id,

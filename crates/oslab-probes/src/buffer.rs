@@ -3,7 +3,7 @@
 //! Latency and bandwidth depend on the page size (TLB reach, page walks), so every memory probe
 //! asks for one and records the one it got: THP is only a hint, and hugetlb needs pages reserved.
 
-use crate::probe::ProbeError;
+use crate::error::ProbeError;
 
 /// The page size a buffer asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,43 @@ unsafe impl Send for Buffer {}
 // SAFETY: as above; shared references only hand out the raw pointer.
 unsafe impl Sync for Buffer {}
 
+/// Pages sampled per buffer to tell where its pages are.
+const SAMPLE_PAGES: usize = 64;
+
 impl Buffer {
+    /// Page addresses spread over a buffer, for placement queries.
+    pub fn sample_pages(&self) -> Vec<*mut u8> {
+        let pages = self.len() / 4096;
+        let step = (pages / SAMPLE_PAGES).max(1);
+        (0..pages)
+            .step_by(step)
+            .map(|p| self.ptr().wrapping_add(p * 4096))
+            .collect()
+    }
+
+    /// Where its pages are, node by node ("node0 50%, node1 50%"), on a machine of several
+    /// nodes: a team's first touch places them by thread, and a reader should see where it did.
+    pub fn nodes(&self, topology: &oslab_core::Topology) -> Option<String> {
+        if topology.nodes.len() < 2 {
+            return None;
+        }
+        use oslab_core::numa::Numa;
+        let status = oslab_core::numa::LinuxNuma::new(topology)
+            .where_are(&self.sample_pages())
+            .ok()?;
+        let mut per: std::collections::BTreeMap<i32, usize> = Default::default();
+        for s in status.iter().filter(|&&s| s >= 0) {
+            *per.entry(*s).or_default() += 1;
+        }
+        let n = status.len().max(1) as f64;
+        Some(
+            per.iter()
+                .map(|(node, c)| format!("node{node} {:.0}%", 100.0 * *c as f64 / n))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    }
+
     /// Maps `len` bytes (rounded up to the page size) asking for `pages`.
     pub fn new(len: usize, pages: Pages) -> Result<Buffer, ProbeError> {
         let len = len.max(1).next_multiple_of(4096);

@@ -7,8 +7,8 @@
 //! minus transfer) stay meaningful. Rounds taken while the core ran slow are left out
 //! ([`crate::gate`]).
 
+use crate::error::ProbeError;
 use crate::gate::{self, Fastest, Gate};
-use crate::probe::ProbeError;
 use oslab_core::model::join_notes;
 use oslab_core::signals;
 use oslab_core::Clock;

@@ -24,6 +24,7 @@ pub mod call;
 pub mod chase;
 pub mod child;
 pub mod contention;
+pub mod error;
 pub mod faults;
 pub mod gate;
 pub mod harness;

@@ -27,8 +27,6 @@ pub const PROBES: &[Probe] = &[Probe {
 }];
 
 const PROBE: &str = id::NUMA_MATRIX;
-/// Pages sampled per buffer to verify placement.
-const SAMPLE_PAGES: usize = 64;
 
 fn plan(cx: &Context) -> crate::probe::Plan {
     let nodes = &cx.topology.nodes;
@@ -215,38 +213,6 @@ fn one_per_core(cx: &Context, set: &CpuSet) -> Vec<usize> {
         .collect()
 }
 
-/// Page addresses spread over a buffer, for placement queries.
-fn sample_pages(buf: &Buffer) -> Vec<*mut u8> {
-    let pages = buf.len() / 4096;
-    let step = (pages / SAMPLE_PAGES).max(1);
-    (0..pages)
-        .step_by(step)
-        .map(|p| buf.ptr().wrapping_add(p * 4096))
-        .collect()
-}
-
-/// Where `buf`'s pages are, node by node ("node0 50%, node1 50%"), on a machine of several
-/// nodes: a team's first touch places them by thread, and a reader should see where it did.
-pub fn nodes_of(topology: &oslab_core::Topology, buf: &Buffer) -> Option<String> {
-    if topology.nodes.len() < 2 {
-        return None;
-    }
-    let status = LinuxNuma::new(topology)
-        .where_are(&sample_pages(buf))
-        .ok()?;
-    let mut per: std::collections::BTreeMap<i32, usize> = Default::default();
-    for s in status.iter().filter(|&&s| s >= 0) {
-        *per.entry(*s).or_default() += 1;
-    }
-    let n = status.len().max(1) as f64;
-    Some(
-        per.iter()
-            .map(|(node, c)| format!("node{node} {:.0}%", 100.0 * *c as f64 / n))
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
-}
-
 fn bind(numa: &dyn Numa, buf: &Buffer, node: usize) -> Result<(), ProbeError> {
     numa.bind(buf.ptr(), buf.len(), node).map_err(|e| {
         ProbeError::Unsupported(format!("cannot bind memory to node {node} (mbind): {e}"))
@@ -314,7 +280,7 @@ fn cell(
 }
 
 fn placement(numa: &dyn Numa, buf: &Buffer, node: usize) -> Result<f64, ProbeError> {
-    fraction_on(numa, &sample_pages(buf), node)
+    fraction_on(numa, &buf.sample_pages(), node)
         .map_err(|e| ProbeError::Failed(format!("move_pages (query): {e}")))
 }
 

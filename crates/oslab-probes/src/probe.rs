@@ -1,32 +1,12 @@
 //! What a probe is: a row of the registry table, and the context it runs in.
 
+pub use crate::error::ProbeError;
 use crate::harness::{Harness, Timing};
 use oslab_core::catalog::Entry;
 use oslab_core::machine::{Environment, Fingerprint};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::{CpuSet, Topology};
 use serde_json::{Map, Value};
-
-/// Why a probe produced no measurement.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    /// The user asked us to stop (Ctrl-C / SIGTERM).
-    #[error("interrupted")]
-    Interrupted,
-    /// The machine cannot do this (recorded as `skipped: reason`).
-    #[error("{0}")]
-    Unsupported(String),
-    /// Something went wrong (recorded as `failed: reason`).
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl ProbeError {
-    /// A failure from the last OS error, naming what was attempted.
-    pub fn os(what: &str) -> ProbeError {
-        ProbeError::Failed(format!("{what}: {}", std::io::Error::last_os_error()))
-    }
-}
 
 /// Something a probe needs from the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

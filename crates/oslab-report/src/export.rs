@@ -257,7 +257,7 @@ impl Exporter for Markdown {
         true
     }
     fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
-        let (text, figures) = html::markdown(&doc.run, &doc.measurements, &doc.timeline);
+        let (text, figures) = crate::markdown::markdown(&doc.run, &doc.measurements, &doc.timeline);
         let mut files = vec![File::main(text)];
         files.extend(figures.into_iter().map(|(name, svg)| File {
             place: Place::Beside(name),

@@ -18,11 +18,14 @@
 
 pub mod activity;
 pub mod c2c;
+pub mod charts;
 pub mod comparison;
 pub mod export;
 pub mod headline;
 pub mod html;
 pub mod machine;
+pub mod markdown;
+pub mod markup;
 pub mod model_view;
 pub mod numa;
 pub mod paraver;
@@ -30,3 +33,4 @@ pub mod plots;
 pub mod summary;
 pub mod table;
 pub mod trace;
+pub mod views;

@@ -4,7 +4,7 @@
 //! the gap, with the model's formula and the source of every input. Sweeps (many sizes of one
 //! probe and metric) are summarised in one row: their curves are drawn with the model beside them.
 
-use crate::html::escape;
+use crate::markup::escape;
 use oslab_core::catalog;
 use oslab_core::model::Measurement;
 use oslab_core::units::{num, scale_for};
@@ -66,7 +66,7 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
             "{fam}: {} measured, {off} more than 2x from the model",
             rows.len()
         );
-        h.push_str(&crate::html::folded(&summary, &t, false));
+        h.push_str(&crate::markup::folded(&summary, &t, false));
     }
     Some(h)
 }
@@ -74,7 +74,7 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
 /// The view as Markdown: a table per family (measurement, predicted, measured, their ratio,
 /// the analysis), a sweep in one row; None when no measurement has a value.
 pub fn markdown(ms: &[Measurement]) -> Option<String> {
-    use crate::html::md_text;
+    use crate::markup::md_text;
     let measured: Vec<&Measurement> = ms.iter().filter(|m| m.status.has_value()).collect();
     if measured.is_empty() {
         return None;

@@ -29,6 +29,6 @@ pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             (p.id.into(), p.unit.into(), needs, p.here, p.about.into())
         })
         .collect();
-    print_text(&oslab_report::table::probes(&table))?;
+    print_text(&oslab_report::views::probes(&table))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -108,6 +108,6 @@ fn plan(
             (p.id.to_string(), p.seconds, what)
         })
         .collect();
-    super::print_text(&format!("{head}\n{}", oslab_report::table::plan(&rows)))?;
+    super::print_text(&format!("{head}\n{}", oslab_report::views::plan(&rows)))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -168,7 +168,7 @@ impl RecordedSession {
             notes.for_each(|n| eprintln!("{n}"));
         } else {
             if !self.simulated {
-                print_text(&oslab_report::table::run(&record, &shown, self.details))?;
+                print_text(&oslab_report::views::run(&record, &shown, self.details))?;
             }
             if let Some(text) = extra {
                 print_text(&text)?;

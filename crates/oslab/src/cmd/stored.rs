@@ -19,7 +19,7 @@ pub fn runs(out: Output) -> anyhow::Result<ExitCode> {
             store.path().display()
         ))?;
     } else {
-        print_text(&oslab_report::table::runs(&runs))?;
+        print_text(&oslab_report::views::runs(&runs))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -38,7 +38,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         let timeline = store.load_timeline(&run)?;
         print_json(&RunDocument::new(record, ms, timeline))?;
     } else {
-        print_text(&oslab_report::table::run(&record, &ms, args.details))?;
+        print_text(&oslab_report::views::run(&record, &ms, args.details))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -22,7 +22,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
         print_json(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let text = oslab_report::table::fleet(&args.job, &s, args.all);
+    let text = oslab_report::views::fleet(&args.job, &s, args.all);
     print_text(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,189 @@
+//! The lists: stored runs, the probes, a run's plan, a fleet's nodes.
+
+use crate::table::*;
+use oslab_core::units::{num, scale_for};
+use oslab_store::RunSummary;
+
+/// One line per stored run: id, start (UTC, to the minute), status, host, how many results,
+/// wall time, tags (when any run has them) and the command, the program named without its
+/// directory and shortened to what the other columns leave on the line.
+pub fn runs(rows: &[RunSummary]) -> String {
+    let tagged = rows.iter().any(|r| !r.tags.is_empty());
+    let mut header = vec!["run", "started (UTC)", "status", "host", "results", "wall"];
+    if tagged {
+        header.push("tags");
+    }
+    header.push("command");
+    let mut cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut row = vec![
+                r.id.to_string(),
+                r.started.replacen('T', " ", 1).chars().take(16).collect(),
+                r.status.as_str().to_string(),
+                oslab_core::text::printable(&r.hostname).into_owned(),
+                r.measurements.to_string(),
+                format!("{:.1} s", r.wall_s),
+            ];
+            if tagged {
+                row.push(oslab_core::text::printable(&tags.join(" ")).into_owned());
+            }
+            row.push(oslab_core::text::printable(&program_named(&r.command)).into_owned());
+            row
+        })
+        .collect();
+    // The command takes what the other columns leave (`oslab show` has it whole); where that
+    // is too little to read, it is left out.
+    if let Some(w) = width() {
+        let used: usize = (0..header.len() - 1)
+            .map(|c| {
+                let column = cells.iter().map(|r| r[c].as_str());
+                widest(std::iter::once(header[c]).chain(column)) + 3
+            })
+            .sum();
+        let room = (w as usize).saturating_sub(used + 2);
+        for row in &mut cells {
+            let command = row.last_mut().expect("a command column");
+            if command.chars().count() > room {
+                *command = command
+                    .chars()
+                    .take(room.saturating_sub(1))
+                    .chain(['…'])
+                    .collect();
+            }
+            if room < MIN_COMMAND {
+                row.pop();
+            }
+        }
+        if room < MIN_COMMAND {
+            header.pop();
+        }
+    }
+    let mut t = new_table(&header);
+    for row in cells {
+        add(&mut t, row);
+    }
+    right(&mut t, &[0, 4, 5]);
+    whole(&mut t, &(0..header.len()).collect::<Vec<_>>());
+    t.to_string()
+}
+
+/// The narrowest command column worth showing.
+const MIN_COMMAND: usize = 12;
+
+/// A command line with its program named without its directory (`oslab run ...`).
+fn program_named(command: &str) -> String {
+    let (program, rest) = command.split_once(' ').unwrap_or((command, ""));
+    let name = program.rsplit('/').next().unwrap_or(program);
+    format!("{name} {rest}").trim_end().to_string()
+}
+
+/// One row per probe: id, unit, needs, whether it can run here, description.
+pub fn probes(rows: &[(String, String, String, String, String)]) -> String {
+    let mut t = new_table(&["probe", "unit", "needs", "here", "what it measures"]);
+    for (id, unit, needs, here, about) in rows {
+        add(&mut t, [id, unit, needs, here, about]);
+    }
+    t.to_string()
+}
+
+/// `oslab run --plan`: the probes whose work grows with the machine (or that will not run),
+/// each with its expected seconds and what it will measure here; the others, which measure
+/// the same points on any machine, in one line.
+pub fn plan(rows: &[(String, f64, String)]) -> String {
+    let mut t = new_table(&["probe", "time", "what it measures on this machine"]);
+    right(&mut t, &[1]);
+    let (shown, fixed): (Vec<_>, Vec<_>) = rows.iter().partition(|r| !r.2.is_empty());
+    for (id, share, what) in &shown {
+        add(&mut t, [id.clone(), format!("{share:.1} s"), what.clone()]);
+    }
+    if !fixed.is_empty() {
+        let share: f64 = fixed.iter().map(|r| r.1).sum();
+        add(
+            &mut t,
+            [
+                format!("{} others", fixed.len()),
+                format!("{share:.0} s"),
+                "the same points on any machine".to_string(),
+            ],
+        );
+    }
+    t.to_string()
+}
+
+/// The fleet view of job `job`: what the columns mean, one line per node (its outliers and
+/// largest deviation), then the node x measurement matrix of deviations from the fleet median
+/// ("!" marks an outlier), and the outlier nodes. With more than 12 nodes, only measurements
+/// with an outlier are listed unless `all`.
+pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
+    let mut text = format!(
+        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {}, median/MAD)\n",
+        oslab_core::units::counted(s.nodes.len(), "node"),
+        s.rows.len(),
+        oslab_core::stats::OUTLIER_Z
+    );
+    if s.nodes.len() < 3 {
+        text += "note: outliers need at least 3 nodes; none can be flagged here\n";
+    }
+    if !s.shapes.is_empty() {
+        text += "note: the nodes are not one kind of machine, so their values differ by design:\n";
+        for (shape, nodes) in &s.shapes {
+            text += &format!("  {shape}: {}\n", nodes.join(", "));
+        }
+    }
+    let flagged = s.outlier_nodes();
+    let end = match flagged.len() {
+        0 => "no outlier nodes".to_string(),
+        _ => format!("outlier nodes: {}", flagged.join(", ")),
+    };
+    format!("{text}{}\n{end}", fleet_tables(s, all))
+}
+
+fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
+    let mut nodes = new_table(&["node", "run", "measured", "outliers", "largest deviation"]);
+    for v in &s.verdicts {
+        let worst = v.worst.as_ref().map_or(String::new(), |(label, dev, z)| {
+            format!("{label}: {:+.1}% (z {z:+.1})", dev * 100.0)
+        });
+        add(
+            &mut nodes,
+            [
+                v.node.clone(),
+                v.run_id.to_string(),
+                v.measured.to_string(),
+                if v.outliers > 0 {
+                    format!("{} !", v.outliers)
+                } else {
+                    "0".into()
+                },
+                worst,
+            ],
+        );
+    }
+    right(&mut nodes, &[1, 2, 3]);
+    let mut header = vec!["measurement", "unit", "fleet median"];
+    header.extend(s.nodes.iter().map(String::as_str));
+    let mut matrix = new_table(&header);
+    let few = s.nodes.len() <= 12;
+    for row in &s.rows {
+        if !(all || few || row.cells.iter().flatten().any(|c| c.outlier)) {
+            continue;
+        }
+        let (div, sym) = scale_for(row.unit, row.median);
+        let mut cells = vec![row.label(), sym.to_string(), num(row.median / div)];
+        cells.extend(row.cells.iter().map(|c| match c {
+            Some(c) => format!(
+                "{:+.1}%{}",
+                c.deviation * 100.0,
+                if c.outlier { " !" } else { "" }
+            ),
+            None => "-".into(),
+        }));
+        add(&mut matrix, cells);
+    }
+    right(&mut matrix, &(2..3 + s.nodes.len()).collect::<Vec<_>>());
+    // The unit and the numbers stay whole; the measurement's name wraps into what they leave.
+    whole(&mut matrix, &(1..3 + s.nodes.len()).collect::<Vec<_>>());
+    format!("{nodes}\n\n{matrix}")
+}

@@ -1,0 +1,10 @@
+//! What the terminal shows, built from the [`crate::table`] primitives: a run's measurements, its
+//! first view, and the lists (runs, probes, a plan, a fleet).
+
+mod lists;
+mod measurements;
+mod run;
+
+pub use lists::{fleet, plan, probes, runs};
+pub use measurements::measurements;
+pub use run::run;

@@ -11,10 +11,12 @@
 use super::channel::Channel;
 use super::core::{Core, Managed};
 use super::observe::{self, BalancingGuard, BurstCounter, TaskSampler};
-use super::outcome::{JobOutcome, RunOutcome};
+use super::outcome::RunOutcome;
+use super::tally::JobOutcome;
 use super::workload::{self, JobSpec, Jobs, Source};
 use super::{mapping, work};
 use crate::cpuman::jobs::Kind;
+use crate::cpuman::policy::PageMigration;
 use crate::cpuman::policy::{Policy, PolicyOptions};
 use oslab_core::model::{EventKind, TimelineEvent};
 use oslab_core::perf::{self, Counter};
@@ -25,29 +27,6 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Page migration mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum PageMigration {
-    /// First touch only.
-    Off,
-    /// The kernel's automatic NUMA balancing, switched on for the run.
-    Kernel,
-    /// The manager moves a job's pages to the nodes of its new CPUs on each reallocation.
-    Manual,
-}
-
-impl PageMigration {
-    /// Its name.
-    pub fn name(self) -> &'static str {
-        match self {
-            PageMigration::Off => "off",
-            PageMigration::Kernel => "kernel",
-            PageMigration::Manual => "manual",
-        }
-    }
-}
 
 /// How a live run is set up.
 #[derive(Debug, Clone)]

@@ -3,128 +3,13 @@
 //! alike) and a timeline.
 
 use crate::cpuman::jobs::Kind;
-use crate::cpuman::tally::{Tally, JOBS_SHOWN, METRICS};
-use crate::cpuman::workload::JobSpec;
+use crate::cpuman::tally::{valued, Tally, JOBS_SHOWN, METRICS};
 use oslab_core::catalog::id;
-use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
+use oslab_core::model::{judged, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-
-fn object(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
-/// One job's life.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobOutcome {
-    /// Job number.
-    pub id: u64,
-    /// Kind (scaling shape); external commands are reported as "external".
-    pub kind: Kind,
-    /// An external (non-cooperative) command.
-    pub external: bool,
-    /// Processors requested.
-    pub request: usize,
-    /// Arrival, s from the start.
-    pub submit_s: f64,
-    /// Start, when it started.
-    pub start_s: Option<f64>,
-    /// End, when it finished.
-    pub end_s: Option<f64>,
-    /// Sequential work in s (the speedup's numerator).
-    pub seq_s: f64,
-    /// CPU time used (user + system, all threads), when known.
-    pub cpu_s: Option<f64>,
-    /// Integral of the allocation over time (processor-seconds).
-    pub alloc_integral: f64,
-    /// Times a thread of the job moved between CPUs (the kernel's cpu-migrations), when counted.
-    pub migrations: Option<u64>,
-    /// Whether it ran to completion (not stopped, not failed).
-    pub completed: bool,
-}
-
-impl JobOutcome {
-    /// A job `spec` started at `t`, nothing measured yet.
-    pub fn started(spec: &JobSpec, t: f64) -> JobOutcome {
-        JobOutcome {
-            id: spec.id,
-            kind: spec.kind,
-            external: spec.command.is_some(),
-            request: spec.request,
-            submit_s: spec.submit_s,
-            start_s: Some(t),
-            end_s: None,
-            seq_s: spec.seq_s,
-            cpu_s: None,
-            alloc_integral: 0.0,
-            migrations: None,
-            completed: false,
-        }
-    }
-
-    /// Execution time (start to end).
-    pub fn execution_s(&self) -> Option<f64> {
-        Some(self.end_s? - self.start_s?)
-    }
-    /// Sequential time over execution time.
-    pub fn speedup(&self) -> Option<f64> {
-        self.execution_s()
-            .filter(|&e| e > 0.0)
-            .map(|e| self.seq_s / e)
-    }
-    /// Mean processors allocated while it ran.
-    pub fn mean_alloc(&self) -> Option<f64> {
-        self.execution_s()
-            .filter(|&e| e > 0.0)
-            .map(|e| self.alloc_integral / e)
-    }
-    /// Its row on a timeline.
-    pub fn track(&self) -> String {
-        format!("job {} {}", self.id, self.kind_name())
-    }
-
-    /// An allocation change at `t` (s): `threads` on `cpus` (empty: not pinned).
-    pub fn alloc_event(&self, threads: usize, cpus: &[usize], t: f64) -> TimelineEvent {
-        TimelineEvent {
-            track: self.track(),
-            kind: EventKind::Alloc,
-            start_ns: t * 1e9,
-            dur_ns: 0.0,
-            args: object(json!({"job": self.id, "threads": threads, "cpus": cpus})),
-        }
-    }
-
-    /// Its life from start to end, with what it cost.
-    pub fn span_event(&self) -> TimelineEvent {
-        let start = self.start_s.unwrap_or(self.submit_s);
-        let end = self.end_s.unwrap_or(self.submit_s);
-        TimelineEvent {
-            track: self.track(),
-            kind: EventKind::Running,
-            start_ns: start * 1e9,
-            dur_ns: (end - start) * 1e9,
-            args: object(json!({
-                "job": self.id, "kind": self.kind_name(), "request": self.request,
-                "submitted_s": self.submit_s, "waited_s": start - self.submit_s,
-                "cpu_s": self.cpu_s, "speedup": self.speedup(), "completed": self.completed,
-            })),
-        }
-    }
-
-    /// Its kind's name ("external" for commands).
-    pub fn kind_name(&self) -> &'static str {
-        if self.external {
-            "external"
-        } else {
-            self.kind.name()
-        }
-    }
-}
 
 /// Context switches and busy time of one CPU over the run.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,6 +60,7 @@ pub struct RunOutcome {
 
 /// Probe ids.
 pub const JOB_PROBE: &str = id::CPUMAN_JOB;
+
 /// Probe id of whole-run metrics.
 pub const RUN_PROBE: &str = id::CPUMAN_RUN;
 
@@ -379,31 +265,6 @@ impl RunOutcome {
     }
 }
 
-/// A measurement whose samples are values, not repetitions: no noise judgement.
-pub(crate) fn valued(
-    probe: &str,
-    params: Map<String, Value>,
-    metric: &str,
-    unit: Unit,
-    samples: &[f64],
-    note: String,
-) -> Measurement {
-    if samples.is_empty() {
-        let why = Status::Skipped("nothing to measure: no completed job has this value".into());
-        return Measurement::not_taken(probe, params, metric, unit, why);
-    }
-    // Per-job values of a mix of jobs: their spread is the result.
-    judged(
-        probe,
-        params,
-        metric,
-        unit,
-        samples,
-        Some(note),
-        Judge::Subject,
-    )
-}
-
 fn skipped(params: Map<String, Value>, metric: &str, unit: Unit, why: &str) -> Measurement {
     Measurement::not_taken(
         RUN_PROBE,
@@ -417,6 +278,7 @@ fn skipped(params: Map<String, Value>, metric: &str, unit: Unit, why: &str) -> M
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::cpuman::tally::JobOutcome;
 
     pub(crate) fn job(id: u64, kind: Kind, cpu: f64, start: f64, end: f64) -> JobOutcome {
         JobOutcome {

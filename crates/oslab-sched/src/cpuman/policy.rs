@@ -23,8 +23,30 @@
 //! performs badly and gives processors back). As jobs finish the level falls back towards the
 //! base. Native and equipartition keep the base level fixed.
 
-use super::manager::PageMigration;
 use std::collections::BTreeMap;
+
+/// Page migration mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum PageMigration {
+    /// First touch only.
+    Off,
+    /// The kernel's automatic NUMA balancing, switched on for the run.
+    Kernel,
+    /// The manager moves a job's pages to the nodes of its new CPUs on each reallocation.
+    Manual,
+}
+
+impl PageMigration {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PageMigration::Off => "off",
+            PageMigration::Kernel => "kernel",
+            PageMigration::Manual => "manual",
+        }
+    }
+}
 
 /// What a policy sees of a running job.
 #[derive(Debug, Clone, PartialEq)]

@@ -34,9 +34,10 @@
 //!   threads that move every quantum never qualify.
 
 use super::core::{Core, Managed};
-use super::manager::PageMigration;
-use super::outcome::{CpuBursts, JobOutcome, RunOutcome};
+use super::outcome::{CpuBursts, RunOutcome};
+use super::policy::PageMigration;
 use super::policy::PolicyOptions;
+use super::tally::JobOutcome;
 use super::tally::Tally;
 use super::workload::{trace_machine, JobSpec, Jobs, Resolved, Source};
 use crate::cpuman::jobs::Kind;

@@ -2,7 +2,7 @@
 //! `schema/oslab.run.v1.schema.json`), CSV for spreadsheets, and reading a document back with
 //! validation, so results from other machines can be merged into a store.
 
-use crate::store::RunRecord;
+use crate::run::RunRecord;
 use oslab_core::files::{read_bounded, FileError, Links};
 use oslab_core::model::{Measurement, TimelineEvent};
 use serde::{Deserialize, Serialize};
@@ -394,7 +394,7 @@ fn csv_field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::RunStatus;
+    use crate::run::RunStatus;
     use oslab_core::model::{Status, Unit};
     use oslab_core::{params, Summary};
 

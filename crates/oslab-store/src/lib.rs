@@ -22,6 +22,7 @@
 pub mod exchange;
 mod location;
 pub mod recorder;
+mod run;
 mod runset;
 mod schema;
 mod store;
@@ -29,7 +30,6 @@ mod validate;
 
 pub use location::Location;
 pub use recorder::{NotStored, Program, Recorder};
+pub use run::{check_tag, RunRecord, RunRef, RunStatus, RunSummary, MAX_TAGS, MAX_TAG_CHARS};
 pub use runset::{Loaded, RunSet};
-pub use store::{
-    check_tag, RunRecord, RunRef, RunStatus, RunSummary, Store, StoreError, MAX_TAGS, MAX_TAG_CHARS,
-};
+pub use store::{Store, StoreError};

@@ -1,0 +1,214 @@
+//! What the store holds of a run: its record, its status (and how a crashed one is told from a
+//! running one), its tags, a summary for listing, and how a command names a run.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How a run ended, or that it has not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every selected probe ran.
+    Complete,
+    /// Stopped by the user; holds what completed.
+    Interrupted,
+    /// Being measured now: the process that writes it still exists.
+    Running,
+    /// Left `running` by a process that no longer exists (killed, out of memory, power lost);
+    /// holds every probe that completed before. Never written: seen when reading.
+    Crashed,
+}
+
+impl RunStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Running => "running",
+            RunStatus::Crashed => "crashed",
+        }
+    }
+    pub(crate) fn parse(s: &str) -> RunStatus {
+        match s {
+            "interrupted" => RunStatus::Interrupted,
+            "running" => RunStatus::Running,
+            "crashed" => RunStatus::Crashed,
+            _ => RunStatus::Complete,
+        }
+    }
+
+    /// The status a reader should see: a run stored as `running` whose writer (pid on boot
+    /// `boot_id`) is gone has crashed.
+    pub(crate) fn seen(self, pid: Option<i64>, boot_id: Option<&str>) -> RunStatus {
+        if self != RunStatus::Running {
+            return self;
+        }
+        let same_boot = boot_id.is_some_and(|b| Some(b) == current_boot_id().as_deref());
+        let alive = pid.is_some_and(process_alive);
+        if same_boot && alive {
+            RunStatus::Running
+        } else {
+            RunStatus::Crashed
+        }
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie (a killed writer is a zombie until reaped).
+pub(crate) fn process_alive(pid: i64) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses, which may itself hold ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
+    }
+}
+
+/// This boot's random id (changes at every boot), so a pid from an earlier boot is never taken
+/// for a live process.
+pub(crate) fn current_boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// A run's metadata.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Assigned by the store.
+    pub id: Option<i64>,
+    /// UTC start.
+    pub started: String,
+    /// UTC end.
+    pub finished: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// oslab version.
+    pub oslab_version: String,
+    /// Git revision of the build, when known.
+    pub git_rev: Option<String>,
+    /// The command line.
+    pub command: String,
+    /// Host name.
+    pub hostname: String,
+    /// `--quick`.
+    pub quick: bool,
+    /// Wall time of the run in seconds.
+    pub wall_s: f64,
+    /// Machine fingerprint (JSON of `oslab_core::machine::Fingerprint`).
+    pub fingerprint: serde_json::Value,
+    /// Environment report (JSON of `oslab_core::machine::Environment`).
+    pub environment: serde_json::Value,
+    /// Labels the user or a collector gave the run (`--tag kernel=6.18`, the fleet job and node):
+    /// runs are grouped by them when compared.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+}
+
+/// The most tags a run carries (the schema's `maxProperties`).
+pub const MAX_TAGS: usize = 256;
+
+/// The most characters of a tag's key or value (the schema's `maxLength`).
+pub const MAX_TAG_CHARS: usize = 1024;
+
+/// Whether one tag is one a run may carry: both parts non-empty and at most [`MAX_TAG_CHARS`],
+/// the key without spaces or ':' (a `tag:KEY=VALUE` selector reads up to the first '=').
+pub fn check_tag(key: &str, value: &str) -> Result<(), String> {
+    let long = |s: &str| s.chars().count() > MAX_TAG_CHARS;
+    if key.is_empty() || value.is_empty() {
+        Err("a tag is KEY=VALUE, both non-empty, e.g. kernel=6.18".into())
+    } else if key.contains(|c: char| c.is_whitespace() || c == ':' || c == '=') {
+        Err("a tag's key has no spaces, ':' or '='".into())
+    } else if long(key) || long(value) {
+        Err(format!(
+            "a tag's key and value are at most {MAX_TAG_CHARS} characters each"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+impl RunRecord {
+    /// The rules every stored run keeps, whether it was measured here, imported or collected:
+    /// dates in RFC 3339, a positive id, at most [`MAX_TAGS`] tags that pass [`check_tag`], a
+    /// wall time that is a time. The schema says the same of a document; this also holds for a
+    /// run `oslab run` is about to store, so what it stores always imports again.
+    pub fn check(&self) -> Result<(), String> {
+        for (what, t) in [("started", &self.started), ("finished", &self.finished)] {
+            if !oslab_core::time::is_rfc3339(t) {
+                return Err(format!(
+                    "{what} is {:?}: not an RFC 3339 date and time",
+                    oslab_core::text::shortened(t, 40)
+                ));
+            }
+        }
+        if self.id.is_some_and(|id| id < 1) {
+            return Err(format!("run id {}: ids start at 1", self.id.unwrap_or(0)));
+        }
+        if !(self.wall_s.is_finite() && self.wall_s >= 0.0) {
+            return Err(format!("wall_s is {}: not a duration", self.wall_s));
+        }
+        if self.tags.len() > MAX_TAGS {
+            return Err(format!(
+                "{} tags: a run carries at most {MAX_TAGS}",
+                self.tags.len()
+            ));
+        }
+        for (k, v) in &self.tags {
+            check_tag(k, v)
+                .map_err(|e| format!("tag {:?}: {e}", oslab_core::text::shortened(k, 40)))?;
+        }
+        Ok(())
+    }
+}
+
+/// One line of `oslab runs`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// Run id.
+    pub id: i64,
+    /// UTC start.
+    pub started: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Host name.
+    pub hostname: String,
+    /// Command line.
+    pub command: String,
+    /// Number of measurements.
+    pub measurements: i64,
+    /// Its tags.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    /// Wall time in seconds.
+    pub wall_s: f64,
+}
+
+/// A reference to a run: its id or `latest`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunRef {
+    /// By id.
+    Id(i64),
+    /// The most recent.
+    Latest,
+}
+
+impl std::str::FromStr for RunRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RunRef, String> {
+        match s {
+            "latest" | "last" => Ok(RunRef::Latest),
+            _ => s
+                .parse::<i64>()
+                .ok()
+                .filter(|&v| v > 0)
+                .map(RunRef::Id)
+                .ok_or_else(|| format!("{s:?} is not a run id (a positive number, or 'latest')")),
+        }
+    }
+}

@@ -1,0 +1,654 @@
+//! Opening, writing and reading the store.
+
+use crate::run::*;
+use crate::schema::{current_version, MIGRATIONS};
+use oslab_core::model::{Measurement, ModelKind, Prediction, Status, TimelineEvent, Unit};
+use oslab_core::stats::Summary;
+use rows::*;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::Map;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+mod rows;
+
+/// Errors of the store. Each message names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file or its directory cannot be opened or written.
+    #[error(
+        "cannot use result store {path}: {reason}; check the path is writable or pass --db PATH (or set OSLAB_DB)"
+    )]
+    Unusable {
+        /// The store file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file exists but is not an SQLite database.
+    #[error("{path} is not an oslab result store (not an SQLite database); move it aside or pass --db PATH")]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is an SQLite database of something else.
+    #[error("{path} is an SQLite database but not an oslab result store; pass --db PATH to use another file")]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Written by a newer oslab.
+    #[error("{path} has schema version {found}, newer than this oslab understands ({supported}); upgrade oslab")]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: i64,
+        /// Ours.
+        supported: i64,
+    },
+    /// No run with that id.
+    #[error("no run {0} in the store; `oslab runs` lists the stored runs")]
+    NoSuchRun(String),
+    /// A run that breaks a rule every stored run keeps ([`RunRecord::check`]).
+    #[error("run not stored: {0}")]
+    Refused(String),
+    /// Stored data that does not parse (a damaged row).
+    #[error("run data is damaged: {0}")]
+    Damaged(String),
+    /// Any other SQLite error.
+    #[error("result store error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    /// The file's device and inode when opened (None in memory): a store deleted or replaced
+    /// while a run writes it is noticed at the next write, not reported as stored.
+    file: Option<(u64, u64)>,
+}
+
+/// The device and inode of the file at `path` now.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Store {
+    /// The default location: `$XDG_DATA_HOME/oslab/oslab.db` (or `~/.local/share/oslab/oslab.db`).
+    pub fn default_path() -> PathBuf {
+        oslab_core::paths::xdg_dir("XDG_DATA_HOME", ".local/share").join("oslab.db")
+    }
+
+    /// Opens (creating if needed) the store at `path` and migrates it to the current schema.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let mut s = Store::connect(path)?;
+        match s.migrate() {
+            Err(StoreError::Sqlite(e)) => Err(s.classify_error(e)),
+            other => other.map(|_| s),
+        }
+    }
+
+    /// A store with nothing in it that is never written to disk: what a reading command sees
+    /// where no store has been created yet (it must not create one by looking).
+    pub fn empty(path: &Path) -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory().map_err(|e| StoreError::Unusable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+            file: None,
+        };
+        store.classify(store.init())?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens an existing store only to read it (a store on read-only media, or another user's):
+    /// nothing is created, migrated or locked for writing. A store of an older schema must be
+    /// opened once with write access first.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        let unusable = |reason: String| StoreError::Unusable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if !path.is_file() {
+            return Err(unusable("no store there".into()));
+        }
+        // A store in WAL mode needs its -shm file, which a reader without write access cannot
+        // create: it is read as immutable then (what it holds at open time, without locking).
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let uri = |extra: &str| {
+            let mut u = String::from("file:");
+            for b in path.as_os_str().as_encoded_bytes() {
+                match b {
+                    b'%' | b'?' | b'#' | 0x80.. => u.push_str(&format!("%{b:02X}")),
+                    _ => u.push(*b as char),
+                }
+            }
+            u + extra
+        };
+        let conn = Connection::open_with_flags(uri("?mode=ro"), flags)
+            .and_then(|c| {
+                c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+                    .map(|_| c)
+            })
+            .or_else(|_| Connection::open_with_flags(uri("?mode=ro&immutable=1"), flags))
+            .map_err(|e| unusable(e.to_string()))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+            file: identity(path),
+        };
+        store.classify(store.conn.busy_timeout(std::time::Duration::from_secs(5)))?;
+        let version: Option<i64> = store
+            .classify(
+                store
+                    .conn
+                    .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0)),
+            )
+            .map_err(|e| match e {
+                StoreError::Sqlite(_) => StoreError::Foreign {
+                    path: path.to_path_buf(),
+                },
+                other => other,
+            })?;
+        match version.unwrap_or(0) {
+            v if v == current_version() => Ok(store),
+            v if v > current_version() => Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found: v,
+                supported: current_version(),
+            }),
+            _ => Err(unusable(
+                "written by an older oslab and read-only here: open it once with write access to upgrade it".into(),
+            )),
+        }
+    }
+
+    /// Opens the file and checks it is a writable SQLite database.
+    fn connect(path: &Path) -> Result<Store, StoreError> {
+        let unusable = |reason: String| StoreError::Unusable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        // SQLite would open a device or a FIFO and leave its journal beside it (a world-writable
+        // /dev/null-journal): a store is a regular file or nothing yet.
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(unusable(
+                "not a regular file (a store is an SQLite file)".into(),
+            ));
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            oslab_core::paths::create_dir(dir)
+                .map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| unusable(e.to_string()))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+            file: identity(path),
+        };
+        store.classify(store.init())?;
+        Ok(store)
+    }
+
+    /// How long a write waits for another process that holds the store, saying once (after a
+    /// second) that it waits. The default is 5 s.
+    pub fn wait_when_locked(&mut self, timeout: std::time::Duration) -> Result<(), StoreError> {
+        LOCK_WAIT_MS.store(
+            timeout.as_millis() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        let set = self.conn.busy_handler(Some(wait_for_lock));
+        self.classify(set)
+    }
+
+    /// Path of the store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A write transaction that takes the write lock at once (waiting for it as long as
+    /// [`Store::wait_when_locked`] says): a deferred one that read first fails at once, without
+    /// waiting, when another process wrote meanwhile. Refused when the file opened is no longer
+    /// at the store's path (deleted or replaced): what it writes would be lost.
+    fn write(&self) -> Result<rusqlite::Transaction<'_>, StoreError> {
+        if self.file.is_some() && identity(&self.path) != self.file {
+            return Err(StoreError::Unusable {
+                path: self.path.clone(),
+                reason: "the file was deleted or replaced while oslab was using it".into(),
+            });
+        }
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        );
+        self.classify(tx)
+    }
+
+    fn classify<T>(&self, r: Result<T, rusqlite::Error>) -> Result<T, StoreError> {
+        r.map_err(|e| self.classify_error(e))
+    }
+
+    /// Turns SQLite's codes into errors that say what to do.
+    fn classify_error(&self, e: rusqlite::Error) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase) => StoreError::NotADatabase {
+                path: self.path.clone(),
+            },
+            Some(rusqlite::ErrorCode::ReadOnly)
+            | Some(rusqlite::ErrorCode::CannotOpen)
+            | Some(rusqlite::ErrorCode::PermissionDenied)
+            | Some(rusqlite::ErrorCode::DatabaseBusy)
+            | Some(rusqlite::ErrorCode::SystemIoFailure) => StoreError::Unusable {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            },
+            _ => StoreError::Sqlite(e),
+        }
+    }
+
+    /// Sets the connection up. Several oslabs opening a new store at once contend for switching
+    /// it to WAL, and SQLite answers that with busy at once rather than waiting (seen: one of
+    /// four runs started together said "database is locked"): it is tried again for a while.
+    fn init(&self) -> Result<(), rusqlite::Error> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match self.init_once() {
+                Err(e)
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn init_once(&self) -> Result<(), rusqlite::Error> {
+        self.conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Touch the file: this is where a non-database file is detected.
+        self.conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Take the write lock now, so an unwritable store fails before any measuring.
+        self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")?;
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        // The schema is read under the write lock: two oslabs creating one store at once would
+        // otherwise both find it empty, and the second would run the migrations again.
+        let tx = self.write()?;
+        let tables: Vec<String> = tx
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let has_version = tables.iter().any(|t| t == "schema_version");
+        if !has_version && !tables.is_empty() {
+            return Err(StoreError::Foreign {
+                path: self.path.clone(),
+            });
+        }
+        let found: i64 = if has_version {
+            tx.query_row("SELECT max(version) FROM schema_version", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })?
+            .unwrap_or(0)
+        } else {
+            0
+        };
+        if found > current_version() {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found,
+                supported: current_version(),
+            });
+        }
+        tx.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+            [],
+        )?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            tx.execute_batch(sql)?;
+            tx.execute(
+                "INSERT INTO schema_version (version) VALUES (?1)",
+                [i as i64 + 1],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Writes a run, its measurements and its timeline in one transaction; returns the new run id.
+    pub fn save_run(
+        &mut self,
+        run: &RunRecord,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+    ) -> Result<i64, StoreError> {
+        self.save_tagged_run(run, measurements, timeline, &[])
+    }
+
+    /// [`Store::save_run`] with tags (key, value) added to the run's own, in the same
+    /// transaction.
+    pub fn save_tagged_run(
+        &mut self,
+        run: &RunRecord,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+        tags: &[(&str, &str)],
+    ) -> Result<i64, StoreError> {
+        let mut run = run.clone();
+        run.tags
+            .extend(tags.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let tx = self.write()?;
+        let run_id = insert_run(&tx, &run, None)?;
+        insert_measurements(&tx, run_id, 0, measurements)?;
+        insert_timeline(&tx, run_id, timeline)?;
+        tx.commit()?;
+        Ok(run_id)
+    }
+
+    /// Starts a run that is written as it goes: stored at once as `running`, with this process's
+    /// pid and boot, so that if we die a reader sees it as `crashed` with what it holds. Add
+    /// measurements with [`Store::append`] and end it with [`Store::finish_run`].
+    pub fn begin_run(&mut self, run: &RunRecord) -> Result<i64, StoreError> {
+        let tx = self.write()?;
+        let running = RunRecord {
+            status: RunStatus::Running,
+            ..run.clone()
+        };
+        let id = insert_run(&tx, &running, Some(std::process::id()))?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Adds measurements to a running run, in one transaction (after the ones it holds), and
+    /// records the wall time so far.
+    pub fn append(
+        &self,
+        run_id: i64,
+        measurements: &[Measurement],
+        wall_s: f64,
+    ) -> Result<(), StoreError> {
+        // Shared access: the runner appends while probes hold the session. SQLite still makes it
+        // one transaction.
+        let tx = self.write()?;
+        let next: i64 = tx.query_row(
+            "SELECT coalesce(max(seq) + 1, 0) FROM measurements WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )?;
+        insert_measurements(&tx, run_id, next, measurements)?;
+        tx.execute(
+            "UPDATE runs SET wall_s = ?2 WHERE id = ?1",
+            params![run_id, wall_s],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Ends a running run: its final measurements (replacing what was appended, so results measured
+    /// again replace the first attempt), its timeline, end time, wall time, status and environment
+    /// report (warnings found while measuring), in one transaction.
+    pub fn finish_run(
+        &mut self,
+        run_id: i64,
+        run: &RunRecord,
+        measurements: &[Measurement],
+        timeline: &[TimelineEvent],
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.execute("DELETE FROM measurements WHERE run_id = ?1", [run_id])?;
+        tx.execute("DELETE FROM timeline WHERE run_id = ?1", [run_id])?;
+        insert_measurements(&tx, run_id, 0, measurements)?;
+        insert_timeline(&tx, run_id, timeline)?;
+        let changed = tx.execute(
+            "UPDATE runs SET finished = ?2, status = ?3, wall_s = ?4, environment = ?5 WHERE id = ?1",
+            params![
+                run_id,
+                run.finished,
+                run.status.as_str(),
+                run.wall_s,
+                run.environment.to_string()
+            ],
+        )?;
+        if changed != 1 {
+            return Err(StoreError::NoSuchRun(run_id.to_string()));
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The timeline of a run, in recording order (empty when it has none).
+    pub fn load_timeline(&self, run: &RunRef) -> Result<Vec<TimelineEvent>, StoreError> {
+        let id = self.resolve(run)?;
+        let mut stmt = self.conn.prepare(
+            "SELECT track, kind, start_ns, dur_ns, args FROM timeline WHERE run_id = ?1 ORDER BY seq",
+        )?;
+        let events = stmt
+            .query_map([id], |r| {
+                let args: Option<String> = r.get(4)?;
+                Ok(TimelineEvent {
+                    track: r.get(0)?,
+                    kind: r.get::<_, String>(1)?.into(),
+                    start_ns: r.get(2)?,
+                    dur_ns: r.get(3)?,
+                    args: args
+                        .as_deref()
+                        .and_then(|a| parse_map(a).ok())
+                        .unwrap_or_default(),
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(events)
+    }
+
+    /// Every stored run, newest first.
+    pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.id, r.started, r.status, r.hostname, r.command, r.wall_s,
+                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id), r.pid, r.boot_id
+             FROM runs r ORDER BY r.id DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(RunSummary {
+                id: r.get(0)?,
+                started: r.get(1)?,
+                status: RunStatus::parse(&r.get::<_, String>(2)?)
+                    .seen(r.get(7)?, r.get::<_, Option<String>>(8)?.as_deref()),
+                hostname: r.get(3)?,
+                command: r.get(4)?,
+                wall_s: r.get(5)?,
+                measurements: r.get(6)?,
+                tags: BTreeMap::new(),
+            })
+        })?;
+        let mut rows: Vec<RunSummary> = rows.collect::<Result<_, _>>()?;
+        for r in &mut rows {
+            r.tags = self.tags(r.id)?;
+        }
+        Ok(rows)
+    }
+
+    /// The runs tagged `key` = `value`, oldest first.
+    pub fn tagged(&self, key: &str, value: &str) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT run_id FROM run_tags WHERE key = ?1 AND value = ?2 ORDER BY run_id")?;
+        let ids = stmt.query_map([key, value], |r| r.get(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    }
+
+    /// The stored run that is `run` with `measurements`: the same host, command, start, end,
+    /// machine and environment, and the same figures (samples aside: an export may leave them
+    /// out). Importing a file twice, or a run exported from this store, finds it; an edited copy
+    /// does not.
+    pub fn same_run(
+        &self,
+        run: &RunRecord,
+        measurements: &[Measurement],
+    ) -> Result<Option<i64>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id FROM runs WHERE hostname = ?1 AND command = ?2 AND started = ?3 AND finished = ?4 ORDER BY id",
+        )?;
+        let ids: Vec<i64> = stmt
+            .query_map(
+                params![run.hostname, run.command, run.started, run.finished],
+                |r| r.get(0),
+            )?
+            .collect::<Result<_, _>>()?;
+        let figures = |ms: &[Measurement]| -> Vec<serde_json::Value> {
+            ms.iter()
+                .map(|m| {
+                    let mut v = serde_json::to_value(m).unwrap_or_default();
+                    if let Some(o) = v.as_object_mut() {
+                        o.remove("samples");
+                    }
+                    v
+                })
+                .collect()
+        };
+        let wanted = figures(measurements);
+        for id in ids {
+            let (stored, ms) = self.load_run_summaries(&RunRef::Id(id))?;
+            if stored.fingerprint == run.fingerprint
+                && stored.environment == run.environment
+                && figures(&ms) == wanted
+            {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A run's tags.
+    pub fn tags(&self, run_id: i64) -> Result<BTreeMap<String, String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, value FROM run_tags WHERE run_id = ?1")?;
+        let tags = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(tags.collect::<Result<_, _>>()?)
+    }
+
+    /// Resolves a run reference to an id.
+    pub fn resolve(&self, run: &RunRef) -> Result<i64, StoreError> {
+        let id = match run {
+            RunRef::Id(id) => self
+                .conn
+                .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .optional()?,
+            RunRef::Latest => self
+                .conn
+                .query_row("SELECT max(id) FROM runs", [], |r| r.get(0))?,
+        };
+        id.ok_or_else(|| {
+            StoreError::NoSuchRun(match run {
+                RunRef::Id(i) => i.to_string(),
+                RunRef::Latest => "(the store is empty)".into(),
+            })
+        })
+    }
+
+    /// Loads a run and its measurements (with predictions and raw samples).
+    pub fn load_run(&self, run: &RunRef) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
+        self.load(run, true)
+    }
+
+    /// Loads a run and its measurements without their raw samples (summaries only: quicker for
+    /// many runs).
+    pub fn load_run_summaries(
+        &self,
+        run: &RunRef,
+    ) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
+        self.load(run, false)
+    }
+
+    fn load(
+        &self,
+        run: &RunRef,
+        samples: bool,
+    ) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
+        let id = self.resolve(run)?;
+        let record = self.conn.query_row(
+            "SELECT id, started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment, pid, boot_id
+             FROM runs WHERE id = ?1",
+            [id],
+            |r| {
+                Ok(RunRecord {
+                    id: Some(r.get(0)?),
+                    started: r.get(1)?,
+                    finished: r.get(2)?,
+                    status: RunStatus::parse(&r.get::<_, String>(3)?)
+                        .seen(r.get(12)?, r.get::<_, Option<String>>(13)?.as_deref()),
+                    oslab_version: r.get(4)?,
+                    git_rev: r.get(5)?,
+                    command: r.get(6)?,
+                    hostname: r.get(7)?,
+                    quick: r.get(8)?,
+                    wall_s: r.get(9)?,
+                    fingerprint: parse_json(&r.get::<_, String>(10)?),
+                    environment: parse_json(&r.get::<_, String>(11)?),
+                    tags: BTreeMap::new(),
+                })
+            },
+        )?;
+        let record = RunRecord {
+            tags: self.tags(id)?,
+            ..record
+        };
+        let mut stmt = self.conn.prepare(
+            &format!("SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
+                    m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, {},
+                    p.value, p.model, p.inputs, m.difference, m.attempts, m.repetition, m.context,
+                    p.kind, p.formula, p.sources, p.gap, m.no_model, m.p90, m.p99, m.p999
+             FROM measurements m LEFT JOIN predictions p ON p.measurement_id = m.id
+             WHERE m.run_id = ?1 ORDER BY m.seq",
+            if samples { "m.samples" } else { "NULL" }),
+        )?;
+        let ms = stmt
+            .query_map([id], read_measurement)?
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StoreError::Damaged)?;
+        Ok((record, ms))
+    }
+}
+
+/// How long [`wait_for_lock`] waits, in ms.
+static LOCK_WAIT_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(5000);
+
+/// Its pause between tries.
+const LOCK_RETRY_MS: u64 = 20;
+
+/// SQLite's busy handler: try again every 20 ms until the wait is spent, saying once (after a
+/// second) that another process holds the store.
+fn wait_for_lock(tries: i32) -> bool {
+    let waited = tries as u64 * LOCK_RETRY_MS;
+    let limit = LOCK_WAIT_MS.load(std::sync::atomic::Ordering::Relaxed);
+    if waited == 1000 {
+        oslab_core::notices::say(&format!(
+            "waiting for the store: another process is writing it (up to {:.0} s, --db-timeout)",
+            limit as f64 / 1e3
+        ));
+    }
+    if waited >= limit {
+        return false;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(LOCK_RETRY_MS));
+    true
+}
+
+#[cfg(test)]
+mod tests;

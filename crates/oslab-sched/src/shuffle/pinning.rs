@@ -1,0 +1,113 @@
+//! Threads pinned to their group's domain, every affinity changed remembered and restored.
+
+use super::decision::{Decision, Move, REGROUP_MARGIN};
+use super::locks::ThreadWait;
+use std::collections::BTreeMap;
+
+/// Where the threads placed so far are. A regrouping moves a thread only when its group lands on
+/// another domain: a new order of lock times inside a domain moves nothing (hysteresis).
+#[derive(Debug, Clone, Default)]
+pub struct Pinning {
+    at: BTreeMap<i32, Move>,
+}
+
+impl Pinning {
+    /// The moves that put `d`'s groups on `domains`. Each group, most lock-bound first, takes the
+    /// free domain that already holds most of its threads (the lowest index on a tie); a thread
+    /// whose domain changes goes to the least-used cpu of its new domain.
+    pub fn plan(&self, d: &Decision, domains: &[Vec<usize>]) -> Vec<Move> {
+        let mut free: Vec<bool> = vec![true; domains.len()];
+        let mut target: BTreeMap<i32, usize> = BTreeMap::new();
+        for g in &d.groups {
+            let held = |k: usize| g.iter().filter(|t| self.domain_of(**t) == Some(k)).count();
+            let Some(k) = (0..domains.len())
+                .filter(|&k| free[k])
+                .max_by_key(|&k| (held(k), std::cmp::Reverse(k)))
+            else {
+                break;
+            };
+            free[k] = false;
+            target.extend(g.iter().map(|&t| (t, k)));
+        }
+        // Threads that stay keep their cpus; newcomers fill the least-used ones.
+        let mut used: BTreeMap<usize, usize> = BTreeMap::new();
+        for (tid, m) in &self.at {
+            if target.get(tid) == Some(&m.domain) {
+                *used.entry(m.cpu).or_default() += 1;
+            }
+        }
+        let mut moves = Vec::new();
+        for (&tid, &k) in &target {
+            if self.domain_of(tid) == Some(k) {
+                continue;
+            }
+            let cpu = *domains[k]
+                .iter()
+                .min_by_key(|c| (used.get(c).copied().unwrap_or(0), **c))
+                .expect("a domain has cpus");
+            *used.entry(cpu).or_default() += 1;
+            moves.push(Move {
+                tid,
+                domain: k,
+                cpu,
+            });
+        }
+        moves
+    }
+
+    /// Records a move that was carried out.
+    pub fn moved(&mut self, m: Move) {
+        self.at.insert(m.tid, m);
+    }
+
+    /// The domain thread `tid` is pinned to, if placed.
+    pub fn domain_of(&self, tid: i32) -> Option<usize> {
+        self.at.get(&tid).map(|m| m.domain)
+    }
+
+    /// `d`, or the grouping the threads already have when `d` does not gather similar lock times
+    /// clearly better (by [`REGROUP_MARGIN`] of summed within-group spread). Lock times of
+    /// threads that contend alike differ only by noise from one interval to the next: regrouping
+    /// on every reordering moved threads nearly every interval in a 4-socket guest (23 of 25),
+    /// each move costing the caches it leaves.
+    pub fn keep_unless_better(&self, d: Decision, waits: &[ThreadWait]) -> Decision {
+        let mut current: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
+        for w in waits {
+            match self.domain_of(w.tid) {
+                Some(k) => current.entry(k).or_default().push(w.tid),
+                None => return d, // a thread not placed yet: place it
+            }
+        }
+        let fraction: BTreeMap<i32, f64> = waits.iter().map(|w| (w.tid, w.fraction())).collect();
+        let spread = |groups: &[Vec<i32>]| -> f64 {
+            groups
+                .iter()
+                .map(|g| {
+                    let f = g.iter().filter_map(|t| fraction.get(t).copied());
+                    let (lo, hi) = f.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+                    if hi >= lo {
+                        hi - lo
+                    } else {
+                        0.0
+                    }
+                })
+                .sum()
+        };
+        let kept: Vec<Vec<i32>> = current.into_values().collect();
+        if spread(&kept) - spread(&d.groups) < REGROUP_MARGIN {
+            Decision { groups: kept, ..d }
+        } else {
+            d
+        }
+    }
+
+    /// Forgets threads that are gone.
+    pub fn retain(&mut self, alive: impl Fn(i32) -> bool) {
+        self.at.retain(|t, _| alive(*t));
+    }
+
+    /// Forgets every thread.
+    pub fn clear(&mut self) {
+        self.at.clear();
+    }
+}

@@ -473,6 +473,7 @@ const BYTE_PARAMS: &[&str] = &[
     "array_bytes",
     "page_bytes",
     "claimed_bytes",
+    "parent_resident_bytes",
 ];
 
 /// `k=v k=v` for reading: sizes in bytes as KiB, MiB, ... (not exact: never for matching).

@@ -140,6 +140,10 @@ pub struct HelperRequest {
     pub max_samples: usize,
 }
 
+/// The context key of the parent's resident size when a task was created: fork copies its page
+/// tables, so a fork figure means little without it.
+pub const PARENT_RESIDENT: &str = "parent_resident_bytes";
+
 /// Creation costs of `kind`: from the minimal helper when there is one, else from this process.
 fn created(cx: &Context, kind: Kind) -> Result<Vec<Measurement>, ProbeError> {
     let (create, round, parent) = measure(cx, kind, 0, cx.harness)?;
@@ -151,22 +155,30 @@ fn created(cx: &Context, kind: Kind) -> Result<Vec<Measurement>, ProbeError> {
     for m in &mut out {
         let parts = [
             kind.note().map(str::to_string),
-            Some(parent.clone()),
+            Some(parent.words.clone()),
             m.note.take(),
         ];
         m.note = Some(parts.into_iter().flatten().collect::<Vec<_>>().join("; "));
+        m.context
+            .insert(PARENT_RESIDENT.into(), parent.resident_bytes.into());
     }
     Ok(out)
 }
 
+/// Where creation was timed from: in words, and the parent's resident size.
+struct Parent {
+    words: String,
+    resident_bytes: u64,
+}
+
 /// Times `kind` from the helper (touching `touch_mib` first) or, without one, from this
-/// process; returns (creation, round trip, where it was timed from in words).
+/// process; returns creation, round trip and the parent.
 fn measure(
     cx: &Context,
     kind: Kind,
     touch_mib: u64,
     harness: &Harness,
-) -> Result<(Timing, Timing, String), ProbeError> {
+) -> Result<(Timing, Timing, Parent), ProbeError> {
     let Some(exe) = &cx.options.helper else {
         if touch_mib > 0 {
             return Err(ProbeError::Unsupported(
@@ -176,13 +188,18 @@ fn measure(
         // SAFETY: malloc_trim only releases free memory (fork copies what we keep).
         unsafe { libc::malloc_trim(0) };
         let [create, round] = harness.each::<2>(&mut event(kind)?)?;
+        let resident_bytes = rss_kib() * 1024;
+        let words = format!(
+            "timed from this process ({} resident): no minimal helper parent available",
+            oslab_core::units::bytes(resident_bytes)
+        );
         return Ok((
             create,
             round,
-            format!(
-                "timed from this process ({:.1} MiB resident): no minimal helper parent available",
-                rss_kib() as f64 / 1024.0
-            ),
+            Parent {
+                words,
+                resident_bytes,
+            },
         ));
     };
     let config = &harness.config;
@@ -201,7 +218,7 @@ fn measure(
         overhead_ns: harness.read_overhead_ns(),
         note: report.note.clone(),
     };
-    let parent = format!(
+    let words = format!(
         "timed from a minimal helper process ({} resident{})",
         oslab_core::units::bytes(report.rss_kib * 1024),
         if touch_mib > 0 {
@@ -210,6 +227,10 @@ fn measure(
             String::new()
         }
     );
+    let parent = Parent {
+        words,
+        resident_bytes: report.rss_kib * 1024,
+    };
     Ok((
         timing(report.create.clone()),
         timing(report.round.clone()),
@@ -333,7 +354,9 @@ fn fork_with_sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>,
             "round_trip",
             &round,
         );
-        m.note_before(parent);
+        m.note_before(parent.words);
+        m.context
+            .insert(PARENT_RESIDENT.into(), parent.resident_bytes.into());
         if let Some(s) = &m.summary {
             points.push((mib as f64, s.median));
         }

@@ -49,7 +49,7 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
             // Failed: no number, the word (its reason is with the details).
             t.row(vec![
-                line.label.to_string(),
+                label(line, m),
                 "-".into(),
                 String::new(),
                 String::new(),
@@ -61,8 +61,8 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         };
         let (div, sym) = scale_for(m.unit, s.median);
         let name = match partly_cached(m) {
-            Some(_) => format!("{} *", line.label),
-            None => line.label.to_string(),
+            Some(_) => format!("{} *", label(line, m)),
+            None => label(line, m),
         };
         t.row(vec![
             name,
@@ -87,6 +87,22 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         ]);
     }
     (t.rows.len() >= 2).then_some(t)
+}
+
+/// A headline's label, with its parent's resident size where the figure depends on it.
+fn label(line: &Headline, m: &Measurement) -> String {
+    match m
+        .context
+        .get("parent_resident_bytes")
+        .and_then(|v| v.as_u64())
+    {
+        Some(b) => format!(
+            "{}, {:.0} MiB parent",
+            line.label,
+            b as f64 / f64::from(1 << 20)
+        ),
+        None => line.label.to_string(),
+    }
 }
 
 /// Why a headline figure is partly a cache's (the level its probe found), if it is.

@@ -152,11 +152,14 @@ pub fn percent(share: f64) -> String {
     }
 }
 
-/// `n` things, the noun in the number it takes: `1 cpu`, `2 cpus`, `0 pairs` (`noun` is the
-/// singular; its plural adds `s`).
+/// `n` things, the noun in the number it takes: `1 cpu`, `2 cpus`, `0 pairs`, `3 processes`
+/// (`noun` is the singular; its plural adds `s`, or `es` after s, x, sh, ch).
 pub fn counted(n: usize, noun: &str) -> String {
     match n {
         1 => format!("1 {noun}"),
+        _ if noun.ends_with(['s', 'x']) || noun.ends_with("sh") || noun.ends_with("ch") => {
+            format!("{n} {noun}es")
+        }
         _ => format!("{n} {noun}s"),
     }
 }
@@ -296,6 +299,14 @@ pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_takes_the_nouns_plural() {
+        assert_eq!(counted(1, "process"), "1 process");
+        assert_eq!(counted(3, "process"), "3 processes");
+        assert_eq!(counted(2, "cpu"), "2 cpus");
+        assert_eq!(counted(0, "switch"), "0 switches");
+    }
 
     #[test]
     fn durations_read_as_a_person_says_them() {

@@ -507,7 +507,8 @@ pub fn sweep(clock: &Clock, s: &Sweep) -> Result<Swept, ProbeError> {
             s.cpu,
         );
         doc.push(Block::Text(format!(
-            "\n{n} processes on cpu {} ({}):",
+            "\n{} on cpu {} ({}):",
+            oslab_core::units::counted(n, "process"),
             s.cpu,
             s.class.name()
         )));

@@ -55,19 +55,19 @@ fn extra_work() -> u32 {
 }
 
 impl HarnessConfig {
-    /// The default suite: about 0.3 s per measurement (its interval comes from 20 blocks of
-    /// it; a noisy one is measured again later in the run).
+    /// The default suite: about 0.2 s per measurement (its interval comes from 20 blocks of
+    /// it; a noisy one is measured again later in the run), about a minute on 2 cores.
     pub fn full() -> HarnessConfig {
         HarnessConfig {
-            budget: Duration::from_millis(280),
+            budget: Duration::from_millis(200),
             min_samples: 50,
             max_samples: 20_000,
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(30),
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
-            suite_target: Duration::from_secs(84),
-            seconds_per_cost: 0.33,
+            suite_target: Duration::from_secs(60),
+            seconds_per_cost: 0.24,
             extra_work: extra_work(),
         }
     }
@@ -81,18 +81,18 @@ impl HarnessConfig {
         }
     }
 
-    /// `--quick`: about 0.08 s per measurement.
+    /// `--quick`: about 0.07 s per measurement, about 15 s on 2 cores.
     pub fn quick() -> HarnessConfig {
         HarnessConfig {
-            budget: Duration::from_millis(80),
+            budget: Duration::from_millis(70),
             min_samples: 20,
             max_samples: 5_000,
             target_batch: Duration::from_micros(30),
             warmup: Duration::from_millis(10),
             memory_max: 64 << 20,
             retry_budget: Duration::from_millis(1500),
-            suite_target: Duration::from_secs(19),
-            seconds_per_cost: 0.075,
+            suite_target: Duration::from_secs(15),
+            seconds_per_cost: 0.066,
             extra_work: extra_work(),
         }
     }

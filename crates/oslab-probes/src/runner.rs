@@ -525,13 +525,13 @@ mod tests {
 
     #[test]
     fn retries_never_run_past_the_suites_time_target() {
-        let quick = HarnessConfig::quick(); // 1.5 s of retries, 19 s target
+        let quick = HarnessConfig::quick(); // 1.5 s of retries, 15 s target
         let s = Duration::from_secs_f64;
         assert_eq!(retry_budget(&quick, 1, s(10.0)), s(1.5));
-        assert_eq!(retry_budget(&quick, 1, s(18.0)), s(1.0));
+        assert_eq!(retry_budget(&quick, 1, s(14.0)), s(1.0));
         assert_eq!(retry_budget(&quick, 1, s(25.0)), Duration::ZERO);
         // Three repetitions: three targets.
-        assert_eq!(retry_budget(&quick, 3, s(56.5)), s(0.5));
+        assert_eq!(retry_budget(&quick, 3, s(44.5)), s(0.5));
     }
 
     #[test]

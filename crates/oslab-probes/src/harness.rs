@@ -55,19 +55,19 @@ fn extra_work() -> u32 {
 }
 
 impl HarnessConfig {
-    /// The default suite: about 0.2 s per measurement (its interval comes from 20 blocks of
+    /// The default suite: about 0.17 s per measurement (its interval comes from 20 blocks of
     /// it; a noisy one is measured again later in the run), about a minute on 2 cores.
     pub fn full() -> HarnessConfig {
         HarnessConfig {
-            budget: Duration::from_millis(200),
+            budget: Duration::from_millis(170),
             min_samples: 50,
             max_samples: 20_000,
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(30),
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
-            suite_target: Duration::from_secs(60),
-            seconds_per_cost: 0.24,
+            suite_target: Duration::from_secs(56),
+            seconds_per_cost: 0.2,
             extra_work: extra_work(),
         }
     }

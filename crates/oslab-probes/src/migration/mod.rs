@@ -101,6 +101,9 @@ fn cost(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError
             let extra = local.median().unwrap_or(0.0);
             let diff = remote.map(|r| r - extra);
             let mut m = cx.measurement(me.id, base.clone(), "per_migration", &diff);
+            // A difference: below zero only where its whole interval is (a working set as large
+            // as memory re-touched after a move costs what it costs in place, within the noise).
+            m.difference = true;
             m.note_before(format!(
                 "re-touch after the move minus re-touch in place ({:.0} ns); the move itself is `move`{}",
                 extra,

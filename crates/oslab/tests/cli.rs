@@ -512,8 +512,12 @@ fn process_creation_is_timed_from_a_minimal_parent_and_fork_grows_with_its_memor
     let note = head["note"].as_str().unwrap();
     assert!(note.contains("minimal helper process"), "{note}");
     assert!(head["params"].get("parent_rss_mib").is_none());
+    // ... and recorded as found, for the headline's label (a thread's cost does not depend on it).
+    let resident = head["context"]["parent_resident_bytes"].as_u64().unwrap();
+    assert!((1 << 20..1 << 30).contains(&resident), "{resident}");
     let pthread = ms.iter().find(|m| m["probe"] == "task.pthread").unwrap();
     assert!(pthread["note"].as_str().unwrap().contains("minimal helper"));
+    assert!(pthread["context"].get("parent_resident_bytes").is_none());
     // Fork copies page tables: 64 MiB touched costs more than 1 MiB, and the fit says so.
     let median = |m: &Value| m["summary"]["median"].as_f64().unwrap();
     assert!(median(find("round_trip", Some(64))) > median(find("round_trip", Some(1))));

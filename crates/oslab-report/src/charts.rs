@@ -374,9 +374,12 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let mut list = overlaid_bars(sides, |ms| {
         let labelled: Vec<(String, &Measurement)> = ms
             .iter()
-            // One metric per kind of cost: a fault's time, not also per page and per byte.
+            // One operation's time on one axis: a fault's, not also per page and per byte;
+            // not fork's cost per MiB its parent touched (a time per amount, not per fork).
             .filter(|m| {
-                m.unit == Unit::Ns && !["per_page", "per_byte"].contains(&m.metric.as_str())
+                m.unit == Unit::Ns
+                    && ![metric::PER_PAGE, metric::PER_BYTE, metric::COST_PER_MIB]
+                        .contains(&m.metric.as_str())
             })
             .map(|m| {
                 let cache = m.param_text("cache");
@@ -401,7 +404,7 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     list.truncate(16 * sides.len());
     out.extend(figure(
         plots::bars(&format!("{family} costs"), "ns", &list),
-        "Median with CI95 per measurement (page faults: per fault; per page and per byte are in the table).",
+        "Median with CI95 per measurement (page faults: per fault; per page, per byte and fork's cost per MiB are in the table).",
     ));
     out
 }

@@ -111,3 +111,41 @@ ALTER TABLE measurements ADD COLUMN p999 REAL;
 pub fn current_version() -> i64 {
     MIGRATIONS.len() as i64
 }
+
+/// Every schema object (type, name) some version of the store has had: the migrations applied
+/// one by one to an empty database in memory. SQLite's own (`sqlite_*`) are not listed.
+pub fn known_objects() -> &'static std::collections::BTreeSet<(String, String)> {
+    static KNOWN: std::sync::OnceLock<std::collections::BTreeSet<(String, String)>> =
+        std::sync::OnceLock::new();
+    KNOWN.get_or_init(|| {
+        let conn = rusqlite::Connection::open_in_memory().expect("an in-memory database");
+        let mut known = objects(&conn).expect("reading a new database's schema");
+        conn.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            .expect("the version table");
+        for sql in MIGRATIONS {
+            conn.execute_batch(sql).expect("a shipped migration applies");
+            known.extend(objects(&conn).expect("reading the schema"));
+        }
+        known
+    })
+}
+
+/// The schema objects (type, name) of a database, SQLite's own left out.
+pub fn objects(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<std::collections::BTreeSet<(String, String)>> {
+    conn.prepare("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// The schema objects of `conn` no version of the store created (a trigger, a view, a table of
+/// another program), named for a message; empty when there are none.
+pub fn foreign_objects(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<String>> {
+    let known = known_objects();
+    Ok(objects(conn)?
+        .into_iter()
+        .filter(|o| !known.contains(o))
+        .map(|(kind, name)| format!("{kind} {name:?}"))
+        .collect())
+}

@@ -12,6 +12,18 @@ use std::path::{Path, PathBuf};
 
 mod rows;
 
+/// Refuses a store holding schema objects no version of oslab created.
+fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let found = crate::schema::foreign_objects(conn)?;
+    match found.is_empty() {
+        true => Ok(()),
+        false => Err(StoreError::ForeignObjects {
+            path: path.to_path_buf(),
+            objects: oslab_core::text::shortened(&found.join(", "), 200),
+        }),
+    }
+}
+
 /// Errors of the store. Each message names the file and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -36,6 +48,14 @@ pub enum StoreError {
     Foreign {
         /// The file.
         path: PathBuf,
+    },
+    /// The store holds schema objects oslab did not create (a trigger would run on our writes).
+    #[error("{path} holds {objects}, which oslab did not create; refusing to use it: remove them, or pass --db PATH to use another file")]
+    ForeignObjects {
+        /// The file.
+        path: PathBuf,
+        /// What they are (`trigger "t"`, `view "v"`), joined.
+        objects: String,
     },
     /// Written by a newer oslab.
     #[error("{path} has schema version {found}, newer than this oslab understands ({supported}); upgrade oslab")]
@@ -159,6 +179,7 @@ impl Store {
                 },
                 other => other,
             })?;
+        refuse_foreign(&store.conn, path)?;
         match version.unwrap_or(0) {
             v if v == current_version() => Ok(store),
             v if v > current_version() => Err(StoreError::TooNew {
@@ -299,6 +320,8 @@ impl Store {
                 path: self.path.clone(),
             });
         }
+        // Before anything is written: a foreign trigger would fire on our own writes.
+        refuse_foreign(&tx, &self.path)?;
         let found: i64 = if has_version {
             tx.query_row("SELECT max(version) FROM schema_version", [], |r| {
                 r.get::<_, Option<i64>>(0)

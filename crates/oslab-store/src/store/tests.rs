@@ -334,3 +334,31 @@ fn tags_are_stored_with_the_run_and_found_again() {
     assert_eq!(back.tags["fleet.node"], "n3");
     assert_eq!(s.tagged("kernel", "6.18").unwrap(), vec![d]);
 }
+
+#[test]
+fn a_store_with_triggers_or_views_it_did_not_create_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, sql) in [
+        (
+            "trigger",
+            "CREATE TRIGGER eat AFTER INSERT ON runs BEGIN DELETE FROM runs; END",
+        ),
+        ("view", "CREATE VIEW v AS SELECT id FROM runs"),
+        ("table", "CREATE TABLE extra (x)"),
+    ] {
+        let path = dir.path().join(format!("{name}.db"));
+        drop(Store::open(&path).unwrap());
+        Connection::open(&path).unwrap().execute_batch(sql).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let err = Store::open(&path).err().unwrap();
+        assert!(matches!(err, StoreError::ForeignObjects { .. }), "{err}");
+        assert!(err.to_string().contains(name), "{err}");
+        let err = Store::open_read_only(&path).err().unwrap();
+        assert!(matches!(err, StoreError::ForeignObjects { .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{name}: the store was written");
+    }
+    // What oslab created itself is its own, at every version.
+    let path = dir.path().join("own.db");
+    drop(Store::open(&path).unwrap());
+    assert!(Store::open(&path).is_ok() && Store::open_read_only(&path).is_ok());
+}

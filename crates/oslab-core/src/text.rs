@@ -83,6 +83,15 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// [`printable`] on one line: a line break is escaped too (`\n`), so a field from an imported
+/// file (a host name, a tag) cannot start a line of its own in a row-per-line format (CSV).
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    match printable(s) {
+        p if p.contains('\n') => std::borrow::Cow::Owned(p.replace('\n', "\\n")),
+        p => p,
+    }
+}
+
 /// The one kind of escape sequence oslab itself writes: a foreground colour of its tables'
 /// status words (`ESC[38;5;Nm`) and its end (`ESC[39m`). Their length in bytes at `s`'s start, if
 /// `s` starts with one.

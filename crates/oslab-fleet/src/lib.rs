@@ -40,13 +40,15 @@ pub fn node_file(job_dir: &Path, node: &str, failed: bool) -> PathBuf {
     ))
 }
 
-/// (node, failed) for a file name written by [`node_file`].
+/// (node, failed) for a file name written by [`node_file`]; none for a name [`node_file`]
+/// would not write (a node name [`is_node_name`] refuses).
 pub fn parse_node_file(name: &str) -> Option<(&str, bool)> {
     let rest = name.strip_prefix("node-")?;
-    if let Some(n) = rest.strip_suffix(".json") {
-        return Some((n, false));
-    }
-    rest.strip_suffix(".failed").map(|n| (n, true))
+    let (node, failed) = match rest.strip_suffix(".json") {
+        Some(n) => (n, false),
+        None => (rest.strip_suffix(".failed")?, true),
+    };
+    is_node_name(node).then_some((node, failed))
 }
 
 /// Slurm job ids: digits, or array jobs "123_4".
@@ -144,8 +146,11 @@ pub fn read_job(job: &str, dir: &Path) -> Result<JobResults, FileError> {
                 r.runs.push((node.to_string(), doc));
             }
             Some((node, true)) => {
+                // One line, nothing that acts on a terminal: the file is the node's to write.
                 let why = match read_bounded(&path, FAILED_MAX, Links::Refuse) {
-                    Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+                    Ok(b) => {
+                        oslab_core::text::one_line(String::from_utf8_lossy(&b).trim()).into_owned()
+                    }
                     Err(e) => format!("(its reason is not shown: {e})"),
                 };
                 r.failed.push((node.to_string(), why));
@@ -160,7 +165,7 @@ pub fn read_job(job: &str, dir: &Path) -> Result<JobResults, FileError> {
             .as_array()
             .map(|a| {
                 a.iter()
-                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .filter_map(|n| n.as_str().filter(|n| is_node_name(n)).map(str::to_string))
                     .collect()
             })
             .unwrap_or_default();
@@ -334,6 +339,10 @@ mod tests {
         let name = f.file_name().unwrap().to_str().unwrap();
         assert_eq!(parse_node_file(name), Some(("n01", false)));
         assert_eq!(parse_node_file("node-gpu-3.failed"), Some(("gpu-3", true)));
+        // A name node_file would not write is no node's file.
+        assert_eq!(parse_node_file("node-a\nb.json"), None);
+        assert_eq!(parse_node_file("node-.hidden.json"), None);
+        assert_eq!(parse_node_file("node-\u{1b}[2J.failed"), None);
         assert_eq!(parse_node_file("fleet.json"), None);
         assert!(is_job_id("123") && is_job_id("123_4") && !is_job_id("x1") && !is_job_id(""));
         assert!(is_node_name("n01.cluster") && !is_node_name("../x") && !is_node_name(".h"));

@@ -67,7 +67,11 @@ pub fn model(inputs: &[(&str, String)]) -> String {
 pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     let mut o = String::new();
     let t = &fp.topology;
-    let _ = writeln!(o, "host        {}", fp.hostname);
+    let _ = writeln!(
+        o,
+        "host        {}",
+        oslab_core::text::one_line(&fp.hostname)
+    );
     let _ = writeln!(
         o,
         "cpu         {} ({}, family/model/stepping {}, microcode {})",

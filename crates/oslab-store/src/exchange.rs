@@ -373,18 +373,20 @@ pub fn csv_samples(run: &RunRecord, ms: &[Measurement]) -> String {
     out
 }
 
-/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180). A text that a
-/// spreadsheet would take for a formula (a leading `=`, `+`, `-`, `@`, tab or carriage return:
-/// a tag, a host name or a note from an imported run) gets a leading apostrophe, the common
-/// convention; numbers stay numbers.
+/// A CSV field: on one line with nothing in it that acts on a terminal (control characters and
+/// line breaks escaped, [`oslab_core::text::one_line`]: a host name or tag from an imported run
+/// cannot forge a row or move the cursor), quoted when it holds a comma or quote (RFC 4180). A
+/// text that a spreadsheet would take for a formula (a leading `=`, `+`, `-`, `@`) gets a leading
+/// apostrophe, the common convention; numbers stay numbers.
 fn csv_field(s: &str) -> String {
-    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err();
+    let s = oslab_core::text::one_line(s);
+    let formula = s.starts_with(['=', '+', '-', '@']) && s.parse::<f64>().is_err();
     let s = if formula {
         format!("'{s}")
     } else {
-        s.to_string()
+        s.into_owned()
     };
-    if s.contains([',', '"', '\n', '\r']) {
+    if s.contains([',', '"']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s
@@ -507,5 +509,25 @@ mod tests {
             .next()
             .unwrap()
             .ends_with("cpu,unit,sample,value"));
+    }
+
+    #[test]
+    fn a_hostile_host_name_stays_in_its_field_of_one_row() {
+        let mut d = doc();
+        d.run.hostname = "evil\n9,forged,row\u{1b}[2J\r=cmd".into();
+        d.measurements[0].note = Some("-2+3 \u{202e}txt".into());
+        let text = csv(&d.run, &d.measurements);
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(!text.contains('\u{202e}'), "{text:?}");
+        let row = text.lines().nth(1).unwrap();
+        assert!(
+            row.contains(r#""evil\n9,forged,row\u{1b}[2J\r=cmd""#),
+            "{row}"
+        );
+        assert!(row.ends_with(r"'-2+3 \u{202e}txt"), "{row}");
     }
 }

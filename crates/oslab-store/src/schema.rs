@@ -123,7 +123,8 @@ pub fn known_objects() -> &'static std::collections::BTreeSet<(String, String)> 
         conn.execute_batch("CREATE TABLE schema_version (version INTEGER NOT NULL)")
             .expect("the version table");
         for sql in MIGRATIONS {
-            conn.execute_batch(sql).expect("a shipped migration applies");
+            conn.execute_batch(sql)
+                .expect("a shipped migration applies");
             known.extend(objects(&conn).expect("reading the schema"));
         }
         known
@@ -134,9 +135,11 @@ pub fn known_objects() -> &'static std::collections::BTreeSet<(String, String)> 
 pub fn objects(
     conn: &rusqlite::Connection,
 ) -> rusqlite::Result<std::collections::BTreeSet<(String, String)>> {
-    conn.prepare("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
+    conn.prepare(
+        "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+    )?
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
 }
 
 /// The schema objects of `conn` no version of the store created (a trigger, a view, a table of

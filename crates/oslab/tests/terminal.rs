@@ -224,7 +224,7 @@ fn outside_text_on_a_terminal_is_shown_never_obeyed() {
         .success();
     let doc = stdout(&["export", "1", "--db", db]);
     let mut doc: serde_json::Value = serde_json::from_slice(&doc).unwrap();
-    doc["run"]["hostname"] = "far\u{1b}]0;owned\u{7}\u{1b}[38;5;9maway".into();
+    doc["run"]["hostname"] = "far\u{1b}]0;owned\u{7}\u{1b}[38;5;9maway\nforged: a line".into();
     doc["run"]["tags"] = serde_json::json!({"k": "\u{1b}[2Jcleared"});
     doc["measurements"][0]["status"] = "noisy".into();
     doc["measurements"][0]["reason"] = "spread\u{1b}[1A".into();
@@ -249,5 +249,10 @@ fn outside_text_on_a_terminal_is_shown_never_obeyed() {
         if args[0] == "show" {
             assert!(text.contains("far\\u{1b}]0;owned"), "{args:?}: {text}");
         }
+        // A line break in a field is shown, not obeyed: no line of its own.
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("forged")),
+            "{args:?}: {text}"
+        );
     }
 }

@@ -22,7 +22,7 @@ pub fn runs(rows: &[RunSummary]) -> String {
                 r.id.to_string(),
                 r.started.replacen('T', " ", 1).chars().take(16).collect(),
                 r.status.as_str().to_string(),
-                oslab_core::text::printable(&r.hostname).into_owned(),
+                oslab_core::text::one_line(&r.hostname).into_owned(),
                 r.measurements.to_string(),
                 format!("{:.1} s", r.wall_s),
             ];

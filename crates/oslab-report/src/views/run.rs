@@ -5,6 +5,7 @@ use super::measurements::{measurements, sweeps};
 use crate::table::*;
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
+use oslab_core::text::one_line;
 
 /// A run as text: header, table, warnings.
 /// A run as text: by default the headline, a line per probe, what to distrust, the model in a
@@ -17,17 +18,17 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -
             .id
             .map(|i| i.to_string())
             .unwrap_or_else(|| "-".into()),
-        record.started,
+        one_line(&record.started),
         record.status.as_str(),
-        record.hostname,
-        record.oslab_version,
+        one_line(&record.hostname),
+        one_line(&record.oslab_version),
         record
             .git_rev
             .as_deref()
-            .map(|r| format!(" ({r})"))
+            .map(|r| format!(" ({})", one_line(r)))
             .unwrap_or_default(),
         record.wall_s,
-        record.command,
+        one_line(&record.command),
     );
     if let Some(clock) = record
         .fingerprint

@@ -355,7 +355,11 @@ fn a_store_with_triggers_or_views_it_did_not_create_is_refused_untouched() {
         assert!(err.to_string().contains(name), "{err}");
         let err = Store::open_read_only(&path).err().unwrap();
         assert!(matches!(err, StoreError::ForeignObjects { .. }), "{err}");
-        assert_eq!(std::fs::read(&path).unwrap(), before, "{name}: the store was written");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{name}: the store was written"
+        );
     }
     // What oslab created itself is its own, at every version.
     let path = dir.path().join("own.db");

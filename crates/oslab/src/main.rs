@@ -44,7 +44,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            cmd::say(&format!("oslab: {e:#}"));
+            cmd::say(&format!("oslab: {}", once_each(&e)));
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -54,9 +54,50 @@ fn main() -> ExitCode {
     }
 }
 
+/// An error and its causes, each said once: a cause whose text the message already holds (a
+/// library error that quotes SQLite's, then SQLite's itself) is not repeated.
+fn once_each(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain().map(|c| c.to_string()) {
+        if text.is_empty() {
+            text = cause;
+        } else if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_not_repeated() {
+        #[derive(Debug)]
+        struct Full;
+        impl std::fmt::Display for Full {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("database or disk is full")
+            }
+        }
+        impl std::error::Error for Full {}
+        let e = anyhow::Error::new(Full).context("result store error: database or disk is full");
+        assert_eq!(
+            once_each(&e),
+            "result store error: database or disk is full"
+        );
+        let e = anyhow::Error::new(Full).context("cannot store run 3");
+        assert_eq!(
+            once_each(&e),
+            "cannot store run 3: database or disk is full"
+        );
+    }
 }

@@ -2028,6 +2028,9 @@ fn every_manual_page_a_page_refers_to_exists() {
     let e = fails(&["man", "nope"], 2);
     assert!(e.contains("no manual page for `oslab nope`"), "{e}");
     let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let e = fails(&["man", "--dir", missing.to_str().unwrap()], 2);
+    assert!(e.contains("no such directory"), "{e}");
     stdout(&["man", "--dir", dir.path().to_str().unwrap()]);
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -6,6 +6,25 @@ mod common;
 use common::{fails, oslab, restoring, temp_db};
 
 #[test]
+fn a_kernel_thread_is_called_one_and_left_alone() {
+    if !oslab_testkit::require_root("moving another process's threads") {
+        return;
+    }
+    // A per-cpu kernel thread: the kernel refuses any affinity change for it.
+    let Some(pid) = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+        (comm.trim() == "ksoftirqd/0").then(|| e.file_name().to_string_lossy().into_owned())
+    }) else {
+        return oslab_testkit::skip("no ksoftirqd/0 here");
+    };
+    let e = fails(&["shuffle", "--pid", &pid], 1);
+    assert!(
+        e.contains("kernel thread") && !e.contains("another user"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_simulated_four_socket_machine_shows_where_shuffling_pays() {
     let (_dir, db) = temp_db();
     let db_arg = db.to_str().unwrap();

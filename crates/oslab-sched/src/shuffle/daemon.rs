@@ -23,9 +23,12 @@ pub fn prepare(
     if !monitor_only {
         // Setting it to what it is fails now when we may not move its threads.
         set_affinity(pid, &allowed).map_err(|e| {
-            format!(
-                "may not change the affinity of process {pid}: {e} (another user's process: run as its owner or root, or use --monitor-only)"
-            )
+            let why = match e.raw_os_error() {
+                Some(libc::EPERM) => "another user's process: run as its owner or root, or use --monitor-only",
+                Some(libc::EINVAL) => "a kernel thread, or a task whose cpus the kernel fixes: nothing can move it; use --monitor-only",
+                _ => "use --monitor-only to watch without moving it",
+            };
+            format!("may not change the affinity of process {pid}: {e} ({why})")
         })?;
     }
     let monitor = Monitor::open(pid, method).map_err(|e| e.to_string())?;

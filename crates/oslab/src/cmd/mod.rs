@@ -88,8 +88,12 @@ fn man(path: &[String], dir: Option<&std::path::Path>) -> anyhow::Result<ExitCod
     let pages = crate::man::pages()?;
     if let Some(dir) = dir {
         if !dir.is_dir() {
+            let what = match dir.exists() {
+                true => "not a directory",
+                false => "no such directory (create it first)",
+            };
             return Err(crate::error::usage(format!(
-                "--dir {}: not a directory",
+                "--dir {}: {what}",
                 dir.display()
             )));
         }

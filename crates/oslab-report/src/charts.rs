@@ -12,6 +12,15 @@ use std::collections::BTreeMap;
 /// A chart and its caption.
 pub type Figure = (String, String);
 
+/// What a line chart's dashes mean: alone, the machine model's prediction; overlaid, each run is
+/// a colour and the dash tells its curves apart (the models are not drawn).
+fn dashes(sides: &[Drawn]) -> &'static str {
+    match sides {
+        [_] => "dashed: the machine model's prediction",
+        _ => "a colour per run, a dash per curve (the model's predictions are in each run's own report)",
+    }
+}
+
 fn figure(svg: Result<String, String>, caption: &str) -> Option<Figure> {
     svg.ok().map(|s| (s, caption.to_string()))
 }
@@ -60,7 +69,11 @@ fn series_by(
     }
     groups
         .into_iter()
-        .map(|(name, points)| Series { name, points })
+        .map(|(name, points)| Series {
+            name,
+            points,
+            side: 0,
+        })
         .collect()
 }
 
@@ -85,7 +98,11 @@ fn loaded_curves(ms: &[&Measurement]) -> Vec<Series> {
     }
     curves
         .into_iter()
-        .map(|(name, points)| Series { name, points })
+        .map(|(name, points)| Series {
+            name,
+            points,
+            side: 0,
+        })
         .collect()
 }
 
@@ -158,10 +175,12 @@ pub(crate) fn alone<'a>(ms: &[&'a Measurement]) -> [Drawn<'a>; 1] {
 fn overlaid_series(sides: &[Drawn], f: impl Fn(&[&Measurement]) -> Vec<Series>) -> Vec<Series> {
     sides
         .iter()
-        .flat_map(|side| {
-            f(&side.ms).into_iter().map(|mut s| {
+        .enumerate()
+        .flat_map(|(k, side)| {
+            f(&side.ms).into_iter().map(move |mut s| {
                 if sides.len() > 1 {
                     s.name = format!("{}: {}", side.label, s.name);
+                    s.side = k;
                 }
                 s
             })
@@ -237,7 +256,7 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     }
     out.extend(figure(
         plots::lines("load-to-use latency vs working set", XAxis::Bytes, ("working set", "ns per load"), &curves, &cache_marks(&sides[0].ms, record), true),
-        "Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows; dashed: the machine model's prediction.",
+        &format!("Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows; {}.", dashes(sides)),
     ));
     let mlp = overlaid_bars(sides, |ms| {
         series_by(
@@ -292,7 +311,10 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
             &cache_marks(&sides[0].ms, record),
             false,
         ),
-        "One thread; each cache level shows as a plateau; dashed: the machine model's prediction.",
+        &format!(
+            "One thread; each cache level shows as a plateau; {}.",
+            dashes(sides)
+        ),
     ));
     let stream = overlaid_bars(sides, |ms| {
         bar_list(

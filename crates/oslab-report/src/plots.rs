@@ -31,6 +31,9 @@ pub struct Series {
     pub name: String,
     /// Points, any order (sorted by x when drawn).
     pub points: Vec<(f64, f64)>,
+    /// Which of several overlaid runs it belongs to (a run is then a colour, and the series of
+    /// one run are told apart by their dashes); 0 alone.
+    pub side: usize,
 }
 
 /// The name prefix of a series that is a model's prediction of another: drawn dashed, in the
@@ -234,10 +237,11 @@ pub fn lines(
                         )))
                         .map_err(err)?;
                 }
-                // A model's line ("model: NAME") is dashed, in the colour of the series it models.
+                // A model's line ("model: NAME") is dashed, in the colour of the series it models;
+                // overlaid runs are a colour each, their series a dash pattern each.
                 for s in series {
                     let modelled = s.name.strip_prefix(MODEL);
-                    let color = colour_of(series, s);
+                    let (color, dash) = style_of(series, s);
                     let mut p: Vec<(f64, f64)> = s
                         .points
                         .iter()
@@ -252,9 +256,19 @@ pub fn lines(
                             .map_err(err)?;
                         continue;
                     }
-                    chart
-                        .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
-                        .map_err(err)?;
+                    match dash {
+                        Some((on, off)) => chart
+                            .draw_series(DashedLineSeries::new(
+                                p.clone(),
+                                on,
+                                off,
+                                color.stroke_width(2),
+                            ))
+                            .map_err(err)?,
+                        None => chart
+                            .draw_series(LineSeries::new(p.clone(), color.stroke_width(2)))
+                            .map_err(err)?,
+                    };
                     chart
                         .draw_series(p.into_iter().map(|pt| Circle::new(pt, 2, color.filled())))
                         .map_err(err)?;
@@ -275,6 +289,24 @@ pub fn lines(
     })
 }
 
+/// Dash patterns (on, off in pixels) that tell one run's series apart; the first is solid.
+const DASHES: [Option<(u32, u32)>; 4] = [None, Some((8, 4)), Some((2, 3)), Some((12, 3))];
+
+/// How series `s` among `series` is drawn: its colour and dash. Alone, a colour per series; with
+/// overlaid runs (a side above 0), a colour per run and a dash per series within its run, so the
+/// same series of two runs differ only in colour.
+fn style_of(series: &[Series], s: &Series) -> (RGBColor, Option<(u32, u32)>) {
+    if !series.iter().any(|x| x.side > 0) {
+        return (colour_of(series, s), None);
+    }
+    let k = series
+        .iter()
+        .filter(|x| x.side == s.side)
+        .position(|x| std::ptr::eq(x, s))
+        .unwrap_or(0);
+    (PALETTE[s.side % PALETTE.len()], DASHES[k % DASHES.len()])
+}
+
 /// The colour of series `s` among `series`: a model's line takes its measured series' colour.
 fn colour_of(series: &[Series], s: &Series) -> RGBColor {
     let measured: Vec<&Series> = series
@@ -293,21 +325,23 @@ fn colour_of(series: &[Series], s: &Series) -> RGBColor {
 fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Result<(), String> {
     for (k, s) in series.iter().enumerate() {
         let y = 50 + 20 * k as i32;
-        let color = colour_of(series, s);
+        let (color, dash) = style_of(series, s);
         let model = s.name.starts_with(MODEL);
-        let sample: Vec<(i32, i32)> = if model {
-            vec![(4, y), (10, y), (14, y), (20, y)]
-        } else {
-            vec![(4, y), (22, y)]
+        // A sample of the line: a model's dashed thin, a run's series in its dash.
+        let (on, off, width) = match (model, dash) {
+            (true, _) => (6, 4, 1),
+            (false, Some((on, off))) => (on as i32, off as i32, 2),
+            (false, None) => (18, 0, 2),
         };
-        if model {
-            for seg in sample.chunks(2) {
-                area.draw(&PathElement::new(seg.to_vec(), color.stroke_width(1)))
-                    .map_err(err)?;
-            }
-        } else {
-            area.draw(&PathElement::new(sample, color.stroke_width(2)))
-                .map_err(err)?;
+        let mut x = 4;
+        while x < 22 {
+            let end = (x + on).min(22);
+            area.draw(&PathElement::new(
+                vec![(x, y), (end, y)],
+                color.stroke_width(width),
+            ))
+            .map_err(err)?;
+            x = end + off.max(1);
         }
         let mut name = s.name.clone();
         if name.chars().count() > 28 {
@@ -705,10 +739,38 @@ mod tests {
     }
 
     #[test]
+    fn overlaid_runs_are_a_colour_each_and_their_series_a_dash_each() {
+        let s = |name: &str, side| Series {
+            name: name.into(),
+            points: vec![(1.0, 1.0), (2.0, 2.0), (3.0, 3.0)],
+            side,
+        };
+        let alone = [s("chunk", 0), s("random", 0)];
+        assert_ne!(style_of(&alone, &alone[0]).0, style_of(&alone, &alone[1]).0);
+        assert_eq!(style_of(&alone, &alone[1]).1, None);
+        let two = [
+            s("A: chunk", 0),
+            s("A: random", 0),
+            s("B: chunk", 1),
+            s("B: random", 1),
+        ];
+        let st: Vec<_> = two.iter().map(|x| style_of(&two, x)).collect();
+        assert_eq!(st[0].0, st[1].0, "one run, one colour");
+        assert_ne!(st[0].0, st[2].0, "two runs, two colours");
+        assert_eq!(
+            (st[0].1, st[1].1),
+            (st[2].1, st[3].1),
+            "a series keeps its dash"
+        );
+        assert_ne!(st[0].1, st[1].1);
+    }
+
+    #[test]
     fn figures_no_axis_can_hold_are_refused_not_drawn_for_ever() {
         let series = |ys: [f64; 3]| Series {
             name: "s".into(),
             points: vec![(4096.0, ys[0]), (8192.0, ys[1]), (16384.0, ys[2])],
+            side: 0,
         };
         for ys in [[1.0, 2.0, 1e300], [1e-310, 1.0, 2.0], [1.0, f64::MAX, 3.0]] {
             let drawn = lines("x", XAxis::Bytes, ("size", "ns"), &[series(ys)], &[], true);
@@ -809,6 +871,7 @@ mod tests {
             &[Series {
                 name: "random".into(),
                 points: vec![(4096.0, 1.4), (1e6, 5.0), (1e9, 300.0)],
+                side: 0,
             }],
             &[Mark {
                 x: 49152.0,
@@ -835,6 +898,7 @@ mod tests {
             &[Series {
                 name: "triad plain".into(),
                 points: vec![(1.0, 10.0), (2.0, 19.0), (4.0, 30.0), (8.0, 41.0)],
+                side: 0,
             }],
             &[],
             false,

@@ -64,7 +64,7 @@ fn stride_table(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, Pr
     for size in table_sizes(max) {
         let mut buf = Some(Buffer::new(size, Pages::Small)?);
         for stride in STRIDES.into_iter().filter(|&s| size / s >= 2) {
-            let mut chain = Chain::strided(buf.take().expect("buffer returned"), stride);
+            let mut chain = Chain::strided(buf.take().expect("buffer returned"), stride)?;
             chain.walk((size / stride).min(1 << 20) as u64);
             let t = harness.raw(&mut |n| chain.walk(n))?;
             let p = params! {
@@ -103,7 +103,7 @@ fn page_modes(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, Prob
                 }
                 Err(e) => return Err(e),
             };
-            let mut chain = Chain::in_buffer(buf, Order::Random, size as u64);
+            let mut chain = Chain::in_buffer(buf, Order::Random, size as u64)?;
             // Linking touched every page; a random walk over a set beyond the caches reaches its
             // steady state (caches and TLB missing) within thousands of loads, not a full pass.
             chain.walk((size / 64).min(1 << 18) as u64);
@@ -180,7 +180,7 @@ mod tests {
     #[test]
     fn a_strided_chain_visits_every_stride_in_order() {
         let buf = Buffer::new(1 << 16, Pages::Small).unwrap();
-        let mut chain = Chain::strided(buf, 4096);
+        let mut chain = Chain::strided(buf, 4096).unwrap();
         let mut seen = Vec::new();
         for _ in 0..16 {
             seen.push(chain.position());

@@ -101,7 +101,7 @@ fn run(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError>
         Order::Chunk,
         IDLE_SPACING,
         size as u64,
-    );
+    )?;
     chain.walk((size / IDLE_SPACING).min(1 << 18) as u64);
     // Each loader streams two buffers of its own, well beyond the caches it could share.
     let loader_bytes = ((cx.memory_budget() / 4 / loaders.len()).clamp(8 << 20, 128 << 20)

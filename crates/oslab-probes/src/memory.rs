@@ -120,22 +120,27 @@ impl Chain {
     /// Maps `size` bytes and links one element per line in `order`. Each element sits at a random
     /// 8-byte offset inside its line, so the chain does not favour one cache bank or set.
     pub fn new(size: usize, order: Order, pages: Pages, seed: u64) -> Result<Chain, ProbeError> {
-        Ok(Chain::in_buffer(Buffer::new(size, pages)?, order, seed))
+        Chain::in_buffer(Buffer::new(size, pages)?, order, seed)
     }
 
     /// Links a chain in `buf` (first touch happens here, so bind the buffer before).
-    pub fn in_buffer(buf: Buffer, order: Order, seed: u64) -> Chain {
+    pub fn in_buffer(buf: Buffer, order: Order, seed: u64) -> Result<Chain, ProbeError> {
         Chain::spaced(buf, order, LINE, seed)
     }
 
     /// Links one element per `spacing` bytes (a multiple of the line) of `buf` in `order`, each at
     /// a random line of its block and a random 8-byte offset in that line. With a spacing above the
     /// line, the chunks of the `Chunk` order are visited in random order too.
-    pub fn spaced(buf: Buffer, order: Order, spacing: usize, seed: u64) -> Chain {
+    pub fn spaced(
+        buf: Buffer,
+        order: Order,
+        spacing: usize,
+        seed: u64,
+    ) -> Result<Chain, ProbeError> {
         let spacing = spacing.max(LINE) / LINE * LINE;
         let elements = (buf.len() / spacing).max(1);
         let mut rng = SplitMix64(seed);
-        let mut visit: Vec<usize> = (0..elements).collect();
+        let mut visit: Vec<usize> = try_collect(elements, 0..elements)?;
         match order {
             Order::Sequential => {}
             Order::Random => sattolo(&mut visit, &mut rng),
@@ -145,32 +150,35 @@ impl Chain {
                     shuffle(chunk, &mut rng);
                 }
                 if spacing > LINE {
-                    let mut chunks: Vec<Vec<usize>> =
-                        visit.chunks(per_chunk).map(<[usize]>::to_vec).collect();
-                    shuffle(&mut chunks, &mut rng);
-                    visit = chunks.concat();
+                    // The chunks in random order: shuffle their starts, then copy them out.
+                    let n = visit.len().div_ceil(per_chunk);
+                    let mut order: Vec<usize> = try_collect(n, 0..n)?;
+                    shuffle(&mut order, &mut rng);
+                    let copied = order.iter().flat_map(|&c| {
+                        visit[c * per_chunk..((c + 1) * per_chunk).min(visit.len())]
+                            .iter()
+                            .copied()
+                    });
+                    visit = try_collect(visit.len(), copied)?;
                 }
             }
         }
         let base = buf.ptr() as usize;
-        let slots: Vec<usize> = visit
-            .iter()
-            .map(|&e| {
-                base + e * spacing + rng.below(spacing / LINE) * LINE + rng.below(LINE / 8) * 8
-            })
-            .collect();
-        Chain::link(buf, &slots)
+        // In place: the element numbers become their addresses (no second list of that size).
+        for e in visit.iter_mut() {
+            *e = base + *e * spacing + rng.below(spacing / LINE) * LINE + rng.below(LINE / 8) * 8;
+        }
+        Ok(Chain::link(buf, &visit))
     }
 
     /// Links one element every `stride` bytes of `buf`, in address order (the classic size x
     /// stride table). Strides below 8 bytes are raised to 8.
-    pub fn strided(buf: Buffer, stride: usize) -> Chain {
+    pub fn strided(buf: Buffer, stride: usize) -> Result<Chain, ProbeError> {
         let stride = stride.max(8);
         let base = buf.ptr() as usize;
-        let slots: Vec<usize> = (0..(buf.len() / stride).max(1))
-            .map(|i| base + i * stride)
-            .collect();
-        Chain::link(buf, &slots)
+        let n = (buf.len() / stride).max(1);
+        let slots = try_collect(n, (0..n).map(|i| base + i * stride))?;
+        Ok(Chain::link(buf, &slots))
     }
 
     /// Writes the cycle `slots[0] -> slots[1] -> ... -> slots[0]` into the buffer.
@@ -257,6 +265,24 @@ fn shuffle<T>(v: &mut [T], rng: &mut SplitMix64) {
         let j = rng.below(i + 1);
         v.swap(i, j);
     }
+}
+
+/// `items` (`n` of them) in a vector, or a probe failure when the memory for it cannot be had: a
+/// vector that cannot grow aborts the process (under `ulimit -v` a chain's index of a large
+/// working set ended the whole run).
+pub(crate) fn try_collect<T>(
+    n: usize,
+    items: impl Iterator<Item = T>,
+) -> Result<Vec<T>, ProbeError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        ProbeError::Failed(format!(
+            "cannot allocate {} for the chain's index (a memory limit: ulimit -v?)",
+            oslab_core::units::bytes((n * std::mem::size_of::<T>()) as u64)
+        ))
+    })?;
+    v.extend(items);
+    Ok(v)
 }
 
 /// Working-set sizes: powers of two from 4 KiB to `max`, plus points just below and above each
@@ -494,7 +520,7 @@ fn idle_latency(cx: &Context, id: &str) -> Result<Measurement, ProbeError> {
         Order::Chunk,
         IDLE_SPACING,
         size as u64,
-    );
+    )?;
     chain.walk((size / IDLE_SPACING).min(1 << 18) as u64);
     let t = cx
         .harness

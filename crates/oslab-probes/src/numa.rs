@@ -300,7 +300,7 @@ fn latency(
         s.spawn(|| {
             set_affinity(0, &CpuSet::single(cpu))
                 .map_err(|e| ProbeError::Failed(format!("cannot pin to cpu {cpu}: {e}")))?;
-            let mut chain = Chain::in_buffer(buf, Order::Chunk, size as u64);
+            let mut chain = Chain::in_buffer(buf, Order::Chunk, size as u64)?;
             let placed = placement(numa, chain.buffer(), mem)?;
             chain.walk((size / 64) as u64);
             let t = cx.harness.raw(&mut |n| chain.walk(n))?;

@@ -484,6 +484,39 @@ fn sigkill_at_a_random_point_keeps_every_completed_probe_intact() {
 }
 
 #[test]
+fn a_memory_limit_fails_the_probe_that_needs_more_not_the_run() {
+    // Under `ulimit -v` a vector that cannot grow aborts the process: the chain's index of the
+    // stride table's 64 MiB working set did, and the whole run was lost.
+    let (_dir, db) = temp_db();
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 200000 && exec '{}' run --quick memory.latency.stride --json --db '{}'",
+            bin.display(),
+            db.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let run = json(&out.stdout);
+    let reasons: Vec<&str> = run["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["status"] == "failed")
+        .filter_map(|m| m["reason"].as_str())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("cannot allocate") || r.contains("cannot map")),
+        "{reasons:?} {err}"
+    );
+}
+
+#[test]
 fn process_creation_is_timed_from_a_minimal_parent_and_fork_grows_with_its_memory() {
     let _turn = exclusive();
     let (_dir, db) = temp_db();

@@ -426,7 +426,16 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     list.truncate(16 * sides.len());
     out.extend(figure(
         plots::bars(&format!("{family} costs"), "ns", &list),
-        "Median with CI95 per measurement (page faults: per fault; per page, per byte and fork's cost per MiB are in the table).",
+        &format!(
+            "Median with CI95 of each {family} measurement{}.",
+            match Family::of(family) {
+                Some(Family::Faults) => ": a fault's time (per page and per byte are in the table)",
+                Some(Family::Task) => ": creation and round trip (fork's cost per MiB its parent touched is in the table)",
+                Some(Family::Syscall) => ", hot (back to back) and cold (caches evicted first)",
+                Some(Family::Switch) => ": the switch on one cpu, the hand-over and the wake-up across two",
+                _ => "",
+            }
+        ),
     ));
     out
 }

@@ -5,8 +5,8 @@ use super::locks::ThreadWait;
 use oslab_core::{CpuSet, Topology};
 use std::collections::BTreeMap;
 
-/// The CPUs of `allowed`, grouped by last-level cache (by package when caches are unknown), in
-/// CPU order.
+/// The CPUs of `allowed`, grouped by last-level cache (by package when caches are unknown), each
+/// domain in placement order: one thread per core first, then the cores' second threads.
 pub fn domains(topology: &Topology, allowed: &CpuSet) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     for cpu in allowed.iter() {
@@ -23,6 +23,16 @@ pub fn domains(topology: &Topology, allowed: &CpuSet) -> Vec<Vec<usize>> {
             Some(d) => d.push(cpu),
             None => out.push(vec![cpu]),
         }
+    }
+    // Within a domain, one thread of every core before any core's second: threads placed in
+    // this order share no core while whole cores are idle (whatever the cpu numbering: QEMU
+    // numbers siblings next to each other, Linux on hardware a core's first threads first).
+    for d in &mut out {
+        d.sort_by_key(|&c| {
+            let cpu = topology.cpu(c);
+            let thread = cpu.and_then(|x| x.smt_siblings.iter().position(|s| s == c));
+            (thread.unwrap_or(0), cpu.map(|x| (x.package, x.core)), c)
+        });
     }
     out
 }

@@ -150,6 +150,46 @@ mod tests {
     }
 
     #[test]
+    fn a_groups_threads_take_one_cpu_per_core_before_any_sibling() {
+        // QEMU's numbering: a core's two threads next to each other (0,1), (2,3), ... under one
+        // L3. Four threads of one lock went to cpus 0-3, two cores, with two cores idle.
+        let cpus: Vec<oslab_core::topology::Cpu> = (0..8)
+            .map(|id| oslab_core::topology::Cpu {
+                id,
+                package: 0,
+                core: id / 2,
+                node: 0,
+                smt_siblings: [id / 2 * 2, id / 2 * 2 + 1].into_iter().collect(),
+            })
+            .collect();
+        let t = Topology {
+            cpus,
+            caches: vec![oslab_core::topology::Cache {
+                level: 3,
+                kind: oslab_core::topology::CacheKind::Unified,
+                size: 32 << 20,
+                line: Some(64),
+                ways: None,
+                cpus: (0..8).collect(),
+            }],
+            nodes: Vec::new(),
+        };
+        let d = domains(&t, &t.online());
+        assert_eq!(d, vec![vec![0, 2, 4, 6, 1, 3, 5, 7]]);
+        let group = Decision {
+            groups: vec![vec![11, 12, 13, 14]],
+            lock_fraction: 0.5,
+        };
+        let cpus: Vec<usize> = Pinning::default()
+            .plan(&group, &d)
+            .iter()
+            .map(|m| m.cpu)
+            .collect();
+        let cores: std::collections::BTreeSet<usize> = cpus.iter().map(|c| c / 2).collect();
+        assert_eq!(cores.len(), 4, "{cpus:?}");
+    }
+
+    #[test]
     fn domains_follow_the_last_level_cache() {
         // 2 sockets x 8 cores x SMT: one L3 per socket, 16 cpus each.
         let t = topo(2, 8, 2);

@@ -14,7 +14,8 @@ pub struct Pinning {
 impl Pinning {
     /// The moves that put `d`'s groups on `domains`. Each group, most lock-bound first, takes the
     /// free domain that already holds most of its threads (the lowest index on a tie); a thread
-    /// whose domain changes goes to the least-used cpu of its new domain.
+    /// whose domain changes goes to the least-used cpu of its new domain, a core's second thread
+    /// only once every core of it has one.
     pub fn plan(&self, d: &Decision, domains: &[Vec<usize>]) -> Vec<Move> {
         let mut free: Vec<bool> = vec![true; domains.len()];
         let mut target: BTreeMap<i32, usize> = BTreeMap::new();
@@ -41,9 +42,12 @@ impl Pinning {
             if self.domain_of(tid) == Some(k) {
                 continue;
             }
-            let cpu = *domains[k]
+            // The least used, the first in the domain's placement order on a tie (a core's
+            // second thread only once every core has one).
+            let (_, &cpu) = domains[k]
                 .iter()
-                .min_by_key(|c| (used.get(c).copied().unwrap_or(0), **c))
+                .enumerate()
+                .min_by_key(|(i, c)| (used.get(c).copied().unwrap_or(0), *i))
                 .expect("a domain has cpus");
             *used.entry(cpu).or_default() += 1;
             moves.push(Move {

@@ -123,6 +123,19 @@ impl<'s> Checker<'s> {
                         }
                     }
                 }
+                // The one format the documents use: a date and time as the importer reads it.
+                "format" => match rule.as_str() {
+                    Some("date-time") => {
+                        if let Some(s) = value.as_str().filter(|s| !oslab_core::time::is_rfc3339(s))
+                        {
+                            self.fail(at, format!("{s:?} is not an RFC 3339 date and time"));
+                        }
+                    }
+                    _ => self.fail(
+                        at,
+                        format!("the schema's format {rule} cannot be checked here"),
+                    ),
+                },
                 "minLength" | "maxLength" => {
                     if let (Some(s), Some(n)) = (value.as_str(), rule.as_u64()) {
                         let len = s.chars().count() as u64;
@@ -261,7 +274,7 @@ mod tests {
     fn every_keyword_of_the_shipped_schema_is_understood() {
         // A document that exercises nothing still walks the root's keywords; the defs are
         // walked through a measurement and an event that use every property.
-        let doc = json!({"schema": "oslab.run/1", "run": {"started": "", "finished": "", "status": "complete",
+        let doc = json!({"schema": "oslab.run/1", "run": {"started": "2026-01-01T00:00:00Z", "finished": "2026-01-01T00:00:01Z", "status": "complete",
             "oslab_version": "0", "command": "", "hostname": "h", "quick": false, "wall_s": 1.0,
             "fingerprint": {}, "environment": {}, "tags": {"a": "b"}}, "measurements": [], "timeline": []});
         assert_eq!(check(&shipped(), &doc, 10), Vec::<String>::new());
@@ -295,6 +308,23 @@ mod tests {
             assert!(!p.iter().any(|p| p.contains("does not know")), "{k}: {p:?}");
         }
         assert!(check(&json!({"patternProperties": {}}), &json!(1), 5)[0].contains("does not know"));
+    }
+
+    #[test]
+    fn the_schema_says_a_date_is_one_as_the_importer_does() {
+        let run = |started: &str| {
+            json!({"schema": "oslab.run/1", "run": {"started": started, "finished": "2026-01-01T00:00:01Z",
+                "status": "complete", "oslab_version": "0", "command": "", "hostname": "h", "quick": false,
+                "wall_s": 1.0, "fingerprint": {}, "environment": {}}, "measurements": [], "timeline": []})
+        };
+        assert!(check(&shipped(), &run("2026-01-01T00:00:00.5Z"), 5).is_empty());
+        let p = check(&shipped(), &run("yesterday"), 5);
+        assert!(
+            p.iter()
+                .any(|p| p.contains("/run/started") && p.contains("RFC 3339")),
+            "{p:?}"
+        );
+        assert!(!check(&json!({"format": "email"}), &json!("a@b"), 5).is_empty());
     }
 
     #[test]

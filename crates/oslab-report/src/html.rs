@@ -198,8 +198,13 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
     let shown = c.shown(false);
     if shown.is_empty() {
         h.push_str("<p>No row changed, and none unjudged moved beyond the threshold.</p>\n");
-    } else {
+    } else if shown.len() <= OPEN_ROWS {
         h.push_str(&rows_table(&shown));
+    } else {
+        // Hundreds of rows (single runs: every ratio beyond the band) would push every chart
+        // off the first screens: the table waits under a click, the charts come first.
+        let summary = format!("{} rows beyond the band or judged changed", shown.len());
+        h.push_str(&folded(&summary, &rows_table(&shown), false));
     }
     for note in c.notes() {
         let _ = writeln!(h, "<p class=\"warn\">{}</p>", escape(&note));

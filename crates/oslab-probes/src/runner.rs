@@ -88,7 +88,7 @@ impl Outcome {
         Some(Warning::new(
             "contention",
             format!(
-                "{} probe(s) ran while other work competed ({why}): {}; their results are marked noisy",
+                "{} probe(s) ran while other work competed ({why}): {}; their results are marked noisy (contention)",
                 probes.len(),
                 probes.join(", ")
             ),

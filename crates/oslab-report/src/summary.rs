@@ -144,6 +144,7 @@ fn status_counts(ms: &[&Measurement]) -> String {
 pub fn distrust(ms: &[Measurement]) -> String {
     let mut causes: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut holding: BTreeMap<String, usize> = BTreeMap::new();
     for m in ms {
         let key = match &m.status {
             Status::Ok => continue,
@@ -153,6 +154,9 @@ pub fn distrust(ms: &[Measurement]) -> String {
             Status::Skipped(why) => format!("skipped: {}", first_clause(why)),
         };
         *counts.entry(key.clone()).or_default() += 1;
+        if still_holds(m) {
+            *holding.entry(key.clone()).or_default() += 1;
+        }
         let probes = causes.entry(key).or_default();
         if !probes.contains(&m.probe.as_str()) {
             probes.push(&m.probe);
@@ -167,13 +171,36 @@ pub fn distrust(ms: &[Measurement]) -> String {
                 true => format!(" and {} more", probes.len() - shown.len()),
                 false => String::new(),
             };
+            let holds = match holding.get(key) {
+                Some(k) => format!(
+                    "; {k} of them within ±{:.0}% on a core at full speed: measured while busy yet tight, those figures likely hold",
+                    HOLDS * 100.0
+                ),
+                None => String::new(),
+            };
             format!(
-                "  {key}: {n} row{} of {}{more}\n",
+                "  {key}: {n} row{} of {}{more}{holds}\n",
                 if n == 1 { "" } else { "s" },
                 shown.join(", ")
             )
         })
         .collect()
+}
+
+/// How tight a contended figure's interval must be (relative, by its farther end) to still hold.
+const HOLDS: f64 = 0.02;
+
+/// Whether a figure measured while other work competed still holds: its interval within
+/// [`HOLDS`] of the median and the core at full speed around its samples. On a busy host most
+/// rows are `noisy (contention)`; these are the ones a reader can still use.
+fn still_holds(m: &Measurement) -> bool {
+    let contended =
+        matches!(&m.status, Status::Noisy(c) if c == oslab_core::model::cause::CONTENTION);
+    let tight = m.summary.as_ref().is_some_and(|s| {
+        s.interval()
+            .is_some_and(|(lo, hi)| (hi - s.median).max(s.median - lo) <= HOLDS * s.median.abs())
+    });
+    contended && tight && !m.slowed_core()
 }
 
 /// A reason up to its first clause, with the numbers that make every row's text differ left
@@ -231,4 +258,34 @@ pub fn several_nodes(ms: &[Measurement]) -> bool {
         .collect();
     nodes.dedup();
     nodes.len() > 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::model::{cause, Unit};
+    use oslab_core::{params, Summary};
+
+    #[test]
+    fn on_a_busy_machine_the_tight_figures_are_told_apart() {
+        let row = |k: usize, samples: &[f64]| {
+            let mut m = Measurement::not_taken(
+                id::SYSCALL_GETPPID,
+                params! {"k" => k},
+                "per_call",
+                Unit::Ns,
+                Status::noisy(cause::CONTENTION),
+            );
+            m.summary = Summary::new(samples);
+            m
+        };
+        let tight: Vec<f64> = (0..40).map(|i| 100.0 + (i % 3) as f64 * 0.1).collect();
+        let wide: Vec<f64> = (0..40).map(|i| 100.0 + (i % 7) as f64 * 20.0).collect();
+        let text = distrust(&[row(1, &tight), row(2, &wide), row(3, &tight)]);
+        assert!(
+            text.contains("noisy (contention): 3 rows") && text.contains("2 of them within ±2%"),
+            "{text}"
+        );
+        assert!(!distrust(&[row(2, &wide)]).contains("of them within"));
+    }
 }

@@ -484,6 +484,37 @@ fn sigkill_at_a_random_point_keeps_every_completed_probe_intact() {
 }
 
 #[test]
+fn running_out_of_file_descriptors_is_called_that_not_an_unwritable_path() {
+    // SQLite says "unable to open database file" alike for both; at some open-file limit the
+    // store is where the descriptors run out (below it, reading the machine is).
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let mut named = false;
+    for limit in 3..=16 {
+        let db = dir.path().join(format!("fd{limit}.db"));
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n {limit} && exec '{}' run --quick timer.rdtsc --db '{}'",
+                bin.display(),
+                db.display()
+            ))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("check the path is writable"),
+            "limit {limit}: {err}"
+        );
+        named |= err.contains("no file descriptor left");
+        if out.status.success() {
+            break;
+        }
+    }
+    assert!(named, "no limit ran out at the store");
+}
+
+#[test]
 fn a_memory_limit_fails_the_probe_that_needs_more_not_the_run() {
     // Under `ulimit -v` a vector that cannot grow aborts the process: the chain's index of the
     // stride table's 64 MiB working set did, and the whole run was lost.

@@ -12,6 +12,44 @@ use std::path::{Path, PathBuf};
 
 mod rows;
 
+/// Why a store could not be opened: SQLite says "unable to open database file" alike for a path
+/// it may not write and for a process out of file descriptors; the second is said as such.
+fn cannot_open(sqlite: String) -> String {
+    match out_of_descriptors() {
+        Some(limit) => {
+            format!("{sqlite}: no file descriptor left (the open-file limit is {limit})")
+        }
+        None => sqlite,
+    }
+}
+
+/// This process's open-file limit, when it has no descriptor to spare.
+fn out_of_descriptors() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let limit = lim.rlim_cur;
+    match std::fs::read_dir("/proc/self/fd") {
+        // Listing the descriptors takes one: none left fails it, one left shows all but it.
+        Err(e) if e.raw_os_error() == Some(libc::EMFILE) => Some(limit),
+        Ok(fds) => (fds.count() as u64 + 1 >= limit).then_some(limit),
+        Err(_) => None,
+    }
+}
+
+/// What to do about an unusable store, by why it is.
+fn advice(reason: &str) -> &'static str {
+    match reason.contains("no file descriptor left") {
+        true => "raise the limit (ulimit -n) or close what holds the descriptors",
+        false => "check the path is writable or pass --db PATH (or set OSLAB_DB)",
+    }
+}
+
 /// Refuses a store holding schema objects no version of oslab created.
 fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let found = crate::schema::foreign_objects(conn)?;
@@ -28,9 +66,7 @@ fn refuse_foreign(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file or its directory cannot be opened or written.
-    #[error(
-        "cannot use result store {path}: {reason}; check the path is writable or pass --db PATH (or set OSLAB_DB)"
-    )]
+    #[error("cannot use result store {path}: {reason}; {}", advice(.reason))]
     Unusable {
         /// The store file.
         path: PathBuf,
@@ -210,7 +246,7 @@ impl Store {
             oslab_core::paths::create_dir(dir)
                 .map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| unusable(e.to_string()))?;
+        let conn = Connection::open(path).map_err(|e| unusable(cannot_open(e.to_string())))?;
         let store = Store {
             conn,
             path: path.to_path_buf(),
@@ -270,7 +306,7 @@ impl Store {
             | Some(rusqlite::ErrorCode::DatabaseBusy)
             | Some(rusqlite::ErrorCode::SystemIoFailure) => StoreError::Unusable {
                 path: self.path.clone(),
-                reason: e.to_string(),
+                reason: cannot_open(e.to_string()),
             },
             _ => StoreError::Sqlite(e),
         }

@@ -42,6 +42,23 @@ fn out_of_descriptors() -> Option<u64> {
     }
 }
 
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite(e)
+    }
+}
+
+/// An SQLite error in a line: a statement the store's schema cannot answer (a column or table
+/// missing) is said as that, without the statement's text (hundreds of characters of SQL).
+fn brief(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqlInputError { msg, .. } => format!(
+            "{msg}: the store's schema is not what this oslab wrote (damaged or edited); move the file aside or pass --db PATH"
+        ),
+        other => other.to_string(),
+    }
+}
+
 /// What to do about an unusable store, by why it is.
 fn advice(reason: &str) -> &'static str {
     match reason.contains("no file descriptor left") {
@@ -112,9 +129,10 @@ pub enum StoreError {
     /// Stored data that does not parse (a damaged row).
     #[error("run data is damaged: {0}")]
     Damaged(String),
-    /// Any other SQLite error.
-    #[error("result store error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    /// Any other SQLite error, said once (not also as its source) and without the statement it
+    /// came from.
+    #[error("result store error: {}", brief(.0))]
+    Sqlite(rusqlite::Error),
 }
 
 /// An open store.

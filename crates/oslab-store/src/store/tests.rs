@@ -366,3 +366,26 @@ fn a_store_with_triggers_or_views_it_did_not_create_is_refused_untouched() {
     drop(Store::open(&path).unwrap());
     assert!(Store::open(&path).is_ok() && Store::open_read_only(&path).is_ok());
 }
+
+#[test]
+fn a_store_whose_schema_was_edited_is_said_in_one_line_without_its_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edited.db");
+    drop(Store::open(&path).unwrap());
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "PRAGMA writable_schema=ON; \
+             UPDATE sqlite_master SET sql='CREATE TABLE runs (id INTEGER PRIMARY KEY)' WHERE name='runs';",
+        )
+        .unwrap();
+    let err = Store::open_read_only(&path).unwrap().runs().err().unwrap();
+    let text = err.to_string();
+    assert!(
+        text.contains("no such column") && text.contains("schema is not what"),
+        "{text}"
+    );
+    assert!(!text.contains("SELECT") && !text.contains('\n'), "{text}");
+    // Said once: not again as a source.
+    assert!(std::error::Error::source(&err).is_none(), "{err:?}");
+}

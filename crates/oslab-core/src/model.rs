@@ -465,6 +465,10 @@ impl Measurement {
     }
 }
 
+/// The context key of a new process's parent's resident size, found while creating it: fork copies
+/// the parent's page tables, so a creation figure means little without it.
+pub const PARENT_RESIDENT: &str = "parent_resident_bytes";
+
 /// Parameters whose numbers are sizes in bytes.
 const BYTE_PARAMS: &[&str] = &[
     "size",
@@ -473,7 +477,7 @@ const BYTE_PARAMS: &[&str] = &[
     "array_bytes",
     "page_bytes",
     "claimed_bytes",
-    "parent_resident_bytes",
+    PARENT_RESIDENT,
 ];
 
 /// `k=v k=v` for reading: sizes in bytes as KiB, MiB, ... (not exact: never for matching).

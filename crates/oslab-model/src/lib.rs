@@ -157,9 +157,9 @@ pub fn predict(spec: &Spec, measurements: &mut [Measurement]) {
 /// The model of one measurement: the catalog says whether there is one (or why not), the family
 /// which module has it.
 fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
-    match catalog::model(&m.probe, &m.metric) {
-        Some(catalog::Model::Predicted) => {}
-        Some(catalog::Model::Without(why)) => return Err(why.to_string()),
+    match catalog::prediction_of(&m.probe, &m.metric) {
+        Some(catalog::Predicted::Yes) => {}
+        Some(catalog::Predicted::No(why)) => return Err(why.to_string()),
         None => {
             return Err(format!(
                 "{} {} is not in this version's catalog",

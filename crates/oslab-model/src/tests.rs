@@ -379,8 +379,8 @@ fn every_metric_the_catalog_calls_predicted_has_a_model_arm() {
             m.summary = Summary::new(&[1.0, 1.0, 1.0]);
             let run = Run::new(vec![m.clone()]);
             let answer = model(&spec, &run, &m);
-            match metric.model {
-                oslab_core::catalog::Model::Predicted => {
+            match metric.predicted {
+                oslab_core::catalog::Predicted::Yes => {
                     if let Err(why) = &answer {
                         assert!(
                             !why.starts_with(UNMODELLED),
@@ -390,7 +390,7 @@ fn every_metric_the_catalog_calls_predicted_has_a_model_arm() {
                         );
                     }
                 }
-                oslab_core::catalog::Model::Without(reason) => {
+                oslab_core::catalog::Predicted::No(reason) => {
                     assert_eq!(
                         answer.err().as_deref(),
                         Some(reason),

@@ -15,7 +15,7 @@ use crate::child::{wait_pid, NopProgram};
 use crate::harness::{Event, Harness, HarnessConfig, Timing};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self, id, Entry};
-use oslab_core::model::{Measurement, Status, Unit};
+use oslab_core::model::{Measurement, Status, Unit, PARENT_RESIDENT};
 use oslab_core::params;
 use oslab_core::Clock;
 use serde::{Deserialize, Serialize};
@@ -140,10 +140,6 @@ pub struct HelperRequest {
     /// Samples taken at most.
     pub max_samples: usize,
 }
-
-/// The context key of the parent's resident size when a task was created: fork copies its page
-/// tables, so a fork figure means little without it.
-pub const PARENT_RESIDENT: &str = "parent_resident_bytes";
 
 /// Creation costs of `kind`: from the minimal helper when there is one, else from this process.
 fn created(cx: &Context, kind: Kind) -> Result<Vec<Measurement>, ProbeError> {

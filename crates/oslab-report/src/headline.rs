@@ -93,7 +93,7 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
 fn label(line: &Headline, m: &Measurement) -> String {
     match m
         .context
-        .get("parent_resident_bytes")
+        .get(oslab_core::model::PARENT_RESIDENT)
         .and_then(|v| v.as_u64())
     {
         Some(b) => format!(

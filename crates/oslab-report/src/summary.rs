@@ -196,10 +196,11 @@ const HOLDS: f64 = 0.02;
 fn still_holds(m: &Measurement) -> bool {
     let contended =
         matches!(&m.status, Status::Noisy(c) if c == oslab_core::model::cause::CONTENTION);
-    let tight = m.summary.as_ref().is_some_and(|s| {
-        s.interval()
-            .is_some_and(|(lo, hi)| (hi - s.median).max(s.median - lo) <= HOLDS * s.median.abs())
-    });
+    let tight = m
+        .summary
+        .as_ref()
+        .and_then(|s| s.relative_interval())
+        .is_some_and(|r| r <= HOLDS);
     contended && tight && !m.slowed_core()
 }
 

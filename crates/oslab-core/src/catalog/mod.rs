@@ -168,13 +168,14 @@ impl Family {
     }
 }
 
-/// Whether the machine model predicts a metric.
+/// Whether the machine model predicts a metric (not `Model`: the crate has a `model` module of
+/// measurements, and a crate of that name is the machine model).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Model {
+pub enum Predicted {
     /// It does (a run may still lack an input, and says which).
-    Predicted,
+    Yes,
     /// It does not, by design, for this reason.
-    Without(&'static str),
+    No(&'static str),
 }
 
 /// One metric of a probe.
@@ -185,14 +186,14 @@ pub struct Metric {
     /// Its unit.
     pub unit: Unit,
     /// Whether the model predicts it.
-    pub model: Model,
+    pub predicted: Predicted,
 }
 
 const fn predicted(name: &'static str, unit: Unit) -> Metric {
     Metric {
         name,
         unit,
-        model: Model::Predicted,
+        predicted: Predicted::Yes,
     }
 }
 
@@ -200,7 +201,7 @@ const fn unmodelled(name: &'static str, unit: Unit, why: &'static str) -> Metric
     Metric {
         name,
         unit,
-        model: Model::Without(why),
+        predicted: Predicted::No(why),
     }
 }
 
@@ -288,8 +289,8 @@ pub fn families<'a>(probes: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
 
 /// Whether the model predicts this probe's metric: `None` for a probe or metric this version
 /// does not know (an imported run's).
-pub fn model(probe: &str, metric: &str) -> Option<Model> {
-    Some(entry(probe)?.metric(metric)?.model)
+pub fn prediction_of(probe: &str, metric: &str) -> Option<Predicted> {
+    Some(entry(probe)?.metric(metric)?.predicted)
 }
 
 /// A headline: what it is called, and which measurement it is (probe, metric, and parameters

@@ -9,431 +9,392 @@ const NO_FIGURE: &str =
 const OF_THE_RECORDING: &str =
     "a property of this recording (a chosen threshold or a histogram), not a cost to predict";
 
+/// A probe of the suite.
+const fn suite(
+    id: &'static str,
+    about: &'static str,
+    unit: Unit,
+    metrics: &'static [Metric],
+) -> Entry {
+    Entry {
+        id,
+        about,
+        unit,
+        metrics,
+        origin: Origin::Suite,
+    }
+}
+
+/// The metrics several timer probes share.
+const TIMER_METRICS: &[Metric] = &[predicted(metric::PER_READ, Unit::Ns)];
+
+/// The metrics several syscall probes share.
+const SYSCALL_METRICS: &[Metric] = &[predicted(metric::PER_CALL, Unit::Ns)];
+
+/// The metrics several task probes share.
+const TASK_METRICS: &[Metric] = &[
+    predicted(metric::ROUND_TRIP, Unit::Ns),
+    predicted(metric::CREATE, Unit::Ns),
+];
+
+/// The metrics several switch probes share.
+const SWITCH_METRICS: &[Metric] = &[
+    predicted(metric::SWITCH, Unit::Ns),
+    predicted(metric::TRANSFER, Unit::Ns),
+    predicted(metric::WAKEUP, Unit::Ns),
+];
+
+/// The metrics several memory probes share.
+const MEMORY_METRICS: &[Metric] = &[predicted(metric::PER_LOAD, Unit::Ns)];
+
+/// The metrics several bandwidth probes share.
+const BANDWIDTH_METRICS: &[Metric] = &[
+    predicted(metric::BANDWIDTH, Unit::GBps),
+    predicted(metric::HW_BANDWIDTH, Unit::GBps),
+];
+
+/// The metrics several faults probes share.
+const FAULTS_METRICS: &[Metric] = &[
+    predicted(metric::PER_FAULT, Unit::Ns),
+    predicted(metric::PER_PAGE, Unit::Ns),
+    predicted(metric::PER_BYTE, Unit::Ns),
+];
+
 /// timer.rdtsc.
-pub const TIMER_RDTSC: Entry = Entry {
-    id: id::TIMER_RDTSC,
-    about: "rdtsc, unfenced (may overlap neighbouring instructions)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_READ, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const TIMER_RDTSC: Entry = suite(
+    id::TIMER_RDTSC,
+    "rdtsc, unfenced (may overlap neighbouring instructions)",
+    Unit::Ns,
+    TIMER_METRICS,
+);
 /// timer.rdtscp.
-pub const TIMER_RDTSCP: Entry = Entry {
-    id: id::TIMER_RDTSCP,
-    about: "rdtscp (waits for earlier instructions)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_READ, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const TIMER_RDTSCP: Entry = suite(
+    id::TIMER_RDTSCP,
+    "rdtscp (waits for earlier instructions)",
+    Unit::Ns,
+    TIMER_METRICS,
+);
 /// timer.lfence-rdtsc.
-pub const TIMER_LFENCE_RDTSC: Entry = Entry {
-    id: id::TIMER_LFENCE_RDTSC,
-    about: "lfence; rdtsc; lfence (fully ordered read, what oslab itself uses)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_READ, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const TIMER_LFENCE_RDTSC: Entry = suite(
+    id::TIMER_LFENCE_RDTSC,
+    "lfence; rdtsc; lfence (fully ordered read, what oslab itself uses)",
+    Unit::Ns,
+    TIMER_METRICS,
+);
 /// timer.cpuid-rdtsc.
-pub const TIMER_CPUID_RDTSC: Entry = Entry {
-    id: id::TIMER_CPUID_RDTSC,
-    about: "cpuid; rdtsc (a serializing read; cpuid traps to a hypervisor)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_READ, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const TIMER_CPUID_RDTSC: Entry = suite(
+    id::TIMER_CPUID_RDTSC,
+    "cpuid; rdtsc (a serializing read; cpuid traps to a hypervisor)",
+    Unit::Ns,
+    TIMER_METRICS,
+);
 /// timer.clock_gettime.
-pub const TIMER_CLOCK_GETTIME: Entry = Entry {
-    id: id::TIMER_CLOCK_GETTIME,
-    about: "clock_gettime(CLOCK_MONOTONIC) through the vDSO",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_READ, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const TIMER_CLOCK_GETTIME: Entry = suite(
+    id::TIMER_CLOCK_GETTIME,
+    "clock_gettime(CLOCK_MONOTONIC) through the vDSO",
+    Unit::Ns,
+    TIMER_METRICS,
+);
 /// timer.clock_gettime.syscall.
-pub const TIMER_CLOCK_GETTIME_SYSCALL: Entry = Entry {
-    id: id::TIMER_CLOCK_GETTIME_SYSCALL,
-    about: "clock_gettime(CLOCK_MONOTONIC) as a real system call",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_READ, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const TIMER_CLOCK_GETTIME_SYSCALL: Entry = suite(
+    id::TIMER_CLOCK_GETTIME_SYSCALL,
+    "clock_gettime(CLOCK_MONOTONIC) as a real system call",
+    Unit::Ns,
+    TIMER_METRICS,
+);
 /// loop.empty.
-pub const LOOP_EMPTY: Entry = Entry {
-    id: id::LOOP_EMPTY,
-    about: "one iteration of an empty counted loop (dec; jnz), which the compiler cannot unroll",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_ITERATION, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const LOOP_EMPTY: Entry = suite(
+    id::LOOP_EMPTY,
+    "one iteration of an empty counted loop (dec; jnz), which the compiler cannot unroll",
+    Unit::Ns,
+    &[predicted(metric::PER_ITERATION, Unit::Ns)],
+);
 /// call.args.
-pub const CALL_ARGS: Entry = Entry {
-    id: id::CALL_ARGS,
-    about: "procedure call with 0..7 integer arguments, absolute and per extra argument",
-    unit: Unit::Ns,
-    metrics: &[
+pub const CALL_ARGS: Entry = suite(
+    id::CALL_ARGS,
+    "procedure call with 0..7 integer arguments, absolute and per extra argument",
+    Unit::Ns,
+    &[
         predicted(metric::PER_CALL, Unit::Ns),
         predicted(metric::INCREMENT, Unit::Ns),
     ],
-    origin: Origin::Suite,
-};
+);
 /// syscall.getpid.
-pub const SYSCALL_GETPID: Entry = Entry {
-    id: id::SYSCALL_GETPID,
-    about: "getpid via raw syscall (no libc caching), hot and cold cache",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_CALL, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const SYSCALL_GETPID: Entry = suite(
+    id::SYSCALL_GETPID,
+    "getpid via raw syscall (no libc caching), hot and cold cache",
+    Unit::Ns,
+    SYSCALL_METRICS,
+);
 /// syscall.getppid.
-pub const SYSCALL_GETPPID: Entry = Entry {
-    id: id::SYSCALL_GETPPID,
-    about: "getppid via raw syscall, hot and cold cache",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_CALL, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const SYSCALL_GETPPID: Entry = suite(
+    id::SYSCALL_GETPPID,
+    "getppid via raw syscall, hot and cold cache",
+    Unit::Ns,
+    SYSCALL_METRICS,
+);
 /// syscall.time.vdso.
-pub const SYSCALL_TIME_VDSO: Entry = Entry {
-    id: id::SYSCALL_TIME_VDSO,
-    about: "time() through the vDSO (no kernel entry), hot and cold cache",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_CALL, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const SYSCALL_TIME_VDSO: Entry = suite(
+    id::SYSCALL_TIME_VDSO,
+    "time() through the vDSO (no kernel entry), hot and cold cache",
+    Unit::Ns,
+    SYSCALL_METRICS,
+);
 /// syscall.time.raw.
-pub const SYSCALL_TIME_RAW: Entry = Entry {
-    id: id::SYSCALL_TIME_RAW,
-    about: "time() as a real system call, hot and cold cache",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_CALL, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const SYSCALL_TIME_RAW: Entry = suite(
+    id::SYSCALL_TIME_RAW,
+    "time() as a real system call, hot and cold cache",
+    Unit::Ns,
+    SYSCALL_METRICS,
+);
 /// syscall.read.devzero.
-pub const SYSCALL_READ_DEVZERO: Entry = Entry {
-    id: id::SYSCALL_READ_DEVZERO,
-    about: "read(2) of 1 byte from /dev/zero, hot and cold cache",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_CALL, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const SYSCALL_READ_DEVZERO: Entry = suite(
+    id::SYSCALL_READ_DEVZERO,
+    "read(2) of 1 byte from /dev/zero, hot and cold cache",
+    Unit::Ns,
+    SYSCALL_METRICS,
+);
 /// syscall.write.devnull.
-pub const SYSCALL_WRITE_DEVNULL: Entry = Entry {
-    id: id::SYSCALL_WRITE_DEVNULL,
-    about: "write(2) of 1 byte to /dev/null, hot and cold cache",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_CALL, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const SYSCALL_WRITE_DEVNULL: Entry = suite(
+    id::SYSCALL_WRITE_DEVNULL,
+    "write(2) of 1 byte to /dev/null, hot and cold cache",
+    Unit::Ns,
+    SYSCALL_METRICS,
+);
 /// task.fork.
-pub const TASK_FORK: Entry = Entry {
-    id: id::TASK_FORK,
-    about: "fork + _exit + waitpid from a minimal parent, and its cost per MiB the parent touched",
-    unit: Unit::Ns,
-    metrics: &[
+pub const TASK_FORK: Entry = suite(
+    id::TASK_FORK,
+    "fork + _exit + waitpid from a minimal parent, and its cost per MiB the parent touched",
+    Unit::Ns,
+    &[
         predicted(metric::ROUND_TRIP, Unit::Ns),
         unmodelled(metric::CREATE, Unit::Ns, NO_FIGURE),
         predicted(metric::COST_PER_MIB, Unit::Ns),
         unmodelled(metric::FIXED_COST, Unit::Ns, NO_FIGURE),
     ],
-    origin: Origin::Suite,
-};
+);
 /// task.vfork.
-pub const TASK_VFORK: Entry = Entry {
-    id: id::TASK_VFORK,
-    about: "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::ROUND_TRIP, Unit::Ns),
-        predicted(metric::CREATE, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const TASK_VFORK: Entry = suite(
+    id::TASK_VFORK,
+    "vfork (clone CLONE_VM|CLONE_VFORK) + _exit + waitpid",
+    Unit::Ns,
+    TASK_METRICS,
+);
 /// task.posix_spawn.
-pub const TASK_POSIX_SPAWN: Entry = Entry {
-    id: id::TASK_POSIX_SPAWN,
-    about: "posix_spawn of a static do-nothing program + waitpid",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::ROUND_TRIP, Unit::Ns),
-        predicted(metric::CREATE, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const TASK_POSIX_SPAWN: Entry = suite(
+    id::TASK_POSIX_SPAWN,
+    "posix_spawn of a static do-nothing program + waitpid",
+    Unit::Ns,
+    TASK_METRICS,
+);
 /// task.fork-exec.
-pub const TASK_FORK_EXEC: Entry = Entry {
-    id: id::TASK_FORK_EXEC,
-    about: "fork + execve of a static do-nothing program + waitpid",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::ROUND_TRIP, Unit::Ns),
-        predicted(metric::CREATE, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const TASK_FORK_EXEC: Entry = suite(
+    id::TASK_FORK_EXEC,
+    "fork + execve of a static do-nothing program + waitpid",
+    Unit::Ns,
+    TASK_METRICS,
+);
 /// task.pthread.
-pub const TASK_PTHREAD: Entry = Entry {
-    id: id::TASK_PTHREAD,
-    about: "pthread_create + pthread_join of an empty thread",
-    unit: Unit::Ns,
-    metrics: &[
+pub const TASK_PTHREAD: Entry = suite(
+    id::TASK_PTHREAD,
+    "pthread_create + pthread_join of an empty thread",
+    Unit::Ns,
+    &[
         unmodelled(metric::ROUND_TRIP, Unit::Ns, NO_FIGURE),
         unmodelled(metric::CREATE, Unit::Ns, NO_FIGURE),
     ],
-    origin: Origin::Suite,
-};
+);
 /// task.std-thread.
-pub const TASK_STD_THREAD: Entry = Entry {
-    id: id::TASK_STD_THREAD,
-    about: "std::thread::spawn + join of an empty closure",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::ROUND_TRIP, Unit::Ns),
-        predicted(metric::CREATE, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const TASK_STD_THREAD: Entry = suite(
+    id::TASK_STD_THREAD,
+    "std::thread::spawn + join of an empty closure",
+    Unit::Ns,
+    TASK_METRICS,
+);
 /// switch.process.pipe.
-pub const SWITCH_PROCESS_PIPE: Entry = Entry {
-    id: id::SWITCH_PROCESS_PIPE,
-    about: "process ping-pong over two pipes: switch (same cpu) and wake-up (cross cpu)",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::SWITCH, Unit::Ns),
-        predicted(metric::TRANSFER, Unit::Ns),
-        predicted(metric::WAKEUP, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const SWITCH_PROCESS_PIPE: Entry = suite(
+    id::SWITCH_PROCESS_PIPE,
+    "process ping-pong over two pipes: switch (same cpu) and wake-up (cross cpu)",
+    Unit::Ns,
+    SWITCH_METRICS,
+);
 /// switch.process.futex.
-pub const SWITCH_PROCESS_FUTEX: Entry = Entry {
-    id: id::SWITCH_PROCESS_FUTEX,
-    about: "process ping-pong over shared-memory futexes",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::SWITCH, Unit::Ns),
-        predicted(metric::TRANSFER, Unit::Ns),
-        predicted(metric::WAKEUP, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const SWITCH_PROCESS_FUTEX: Entry = suite(
+    id::SWITCH_PROCESS_FUTEX,
+    "process ping-pong over shared-memory futexes",
+    Unit::Ns,
+    SWITCH_METRICS,
+);
 /// switch.process.eventfd.
-pub const SWITCH_PROCESS_EVENTFD: Entry = Entry {
-    id: id::SWITCH_PROCESS_EVENTFD,
-    about: "process ping-pong over eventfds",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::SWITCH, Unit::Ns),
-        predicted(metric::TRANSFER, Unit::Ns),
-        predicted(metric::WAKEUP, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const SWITCH_PROCESS_EVENTFD: Entry = suite(
+    id::SWITCH_PROCESS_EVENTFD,
+    "process ping-pong over eventfds",
+    Unit::Ns,
+    SWITCH_METRICS,
+);
 /// switch.thread.pipe.
-pub const SWITCH_THREAD_PIPE: Entry = Entry {
-    id: id::SWITCH_THREAD_PIPE,
-    about: "thread ping-pong over two pipes",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::SWITCH, Unit::Ns),
-        predicted(metric::TRANSFER, Unit::Ns),
-        predicted(metric::WAKEUP, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const SWITCH_THREAD_PIPE: Entry = suite(
+    id::SWITCH_THREAD_PIPE,
+    "thread ping-pong over two pipes",
+    Unit::Ns,
+    SWITCH_METRICS,
+);
 /// switch.thread.futex.
-pub const SWITCH_THREAD_FUTEX: Entry = Entry {
-    id: id::SWITCH_THREAD_FUTEX,
-    about: "thread ping-pong over futexes",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::SWITCH, Unit::Ns),
-        predicted(metric::TRANSFER, Unit::Ns),
-        predicted(metric::WAKEUP, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const SWITCH_THREAD_FUTEX: Entry = suite(
+    id::SWITCH_THREAD_FUTEX,
+    "thread ping-pong over futexes",
+    Unit::Ns,
+    SWITCH_METRICS,
+);
 /// switch.thread.eventfd.
-pub const SWITCH_THREAD_EVENTFD: Entry = Entry {
-    id: id::SWITCH_THREAD_EVENTFD,
-    about: "thread ping-pong over eventfds",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::SWITCH, Unit::Ns),
-        predicted(metric::TRANSFER, Unit::Ns),
-        predicted(metric::WAKEUP, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const SWITCH_THREAD_EVENTFD: Entry = suite(
+    id::SWITCH_THREAD_EVENTFD,
+    "thread ping-pong over eventfds",
+    Unit::Ns,
+    SWITCH_METRICS,
+);
 /// switch.oneshot.
-pub const SWITCH_ONESHOT: Entry = Entry {
-    id: id::SWITCH_ONESHOT,
-    about: "one-shot switch: parent's TSC after fork/create -> the child's first TSC read",
-    unit: Unit::Ns,
-    metrics: &[unmodelled(
+pub const SWITCH_ONESHOT: Entry = suite(
+    id::SWITCH_ONESHOT,
+    "one-shot switch: parent's TSC after fork/create -> the child's first TSC read",
+    Unit::Ns,
+    &[unmodelled(
         metric::SWITCH,
         Unit::Ns,
         "the one-shot method mixes creation with the first switch; no model separates them",
     )],
-    origin: Origin::Suite,
-};
+);
 /// memory.latency.chunk.
-pub const MEMORY_LATENCY_CHUNK: Entry = Entry {
-    id: id::MEMORY_LATENCY_CHUNK,
-    about:
-        "latency vs working-set size, random within 256 KiB chunks: cache levels, idle DRAM latency",
-    unit: Unit::Ns,
-    metrics: &[
+pub const MEMORY_LATENCY_CHUNK: Entry = suite(
+    id::MEMORY_LATENCY_CHUNK,
+    "latency vs working-set size, random within 256 KiB chunks: cache levels, idle DRAM latency",
+    Unit::Ns,
+    &[
         predicted(metric::PER_LOAD, Unit::Ns),
         predicted(metric::LEVEL_LATENCY, Unit::Ns),
         predicted(metric::LEVEL_SIZE, Unit::Bytes),
     ],
-    origin: Origin::Suite,
-};
+);
 /// memory.latency.random.
-pub const MEMORY_LATENCY_RANDOM: Entry = Entry {
-    id: id::MEMORY_LATENCY_RANDOM,
-    about: "latency vs working-set size, fully random chain (TLB misses included): TLB reach",
-    unit: Unit::Ns,
-    metrics: &[
+pub const MEMORY_LATENCY_RANDOM: Entry = suite(
+    id::MEMORY_LATENCY_RANDOM,
+    "latency vs working-set size, fully random chain (TLB misses included): TLB reach",
+    Unit::Ns,
+    &[
         predicted(metric::PER_LOAD, Unit::Ns),
         predicted(metric::TLB_REACH, Unit::Bytes),
     ],
-    origin: Origin::Suite,
-};
+);
 /// memory.latency.sequential.
-pub const MEMORY_LATENCY_SEQUENTIAL: Entry = Entry {
-    id: id::MEMORY_LATENCY_SEQUENTIAL,
-    about: "load-to-use latency vs working-set size, lines in address order (prefetch-friendly)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_LOAD, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const MEMORY_LATENCY_SEQUENTIAL: Entry = suite(
+    id::MEMORY_LATENCY_SEQUENTIAL,
+    "load-to-use latency vs working-set size, lines in address order (prefetch-friendly)",
+    Unit::Ns,
+    MEMORY_METRICS,
+);
 /// memory.latency.stride.
-pub const MEMORY_LATENCY_STRIDE: Entry = Entry {
-    id: id::MEMORY_LATENCY_STRIDE,
-    about: "load latency by working-set size x stride (8 B .. 16 MiB), address order (the lmbench table)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_LOAD, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const MEMORY_LATENCY_STRIDE: Entry = suite(
+    id::MEMORY_LATENCY_STRIDE,
+    "load latency by working-set size x stride (8 B .. 16 MiB), address order (the lmbench table)",
+    Unit::Ns,
+    MEMORY_METRICS,
+);
 /// memory.latency.pages.
-pub const MEMORY_LATENCY_PAGES: Entry = Entry {
-    id: id::MEMORY_LATENCY_PAGES,
-    about: "random-chain latency on 4 KiB, transparent huge and hugetlb pages (what the TLB costs)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_LOAD, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const MEMORY_LATENCY_PAGES: Entry = suite(
+    id::MEMORY_LATENCY_PAGES,
+    "random-chain latency on 4 KiB, transparent huge and hugetlb pages (what the TLB costs)",
+    Unit::Ns,
+    MEMORY_METRICS,
+);
 /// memory.latency.parallel.
-pub const MEMORY_LATENCY_PARALLEL: Entry = Entry {
-    id: id::MEMORY_LATENCY_PARALLEL,
-    about: "1..16 independent chases at once: time per load and memory-level parallelism",
-    unit: Unit::Ns,
-    metrics: &[
+pub const MEMORY_LATENCY_PARALLEL: Entry = suite(
+    id::MEMORY_LATENCY_PARALLEL,
+    "1..16 independent chases at once: time per load and memory-level parallelism",
+    Unit::Ns,
+    &[
         predicted(metric::PER_LOAD, Unit::Ns),
         predicted(metric::PARALLELISM, Unit::Count),
     ],
-    origin: Origin::Suite,
-};
+);
 /// memory.latency.loaded.
-pub const MEMORY_LATENCY_LOADED: Entry = Entry {
-    id: id::MEMORY_LATENCY_LOADED,
-    about: "idle-latency chase while the other cpus stream memory at rising intensity (MLC's loaded latency): latency vs bandwidth, reads and 1:1 read/write",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_LOAD, Unit::Ns), unmodelled(metric::LOAD_BANDWIDTH, Unit::GBps, "the loaders' bandwidth is the experiment's input, not a cost to predict")],
-    origin: Origin::Suite,
-};
+pub const MEMORY_LATENCY_LOADED: Entry = suite(
+    id::MEMORY_LATENCY_LOADED,
+    "idle-latency chase while the other cpus stream memory at rising intensity (MLC's loaded latency): latency vs bandwidth, reads and 1:1 read/write",
+    Unit::Ns,
+    &[predicted(metric::PER_LOAD, Unit::Ns), unmodelled(metric::LOAD_BANDWIDTH, Unit::GBps, "the loaders' bandwidth is the experiment's input, not a cost to predict")],
+);
 /// bandwidth.stream.
-pub const BANDWIDTH_STREAM: Entry = Entry {
-    id: id::BANDWIDTH_STREAM,
-    about: "RAM bandwidth, one thread: read, write, STREAM copy/scale/add/triad; plain and non-temporal stores",
-    unit: Unit::GBps,
-    metrics: &[predicted(metric::BANDWIDTH, Unit::GBps), predicted(metric::HW_BANDWIDTH, Unit::GBps)],
-    origin: Origin::Suite,
-};
+pub const BANDWIDTH_STREAM: Entry = suite(
+    id::BANDWIDTH_STREAM,
+    "RAM bandwidth, one thread: read, write, STREAM copy/scale/add/triad; plain and non-temporal stores",
+    Unit::GBps,
+    BANDWIDTH_METRICS,
+);
 /// bandwidth.threads.
-pub const BANDWIDTH_THREADS: Entry = Entry {
-    id: id::BANDWIDTH_THREADS,
-    about: "RAM bandwidth of read, copy, triad with 1..N pinned threads (a thread per core first, then SMT)",
-    unit: Unit::GBps,
-    metrics: &[predicted(metric::BANDWIDTH, Unit::GBps), predicted(metric::HW_BANDWIDTH, Unit::GBps)],
-    origin: Origin::Suite,
-};
+pub const BANDWIDTH_THREADS: Entry = suite(
+    id::BANDWIDTH_THREADS,
+    "RAM bandwidth of read, copy, triad with 1..N pinned threads (a thread per core first, then SMT)",
+    Unit::GBps,
+    BANDWIDTH_METRICS,
+);
 /// bandwidth.mix.
-pub const BANDWIDTH_MIX: Entry = Entry {
-    id: id::BANDWIDTH_MIX,
-    about: "RAM bandwidth of read:write mixes 1:0, 3:1, 2:1, 1:1, 0:1 (plain stores; non-temporal too on all threads), one thread and all",
-    unit: Unit::GBps,
-    metrics: &[predicted(metric::BANDWIDTH, Unit::GBps), predicted(metric::HW_BANDWIDTH, Unit::GBps)],
-    origin: Origin::Suite,
-};
+pub const BANDWIDTH_MIX: Entry = suite(
+    id::BANDWIDTH_MIX,
+    "RAM bandwidth of read:write mixes 1:0, 3:1, 2:1, 1:1, 0:1 (plain stores; non-temporal too on all threads), one thread and all",
+    Unit::GBps,
+    BANDWIDTH_METRICS,
+);
 /// bandwidth.sweep.
-pub const BANDWIDTH_SWEEP: Entry = Entry {
-    id: id::BANDWIDTH_SWEEP,
-    about: "bandwidth vs working-set size (read, write, copy, triad): each cache level's bandwidth",
-    unit: Unit::GBps,
-    metrics: &[predicted(metric::BANDWIDTH, Unit::GBps)],
-    origin: Origin::Suite,
-};
+pub const BANDWIDTH_SWEEP: Entry = suite(
+    id::BANDWIDTH_SWEEP,
+    "bandwidth vs working-set size (read, write, copy, triad): each cache level's bandwidth",
+    Unit::GBps,
+    &[predicted(metric::BANDWIDTH, Unit::GBps)],
+);
 /// faults.anon.
-pub const FAULTS_ANON: Entry = Entry {
-    id: id::FAULTS_ANON,
-    about:
-        "minor fault on first touch of fresh anonymous memory (4 KiB pages, zeroed by the kernel)",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::PER_FAULT, Unit::Ns),
-        predicted(metric::PER_PAGE, Unit::Ns),
-        predicted(metric::PER_BYTE, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const FAULTS_ANON: Entry = suite(
+    id::FAULTS_ANON,
+    "minor fault on first touch of fresh anonymous memory (4 KiB pages, zeroed by the kernel)",
+    Unit::Ns,
+    FAULTS_METRICS,
+);
 /// faults.thp.
-pub const FAULTS_THP: Entry = Entry {
-    id: id::FAULTS_THP,
-    about: "fault on first touch of a transparent huge page (2 MiB, zeroed by the kernel)",
-    unit: Unit::Ns,
-    metrics: &[
-        predicted(metric::PER_FAULT, Unit::Ns),
-        predicted(metric::PER_PAGE, Unit::Ns),
-        predicted(metric::PER_BYTE, Unit::Ns),
-    ],
-    origin: Origin::Suite,
-};
+pub const FAULTS_THP: Entry = suite(
+    id::FAULTS_THP,
+    "fault on first touch of a transparent huge page (2 MiB, zeroed by the kernel)",
+    Unit::Ns,
+    FAULTS_METRICS,
+);
 /// faults.populate.
-pub const FAULTS_POPULATE: Entry = Entry {
-    id: id::FAULTS_POPULATE,
-    about: "MAP_POPULATE: the kernel fills a mapping in one call, no trap per page (the baseline)",
-    unit: Unit::Ns,
-    metrics: &[
+pub const FAULTS_POPULATE: Entry = suite(
+    id::FAULTS_POPULATE,
+    "MAP_POPULATE: the kernel fills a mapping in one call, no trap per page (the baseline)",
+    Unit::Ns,
+    &[
         predicted(metric::PER_PAGE, Unit::Ns),
         predicted(metric::PER_BYTE, Unit::Ns),
     ],
-    origin: Origin::Suite,
-};
+);
 /// faults.file.
-pub const FAULTS_FILE: Entry = Entry {
-    id: id::FAULTS_FILE,
-    about: "faults on a mapped file: minor (in page cache, fault-around) and major (evicted, read from disk)",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_FAULT, Unit::Ns), predicted(metric::PER_PAGE, Unit::Ns), predicted(metric::PER_BYTE, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const FAULTS_FILE: Entry = suite(
+    id::FAULTS_FILE,
+    "faults on a mapped file: minor (in page cache, fault-around) and major (evicted, read from disk)",
+    Unit::Ns,
+    &[predicted(metric::PER_FAULT, Unit::Ns), predicted(metric::PER_PAGE, Unit::Ns), predicted(metric::PER_BYTE, Unit::Ns)],
+);
 /// numa.matrix.
-pub const NUMA_MATRIX: Entry = Entry {
-    id: id::NUMA_MATRIX,
-    about: "cpu node x memory node: STREAM bandwidth (4 kernels and average) and idle latency, memory bound with mbind",
-    unit: Unit::GBps,
-    metrics: &[predicted(metric::BANDWIDTH, Unit::GBps), predicted(metric::LATENCY, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const NUMA_MATRIX: Entry = suite(
+    id::NUMA_MATRIX,
+    "cpu node x memory node: STREAM bandwidth (4 kernels and average) and idle latency, memory bound with mbind",
+    Unit::GBps,
+    &[predicted(metric::BANDWIDTH, Unit::GBps), predicted(metric::LATENCY, Unit::Ns)],
+);
 /// activity.noise.
-pub const ACTIVITY_NOISE: Entry = Entry {
-    id: id::ACTIVITY_NOISE,
-    about:
-        "interruptions of a pinned busy loop: inferred tick rate, count, CPU time lost (OS noise)",
-    unit: Unit::Ns,
-    metrics: &[
+pub const ACTIVITY_NOISE: Entry = suite(
+    id::ACTIVITY_NOISE,
+    "interruptions of a pinned busy loop: inferred tick rate, count, CPU time lost (OS noise)",
+    Unit::Ns,
+    &[
         predicted(metric::INTERRUPTIONS, Unit::Count),
         unmodelled(metric::INTERRUPTION, Unit::Ns, OF_THE_RECORDING),
         predicted(metric::LOST_FRACTION, Unit::Share),
@@ -447,24 +408,21 @@ pub const ACTIVITY_NOISE: Entry = Entry {
         unmodelled(metric::THRESHOLD, Unit::Ns, OF_THE_RECORDING),
         unmodelled(metric::COUNT, Unit::Count, OF_THE_RECORDING),
     ],
-    origin: Origin::Suite,
-};
+);
 /// migration.cost.
-pub const MIGRATION_COST: Entry = Entry {
-    id: id::MIGRATION_COST,
-    about: "time to re-touch a warm working set after moving to another cpu, minus re-touching it in place",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::PER_MIGRATION, Unit::Ns), predicted(metric::RETOUCH_LOCAL, Unit::Ns), predicted(metric::MOVE, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const MIGRATION_COST: Entry = suite(
+    id::MIGRATION_COST,
+    "time to re-touch a warm working set after moving to another cpu, minus re-touching it in place",
+    Unit::Ns,
+    &[predicted(metric::PER_MIGRATION, Unit::Ns), predicted(metric::RETOUCH_LOCAL, Unit::Ns), predicted(metric::MOVE, Unit::Ns)],
+);
 /// c2c.latency.
-pub const C2C_LATENCY: Entry = Entry {
-    id: id::C2C_LATENCY,
-    about: "one-way core-to-core latency: a cache line handed back and forth by compare-and-swap between two pinned threads",
-    unit: Unit::Ns,
-    metrics: &[predicted(metric::ONE_WAY, Unit::Ns)],
-    origin: Origin::Suite,
-};
+pub const C2C_LATENCY: Entry = suite(
+    id::C2C_LATENCY,
+    "one-way core-to-core latency: a cache line handed back and forth by compare-and-swap between two pinned threads",
+    Unit::Ns,
+    &[predicted(metric::ONE_WAY, Unit::Ns)],
+);
 /// The suite's probes, in the order it runs them.
 pub const SUITE: &[&Entry] = &[
     &TIMER_RDTSC,

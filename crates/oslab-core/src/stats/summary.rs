@@ -74,14 +74,18 @@ impl Summary {
     /// one (too few values for an interval). It reads the same at any scale (a narrow table's
     /// interval column).
     pub fn relative_interval_text(&self) -> String {
-        match self.interval() {
-            Some((lo, hi)) => {
-                let far = (hi - self.median).max(self.median - lo);
-                let share = far / self.median.abs().max(f64::MIN_POSITIVE);
-                format!("±{}", crate::units::percent(share))
-            }
+        match self.relative_interval() {
+            Some(share) => format!("±{}", crate::units::percent(share)),
             None => format!("n={} only", self.n),
         }
+    }
+
+    /// The interval's farther end from the median, relative to it (0.004 for `±0.4%`); none
+    /// without an interval.
+    pub fn relative_interval(&self) -> Option<f64> {
+        let (lo, hi) = self.interval()?;
+        let far = (hi - self.median).max(self.median - lo);
+        Some(far / self.median.abs().max(f64::MIN_POSITIVE))
     }
 
     /// Whether the figures can describe one sample set: all finite, at least one sample,

@@ -29,10 +29,14 @@
 //! - [`tree`]: a started command's process group, ended as a whole, also when oslab dies.
 //! - [`catalog`]: what every probe is (id, metrics, units, family, model or why none, chart,
 //!   headline), declared once; everything else reads it.
+//! - [`tags`]: the labels a run carries and their rules.
+//! - [`args`] (feature `clap`): what several commands' command lines share.
 //! - [`placement`]: which cpus to measure on: the measuring cpu, its peer, the farthest one.
 #![deny(missing_docs)]
 
 pub mod affinity;
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod catalog;
 pub mod clock;
 pub mod counters;
@@ -53,6 +57,7 @@ pub mod placement;
 pub mod relations;
 pub mod signals;
 pub mod stats;
+pub mod tags;
 pub mod text;
 pub mod time;
 pub mod topology;

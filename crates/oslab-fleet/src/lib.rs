@@ -12,6 +12,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod slurm;
 pub mod submit;
 pub mod summary;

@@ -247,6 +247,52 @@ pub fn chosen_cpus(
     Ok(cpus)
 }
 
+/// What `oslab c2c` will measure: which pairs, for how long each, until when.
+pub struct Chosen {
+    /// The pairs, in the order they are measured.
+    pub pairs: Vec<(usize, usize)>,
+    /// How many pairs `cpus` has in all.
+    pub total: usize,
+    /// The time on each pair.
+    pub budget: Budget,
+    /// Without `--sample`: the time target, which holds however slow a pair turns out (an
+    /// emulated cpu).
+    pub deadline: Option<std::time::Duration>,
+}
+
+impl Chosen {
+    /// Seconds the pairs take at their budget.
+    pub fn seconds(&self) -> f64 {
+        self.pairs.len() as f64 * self.budget.time.as_secs_f64().max(0.01)
+    }
+}
+
+impl Request {
+    /// The pairs of `cpus` to measure: `--sample` of them, or without it a big machine's pairs
+    /// (2016 for 64 cpus) sampled to what fits the time a suite allows (every topology class
+    /// first, then pairs spread over the rest).
+    /// Refused with why when the cpus asked for are not ours or fewer than two
+    /// ([`chosen_cpus`]).
+    pub fn chosen(&self, topology: &Topology, allowed: &CpuSet) -> Result<Chosen, String> {
+        let cpus = &chosen_cpus(self.cpus.as_deref(), topology, allowed)?;
+        let budget = Budget::of(&crate::HarnessConfig::suite(self.quick));
+        let per_pair = budget.time.as_secs_f64().max(0.01);
+        let target = default_seconds(self.quick);
+        let fits = ((target / per_pair) as usize).max(2);
+        let (pairs, total) = pairs(topology, cpus, self.sample.or(Some(fits)));
+        let deadline = self
+            .sample
+            .is_none()
+            .then(|| std::time::Duration::from_secs_f64(target));
+        Ok(Chosen {
+            pairs,
+            total,
+            budget,
+            deadline,
+        })
+    }
+}
+
 /// How long `oslab c2c` without `--sample` may take: pairs beyond it are sampled.
 pub fn default_seconds(quick: bool) -> f64 {
     if quick {

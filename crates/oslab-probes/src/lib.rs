@@ -17,6 +17,8 @@
 #![deny(missing_docs)]
 
 pub mod activity;
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod bandwidth;
 pub mod buffer;
 pub mod c2c;

@@ -78,6 +78,75 @@ pub fn plan(probes: &[&'static Probe], cx: &Context) -> Vec<Planned> {
         .collect()
 }
 
+impl Planned {
+    /// What it will do here, in words: why it is skipped, what it measures, or nothing for a
+    /// probe that measures the same points on any machine.
+    pub fn what(&self) -> String {
+        match (&self.skipped, &self.plan) {
+            (Some(why), _) => format!("skipped: {why}"),
+            (None, Some(plan)) => plan.clone(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// How long a run has left: the plan's seconds still to come at this run's pace, less what the
+/// probe under way has already taken. The pace is the plan's at first and this run's (completed
+/// probes against their plan) as more completes: a few short first probes once swung the
+/// estimate from 19 s to 1m27s and back to 42 s in a 28-second run.
+#[derive(Debug, Clone)]
+pub struct Remaining {
+    /// Each probe's planned seconds.
+    planned: std::collections::HashMap<&'static str, f64>,
+    /// Planned seconds of the whole run, and of what has completed.
+    total: f64,
+    done: f64,
+    /// Seconds since the start when the last probe completed.
+    done_at: f64,
+}
+
+impl Remaining {
+    /// A run of `planned` probes, each `repetitions` times.
+    pub fn new(planned: &[Planned], repetitions: u32) -> Remaining {
+        let planned: std::collections::HashMap<_, _> =
+            planned.iter().map(|p| (p.id, p.seconds)).collect();
+        let total = planned.values().sum::<f64>() * repetitions.max(1) as f64;
+        Remaining {
+            planned,
+            total,
+            done: 0.0,
+            done_at: 0.0,
+        }
+    }
+
+    /// The planned seconds of the whole run.
+    pub fn total(&self) -> f64 {
+        self.total
+    }
+
+    /// Probe `id` completed `elapsed` seconds into the run; returns its planned seconds.
+    pub fn finished(&mut self, id: &str, elapsed: f64) -> f64 {
+        let planned = self.planned.get(id).copied().unwrap_or(0.0);
+        self.done += planned;
+        self.done_at = elapsed;
+        planned
+    }
+
+    /// Seconds left, `elapsed` seconds into the run.
+    pub fn left(&self, elapsed: f64) -> f64 {
+        let observed = match self.done {
+            d if d > 0.0 => (self.done_at / d).clamp(0.2, 20.0),
+            _ => 1.0,
+        };
+        let trust = (self.done / self.total.max(f64::MIN_POSITIVE))
+            .clamp(0.0, 1.0)
+            .sqrt();
+        let pace = 1.0 + (observed - 1.0) * trust;
+        let under_way = elapsed - self.done_at;
+        ((self.total - self.done).max(0.0) * pace - under_way).max(0.0)
+    }
+}
+
 /// Every probe, in the order the default suite runs them.
 pub fn all() -> Vec<&'static Probe> {
     [
@@ -207,6 +276,32 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::{Planned, Remaining};
+
+    fn planned(id: &'static str, seconds: f64) -> Planned {
+        Planned {
+            id,
+            seconds,
+            plan: None,
+            skipped: None,
+        }
+    }
+
+    #[test]
+    fn time_left_follows_the_plan_first_and_this_runs_pace_as_probes_complete() {
+        let mut r = Remaining::new(&[planned("a", 10.0), planned("b", 10.0)], 1);
+        assert_eq!(r.left(0.0), 20.0);
+        // Under way for 4 s: 4 s less.
+        assert_eq!(r.left(4.0), 16.0);
+        // The first half took twice its plan: the rest is expected slower, not at the plan's pace.
+        assert_eq!(r.finished("a", 20.0), 10.0);
+        let left = r.left(20.0);
+        assert!(left > 10.0 && left < 20.0, "{left}");
+        r.finished("b", 40.0);
+        assert_eq!(r.left(40.0), 0.0);
+        assert_eq!(Remaining::new(&[planned("a", 5.0)], 3).total(), 15.0);
+    }
+
     use super::*;
 
     #[test]

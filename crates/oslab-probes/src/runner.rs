@@ -82,6 +82,17 @@ impl Outcome {
             .collect()
     }
 
+    /// The note on probes left noisy that the retries had no time for, if any.
+    pub fn not_retried_note(&self, config: &crate::HarnessConfig) -> Option<String> {
+        (!self.not_retried.is_empty()).then(|| format!(
+            "note: {} probe(s) with noisy results were not measured again, the time for retries being spent (at most {} s, within the suite's {} s): {}",
+            self.not_retried.len(),
+            config.retry_budget.as_secs_f64(),
+            config.suite_target.as_secs_f64(),
+            self.not_retried.join(", ")
+        ))
+    }
+
     fn contention(&self) -> Option<Warning> {
         let (_, why) = self.contended.first()?;
         let probes: Vec<&str> = self.contended.iter().map(|(p, _)| *p).collect();

@@ -263,6 +263,35 @@ pub fn verdict_text(r: &Row) -> &'static str {
     }
 }
 
+/// What a CI gate (`compare --fail-on-regression`) makes of comparisons: regressions beyond the
+/// threshold fail; with nothing judged (too few repetitions, no history) the gate cannot say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Nothing regressed.
+    Pass,
+    /// This many rows regressed.
+    Regressed(usize),
+    /// No row could be judged.
+    Unjudged,
+}
+
+/// The gate's verdict on `comparisons`.
+pub fn gate(comparisons: &[Comparison]) -> Gate {
+    let regressions: usize = comparisons
+        .iter()
+        .map(|c| c.count(Verdict::Regression))
+        .sum();
+    let judged = comparisons
+        .iter()
+        .flat_map(|c| &c.rows)
+        .any(|r| !matches!(r.judgement.verdict, Verdict::RatioOnly | Verdict::Unknown));
+    match (regressions, judged) {
+        (0, false) => Gate::Unjudged,
+        (0, true) => Gate::Pass,
+        (n, _) => Gate::Regressed(n),
+    }
+}
+
 impl Comparison<'_> {
     /// How many rows have verdict `v`.
     pub fn count(&self, v: Verdict) -> usize {

@@ -12,5 +12,7 @@
 //!   jobs, the simulator, and comparisons with and without page migration.
 #![deny(missing_docs)]
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod cpuman;
 pub mod shuffle;

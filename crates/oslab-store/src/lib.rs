@@ -29,7 +29,8 @@ mod store;
 mod validate;
 
 pub use location::Location;
+pub use oslab_core::tags::{check_tag, MAX_TAGS, MAX_TAG_CHARS};
 pub use recorder::{NotStored, Program, Recorder};
-pub use run::{check_tag, RunRecord, RunRef, RunStatus, RunSummary, MAX_TAGS, MAX_TAG_CHARS};
+pub use run::{RunRecord, RunRef, RunStatus, RunSummary};
 pub use runset::{Loaded, RunSet};
 pub use store::{Store, StoreError};

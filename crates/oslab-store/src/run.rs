@@ -1,6 +1,7 @@
 //! What the store holds of a run: its record, its status (and how a crashed one is told from a
 //! running one), its tags, a summary for listing, and how a command names a run.
 
+use oslab_core::tags::{check_tag, MAX_TAGS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -108,29 +109,6 @@ pub struct RunRecord {
     /// runs are grouped by them when compared.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
-}
-
-/// The most tags a run carries (the schema's `maxProperties`).
-pub const MAX_TAGS: usize = 256;
-
-/// The most characters of a tag's key or value (the schema's `maxLength`).
-pub const MAX_TAG_CHARS: usize = 1024;
-
-/// Whether one tag is one a run may carry: both parts non-empty and at most [`MAX_TAG_CHARS`],
-/// the key without spaces or ':' (a `tag:KEY=VALUE` selector reads up to the first '=').
-pub fn check_tag(key: &str, value: &str) -> Result<(), String> {
-    let long = |s: &str| s.chars().count() > MAX_TAG_CHARS;
-    if key.is_empty() || value.is_empty() {
-        Err("a tag is KEY=VALUE, both non-empty, e.g. kernel=6.18".into())
-    } else if key.contains(|c: char| c.is_whitespace() || c == ':' || c == '=') {
-        Err("a tag's key has no spaces, ':' or '='".into())
-    } else if long(key) || long(value) {
-        Err(format!(
-            "a tag's key and value are at most {MAX_TAG_CHARS} characters each"
-        ))
-    } else {
-        Ok(())
-    }
 }
 
 impl RunRecord {

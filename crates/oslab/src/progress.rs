@@ -4,6 +4,7 @@
 use crate::cmd::session::RecordedSession;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oslab_core::model::Measurement;
+use oslab_probes::registry::Remaining;
 use oslab_probes::runner::Sink;
 use oslab_probes::Probe;
 use std::io::IsTerminal;
@@ -15,13 +16,8 @@ pub struct Progress<'a> {
     /// Without a terminal: when the last progress line was written (a CI log is not silent for
     /// minutes), or None on a terminal, where the bar says it.
     logged: Option<std::time::Instant>,
-    /// Each probe's planned seconds here ([`oslab_probes::registry::plan`]).
-    planned: std::collections::HashMap<&'static str, f64>,
-    /// Planned seconds of the whole run, and of what has completed.
-    total: f64,
-    done: f64,
-    /// Seconds since the start when the last probe completed.
-    done_at: f64,
+    /// The plan, and how much of it has completed.
+    remaining: oslab_probes::registry::Remaining,
     /// What the bar says after the estimate.
     message: String,
 }
@@ -41,12 +37,8 @@ impl<'a> Progress<'a> {
         cx: &oslab_probes::Context,
         session: &'a RecordedSession,
     ) -> Progress<'a> {
-        let planned: std::collections::HashMap<&'static str, f64> =
-            oslab_probes::registry::plan(probes, cx)
-                .into_iter()
-                .map(|p| (p.id, p.seconds))
-                .collect();
-        let total = planned.values().sum::<f64>() * repetitions.max(1) as f64;
+        let remaining = Remaining::new(&oslab_probes::registry::plan(probes, cx), repetitions);
+        let total = remaining.total();
         let bar = ProgressBar::new((total * SCALE) as u64);
         let terminal = std::io::stderr().is_terminal();
         if terminal {
@@ -63,30 +55,13 @@ impl<'a> Progress<'a> {
             bar,
             session,
             logged: (!terminal).then(std::time::Instant::now),
-            planned,
-            total,
-            done: 0.0,
-            done_at: 0.0,
+            remaining,
             message: String::new(),
         }
     }
 
-    /// Seconds left: the plan's seconds still to come at this run's pace, less what the probe
-    /// under way has already taken. The pace is the plan's at first and this run's (completed
-    /// probes against their plan) as more completes: a few short first probes once swung the
-    /// estimate from 19 s to 1m27s and back to 42 s in a 28-second run.
     fn left(&self) -> f64 {
-        let elapsed = self.bar.elapsed().as_secs_f64();
-        let observed = match self.done {
-            d if d > 0.0 => (self.done_at / d).clamp(0.2, 20.0),
-            _ => 1.0,
-        };
-        let trust = (self.done / self.total.max(f64::MIN_POSITIVE))
-            .clamp(0.0, 1.0)
-            .sqrt();
-        let pace = 1.0 + (observed - 1.0) * trust;
-        let under_way = elapsed - self.done_at;
-        ((self.total - self.done).max(0.0) * pace - under_way).max(0.0)
+        self.remaining.left(self.bar.elapsed().as_secs_f64())
     }
 
     fn show(&self) {
@@ -121,9 +96,8 @@ impl Sink for Progress<'_> {
 
     fn finished(&mut self, probe: &Probe, results: &[Measurement]) {
         self.session.append(results);
-        let planned = self.planned.get(probe.id()).copied().unwrap_or(0.0);
-        self.done += planned;
-        self.done_at = self.bar.elapsed().as_secs_f64();
+        let elapsed = self.bar.elapsed().as_secs_f64();
+        let planned = self.remaining.finished(probe.id(), elapsed);
         self.bar.inc((planned * SCALE) as u64);
         self.show();
     }

@@ -95,6 +95,52 @@ impl Options {
             Kernels::Both => vec![MatmulKernel::Naive, blocked],
         }
     }
+
+    /// The request from cpu `from` to `to` (default: the farthest cpu in `allowed`), refused
+    /// with why when there is nowhere to migrate, a counter is misspelled or the three matrices
+    /// would take more than half the memory available.
+    pub fn request(
+        &self,
+        topology: &Topology,
+        allowed: &oslab_core::CpuSet,
+        from: usize,
+        to: Option<usize>,
+    ) -> Result<Request, String> {
+        let (counters, undefined) = counters_of(&self.counters)?;
+        let to = to
+            .or_else(|| oslab_core::placement::farthest(topology, allowed, from))
+            .ok_or_else(|| {
+                format!("only cpu {from} is in our affinity mask: there is nowhere to migrate to")
+            })?;
+        let need = Matmul::bytes(self.size);
+        if let Some(free) = crate::buffer::available_memory().filter(|&f| need > f / 2) {
+            return Err(format!(
+                "a {n} x {n} multiply needs {} for its three matrices; {} is available (at most half is used): pass a smaller --size",
+                oslab_core::units::bytes(need),
+                oslab_core::units::bytes(free),
+                n = self.size
+            ));
+        }
+        let (size, kernels, runs) = (self.size, self.kernels(), self.runs);
+        Ok(Request {
+            size,
+            kernels,
+            runs,
+            from,
+            to,
+            counters,
+            undefined,
+        })
+    }
+
+    /// The cpu every run starts on, as the user names it: `--from`, else 0, else the first cpu
+    /// in `allowed`.
+    pub fn from_cpu(&self, allowed: &oslab_core::CpuSet) -> String {
+        self.from.clone().unwrap_or_else(|| {
+            let first = allowed.first().unwrap_or(0);
+            (if allowed.contains(0) { 0 } else { first }).to_string()
+        })
+    }
 }
 
 /// The counters named in `list` (comma-separated). A preset this cpu has no definition for is

@@ -3,8 +3,7 @@
 use super::{print_json, print_text};
 use crate::cli::CompareArgs;
 use crate::error::usage;
-use oslab_core::stats::compare::Verdict;
-use oslab_report::comparison::{Comparison, Sides};
+use oslab_report::comparison::{self, Comparison, Gate, Sides};
 use std::process::ExitCode;
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -33,24 +32,18 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     if !args.fail_on_regression {
         return Ok(ExitCode::SUCCESS);
     }
-    let regressions: usize = comparisons
-        .iter()
-        .map(|c| c.count(Verdict::Regression))
-        .sum();
-    let judged = comparisons
-        .iter()
-        .flat_map(|c| &c.rows)
-        .any(|r| !matches!(r.judgement.verdict, Verdict::RatioOnly | Verdict::Unknown));
-    if regressions > 0 {
-        eprintln!(
-            "{regressions} measurements regressed beyond {:.1}%",
-            args.judging.threshold * 100.0
-        );
-        return Ok(ExitCode::from(1));
+    match comparison::gate(&comparisons) {
+        Gate::Pass => Ok(ExitCode::SUCCESS),
+        Gate::Regressed(n) => {
+            eprintln!(
+                "{n} measurements regressed beyond {:.1}%",
+                args.judging.threshold * 100.0
+            );
+            Ok(ExitCode::from(1))
+        }
+        Gate::Unjudged => {
+            eprintln!("error: --fail-on-regression: no measurement could be judged: too few repetitions (3 a side: `oslab run --repeat 3`) or, for a single run, too few earlier runs of this machine in the store to show how far its runs drift apart (keep 3, or give several runs a side)");
+            Ok(ExitCode::from(2))
+        }
     }
-    if !judged {
-        eprintln!("error: --fail-on-regression: no measurement could be judged: too few repetitions (3 a side: `oslab run --repeat 3`) or, for a single run, too few earlier runs of this machine in the store to show how far its runs drift apart (keep 3, or give several runs a side)");
-        return Ok(ExitCode::from(2));
-    }
-    Ok(ExitCode::SUCCESS)
 }

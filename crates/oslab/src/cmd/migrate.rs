@@ -5,8 +5,7 @@ use super::session::RecordedSession;
 use crate::cli::MigrateArgs;
 use crate::error::usage;
 use oslab_core::affinity::{get_affinity, AffinityGuard};
-use oslab_core::placement;
-use oslab_probes::migration::experiment::{self, Request};
+use oslab_probes::migration::experiment;
 use std::process::ExitCode;
 
 /// Asks on a terminal whether to start a run of `minutes`; false without a terminal.
@@ -23,49 +22,18 @@ fn confirmed(minutes: f64) -> anyhow::Result<bool> {
 
 pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let o = &args.options;
-    let (counters, undefined) = experiment::counters_of(&o.counters).map_err(usage)?;
     let allowed = get_affinity(0)?;
-    let from = o.from.clone().unwrap_or_else(|| {
-        let first = allowed.first().unwrap_or(0);
-        (if allowed.contains(0) { 0 } else { first }).to_string()
-    });
+    let from = o.from_cpu(&allowed);
     let mut session = RecordedSession::open(
         false,
         Some(("--from", &from)),
         o.to.as_deref().map(|t| ("--to", t)),
         &args.out,
     )?;
-    let a = session.cpu;
-    let b = match (o.to.as_ref(), session.peer_cpu) {
-        (Some(_), Some(p)) => p,
-        _ => placement::farthest(&session.machine.topology, &session.allowed, a).ok_or_else(
-            || {
-                usage(format!(
-                    "only cpu {a} is in our affinity mask: there is nowhere to migrate to"
-                ))
-            },
-        )?,
-    };
-    let req = Request {
-        size: o.size,
-        kernels: o.kernels(),
-        runs: o.runs,
-        from: a,
-        to: b,
-        counters,
-        undefined,
-    };
-    let need = oslab_probes::migration::matmul::Matmul::bytes(req.size);
-    if let Some(free) = oslab_probes::buffer::available_memory() {
-        if need > free / 2 {
-            return Err(usage(format!(
-                "a {n} x {n} multiply needs {} for its three matrices; {} is available (at most half is used): pass a smaller --size",
-                oslab_core::units::bytes(need),
-                oslab_core::units::bytes(free),
-                n = req.size
-            )));
-        }
-    }
+    let to = o.to.as_ref().and(session.peer_cpu);
+    let req = o
+        .request(&session.machine.topology, &session.allowed, session.cpu, to)
+        .map_err(usage)?;
     let estimate = experiment::estimate_seconds(&req);
     let minutes = estimate / 60.0;
     if estimate > experiment::UNASKED_SECONDS && !o.yes && !confirmed(minutes)? {

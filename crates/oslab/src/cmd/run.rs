@@ -30,13 +30,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             oslab_store::MAX_TAGS
         )));
     }
-    let mut session = RecordedSession::open(
-        args.quick,
-        args.cpu.as_deref().map(|c| ("--cpu", c)),
-        args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
-        &args.out,
-    )?
-    .details(args.details);
+    let [cpu, peer] = args.named_cpus();
+    let mut session =
+        RecordedSession::open(args.quick, cpu, peer, &args.out)?.details(args.details);
     for (k, v) in &args.tag {
         session.tag(k, v);
     }
@@ -54,15 +50,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for w in outcome.warnings() {
         session.warn(w);
     }
-    if !outcome.not_retried.is_empty() {
-        let config = HarnessConfig::suite(args.quick);
-        eprintln!(
-            "note: {} probe(s) with noisy results were not measured again, the time for retries being spent (at most {} s, within the suite's {} s): {}",
-            outcome.not_retried.len(),
-            config.retry_budget.as_secs_f64(),
-            config.suite_target.as_secs_f64(),
-            outcome.not_retried.join(", ")
-        );
+    if let Some(note) = outcome.not_retried_note(&HarnessConfig::suite(args.quick)) {
+        eprintln!("{note}");
     }
     session.finish(&outcome.measurements, &[], outcome.interrupted, None)
 }
@@ -73,11 +62,8 @@ fn plan(
     args: &RunArgs,
     options: &Options,
 ) -> anyhow::Result<ExitCode> {
-    let session = super::session::machine_session(
-        args.quick,
-        args.cpu.as_deref().map(|c| ("--cpu", c)),
-        args.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
-    )?;
+    let [cpu, peer] = args.named_cpus();
+    let session = super::session::machine_session(args.quick, cpu, peer)?;
     let harness = session.harness();
     let cx = session.context(&harness, options);
     let planned = registry::plan(probes, &cx);
@@ -97,16 +83,9 @@ fn plan(
         session.cpu,
         harness.config.suite_target.as_secs()
     );
-    let rows: Vec<(String, f64, String)> = planned
-        .into_iter()
-        .map(|p| {
-            let what = match (p.skipped, p.plan) {
-                (Some(why), _) => format!("skipped: {why}"),
-                (None, Some(plan)) => plan,
-                (None, None) => String::new(),
-            };
-            (p.id.to_string(), p.seconds, what)
-        })
+    let rows: Vec<_> = planned
+        .iter()
+        .map(|p| (p.id.to_string(), p.seconds, p.what()))
         .collect();
     super::print_text(&format!("{head}\n{}", oslab_report::views::plan(&rows)))?;
     Ok(ExitCode::SUCCESS)

@@ -1,8 +1,10 @@
-//! Arguments of the placement experiments: shuffle, shuffle-eval and the CPU manager.
+//! The command lines of the placement experiments (with the `clap` feature): shuffle,
+//! shuffle-eval and the CPU manager's run, simulate, workload and job (`cpuman compare` reads
+//! the store: the CLI declares it).
 
-use super::Output;
+use crate::cpuman::simulate;
 use clap::{Args, Subcommand};
-use oslab_sched::cpuman::simulate;
+use oslab_core::args::Output;
 use std::path::PathBuf;
 
 /// `oslab shuffle`.
@@ -22,7 +24,8 @@ pub struct ShuffleArgs {
     pub pid: Option<i32>,
     /// Interval, threshold, lock-wait method.
     #[command(flatten)]
-    pub watch: oslab_sched::shuffle::live::Watch,
+    pub watch: crate::shuffle::live::Watch,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
     /// A command to start and watch (after --).
@@ -44,7 +47,8 @@ pub enum ShuffleCommand {
 pub struct ShuffleSimulateArgs {
     /// The machine, workloads, daemon and costs.
     #[command(flatten)]
-    pub request: oslab_sched::shuffle::study::Request,
+    pub request: crate::shuffle::study::Request,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -54,7 +58,8 @@ pub struct ShuffleSimulateArgs {
 pub struct ShuffleEvalArgs {
     /// Runs, workloads, threads and the daemon's settings.
     #[command(flatten)]
-    pub options: oslab_sched::shuffle::eval::Options,
+    pub options: crate::shuffle::eval::Options,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
     /// Evaluate this command instead (after --).
@@ -62,39 +67,16 @@ pub struct ShuffleEvalArgs {
     pub command: Vec<String>,
 }
 
-/// `oslab cpuman`.
-#[derive(Debug, Args)]
-pub struct CpumanArgs {
-    #[command(subcommand)]
-    pub command: CpumanCommand,
-}
-
-/// What `oslab cpuman` does.
-#[derive(Debug, Subcommand)]
-pub enum CpumanCommand {
-    /// Run a workload live under a policy and page-migration mode; store and print the result.
-    Run(CpumanRunArgs),
-    /// Simulate the CPU manager on a CC-NUMA machine of any size (same policies, same outputs).
-    Simulate(CpumanSimulateArgs),
-    /// Write a workload (the W1..W4 mixes of swim, bt, hydro2d and apsi jobs at a load) as an SWF
-    /// trace.
-    Workload(CpumanWorkloadArgs),
-    /// Compare CPU-manager runs: CPU time, speedup and migrations per policy, migration mode,
-    /// application and load, with the with/without-migration ratios.
-    Compare(CpumanCompareArgs),
-    /// (internal) One built-in job, started by `cpuman run`.
-    #[command(hide = true)]
-    Job(CpumanJobArgs),
-}
-
 /// `oslab cpuman run`.
 #[derive(Debug, Args)]
 pub struct CpumanRunArgs {
+    /// What is asked.
     #[command(flatten)]
-    pub request: oslab_sched::cpuman::manager::Request,
+    pub request: crate::cpuman::manager::Request,
     /// Also write the timeline as Paraver files BASE.prv, BASE.pcf and BASE.row.
     #[arg(long, value_name = "BASE")]
     pub paraver: Option<PathBuf>,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -102,8 +84,10 @@ pub struct CpumanRunArgs {
 /// `oslab cpuman simulate`.
 #[derive(Debug, Args)]
 pub struct CpumanSimulateArgs {
+    /// What is asked.
     #[command(flatten)]
     pub request: simulate::Request,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -111,8 +95,9 @@ pub struct CpumanSimulateArgs {
 /// `oslab cpuman workload`.
 #[derive(Debug, Args)]
 pub struct CpumanWorkloadArgs {
+    /// The mix, load and seed.
     #[command(flatten)]
-    pub generate: oslab_sched::cpuman::workload::Generate,
+    pub generate: crate::cpuman::workload::Generate,
     /// Processors of the machine it is for (default: the cpus we may use here).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1048576))]
     pub cpus: Option<u64>,
@@ -121,26 +106,19 @@ pub struct CpumanWorkloadArgs {
     pub output: Option<PathBuf>,
 }
 
-/// `oslab cpuman compare`.
-#[derive(Debug, Args)]
-pub struct CpumanCompareArgs {
-    /// Stored runs of `cpuman run` (or `cpuman simulate`), chosen as everywhere: 7, latest,
-    /// 3,4,5, 3-5 or tag:KEY=VALUE.
-    #[arg(required = true, num_args = 1..)]
-    pub runs: Vec<oslab_store::RunSet>,
-    #[command(flatten)]
-    pub out: Output,
-}
-
 /// `oslab cpuman job` (internal).
 #[derive(Debug, Args)]
 pub struct CpumanJobArgs {
+    /// The job's kind (swim, bt, hydro2d, apsi).
     #[arg(long)]
     pub kind: String,
+    /// Its outer iterations.
     #[arg(long)]
     pub iterations: u64,
+    /// The descriptor of its channel to the manager.
     #[arg(long)]
     pub channel_fd: i32,
+    /// The L2 size its working set is fitted to.
     #[arg(long, default_value_t = 1 << 20)]
     pub l2_bytes: u64,
 }

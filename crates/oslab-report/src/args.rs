@@ -1,8 +1,8 @@
 //! Arguments of the commands that read the store: report, compare, export, import, show.
 
-use super::Output;
+use crate::export::Format;
 use clap::Args;
-use oslab_report::export::Format;
+use oslab_core::args::Output;
 use oslab_store::RunSet;
 use std::path::PathBuf;
 
@@ -45,7 +45,7 @@ pub struct CompareArgs {
     pub baseline: Option<RunSet>,
     /// Threshold and history.
     #[command(flatten)]
-    pub judging: oslab_report::comparison::Judging,
+    pub judging: crate::comparison::Judging,
     /// Exit with status 1 when any measurement regressed beyond the threshold (for CI gates);
     /// with too few repetitions to judge anything, exit with status 2 and say so.
     #[arg(long)]
@@ -54,6 +54,7 @@ pub struct CompareArgs {
     /// beyond the threshold).
     #[arg(long)]
     pub all: bool,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -81,6 +82,7 @@ pub struct ImportArgs {
     /// oslab.run/1 JSON files (from `oslab export`). All are checked before any is stored.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -98,6 +100,7 @@ pub struct ShowArgs {
     /// first view has the headline and a line per probe).
     #[arg(long)]
     pub details: bool,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }

@@ -1,7 +1,8 @@
-//! Arguments of the measuring commands: run, numa, c2c, activity, timeslice, migrate.
+//! The command lines of the measuring commands (with the `clap` feature): info, list, run, numa,
+//! c2c, activity, timeslice, migrate.
 
-use super::Output;
 use clap::Args;
+use oslab_core::args::Output;
 use oslab_core::catalog::id;
 use std::path::PathBuf;
 
@@ -11,7 +12,7 @@ pub struct RunArgs {
     /// Probe ids or globs (e.g. 'syscall.*', 'switch', 'task.fork'). Default: the whole suite.
     #[arg(value_name = "PROBE-GLOB")]
     pub probes: Vec<String>,
-    /// Shorter budgets per measurement (the whole suite in about 20 s on 2 cores).
+    /// Shorter budgets per measurement (the whole suite in about 15 s on 2 cores).
     #[arg(long)]
     pub quick: bool,
     /// The CPU to measure on (a number or a one-cpu list like "core-sibling-of:0").
@@ -33,7 +34,7 @@ pub struct RunArgs {
     pub details: bool,
     /// The page-fault file and the memory's description.
     #[command(flatten)]
-    pub options: oslab_probes::Options,
+    pub options: crate::Options,
     /// Measure every probe N times, interleaved (each probe once, then each again, ...): the
     /// independent repetitions `oslab compare` needs to judge a difference (3 or more). Two single
     /// runs are judged on them only when 3 earlier runs of this machine show how far its runs
@@ -43,10 +44,21 @@ pub struct RunArgs {
     pub repeat: u32,
     /// Label the run, e.g. --tag kernel=6.18 (repeatable): `oslab compare tag:kernel=6.18 ...`
     /// takes every run so labelled as one side.
-    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_tag)]
+    #[arg(long, value_name = "KEY=VALUE", value_parser = oslab_core::tags::parse_tag)]
     pub tag: Vec<(String, String)>,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
+}
+
+impl RunArgs {
+    /// The measuring cpu and its peer as the user named them (`--cpu`, `--peer-cpu`).
+    pub fn named_cpus(&self) -> [Option<oslab_core::placement::Named<'_>>; 2] {
+        [
+            self.cpu.as_deref().map(|c| ("--cpu", c)),
+            self.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),
+        ]
+    }
 }
 
 /// `oslab numa`.
@@ -55,6 +67,7 @@ pub struct NumaArgs {
     /// Shorter budgets and smaller arrays.
     #[arg(long)]
     pub quick: bool,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -69,7 +82,7 @@ impl From<NumaArgs> for RunArgs {
             no_rt: false,
             plan: false,
             details: false,
-            options: oslab_probes::Options {
+            options: crate::Options {
                 whole_matrix: true,
                 ..Default::default()
             },
@@ -83,8 +96,10 @@ impl From<NumaArgs> for RunArgs {
 /// `oslab c2c`.
 #[derive(Debug, Args)]
 pub struct C2cArgs {
+    /// What is asked.
     #[command(flatten)]
-    pub request: oslab_probes::c2c::Request,
+    pub request: crate::c2c::Request,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -95,8 +110,9 @@ pub struct ActivityArgs {
     /// The CPU to watch (default: the highest allowed).
     #[arg(long, value_name = "N")]
     pub cpu: Option<String>,
+    /// What is asked.
     #[command(flatten)]
-    pub options: oslab_probes::activity::Options,
+    pub options: crate::activity::Options,
     /// Print every period (default: the first 20).
     #[arg(long)]
     pub periods: bool,
@@ -106,6 +122,7 @@ pub struct ActivityArgs {
     /// Do not raise the loop to SCHED_FIFO even when permitted.
     #[arg(long)]
     pub no_rt: bool,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -116,11 +133,13 @@ pub struct TimesliceArgs {
     /// The CPU the processes share (default: the highest allowed).
     #[arg(long, value_name = "N")]
     pub cpu: Option<String>,
+    /// What is asked.
     #[command(flatten)]
-    pub options: oslab_probes::timeslice::Options,
+    pub options: crate::timeslice::Options,
     /// Also write the schedule as Chrome trace-event JSON (one track per process).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -128,16 +147,30 @@ pub struct TimesliceArgs {
 /// `oslab migrate`.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
+    /// What is asked.
     #[command(flatten)]
-    pub options: oslab_probes::migration::experiment::Options,
+    pub options: crate::migration::experiment::Options,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
 
-/// `key=value` by the rules every stored run keeps ([`oslab_store::check_tag`]).
-fn parse_tag(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s.split_once('=').unwrap_or((s, ""));
-    oslab_store::check_tag(k, v)
-        .map(|_| (k.to_string(), v.to_string()))
-        .map_err(|e| format!("{:?}: {e}", oslab_core::text::shortened(s, 40)))
+/// `oslab info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also list every counter (generic, cache, software, L2_TCM/L2_TCA presets), how it is
+    /// defined on this CPU and whether it can be opened here.
+    #[arg(long)]
+    pub counters: bool,
+}
+
+/// `oslab list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -1,17 +1,13 @@
 //! Command-line arguments (clap derive). What the user typed, before anything touches the OS.
-//! The subcommands are listed here; each group's arguments live in a module beside this one.
-
-mod fleet;
-mod measure;
-mod place;
-mod stored;
-
-pub use fleet::*;
-pub use measure::*;
-pub use place::*;
-pub use stored::*;
+//! The subcommands are assembled here; each library declares its own commands' arguments (its
+//! `args` module).
 
 use clap::{Args, Parser, Subcommand};
+pub use oslab_core::args::Output;
+pub use oslab_fleet::args::*;
+pub use oslab_probes::args::*;
+pub use oslab_report::args::*;
+pub use oslab_sched::args::*;
 use oslab_store::Location;
 
 /// oslab: what your machine and its operating system really cost.
@@ -100,30 +96,38 @@ pub enum Command {
     },
 }
 
-/// How a command prints what it did: text, or JSON for programs.
-#[derive(Debug, Args, Clone)]
-pub struct Output {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
+/// `oslab cpuman`.
+#[derive(Debug, Args)]
+pub struct CpumanArgs {
+    #[command(subcommand)]
+    pub command: CpumanCommand,
 }
 
-/// `oslab info`.
-#[derive(Debug, Args)]
-pub struct InfoArgs {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Also list every counter (generic, cache, software, L2_TCM/L2_TCA presets), how it is
-    /// defined on this CPU and whether it can be opened here.
-    #[arg(long)]
-    pub counters: bool,
+/// What `oslab cpuman` does.
+#[derive(Debug, Subcommand)]
+pub enum CpumanCommand {
+    /// Run a workload live under a policy and page-migration mode; store and print the result.
+    Run(CpumanRunArgs),
+    /// Simulate the CPU manager on a CC-NUMA machine of any size (same policies, same outputs).
+    Simulate(CpumanSimulateArgs),
+    /// Write a workload (the W1..W4 mixes of swim, bt, hydro2d and apsi jobs at a load) as an SWF
+    /// trace.
+    Workload(CpumanWorkloadArgs),
+    /// Compare CPU-manager runs: CPU time, speedup and migrations per policy, migration mode,
+    /// application and load, with the with/without-migration ratios.
+    Compare(CpumanCompareArgs),
+    /// (internal) One built-in job, started by `cpuman run`.
+    #[command(hide = true)]
+    Job(CpumanJobArgs),
 }
 
-/// `oslab list`.
+/// `oslab cpuman compare`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+pub struct CpumanCompareArgs {
+    /// Stored runs of `cpuman run` (or `cpuman simulate`), chosen as everywhere: 7, latest,
+    /// 3,4,5, 3-5 or tag:KEY=VALUE.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<oslab_store::RunSet>,
+    #[command(flatten)]
+    pub out: Output,
 }

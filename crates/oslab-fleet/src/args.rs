@@ -1,12 +1,13 @@
 //! Arguments of `oslab fleet`: submit, collect, summary and the nodes' task.
 
-use super::Output;
 use clap::{Args, Subcommand};
+use oslab_core::args::Output;
 use std::path::PathBuf;
 
 /// `oslab fleet`.
 #[derive(Debug, Args)]
 pub struct FleetArgs {
+    /// What to do.
     #[command(subcommand)]
     pub command: FleetCommand,
 }
@@ -31,7 +32,7 @@ pub enum FleetCommand {
 pub struct FleetSubmitArgs {
     /// Partition, nodes, results directory and staging.
     #[command(flatten)]
-    pub request: oslab_fleet::submit::Request,
+    pub request: crate::submit::Request,
     /// Print the sbatch script instead of submitting it.
     #[arg(long)]
     pub dry_run: bool,
@@ -52,6 +53,7 @@ pub struct FleetCollectArgs {
     /// A job's results directory (RESULTS/JOBID), or RESULTS itself for every job in it.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }
@@ -65,6 +67,7 @@ pub struct FleetSummaryArgs {
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
     #[arg(long)]
     pub all: bool,
+    /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
 }

@@ -117,6 +117,22 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, Smoothed>) -> V
         .collect()
 }
 
+/// The waits of threads that share their lock with another thread of the process (as each
+/// thread's lock was last seen, `locks`), and of threads whose lock is unknown. A futex word only
+/// one thread ever waits on is no lock they contend for: a main thread in `pthread_join` waits on
+/// its child's id, and placing it near nobody shortens nothing (back from its joins as the
+/// workers ended, it once took a domain and counted a shuffle).
+pub fn sharing_a_lock(waits: &[ThreadWait], locks: &BTreeMap<i32, u64>) -> Vec<ThreadWait> {
+    waits
+        .iter()
+        .filter(|w| match w.lock {
+            Some(l) => locks.iter().any(|(t, x)| *x == l && *t != w.tid),
+            None => true,
+        })
+        .cloned()
+        .collect()
+}
+
 impl Daemon {
     /// A daemon for the process `monitor` watches, over `domains`. `monitor_only` measures and
     /// decides but never moves.
@@ -208,7 +224,9 @@ impl Daemon {
         let sizes: Vec<usize> = self.domains.iter().map(Vec::len).collect();
         let decision = (fraction >= self.threshold)
             .then(|| match self.grouping {
-                Grouping::Lock => decide_by_lock(&considered, &sizes, 0.0),
+                Grouping::Lock => {
+                    decide_by_lock(&sharing_a_lock(&considered, &self.locks), &sizes, 0.0)
+                }
                 // Regrouped only when clearly better: similar lock times differ by noise.
                 Grouping::LockTime => decide(&considered, self.domains.len(), 0.0)
                     .map(|d| self.pinning.keep_unless_better(d, &considered)),

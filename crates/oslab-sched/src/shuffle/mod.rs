@@ -275,6 +275,55 @@ mod tests {
     }
 
     #[test]
+    fn a_newcomer_group_takes_a_free_domain_not_one_a_placed_group_holds() {
+        let d: Vec<Vec<usize>> = vec![vec![0, 1], vec![2, 3], vec![4, 5]];
+        let mut p = Pinning::default();
+        let first = decide_by_lock(
+            &[
+                on(0xa, 1, 40),
+                on(0xa, 3, 40),
+                on(0xb, 2, 40),
+                on(0xb, 4, 40),
+            ],
+            &[2, 2, 2],
+            0.1,
+        )
+        .unwrap();
+        assert_eq!(place(&mut p, &first, &d).len(), 4);
+        // Thread 9 comes first in the new decision (its lock is the most waited for): it alone
+        // moves, to the free domain.
+        let later = Decision {
+            groups: vec![vec![9], vec![1, 3], vec![2, 4]],
+            lock_fraction: 0.5,
+        };
+        let moves = p.plan(&later, &d);
+        assert_eq!(
+            moves.iter().map(|m| (m.tid, m.domain)).collect::<Vec<_>>(),
+            vec![(9, 2)]
+        );
+    }
+
+    #[test]
+    fn a_thread_alone_on_its_lock_word_is_no_contender_of_the_others() {
+        let mut locks = BTreeMap::new();
+        locks.extend([(1, 0xa), (3, 0xa), (2, 0xb), (4, 0xb), (9, 0xf)]);
+        let waits = [
+            on(0xa, 1, 40),
+            on(0xa, 3, 40),
+            on(0xb, 2, 40),
+            on(0xf, 9, 80),
+            w(5, 30),
+        ];
+        let kept: Vec<i32> = daemon::sharing_a_lock(&waits, &locks)
+            .iter()
+            .map(|w| w.tid)
+            .collect();
+        // 9 waits alone on its word (a main thread joining a child); 4 waits on 2's lock though
+        // not this interval; 5's lock is unknown: it stays.
+        assert_eq!(kept, vec![1, 3, 2, 5]);
+    }
+
+    #[test]
     fn more_domains_than_threads_uses_as_many_as_needed_and_wraps_cpus() {
         let d: Vec<Vec<usize>> = vec![vec![0], vec![1], vec![2]];
         let dec = decide(&[w(1, 50), w(2, 40)], d.len(), 0.1).unwrap();

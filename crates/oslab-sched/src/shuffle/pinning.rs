@@ -12,14 +12,19 @@ pub struct Pinning {
 }
 
 impl Pinning {
-    /// The moves that put `d`'s groups on `domains`. Each group, most lock-bound first, takes the
-    /// free domain that already holds most of its threads (the lowest index on a tie); a thread
-    /// whose domain changes goes to the least-used cpu of its new domain, a core's second thread
-    /// only once every core of it has one.
+    /// The moves that put `d`'s groups on `domains`. Each group takes the free domain that
+    /// already holds most of its threads (the lowest index on a tie), the groups already placed
+    /// first (then most lock-bound first): a newcomer group takes a free domain instead of one
+    /// a placed group holds (a main thread back from its joins once moved 3 threads for 1). A
+    /// thread whose domain changes goes to the least-used cpu of its new domain, a core's second
+    /// thread only once every core of it has one.
     pub fn plan(&self, d: &Decision, domains: &[Vec<usize>]) -> Vec<Move> {
         let mut free: Vec<bool> = vec![true; domains.len()];
         let mut target: BTreeMap<i32, usize> = BTreeMap::new();
-        for g in &d.groups {
+        let placed = |g: &Vec<i32>| g.iter().filter(|t| self.domain_of(**t).is_some()).count();
+        let mut order: Vec<&Vec<i32>> = d.groups.iter().collect();
+        order.sort_by_key(|g| std::cmp::Reverse(placed(g)));
+        for g in order {
             let held = |k: usize| g.iter().filter(|t| self.domain_of(**t) == Some(k)).count();
             let Some(k) = (0..domains.len())
                 .filter(|&k| free[k])

@@ -29,6 +29,8 @@
 //! - [`tree`]: a started command's process group, ended as a whole, also when oslab dies.
 //! - [`catalog`]: what every probe is (id, metrics, units, family, model or why none, chart,
 //!   headline), declared once; everything else reads it.
+//! - [`beyond_cache`]: whether a bandwidth figure's arrays lie beyond the caches, by the run's own
+//!   latency curve.
 //! - [`tags`]: the labels a run carries and their rules.
 //! - [`args`] (feature `clap`): what several commands' command lines share.
 //! - [`placement`]: which cpus to measure on: the measuring cpu, its peer, the farthest one.
@@ -37,6 +39,7 @@
 pub mod affinity;
 #[cfg(feature = "clap")]
 pub mod args;
+pub mod beyond_cache;
 pub mod catalog;
 pub mod clock;
 pub mod counters;

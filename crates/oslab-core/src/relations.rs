@@ -53,11 +53,14 @@ pub const RELATIONS: &[Relation] = &[LEVELS, LOADED, SWITCHES, FORK_EXEC, PEAK, 
 type Broken = Vec<(usize, String)>;
 
 /// Holds a run's figures to the contract: a value that cannot be (negative, zero-cost, a median
-/// outside its interval) fails ([`Measurement::check_possible`]), then every figure that breaks
+/// outside its interval) fails ([`Measurement::check_possible`]), a bandwidth is the memory's or
+/// partly a cache's as the run's own latency curve says ([`crate::beyond_cache`]), then every
+/// figure that breaks
 /// a relation is failed, with the relation and both figures in its reason; each repetition of a
 /// run is checked on its own. `wall_ns` is how long the run took, when known.
 pub fn check(ms: &mut [Measurement], wall_ns: Option<f64>) {
     ms.iter_mut().for_each(Measurement::check_possible);
+    crate::beyond_cache::rejudge(ms);
     let mut repetitions: Vec<u32> = ms.iter().map(|m| m.repetition).collect();
     repetitions.sort_unstable();
     repetitions.dedup();

@@ -11,6 +11,7 @@ use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::memory::sweep_sizes;
 use crate::probe::{Context, Plan, Probe, ProbeError};
 use crate::stream::{gbps, team, Arrays, Reps};
+use oslab_core::beyond_cache::{under_claimed, MARK, PARTLY_CACHE, UNDER};
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
@@ -52,13 +53,6 @@ pub const PROBES: &[Probe] = &[
 
 const MIB: usize = 1 << 20;
 
-/// What an array size's note says when the arrays are too small to measure RAM alone.
-const UNDER_LLC: &str = "are under 4x the";
-
-/// The context a bandwidth measured on arrays under 4x the last-level cache carries: the
-/// headline says it beside the figure, which is partly the cache's.
-pub const PARTLY_CACHE: &str = "arrays under 4x the LLC";
-
 /// Bytes per array for RAM bandwidth: at least 4x the last-level cache (STREAM's rule), within
 /// the memory budget (see [`Context::memory_budget`]). The note says when the rule cannot hold.
 pub fn array_bytes(topology: &Topology, memory_max: usize) -> (usize, Option<String>) {
@@ -67,13 +61,10 @@ pub fn array_bytes(topology: &Topology, memory_max: usize) -> (usize, Option<Str
     let cap = (memory_max / 3 / MIB).max(1) * MIB;
     let bytes = want.min(cap);
     let note = match llc {
-        Some(l) if bytes < 4 * l => Some(format!(
-            "arrays of {} MiB {UNDER_LLC} {} MiB last-level cache sysfs claims, so some accesses may hit it (a full run allows up to {} MiB per array)",
-            bytes / MIB,
-            l / MIB,
-            (1usize << 30) / 3 / MIB
-        )),
-        None => Some("no last-level cache size known; arrays of 256 MiB assumed large enough".into()),
+        Some(l) if bytes < 4 * l => Some(under_claimed("arrays", bytes, l, (1usize << 30) / 3)),
+        None => {
+            Some("no last-level cache size known; arrays of 256 MiB assumed large enough".into())
+        }
         _ => None,
     };
     (bytes, note)
@@ -124,8 +115,8 @@ pub fn bandwidth_measurements(
         Some(text),
         Judge::Median,
     )];
-    if note.is_some_and(|n| n.contains(UNDER_LLC)) {
-        out[0].context.insert("level".into(), PARTLY_CACHE.into());
+    if note.is_some_and(|n| n.contains(UNDER)) {
+        out[0].context.insert(MARK.into(), PARTLY_CACHE.into());
     }
     if let Some(hw) = kernel
         .hardware_bytes(stores)

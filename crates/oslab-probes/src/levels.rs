@@ -105,6 +105,34 @@ fn optimal_partition(x: &[f64], penalty: f64) -> Vec<usize> {
     bounds
 }
 
+/// `levels` without the edges of claimed caches: a one-point level at a claimed cache's size
+/// (0.75x to 1.5x it, where the sweep puts its extra points), faster than the level after it and
+/// slower than the one before, is that cache partly hit, not a level of its own. On a 2 MiB L2,
+/// the 2 MiB point (10.9 ns, between L2's 4.5 and L3's 33 ns) was called L3, and the real L3
+/// "level 4".
+pub fn without_cache_edges(levels: Vec<Level>, claimed: &[u64]) -> Vec<Level> {
+    let at_a_claim = |size: usize| {
+        claimed
+            .iter()
+            .any(|&c| (0.75 * c as f64..=1.5 * c as f64).contains(&(size as f64)))
+    };
+    let edge = |k: usize| {
+        let l = &levels[k];
+        let between = k > 0
+            && levels
+                .get(k + 1)
+                .is_some_and(|next| levels[k - 1].latency < l.latency && l.latency < next.latency);
+        l.points.len() == 1 && between && at_a_claim(l.first_in)
+    };
+    let edges: Vec<usize> = (0..levels.len()).filter(|&k| edge(k)).collect();
+    levels
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| !edges.contains(k))
+        .map(|(_, l)| l)
+        .collect()
+}
+
 /// Where `upper` (e.g. the fully random chain) leaves `lower` (the chain that stays within each
 /// TLB-reach chunk): the first size at which `upper` is more than `ratio` above `lower` and stays
 /// so at the next size too (one noisy point is not a departure), with the size before it.
@@ -204,6 +232,28 @@ mod tests {
         let l = plateaus(&c);
         assert_eq!(l.len(), 4, "{l:?}");
         assert_eq!((l[2].first_in, l[2].last_in), (2048 * KIB, 2048 * KIB));
+    }
+
+    #[test]
+    fn a_claimed_caches_edge_is_no_level_of_its_own() {
+        // A 2 MiB L2: the 2 MiB point is partly L2, partly L3; L3 is the plateau after it.
+        let c = curve(|s| match s {
+            s if s <= 32 * KIB => 1.2,
+            s if s <= 1024 * KIB => 4.5,
+            s if s == 2048 * KIB => 10.9,
+            s if s <= 8192 * KIB => 33.0,
+            _ => 100.0,
+        });
+        let found = plateaus(&c);
+        assert_eq!(found.len(), 5, "{found:?}");
+        let kept = without_cache_edges(found.clone(), &[32 * KIB as u64, 2048 * KIB as u64]);
+        assert_eq!(kept.len(), 4, "{kept:?}");
+        assert_eq!(kept[2].latency, 33.0);
+        // A one-point level away from any claimed size is a level (a VM's small L3 share).
+        assert_eq!(
+            without_cache_edges(found, &[32 * KIB as u64, 1024 * KIB as u64]).len(),
+            5
+        );
     }
 
     #[test]

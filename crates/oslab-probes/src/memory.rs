@@ -400,12 +400,10 @@ fn remeasure_non_monotone(
 /// claims for the level it matches.
 fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measurement> {
     let claimed = cx.topology.caches_of(cx.cpu);
-    let found = levels::plateaus(&points(curve));
+    let sizes: Vec<u64> = claimed.iter().map(|c| c.size).collect();
+    let found = levels::without_cache_edges(levels::plateaus(&points(curve)), &sizes);
     let caches = found.iter().filter(|l| l.first_out.is_some());
-    let matched = match_claims(
-        caches.clone(),
-        &claimed.iter().map(|c| c.size).collect::<Vec<_>>(),
-    );
+    let matched = match_claims(caches.clone(), &sizes);
     let mut out = Vec::new();
     for (k, level) in found.iter().enumerate() {
         let Some(first_out) = level.first_out else {

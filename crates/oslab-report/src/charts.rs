@@ -21,6 +21,22 @@ fn dashes(sides: &[Drawn]) -> &'static str {
     }
 }
 
+/// What a bandwidth chart of `probe` is called: the memory's, unless a figure of it was partly a
+/// cache's (a `--quick` run's arrays), which no chart calls RAM.
+fn bandwidth_of(sides: &[Drawn], probe: &str) -> &'static str {
+    let partly = sides.iter().flat_map(|s| &s.ms).any(|m| {
+        m.probe == probe
+            && m.context
+                .get(oslab_core::beyond_cache::MARK)
+                .and_then(|v| v.as_str())
+                == Some(oslab_core::beyond_cache::PARTLY_CACHE)
+    });
+    match partly {
+        true => "Bandwidth, arrays partly in a cache",
+        false => "RAM bandwidth",
+    }
+}
+
 fn figure(svg: Result<String, String>, caption: &str) -> Option<Figure> {
     svg.ok().map(|s| (s, caption.to_string()))
 }
@@ -326,7 +342,10 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
     });
     out.extend(figure(
         plots::bars(
-            "RAM bandwidth, one thread (STREAM counting)",
+            &format!(
+                "{}, one thread (STREAM counting)",
+                bandwidth_of(sides, id::BANDWIDTH_STREAM)
+            ),
             "GB/s",
             &stream,
         ),
@@ -352,7 +371,14 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         .collect()
     });
     out.extend(figure(
-        plots::bars("RAM bandwidth by read:write mix (STREAM counting)", "GB/s", &mixes),
+        plots::bars(
+            &format!(
+                "{} by read:write mix (STREAM counting)",
+                bandwidth_of(sides, id::BANDWIDTH_MIX)
+            ),
+            "GB/s",
+            &mixes,
+        ),
         "Reads and writes mixed block by block (4 KiB) in the ratio shown; one thread and all threads; median with CI95.",
     ));
     // Plain and non-temporal stores are separate lines.

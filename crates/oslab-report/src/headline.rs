@@ -107,7 +107,9 @@ fn label(line: &Headline, m: &Measurement) -> String {
 
 /// Why a headline figure is partly a cache's (the level its probe found), if it is.
 fn partly_cached(m: &Measurement) -> Option<&str> {
-    m.context.get("level").and_then(|v| v.as_str())
+    m.context
+        .get(oslab_core::beyond_cache::MARK)
+        .and_then(|v| v.as_str())
 }
 
 /// The footnotes of [`table`]: what a `*` means, once, or nothing.
@@ -172,10 +174,12 @@ mod tests {
         assert!(table(&ms[..1]).is_none());
         // Arrays too small for RAM alone: the name says the figure is partly the cache's.
         let mut small = ms.clone();
-        small[2] = small[2].clone().found("level", "arrays under 4x the LLC");
+        small[2] = small[2]
+            .clone()
+            .found("level", oslab_core::beyond_cache::PARTLY_CACHE);
         let t = table(&small).unwrap();
         assert_eq!(t.rows[0][0], "read bandwidth, 1 thread *");
-        assert!(notes(&small).starts_with("* arrays under 4x the LLC: partly the cache's"));
+        assert!(notes(&small).starts_with("* working set under 4x the LLC: partly the cache's"));
         assert!(notes(&ms).is_empty());
     }
 }

@@ -133,14 +133,15 @@ pub fn render(table: &oslab_core::text::Table) -> String {
             .map(String::as_str)
     };
     let mut keep: Vec<usize> = (0..table.header.len()).collect();
+    let whole_fits = |keep: &[usize], w| fits(keep.iter().map(|&k| widest(cells(k))), w);
     if let Some(w) = width() {
         for c in &table.optional {
-            if fits(keep.iter().map(|&k| widest(cells(k))), w) {
+            if whole_fits(&keep, w) {
                 break;
             }
             keep.retain(|k| k != c);
         }
-        if keep.len() > 2 && !fits(keep.iter().map(|&k| widest(cells(k))), w) {
+        if keep.len() > 2 && !whole_fits(&keep, w) {
             return render_stacked(table, &keep);
         }
     }
@@ -161,6 +162,12 @@ pub fn render(table: &oslab_core::text::Table) -> String {
         &mut t,
         &table.numeric.iter().filter_map(at).collect::<Vec<_>>(),
     );
+    // What fits whole is shown whole: comfy-table's own arrangement once broke "contention" in
+    // a column that had the room (a 100-column terminal).
+    if width().is_none_or(|w| whole_fits(&keep, w)) {
+        whole(&mut t, &(0..keep.len()).collect::<Vec<_>>());
+        return t.to_string();
+    }
     for (i, &c) in keep.iter().enumerate().skip(1) {
         if table.numeric.contains(&c) {
             continue;

@@ -130,19 +130,8 @@ fn replace_clause(m: &mut Measurement, clause: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Status, Unit};
-    use crate::{params, Summary};
-
-    fn m(
-        probe: &str,
-        metric: &str,
-        params: serde_json::Map<String, serde_json::Value>,
-        v: f64,
-    ) -> Measurement {
-        let mut x = Measurement::not_taken(probe, params, metric, Unit::Ns, Status::Ok);
-        x.summary = Summary::new(&[v, v, v]);
-        x
-    }
+    use crate::model::{measured as m, Unit};
+    use crate::params;
 
     /// A curve with a cache up to `cached` MiB and memory from the next point, and a
     /// bandwidth row of `arrays` MiB, marked as sysfs judged it.

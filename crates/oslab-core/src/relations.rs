@@ -251,19 +251,8 @@ fn longer_than_run(ms: &[(usize, &Measurement)], wall_ns: f64, broken: &mut Brok
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::measured as m;
     use crate::params;
-    use crate::stats::Summary;
-
-    fn m(
-        probe: &str,
-        metric: &str,
-        params: serde_json::Map<String, serde_json::Value>,
-        v: f64,
-    ) -> Measurement {
-        let mut m = Measurement::not_taken(probe, params, metric, Unit::Ns, Status::Ok);
-        m.summary = Summary::new(&[v * 0.99, v, v * 1.01, v, v]);
-        m
-    }
 
     fn failed(ms: &[Measurement]) -> Vec<(String, String)> {
         ms.iter()

@@ -23,6 +23,13 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
     };
     let mut why = reason(spec, run, m, slower);
     let p = m.prediction.as_ref()?;
+    let from_table = p
+        .sources
+        .values()
+        .any(|s| s.as_str().is_some_and(|s| s.starts_with("table")));
+    if let Some(presented) = presented_core(spec).filter(|_| from_table) {
+        why = format!("{presented}; {why}");
+    }
     if p.kind == oslab_core::ModelKind::Composed {
         why = format!(
             "the parts measured in this run do not add up to it ({}); {why}",
@@ -106,6 +113,24 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
         });
     }
     why.join("; ")
+}
+
+/// Under a hypervisor that names no product (no model number: "Intel(R) Xeon(R) Processor"),
+/// cpuid's family and model may be a cpu model it presents, not the host's core: the table's
+/// figures may then be another core's (model 167, a client core, on a server host whose L3
+/// answers in 33 ns against the table's 11).
+fn presented_core(spec: &Spec) -> Option<String> {
+    let h = spec.hypervisor.as_deref()?;
+    let name = spec.cpu_model.as_deref()?;
+    if name.chars().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let u = spec.uarch().ok()?;
+    Some(format!(
+        "the hypervisor ({h}) names no product (\"{}\"): the family and model cpuid gives, which chose the table's {}, may be a cpu model it presents rather than the host's core",
+        oslab_core::text::one_line(name),
+        u.name
+    ))
 }
 
 /// When the working set fits the claimed cache but not the effective one this run measured.

@@ -104,6 +104,9 @@ pub struct Spec {
     pub memory: Result<MemorySpec, String>,
     /// The hypervisor, when virtualized.
     pub hypervisor: Option<String>,
+    /// The cpu's name as cpuid gives it ("AMD EPYC 9654", or a hypervisor's generic "Intel(R)
+    /// Xeon(R) Processor").
+    pub cpu_model: Option<String>,
     /// Active mitigations that cost at every kernel entry: (name, cycles, what it does).
     pub entry_mitigations: Vec<(String, f64, &'static str)>,
     /// CONFIG_HZ, when the kernel's configuration is readable.
@@ -199,6 +202,7 @@ impl Spec {
             caches,
             memory,
             hypervisor: fingerprint.hypervisor.clone(),
+            cpu_model: fingerprint.cpu_model.clone(),
             entry_mitigations,
             tick_hz: fingerprint.tick_hz,
             clocksource: fingerprint.clocksource.clone(),

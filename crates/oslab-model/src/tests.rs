@@ -32,6 +32,7 @@ fn spec() -> Spec {
         ],
         memory: Err("memory speed unknown: describe it with --memory".into()),
         hypervisor: None,
+        cpu_model: Some("Intel(R) Xeon(R) Platinum 8480+".into()),
         entry_mitigations: Vec::new(),
         tick_hz: Some(250),
         clocksource: Some("tsc".into()),
@@ -353,6 +354,35 @@ fn far_gaps_are_explained_near_ones_are_not() {
         .unwrap();
     assert!(gap.starts_with("measured 10.0x the prediction"), "{gap}");
     assert!(gap.contains("mds") && gap.contains("KVM"), "{gap}");
+}
+
+#[test]
+fn a_hypervisor_that_names_no_product_may_present_another_core() {
+    let mut s = spec();
+    s.hypervisor = Some("KVM".into());
+    let l3 = || {
+        measured(
+            id::MEMORY_LATENCY_CHUNK,
+            params! {"level" => "L3"},
+            "level_latency",
+            Unit::Ns,
+            200.0,
+        )
+    };
+    // A named product: its table row is believed.
+    let gap = predicted(&s, vec![l3()]).prediction.unwrap().gap.unwrap();
+    assert!(!gap.contains("names no product"), "{gap}");
+    // "Intel(R) Xeon(R) Processor": cpuid's model may be the hypervisor's choice.
+    s.cpu_model = Some("Intel(R) Xeon(R) Processor".into());
+    let gap = predicted(&s, vec![l3()]).prediction.unwrap().gap.unwrap();
+    assert!(
+        gap.contains("names no product") && gap.contains("Sapphire"),
+        "{gap}"
+    );
+    // Without a hypervisor, the name is the host's own.
+    s.hypervisor = None;
+    let gap = predicted(&s, vec![l3()]).prediction.unwrap().gap.unwrap();
+    assert!(!gap.contains("names no product"), "{gap}");
 }
 
 #[test]

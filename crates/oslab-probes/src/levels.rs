@@ -105,16 +105,17 @@ fn optimal_partition(x: &[f64], penalty: f64) -> Vec<usize> {
     bounds
 }
 
-/// `levels` without the edges of claimed caches: a one-point level at a claimed cache's size
-/// (0.75x to 1.5x it, where the sweep puts its extra points), faster than the level after it and
-/// slower than the one before, is that cache partly hit, not a level of its own. On a 2 MiB L2,
-/// the 2 MiB point (10.9 ns, between L2's 4.5 and L3's 33 ns) was called L3, and the real L3
-/// "level 4".
+/// `levels` without the edges of claimed caches: a level whose every point lies from 0.75x up
+/// to (not including) 1.5x a claimed cache's size (where the sweep puts its extra points), faster
+/// than the level after it and slower than the one before, is that cache partly hit, not a level
+/// of its own. On a 2 MiB L2, the 2 MiB point (10.9 ns, between L2's 4.5 and L3's 33 ns), or the
+/// 1.5 and 2 MiB points together, were called L3, and the real L3 "level 4".
 pub fn without_cache_edges(levels: Vec<Level>, claimed: &[u64]) -> Vec<Level> {
-    let at_a_claim = |size: usize| {
-        claimed
-            .iter()
-            .any(|&c| (0.75 * c as f64..=1.5 * c as f64).contains(&(size as f64)))
+    let in_an_edge = |l: &Level| {
+        claimed.iter().any(|&c| {
+            let c = c as f64;
+            l.first_in as f64 >= 0.75 * c && (l.last_in as f64) < 1.5 * c
+        })
     };
     let edge = |k: usize| {
         let l = &levels[k];
@@ -122,7 +123,7 @@ pub fn without_cache_edges(levels: Vec<Level>, claimed: &[u64]) -> Vec<Level> {
             && levels
                 .get(k + 1)
                 .is_some_and(|next| levels[k - 1].latency < l.latency && l.latency < next.latency);
-        l.points.len() == 1 && between && at_a_claim(l.first_in)
+        between && in_an_edge(l)
     };
     let edges: Vec<usize> = (0..levels.len()).filter(|&k| edge(k)).collect();
     levels
@@ -254,6 +255,20 @@ mod tests {
             without_cache_edges(found, &[32 * KIB as u64, 1024 * KIB as u64]).len(),
             5
         );
+        // Two points at the edge (0.75x and 1x the claim) are the edge too.
+        let mut c = curve(|s| match s {
+            s if s <= 32 * KIB => 1.2,
+            s if s <= 1024 * KIB => 4.5,
+            s if s == 2048 * KIB => 12.6,
+            s if s <= 8192 * KIB => 33.0,
+            _ => 100.0,
+        });
+        c.push((1536 * KIB, 7.4));
+        c.sort_by_key(|p| p.0);
+        let found = plateaus(&c);
+        let kept = without_cache_edges(found.clone(), &[32 * KIB as u64, 2048 * KIB as u64]);
+        assert_eq!(kept.len(), found.len() - 1, "{found:?}\n{kept:?}");
+        assert_eq!(kept[2].latency, 33.0, "{kept:?}");
     }
 
     #[test]

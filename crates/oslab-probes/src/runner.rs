@@ -337,8 +337,36 @@ fn retry_noisy(
 
 /// Keeps, for each measurement of `kept`, the better supported of it and the same measurement
 /// (probe, params, metric) in `again`; every matched measurement records `attempt` attempts.
-pub fn merge_attempt(kept: &mut [Measurement], again: Vec<Measurement>, attempt: u32) {
+/// A probe with figures derived from its others (cache levels from the latency curve, fork's
+/// cost per MiB from its sweep: a summary without samples of its own) is kept or replaced whole:
+/// "L3 latency" once read 9.75 ns from one attempt's points beside another attempt's curve,
+/// which put L3 at 17-31 ns.
+pub fn merge_attempt(kept: &mut Vec<Measurement>, again: Vec<Measurement>, attempt: u32) {
     let repetition = kept.first().map_or(1, |m| m.repetition);
+    let derived = |ms: &[Measurement]| {
+        ms.iter()
+            .any(|m| m.summary.is_some() && m.samples.is_none())
+    };
+    if derived(kept) || derived(&again) {
+        let whole = |ms: &[Measurement]| {
+            let rank: u32 = ms.iter().map(|m| u32::from(support(m).0)).sum();
+            let width: f64 = ms
+                .iter()
+                .map(|m| support(m).1)
+                .filter(|w| w.is_finite())
+                .sum();
+            (rank, width)
+        };
+        let (new, old) = (whole(&again), whole(kept));
+        if new.0 > old.0 || (new.0 == old.0 && new.1 > old.1) {
+            *kept = again;
+        }
+        for m in kept.iter_mut() {
+            m.repetition = repetition;
+            m.attempts = attempt;
+        }
+        return;
+    }
     for mut new in again {
         new.repetition = repetition;
         let Some(old) = kept
@@ -440,6 +468,7 @@ mod tests {
     fn m(k: usize, status: Status, samples: &[f64]) -> Measurement {
         let mut m = Measurement::not_taken("p.x", params! {"k" => k}, "t", Unit::Ns, status);
         m.summary = Summary::new(samples);
+        m.samples = Some(samples.to_vec());
         m
     }
 
@@ -576,5 +605,41 @@ mod tests {
         );
         assert_eq!(kept[0].summary.as_ref().unwrap().max, 9.0);
         assert_eq!(kept[0].attempts, 3);
+    }
+
+    #[test]
+    fn a_probe_with_derived_figures_is_kept_or_replaced_whole() {
+        let wide = [1.0, 5.0, 2.0, 9.0, 3.0, 7.0];
+        let tight = [4.0, 4.1, 4.0, 4.05, 3.95, 4.0];
+        let derived = |v: f64| {
+            let mut d = m(9, Status::Ok, &[v]);
+            d.samples = None;
+            d
+        };
+        // The second attempt's curve is better on the whole: its derived row comes with it.
+        let mut kept = vec![
+            m(0, Status::noisy(cause::SPREAD), &wide),
+            m(1, Status::Ok, &tight),
+            derived(1.0),
+        ];
+        let again = vec![
+            m(0, Status::Ok, &tight),
+            m(1, Status::Ok, &tight),
+            derived(2.0),
+        ];
+        merge_attempt(&mut kept, again, 2);
+        assert_eq!(kept[2].summary.as_ref().unwrap().median, 2.0);
+        assert!(kept
+            .iter()
+            .all(|m| m.attempts == 2 && m.status == Status::Ok));
+        // Worse on the whole: nothing of it is taken, not even its one better row.
+        let again = vec![
+            m(0, Status::noisy(cause::SPREAD), &wide),
+            m(1, Status::noisy(cause::SPREAD), &wide),
+            derived(3.0),
+        ];
+        merge_attempt(&mut kept, again, 3);
+        assert_eq!(kept[2].summary.as_ref().unwrap().median, 2.0);
+        assert_eq!(kept[0].status, Status::Ok);
     }
 }

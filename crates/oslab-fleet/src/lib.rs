@@ -22,7 +22,7 @@ pub mod task;
 pub use summary::{summarize, FleetSummary, NodeRun};
 
 use oslab_core::files::{read_bounded, FileError, Links};
-use oslab_store::exchange::{self, RunDocument};
+use oslab_store::exchange::{self, ImportFailed, RunDocument};
 use oslab_store::{RunRecord, RunRef, Store, StoreError};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -70,8 +70,8 @@ pub fn is_node_name(s: &str) -> bool {
 pub struct JobResults {
     /// The job id.
     pub job: String,
-    /// (node, its run).
-    pub runs: Vec<(String, RunDocument)>,
+    /// (node, the file of its run, validated): read again when stored, one at a time.
+    pub runs: Vec<(String, PathBuf)>,
     /// (node, why it has no run).
     pub failed: Vec<(String, String)>,
     /// The nodes the job was submitted to (from the manifest).
@@ -144,8 +144,8 @@ pub fn read_job(job: &str, dir: &Path) -> Result<JobResults, FileError> {
         };
         match parse_node_file(fname) {
             Some((node, false)) => {
-                let doc = exchange::read_file(&path, Links::Refuse)?;
-                r.runs.push((node.to_string(), doc));
+                exchange::read_file(&path, Links::Refuse)?;
+                r.runs.push((node.to_string(), path.clone()));
             }
             Some((node, true)) => {
                 // One line, nothing that acts on a terminal: the file is the node's to write.
@@ -241,17 +241,18 @@ impl Collected {
 }
 
 /// Stores a job's runs not stored before, each in one transaction, tagged with job and node.
-pub fn collect(store: &mut Store, j: &JobResults) -> Result<Collected, StoreError> {
+pub fn collect(store: &mut Store, j: &JobResults) -> Result<Collected, ImportFailed> {
     let have: BTreeSet<String> = store
         .tagged(JOB_TAG, &j.job)?
         .into_iter()
         .filter_map(|id| store.tags(id).ok()?.get(NODE_TAG).cloned())
         .collect();
     let mut new = Vec::new();
-    for (node, doc) in &j.runs {
+    for (node, path) in &j.runs {
         if have.contains(node) {
             continue;
         }
+        let doc = exchange::read_file(path, Links::Refuse).map_err(ImportFailed::Invalid)?;
         let record = RunRecord {
             id: None,
             ..doc.run.clone()

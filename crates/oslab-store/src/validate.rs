@@ -22,6 +22,19 @@ pub fn check(schema: &Value, value: &Value, limit: usize) -> Vec<String> {
     c.problems
 }
 
+/// Problems of `value` found at `at` (a JSON pointer) against `root`'s definition `def`
+/// (`#/$defs/def`): one element of a document, checked as the whole document would check it.
+pub fn check_def(root: &Value, def: &str, value: &Value, at: &str, limit: usize) -> Vec<String> {
+    let mut c = Checker {
+        root,
+        problems: Vec::new(),
+        limit,
+    };
+    let reference = serde_json::json!({ "$ref": format!("#/$defs/{def}") });
+    c.check(&reference, value, &mut at.to_string());
+    c.problems
+}
+
 struct Checker<'s> {
     root: &'s Value,
     problems: Vec<String>,

@@ -2150,3 +2150,74 @@ fn importing_an_export_of_a_stored_run_stores_nothing() {
     assert!(said.contains("already in the store as run 1"), "{said}");
     assert_eq!(stored_runs(Path::new(db)).len(), 1);
 }
+
+/// An import reads one document at a time, element by element: its memory is about the file's
+/// size and the run it holds, not the parsed tree of every file (a 278 MB export took 3.2x its
+/// size, 876 MB, now 448 MB; two took 1.07 GB, now 0.59 GB).
+#[test]
+fn import_memory_stays_near_the_files_size() {
+    let _turn = shared();
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    oslab()
+        .args(["run", "--quick", "syscall.getppid", "--db", db])
+        .assert()
+        .success();
+    let one = dir.path().join("one.json");
+    oslab()
+        .args(["export", "-o", one.to_str().unwrap(), "--db", db])
+        .assert()
+        .success();
+    // The same run with its measurements repeated as repetitions, to 60 MB or more.
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&one).unwrap()).unwrap();
+    let ms = doc["measurements"].as_array().unwrap().clone();
+    let each = serde_json::to_vec(&ms).unwrap().len().max(1);
+    let copies = (60 << 20) / each + 1;
+    let many: Vec<serde_json::Value> = (1..=copies)
+        .flat_map(|k| {
+            ms.iter().map(move |m| {
+                let mut m = m.clone();
+                m["repetition"] = k.into();
+                m
+            })
+        })
+        .collect();
+    doc["measurements"] = many.into();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let size = std::fs::metadata(&big).unwrap().len() as f64;
+    let fresh = dir.path().join("fresh.db");
+    // Its data (heap and private mappings) limited to 2.2x the file and 48 MB: the parsed tree
+    // of the whole document went past it and aborted.
+    let limit = (2.2 * size + 48e6) as libc::rlim_t;
+    let mut import = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    import.args([
+        "import",
+        big.to_str().unwrap(),
+        "--db",
+        fresh.to_str().unwrap(),
+    ]);
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut import, move || {
+            let r = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            match libc::setrlimit(libc::RLIMIT_DATA, &r) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let out = import.output().unwrap();
+    assert!(
+        out.status.success(),
+        "importing {:.0} MB within {:.0} MB of data: {:?} {}",
+        size / 1e6,
+        limit as f64 / 1e6,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stored_runs(&fresh).len(), 1);
+}

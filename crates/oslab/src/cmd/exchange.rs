@@ -57,9 +57,9 @@ pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<Exit
 
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     // Every file is read and validated before the store is touched: all or nothing.
-    let docs = exchange::read_all(&args.files)?;
+    exchange::check_all(&args.files)?;
     let mut store = super::store().open()?;
-    let imported = exchange::import(&mut store, docs)?;
+    let imported = exchange::import(&mut store, &args.files)?;
     imported
         .iter()
         .for_each(|i| crate::cmd::say(&i.to_string()));

@@ -27,7 +27,7 @@ use crate::levels;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self};
 
-use oslab_core::model::{Measurement, Status, Unit};
+use oslab_core::model::{cause, Measurement, Status, Unit};
 use oslab_core::params;
 use oslab_core::stats::{SplitMix64, Summary};
 
@@ -396,6 +396,11 @@ fn remeasure_non_monotone(
     Ok(())
 }
 
+/// A plateau whose points differ by more than this factor is no flat level: its latency depends
+/// on where in it one measures (a --quick run's "L3" read 15.6 ns from points of 12 to 26 ns and
+/// was `ok`).
+const FLAT: f64 = 1.5;
+
 /// The cache levels the curve shows, each with its size range and latency, beside the size sysfs
 /// claims for the level it matches.
 fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measurement> {
@@ -442,6 +447,17 @@ fn detected_levels(cx: &Context, id: &str, curve: &[Measurement]) -> Vec<Measure
             .as_ref()
             .and_then(|s| Some(s.median * cx.harness.clock.cycles_per_ns()?));
         lat.note = Some(format!("median of the plateau's points; {what}"));
+        let (lo, hi) = level
+            .points
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        if hi > FLAT * lo {
+            lat.status = Status::noisy(cause::SPREAD);
+            lat.note_before(format!(
+                "noisy: the plateau's points range from {lo:.1} to {hi:.1} ns ({:.1}x): no flat level (the cache's share of this cpu changed during the sweep, or the level is a slope)",
+                hi / lo
+            ));
+        }
         out.push(lat);
     }
     out

@@ -57,6 +57,8 @@ pub struct Outcome {
     pub contended: Vec<(&'static str, String)>,
     /// The core's speed before every attempt, in billions of integer additions a second.
     pub core_speeds: Vec<f64>,
+    /// Probe runs the run planned (probes x repetitions), retries not counted.
+    pub planned: usize,
     /// The share of the measuring cpu the hypervisor took (steal time) during every attempt.
     pub steals: Vec<f64>,
 }
@@ -65,8 +67,10 @@ pub struct Outcome {
 /// speed, and the steal time (a shared VM's most telling figures, compared between instances).
 pub const HOST: &str = oslab_core::catalog::id::HOST;
 
-/// Fewest core-speed checks (one per probe attempt) the host rows are drawn from: fewer say
-/// little about how often a shared core runs slow.
+/// Fewest probe runs (probes x repetitions) a run has host rows from: fewer checks say little
+/// about how often a shared core runs slow. Retries are not counted, so whether a run has host
+/// rows does not depend on whether a probe was noisy (of two identical runs of 9 probe runs, the
+/// one with a retry had them and `compare` found rows on one side only).
 pub const HOST_MIN_CHECKS: usize = 10;
 
 /// The why of the host rows' missing model.
@@ -109,10 +113,10 @@ impl Outcome {
 
     /// The host rows ([`HOST`]): the core's speed at each check relative to the fastest check
     /// (how often it ran at full speed is in the note), and the steal share of each attempt.
-    /// None from fewer than [`HOST_MIN_CHECKS`] checks (a run of a few probes).
+    /// None for fewer than [`HOST_MIN_CHECKS`] planned probe runs (a run of a few probes).
     pub fn host(&self) -> Vec<Measurement> {
         use oslab_core::model::{judged, Judge, Unit};
-        if self.core_speeds.len() < HOST_MIN_CHECKS {
+        if self.planned < HOST_MIN_CHECKS || self.core_speeds.is_empty() {
             return Vec::new();
         }
         let fastest = self.core_speeds.iter().copied().fold(0.0, f64::max);
@@ -202,6 +206,7 @@ pub fn run(
     // Per probe and repetition: its results and what one attempt cost.
     let mut done: Vec<(&'static Probe, Vec<Measurement>, Duration)> = Vec::new();
     let total = probes.len() * repetitions.max(1) as usize;
+    outcome.planned = total;
     'passes: for repetition in 1..=repetitions.max(1) {
         for probe in probes {
             sink.started(probe, done.len(), total);
@@ -526,10 +531,19 @@ mod tests {
     fn the_host_s_interference_is_a_measured_figure() {
         let few = Outcome {
             core_speeds: vec![5.5, 5.0, 5.3],
+            planned: 3,
             ..Outcome::default()
         };
         assert!(few.host().is_empty(), "three checks tell little");
+        // Nine probe runs and a retry: ten checks, still no host rows (a retry must not add rows).
+        let retried = Outcome {
+            core_speeds: vec![5.5; 10],
+            planned: 9,
+            ..Outcome::default()
+        };
+        assert!(retried.host().is_empty());
         let shared = Outcome {
+            planned: 10,
             core_speeds: vec![5.5, 5.4, 2.75, 3.3, 5.5, 5.45, 5.5, 5.5, 5.5, 5.5],
             steals: vec![0.0, 0.1, 0.3, 0.0, 0.0],
             ..Outcome::default()

@@ -72,7 +72,11 @@ pub fn reach(ms: &[&Measurement]) -> Option<Reach> {
 fn footprint(m: &Measurement) -> Option<f64> {
     match (m.probe.as_str(), m.metric.as_str()) {
         (id::NUMA_MATRIX, metric::LATENCY) => m.params.get("size")?.as_f64(),
-        (_, metric::BANDWIDTH) => m.params.get("array_bytes")?.as_f64(),
+        (_, metric::BANDWIDTH) => m
+            .params
+            .get("array_bytes")
+            .or_else(|| m.context.get("array_bytes"))?
+            .as_f64(),
         _ => None,
     }
 }
@@ -186,6 +190,13 @@ mod tests {
         rejudge(&mut ms);
         let bw = &ms[4];
         assert!(!bw.context.contains_key(MARK), "{:?}", bw.context);
+        // A NUMA cell's arrays are found while measuring, not a parameter: judged the same.
+        let mut ms = run(8, 92.0, 341, true);
+        let size = ms[4].params.remove("array_bytes").unwrap();
+        ms[4].probe = id::NUMA_MATRIX.into();
+        ms[4].context.insert("array_bytes".into(), size);
+        rejudge(&mut ms);
+        assert!(!ms[4].context.contains_key(MARK), "{:?}", ms[4].context);
         let note = bw.note.as_deref().unwrap();
         assert!(
             note.starts_with("best 13.2 GB/s; arrays of 341 MiB, over 4x the 16 MiB"),

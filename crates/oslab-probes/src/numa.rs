@@ -266,6 +266,9 @@ fn cell(
     let found = format!("{:.0}%", placed * 100.0);
     for m in &mut out {
         m.context.insert("placed".into(), found.as_str().into());
+        // The arrays' size, for the judgement by the run's own latency curve (not a parameter:
+        // a cell is the same cell whatever the budget made its arrays).
+        m.context.insert("array_bytes".into(), arrays.bytes.into());
     }
     if placed < 0.99 {
         for m in &mut out {

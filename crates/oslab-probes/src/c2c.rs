@@ -221,7 +221,7 @@ pub struct Request {
 
 /// The cpus whose pairs `oslab c2c` measures: the cpu list `list` (a list like "0-7,16" or
 /// "node:0"), else every cpu in `allowed`; at least two, all in `allowed`.
-pub fn chosen_cpus(
+fn chosen_cpus(
     list: Option<&str>,
     topology: &Topology,
     allowed: &CpuSet,

@@ -248,7 +248,12 @@ pub fn parse(bytes: &[u8]) -> Result<RunDocument, ImportError> {
     if !problems.is_empty() {
         return Err(schema_error(&problems));
     }
-    let (rest, measurements, timeline) = read?;
+    // JSON of the wrong shape (an array, a string where the measurements go) is JSON that
+    // does not follow the schema, not "not JSON".
+    let (rest, measurements, timeline) = read.map_err(|e| match e.is_data() {
+        true => ImportError::Schema(format!("  {e}")),
+        false => e.into(),
+    })?;
     // The rest of the document (schema, run, unknown keys) against the whole schema, its
     // arrays empty: they were checked element by element.
     let rest = serde_json::Value::Object(rest);
@@ -613,6 +618,12 @@ mod tests {
     #[test]
     fn malformed_documents_say_what_is_wrong_and_where() {
         assert!(matches!(parse(b"{not json"), Err(ImportError::Json(_))));
+        // JSON of another shape is refused by the schema, not called "not JSON".
+        assert!(matches!(parse(b"[1, 2]"), Err(ImportError::Schema(_))));
+        assert!(matches!(
+            parse(br#"{"schema": "oslab.run/1", "measurements": 5}"#),
+            Err(ImportError::Schema(_))
+        ));
         let mut v = serde_json::to_value(doc()).unwrap();
         v["measurements"][0]["unit"] = "furlongs".into();
         v["run"]["status"] = "maybe".into();

@@ -520,11 +520,11 @@ pub enum EventKind {
     Active,
     /// It did not (the OS or the hypervisor took the cpu).
     Inactive,
-    /// A thread held a cpu.
+    /// Something ran for a span: a process's time slice, a job from its start to its end.
     Running,
     /// A job's processor allocation changed.
     Alloc,
-    /// A job's whole run, arrival to end.
+    /// A job's thread held a cpu (args: job, slot, cpu).
     Run,
     /// One interval of the lock-wait monitor.
     Interval,

@@ -212,7 +212,14 @@ impl Exporter for Paraver {
         true
     }
     fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
-        let p = paraver::paraver(&doc.timeline, &doc.run.started, 0, &doc.run.hostname)?
+        // The machine the jobs ran on: a simulated one's size is in its measurements.
+        let cpus = doc
+            .measurements
+            .iter()
+            .filter_map(|m| m.params.get("cpus").and_then(|c| c.as_u64()))
+            .max()
+            .map_or(0, |c| (c as usize).min(paraver::MAX_CPUS));
+        let p = paraver::paraver(&doc.timeline, &doc.run.started, cpus, &doc.run.hostname)?
             .ok_or_else(|| {
                 format!(
                     "run {} has no threads-on-cpus timeline (runs of `oslab cpuman` have one)",

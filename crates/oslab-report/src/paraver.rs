@@ -2,6 +2,12 @@
 //! events) and `.row` (names of CPUs and threads). Each job is an application with one task whose
 //! threads are the job's thread slots; a thread's "run" spans become Running states on their CPU,
 //! allocation changes an event (type 90000001, value = processors) on the job's first thread.
+//!
+//! A simulated run records no thread spans, only each allocation (its processors and, for a
+//! policy that pins, which cpus): its thread i runs on the allocation's cpu i from that change to
+//! the next (or the job's end), the simulator's own placement. A policy that does not pin (native)
+//! has no cpu per thread in the model: its threads are in a state of their own, "time-shared (cpu
+//! not modelled)", on no cpu.
 
 use oslab_core::model::{EventKind, TimelineEvent};
 use std::collections::BTreeMap;
@@ -39,10 +45,16 @@ pub fn paraver(
     cpus: usize,
     host: &str,
 ) -> Result<Option<Paraver>, String> {
-    let runs: Vec<&TimelineEvent> = timeline
+    let recorded: Vec<&TimelineEvent> = timeline
         .iter()
         .filter(|e| e.kind == EventKind::Run)
         .collect();
+    let derived = if recorded.is_empty() {
+        spans_from_allocations(timeline)?
+    } else {
+        Vec::new()
+    };
+    let runs: Vec<&TimelineEvent> = recorded.into_iter().chain(&derived).collect();
     if runs.is_empty() {
         return Ok(None);
     }
@@ -57,7 +69,7 @@ pub fn paraver(
     }
     // Applications: every job seen, with its thread count and name.
     let mut jobs: BTreeMap<u64, (usize, String)> = BTreeMap::new();
-    for e in timeline {
+    for e in timeline.iter().chain(&derived) {
         if let Some(job) = arg_u64(e, "job") {
             let entry = jobs.entry(job).or_insert((1, format!("job {job}")));
             if let Some(slot) = arg_u64(e, "slot") {
@@ -83,8 +95,13 @@ pub fn paraver(
         .unwrap_or(0);
     let mut records: Vec<(u64, String)> = Vec::new();
     for e in &runs {
-        let (Some(job), Some(cpu)) = (arg_u64(e, "job"), arg_u64(e, "cpu")) else {
+        let Some(job) = arg_u64(e, "job") else {
             continue;
+        };
+        // Paraver's cpu 0 is "no cpu": a thread the model time-shares without placing it.
+        let (cpu, state) = match arg_u64(e, "cpu") {
+            Some(cpu) => (cpu + 1, RUNNING),
+            None => (0, TIME_SHARED),
         };
         let slot = arg_u64(e, "slot").unwrap_or(0) + 1;
         let (b, f) = (
@@ -93,7 +110,7 @@ pub fn paraver(
         );
         records.push((
             b,
-            format!("1:{}:{}:1:{slot}:{b}:{f}:1", cpu + 1, appl[&job]),
+            format!("1:{cpu}:{}:1:{slot}:{b}:{f}:{state}", appl[&job]),
         ));
     }
     for e in timeline.iter().filter(|e| e.kind == EventKind::Alloc) {
@@ -120,7 +137,7 @@ pub fn paraver(
     }
     let pcf = format!(
         "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\n\n\
-         STATES\n0    Idle\n1    Running\n\n\
+         STATES\n0    Idle\n{RUNNING}    Running\n{TIME_SHARED}    Time-shared (cpu not modelled)\n\n\
          EVENT_TYPE\n0    {ALLOCATION_EVENT}    Processors allocated by the oslab CPU manager\n"
     );
     let mut row = format!("LEVEL CPU SIZE {ncpus}\n");
@@ -136,6 +153,75 @@ pub fn paraver(
         }
     }
     Ok(Some(Paraver { prv, pcf, row }))
+}
+
+/// State of a thread on its cpu.
+const RUNNING: u64 = 1;
+/// State of a simulated thread the model time-shares without a cpu of its own.
+const TIME_SHARED: u64 = 2;
+
+/// The most thread spans derived from a simulation's allocations: beyond it the trace would be
+/// gigabytes (a 1024-cpu simulation of 10,000 jobs), more than Paraver opens.
+pub const MAX_DERIVED_SPANS: usize = 5_000_000;
+
+/// Thread spans from a simulated run's allocation changes: each allocation's threads from it to
+/// the job's next change or its end, on the allocation's cpus when it names them.
+fn spans_from_allocations(timeline: &[TimelineEvent]) -> Result<Vec<TimelineEvent>, String> {
+    let mut allocs: BTreeMap<u64, Vec<&TimelineEvent>> = BTreeMap::new();
+    let mut ends: BTreeMap<u64, f64> = BTreeMap::new();
+    for e in timeline {
+        let Some(job) = arg_u64(e, "job") else {
+            continue;
+        };
+        match e.kind {
+            EventKind::Alloc => allocs.entry(job).or_default().push(e),
+            EventKind::Running => {
+                ends.insert(job, e.start_ns + e.dur_ns);
+            }
+            _ => {}
+        }
+    }
+    let last = timeline
+        .iter()
+        .map(|e| e.start_ns + e.dur_ns)
+        .fold(0.0, f64::max);
+    let mut spans = Vec::new();
+    for (job, mut changes) in allocs {
+        changes.sort_by(|a, b| a.start_ns.total_cmp(&b.start_ns));
+        let end = ends.get(&job).copied().unwrap_or(last);
+        for (k, change) in changes.iter().enumerate() {
+            let until = changes.get(k + 1).map_or(end, |next| next.start_ns);
+            let threads = arg_u64(change, "threads").unwrap_or(0) as usize;
+            let cpus: Vec<Option<u64>> = match change.args.get("cpus").and_then(|c| c.as_array()) {
+                Some(list) if !list.is_empty() => list.iter().map(|c| c.as_u64()).collect(),
+                _ => vec![None; threads],
+            };
+            if until <= change.start_ns || cpus.is_empty() {
+                continue;
+            }
+            if spans.len() + cpus.len() > MAX_DERIVED_SPANS {
+                return Err(format!(
+                    "the simulation's allocations make over {MAX_DERIVED_SPANS} thread spans, more than a trace Paraver opens; simulate fewer jobs or cpus"
+                ));
+            }
+            for (slot, cpu) in cpus.into_iter().enumerate() {
+                let mut args = serde_json::Map::new();
+                args.insert("job".into(), job.into());
+                args.insert("slot".into(), (slot as u64).into());
+                if let Some(cpu) = cpu {
+                    args.insert("cpu".into(), cpu.into());
+                }
+                spans.push(TimelineEvent {
+                    track: change.track.clone(),
+                    kind: EventKind::Run,
+                    start_ns: change.start_ns,
+                    dur_ns: until - change.start_ns,
+                    args,
+                });
+            }
+        }
+    }
+    Ok(spans)
 }
 
 /// "2026-11-21T10:04:05Z" as Paraver's "21/11/26 at 10:04".
@@ -229,5 +315,62 @@ mod tests {
         }
         let e = paraver(&huge, "x", 2, "h").unwrap_err();
         assert!(e.contains("beyond"), "{e}");
+    }
+
+    #[test]
+    fn a_simulated_run_is_traced_from_its_allocations() {
+        // Job 1 (pinned): 2 threads on cpus 4 and 5, then 1 on cpu 6, ends at 300.
+        // Job 2 (native, unpinned): 3 threads and no cpus, ends at 200.
+        let tl = vec![
+            ev(
+                "job 1 swim",
+                "alloc",
+                0.0,
+                0.0,
+                json!({"job": 1, "threads": 2, "cpus": [4, 5]}),
+            ),
+            ev(
+                "job 2 bt",
+                "alloc",
+                50.0,
+                0.0,
+                json!({"job": 2, "threads": 3, "cpus": []}),
+            ),
+            ev(
+                "job 1 swim",
+                "alloc",
+                100.0,
+                0.0,
+                json!({"job": 1, "threads": 1, "cpus": [6]}),
+            ),
+            ev("job 1 swim", "running", 0.0, 300.0, json!({"job": 1})),
+            ev("job 2 bt", "running", 50.0, 150.0, json!({"job": 2})),
+        ];
+        let p = paraver(&tl, "2026-11-21T10:04:05Z", 0, "sim")
+            .unwrap()
+            .unwrap();
+        let states: Vec<&str> = p.prv.lines().filter(|l| l.starts_with("1:")).collect();
+        assert_eq!(
+            states,
+            [
+                "1:5:1:1:1:0:100:1",
+                "1:6:1:1:2:0:100:1",
+                "1:0:2:1:1:50:200:2",
+                "1:0:2:1:2:50:200:2",
+                "1:0:2:1:3:50:200:2",
+                "1:7:1:1:1:100:300:1",
+            ]
+        );
+        assert!(p
+            .prv
+            .starts_with("#Paraver (21/11/26 at 10:04):300_ns:1(7):2:1(2:1):1(3:1)"));
+        assert!(p.pcf.contains("Time-shared (cpu not modelled)"));
+        assert!(p.row.contains("LEVEL THREAD SIZE 5"));
+        // Allocations without the jobs' spans: each runs to the last event (the last
+        // allocation, of no length, is no span).
+        let p = paraver(&tl[..3], "x", 0, "sim").unwrap().unwrap();
+        let states: Vec<&str> = p.prv.lines().filter(|l| l.starts_with("1:")).collect();
+        assert_eq!(states.len(), 5, "{states:?}");
+        assert!(states.contains(&"1:0:2:1:3:50:100:2"), "{states:?}");
     }
 }

@@ -560,6 +560,36 @@ fn simulation_is_deterministic_and_compares_like_live_runs() {
         .unwrap()
         .iter()
         .any(|r| r["mode"] == "manual"));
+    // A simulated run exports to Paraver (the paper's Figure 4): each thread on the cpu the
+    // simulator gave it, every cpu one of the simulated 64.
+    let base = dir.path().join("sim");
+    let id = manual["run"]["id"].to_string();
+    stdout(&[
+        "export",
+        &id,
+        "--format",
+        "paraver",
+        "-o",
+        base.to_str().unwrap(),
+        "--db",
+        d,
+    ]);
+    let prv = std::fs::read_to_string(base.with_extension("prv")).unwrap();
+    assert!(
+        prv.lines().next().unwrap().contains(":1(64):30:"),
+        "{}",
+        &prv[..200]
+    );
+    let states: Vec<Vec<u64>> = prv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(':').map(|x| x.parse().unwrap()).collect())
+        .filter(|f: &Vec<u64>| f[0] == 1)
+        .collect();
+    assert!(states.len() >= 30, "{}", states.len());
+    assert!(states
+        .iter()
+        .all(|f| (1..=64).contains(&f[1]) && f[7] == 1 && f[6] > f[5]));
     // A trace: streamed and validated; errors name the line.
     let bad = dir.path().join("bad.swf");
     std::fs::write(

@@ -81,6 +81,10 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
             crate::table::versus(m),
             m.status.word().to_string(),
             match &m.status {
+                // Busy, yet tight on a full-speed core: the figure a busy host can still use.
+                oslab_core::Status::Noisy(cause) if crate::summary::still_holds(m) => {
+                    format!("{cause}, {TIGHT}")
+                }
                 oslab_core::Status::Noisy(cause) => cause.clone(),
                 _ => String::new(),
             },
@@ -112,8 +116,24 @@ fn partly_cached(m: &Measurement) -> Option<&str> {
         .and_then(|v| v.as_str())
 }
 
-/// The footnotes of [`table`]: what a `*` means, once, or nothing.
+/// Marks a busy figure that still holds in the "why noisy" column.
+const TIGHT: &str = "tight";
+
+/// The footnotes of [`table`]: what a `*` means and what "tight" does, once each, or nothing.
 pub fn notes(ms: &[Measurement]) -> String {
+    let tight = HEADLINE
+        .iter()
+        .filter_map(|line| find(ms, line))
+        .any(crate::summary::still_holds);
+    let tight = match tight {
+        true => "tight: measured while other work ran, yet within ±2% on a core at full speed: it likely holds, unless the load itself enters the figure (a switch, a bandwidth)\n",
+        false => "",
+    };
+    format!("{}{tight}", cache_note(ms))
+}
+
+/// What a `*` means, once, or nothing.
+fn cache_note(ms: &[Measurement]) -> String {
     let marked: Vec<&str> = HEADLINE
         .iter()
         .filter_map(|line| find(ms, line))
@@ -181,5 +201,15 @@ mod tests {
         assert_eq!(t.rows[0][0], "read bandwidth, 1 thread *");
         assert!(notes(&small).starts_with("* working set under 4x the LLC: partly the cache's"));
         assert!(notes(&ms).is_empty());
+        // Busy: a tight figure is told from a spread one, and the notes say what tight means.
+        let mut busy = ms.clone();
+        for m in &mut busy {
+            m.status = Status::Noisy(oslab_core::model::cause::CONTENTION.into());
+        }
+        busy[1].summary = Summary::new(&[60.0, 80.0, 100.0, 70.0, 90.0]);
+        let t = table(&busy).unwrap();
+        assert_eq!(t.rows[0][6], "contention, tight");
+        assert_eq!(t.rows[1][6], "contention");
+        assert!(notes(&busy).starts_with("tight: measured while other work ran"));
     }
 }

@@ -193,7 +193,7 @@ const HOLDS: f64 = 0.02;
 /// Whether a figure measured while other work competed still holds: its interval within
 /// [`HOLDS`] of the median and the core at full speed around its samples. On a busy host most
 /// rows are `noisy (contention)`; these are the ones a reader can still use.
-fn still_holds(m: &Measurement) -> bool {
+pub fn still_holds(m: &Measurement) -> bool {
     let contended =
         matches!(&m.status, Status::Noisy(c) if c == oslab_core::model::cause::CONTENTION);
     let tight = m

@@ -18,9 +18,23 @@ pub struct ReportArgs {
     /// standard output (HTML only).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// html (one self-contained file) or md (Markdown with SVG charts beside it).
-    #[arg(long, value_enum, default_value_t = Format::Html, value_parser = report_format)]
-    pub format: Format,
+    /// html (one self-contained file) or md (Markdown with SVG charts beside it); default: the
+    /// output's extension (.md: md), else html.
+    #[arg(long, value_enum, value_parser = report_format)]
+    pub format: Option<Format>,
+}
+
+impl ReportArgs {
+    /// The format asked, or the one the output file's name says (`-o report.md`), else HTML.
+    pub fn format(&self) -> Format {
+        self.format
+            .unwrap_or_else(|| match self.output.as_ref().and_then(|p| p.extension()) {
+                Some(e) if e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown") => {
+                    Format::Md
+                }
+                _ => Format::Html,
+            })
+    }
 }
 
 /// The formats a report is written in.

@@ -418,52 +418,202 @@ fn call(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
 }
 
 fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
-    let mut out = Vec::new();
-    let mut list = overlaid_bars(sides, |ms| {
+    let bars_of = |ms: &[&Measurement]| -> Vec<Bar> {
         let labelled: Vec<(String, &Measurement)> = ms
             .iter()
             // One operation's time on one axis: a fault's, not also per page and per byte;
             // not fork's cost per MiB its parent touched (a time per amount, not per fork).
+            // Nor fork's times after its parent touched memory: a sweep, drawn as a line below.
             .filter(|m| {
                 m.unit == Unit::Ns
                     && ![metric::PER_PAGE, metric::PER_BYTE, metric::COST_PER_MIB]
                         .contains(&m.metric.as_str())
+                    && m.param_text(TOUCHED).is_empty()
             })
-            .map(|m| {
-                let cache = m.param_text("cache");
-                let label = format!(
-                    "{} {}{}",
-                    m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
-                    m.metric,
-                    if cache.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {cache}")
-                    }
-                );
-                (label, *m)
-            })
+            .map(|m| (cost_label(m), *m))
             .collect();
         distinct(labelled)
             .into_iter()
             .filter_map(|(label, m)| measured_bar(label, m))
             .collect()
-    });
-    list.truncate(16 * sides.len());
-    out.extend(figure(
-        plots::bars(&format!("{family} costs"), "ns", &list),
-        &format!(
-            "Median with CI95 of each {family} measurement{}.",
-            match Family::of(family) {
-                Some(Family::Faults) => ": a fault's time (per page and per byte are in the table)",
-                Some(Family::Task) => ": creation and round trip (fork's cost per MiB its parent touched is in the table)",
-                Some(Family::Syscall) => ", hot (back to back) and cold (caches evicted first)",
-                Some(Family::Switch) => ": the switch on one cpu, the hand-over and the wake-up across two",
-                _ => "",
+    };
+    // Costs that differ by orders of magnitude (a wake-up of 37 us beside a switch of 0.6 us)
+    // get a linear axis each, so no bar is a sliver beside another's.
+    let mut largest: Vec<(String, f64)> = Vec::new();
+    for b in sides.iter().flat_map(|side| bars_of(&side.ms)) {
+        match largest.iter_mut().find(|(l, _)| *l == b.label) {
+            Some((_, v)) => *v = v.max(b.value),
+            None => largest.push((b.label, b.value)),
+        }
+    }
+    let values: Vec<f64> = largest.iter().map(|(_, v)| *v).collect();
+    let bounds = scale_bounds(&values);
+    let band = |label: &str| {
+        let v = largest
+            .iter()
+            .find(|(l, _)| l == label)
+            .map_or(0.0, |x| x.1);
+        bounds.iter().filter(|&&b| v > b).count()
+    };
+    let caption = format!(
+        "Median with CI95 of each {family} measurement{}.",
+        match Family::of(family) {
+            Some(Family::Faults) => ": a fault's time (per page and per byte are in the table)",
+            Some(Family::Task) =>
+                ": creation and round trip (fork's cost per MiB its parent touched is in the table)",
+            Some(Family::Syscall) => ", hot (back to back) and cold (caches evicted first)",
+            Some(Family::Switch) =>
+                ": the switch on one cpu, the hand-over and the wake-up across two",
+            _ => "",
+        }
+    );
+    let mut out = Vec::new();
+    for k in 0..=bounds.len() {
+        let list = overlaid_bars(sides, |ms| {
+            bars_of(ms)
+                .into_iter()
+                .filter(|b| band(&b.label) == k)
+                .collect()
+        });
+        // At most 16 costs a chart: more are drawn in the next one, never dropped.
+        let per_chart = 16 * sides.len();
+        let parts = list.len().div_ceil(per_chart);
+        for (i, chunk) in list.chunks(per_chart).enumerate() {
+            let mut title = format!("{family} costs");
+            if !bounds.is_empty() {
+                let hi = chunk.iter().map(|b| b.value).fold(0.0, f64::max);
+                let lo = chunk.iter().map(|b| b.value).fold(f64::INFINITY, f64::min);
+                let (lo, hi) = (
+                    oslab_core::units::value(lo, Unit::Ns),
+                    oslab_core::units::value(hi, Unit::Ns),
+                );
+                title += &match lo == hi {
+                    true => format!(", {hi}"),
+                    false => format!(", {lo} to {hi}"),
+                };
             }
-        ),
+            if parts > 1 {
+                title += &format!(" ({} of {parts})", i + 1);
+            }
+            out.extend(figure(plots::bars(&title, "ns", chunk), &caption));
+        }
+    }
+    let swept = overlaid_series(sides, |ms| {
+        let mut points: Vec<(f64, f64)> = ms
+            .iter()
+            .filter(|m| m.probe == id::TASK_FORK && m.metric == metric::ROUND_TRIP)
+            .filter_map(|m| Some((m.params.get(TOUCHED)?.as_f64()? * MIB, median(m)? / 1e3)))
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        vec![Series {
+            name: "fork round trip".into(),
+            points,
+            side: 0,
+        }]
+    });
+    out.extend(figure(
+        plots::lines("fork vs the memory its parent touched", XAxis::Bytes, ("memory the parent touched", "µs per fork"), &swept, &[], true),
+        "fork + exit + wait from the minimal parent after it touched each size: fork copies the page tables of what the parent maps (the fit's fixed cost and cost per MiB are in the table).",
     ));
     out
+}
+
+/// The parameter of fork's times after its parent touched memory, in MiB.
+const TOUCHED: &str = "touched_mib";
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// A cost's label: the probe without its family, the metric, and the cache state when there
+/// is one.
+fn cost_label(m: &Measurement) -> String {
+    let extra = match m.param_text("cache") {
+        c if c.is_empty() => c,
+        c => format!(" {c}"),
+    };
+    format!(
+        "{} {}{extra}",
+        m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
+        m.metric
+    )
+}
+
+/// Where a chart of bars with these values is cut so that each part reads on a linear axis:
+/// while one part's largest value is over [`SPAN`] times its smallest, it is cut at its widest
+/// gap (a jump of at least [`GAP`] between neighbouring values). A part of one value joins its
+/// nearer neighbour when the two still read on one axis. Ascending.
+fn scale_bounds(values: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| *x > 0.0).collect();
+    v.sort_by(f64::total_cmp);
+    let mut bounds = Vec::new();
+    cut(&v, &mut bounds);
+    bounds.sort_by(f64::total_cmp);
+    let mut parts: Vec<Vec<f64>> = vec![Vec::new(); bounds.len() + 1];
+    for x in v {
+        parts[bounds.iter().filter(|&&b| x > b).count()].push(x);
+    }
+    let span = |a: &[f64], b: &[f64]| b[b.len() - 1] / a[0];
+    loop {
+        // A lone value and its nearer neighbour (on a log scale), when together they still
+        // read on one axis; a value far from every other keeps a chart of its own.
+        let merge = (0..parts.len())
+            .filter(|&i| parts[i].len() < 2)
+            .find_map(|i| {
+                let before = i
+                    .checked_sub(1)
+                    .filter(|&j| span(&parts[j], &parts[i]) <= SPAN);
+                let after =
+                    Some(i + 1).filter(|&j| j < parts.len() && span(&parts[i], &parts[j]) <= SPAN);
+                let into = match (before, after) {
+                    (Some(b), Some(a))
+                        if span(&parts[b], &parts[i]) <= span(&parts[i], &parts[a]) =>
+                    {
+                        b
+                    }
+                    (Some(_), Some(a)) => a,
+                    (b, a) => b.or(a)?,
+                };
+                Some((i, into))
+            });
+        let Some((i, into)) = merge else {
+            break;
+        };
+        let lone = parts.remove(i);
+        let into = if into > i { into - 1 } else { into };
+        parts[into].extend(lone);
+        parts[into].sort_by(f64::total_cmp);
+    }
+    parts
+        .windows(2)
+        .map(|w| (w[0][w[0].len() - 1] * w[1][0]).sqrt())
+        .collect()
+}
+
+/// Largest over smallest a chart of bars keeps on one axis.
+const SPAN: f64 = 20.0;
+/// The smallest jump between neighbouring values a chart is cut at.
+const GAP: f64 = 4.0;
+
+fn cut(sorted: &[f64], bounds: &mut Vec<f64>) {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
+        return;
+    };
+    if hi <= lo * SPAN {
+        return;
+    }
+    let Some((i, jump)) = sorted
+        .windows(2)
+        .map(|w| w[1] / w[0])
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    else {
+        return;
+    };
+    if jump < GAP {
+        return;
+    }
+    // Cut between the two, at their geometric mean.
+    bounds.push((sorted[i] * sorted[i + 1]).sqrt());
+    cut(&sorted[..=i], bounds);
+    cut(&sorted[i + 1..], bounds);
 }
 
 fn numa(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
@@ -754,4 +904,39 @@ pub fn timeline_chart(events: &[TimelineEvent]) -> Option<Figure> {
             value(end, Unit::Ns)
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_orders_of_magnitude_apart_are_cut_into_charts_of_one_scale() {
+        // Switches and transfers under a microsecond, wake-ups near 37 us: one cut between.
+        let switch = [
+            761.0, 342.0, 37_680.0, 672.0, 318.0, 32_650.0, 605.0, 40_010.0,
+        ];
+        let b = scale_bounds(&switch);
+        assert_eq!(b.len(), 1);
+        assert!(b[0] > 761.0 && b[0] < 32_650.0, "{b:?}");
+        // Within 20x: one chart, whatever the gaps.
+        assert!(scale_bounds(&[1.0, 1.2, 5.0, 19.0]).is_empty());
+        // Spread evenly over decades, no gap of 4x: one chart still (nothing to cut at).
+        let even: Vec<f64> = (0..20).map(|i| 1.5f64.powi(i)).collect();
+        assert!(scale_bounds(&even).is_empty());
+        // Three scales: two cuts, ascending.
+        let b = scale_bounds(&[2.0, 3.0, 80.0, 90.0, 6000.0, 7000.0]);
+        assert_eq!(b.len(), 2);
+        assert!(b[0] < b[1] && b[0] > 3.0 && b[0] < 80.0 && b[1] > 90.0 && b[1] < 6000.0);
+        assert!(scale_bounds(&[]).is_empty());
+        // A value alone is no chart: it joins its nearer neighbour (the faults: 1.5 and 10 us
+        // together, 59 to 397 us together).
+        let b = scale_bounds(&[1457.0, 257_900.0, 10_160.0, 397_300.0, 58_840.0]);
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert!(b[0] > 10_160.0 && b[0] < 58_840.0, "{b:?}");
+        // Far from every other (cpuid's 6.3 us trap beside 8-131 ns reads): a chart of its own.
+        let b = scale_bounds(&[7.6, 13.2, 17.8, 6319.0, 18.1, 130.6]);
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert!(b[0] > 130.6 && b[0] < 6319.0, "{b:?}");
+    }
 }

@@ -434,7 +434,8 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
     let label_area = (widest as u32 * 7 + 16).clamp(60, 420);
-    let height = 96 + 22 * n;
+    // Two bars' height at least: one bar's chart had no room for its axis's numbers.
+    let height = 96 + 22 * n.max(2);
     // Bar i fills [n-1-i, n-i] of a 0..n axis: the first at the top, labels at the centres.
     let slot = |i: usize| (n - 1 - i as u32) as f64;
     let from_top: Vec<String> = labels.iter().rev().cloned().collect();
@@ -455,6 +456,10 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                     .disable_y_mesh()
                     .y_labels(2 * n as usize + 1)
                     .y_label_style(("sans-serif", 12))
+                    // Fixed sizes: plotters scales them with the chart's height, and the numbers
+                    // of a short chart's axis were 5 px tall.
+                    .x_label_style(("sans-serif", 12))
+                    .axis_desc_style(("sans-serif", 12))
                     .y_label_formatter(&|y| label_at(&from_top, *y))
                     .x_desc(x_desc.as_str())
                     .x_label_formatter(&|x| plain(*x))

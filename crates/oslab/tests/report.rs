@@ -204,18 +204,11 @@ fn markdown_report_writes_its_charts_beside_it() {
         "--db",
         db,
     ]);
+    // A file named .md is Markdown without --format.
     let out = dir.path().join("report.md");
-    oslab(&[
-        "report",
-        "latest",
-        "--format",
-        "md",
-        "-o",
-        out.to_str().unwrap(),
-        "--db",
-        db,
-    ]);
+    oslab(&["report", "latest", "-o", out.to_str().unwrap(), "--db", db]);
     let md = std::fs::read_to_string(&out).unwrap();
+    assert!(md.starts_with("# oslab run"), "{}", &md[..100]);
     assert!(md.contains("## call") && md.contains("| probe | params |"));
     // The order of the HTML report: headline, machine, the families, the model last.
     let at = |heading: &str| {

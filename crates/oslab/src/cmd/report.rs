@@ -17,9 +17,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             return single(&args, run);
         }
     }
-    if args.format != Format::Html {
+    if args.format() != Format::Html {
         return Err(usage(
-            "several runs are reported on one HTML page: use --format html",
+            "several runs are reported on one HTML page: write it to an .html file (--format html)",
         ));
     }
     let store = super::store().open_to_read()?;
@@ -53,8 +53,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn single(args: &ReportArgs, run: &oslab_store::RunRef) -> anyhow::Result<ExitCode> {
-    let (doc, files) = exported(run, args.format, super::store())?;
-    let ext = exporter(args.format).extension();
+    let (doc, files) = exported(run, args.format(), super::store())?;
+    let ext = exporter(args.format()).extension();
     let path = args.output.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             "oslab-run-{}.{ext}",
@@ -72,7 +72,7 @@ fn single(args: &ReportArgs, run: &oslab_store::RunRef) -> anyhow::Result<ExitCo
     eprintln!(
         "report written to {}{}",
         path.display(),
-        match args.format {
+        match args.format() {
             Format::Md => format!(" with {charts} charts beside it"),
             _ => " (one self-contained file)".into(),
         }

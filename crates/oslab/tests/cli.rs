@@ -1718,7 +1718,15 @@ fn ctrl_c_stops_a_long_simulation_with_what_completed() {
         "{:?}: {err}",
         t.elapsed()
     );
-    assert_eq!(stored_runs(&db).len(), 1);
+    // On a busy machine the signal can come while the trace is still read: a clean stop then
+    // stores nothing (nothing was simulated) and says so; otherwise the jobs that completed.
+    let stored = stored_runs(&db).len();
+    if err.contains("interrupted while reading") {
+        eprintln!("stopped while reading the trace (a busy machine): nothing stored");
+        assert_eq!(stored, 0, "{err}");
+    } else {
+        assert_eq!(stored, 1, "{err}");
+    }
 }
 
 #[test]

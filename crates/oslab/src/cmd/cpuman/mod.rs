@@ -58,7 +58,16 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     if let Some(from) = from {
         eprintln!("{cpus} cpus: {from}");
     }
-    let jobs = workload::resolve(&r.source, cpus).map_err(usage)?;
+    let jobs = match workload::resolve(&r.source, cpus) {
+        Ok(jobs) => jobs,
+        // Stopped while reading a long trace: nothing was simulated, so nothing is stored,
+        // and the exit says it was the signal, not the trace.
+        Err(e) if oslab_core::signals::interrupted() => {
+            eprintln!("oslab: {e}");
+            return Ok(ExitCode::from(oslab_core::signals::exit_status()));
+        }
+        Err(e) => return Err(usage(e)),
+    };
     jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
     let cfg = r
         .config(cpus, &jobs, speedups, &session.machine.topology)

@@ -102,6 +102,30 @@ pub fn require_quiet(max_cpus: f64) -> bool {
     }
 }
 
+/// Why a test whose work needs a share of the cpus (an emulated guest) cannot have it here, if
+/// it cannot: more than `max_per_cpu` runnable tasks per cpu (the median of five looks at
+/// /proc/loadavg over a quarter of a second). Busy time cannot tell `stress-ng --cpu 2` on two
+/// cpus from `--cpu 8`; the run queue can, and a guest gets a half or a fifth of each cpu.
+pub fn crowded(max_per_cpu: f64) -> Option<String> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let mut seen: Vec<f64> = (0..5)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            let avg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+            avg.split_whitespace()
+                .nth(3)
+                .and_then(|f| f.split('/').next()?.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        })
+        .collect();
+    seen.sort_by(f64::total_cmp);
+    // Less this thread, which is running while it reads.
+    let per_cpu = (seen[2] - 1.0).max(0.0) / cpus;
+    (per_cpu > max_per_cpu).then(|| {
+        format!("the machine is crowded ({per_cpu:.1} runnable tasks per cpu; this test needs at most {max_per_cpu})")
+    })
+}
+
 /// user + nice + system + irq + softirq + steal over all cpus, in clock ticks.
 fn machine_busy_ticks() -> u64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();

@@ -18,10 +18,13 @@
 //!   read as runs of each job alone, first-touch placed, migration off ([`SpeedupReference`]),
 //!   so a job placed as there runs at its curve; curves measured here include no remote cost.
 //! - Native: jobs run all requested threads; more threads than CPUs are time-shared with
-//!   `quantum`: each job gets request x P / threads processors, every quantum the scheduler
-//!   places P threads on P CPUs anew (a thread lands on another CPU with probability 1 - 1/P:
-//!   a process migration), and a thread's pages are wherever first touch put them (remote
-//!   fraction = 1 - share of pages on the node it happens to run on).
+//!   `quantum`: each job gets request x P / threads processors. IRIX's affinity scheduling: a
+//!   thread has a home cpu (its job's threads take the next free ones when it starts), and a
+//!   share `affinity` of its quanta run there; the others land anywhere (on another cpu with
+//!   probability 1 - 1/P: a process migration). Its accesses are local as a pinned thread's on
+//!   its home for that share and 1/nodes for the rest, and the kernel moves its pages towards
+//!   the homes as it does a pinned job's, at `affinity` times the rate (the counters see the
+//!   home's accesses that often). `--affinity 0` is the model without affinity.
 //! - Equip / PDPA: jobs hold their mapped CPUs; a CPU set change moves threads (counted as
 //!   migrations) and ends bursts. PDPA gets a speedup measurement after each allocation change: the
 //!   work done over the wall time of the next iteration (1% of the job's work), so remote
@@ -40,7 +43,7 @@ use super::policy::PolicyOptions;
 use super::tally::JobOutcome;
 use super::tally::Tally;
 use super::workload::{trace_machine, JobSpec, Jobs, Resolved, Source};
-use crate::cpuman::jobs::Kind;
+use crate::cpuman::jobs::{Below8, Kind};
 use crate::cpuman::policy::Policy;
 use crate::cpuman::speedups::Speedups;
 use std::time::Duration;
@@ -92,6 +95,8 @@ pub struct SimConfig {
     pub remote_ratio: f64,
     /// Time-sharing quantum of the native scheduler, s.
     pub quantum_s: f64,
+    /// Native: the share of a thread's quanta on its home cpu (IRIX's affinity scheduling).
+    pub affinity: f64,
     /// Page migration mode.
     pub migration: PageMigration,
     /// Where pages start.
@@ -146,6 +151,11 @@ pub struct Request {
     /// local (local: every remote access slows a job beyond them).
     #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = SpeedupReference::Standalone))]
     pub speedup_reference: SpeedupReference,
+    /// The paper's speedup curves below 8 processors, where Table III has no point: never above
+    /// linear, or linear in log2 p from (1, 1) to the 8-processor point whatever it reads (swim
+    /// 7.87 on 2 processors; the model before this option).
+    #[cfg_attr(feature = "clap", arg(long = "below-8", value_enum, default_value_t = Below8::Linear))]
+    pub below_8: Below8,
     /// Speedup curves measured by a stored `cpuman run` (id or 'latest') instead of the paper's
     /// (kinds it did not run keep the paper's).
     #[cfg_attr(feature = "clap", arg(long, value_name = "RUN"))]
@@ -153,6 +163,10 @@ pub struct Request {
     /// Time-sharing quantum of the native scheduler.
     #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", value_parser = oslab_core::units::parse_duration, default_value = "30ms"))]
     pub quantum: Duration,
+    /// Native: the share of a thread's quanta that run on its home cpu (IRIX's affinity
+    /// scheduling; 0: every quantum anywhere, the model before this option).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SHARE", default_value_t = 0.9, value_parser = parse_share))]
+    pub affinity: f64,
     /// Cost of migrating one page.
     #[cfg_attr(feature = "clap", arg(long, value_name = "TIME", value_parser = oslab_core::units::parse_duration, default_value = "20us"))]
     pub page_cost: Duration,
@@ -166,6 +180,15 @@ pub struct Request {
     /// slow; assumed per kind, capped at 1).
     #[cfg_attr(feature = "clap", arg(long, value_name = "FACTOR", default_value_t = 1.0, value_parser = parse_positive))]
     pub boundness: f64,
+}
+
+/// A share from 0 to 1.
+#[cfg(feature = "clap")]
+fn parse_share(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1.0).contains(v))
+        .ok_or_else(|| format!("{s:?}: a share from 0 to 1"))
 }
 
 /// A finite number above 0.
@@ -193,14 +216,16 @@ impl Request {
         &self,
         cpus: usize,
         jobs: &Resolved,
-        speedups: Speedups,
+        mut speedups: Speedups,
         topology: &oslab_core::Topology,
     ) -> Result<SimConfig, String> {
+        speedups.below8 = self.below_8;
         Ok(SimConfig {
             cpus,
             nodes: self.nodes,
             remote_ratio: remote_ratio(&self.remote_ratio, topology)?,
             quantum_s: self.quantum.as_secs_f64().max(1e-6),
+            affinity: self.affinity,
             migration: self.policy.migration,
             first_touch: self.first_touch,
             speedups,
@@ -233,6 +258,8 @@ struct SimJob {
     remaining: f64,
     alloc: usize,
     cpus: Vec<usize>,
+    /// Native: each thread's home cpu (where affinity scheduling runs it most of the time).
+    homes: Vec<usize>,
     pages: Vec<f64>,
     stall: f64,
     stable_since: f64,
@@ -292,6 +319,8 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
     let mut t = first_arrival;
     let mut changed = false;
     let mut stopped = false;
+    // Native: where the next job's threads find their homes.
+    let mut next_home = 0usize;
     loop {
         // Ctrl-C ends a long simulation with what completed.
         if oslab_core::signals::interrupted() {
@@ -326,13 +355,18 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
                     since: t,
                     left: j.remaining,
                 });
-                let want = thread_shares(&j.cpus, per_node, nodes);
-                if first && !j.cpus.is_empty() {
+                if !policy.pins() && j.homes.len() != a {
+                    j.homes = (0..a).map(|k| (next_home + k) % p).collect();
+                    next_home = (next_home + a) % p;
+                }
+                let placed = if policy.pins() { &j.cpus } else { &j.homes };
+                let want = thread_shares(placed, per_node, nodes);
+                if first && !placed.is_empty() {
                     let total: f64 = j.pages.iter().sum();
                     j.pages = match cfg.first_touch {
                         FirstTouch::Master => {
                             let mut v = vec![0.0; nodes];
-                            v[(j.cpus[0] / per_node).min(nodes - 1)] = total;
+                            v[(placed[0] / per_node).min(nodes - 1)] = total;
                             v
                         }
                         FirstTouch::Parallel => want.iter().map(|w| w * total).collect(),
@@ -348,7 +382,8 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
         }
         // Rates until the next event.
         for j in running.iter_mut().filter(|j| j.local.is_none()) {
-            j.local = Some(local_fraction(j, policy.pins(), per_node, nodes));
+            let home = if policy.pins() { 1.0 } else { cfg.affinity };
+            j.local = Some(local_fraction(j, home, per_node, nodes));
         }
         let threads: usize = running.iter().map(|j| j.alloc).sum();
         let oversubscribed = threads > p;
@@ -384,7 +419,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
             // 1e8 s costs as little to simulate as one of 100 s.
             for j in running
                 .iter()
-                .filter(|j| kernel_moves(j, cfg, policy.pins(), oversubscribed, per_node, nodes))
+                .filter(|j| kernel_moves(j, cfg, policy.pins(), per_node, nodes))
             {
                 let settles = j.stable_since + cfg.settle_s;
                 dt = dt.min((settles - t).max(0.0) + 1.0);
@@ -405,11 +440,15 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
             // (A stall of their whole cost moved pages during the stall, which lengthened it:
             // steps shrank without end once a job's misplaced pages cost more than a second.)
             let mut cost = 0.0;
-            if cfg.migration == PageMigration::Kernel && (policy.pins() || !oversubscribed) {
+            if kernel_may_move(cfg, policy.pins()) {
                 let settled_for = t + dt - (j.stable_since + cfg.settle_s).max(t + stalled);
                 if settled_for > 0.0 {
-                    let want = thread_shares(&j.cpus, per_node, nodes);
-                    let share = 1.0 - (-cfg.kernel_rate * settled_for).exp();
+                    let (placed, rate) = match policy.pins() {
+                        true => (&j.cpus, cfg.kernel_rate),
+                        false => (&j.homes, cfg.kernel_rate * cfg.affinity),
+                    };
+                    let want = thread_shares(placed, per_node, nodes);
+                    let share = 1.0 - (-rate * settled_for).exp();
                     let fit = free / cfg.page_cost_s.max(1e-15);
                     let moved = move_pages(&mut j.pages, &want, share, fit);
                     j.local = None;
@@ -423,9 +462,10 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
             j.out.alloc_integral += j.alloc as f64 * dt;
             busy += cpu;
             if oversubscribed && !policy.pins() {
-                // Every quantum the scheduler re-places the threads it runs.
+                // Every quantum the scheduler places the threads it runs: on their home cpu
+                // for the affinity's share, anywhere for the rest.
                 let placements = p_eff * dt / cfg.quantum_s;
-                j.migrations += placements * (1.0 - 1.0 / p as f64);
+                j.migrations += placements * (1.0 - cfg.affinity) * (1.0 - 1.0 / p as f64);
                 bursts += placements;
             }
         }
@@ -482,7 +522,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
         page_migrations: Ok(pages_moved.round() as u64),
         makespan_s: end - first_arrival,
         notes: std::iter::once(format!(
-            "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, first touch by {}, quantum {} ms, page cost {} us",
+            "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, first touch by {}, quantum {} ms, native affinity {}, page cost {} us",
             cfg.remote_ratio,
             match cfg.first_touch {
                 FirstTouch::Master => "the master thread",
@@ -490,6 +530,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
                 FirstTouch::RoundRobin => "round-robin over all nodes",
             },
             cfg.quantum_s * 1e3,
+            cfg.affinity,
             cfg.page_cost_s * 1e6
         ))
         .chain((cfg.migration == PageMigration::Kernel).then(|| {
@@ -556,6 +597,7 @@ fn start(spec: JobSpec, t: f64, nodes: usize) -> SimJob {
         spec,
         alloc: 0,
         cpus: Vec::new(),
+        homes: Vec::new(),
         // Until placed: spread evenly (native first touch lands wherever threads run).
         pages: vec![pages / nodes as f64; nodes],
         stall: t,
@@ -588,20 +630,20 @@ fn reference_slowdown(kind: Kind, p: f64, cfg: &SimConfig, per_node: usize, node
     slowdown(kind, local, cfg)
 }
 
+/// Whether kernel page migration can follow a job's threads: they are pinned, or native ones
+/// that keep to their home cpus for some share of their quanta.
+fn kernel_may_move(cfg: &SimConfig, pins: bool) -> bool {
+    cfg.migration == PageMigration::Kernel && (pins || cfg.affinity > 0.0)
+}
+
 /// Whether the kernel has pages of `j` to move once its placement settles: more than a millionth
 /// of them away from the nodes of its threads (beyond that, locality no longer changes).
-fn kernel_moves(
-    j: &SimJob,
-    cfg: &SimConfig,
-    pins: bool,
-    oversubscribed: bool,
-    per_node: usize,
-    nodes: usize,
-) -> bool {
-    if cfg.migration != PageMigration::Kernel || (!pins && oversubscribed) || j.cpus.is_empty() {
+fn kernel_moves(j: &SimJob, cfg: &SimConfig, pins: bool, per_node: usize, nodes: usize) -> bool {
+    let placed = if pins { &j.cpus } else { &j.homes };
+    if !kernel_may_move(cfg, pins) || placed.is_empty() {
         return false;
     }
-    let want = thread_shares(&j.cpus, per_node, nodes);
+    let want = thread_shares(placed, per_node, nodes);
     let total: f64 = j.pages.iter().sum();
     let misplaced: f64 = j
         .pages
@@ -621,22 +663,26 @@ fn thread_shares(cpus: &[usize], per_node: usize, nodes: usize) -> Vec<f64> {
     w
 }
 
-/// Share of a job's memory accesses that are local. Pinned: each node's threads find locally
-/// at most their share of the data. Unpinned threads run anywhere: a node's pages are local to
-/// the threads that happen to run there, 1/nodes of the time.
-fn local_fraction(j: &SimJob, pinned: bool, per_node: usize, nodes: usize) -> f64 {
+/// Share of a job's memory accesses that are local. On their cpus (a pinned job's, a native
+/// job's homes for the `home` share of the time) each node's threads find locally at most their
+/// share of the data; elsewhere threads run anywhere, and a node's pages are local to those that
+/// happen to run there, 1/nodes of the time.
+fn local_fraction(j: &SimJob, home: f64, per_node: usize, nodes: usize) -> f64 {
     let total: f64 = j.pages.iter().sum::<f64>().max(1e-9);
-    if pinned && !j.cpus.is_empty() {
-        let want = thread_shares(&j.cpus, per_node, nodes);
-        j.pages
-            .iter()
-            .zip(&want)
-            .map(|(x, w)| x.min(w * total))
-            .sum::<f64>()
-            / total
-    } else {
-        j.pages.iter().map(|x| x / total / nodes as f64).sum()
+    let placed = if j.cpus.is_empty() { &j.homes } else { &j.cpus };
+    let anywhere: f64 = j.pages.iter().map(|x| x / total / nodes as f64).sum();
+    if placed.is_empty() {
+        return anywhere;
     }
+    let want = thread_shares(placed, per_node, nodes);
+    let at_home = j
+        .pages
+        .iter()
+        .zip(&want)
+        .map(|(x, w)| x.min(w * total))
+        .sum::<f64>()
+        / total;
+    home * at_home + (1.0 - home) * anywhere
 }
 
 /// Moves `share` of the misplaced pages (beyond each node's threads' share `want`), at most
@@ -702,6 +748,7 @@ mod tests {
             nodes: 32,
             remote_ratio: 2.0,
             quantum_s: 0.03,
+            affinity: 0.9,
             migration,
             first_touch: FirstTouch::Master,
             speedups: Speedups::paper(),
@@ -815,8 +862,9 @@ mod tests {
         let native = simulate(&mut Native, &cfg(PageMigration::Off), specs("W1", 30));
         let equip = simulate(&mut Equip, &cfg(PageMigration::Off), specs("W1", 30));
         let migrations = |o: &RunOutcome| o.jobs.migrations().unwrap();
+        // (Affinity keeps native's threads home 90% of their quanta: still far more.)
         assert!(
-            migrations(&native) > 100 * migrations(&equip).max(1),
+            migrations(&native) > 10 * migrations(&equip).max(1),
             "{} vs {}",
             migrations(&native),
             migrations(&equip)
@@ -826,6 +874,35 @@ mod tests {
         let cpu = |o: &RunOutcome| o.jobs.cpu_s().unwrap();
         assert!(cpu(&manual) <= cpu(&equip) * 1.01);
         assert!(manual.page_migrations.clone().unwrap() > 0);
+    }
+
+    #[test]
+    fn native_affinity_lets_pages_follow_and_cuts_migrations() {
+        let cpu = |o: &RunOutcome| o.jobs.cpu_s().unwrap();
+        let migrations = |o: &RunOutcome| o.jobs.migrations().unwrap() as f64;
+        let run = |affinity: f64, migration| {
+            let mut c = cfg(migration);
+            c.affinity = affinity;
+            simulate(&mut Native, &c, scaled("W1", 30, 1.0))
+        };
+        // Without affinity no page has a home: kernel migration changes nothing (the model
+        // before the option; the paper's Figure 3 has native gain 10%).
+        let (off0, kernel0) = (
+            run(0.0, PageMigration::Off),
+            run(0.0, PageMigration::Kernel),
+        );
+        assert!((cpu(&kernel0) / cpu(&off0) - 1.0).abs() < 0.01);
+        // With IRIX-like affinity pages follow the homes and native gains.
+        let (off, kernel) = (
+            run(0.9, PageMigration::Off),
+            run(0.9, PageMigration::Kernel),
+        );
+        let gain = cpu(&kernel) / cpu(&off);
+        assert!(gain < 0.97, "{gain}");
+        assert!(kernel.page_migrations.clone().unwrap() > 0);
+        // A thread kept on its home 90% of its quanta moves a tenth as often.
+        let r = migrations(&off) / migrations(&off0);
+        assert!((0.05..0.2).contains(&r), "{r}");
     }
 
     #[test]
@@ -849,13 +926,13 @@ mod tests {
         let total: f64 = job.pages.iter().sum();
         // The master's node holds everything: only its threads' half is local.
         job.pages = vec![total, 0.0];
-        assert!((local_fraction(&job, true, 2, 2) - 0.5).abs() < 1e-12);
+        assert!((local_fraction(&job, 1.0, 2, 2) - 0.5).abs() < 1e-12);
         // Half of the misplaced half moves; all of it, then nothing is left to move.
         let moved = move_pages(&mut job.pages, &want, 0.5, f64::INFINITY);
         assert!((moved - total / 4.0).abs() < 1e-6 * total);
-        assert!((local_fraction(&job, true, 2, 2) - 0.75).abs() < 1e-12);
+        assert!((local_fraction(&job, 1.0, 2, 2) - 0.75).abs() < 1e-12);
         move_pages(&mut job.pages, &want, 1.0, f64::INFINITY);
-        assert!((local_fraction(&job, true, 2, 2) - 1.0).abs() < 1e-12);
+        assert!((local_fraction(&job, 1.0, 2, 2) - 1.0).abs() < 1e-12);
         assert_eq!(move_pages(&mut job.pages, &want, 1.0, f64::INFINITY), 0.0);
         assert!((job.pages.iter().sum::<f64>() - total).abs() < 1e-6 * total);
     }

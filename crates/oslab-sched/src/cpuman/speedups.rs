@@ -9,7 +9,7 @@
 //! the simulator models sharing itself), linear in log2 p, from (1, 1) when one thread was not
 //! measured, and stays flat beyond the largest p measured.
 
-use super::jobs::Kind;
+use super::jobs::{Below8, Kind};
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 use std::collections::BTreeMap;
@@ -24,6 +24,8 @@ pub struct Speedups {
     curves: BTreeMap<Kind, Vec<(f64, f64)>>,
     /// Where the measured curves come from, for notes.
     pub source: Option<String>,
+    /// The paper's curves below 8 processors.
+    pub below8: Below8,
 }
 
 impl Speedups {
@@ -62,6 +64,7 @@ impl Speedups {
         Some(Speedups {
             curves,
             source: Some(source.to_string()),
+            below8: Below8::default(),
         })
     }
 
@@ -73,7 +76,7 @@ impl Speedups {
     /// Speedup of `kind` on `p` processors.
     pub fn of(&self, kind: Kind, p: f64) -> f64 {
         let Some(points) = self.curves.get(&kind) else {
-            return kind.speedup(p);
+            return kind.curve(p, self.below8);
         };
         if p <= 0.0 {
             return 0.0;
@@ -95,7 +98,13 @@ impl Speedups {
     /// What the curves are, in a line: per kind its points, or "the paper's".
     pub fn describe(&self) -> String {
         let Some(source) = &self.source else {
-            return "speedups: the paper's (Table III)".into();
+            return format!(
+                "speedups: the paper's (Table III), below 8 processors {}",
+                match self.below8 {
+                    Below8::Linear => "never above linear",
+                    Below8::Log2 => "linear in log2 p from (1, 1)",
+                }
+            );
         };
         let kinds: Vec<String> = Kind::ALL
             .iter()

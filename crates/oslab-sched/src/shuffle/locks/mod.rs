@@ -316,14 +316,16 @@ mod tests {
         if !bpf_can_load() {
             return;
         }
-        // A child sleeping in a futex-free way, then gone.
+        // A child sleeping in a futex-free way, then gone: ended by us once measured (a child
+        // that ended itself after 0.2 s was gone before a busy machine had loaded the program).
         let mut child = std::process::Command::new("sleep")
-            .arg("0.2")
+            .arg("60")
             .spawn()
             .unwrap();
         let mut m = Monitor::open(child.id() as i32, Choice::Ebpf).unwrap();
         let waits = m.measure(Duration::from_millis(50)).unwrap();
         assert!(waits.iter().all(|w| w.waited == 0.0), "{waits:?}");
+        child.kill().unwrap();
         child.wait().unwrap();
         assert!(matches!(
             m.measure(Duration::from_millis(50)),

@@ -52,7 +52,6 @@ fn speedups(run: Option<&str>, store: &Location) -> anyhow::Result<Speedups> {
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let r = &a.request;
     let speedups = speedups(r.speedups.as_deref(), super::store())?;
-    eprintln!("{}", speedups.describe());
     let mut session = RecordedSession::open(true, None, None, &a.out)?;
     let (cpus, from) = r.cpus().map_err(usage)?;
     if let Some(from) = from {
@@ -72,6 +71,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let cfg = r
         .config(cpus, &jobs, speedups, &session.machine.topology)
         .map_err(usage)?;
+    eprintln!("{}", cfg.speedups.describe());
     let mut pol = r.policy.build(cpus);
     let t = std::time::Instant::now();
     let mut outcome = simulate::simulate(pol.as_mut(), &cfg, jobs.jobs);

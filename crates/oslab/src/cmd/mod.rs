@@ -153,6 +153,24 @@ pub fn say(line: &str) {
     eprintln!("{}", oslab_core::text::message(line, MESSAGE_CHARS));
 }
 
+/// Says a note on standard error as [`say`] does, its words wrapped to the terminal's width when
+/// standard error is one (a 665-character list of probes ran over the edge and the terminal split
+/// its words).
+pub fn say_wrapped(text: &str) {
+    use std::io::IsTerminal;
+    let text = oslab_core::text::message(text, MESSAGE_CHARS);
+    match (
+        std::io::stderr().is_terminal(),
+        oslab_report::table::width(),
+    ) {
+        (true, Some(w)) => eprint!(
+            "{}",
+            oslab_core::text::wrap(&format!("{text}\n"), w as usize)
+        ),
+        _ => eprintln!("{text}"),
+    }
+}
+
 /// The most characters of one message: a hostile input of megabytes is never echoed whole.
 pub const MESSAGE_CHARS: usize = 2000;
 

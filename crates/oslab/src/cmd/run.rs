@@ -51,7 +51,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         session.warn(w);
     }
     if let Some(note) = outcome.not_retried_note(&HarnessConfig::suite(args.quick)) {
-        eprintln!("{note}");
+        super::say_wrapped(&note);
     }
     session.finish(&outcome.measurements, &[], outcome.interrupted, None)
 }

@@ -67,7 +67,9 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(usage(e)),
     };
-    jobs.notes.iter().for_each(|n| eprintln!("note: {n}"));
+    jobs.notes
+        .iter()
+        .for_each(|n| super::say_wrapped(&format!("note: {n}")));
     let cfg = r
         .config(cpus, &jobs, speedups, &session.machine.topology)
         .map_err(usage)?;

@@ -27,6 +27,7 @@ struct Shared {
     done: AtomicU64,
     total: AtomicU64,
     baseline: AtomicU64,
+    baseline_iterations: AtomicU64,
     reports: [[AtomicU64; 2]; RING],
 }
 
@@ -185,10 +186,18 @@ impl Channel {
         self.s().stop.load(Ordering::Acquire) != 0
     }
 
-    /// Manager: run iteration 1 (after the warm-up) with `threads` threads, the SelfAnalyzer's
-    /// baseline (0: no baseline iteration).
-    pub fn set_baseline(&self, threads: usize) {
+    /// Manager: run iterations 1 to `iterations` (after the warm-up) with `threads` threads,
+    /// the SelfAnalyzer's baseline (0 threads: no baseline).
+    pub fn set_baseline(&self, threads: usize, iterations: u64) {
         self.s().baseline.store(threads as u64, Ordering::Release);
+        self.s()
+            .baseline_iterations
+            .store(iterations.max(1), Ordering::Release);
+    }
+
+    /// Both sides: how many iterations the baseline takes (1 when none was set).
+    pub fn baseline_iterations(&self) -> u64 {
+        self.s().baseline_iterations.load(Ordering::Acquire).max(1)
     }
 
     /// Job: the baseline thread count (0 = none).

@@ -16,7 +16,7 @@ pub fn run(kind: Kind, iterations: u64, l2_bytes: u64, channel: &Channel) -> u64
             return i;
         }
         let (mut threads, cpus) = channel.assignment();
-        if i == 1 && channel.baseline() > 0 {
+        if (1..=channel.baseline_iterations()).contains(&i) && channel.baseline() > 0 {
             threads = channel.baseline();
         }
         let t = Instant::now();
@@ -36,13 +36,13 @@ mod tests {
         // SAFETY: dup of our own fd.
         let job = Channel::open_fd(unsafe { libc::dup(manager.fd()) }).unwrap();
         manager.publish(2, &[]);
-        manager.set_baseline(1);
-        assert_eq!(run(Kind::Hydro2d, 3, 64 << 10, &job), 3);
+        manager.set_baseline(1, 2);
+        assert_eq!(run(Kind::Hydro2d, 4, 64 << 10, &job), 4);
         let (reports, seen) = manager.reports_since(0);
-        assert_eq!(seen, 3);
-        // Warm-up at the assignment, the baseline iteration alone, then the assignment again.
+        assert_eq!(seen, 4);
+        // Warm-up at the assignment, the two baseline iterations alone, then the assignment.
         let threads: Vec<usize> = reports.iter().map(|r| r.threads).collect();
-        assert_eq!(threads, [2, 1, 2]);
+        assert_eq!(threads, [2, 1, 1, 2]);
         assert!(reports.iter().all(|r| r.ns > 0));
         manager.request_stop();
         assert_eq!(run(Kind::Bt, 5, 64 << 10, &job), 0);

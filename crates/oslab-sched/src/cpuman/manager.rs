@@ -4,8 +4,9 @@
 //! through a shared page, external commands confined by the affinity of all their threads.
 //!
 //! Every `tick` the manager: admits arrivals, reaps finished jobs (CPU time from wait4's
-//! rusage), reads iteration reports (SelfAnalyzer: speedup = baseline threads x T_baseline /
-//! T_now), re-allocates when anything changed, applies the new mapping (and, with manual page
+//! rusage), reads iteration reports (SelfAnalyzer, as the paper's: speedup = B x T_baseline /
+//! T_now, T_baseline the mean of `--baseline-iterations` iterations on B threads, B the paper's 4
+//! processors at most the job's first allocation), re-allocates when anything changed, applies the new mapping (and, with manual page
 //! migration, moves the pages of jobs whose nodes changed), and samples where every thread ran.
 
 use super::channel::Channel;
@@ -51,6 +52,8 @@ pub struct Config {
     pub workload: String,
     /// Load in percent, for generated workloads.
     pub load: Option<f64>,
+    /// The SelfAnalyzer's baseline: threads (at most the managed cpus) and iterations averaged.
+    pub baseline: (usize, u64),
 }
 
 /// What `oslab cpuman run` asks: the policy, the jobs, the cpus and the manager's tick.
@@ -78,6 +81,15 @@ pub struct Request {
     #[cfg_attr(feature = "clap", arg(long, value_name = "TIME",
         value_parser = oslab_core::units::parse_duration, default_value = "20ms"))]
     pub tick: Duration,
+    /// The SelfAnalyzer's baseline: the threads its iterations run on (the paper's 4
+    /// processors; at most the cpus managed), speedup = threads x T_baseline / T_now.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024)))]
+    pub baseline_threads: usize,
+    /// Iterations averaged for the baseline (the paper's several; 1: oslab's former single one).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 3,
+        value_parser = clap::value_parser!(u64).range(1..=100)))]
+    pub baseline_iterations: u64,
 }
 
 /// A live run ready to start.
@@ -117,6 +129,7 @@ impl Request {
         let jobs = workload::resolve(&src, order.len())?;
         jobs.notes.iter().for_each(|n| say(&format!("note: {n}")));
         let l2_bytes = mapping::l2_bytes(topology, order[0].0);
+        let order_len = order.len();
         say("calibrating the built-in jobs' iterations (one thread each) ...");
         let config = Config {
             migration: self.policy.migration,
@@ -129,6 +142,10 @@ impl Request {
             iteration_s: work::calibrate(l2_bytes),
             workload: jobs.label,
             load: jobs.load,
+            baseline: (
+                self.baseline_threads.min(order_len).max(1),
+                self.baseline_iterations,
+            ),
         };
         Ok(Prepared {
             config,
@@ -166,7 +183,8 @@ struct Running {
     alloc: usize,
     cpus: Vec<usize>,
     since: f64,
-    base_ns: Option<f64>,
+    /// The baseline iterations' times so far; their mean once all are in.
+    base_ns: Vec<f64>,
     speedup: Option<f64>,
     migrations: Option<Counter>,
     sampler: TaskSampler,
@@ -350,9 +368,16 @@ pub fn run(
                     }
                     match rep.index {
                         0 => {} // warm-up: first touch of the data
-                        1 if ch.baseline() > 0 => r.base_ns = Some(rep.ns as f64),
+                        i if ch.baseline() > 0 && i <= ch.baseline_iterations() => {
+                            r.base_ns.push(rep.ns as f64)
+                        }
                         _ => {
-                            if let Some(base) = r.base_ns.filter(|_| rep.threads == r.alloc) {
+                            let whole = r.base_ns.len() as u64 == ch.baseline_iterations();
+                            let base =
+                                r.base_ns.iter().sum::<f64>() / r.base_ns.len().max(1) as f64;
+                            if let Some(base) =
+                                whole.then_some(base).filter(|_| rep.threads == r.alloc)
+                            {
                                 r.speedup =
                                     Some(ch.baseline() as f64 * base / (rep.ns.max(1)) as f64);
                                 changed = true;
@@ -454,7 +479,7 @@ fn admitted(spec: JobSpec, t: f64) -> Running {
         alloc: 0,
         cpus: Vec::new(),
         since: t,
-        base_ns: None,
+        base_ns: Vec::new(),
         speedup: None,
         migrations: None,
         sampler: TaskSampler::default(),
@@ -496,7 +521,10 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
             })?;
             ch.publish(threads, &r.cpus);
             if self_analyze {
-                ch.set_baseline(1);
+                // On the processors it starts with, at most the baseline's: more threads than
+                // cpus would time-share and read a slower baseline.
+                let (threads_b, iterations_b) = cfg.baseline;
+                ch.set_baseline(threads_b.min(threads.max(1)), iterations_b);
             }
             let iters = iterations(cfg, r.spec.kind, r.spec.seq_s);
             let mut c = Command::new(&cfg.program);
@@ -557,11 +585,11 @@ fn set_is_empty(raw: &libc::cpu_set_t) -> bool {
     unsafe { libc::CPU_COUNT(raw) == 0 }
 }
 
-/// Iterations that make `seq_s` seconds of sequential work of `kind` (at least 3: warm-up,
-/// baseline, one measured).
+/// Iterations that make `seq_s` seconds of sequential work of `kind` (at least a warm-up, the
+/// baseline's and one measured).
 fn iterations(cfg: &Config, kind: Kind, seq_s: f64) -> u64 {
     let per = cfg.iteration_s.get(kind.name()).copied().unwrap_or(0.05);
-    ((seq_s / per).round() as u64).max(3)
+    ((seq_s / per).round() as u64).max(cfg.baseline.1 + 2)
 }
 
 /// Tells a running job its new assignment: through the shared page for built-in jobs, by the

@@ -103,6 +103,27 @@ mod tests {
     }
 
     #[test]
+    fn pooling_grows_with_the_rows_not_their_square() {
+        // 200,000 rows of 100,000 measurements, two repetitions each: by hash well under a
+        // second; the linear search it replaced compared 10^10 pairs (minutes). The bound is
+        // wide enough for a machine busy many times over.
+        let ms: Vec<Measurement> = (0..200_000u64)
+            .map(|i| {
+                let mut m = rep(1 + (i % 2) as u32, 100.0, Status::Ok);
+                m.params = params! {"x" => i / 2};
+                m
+            })
+            .collect();
+        let t = std::time::Instant::now();
+        assert_eq!(pooled(&ms).len(), 100_000);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
     fn repetitions_pool_into_one_row_whose_interval_spans_them() {
         let mut other = rep(1, 5.0, Status::Ok);
         other.metric = "u".into();

@@ -221,6 +221,27 @@ impl Topology {
         }
     }
 
+    /// [`Topology::distance_class`], with cpus on other NUMA nodes told apart by package and SLIT
+    /// distance: "same package, other NUMA node (SLIT distance 11)" (sub-NUMA clusters), "other
+    /// package (SLIT distance 21)". One class for every cross-node pair mixed distances of 16
+    /// and 32 on an 8-node machine.
+    pub fn pair_class(&self, a: usize, b: usize) -> String {
+        let class = self.distance_class(a, b);
+        if class != "other NUMA node" {
+            return class.to_string();
+        }
+        let same_package =
+            matches!((self.cpu(a), self.cpu(b)), (Some(x), Some(y)) if x.package == y.package);
+        let distance = match self.node_distance(a, b) {
+            0 => String::new(),
+            d => format!(" (SLIT distance {d})"),
+        };
+        match same_package {
+            true => format!("same package, other NUMA node{distance}"),
+            false => format!("other package{distance}"),
+        }
+    }
+
     /// The SLIT distance between the nodes of cpus `a` and `b` (10 on one node), 0 when either
     /// is unknown.
     pub fn node_distance(&self, a: usize, b: usize) -> u32 {
@@ -484,6 +505,26 @@ pub fn write_fake_sysfs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpus_on_other_nodes_are_told_apart_by_package_and_distance() {
+        // 2 packages of 2 cores, 4 nodes: each package split in two (sub-NUMA clusters).
+        let dir = tempfile::tempdir().unwrap();
+        write_fake_sysfs(dir.path(), 2, 2, 1, 4).unwrap();
+        let t = Topology::read_from(dir.path()).unwrap();
+        assert_eq!(t.distance_class(0, 1), "other NUMA node");
+        assert_eq!(
+            t.pair_class(0, 1),
+            "same package, other NUMA node (SLIT distance 21)"
+        );
+        assert_eq!(t.pair_class(0, 2), "other package (SLIT distance 21)");
+        // Within a node, the classes are distance_class's.
+        let dir = tempfile::tempdir().unwrap();
+        write_fake_sysfs(dir.path(), 1, 2, 2, 1).unwrap();
+        let t = Topology::read_from(dir.path()).unwrap();
+        assert_eq!(t.pair_class(0, 2), t.distance_class(0, 2));
+        assert_eq!(t.pair_class(0, 2), "SMT sibling");
+    }
 
     #[test]
     fn reads_this_machine() {

@@ -64,7 +64,7 @@ fn plan(cx: &Context) -> crate::probe::Plan {
         Some(peer) => format!(
             "cpu {} and cpu {peer} ({}); `oslab c2c` measures all {}",
             cx.cpu,
-            cx.topology.distance_class(cx.cpu, peer),
+            cx.topology.pair_class(cx.cpu, peer),
             oslab_core::units::counted(n * (n - 1) / 2, "pair")
         ),
         None => "nothing: needs a second cpu".into(),
@@ -95,7 +95,7 @@ pub fn pair(
     let samples = ping_pong(a, b, budget)?;
     Ok(latency(
         (a, b),
-        topology.distance_class(a, b),
+        &topology.pair_class(a, b),
         &samples,
         budget.round_trips,
     ))
@@ -325,10 +325,10 @@ pub fn pairs(
     };
     let mut chosen: Vec<(usize, usize)> = Vec::new();
     let mut used = std::collections::BTreeSet::new();
-    let mut classes: Vec<&str> = Vec::new();
+    let mut classes: Vec<String> = Vec::new();
     for fresh in [true, false] {
         for &(a, b) in &all {
-            let c = topology.distance_class(a, b);
+            let c = topology.pair_class(a, b);
             let unused = !used.contains(&a) && !used.contains(&b);
             if !classes.contains(&c) && chosen.len() < n && (unused || !fresh) {
                 classes.push(c);

@@ -195,7 +195,7 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
     // Core to core: the three classes a two-socket SMT machine has.
     let c2c = g.json("c2c.json");
     let classes = classes(&c2c);
-    for class in ["SMT sibling", "other NUMA node"] {
+    for class in ["SMT sibling", "other package (SLIT distance 21)"] {
         assert!(classes.contains(class), "{class} not in {classes:?}");
     }
     assert!(
@@ -611,8 +611,12 @@ fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
     let ms = c2c["measurements"].as_array().unwrap();
     assert!((2..=400).contains(&ms.len()), "{} pairs measured", ms.len());
     let classes = classes(&c2c);
+    // Cross-node pairs by their SLIT distance (16 within a group of four sockets, 32 across),
+    // not one class for both.
     assert!(
-        classes.contains("shared L3") && classes.contains("other NUMA node"),
+        classes.contains("shared L3")
+            && classes.contains("other package (SLIT distance 16)")
+            && classes.contains("other package (SLIT distance 32)"),
         "{classes:?}"
     );
     assert!(g.stderr.contains("of the 2016 pairs"), "{}", g.stderr);

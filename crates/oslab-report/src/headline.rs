@@ -78,7 +78,12 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
                         .to_string()
                 },
             ),
-            crate::table::versus(m),
+            // Against figures composed from the run's others: a check, not a prediction (the
+            // mark is on the ratio, which every width shows).
+            match composed(m) {
+                true => format!("{}{FROM_RUN}", crate::table::versus(m)),
+                false => crate::table::versus(m),
+            },
             m.status.word().to_string(),
             match &m.status {
                 // Busy, yet tight on a full-speed core: the figure a busy host can still use.
@@ -119,6 +124,17 @@ fn partly_cached(m: &Measurement) -> Option<&str> {
 /// Marks a busy figure that still holds in the "why noisy" column.
 const TIGHT: &str = "tight";
 
+/// Marks a ratio to a figure composed from the run's other figures.
+const FROM_RUN: &str = "†";
+
+/// Whether `m`'s model is composed from the run's other figures (or a kernel count), not the
+/// machine's specifications.
+fn composed(m: &Measurement) -> bool {
+    m.prediction
+        .as_ref()
+        .is_some_and(|p| p.kind != oslab_core::model::ModelKind::Spec)
+}
+
 /// The footnotes of [`table`]: what a `*` means and what "tight" does, once each, or nothing.
 pub fn notes(ms: &[Measurement]) -> String {
     let tight = HEADLINE
@@ -129,7 +145,15 @@ pub fn notes(ms: &[Measurement]) -> String {
         true => "tight: measured while other work ran, yet within ±2% on a core at full speed: it likely holds, unless the load itself enters the figure (a switch, a bandwidth)\n",
         false => "",
     };
-    format!("{}{tight}", cache_note(ms))
+    let composed = HEADLINE
+        .iter()
+        .filter_map(|line| find(ms, line))
+        .any(|m| m.status.has_value() && composed(m));
+    let composed = match composed {
+        true => "† against this run's other figures composed (a consistency check), not a prediction from the machine's specifications\n",
+        false => "",
+    };
+    format!("{}{tight}{composed}", cache_note(ms))
 }
 
 /// What a `*` means, once, or nothing.
@@ -211,5 +235,25 @@ mod tests {
         assert_eq!(t.rows[0][6], "contention, tight");
         assert_eq!(t.rows[1][6], "contention");
         assert!(notes(&busy).starts_with("tight: measured while other work ran"));
+        // A prediction composed from the run says so; one from the specs does not.
+        let mut checked = ms.clone();
+        let p = |kind| {
+            let mut p = oslab_core::model::Prediction::new(9.0, "m", serde_json::Map::new());
+            p.kind = kind;
+            p
+        };
+        checked[1].prediction = Some(p(oslab_core::model::ModelKind::Composed));
+        checked[2].prediction = Some(p(oslab_core::model::ModelKind::Spec));
+        let t = table(&checked).unwrap();
+        assert_eq!(
+            (t.rows[0][3].as_str(), t.rows[0][4].as_str()),
+            ("9.000 GB/s", "1.33x")
+        );
+        assert_eq!(
+            (t.rows[1][3].as_str(), t.rows[1][4].as_str()),
+            ("9.000 GB/s", "8.89x!†")
+        );
+        assert!(notes(&checked).starts_with("† against this run's other figures"));
+        assert!(!notes(&ms).contains('†'));
     }
 }

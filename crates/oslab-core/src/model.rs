@@ -111,6 +111,11 @@ impl Status {
         matches!(self, Status::Noisy(_))
     }
 
+    /// Noisy because other work took the cpus while it was measured.
+    pub fn is_contended(&self) -> bool {
+        matches!(self, Status::Noisy(c) if c == cause::CONTENTION)
+    }
+
     /// The word and, for noisy, its cause: `noisy: spread`; what a table's status column shows.
     pub fn short(&self) -> String {
         match self {

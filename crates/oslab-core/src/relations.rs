@@ -7,7 +7,7 @@
 //! side, by more than [`MARGIN`] (two honest figures that merely overlap are left alone).
 
 use crate::catalog::{id, metric};
-use crate::model::{cause, Measurement, Status, Unit};
+use crate::model::{Measurement, Status, Unit};
 
 /// How far beyond the other figure's interval one must lie to break a relation: different
 /// methods (a chunked chase against a random one) differ by this much honestly.
@@ -101,9 +101,7 @@ fn interval(m: &Measurement) -> Option<(f64, f64, f64)> {
 /// Whether `smaller` lies clearly below `larger`: its whole interval, widened by [`MARGIN`]
 /// ([`CONTENDED_MARGIN`] when either was measured under contention), under the other's.
 fn clearly_below(smaller: &Measurement, larger: &Measurement) -> bool {
-    let contended =
-        |m: &Measurement| matches!(&m.status, Status::Noisy(c) if c == cause::CONTENTION);
-    let margin = if contended(smaller) || contended(larger) {
+    let margin = if smaller.status.is_contended() || larger.status.is_contended() {
         CONTENDED_MARGIN
     } else {
         MARGIN
@@ -263,6 +261,7 @@ fn longer_than_run(ms: &[(usize, &Measurement)], wall_ns: f64, broken: &mut Brok
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::cause;
     use crate::model::measured as m;
     use crate::params;
 

@@ -194,8 +194,7 @@ const HOLDS: f64 = 0.02;
 /// [`HOLDS`] of the median and the core at full speed around its samples. On a busy host most
 /// rows are `noisy (contention)`; these are the ones a reader can still use.
 pub fn still_holds(m: &Measurement) -> bool {
-    let contended =
-        matches!(&m.status, Status::Noisy(c) if c == oslab_core::model::cause::CONTENTION);
+    let contended = m.status.is_contended();
     let tight = m
         .summary
         .as_ref()

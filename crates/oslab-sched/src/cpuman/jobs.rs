@@ -111,16 +111,6 @@ pub enum Below8 {
     Log2,
 }
 
-impl Below8 {
-    /// Its name, as `--below-8` takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Below8::Linear => "linear",
-            Below8::Log2 => "log2",
-        }
-    }
-}
-
 /// A workload mix: the share of each kind (Table IV).
 pub fn mix(name: &str) -> Option<[(Kind, f64); 4]> {
     use Kind::*;

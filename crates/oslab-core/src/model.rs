@@ -479,6 +479,16 @@ impl Measurement {
 /// The context key of a new process's parent's resident size, found while creating it: fork copies
 /// the parent's page tables, so a creation figure means little without it.
 pub const PARENT_RESIDENT: &str = "parent_resident_bytes";
+/// The context key of that parent's mappings (VMAs), each of which fork duplicates.
+pub const PARENT_VMAS: &str = "parent_vmas";
+/// The context key of the parent's resident bytes in mappings with anonymous memory: the pages
+/// whose page-table entries fork copies.
+pub const PARENT_COPIED: &str = "parent_copied_bytes";
+
+/// The context key of the disk a file fault reads from ("vda", "nvme0n1").
+pub const DEVICE: &str = "device";
+/// The context key of its kind: nvme, ssd, hdd, virtio, xen, mmc, zram or other.
+pub const DEVICE_CLASS: &str = "device_class";
 
 /// Parameters whose numbers are sizes in bytes.
 const BYTE_PARAMS: &[&str] = &[
@@ -489,6 +499,7 @@ const BYTE_PARAMS: &[&str] = &[
     "page_bytes",
     "claimed_bytes",
     PARENT_RESIDENT,
+    PARENT_COPIED,
 ];
 
 /// `k=v k=v` for reading: sizes in bytes as KiB, MiB, ... (not exact: never for matching).

@@ -9,12 +9,30 @@ use oslab_core::model::Measurement;
 pub(crate) const NULL_SYSCALL_CYCLES: f64 = 150.0;
 const NULL_SYSCALL_SOURCE: &str = "estimate: syscall + sysret and the kernel's entry/exit path, about 150 cycles on x86 without entry mitigations (lmbench lat_syscall null, FlexSC OSDI 2010)";
 /// The VFS path of a read or write on a character device: fd lookup, checks, notification hooks.
-const VFS_CYCLES: f64 = 150.0;
+pub(crate) const VFS_CYCLES: f64 = 150.0;
 /// A VM exit and re-entry, for instructions that always exit (cpuid) or events that do.
 pub(crate) const VM_EXIT_CYCLES: f64 = 1200.0;
 pub(crate) const VM_EXIT_SOURCE: &str = "estimate: a VM exit and re-entry, about 1,200 cycles on recent Intel and AMD hosts (kvm-unit-tests vmexit)";
-/// Cache lines a system call touches that an eviction sends back to the next level.
+/// Cache lines a system call's entry and exit touch that an eviction sends back to the next
+/// level: the entry code, the syscall table, the task and its stack, per-cpu data.
 const COLD_LINES: f64 = 40.0;
+/// Lines the VFS path of read(2)/write(2) adds: the fd table, the file and its operations, the
+/// device's code (about as many per cycle of work as the entry path).
+const VFS_LINES: f64 = 30.0;
+/// Lines a vDSO call touches: its code, the vvar data page, the caller's code and stack.
+const VDSO_LINES: f64 = 4.0;
+/// Pages whose translations the eviction pushed out of the TLB and a kernel entry walks for: the
+/// kernel text, the kernel stack, the task, per-cpu data, the caller's code and stack.
+const COLD_WALKS: f64 = 6.0;
+/// The vDSO's: its code, the vvar page, the caller's stack.
+const VDSO_WALKS: f64 = 3.0;
+/// References of a page walk whose entries the eviction sent to the refill level: four levels.
+const WALK_REFS: f64 = 4.0;
+/// Under a hypervisor with nested paging a walk is two-dimensional: each of the guest's levels is
+/// itself translated by the host's, up to 24 references.
+const NESTED_WALK_REFS: f64 = 12.0;
+/// Copying a result to user space: stac/clac around the access (SMAP) and the copy.
+const COPY_OUT_CYCLES: f64 = 40.0;
 
 /// A kernel entry and exit: the null system call with the active entry mitigations.
 pub(crate) fn null_syscall(spec: &Spec, model: Model) -> (Model, f64) {
@@ -170,9 +188,15 @@ fn clock_gettime(spec: &Spec, syscall: bool) -> Outcome {
     let mut cycles = read;
     if syscall || !vdso_reads {
         let (m, entry) = null_syscall(spec, model);
-        model = m;
-        cycles += entry;
-        model.formula.push_str(&format!(" + {entry} kernel entry"));
+        model = m.input(
+            "copy_out_cycles",
+            COPY_OUT_CYCLES,
+            "estimate: stac/clac (SMAP) and the copy of the timespec to user space",
+        );
+        cycles += entry + COPY_OUT_CYCLES;
+        model.formula.push_str(&format!(
+            " + {entry} kernel entry + {COPY_OUT_CYCLES} copy out"
+        ));
         if !vdso_reads {
             model = model.input(
                 "clocksource",
@@ -216,11 +240,25 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
                 VFS_CYCLES,
                 "estimate: fd lookup, access checks and notification hooks of read(2)/write(2)",
             );
-            (
-                model,
-                cycles + VFS_CYCLES,
-                format!("({cycles} + {VFS_CYCLES}) cycles"),
-            )
+            if m.probe == id::SYSCALL_READ_DEVZERO {
+                let model = model.input(
+                    "copy_out_cycles",
+                    COPY_OUT_CYCLES,
+                    "estimate: stac/clac (SMAP) and the byte cleared in user space",
+                );
+                let work = VFS_CYCLES + COPY_OUT_CYCLES;
+                (
+                    model,
+                    cycles + work,
+                    format!("({cycles} + {VFS_CYCLES} + {COPY_OUT_CYCLES}) cycles"),
+                )
+            } else {
+                (
+                    model,
+                    cycles + VFS_CYCLES,
+                    format!("({cycles} + {VFS_CYCLES}) cycles"),
+                )
+            }
         }
         _ => return Err(crate::unmodelled(m)),
     };
@@ -231,19 +269,50 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
         return Ok(model);
     }
     // Cold: the lines the call touches come back one after another from where the eviction
-    // left them: the last level (private caches evicted) or memory.
+    // left them (the last level when only private caches were evicted, else memory), and each
+    // page it touches is walked for, the walk's entries coming from there too.
     let from_llc = param(&m.params, "evicted").as_deref() == Some("private");
     let refill = if from_llc {
         crate::hierarchy::level_latency(spec, spec.caches.len())
     } else {
         crate::hierarchy::dram_latency(spec)
     }?;
+    let vdso = m.probe == id::SYSCALL_TIME_VDSO;
+    let vfs = matches!(
+        m.probe.as_str(),
+        id::SYSCALL_READ_DEVZERO | id::SYSCALL_WRITE_DEVNULL
+    );
+    let (lines, walks) = match (vdso, vfs) {
+        (true, _) => (VDSO_LINES, VDSO_WALKS),
+        (_, true) => (COLD_LINES + VFS_LINES, COLD_WALKS),
+        _ => (COLD_LINES, COLD_WALKS),
+    };
+    let (refs, refs_source) = match &spec.hypervisor {
+        Some(h) => (NESTED_WALK_REFS, format!("estimate: under a hypervisor ({h}) with nested paging a walk is two-dimensional, up to 24 references; half miss, the host's paging-structure caches keep the rest")),
+        None => (WALK_REFS, "estimate: a four-level walk whose entries the eviction sent to the refill level".to_string()),
+    };
+    let lines_source = match (vdso, vfs) {
+        (true, _) => "estimate: the vDSO's code, the vvar data page, the caller's code and stack",
+        (_, true) => "estimate: kernel entry code, the syscall table, the task and its stack, per-cpu data (40), and the VFS path's fd table, file, operations and device code (30)",
+        _ => "estimate: kernel entry code, the syscall table, the task and its stack, per-cpu data",
+    };
+    let walks_source = if vdso {
+        "estimate: the vDSO's code, the vvar page and the caller's stack, each walked for after the TLB was evicted"
+    } else {
+        "estimate: kernel text, kernel stack, task, per-cpu data and the caller's code and stack, each walked for after the TLB was evicted"
+    };
     let mut model = model
-        .input("lines", COLD_LINES, "estimate: kernel entry code, the syscall table, task structures and the call's own code and data")
-        .input("refill_ns", crate::round(refill.value), refill.source.clone());
-    model.value += COLD_LINES * refill.value;
+        .input("lines", lines, lines_source)
+        .input("page_walks", walks, walks_source)
+        .input("walk_references", refs, refs_source)
+        .input(
+            "refill_ns",
+            crate::round(refill.value),
+            refill.source.clone(),
+        );
+    model.value += (lines + walks * refs) * refill.value;
     model.formula = format!(
-        "{} + {COLD_LINES} lines x {:.1} ns",
+        "{} + ({lines} lines + {walks} walks x {refs} references) x {:.1} ns",
         model.formula, refill.value
     );
     Ok(model)

@@ -76,6 +76,20 @@ impl Model {
         self
     }
 
+    /// Whether an input of that name is recorded.
+    fn has_input(&self, name: &str) -> bool {
+        self.inputs.iter().any(|(n, _, _)| n == name)
+    }
+
+    /// Takes `other`'s inputs that this model does not have yet.
+    fn merge_inputs(&mut self, other: Model) {
+        for (n, v, s) in other.inputs {
+            if !self.has_input(&n) {
+                self.inputs.push((n, v, s));
+            }
+        }
+    }
+
     /// Records a figure as an input.
     fn figure(self, name: &str, f: &Figure) -> Model {
         self.input(name, round(f.value), f.source.clone())

@@ -76,6 +76,14 @@ const ENTRY_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
         "return thunks on the kernel's returns",
     ),
     (
+        // Indirect target selection: the kernel's returns go through a thunk in the upper half
+        // of a cache line, the same cost as retbleed's (one thunk serves both).
+        "indirect_target_selection",
+        "return thunks",
+        40.0,
+        "return thunks on the kernel's returns",
+    ),
+    (
         "spec_rstack_overflow",
         "Safe RET",
         60.0,
@@ -96,6 +104,9 @@ const ENTRY_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
 pub struct Spec {
     /// The core's published figures, or why there are none.
     pub cpu: Result<&'static Uarch, String>,
+    /// Why `cpu` is not the core cpuid's model number names: a hypervisor presents a client
+    /// core's number under a server's name.
+    pub presented: Option<String>,
     /// The core clock measured on the measuring cpu, or why not.
     pub core_ghz: Result<Figure, String>,
     /// Data and unified caches of the measuring cpu, smallest first.
@@ -182,22 +193,21 @@ impl Spec {
                     .map(|(n, _, cycles, what)| (n.to_string(), *cycles, *what))
             })
             .collect::<Vec<_>>();
-        // VERW runs once per return whichever vulnerability asked for it.
-        let mut seen_verw = false;
+        // One mechanism runs once per entry whichever vulnerabilities asked for it (VERW for
+        // MDS and TSA, one return thunk for retbleed and ITS).
+        let mut seen = Vec::new();
         let entry_mitigations = entry_mitigations
             .into_iter()
             .filter(|(_, _, what)| {
-                let verw = what.starts_with("VERW");
-                let keep = !(verw && seen_verw);
-                seen_verw |= verw;
-                keep
+                let new = !seen.contains(what);
+                seen.push(*what);
+                new
             })
             .collect();
+        let (cpu, presented) = core_of(fingerprint);
         Spec {
-            cpu: uarch::lookup(
-                fingerprint.cpu_vendor.as_deref(),
-                fingerprint.cpu_signature.as_deref(),
-            ),
+            cpu,
+            presented,
             core_ghz,
             caches,
             memory,
@@ -255,8 +265,9 @@ impl Spec {
             "core",
             match &self.cpu {
                 Ok(u) => format!(
-                    "{}: load-to-use L1 {} / L2 {} / L3 {} cycles, DRAM about {} ns; TLB {} + {} entries; {} misses in flight",
-                    u.name, u.latency[0], u.latency[1], u.latency[2], u.dram_ns, u.tlb[0], u.tlb[1], u.fill_buffers
+                    "{}: load-to-use L1 {} / L2 {} / L3 {} cycles, DRAM about {} ns; TLB {} + {} entries; {} misses in flight{}",
+                    u.name, u.latency[0], u.latency[1], u.latency[2], u.dram_ns, u.tlb[0], u.tlb[1], u.fill_buffers,
+                    self.presented.as_ref().map_or(String::new(), |why| format!(" ({why})"))
                 ),
                 Err(why) => format!("no published figures: {why}"),
             },
@@ -293,6 +304,38 @@ impl Spec {
             },
         ));
         out
+    }
+}
+
+/// The core's published figures. Under a hypervisor whose cpu name carries no model number but
+/// says a server ("Intel(R) Xeon(R) Processor") while cpuid's model number is a client core's,
+/// the number is one the hypervisor presents: the server core of that generation is taken, and
+/// the second value says so.
+fn core_of(fingerprint: &Fingerprint) -> (Result<&'static Uarch, String>, Option<String>) {
+    let found = uarch::lookup(
+        fingerprint.cpu_vendor.as_deref(),
+        fingerprint.cpu_signature.as_deref(),
+    );
+    let (Ok(client), Some(h), Some(name)) = (
+        &found,
+        &fingerprint.hypervisor,
+        fingerprint.cpu_model.as_deref(),
+    ) else {
+        return (found, None);
+    };
+    let generic = !name.chars().any(|c| c.is_ascii_digit());
+    let server_name = name.contains("Xeon") || name.contains("EPYC");
+    match uarch::server_sibling(client) {
+        Some(server) if generic && server_name => {
+            let why = format!(
+                "the hypervisor ({h}) presents model {} ({}) under a server's name (\"{}\"): the figures of that generation's server core",
+                fingerprint.cpu_signature.as_deref().unwrap_or("?"),
+                client.name,
+                oslab_core::text::one_line(name)
+            );
+            (Ok(server), Some(why))
+        }
+        _ => (found, None),
     }
 }
 
@@ -370,5 +413,37 @@ mod tests {
             "Vulnerable: Clear CPU buffers attempted, no microcode",
             "Clear CPU buffers"
         ));
+        assert!(costly(
+            "Mitigation: Aligned branch/return thunks",
+            "return thunks"
+        ));
+    }
+
+    #[test]
+    fn a_client_model_number_under_a_server_name_takes_the_server_core() {
+        let topology = oslab_core::topology::Topology::read().unwrap();
+        let clock = oslab_core::Clock::monotonic("test".into(), false);
+        let mut fp = Fingerprint::read(&topology, &clock);
+        fp.cpu_vendor = Some("GenuineIntel".into());
+        fp.cpu_signature = Some("6/167/1".into());
+        fp.cpu_model = Some("Intel(R) Xeon(R) Processor".into());
+        fp.hypervisor = Some("KVM".into());
+        let (cpu, why) = core_of(&fp);
+        assert!(cpu.unwrap().name.contains("Ice Lake-SP"));
+        assert!(why.unwrap().contains("presents model 6/167/1"));
+        // A named product, bare metal, or a client's name keep cpuid's core.
+        for (name, h) in [
+            ("Intel(R) Core(TM) i7-11700K", Some("KVM")),
+            ("Intel(R) Xeon(R) Processor", None),
+            ("Intel Core Processor (Icelake)", Some("KVM")),
+        ] {
+            fp.cpu_model = Some(name.into());
+            fp.hypervisor = h.map(String::from);
+            let (cpu, why) = core_of(&fp);
+            assert!(
+                cpu.unwrap().name.contains("client") && why.is_none(),
+                "{name}"
+            );
+        }
     }
 }

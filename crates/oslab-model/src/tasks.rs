@@ -1,16 +1,59 @@
-//! Process and thread creation, context switches and migrations: fork's page-table copy from the
-//! cycles per page, the rest composed from the run's simpler measurements (a consistency check).
+//! Process and thread creation, context switches and migrations, from the kernel's work counted
+//! in cycles: what copy_process, fork's copy of the parent's map, exit and the scheduler do (spec
+//! models, the parent's map read from /proc while measuring); exec and the channels' round trips
+//! composed from the run's simpler measurements (a consistency check).
 
 use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::hierarchy::{dram_latency, level_latency, level_read_rate};
 use crate::run::{number, param, Run};
 use crate::{at_clock, Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric, SWITCH_PAIRS};
-use oslab_core::model::Measurement;
+use oslab_core::model::{Measurement, PARENT_COPIED, PARENT_VMAS};
 
-/// Cycles fork and the child's exit spend per 4 KiB page the parent has mapped: copying and
-/// write-protecting the entry, then taking and dropping the page's reference and map counts.
-const FORK_CYCLES_PER_PAGE: f64 = 60.0;
+/// copy_process for a task that shares everything with its creator: the task_struct copied with
+/// its FPU state, a kernel stack from the per-cpu cache, credentials, pid, cgroup, scheduler and
+/// perf setup, and wake_up_new_task.
+const TASK_CYCLES: f64 = 7000.0;
+/// What a new process does not share: the file table duplicated (a reference per open file), the
+/// signal handlers and the signal struct.
+const FILES_SIGNALS_CYCLES: f64 = 5000.0;
+/// A new address space: the mm_struct, a page directory with the kernel's half copied, per-cpu
+/// counters and the maple tree.
+const MM_CYCLES: f64 = 8000.0;
+/// Each mapping fork duplicates: vm_area_dup (slab and memory-cgroup charge), anon_vma_fork or
+/// the file's i_mmap insertion, the maple-tree store, the child's page-table pages.
+const VMA_FORK_CYCLES: f64 = 2500.0;
+/// Each page whose entry fork copies: the entry copied and write-protected, two atomic count
+/// updates on the page (its reference and map counts).
+const PAGE_FORK_CYCLES: f64 = 60.0;
+/// do_exit of a task: signals, file and fs references dropped, exit_notify, cgroup and perf
+/// exit, the task freed.
+const EXIT_CYCLES: f64 = 6000.0;
+/// Tearing down an address space: the page directory and mm freed.
+const MM_EXIT_CYCLES: f64 = 3000.0;
+/// Each mapping unmapped at exit: page tables freed, anon_vma or i_mmap unlinked, the VMA freed.
+const VMA_EXIT_CYCLES: f64 = 1500.0;
+/// Each page zapped at exit: the entry cleared, the two counts dropped.
+const PAGE_EXIT_CYCLES: f64 = 60.0;
+/// wait4 reaping a zombie: release_task, the pid freed.
+const REAP_CYCLES: f64 = 3000.0;
+/// The child's first write to its stack after fork: a fault, a page allocated and copied.
+const COW_CYCLES: f64 = 1000.0;
+/// try_to_wake_up of a sleeping task on this cpu: its runqueue locked, enqueued, preemption
+/// checked.
+const WAKE_CYCLES: f64 = 1500.0;
+/// glibc's pthread_create around clone3: a stack from its cache, the thread descriptor and TLS
+/// set up.
+const PTHREAD_CYCLES: f64 = 2000.0;
+/// The new thread's start and exit wrappers in glibc (TLS destructors, the descriptor released).
+const THREAD_RUN_CYCLES: f64 = 1000.0;
+/// std::thread::spawn around pthread_create: the shared result packet, the thread handle and the
+/// boxed closure allocated.
+const STD_SPAWN_CYCLES: f64 = 1000.0;
+/// std's new thread installs a guard page and alternate signal stack (mmap, mprotect,
+/// sigaltstack) and removes them at its exit (sigaltstack, munmap): five system calls, two VMA
+/// changes and an unmap.
+const STD_ALTSTACK_CYCLES: f64 = 8000.0;
 /// The scheduler's share of a switch between two threads: dequeue, pick, enqueue, switch_to
 /// and the FPU/vector state saved and restored.
 const THREAD_SWITCH_CYCLES: f64 = 1500.0;
@@ -20,6 +63,16 @@ const ADDRESS_SPACE_CYCLES: f64 = 200.0;
 const IPI_CYCLES: f64 = 1000.0;
 /// Exit latency of HLT (C1) where no cpuidle driver says otherwise, µs.
 const HLT_EXIT_US: f64 = 1.0;
+/// Under a hypervisor, an idle vcpu halted to the host: the host wakes its thread through its
+/// scheduler, µs ("a trip through the scheduler, normally on the order of a few micro-seconds":
+/// the kernel's KVM halt-polling documentation).
+const HOST_WAKE_US: f64 = 3.0;
+/// ... and the host core leaves its own idle state, which the guest cannot see, µs.
+const HOST_IDLE_EXIT_US: f64 = 30.0;
+/// The kernel work of one transfer over each channel, beside its two system calls.
+const PIPE_CYCLES: f64 = 800.0;
+const EVENTFD_CYCLES: f64 = 500.0;
+const FUTEX_CYCLES: f64 = 750.0;
 
 fn measured(
     run: &Run,
@@ -36,37 +89,313 @@ fn plain(p: &serde_json::Map<String, serde_json::Value>) -> bool {
     !p.contains_key("touched_mib") && !p.contains_key("fit")
 }
 
+/// A cost summed from the kernel's work: terms in cycles at the core clock, and cache lines
+/// from memory in ns; each term an input with its source.
+struct Work {
+    model: Model,
+    cycles: f64,
+    ns: f64,
+    terms: Vec<String>,
+}
+
+impl Work {
+    fn new(name: &'static str) -> Work {
+        Work {
+            model: Model::spec(name, 0.0, ""),
+            cycles: 0.0,
+            ns: 0.0,
+            terms: Vec::new(),
+        }
+    }
+
+    /// A kernel entry and exit (the null system call with the active mitigations).
+    fn entry(mut self, spec: &Spec, count: f64, what: &str) -> Work {
+        let (entry, cycles) = null_syscall(spec, Model::spec("entry", 0.0, ""));
+        self.model.merge_inputs(entry);
+        self.term(what, count, cycles, None)
+    }
+
+    /// `count` x `each` cycles.
+    fn cycles(self, name: &str, count: f64, each: f64, source: &str) -> Work {
+        self.term(name, count, each, Some(source))
+    }
+
+    fn term(mut self, name: &str, count: f64, each: f64, source: Option<&str>) -> Work {
+        if let Some(source) = source {
+            let key = format!("{}_cycles", name.replace([' ', '-'], "_"));
+            if !self.model.has_input(&key) {
+                self.model = self.model.input(&key, each, format!("estimate: {source}"));
+            }
+        }
+        self.cycles += count * each;
+        self.terms.push(if count == 1.0 {
+            format!("{each:.0} {name}")
+        } else {
+            format!("{count:.0} x {each:.0} {name}")
+        });
+        self
+    }
+
+    /// `us` microseconds, an input with its source.
+    fn micros(mut self, name: &str, us: f64, source: String) -> Work {
+        self.model = self
+            .model
+            .input(&format!("{}_us", name.replace(' ', "_")), us, source);
+        self.ns += us * 1e3;
+        self.terms.push(format!("{name} {us} µs"));
+        self
+    }
+
+    /// `lines` cache lines of page metadata from memory, one per page touched: the memory's
+    /// latency over the misses the core keeps in flight (the pages are walked in order).
+    fn page_lines(mut self, spec: &Spec, lines: f64) -> Result<Work, String> {
+        if lines == 0.0 {
+            return Ok(self);
+        }
+        let u = spec.uarch()?;
+        let lat = dram_latency(spec)?;
+        let each = lat.value / u.fill_buffers as f64;
+        self.model = self.model.figure("dram_ns", &lat).input(
+            "fill_buffers",
+            u.fill_buffers,
+            format!("table: {}", u.name),
+        );
+        self.ns += lines * each;
+        self.terms
+            .push(format!("{lines:.0} page lines x {each:.1} ns"));
+        Ok(self)
+    }
+
+    fn done(self, spec: &Spec) -> Outcome {
+        let timed = |t: &&String| t.ends_with(" ns") || t.ends_with(" µs");
+        let cycle_terms: Vec<&String> = self.terms.iter().filter(|t| !timed(t)).collect();
+        let mut model = at_clock(spec, self.model, self.cycles)?;
+        let ns_terms: Vec<&String> = self.terms.iter().filter(timed).collect();
+        model.formula = format!(
+            "({}) cycles{}{}",
+            cycle_terms
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            model.formula,
+            ns_terms
+                .iter()
+                .map(|t| format!(" + {t}"))
+                .collect::<String>()
+        );
+        model.value += self.ns;
+        Ok(model)
+    }
+}
+
+/// The parent fork copies, from the measurement's context: its mappings and the pages whose
+/// entries are copied.
+struct ParentMap {
+    vmas: f64,
+    pages: f64,
+}
+
+impl ParentMap {
+    fn of(m: &Measurement) -> Result<ParentMap, String> {
+        let get = |k: &str| m.context.get(k).and_then(serde_json::Value::as_f64);
+        match (get(PARENT_VMAS), get(PARENT_COPIED)) {
+            (Some(vmas), Some(bytes)) => Ok(ParentMap {
+                vmas,
+                pages: (bytes / 4096.0).round(),
+            }),
+            _ => Err("the parent's map was not recorded (a run from before oslab 0.1 recorded it, or /proc/self/smaps was unreadable)".into()),
+        }
+    }
+}
+
+/// fork until it returns in the parent: a kernel entry, a new task and process, each mapping
+/// and each copied entry.
+fn fork_work(spec: &Spec, name: &'static str, parent: &ParentMap) -> Result<Work, String> {
+    Work::new(name)
+        .entry(spec, 1.0, "entry")
+        .cycles("task", 1.0, TASK_CYCLES, "copy_process for a task: the task_struct with its FPU state, a cached kernel stack, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task")
+        .cycles("files signals", 1.0, FILES_SIGNALS_CYCLES, "the file table duplicated (a reference per open file), the signal handlers and signal struct")
+        .cycles("mm", 1.0, MM_CYCLES, "a new address space: mm_struct, a page directory with the kernel half copied, per-cpu counters, the maple tree")
+        .cycles("vma fork", parent.vmas, VMA_FORK_CYCLES, "per mapping: vm_area_dup (slab, memory-cgroup charge), anon_vma_fork or i_mmap insertion, the maple-tree store, the child's page-table pages")
+        .cycles("page fork", parent.pages, PAGE_FORK_CYCLES, "per page in a mapping with anonymous memory: the entry copied and write-protected, the page's reference and map counts raised")
+        .page_lines(spec, parent.pages)
+}
+
+/// After fork returned: the switch to the child, its first write, its exit and teardown of what
+/// fork copied, the parent woken and the zombie reaped.
+fn exit_and_reap(spec: &Spec, work: Work, parent: &ParentMap) -> Result<Work, String> {
+    work.cycles(
+        "thread switch",
+        2.0,
+        THREAD_SWITCH_CYCLES,
+        "dequeue, pick, enqueue, switch_to and the vector state saved and restored",
+    )
+    .cycles(
+        "address space",
+        2.0,
+        ADDRESS_SPACE_CYCLES,
+        "a CR3 write that keeps the TLB (PCID/ASID)",
+    )
+    .cycles(
+        "cow",
+        1.0,
+        COW_CYCLES,
+        "the child's first write to its stack: a fault, a page allocated and copied",
+    )
+    .cycles(
+        "exit",
+        1.0,
+        EXIT_CYCLES,
+        "do_exit: signals, file and fs references dropped, exit_notify, cgroup and perf exit",
+    )
+    .cycles(
+        "mm exit",
+        1.0,
+        MM_EXIT_CYCLES,
+        "the page directory and the mm freed",
+    )
+    .cycles(
+        "vma exit",
+        parent.vmas,
+        VMA_EXIT_CYCLES,
+        "per mapping at exit: page tables freed, anon_vma or i_mmap unlinked, the VMA freed",
+    )
+    .cycles(
+        "page exit",
+        parent.pages,
+        PAGE_EXIT_CYCLES,
+        "per copied page at exit: the entry cleared, the page's two counts dropped",
+    )
+    .cycles(
+        "wake",
+        1.0,
+        WAKE_CYCLES,
+        "try_to_wake_up on this cpu: the runqueue locked, the task enqueued, preemption checked",
+    )
+    .entry(spec, 1.0, "wait entry")
+    .cycles(
+        "reap",
+        1.0,
+        REAP_CYCLES,
+        "wait4 reaping the zombie: release_task, the pid freed",
+    )
+    .page_lines(spec, parent.pages)
+}
+
+/// A thread created by pthread_create until it returns.
+fn pthread_work(spec: &Spec, name: &'static str) -> Work {
+    Work::new(name)
+        .entry(spec, 1.0, "entry")
+        .cycles("pthread", 1.0, PTHREAD_CYCLES, "glibc around clone3: a stack from its cache, the thread descriptor and TLS set up")
+        .cycles("task", 1.0, TASK_CYCLES, "copy_process for a task: the task_struct with its FPU state, a cached kernel stack, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task")
+}
+
+/// After pthread_create returned: the thread runs and exits, its joiner is woken.
+fn thread_exit_and_join(spec: &Spec, work: Work) -> Work {
+    work.cycles(
+        "thread switch",
+        2.0,
+        THREAD_SWITCH_CYCLES,
+        "dequeue, pick, enqueue, switch_to and the vector state saved and restored",
+    )
+    .cycles(
+        "thread run",
+        1.0,
+        THREAD_RUN_CYCLES,
+        "the new thread's start and exit wrappers in glibc",
+    )
+    .cycles(
+        "exit",
+        1.0,
+        EXIT_CYCLES,
+        "do_exit: signals, file and fs references dropped, exit_notify, cgroup and perf exit",
+    )
+    .entry(spec, 2.0, "futex entry")
+    .cycles(
+        "wake",
+        1.0,
+        WAKE_CYCLES,
+        "try_to_wake_up on this cpu: the runqueue locked, the task enqueued, preemption checked",
+    )
+}
+
 pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let rt = |probe: &str| measured(run, m, probe, "round_trip", plain);
-    let create = |probe: &str| measured(run, m, probe, "create", plain);
     match (m.probe.as_str(), m.metric.as_str()) {
         (id::TASK_FORK, metric::COST_PER_MIB) => {
-            let pages = 256.0;
-            let model = Model::spec("page-table copy", 0.0, format!("{pages} pages x {FORK_CYCLES_PER_PAGE} cycles"))
-                .input("cycles_per_page", FORK_CYCLES_PER_PAGE, "estimate: copy and write-protect a page-table entry, take and later drop the page's reference and map counts (fork, then the child's exit)");
-            at_clock(spec, model, pages * FORK_CYCLES_PER_PAGE)
+            let work = Work::new("page-table copy and teardown")
+                .cycles("page fork", 256.0, PAGE_FORK_CYCLES, "per page in a mapping with anonymous memory: the entry copied and write-protected, the page's reference and map counts raised")
+                .cycles("page exit", 256.0, PAGE_EXIT_CYCLES, "per copied page at exit: the entry cleared, the page's two counts dropped")
+                .page_lines(spec, 2.0 * 256.0)?;
+            work.done(spec)
         }
+        (id::TASK_FORK, metric::CREATE) => fork_work(spec, "fork", &ParentMap::of(m)?)?.done(spec),
         (id::TASK_FORK, metric::ROUND_TRIP) => {
-            let touched = number(&m.params, "touched_mib").unwrap_or(0.0);
-            let fit =
-                |metric: &str| measured(run, m, id::TASK_FORK, metric, |p| p.contains_key("fit"));
-            let (fixed, slope) = (fit("fixed_cost")?, fit("cost_per_mib")?);
-            Ok(Model::composed(
-                "fork fit",
-                fixed.value + slope.value * touched,
-                format!(
-                    "{:.0} ns + {:.0} ns/MiB x {touched} MiB",
-                    fixed.value, slope.value
-                ),
-            )
-            .figure("fixed_ns", &fixed)
-            .figure("per_mib_ns", &slope)
-            .input("touched_mib", touched, "parameter"))
+            let parent = ParentMap::of(m)?;
+            exit_and_reap(
+                spec,
+                fork_work(spec, "fork, exit and wait", &parent)?,
+                &parent,
+            )?
+            .done(spec)
         }
-        (id::TASK_VFORK, _) => {
-            let t = rt(id::TASK_PTHREAD)?;
-            Ok(Model::composed("task sharing the address space", t.value, format!("pthread round trip {:.0} ns: vfork's child shares the address space, runs and exits before the parent goes on", t.value))
-                .figure("pthread_round_trip_ns", &t))
+        (id::TASK_FORK, metric::FIXED_COST) => {
+            // The fitted line's intercept: a round trip from the sweep's parent before it
+            // touched anything (the minimal parent's map, and the sweep's buffer mapping).
+            let minimal = run
+                .all(id::TASK_FORK, metric::ROUND_TRIP, plain)
+                .next()
+                .ok_or(
+                    "needs task.fork round_trip from the minimal parent (oslab run task.fork)",
+                )?;
+            let parent = ParentMap::of(minimal)?;
+            let parent = ParentMap {
+                vmas: parent.vmas + 1.0,
+                ..parent
+            };
+            exit_and_reap(
+                spec,
+                fork_work(spec, "fork, exit and wait", &parent)?,
+                &parent,
+            )?
+            .done(spec)
+        }
+        (id::TASK_VFORK, metric) => {
+            // The parent sleeps until the child, sharing its address space, has exited.
+            let work = Work::new("vfork")
+                .entry(spec, 1.0, "entry")
+                .cycles("task", 1.0, TASK_CYCLES, "copy_process for a task: the task_struct with its FPU state, a cached kernel stack, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task")
+                .cycles("files signals", 1.0, FILES_SIGNALS_CYCLES, "the file table duplicated (a reference per open file), the signal handlers and signal struct")
+                .cycles("thread switch", 2.0, THREAD_SWITCH_CYCLES, "dequeue, pick, enqueue, switch_to and the vector state saved and restored")
+                .cycles("exit", 1.0, EXIT_CYCLES, "do_exit: signals, file and fs references dropped, exit_notify, cgroup and perf exit")
+                .cycles("wake", 1.0, WAKE_CYCLES, "try_to_wake_up on this cpu: the runqueue locked, the task enqueued, preemption checked");
+            let work = if metric == metric::ROUND_TRIP {
+                work.entry(spec, 1.0, "wait entry").cycles(
+                    "reap",
+                    1.0,
+                    REAP_CYCLES,
+                    "wait4 reaping the zombie: release_task, the pid freed",
+                )
+            } else {
+                work
+            };
+            work.done(spec)
+        }
+        (id::TASK_PTHREAD, metric::CREATE) => pthread_work(spec, "pthread_create").done(spec),
+        (id::TASK_PTHREAD, _) => {
+            thread_exit_and_join(spec, pthread_work(spec, "pthread_create and join")).done(spec)
+        }
+        (id::TASK_STD_THREAD, metric) => {
+            let work = pthread_work(spec, "std::thread::spawn")
+                .cycles("std spawn", 1.0, STD_SPAWN_CYCLES, "std::thread::spawn around pthread_create: the result packet, the thread handle and the boxed closure allocated");
+            if metric == metric::CREATE {
+                work.done(spec)
+            } else {
+                thread_exit_and_join(spec, work)
+                    .cycles("std altstack", 1.0, STD_ALTSTACK_CYCLES, "std's new thread maps a guard page and alternate signal stack (mmap, mprotect, sigaltstack) and removes them at exit (sigaltstack, munmap)")
+                    .done(spec)
+            }
         }
         (id::TASK_POSIX_SPAWN, _) | (id::TASK_FORK_EXEC, metric::ROUND_TRIP) => {
             let exec = |a: Figure, b: Figure| {
@@ -75,6 +404,7 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                     format!("{} minus {}", a.source, b.source),
                 )
             };
+            let create = |probe: &str| measured(run, m, probe, "create", plain);
             let (base, exec) = if m.probe == id::TASK_POSIX_SPAWN {
                 let base = if m.metric == "create" {
                     create(id::TASK_VFORK)?
@@ -97,7 +427,7 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("exec_ns", &exec))
         }
         (id::TASK_FORK_EXEC, metric::CREATE) => {
-            let f = create(id::TASK_FORK)?;
+            let f = measured(run, m, id::TASK_FORK, "create", plain)?;
             Ok(Model::composed(
                 "fork",
                 f.value,
@@ -108,93 +438,61 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             )
             .figure("fork_create_ns", &f))
         }
-        (id::TASK_STD_THREAD, metric) => {
-            let t = if metric == "create" {
-                create(id::TASK_PTHREAD)?
-            } else {
-                rt(id::TASK_PTHREAD)?
-            };
-            Ok(Model::composed(
-                "pthread",
-                t.value,
-                format!(
-                    "pthread {metric} {:.0} ns: std::thread wraps pthread_create",
-                    t.value
-                ),
-            )
-            .figure("pthread_ns", &t))
-        }
         _ => Err(crate::unmodelled(m)),
     }
 }
 
 pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
-    let Some(&(ipc, thread, process)) = SWITCH_PAIRS
+    let _ = run;
+    let Some(&(ipc, thread, _)) = SWITCH_PAIRS
         .iter()
         .find(|(_, t, p)| m.probe == *t || m.probe == *p)
     else {
         return Err(crate::unmodelled(m));
     };
-    let same = |task: &'static str, metric: &'static str| {
-        let probe = if task == "thread" { thread } else { process };
-        measured(run, m, probe, metric, |p| {
-            param(p, "placement").as_deref() == Some("same-cpu")
-        })
+    let process = m.probe != thread;
+    let switch = |work: Work| {
+        let work = work.cycles(
+            "thread switch",
+            1.0,
+            THREAD_SWITCH_CYCLES,
+            "dequeue, pick, enqueue, switch_to and the vector state saved and restored",
+        );
+        if process {
+            work.cycles(
+                "address space",
+                1.0,
+                ADDRESS_SPACE_CYCLES,
+                "a CR3 write that keeps the TLB (PCID/ASID)",
+            )
+        } else {
+            work
+        }
     };
-    let task = if m.probe == thread {
-        "thread"
-    } else {
-        "process"
+    // Post to a channel and take from it: two system calls and the channel's own work.
+    let transfer = |name: &'static str| {
+        let work = Work::new(name).entry(spec, 2.0, "entry");
+        match ipc {
+            "futex" => work.cycles("futex", 1.0, FUTEX_CYCLES, "a wake with no waiter and a wait that finds the value changed: two shared-futex keys (a page-table lookup and the page's mapping), the hash bucket locked, the value read from user space"),
+            "pipe" => work
+                .cycles("vfs", 2.0, crate::cpu::VFS_CYCLES, "fd lookup, access checks and notification hooks of read(2)/write(2)")
+                .cycles("pipe", 1.0, PIPE_CYCLES, "the pipe's mutex taken twice, a byte copied into and out of its buffer (SMAP), the readers and writers checked, the times updated"),
+            _ => work
+                .cycles("vfs", 2.0, crate::cpu::VFS_CYCLES, "fd lookup, access checks and notification hooks of read(2)/write(2)")
+                .cycles("eventfd", 1.0, EVENTFD_CYCLES, "the counter's lock taken twice, 8 bytes copied in and out (SMAP), the waiters checked"),
+        }
     };
-    match (task, m.metric.as_str()) {
-        ("thread", "switch") => {
-            let model = Model::spec("thread switch", 0.0, format!("{THREAD_SWITCH_CYCLES} cycles"))
-                .input("switch_cycles", THREAD_SWITCH_CYCLES, "estimate: dequeue, pick, enqueue, switch_to and the vector state saved and restored");
-            at_clock(spec, model, THREAD_SWITCH_CYCLES)
-        }
-        ("process", "switch") => {
-            let t = same("thread", "switch")?;
-            let ghz = spec.ghz()?;
-            let cr3 = ADDRESS_SPACE_CYCLES / ghz.value;
-            Ok(Model::composed("process switch", t.value + cr3, format!("thread switch {:.0} ns + address-space change {ADDRESS_SPACE_CYCLES} cycles / {:.2} GHz", t.value, ghz.value))
-                .figure("thread_switch_ns", &t)
-                .input("address_space_cycles", ADDRESS_SPACE_CYCLES, "estimate: a CR3 write that keeps the TLB (PCID/ASID)")
-                .figure("core_ghz", ghz))
-        }
-        (_, "transfer") => {
-            let syscall = |probe: &str| {
-                measured(run, m, probe, "per_call", |p| {
-                    param(p, "cache").as_deref() == Some("hot")
-                })
-            };
-            if ipc == "futex" {
-                let s = syscall(id::SYSCALL_GETPPID)?;
-                Ok(Model::composed("futex wake + wait", 2.0 * s.value, format!("2 x null system call {:.0} ns (a wake with no waiter, a wait that finds the value changed)", s.value)).figure("null_syscall_ns", &s))
-            } else {
-                let (w, r) = (
-                    syscall(id::SYSCALL_WRITE_DEVNULL)?,
-                    syscall(id::SYSCALL_READ_DEVZERO)?,
-                );
-                Ok(Model::composed(
-                    "write + read",
-                    w.value + r.value,
-                    format!(
-                        "write {:.0} ns + read {:.0} ns of one byte",
-                        w.value, r.value
-                    ),
-                )
-                .figure("write_ns", &w)
-                .figure("read_ns", &r))
-            }
-        }
-        (task, "wakeup") if task == "thread" || task == "process" => {
-            let task: &'static str = if task == "thread" {
-                "thread"
-            } else {
-                "process"
-            };
-            let transfer = same(task, "transfer")?;
-            let ghz = spec.ghz()?;
+    match m.metric.as_str() {
+        "switch" => switch(Work::new(if process {
+            "process switch"
+        } else {
+            "thread switch"
+        }))
+        .done(spec),
+        "transfer" => transfer("transfer").done(spec),
+        "wakeup" => {
+            // Half a round trip across cpus: a transfer, the partner woken on the other cpu by
+            // an IPI out of its idle state, and a switch to it there.
             let idle = match &spec.idle_exit_us {
                 Ok(f) => f.clone(),
                 Err(why) => Figure::new(
@@ -202,27 +500,28 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                     format!("estimate: HLT (C1) exit about 1 µs ({why})"),
                 ),
             };
-            let mut cycles = IPI_CYCLES;
-            let mut formula = format!("transfer {:.0} ns + (IPI {IPI_CYCLES}", transfer.value);
-            let mut model = Model::composed("cross-cpu wake-up", 0.0, "")
-                .figure("transfer_ns", &transfer)
-                .input(
-                    "ipi_cycles",
-                    IPI_CYCLES,
-                    "estimate: send an inter-processor interrupt and take it on the other cpu",
+            let work = switch(transfer("cross-cpu wake-up"))
+                .cycles(
+                    "wake",
+                    1.0,
+                    WAKE_CYCLES,
+                    "try_to_wake_up: the runqueue locked, the task enqueued, preemption checked",
                 )
-                .figure("idle_exit_us", &idle);
-            if let Some(h) = &spec.hypervisor {
-                cycles += 2.0 * VM_EXIT_CYCLES;
-                formula.push_str(&format!(" + 2 x {VM_EXIT_CYCLES} VM exits"));
-                model = model.input("vm_exit_cycles", VM_EXIT_CYCLES, format!("{VM_EXIT_SOURCE}; the IPI's send and the idle vcpu's HLT exit to the hypervisor ({h})"));
-            }
-            model.value = transfer.value + cycles / ghz.value + idle.value * 1e3;
-            model.formula = format!(
-                "{formula}) cycles / {:.2} GHz + idle exit {} µs",
-                ghz.value, idle.value
-            );
-            Ok(model.figure("core_ghz", ghz))
+                .cycles(
+                    "ipi",
+                    1.0,
+                    IPI_CYCLES,
+                    "send an inter-processor interrupt and take it on the other cpu",
+                )
+                .micros("idle exit", idle.value, idle.source.clone());
+            let work = match &spec.hypervisor {
+                Some(h) => work
+                    .cycles("vm exit", 2.0, VM_EXIT_CYCLES, &format!("{}; the IPI's send and the idle vcpu's halt exit to the hypervisor ({h})", VM_EXIT_SOURCE.trim_start_matches("estimate: ")))
+                    .micros("host wake", HOST_WAKE_US, format!("estimate: the halted vcpu's thread woken through the host's scheduler, 'on the order of a few micro-seconds' (the kernel's KVM halt-polling documentation; {h})"))
+                    .micros("host idle exit", HOST_IDLE_EXIT_US, "estimate, the least certain input: the host core leaves its own idle state, which a guest cannot see; taken as a server core's C6 (intel_idle declares 128-290 µs for Xeon C6 as worst cases measured with Intel's wult; typical exits are shorter); a host that polls or keeps its cores shallow answers in a few µs".into()),
+                None => work,
+            };
+            work.done(spec)
         }
         _ => Err(crate::unmodelled(m)),
     }

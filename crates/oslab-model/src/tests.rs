@@ -15,6 +15,7 @@ fn spr() -> &'static uarch::Uarch {
 fn spec() -> Spec {
     Spec {
         cpu: Ok(spr()),
+        presented: None,
         core_ghz: Ok(Figure::new(2.0, "measured: test")),
         caches: vec![
             CacheLevel {
@@ -231,41 +232,145 @@ fn bandwidth_from_ports_levels_and_the_run_s_one_thread_rate() {
 #[test]
 fn composed_models_say_so_and_use_the_run() {
     let s = spec();
-    let same = || params! {"placement" => "same-cpu"};
+    let rt = |probe: &str, v: f64| measured(probe, params! {"cpu" => 0}, "round_trip", Unit::Ns, v);
     let run = vec![
-        measured(id::SWITCH_PROCESS_PIPE, same(), "switch", Unit::Ns, 1200.0),
-        measured(id::SWITCH_THREAD_PIPE, same(), "switch", Unit::Ns, 1000.0),
-        measured(id::SWITCH_THREAD_PIPE, same(), "transfer", Unit::Ns, 500.0),
-        measured(
-            id::SYSCALL_WRITE_DEVNULL,
-            params! {"cache" => "hot"},
-            "per_call",
-            Unit::Ns,
-            180.0,
-        ),
-        measured(
-            id::SYSCALL_READ_DEVZERO,
-            params! {"cache" => "hot"},
-            "per_call",
-            Unit::Ns,
-            250.0,
-        ),
+        rt(id::TASK_POSIX_SPAWN, 45_000.0),
+        rt(id::TASK_VFORK, 10_000.0),
+        rt(id::TASK_FORK_EXEC, 100_000.0),
+        rt(id::TASK_FORK, 70_000.0),
     ];
     let mut ms = run.clone();
     predict(&s, &mut ms);
-    // Process switch = the thread switch measured + 200 cycles (100 ns at 2 GHz).
+    // posix_spawn = vfork + exec, exec = fork+exec - fork, all measured: 10 + (100 - 70) us.
     let p = ms[0].prediction.as_ref().unwrap();
-    assert!(close(p.value, 1100.0));
+    assert!(close(p.value, 40_000.0));
     assert_eq!(p.kind, ModelKind::Composed);
-    assert!(p.sources["thread_switch_ns"]
+    assert!(p.sources["creation_ns"]
         .as_str()
         .unwrap()
         .starts_with("measured in this run"));
-    // A pipe's transfer = the write and the read of one byte, measured.
-    assert!(close(ms[2].prediction.as_ref().unwrap().value, 430.0));
     // Without the parts, the composed model says what to measure.
     let alone = predicted(&s, vec![run[0].clone()]);
-    assert!(alone.no_model.unwrap().contains(id::SWITCH_THREAD_PIPE));
+    assert!(alone.no_model.unwrap().contains(id::TASK_VFORK));
+}
+
+#[test]
+fn switches_are_the_schedulers_work_in_cycles() {
+    let mut s = spec();
+    let same = || params! {"placement" => "same-cpu"};
+    let one = |s: &Spec, probe: &str, metric: &str| {
+        let m = predicted(s, vec![measured(probe, same(), metric, Unit::Ns, 1000.0)]);
+        assert_eq!(
+            m.prediction.as_ref().unwrap().kind,
+            ModelKind::Spec,
+            "{probe} {metric}"
+        );
+        value(&m)
+    };
+    // 1,500 cycles at 2 GHz; a process adds 200 for the address space.
+    assert!(close(one(&s, id::SWITCH_THREAD_PIPE, "switch"), 750.0));
+    assert!(close(one(&s, id::SWITCH_PROCESS_PIPE, "switch"), 850.0));
+    // A pipe's transfer: 2 entries (150) + 2 VFS paths (150) + the pipe's 800 cycles.
+    assert!(close(one(&s, id::SWITCH_THREAD_PIPE, "transfer"), 700.0));
+    // A futex's: 2 entries + 750 cycles of keys, bucket and value.
+    assert!(close(one(&s, id::SWITCH_THREAD_FUTEX, "transfer"), 525.0));
+    // Across cpus: the transfer, a switch, the wake and the IPI (1,400 + 1,500 + 1,500 +
+    // 1,000 cycles) and the idle state's 2 us exit.
+    assert!(close(
+        one(&s, id::SWITCH_THREAD_PIPE, "wakeup"),
+        2_700.0 + 2_000.0
+    ));
+    // Under a hypervisor: two VM exits (2 x 1,200 cycles), the host's wake of the vcpu (3 us)
+    // and its core's idle exit (30 us).
+    s.hypervisor = Some("KVM".into());
+    assert!(close(
+        one(&s, id::SWITCH_THREAD_PIPE, "wakeup"),
+        4_700.0 + 1_200.0 + 33_000.0
+    ));
+}
+
+#[test]
+fn creation_counts_what_fork_copies_and_a_thread_shares() {
+    let s = spec();
+    let mut fork = measured(
+        id::TASK_FORK,
+        params! {"cpu" => 0},
+        "create",
+        Unit::Ns,
+        30_000.0,
+    );
+    // Without the parent's map there is nothing to count.
+    assert!(predicted(&s, vec![fork.clone()])
+        .no_model
+        .unwrap()
+        .contains("parent's map"));
+    fork.context
+        .insert(oslab_core::model::PARENT_VMAS.into(), 10.into());
+    fork.context
+        .insert(oslab_core::model::PARENT_COPIED.into(), (100 * 4096).into());
+    // (150 entry + 7,000 task + 5,000 files and signals + 8,000 mm + 10 x 2,500 mappings +
+    // 100 x 60 pages) cycles / 2 GHz, + 100 page lines x 110 ns / 16 misses in flight.
+    let m = predicted(&s, vec![fork]);
+    assert!(
+        close(value(&m), 51_150.0 / 2.0 + 100.0 * 110.0 / 16.0),
+        "{}",
+        value(&m)
+    );
+    assert_eq!(m.prediction.unwrap().kind, ModelKind::Spec);
+    // Per MiB: 256 pages x (60 + 60) cycles + 512 page lines.
+    let per_mib = measured(
+        id::TASK_FORK,
+        params! {"cpu" => 0, "fit" => "touched memory"},
+        "cost_per_mib",
+        Unit::Ns,
+        12_000.0,
+    );
+    assert!(close(
+        value(&predicted(&s, vec![per_mib])),
+        256.0 * 120.0 / 2.0 + 512.0 * 110.0 / 16.0
+    ));
+    // pthread_create: (150 + 2,000 glibc + 7,000 task) cycles.
+    let thread = measured(
+        id::TASK_PTHREAD,
+        params! {"cpu" => 0},
+        "create",
+        Unit::Ns,
+        5000.0,
+    );
+    assert!(close(value(&predicted(&s, vec![thread])), 4_575.0));
+}
+
+#[test]
+fn a_major_fault_waits_for_its_disk() {
+    let s = spec();
+    let fault = |cache: &str, class: &str| {
+        let mut m = measured(
+            id::FAULTS_FILE,
+            params! {"cache" => cache, "page_bytes" => 4096},
+            "per_fault",
+            Unit::Ns,
+            90_000.0,
+        );
+        m.context
+            .insert(oslab_core::model::DEVICE.into(), "vda".into());
+        m.context
+            .insert(oslab_core::model::DEVICE_CLASS.into(), class.into());
+        predicted(&s, vec![m])
+    };
+    // (150 trap + 10,000 path) cycles / 2 GHz + the disk's 100 us.
+    let m = fault("evicted (major, no readahead)", "virtio");
+    assert!(close(value(&m), 5_075.0 + 100_000.0));
+    assert_eq!(m.prediction.unwrap().kind, ModelKind::Spec);
+    let hdd = fault("evicted (major, no readahead)", "hdd");
+    assert!(value(&hdd) > 10e6);
+    assert!(fault("evicted (major, no readahead)", "other")
+        .no_model
+        .unwrap()
+        .contains("kind is unknown"));
+    assert!(fault("evicted (major, readahead)", "nvme")
+        .no_model
+        .unwrap()
+        .contains("sequential rate"));
 }
 
 #[test]

@@ -277,6 +277,23 @@ pub const TABLE: &[Uarch] = &[
     },
 ];
 
+/// Client cores and the server core of the same generation (the same core with a mesh and
+/// more memory channels: slower L3 and DRAM, narrower L3 fills).
+const SERVER_OF: &[(&str, &str)] = &[
+    ("Skylake client", "Skylake server"),
+    ("Sunny/Willow/Cypress Cove client", "Sunny Cove server"),
+    ("Golden/Raptor Cove client", "Golden/Raptor Cove server"),
+    ("Redwood/Lion Cove client", "Redwood Cove server"),
+];
+
+/// The server core of `client`'s generation, when it is a client core with one. A hypervisor may
+/// present a client core's model number while naming the product a server ("Intel(R) Xeon(R)
+/// Processor"): the server's figures are then the nearer guess.
+pub fn server_sibling(client: &Uarch) -> Option<&'static Uarch> {
+    let (_, server) = SERVER_OF.iter().find(|(c, _)| client.name.starts_with(c))?;
+    TABLE.iter().find(|u| u.name.starts_with(server))
+}
+
 /// The entry for a CPU, from the vendor string and the signature oslab's fingerprint records
 /// ("family/model/stepping" on x86, "0xIMPL/0xPART/..." on Arm).
 pub fn lookup(vendor: Option<&str>, signature: Option<&str>) -> Result<&'static Uarch, String> {
@@ -324,6 +341,22 @@ mod tests {
             .unwrap_err()
             .contains("not in oslab's table"));
         assert!(lookup(None, Some("6/143/8")).is_err());
+    }
+
+    #[test]
+    fn client_cores_have_their_generations_server() {
+        for (client, server) in SERVER_OF {
+            let c = TABLE.iter().find(|u| u.name.starts_with(client)).unwrap();
+            let s = server_sibling(c).unwrap();
+            assert!(s.name.starts_with(server), "{}", c.name);
+            assert!(
+                s.latency[2] > c.latency[2] && s.dram_ns >= c.dram_ns,
+                "{}",
+                s.name
+            );
+        }
+        let genoa = lookup(Some("AuthenticAMD"), Some("25/17/1")).unwrap();
+        assert!(server_sibling(genoa).is_none());
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::probe::{Context, Options, Probe, ProbeError};
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
+use oslab_core::model::{DEVICE, DEVICE_CLASS};
 use oslab_core::params;
 use oslab_core::perf::{self, Counter};
 use serde_json::{Map, Value};
@@ -342,6 +343,64 @@ fn disk_of(dir: &Path) -> Result<(u64, bool), String> {
     Ok((s.f_bavail as u64 * s.f_bsize as u64, tmpfs))
 }
 
+/// The disk holding `dir` and its kind (nvme, ssd, hdd, virtio, xen, mmc, zram, or other), from
+/// sysfs: what a major fault waits for. A partition is its disk's; a device-mapper or md volume
+/// is its first underlying disk's.
+pub fn block_device(dir: &Path) -> Option<(String, &'static str)> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mut node = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    if node.join("partition").exists() {
+        node = node.parent()?.to_path_buf();
+    }
+    for _ in 0..4 {
+        let slave = std::fs::read_dir(node.join("slaves"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok());
+        match slave {
+            Some(e) => {
+                node = std::fs::canonicalize(e.path()).ok()?;
+                if node.join("partition").exists() {
+                    node = node.parent()?.to_path_buf();
+                }
+            }
+            None => break,
+        }
+    }
+    let name = node.file_name()?.to_str()?.to_string();
+    let rotational =
+        std::fs::read_to_string(node.join("queue/rotational")).is_ok_and(|r| r.trim() == "1");
+    let class = device_class(&name, rotational);
+    Some((name, class))
+}
+
+/// A disk's kind from its kernel name (and whether it says it rotates, which only SCSI/ATA
+/// disks report truthfully: virtio disks say 1 whatever backs them).
+fn device_class(name: &str, rotational: bool) -> &'static str {
+    let starts = |p: &str| name.starts_with(p);
+    if starts("nvme") {
+        "nvme"
+    } else if starts("vd") {
+        "virtio"
+    } else if starts("xvd") {
+        "xen"
+    } else if starts("sd") || starts("hd") {
+        if rotational {
+            "hdd"
+        } else {
+            "ssd"
+        }
+    } else if starts("mmcblk") {
+        "mmc"
+    } else if starts("zram") {
+        "zram"
+    } else {
+        "other"
+    }
+}
+
 /// Checks, before anything is measured, that the fault file `options` ask for fits in its
 /// directory (the default size follows `memory_max`, the suite's memory budget).
 pub fn check_request(options: &Options, memory_max: usize) -> Result<(), String> {
@@ -585,6 +644,7 @@ fn file(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError
         out.push(m);
         return Ok(out);
     }
+    let device = block_device(&dir);
     // Major: evicted first, so touching a page reads it from the disk. With the default
     // readahead one major fault starts reading ahead and later faults wait on that I/O as minor
     // faults; with MADV_RANDOM (no readahead) every fault reads its own page.
@@ -610,6 +670,12 @@ fn file(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError
         let mut p = base.clone();
         p.insert("cache".into(), label.into());
         let mut ms = fault_measurements(me.id, p, touched, PAGE, &major, &counter);
+        if let Some((name, class)) = &device {
+            for m in &mut ms {
+                m.context.insert(DEVICE.into(), name.clone().into());
+                m.context.insert(DEVICE_CLASS.into(), (*class).into());
+            }
+        }
         for m in &mut ms {
             if let Some(n) = &mut m.note {
                 n.push_str(&format!(

@@ -15,7 +15,7 @@ use crate::child::{wait_pid, NopProgram};
 use crate::harness::{Event, Harness, HarnessConfig, Timing};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self, id, Entry};
-use oslab_core::model::{Measurement, Status, Unit, PARENT_RESIDENT};
+use oslab_core::model::{Measurement, Status, Unit, PARENT_COPIED, PARENT_RESIDENT, PARENT_VMAS};
 use oslab_core::params;
 use oslab_core::Clock;
 use serde::{Deserialize, Serialize};
@@ -120,6 +120,9 @@ pub struct HelperReport {
     pub round: Vec<f64>,
     /// Resident set of the helper while measuring, KiB.
     pub rss_kib: u64,
+    /// Its memory map while measuring: what fork copies.
+    #[serde(default)]
+    pub map: ParentMap,
     /// Samples dropped as invalid, and other remarks.
     pub note: Option<String>,
 }
@@ -158,17 +161,82 @@ fn created(cx: &Context, kind: Kind) -> Result<Vec<Measurement>, ProbeError> {
         m.note = Some(parts.into_iter().flatten().collect::<Vec<_>>().join("; "));
         // A new process's cost depends on what its parent maps; a thread's does not.
         if !matches!(kind, Kind::Pthread | Kind::StdThread) {
-            m.context
-                .insert(PARENT_RESIDENT.into(), parent.resident_bytes.into());
+            parent.record(m);
         }
     }
     Ok(out)
 }
 
-/// Where creation was timed from: in words, and the parent's resident size.
+/// Where creation was timed from: in words, the parent's resident size and its map.
 struct Parent {
     words: String,
     resident_bytes: u64,
+    map: ParentMap,
+}
+
+impl Parent {
+    /// Records the parent a new process's cost depends on as the measurement's context.
+    fn record(&self, m: &mut Measurement) {
+        m.context
+            .insert(PARENT_RESIDENT.into(), self.resident_bytes.into());
+        m.context.insert(PARENT_VMAS.into(), self.map.vmas.into());
+        m.context
+            .insert(PARENT_COPIED.into(), self.map.copied_bytes.into());
+    }
+}
+
+/// What fork copies of a parent: its mappings (each duplicated) and the page-table entries of
+/// those holding anonymous memory (the kernel copies a mapping's entries only when it has an
+/// anon_vma; file pages elsewhere are faulted in again by the child).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentMap {
+    /// Mappings (VMAs).
+    pub vmas: u64,
+    /// Resident bytes of the mappings holding anonymous memory.
+    pub copied_bytes: u64,
+}
+
+impl ParentMap {
+    /// This process's map, from /proc/self/smaps (empty when unreadable).
+    fn of_self() -> ParentMap {
+        std::fs::read_to_string("/proc/self/smaps")
+            .map(|s| ParentMap::parse(&s))
+            .unwrap_or_default()
+    }
+
+    /// Counts the mappings of an smaps text and sums the Rss of those with Anonymous memory.
+    fn parse(smaps: &str) -> ParentMap {
+        let kib = |line: &str| -> u64 {
+            line.split_whitespace()
+                .nth(1)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0)
+        };
+        let mut map = ParentMap::default();
+        let (mut rss, mut anon) = (0, 0);
+        let close = |map: &mut ParentMap, rss: u64, anon: u64| {
+            if anon > 0 {
+                map.copied_bytes += rss * 1024;
+            }
+        };
+        for line in smaps.lines() {
+            let header = line
+                .split_whitespace()
+                .next()
+                .is_some_and(|range| range.contains('-') && !range.ends_with(':'));
+            if header {
+                close(&mut map, rss, anon);
+                map.vmas += 1;
+                (rss, anon) = (0, 0);
+            } else if line.starts_with("Rss:") {
+                rss = kib(line);
+            } else if line.starts_with("Anonymous:") {
+                anon = kib(line);
+            }
+        }
+        close(&mut map, rss, anon);
+        map
+    }
 }
 
 /// Times `kind` from the helper (touching `touch_mib` first) or, without one, from this
@@ -189,6 +257,7 @@ fn measure(
         unsafe { libc::malloc_trim(0) };
         let [create, round] = harness.each::<2>(&mut event(kind)?)?;
         let resident_bytes = rss_kib() * 1024;
+        let map = ParentMap::of_self();
         let words = format!(
             "timed from this process ({} resident): no minimal helper parent available",
             oslab_core::units::bytes(resident_bytes)
@@ -199,6 +268,7 @@ fn measure(
             Parent {
                 words,
                 resident_bytes,
+                map,
             },
         ));
     };
@@ -230,6 +300,7 @@ fn measure(
     let parent = Parent {
         words,
         resident_bytes: report.rss_kib * 1024,
+        map: report.map,
     };
     Ok((
         timing(report.create.clone()),
@@ -284,6 +355,7 @@ pub fn helper_main(request: &str) -> Result<String, String> {
     };
     let harness = Harness::new(request.clock, config);
     let rss = rss_kib();
+    let map = ParentMap::of_self();
     let [create, round] = harness
         .each::<2>(&mut event(request.kind).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
@@ -292,6 +364,7 @@ pub fn helper_main(request: &str) -> Result<String, String> {
         create: create.samples,
         round: round.samples,
         rss_kib: rss,
+        map,
         note: create.note,
     })
     .map_err(|e| e.to_string())
@@ -354,9 +427,8 @@ fn fork_with_sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>,
             "round_trip",
             &round,
         );
-        m.note_before(parent.words);
-        m.context
-            .insert(PARENT_RESIDENT.into(), parent.resident_bytes.into());
+        m.note_before(parent.words.clone());
+        parent.record(&mut m);
         if let Some(s) = &m.summary {
             points.push((mib as f64, s.median));
         }
@@ -605,5 +677,28 @@ mod tests {
             line_fit(&[(1.0, 129_500.0), (64.0, 2_120_000.0), (512.0, 26_990_000.0)]).unwrap();
         assert!(a > 0.0 && a < 129_500.0, "{a}");
         assert!(b > 30_000.0 && b < 56_000.0, "{b}");
+    }
+
+    #[test]
+    fn fork_copies_the_entries_of_mappings_with_anonymous_memory() {
+        let smaps = "\
+55d0c0000000-55d0c0200000 r-xp 00000000 fe:01 123  /usr/bin/oslab
+Size:               2048 kB
+Rss:                1024 kB
+Anonymous:             0 kB
+55d0c0400000-55d0c0410000 rw-p 00400000 fe:01 123  /usr/bin/oslab
+Rss:                  64 kB
+Anonymous:            16 kB
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0    [stack]
+Rss:                  12 kB
+Anonymous:            12 kB
+VmFlags: rd wr mr mw me gd ac
+";
+        let map = ParentMap::parse(smaps);
+        assert_eq!(map.vmas, 3);
+        // The text is not copied (no anon_vma); the data mapping's file pages are, with it.
+        assert_eq!(map.copied_bytes, (64 + 12) * 1024);
+        let me = ParentMap::of_self();
+        assert!(me.vmas > 3 && me.copied_bytes > 0, "{me:?}");
     }
 }

@@ -2,9 +2,6 @@
 
 use super::*;
 
-/// Why no published figure predicts a creation cost.
-const NO_FIGURE: &str =
-    "no published figure to predict it from; compare it with the other creation costs";
 /// Why a noise recording's own figures have no model.
 const OF_THE_RECORDING: &str =
     "a property of this recording (a chosen threshold or a histogram), not a cost to predict";
@@ -168,9 +165,9 @@ pub const TASK_FORK: Entry = suite(
     Unit::Ns,
     &[
         predicted(metric::ROUND_TRIP, Unit::Ns),
-        unmodelled(metric::CREATE, Unit::Ns, NO_FIGURE),
+        predicted(metric::CREATE, Unit::Ns),
         predicted(metric::COST_PER_MIB, Unit::Ns),
-        unmodelled(metric::FIXED_COST, Unit::Ns, NO_FIGURE),
+        predicted(metric::FIXED_COST, Unit::Ns),
     ],
 );
 /// task.vfork.
@@ -199,10 +196,7 @@ pub const TASK_PTHREAD: Entry = suite(
     id::TASK_PTHREAD,
     "pthread_create + pthread_join of an empty thread",
     Unit::Ns,
-    &[
-        unmodelled(metric::ROUND_TRIP, Unit::Ns, NO_FIGURE),
-        unmodelled(metric::CREATE, Unit::Ns, NO_FIGURE),
-    ],
+    TASK_METRICS,
 );
 /// task.std-thread.
 pub const TASK_STD_THREAD: Entry = suite(

@@ -31,6 +31,22 @@ pub trait Numa: Sync {
     fn where_are(&self, pages: &[*mut u8]) -> io::Result<Vec<i32>>;
     /// What kind of system this is, for notes ("linux", "fake").
     fn kind(&self) -> &'static str;
+    /// The memory nodes this process may use when a cpuset restricts them (None: all).
+    fn mems_allowed(&self) -> Option<CpuSet> {
+        None
+    }
+}
+
+/// This process's memory nodes, from /proc/self/status (`Mems_allowed_list`), when it names
+/// fewer than `nodes` has.
+fn mems_allowed_here(nodes: &[NumaNode]) -> Option<CpuSet> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Mems_allowed_list:"))?
+        .trim();
+    let set = CpuSet::parse_list(list).ok()?;
+    nodes.iter().any(|n| !set.contains(n.id)).then_some(set)
 }
 
 /// The real system.
@@ -115,6 +131,37 @@ impl Numa for LinuxNuma {
     fn kind(&self) -> &'static str {
         "linux"
     }
+
+    fn mems_allowed(&self) -> Option<CpuSet> {
+        mems_allowed_here(&self.nodes)
+    }
+}
+
+/// MPOL_MF_MOVE: move the pages only this process maps.
+const MPOL_MF_MOVE: libc::c_int = 2;
+
+/// Moves the pages at `pages` (addresses inside this process's touched mappings) to `node`
+/// with move_pages(2); returns each page's node after the call (a negative value is an errno:
+/// a page not present, or one the kernel could not move).
+pub fn move_to(pages: &[*mut u8], node: usize) -> io::Result<Vec<i32>> {
+    let nodes = vec![node as i32; pages.len()];
+    let mut status = vec![0i32; pages.len()];
+    // SAFETY: the three arrays have `count` entries; the kernel moves pages of this process only.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            pages.len() as libc::c_ulong,
+            pages.as_ptr(),
+            nodes.as_ptr(),
+            status.as_mut_ptr(),
+            MPOL_MF_MOVE,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(status)
 }
 
 /// Fraction of `pages` that `numa` reports on `node` (pages not present count as misplaced).
@@ -166,5 +213,8 @@ mod tests {
         assert_eq!(fraction_on(&numa, &pages, node).unwrap(), 1.0);
         // A node that does not exist is refused, not silently ignored.
         assert!(numa.bind(p, len, 1000).is_err());
+        // Moving pages to the node they are on leaves them there.
+        let status = move_to(&pages, node).unwrap();
+        assert!(status.iter().all(|&s| s == node as i32), "{status:?}");
     }
 }

@@ -63,7 +63,32 @@ fn plan(cx: &Context) -> crate::probe::Plan {
 pub fn matrix(cx: &Context, numa: &dyn Numa) -> Result<Vec<Measurement>, ProbeError> {
     kernels::available().map_err(ProbeError::Unsupported)?;
     let nodes = numa.nodes();
-    let mem_nodes: Vec<&NumaNode> = nodes.iter().filter(|n| n.memory != Some(0)).collect();
+    // A cpuset may restrict the memory nodes (Slurm, containers: cpuset.mems): binding to one
+    // outside fails, so those columns are said skipped, with the cpuset's list.
+    let mems = numa.mems_allowed();
+    let allowed = |n: &NumaNode| mems.as_ref().is_none_or(|m| m.contains(n.id));
+    let mem_nodes: Vec<&NumaNode> = nodes
+        .iter()
+        .filter(|n| n.memory != Some(0) && allowed(n))
+        .collect();
+    let excluded: Vec<Measurement> = nodes
+        .iter()
+        .filter(|n| n.memory != Some(0) && !allowed(n))
+        .map(|n| {
+            let why = format!(
+                "memory node {} is outside this process's cpuset (its memory nodes: {}, as cpuset.mems or a batch system set them): nothing can be bound there",
+                n.id,
+                mems.as_ref().map_or(String::new(), |m| m.to_string())
+            );
+            Measurement::not_taken(
+                PROBE,
+                params! {"mem_node" => n.id, "numa" => numa.kind()},
+                "bandwidth",
+                Unit::GBps,
+                Status::Skipped(why),
+            )
+        })
+        .collect();
     let cpu_nodes: Vec<(&NumaNode, Vec<usize>)> = nodes
         .iter()
         .filter_map(|n| {
@@ -138,6 +163,7 @@ pub fn matrix(cx: &Context, numa: &dyn Numa) -> Result<Vec<Measurement>, ProbeEr
             }
         }
     }
+    out.extend(excluded);
     // Row by row, as a matrix reads, whatever order the cells were measured in.
     let node = |m: &Measurement, key: &str| m.params.get(key).and_then(Value::as_u64);
     out.sort_by_key(|m| (node(m, "cpu_node"), node(m, "mem_node")));

@@ -266,7 +266,8 @@ fn bandwidth_threads_spread_over_sockets_then_siblings(info: &Value, bw: &Value)
 fn four_nodes_in_a_ring_and_a_memory_only_node() {
     let Some(g) = guest(
         "4n-cxl",
-        "oslab info --json > /out/info.json && oslab numa --quick --json --db /tmp/o.db > /out/numa.json",
+        "oslab info --json > /out/info.json && oslab numa --quick --json --db /tmp/o.db > /out/numa.json \
+         && oslab migrate --size 96 --runs 3 --kernel blocked --json --db /tmp/o.db > /out/migrate.json",
     ) else {
         return;
     };
@@ -319,6 +320,58 @@ fn four_nodes_in_a_ring_and_a_memory_only_node() {
         assert_eq!(m["params"]["distance"], distances(&info)[c][n], "{m}");
     }
     timings_are_not_trusted(&numa);
+    migrated_pages_follow_when_asked(&g.json("migrate.json"));
+}
+
+/// `oslab migrate` from cpu 0 goes to the farthest node by SLIT (node 2, 22 away), and runs its
+/// variants twice: pages left on node 0, and pages moved to node 2 at the switch, the move
+/// (move_pages) timed apart and every page found there after it.
+fn migrated_pages_follow_when_asked(run: &Value) {
+    let ms = run["measurements"].as_array().unwrap();
+    let row = |metric: &str| {
+        ms.iter()
+            .find(|m| m["metric"] == metric)
+            .unwrap_or_else(|| panic!("no migrate {metric}: {run}"))
+    };
+    let to = row("migration_cost")["params"]["to"].as_u64().unwrap();
+    assert!([4, 5].contains(&to), "migrated to cpu {to}, not node 2");
+    for metric in [
+        "migration_cost_pages_follow",
+        "migration_cost_pages_follow_cpu",
+        "remote_memory_cost",
+        "page_move",
+    ] {
+        assert!(
+            row(metric)["summary"].is_object(),
+            "{metric}: {}",
+            row(metric)
+        );
+    }
+    let moved = row("pages_moved");
+    let note = moved["note"].as_str().unwrap();
+    let asked: f64 = note
+        .split(" pages)")
+        .next()
+        .and_then(|n| n.rsplit('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    let found = moved["summary"]["min"].as_f64().unwrap();
+    assert!(
+        asked > 0.0 && found >= asked * 0.99,
+        "{found} of {asked} pages on node 2 after the move: {note}"
+    );
+    assert!(note.contains("to node 2"), "{note}");
+    let variants: std::collections::BTreeSet<&str> = ms
+        .iter()
+        .filter_map(|m| m["params"]["variant"].as_str())
+        .collect();
+    for v in [
+        "migrated, pages follow",
+        "pinned on B, pages on B",
+        "pinned on B",
+    ] {
+        assert!(variants.contains(v), "{v} not in {variants:?}");
+    }
 }
 
 #[test]
@@ -393,12 +446,12 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
     // kernel (from balancing off): the kernel moves them, balancing on for the run only.
     let script = "\
         v() { echo \"$1 $(grep pgmigrate_success /proc/vmstat)\"; }
-        cpuman() { oslab cpuman run --workload W3 --jobs 2 --time-scale 0.01 --policy $1 --migration $2 --json --db /tmp/o.db; }
+        cpuman() { oslab cpuman run --workload W3 --jobs $3 --time-scale 0.01 --policy $1 --migration $2 --json --db /tmp/o.db; }
         echo balancing-before $(cat /proc/sys/kernel/numa_balancing)
-        v start; cpuman equip manual > /out/manual.json || exit 1; v manual
+        v start; cpuman equip manual 4 > /out/manual.json || exit 1; v manual
         echo balancing-after-manual $(cat /proc/sys/kernel/numa_balancing)
         echo 0 > /proc/sys/kernel/numa_balancing
-        v off; cpuman pdpa kernel > /out/kernel.json || exit 1; v kernel
+        v off; cpuman pdpa kernel 2 > /out/kernel.json || exit 1; v kernel
         echo balancing-after-kernel $(cat /proc/sys/kernel/numa_balancing)";
     let Some(g) = guest("4n-cxl", script) else {
         return;
@@ -419,10 +472,30 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
     let by_manager = vmstat(said, "manual") - vmstat(said, "start");
     let by_kernel = vmstat(said, "kernel") - vmstat(said, "off");
     assert!(by_manager > 0 && by_kernel > 0, "{said}");
+    // The manager's own moves, job by job from each job's numa_maps before and after, against
+    // what the kernel counted during those moves (pgmigrate_success around each call; the count
+    // over the run also holds what balancing moved once restored).
     let reported = run_metric(&manual, "page_migrations");
+    let counted: f64 = g
+        .stderr
+        .split("the kernel counted ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no kernel count said: {}", g.stderr));
     assert!(
-        reported > 0.0 && reported <= by_manager as f64,
-        "{reported} vs {by_manager}"
+        (reported - counted).abs() <= 0.05 * counted + 8.0 && reported <= by_manager as f64,
+        "{reported} pages by numa_maps, {counted} by pgmigrate_success during the moves, {by_manager} over the run"
+    );
+    let per_job: f64 = manual["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["metric"] == "pages_moved" && m["params"]["kind"] != "all")
+        .map(|m| m["summary"]["mean"].as_f64().unwrap() * m["summary"]["n"].as_f64().unwrap())
+        .sum();
+    assert!(
+        (per_job - reported).abs() <= 1.0 + 1e-6 * reported,
+        "per-kind page moves sum to {per_job}, the run's to {reported}"
     );
     assert!(run_metric(&kernel, "page_migrations") > 0.0);
     // Each run says what it did with balancing (on stderr beside JSON).
@@ -678,4 +751,147 @@ fn sixty_four_cpus_in_eight_nodes_are_read_and_sampled_by_design() {
             .all(|m| m["note"].as_str().unwrap().contains(&sampled)),
         "{sampled}"
     );
+}
+
+/// A lockbench of 4 workers on 2 locks under the shuffling daemon (grouping by lock), with every
+/// thread's affinity printed as `during TID CPUS` once the daemon has pinned them.
+const SHUFFLED_LOCKBENCH: &str = "\
+    oslab lockbench --threads 4 --locks 2 --iterations 3000000 > /dev/null &
+    lb=$!; sleep 1
+    oslab shuffle --pid $lb --interval 200ms --grouping lock --db /tmp/o.db > /dev/null 2>&1 &
+    sh=$!
+    n=0; while [ $n -lt 120 ] && ! grep -q 'Cpus_allowed_list:[[:space:]]*[0-9]*$' /proc/$lb/task/*/status; do sleep 1; n=$((n + 1)); done
+    sleep 2
+    for t in /proc/$lb/task/*; do echo \"during $(basename $t) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done
+    kill $sh; wait $sh; kill $lb";
+
+/// The cpus the daemon pinned workers 0-3 to (the threads after the main one, in the order they
+/// were started; worker i uses lock i mod 2).
+fn pinned_workers(said: &str) -> Vec<u32> {
+    let during = affinities(said, "during");
+    assert!(during.len() >= 5, "{said}");
+    during[1..5]
+        .iter()
+        .map(|a| {
+            a.parse::<u32>()
+                .unwrap_or_else(|_| panic!("worker not pinned to one cpu: {a}\n{said}"))
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn a_socket_of_two_l3s_is_two_cache_domains() {
+    let script = format!("oslab info --json > /out/info.json\n{SHUFFLED_LOCKBENCH}");
+    let Some(g) = guest("ccx", &script) else {
+        return;
+    };
+    let info = g.json("info.json");
+    assert_eq!(distinct(&info, "package"), 1);
+    // Two L3s in the one socket, as an AMD CCX or an Intel die has.
+    assert_eq!(sharing(&info, 3), vec!["0-3", "4-7"]);
+    // Shuffling's domain is the L3, not the socket: each lock's workers share one L3, the two
+    // locks use the two L3s.
+    let cpus = pinned_workers(&g.stdout);
+    let l3 = |c: u32| c / 4;
+    assert!(
+        l3(cpus[0]) == l3(cpus[2]) && l3(cpus[1]) == l3(cpus[3]) && l3(cpus[0]) != l3(cpus[1]),
+        "workers 0-3 on cpus {cpus:?}\n{}",
+        g.stdout
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn four_sockets_with_smt_place_a_locks_threads_on_distinct_cores() {
+    let script = format!("oslab info --json > /out/info.json\n{SHUFFLED_LOCKBENCH}");
+    let Some(g) = guest("4s-smt", &script) else {
+        return;
+    };
+    let info = g.json("info.json");
+    assert_eq!(distinct(&info, "package"), 4);
+    assert_eq!(distinct(&info, "node"), 4);
+    assert_eq!(sharing(&info, 3), vec!["0-3", "12-15", "4-7", "8-11"]);
+    // Each lock's two workers in one socket, on two cores (not a core's two threads while the
+    // socket's other core idles); the two locks in two sockets.
+    let cpus = pinned_workers(&g.stdout);
+    let (socket, core) = (|c: u32| c / 4, |c: u32| c / 2);
+    for (a, b) in [(cpus[0], cpus[2]), (cpus[1], cpus[3])] {
+        assert!(
+            socket(a) == socket(b) && core(a) != core(b),
+            "a lock's workers on cpus {a} and {b}: {cpus:?}\n{}",
+            g.stdout
+        );
+    }
+    assert_ne!(socket(cpus[0]), socket(cpus[1]), "{cpus:?}");
+}
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
+    // Sub-NUMA clusters: 4 nodes in 2 packages, 11 within a package, 21 across. Then, as Slurm
+    // confines a job: a cgroup whose cpuset allows cpus 0-3 and memory nodes 0-1 only.
+    let script = "\
+        oslab info --json > /out/info.json && oslab c2c --quick --json --db /tmp/o.db > /out/c2c.json || exit 1
+        grep -q cgroup2 /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
+        echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir /sys/fs/cgroup/job
+        echo 0-3 > /sys/fs/cgroup/job/cpuset.cpus && echo 0-1 > /sys/fs/cgroup/job/cpuset.mems
+        echo $$ > /sys/fs/cgroup/job/cgroup.procs && grep Mems_allowed_list /proc/self/status
+        oslab numa --quick --json --db /tmp/o.db > /out/numa.json";
+    let Some(g) = guest("snc", script) else {
+        return;
+    };
+    let info = g.json("info.json");
+    assert_eq!(distinct(&info, "package"), 2);
+    assert_eq!(distinct(&info, "node"), 4);
+    assert_eq!(
+        distances(&info),
+        vec![
+            vec![10, 11, 21, 21],
+            vec![11, 10, 21, 21],
+            vec![21, 21, 10, 11],
+            vec![21, 21, 11, 10],
+        ]
+    );
+    let c2c = g.json("c2c.json");
+    let classes = classes(&c2c);
+    for class in [
+        "same package, other NUMA node (SLIT distance 11)",
+        "other package (SLIT distance 21)",
+    ] {
+        assert!(classes.contains(class), "{class} not in {classes:?}");
+    }
+    assert!(g.stdout.contains("Mems_allowed_list:\t0-1"), "{}", g.stdout);
+    // The matrix: cpu nodes 0-1 (the cpuset's cpus) x memory nodes 0-1 measured, pages where
+    // asked; memory nodes 2-3 said outside the cpuset, not failed.
+    let numa = g.json("numa.json");
+    let ms = numa["measurements"].as_array().unwrap();
+    let mut cells: Vec<(u64, u64)> = ms
+        .iter()
+        .filter(|m| m["metric"] == "latency")
+        .map(|m| {
+            assert_eq!(m["context"]["placed"], "100%", "{m}");
+            (
+                m["params"]["cpu_node"].as_u64().unwrap(),
+                m["params"]["mem_node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    cells.sort();
+    cells.dedup();
+    assert_eq!(cells, [(0, 0), (0, 1), (1, 0), (1, 1)]);
+    for node in [2, 3] {
+        let m = ms
+            .iter()
+            .find(|m| m["params"]["mem_node"] == node && m["params"].get("cpu_node").is_none())
+            .unwrap_or_else(|| panic!("memory node {node} not said: {numa}"));
+        assert_eq!(m["status"], "skipped", "{m}");
+        assert!(
+            m["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("outside this process's cpuset (its memory nodes: 0-1"),
+            "{m}"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! moves to cpu B half way; counters per half; pinned and migrated runs alternate as pairs; the
 //! migration cost is the paired difference with its interval.
 
-use super::matmul::{run_matmul, Matmul, MatmulKernel, RunResult, Variant};
+use super::matmul::{run_matmul, Matmul, MatmulKernel, PageMove, RunResult, Variant};
 use crate::probe::ProbeError;
 use oslab_core::counters::{self, CpuId, Spec};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
@@ -27,6 +27,9 @@ pub struct Request {
     pub from: usize,
     /// Where migrated runs finish.
     pub to: usize,
+    /// A's and B's NUMA nodes when they differ (with memory on both): the pages-follow variant
+    /// runs; None on one node, or when A and B share theirs.
+    pub nodes: Option<(usize, usize)>,
     /// Counters per phase.
     pub counters: Vec<Spec>,
     /// Presets this cpu has no definition for, with why (reported, not counted).
@@ -122,12 +125,24 @@ impl Options {
             ));
         }
         let (size, kernels, runs) = (self.size, self.kernels(), self.runs);
+        let node = |c: usize| topology.cpu(c).map(|c| c.node);
+        let has_memory = |n: usize| {
+            topology
+                .nodes
+                .iter()
+                .any(|x| x.id == n && x.memory.is_none_or(|m| m > 0))
+        };
+        let nodes = match (node(from), node(to)) {
+            (Some(a), Some(b)) if a != b && has_memory(a) && has_memory(b) => Some((a, b)),
+            _ => None,
+        };
         Ok(Request {
             size,
             kernels,
             runs,
             from,
             to,
+            nodes,
             counters,
             undefined,
         })
@@ -192,24 +207,32 @@ pub fn run(
 ) -> Result<Experiment, ProbeError> {
     let (n, a, b) = (req.size, req.from, req.to);
     let class = topology.distance_class(a, b);
+    let pages = match req.nodes {
+        Some((na, nb)) => format!(" Every run starts with its pages on A's node {na}; the migrated run leaves them there (its control too), and a second pair has them follow the thread to node {nb} (move_pages at the switch, timed apart; its control pinned on B with them on node {nb})."),
+        None => " A and B share their NUMA node (or there is one): the pages stay where they are, and no pages-follow variant runs.".to_string(),
+    };
     let mut doc = vec![Block::Text(format!(
-        "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, alternating: pinned on A, pinned on B (the control) and migrated from A to B half way. The migration's cost is the migrated run's second half less the control's, both on B: in wall time, and in cpu time (which another task on B does not lengthen)",
+        "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, alternating: pinned on A, pinned on B (the control) and migrated from A to B half way. The migration's cost is the migrated run's second half less the control's, both on B: in wall time, and in cpu time (which another task on B does not lengthen).{pages}",
         req.runs
     ))];
     let mut measurements = Vec::new();
     let mut interrupted = false;
     let mut m = Matmul::new(n);
+    let follow = req.nodes.is_some();
     for &kernel in &req.kernels {
-        // The pairs are (control, migrated); the pinned-on-A run goes with the control.
+        // The pairs are (controls, migrated runs): the pinned-on-A run goes with the controls;
+        // each arm's runs are its pages-stay variant, then its pages-follow one.
         let mut pinned = Vec::new();
         let pairs = paired::alternate(req.runs, |arm, r| {
-            let variants: &[Variant] = match arm {
-                Arm::A => &[Variant::Pinned, Variant::Control],
-                Arm::B => &[Variant::Migrated],
+            let variants: &[Variant] = match (arm, follow) {
+                (Arm::A, false) => &[Variant::Pinned, Variant::Control],
+                (Arm::A, true) => &[Variant::Pinned, Variant::Control, Variant::ControlLocal],
+                (Arm::B, false) => &[Variant::Migrated],
+                (Arm::B, true) => &[Variant::Migrated, Variant::MigratedFollow],
             };
-            let mut last = None;
+            let mut runs = Vec::new();
             for &variant in variants {
-                match run_matmul(&mut m, kernel, variant, a, b, &req.counters) {
+                match run_matmul(&mut m, kernel, variant, (a, b), req.nodes, &req.counters) {
                     Ok(res) => {
                         progress(format!(
                             "{} {} run {}/{}: {:.3} s",
@@ -221,14 +244,14 @@ pub fn run(
                         ));
                         match variant {
                             Variant::Pinned => pinned.push(res),
-                            _ => last = Some(res),
+                            _ => runs.push(res),
                         }
                     }
                     Err(ProbeError::Interrupted) => return Ok(None),
                     Err(e) => return Err(e),
                 }
             }
-            Ok(last)
+            Ok(Some(runs))
         })?;
         interrupted = pairs.stopped;
         report(
@@ -298,7 +321,7 @@ fn report(
     kernel: MatmulKernel,
     class: &str,
     pinned: &[RunResult],
-    pairs: &Pairs<RunResult>,
+    pairs: &Pairs<Vec<RunResult>>,
 ) {
     let (n, a, b) = (req.size, req.from, req.to);
     let block = match kernel {
@@ -328,11 +351,19 @@ fn report(
         &[1, 2, 3, 4, 5, 6, 7],
     )
     .optional(&[7, 6, 3]);
-    for (variant, runs) in [
-        (Variant::Pinned, pinned),
-        (Variant::Control, &pairs.a[..]),
-        (Variant::Migrated, &pairs.b[..]),
-    ] {
+    let arm = |runs: &[Vec<RunResult>], k: usize| -> Vec<RunResult> {
+        runs.iter().filter_map(|r| r.get(k).cloned()).collect()
+    };
+    let mut variants = vec![
+        (Variant::Pinned, pinned.to_vec()),
+        (Variant::Control, arm(&pairs.a, 0)),
+        (Variant::Migrated, arm(&pairs.b, 0)),
+    ];
+    if req.nodes.is_some() {
+        variants.push((Variant::ControlLocal, arm(&pairs.a, 1)));
+        variants.push((Variant::MigratedFollow, arm(&pairs.b, 1)));
+    }
+    for (variant, runs) in &variants {
         for (i, r) in runs.iter().enumerate() {
             let phase = |p: usize| {
                 format!(
@@ -362,29 +393,46 @@ fn report(
     }
     doc.push(Block::Table(table));
     let params = params! {"kernel" => kernel.name(), "block" => block, "n" => n, "from" => a, "to" => b, "class" => class};
-    // The move's cost: the second half on B after the move less the control's second half on B,
-    // pair by pair; in wall time (what a program feels) and cpu time (what the move itself costs:
-    // another task on B lengthens the wall time of both arms' waits, not their cpu time).
-    for (metric, what, of) in [
-        (
-            "migration_cost",
-            "wall time",
-            (|p: &super::matmul::Phase| p.seconds) as fn(&_) -> f64,
-        ),
-        (
-            "migration_cost_cpu",
-            "cpu time",
-            |p: &super::matmul::Phase| p.cpu_seconds,
-        ),
-    ] {
-        let diffs = pairs.differences(|r| of(&r.phases[1]) * 1e9);
+    let second = |r: &Vec<RunResult>, k: usize, cpu: bool| {
+        r.get(k).map_or(f64::NAN, |r| {
+            let p = &r.phases[1];
+            1e9 * if cpu { p.cpu_seconds } else { p.seconds }
+        })
+    };
+    // The move's cost: the second half on B after the move less its control's second half on
+    // B, pair by pair; in wall time (what a program feels) and cpu time (what the move itself
+    // costs: another task on B lengthens the wall time of both arms' waits, not their cpu time).
+    let stay = "migrated - pinned on B";
+    let mut costs = vec![
+        (0, "migration_cost", "wall time", false, stay),
+        (0, "migration_cost_cpu", "cpu time", true, stay),
+    ];
+    if req.nodes.is_some() {
+        let what = "migrated, pages follow - pinned on B, pages on B";
+        costs.push((1, "migration_cost_pages_follow", "wall time", false, what));
+        costs.push((1, "migration_cost_pages_follow_cpu", "cpu time", true, what));
+    }
+    for (k, metric, what, cpu, arms) in costs {
+        let diffs: Vec<f64> = pairs
+            .a
+            .iter()
+            .zip(&pairs.b)
+            .map(|(c, m)| second(m, k, cpu) - second(c, k, cpu))
+            .filter(|d| d.is_finite())
+            .collect();
         let verdict = paired::verdict_text(&diffs, signed);
+        let pages = match (req.nodes, k) {
+            (Some((na, _)), 0) => format!(", the pages left on A's node {na}"),
+            (Some((_, nb)), _) => {
+                format!(", the pages on B's node {nb} (moved at the switch, the move not counted)")
+            }
+            (None, _) => String::new(),
+        };
         doc.push(Block::Text(format!(
-            "  migration cost in {what} (second half on B: migrated - pinned on B) {verdict}"
+            "  migration cost in {what} (second half on B{pages}: {arms}) {verdict}"
         )));
-        let note = format!(
-            "paired runs, second half on cpu {b}: migrated from cpu {a} - pinned on cpu {b} all along, in {what}; {verdict}"
-        );
+        let note =
+            format!("paired runs, second half on cpu {b}{pages}: {arms}, in {what}; {verdict}");
         out.push(paired::measurement(
             PROBE,
             params.clone(),
@@ -393,6 +441,57 @@ fn report(
             &diffs,
             note,
         ));
+    }
+    if let Some((na, nb)) = req.nodes {
+        // What leaving the pages behind costs: the controls on B, pages on A's node less pages
+        // on B's node, pair by pair (the same arm's two runs, one after the other).
+        let remote: Vec<f64> = pairs
+            .a
+            .iter()
+            .map(|c| second(c, 0, false) - second(c, 1, false))
+            .filter(|d| d.is_finite())
+            .collect();
+        let verdict = paired::verdict_text(&remote, signed);
+        doc.push(Block::Text(format!(
+            "  remote memory: the second half on B with the pages on node {na} less with them on node {nb} {verdict}"
+        )));
+        out.push(paired::measurement(
+            PROBE,
+            params.clone(),
+            "remote_memory_cost",
+            Unit::Ns,
+            &remote,
+            format!("the control on cpu {b}, second half: pages on A's node {na} - pages on B's node {nb}, run after run; {verdict}"),
+        ));
+        // The page move itself, apart from any cost.
+        let moves: Vec<PageMove> = pairs.b.iter().filter_map(|r| r.get(1)?.page_move).collect();
+        if !moves.is_empty() {
+            let ns: Vec<f64> = moves.iter().map(|p| p.seconds * 1e9).collect();
+            let moved: Vec<f64> = moves.iter().map(|p| p.on_node as f64).collect();
+            let asked = moves[0].pages;
+            let note = format!("move_pages of the three matrices ({asked} pages) to node {nb} at the switch; the pages found there after it");
+            let row = |metric: &str, unit, samples: &[f64]| {
+                judged(
+                    PROBE,
+                    params.clone(),
+                    metric,
+                    unit,
+                    samples,
+                    Some(note.clone()),
+                    Judge::Median,
+                )
+            };
+            out.push(row("page_move", Unit::Ns, &ns));
+            out.push(row("pages_moved", Unit::Count, &moved));
+            let (low, high) = (
+                moved.iter().cloned().fold(f64::INFINITY, f64::min),
+                moved.iter().cloned().fold(0.0, f64::max),
+            );
+            doc.push(Block::Text(format!(
+                "  page move (apart from the cost above): {} median for {asked} pages, {low:.0}-{high:.0} of them on node {nb} after it",
+                value(oslab_core::stats::median(&ns).unwrap_or(f64::NAN), Unit::Ns)
+            )));
+        }
     }
 }
 
@@ -471,6 +570,7 @@ mod tests {
         RunResult {
             phases: [phase(first), phase(second)],
             moves: None,
+            page_move: None,
         }
     }
 

@@ -142,22 +142,55 @@ impl Matmul {
         }
     }
 
+    /// The address of every page the three matrices fill (a page they share with other data at
+    /// either end is left out: the allocator's, it need not follow).
+    pub fn pages(&self) -> Vec<*mut u8> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
+        let mut out = Vec::new();
+        for v in [&self.a, &self.b, &self.c] {
+            let start = (v.as_ptr() as usize).next_multiple_of(page);
+            let end = (v.as_ptr() as usize + std::mem::size_of_val(v.as_slice())) / page * page;
+            out.extend((start..end).step_by(page).map(|a| a as *mut u8));
+        }
+        out
+    }
+
+    /// Moves the matrices' pages to `node`, timed: the move and how many pages are there after.
+    pub fn move_to(&self, node: usize) -> Result<PageMove, ProbeError> {
+        let pages = self.pages();
+        let t = Instant::now();
+        let status = oslab_core::numa::move_to(&pages, node)
+            .map_err(|e| ProbeError::Failed(format!("move_pages to node {node}: {e}")))?;
+        Ok(PageMove {
+            seconds: t.elapsed().as_secs_f64(),
+            pages: pages.len(),
+            on_node: status.iter().filter(|&&s| s == node as i32).count(),
+        })
+    }
+
     /// Bytes the three matrices of an `n` x `n` multiply take.
     pub fn bytes(n: usize) -> u64 {
         3 * (n * n) as u64 * std::mem::size_of::<f64>() as u64
     }
 }
 
-/// Whether the run stays on one CPU or moves half way.
+/// Whether the run stays on one CPU or moves half way, and where its pages are. Every run starts
+/// with its pages on A's node (where a program that first touched them on A has them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     /// All rows on CPU A.
     Pinned,
-    /// First half on A, second half on B.
+    /// First half on A, second half on B, the pages left on A's node.
     Migrated,
-    /// All rows on CPU B: the control the migrated run's second half is compared with (same
-    /// cpu, same load on it, caches warm), so its cost is the move's and nothing else's.
+    /// All rows on CPU B, the pages on A's node: the control the migrated run's second half is
+    /// compared with (same cpu, same memory, caches warm), so its cost is the move's alone.
     Control,
+    /// First half on A, then the thread and its pages move to B and B's node (move_pages, timed
+    /// apart): only where A and B are on different nodes.
+    MigratedFollow,
+    /// All rows on CPU B with the pages on B's node: the control of the pages-follow variant.
+    ControlLocal,
 }
 
 impl Variant {
@@ -167,6 +200,8 @@ impl Variant {
             Variant::Pinned => "pinned",
             Variant::Migrated => "migrated",
             Variant::Control => "pinned on B",
+            Variant::MigratedFollow => "migrated, pages follow",
+            Variant::ControlLocal => "pinned on B, pages on B",
         }
     }
 
@@ -174,10 +209,31 @@ impl Variant {
     pub fn cpus(self, a: usize, b: usize) -> (usize, usize) {
         match self {
             Variant::Pinned => (a, a),
-            Variant::Migrated => (a, b),
-            Variant::Control => (b, b),
+            Variant::Migrated | Variant::MigratedFollow => (a, b),
+            Variant::Control | Variant::ControlLocal => (b, b),
         }
     }
+
+    /// Where the pages are at the start (`a`'s node or `b`'s), and whether they move to `b`'s at
+    /// the switch.
+    fn pages(self) -> (bool, bool) {
+        match self {
+            Variant::ControlLocal => (true, false),
+            Variant::MigratedFollow => (false, true),
+            _ => (false, false),
+        }
+    }
+}
+
+/// A timed move of a run's pages.
+#[derive(Debug, Clone, Copy)]
+pub struct PageMove {
+    /// How long move_pages took.
+    pub seconds: f64,
+    /// Pages asked to move.
+    pub pages: usize,
+    /// Pages on the target node after it.
+    pub on_node: usize,
 }
 
 /// One phase of one run: where it ran, how long, its counters.
@@ -201,6 +257,8 @@ pub struct RunResult {
     pub phases: [Phase; 2],
     /// CPU migrations the kernel counted between the halves (the move itself), when countable.
     pub moves: Option<u64>,
+    /// The pages' move between the halves, for the pages-follow variant.
+    pub page_move: Option<PageMove>,
 }
 
 impl RunResult {
@@ -222,50 +280,62 @@ fn thread_cpu_seconds() -> f64 {
 }
 
 /// Runs one multiply of size `n` with `kernel`: its halves on the cpus of `variant`
-/// ([`Variant::cpus`]), counting `specs` per phase.
+/// ([`Variant::cpus`]), counting `specs` per phase. `nodes` are A's and B's NUMA nodes when they
+/// differ: the pages are placed (untimed) where the variant starts them, and follow the thread
+/// at the switch where it says so.
 pub fn run_matmul(
     m: &mut Matmul,
     kernel: MatmulKernel,
     variant: Variant,
-    from: usize,
-    to: usize,
+    (from, to): (usize, usize),
+    nodes: Option<(usize, usize)>,
     specs: &[Spec],
 ) -> Result<RunResult, ProbeError> {
     let n = m.n;
+    let (start_on_b, follow) = variant.pages();
+    if let Some((node_a, node_b)) = nodes {
+        m.move_to(if start_on_b { node_b } else { node_a })?;
+    } else if start_on_b || follow {
+        return Err(ProbeError::Failed(format!(
+            "the {} variant needs A and B on different NUMA nodes",
+            variant.name()
+        )));
+    }
     let pin = |c: usize| {
         set_affinity(0, &CpuSet::single(c))
             .map_err(|e| ProbeError::Failed(format!("cannot move to cpu {c}: {e}")))
     };
-    let mut phase = |rows: std::ops::Range<usize>, cpu: usize| -> Result<Phase, ProbeError> {
-        pin(cpu)?;
-        let group = Group::open(specs, Target::ThisThread);
-        group
-            .start()
-            .map_err(|e| ProbeError::Failed(format!("counters: {e}")))?;
-        let t = Instant::now();
-        let cpu0 = thread_cpu_seconds();
-        // Row by row (a block row for the blocked kernel), so Ctrl-C stops even a huge multiply
-        // within a row's time.
-        let step = kernel.rows_per_step();
-        for start in rows.clone().step_by(step) {
-            m.rows(kernel, start..(start + step).min(rows.end));
+    let phase =
+        |m: &mut Matmul, rows: std::ops::Range<usize>, cpu: usize| -> Result<Phase, ProbeError> {
+            pin(cpu)?;
+            let group = Group::open(specs, Target::ThisThread);
+            group
+                .start()
+                .map_err(|e| ProbeError::Failed(format!("counters: {e}")))?;
+            let t = Instant::now();
+            let cpu0 = thread_cpu_seconds();
+            // Row by row (a block row for the blocked kernel), so Ctrl-C stops even a huge multiply
+            // within a row's time.
+            let step = kernel.rows_per_step();
+            for start in rows.clone().step_by(step) {
+                m.rows(kernel, start..(start + step).min(rows.end));
+                check_interrupt()?;
+            }
+            let seconds = t.elapsed().as_secs_f64();
+            let cpu_seconds = thread_cpu_seconds() - cpu0;
+            let counters = group
+                .stop()
+                .map_err(|e| ProbeError::Failed(format!("counters: {e}")))?;
             check_interrupt()?;
-        }
-        let seconds = t.elapsed().as_secs_f64();
-        let cpu_seconds = thread_cpu_seconds() - cpu0;
-        let counters = group
-            .stop()
-            .map_err(|e| ProbeError::Failed(format!("counters: {e}")))?;
-        check_interrupt()?;
-        Ok(Phase {
-            cpu: current_cpu(),
-            seconds,
-            cpu_seconds,
-            counters,
-        })
-    };
+            Ok(Phase {
+                cpu: current_cpu(),
+                seconds,
+                cpu_seconds,
+                counters,
+            })
+        };
     let (first_cpu, second_cpu) = variant.cpus(from, to);
-    let first = phase(0..n / 2, first_cpu)?;
+    let first = phase(m, 0..n / 2, first_cpu)?;
     // Count the move itself with the cpu-migrations software counter.
     let counter = perf::Counter::open(perf::TYPE_SOFTWARE, perf::SW_CPU_MIGRATIONS, true)
         .or_else(|_| perf::Counter::open(perf::TYPE_SOFTWARE, perf::SW_CPU_MIGRATIONS, false))
@@ -275,7 +345,11 @@ pub fn run_matmul(
     }
     pin(second_cpu)?;
     let moves = counter.and_then(|c| c.stop().ok());
-    let second = phase(n / 2..n, second_cpu)?;
+    let page_move = match nodes {
+        Some((_, node_b)) if follow => Some(m.move_to(node_b)?),
+        _ => None,
+    };
+    let second = phase(m, n / 2..n, second_cpu)?;
     if second.cpu != Some(second_cpu) {
         return Err(ProbeError::Failed(format!(
             "the second half ran on cpu {:?}, not {second_cpu}: the move did not happen",
@@ -285,6 +359,7 @@ pub fn run_matmul(
     Ok(RunResult {
         phases: [first, second],
         moves,
+        page_move,
     })
 }
 
@@ -327,15 +402,23 @@ mod tests {
             &mut m,
             MatmulKernel::Blocked(16),
             Variant::Migrated,
-            a,
-            b,
+            (a, b),
+            None,
             &specs,
         )
         .unwrap();
         assert_eq!(r.phases[0].cpu, Some(a));
         assert_eq!(r.phases[1].cpu, Some(b));
         assert!(r.moves.is_none_or(|n| n >= 1), "{:?}", r.moves);
-        let r = run_matmul(&mut m, MatmulKernel::Naive, Variant::Pinned, a, b, &specs).unwrap();
+        let r = run_matmul(
+            &mut m,
+            MatmulKernel::Naive,
+            Variant::Pinned,
+            (a, b),
+            None,
+            &specs,
+        )
+        .unwrap();
         assert_eq!(r.phases[1].cpu, Some(a));
         assert!(r.moves.is_none_or(|n| n == 0), "{:?}", r.moves);
     }

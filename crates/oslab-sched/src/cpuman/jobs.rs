@@ -64,6 +64,29 @@ impl Kind {
         }
     }
 
+    /// Memory of one run on the paper's machine, bytes, from Table IV: its totals (16 KiB pages
+    /// of every job of a workload at 100% load: W1 90,000 for 61 jobs, W2 50,000 for 48, W3
+    /// 75,000 for 125, W4 50,000 for 16) hold together only when the mixes' percentages are
+    /// shares of the work (sequential time), not of the jobs: W4 (bt alone) gives bt 3,125
+    /// pages, then W1 swim 1,152, W2 hydro2d 606, W3 apsi 105 (49, 18, 9.5 and 1.6 MiB: about
+    /// what NAS BT class A and SPECfp95's swim, hydro2d and apsi are documented to use).
+    pub fn footprint_bytes(self) -> u64 {
+        let pages: u64 = match self {
+            Kind::Swim => 1152,
+            Kind::Bt => 3125,
+            Kind::Hydro2d => 606,
+            Kind::Apsi => 105,
+        };
+        pages * (16 << 10)
+    }
+
+    /// [`Kind::footprint_bytes`] scaled to a machine whose cores have `l2_bytes` of L2: as
+    /// large against it as against the Origin 2000's 4 MiB L2 per processor, so what fits in
+    /// the caches there fits here (swim's grids split over 32 processors, bt's do not).
+    pub fn footprint_on(self, l2_bytes: u64) -> u64 {
+        (self.footprint_bytes() as f64 * l2_bytes as f64 / f64::from(4 << 20)) as u64
+    }
+
     /// Speedup at 8, 16 and 32 processors (Table III).
     pub fn measured(self) -> [f64; 3] {
         match self {
@@ -170,6 +193,31 @@ mod tests {
             assert!((m.iter().map(|x| x.1).sum::<f64>() - 1.0).abs() < 1e-12);
         }
         assert!(mix("W5").is_none());
+        // Table IV's totals, from the footprints and work shares: every workload within 2%.
+        let pages = |k: Kind| k.footprint_bytes() as f64 / 16384.0;
+        for (w, jobs, total) in [
+            ("W1", 61.0, 90000.0),
+            ("W2", 48.0, 50000.0),
+            ("W3", 125.0, 75000.0),
+            ("W4", 16.0, 50000.0),
+        ] {
+            let m = mix(w).unwrap();
+            // Jobs of each kind in proportion to its share of the work over its sequential time.
+            let weight: f64 = m.iter().map(|(k, s)| s / k.sequential_s()).sum();
+            let sum: f64 = m
+                .iter()
+                .map(|(k, s)| jobs * s / k.sequential_s() / weight * pages(*k))
+                .sum();
+            assert!(
+                (sum / total - 1.0).abs() < 0.02,
+                "{w}: {sum} pages against {total}"
+            );
+        }
+        // Scaled to a 2 MiB L2: half the Origin's 4 MiB.
+        assert_eq!(
+            Kind::Bt.footprint_on(2 << 20),
+            Kind::Bt.footprint_bytes() / 2
+        );
         assert_eq!(Kind::parse("hydro2d"), Some(Kind::Hydro2d));
     }
 }

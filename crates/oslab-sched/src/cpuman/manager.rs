@@ -314,6 +314,9 @@ pub fn run(
     }
     let bursts = BurstCounter::start(&cpus);
     let pages_before = observe::pages_migrated();
+    // Migrations the kernel counted while the manager's own moves ran (pgmigrate_success around
+    // each migrate_pages call): beside each job's numa_maps change, the check that they agree.
+    let mut kernel_counted = 0u64;
     let t0 = Instant::now();
     let now = || t0.elapsed().as_secs_f64();
     let mut core = Core::new(jobs, cfg.order.clone(), cfg.mpl);
@@ -410,9 +413,24 @@ pub fn run(
                         && !new_nodes.is_empty()
                         && new_nodes != old_nodes
                     {
-                        if let Err(e) = observe::migrate_process_pages(r.pid, &new_nodes, cfg.nodes)
-                        {
-                            notes.push(format!("job {}: migrate_pages failed: {e}", r.spec.id));
+                        // The job's pages per node just before and after: what arrived on its
+                        // new nodes is what the move brought (the job's own first touches in
+                        // those few ms aside).
+                        let before = observe::node_pages(r.pid);
+                        let counted = observe::pages_migrated();
+                        match observe::migrate_process_pages(r.pid, &new_nodes, cfg.nodes) {
+                            Ok(_) => {
+                                if let (Some(b), Some(a)) = (before, observe::node_pages(r.pid)) {
+                                    let moved = observe::arrived(&b, &a, &new_nodes);
+                                    *r.outcome.pages_moved.get_or_insert(0) += moved;
+                                }
+                                if let (Some(c0), Some(c1)) = (counted, observe::pages_migrated()) {
+                                    kernel_counted += c1.saturating_sub(c0);
+                                }
+                            }
+                            Err(e) => {
+                                notes.push(format!("job {}: migrate_pages failed: {e}", r.spec.id))
+                            }
                         }
                     }
                 }
@@ -445,9 +463,25 @@ pub fn run(
     }
     close_spans(&mut spans, &mut timeline, None);
     let end = finished.iter().filter_map(|j| j.end_s).fold(0.0, f64::max);
-    let pages = match (pages_before, observe::pages_migrated()) {
+    let system = match (pages_before, observe::pages_migrated()) {
         (Some(a), Some(b)) => Ok(b.saturating_sub(a)),
         _ => Err("/proc/vmstat has no pgmigrate_success".to_string()),
+    };
+    // The manager's own moves, job by job; the kernel's count is system-wide (compaction,
+    // khugepaged and other processes' moves in it): what balancing moved in kernel mode.
+    let ours: Option<u64> = finished
+        .iter()
+        .filter_map(|j| j.pages_moved)
+        .reduce(|a, b| a + b);
+    let pages = match (cfg.migration, ours) {
+        (PageMigration::Manual, moved) if cfg.nodes > 1 => {
+            let moved = moved.unwrap_or(0);
+            if let Ok(all) = &system {
+                notes.push(format!("pages moved: {moved} by the manager (each job's numa_maps before and after its moves); the kernel counted {kernel_counted} during those moves, {all} over the run (every cause, system-wide)"));
+            }
+            Ok(moved)
+        }
+        _ => system,
     };
     Ok(RunOutcome {
         policy: policy.name().to_string(),
@@ -548,7 +582,8 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
     // process group: terminal signals go to the manager, which stops jobs.
     oslab_core::tree::Tree::contain(&mut cmd);
     let fd = channel.as_ref().map_or(-1, |c| c.fd());
-    let external = r.spec.command.is_some();
+    // Every job starts on its allocation, so what it first touches lands on the allocation's
+    // nodes (a built-in job's threads then pin themselves one cpu each).
     // SAFETY: between fork and exec only async-signal-safe calls: fcntl, sched_setaffinity,
     // with data prepared before the fork.
     unsafe {
@@ -557,7 +592,7 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
             if fd >= 0 {
                 libc::fcntl(fd, libc::F_SETFD, 0);
             }
-            if external && !set_is_empty(&raw) {
+            if !set_is_empty(&raw) {
                 libc::sched_setaffinity(0, std::mem::size_of_val(&raw), &raw);
             }
             Ok(())
@@ -574,7 +609,7 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
     // Counting thread migrations over the job's life (threads created later inherit it).
     r.migrations =
         Counter::open_inherited(perf::TYPE_SOFTWARE, perf::SW_CPU_MIGRATIONS, r.pid).ok();
-    if external {
+    if r.spec.command.is_some() {
         apply(r);
     }
     Ok(())

@@ -231,6 +231,49 @@ impl Drop for BalancingGuard {
     }
 }
 
+/// Pages of `pid` per node in 4 KiB pages, from /proc/PID/numa_maps (each mapping's `N<node>=`
+/// counts, in its `kernelpagesize_kB`); None when unreadable (the process ended).
+pub fn node_pages(pid: i32) -> Option<BTreeMap<usize, u64>> {
+    fs::read_to_string(format!("/proc/{pid}/numa_maps"))
+        .ok()
+        .map(|text| parse_numa_maps(&text))
+}
+
+/// Sums the `N<node>=<pages>` fields of numa_maps lines, scaled to 4 KiB pages.
+fn parse_numa_maps(text: &str) -> BTreeMap<usize, u64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let kib = fields
+            .iter()
+            .find_map(|f| f.strip_prefix("kernelpagesize_kB="))
+            .and_then(|k| k.parse::<u64>().ok())
+            .unwrap_or(4);
+        for f in &fields {
+            let Some((node, pages)) = f.strip_prefix('N').and_then(|r| r.split_once('=')) else {
+                continue;
+            };
+            if let (Ok(node), Ok(pages)) = (node.parse::<usize>(), pages.parse::<u64>()) {
+                *out.entry(node).or_insert(0) += pages * (kib / 4).max(1);
+            }
+        }
+    }
+    out
+}
+
+/// Pages that arrived on `to` between two numa_maps readings: what a move brought there.
+pub fn arrived(before: &BTreeMap<usize, u64>, after: &BTreeMap<usize, u64>, to: &[usize]) -> u64 {
+    to.iter()
+        .map(|n| {
+            after
+                .get(n)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(before.get(n).copied().unwrap_or(0))
+        })
+        .sum()
+}
+
 /// Moves the pages of `pid` to `to` nodes from every other node (migrate_pages); returns the
 /// pages it could not move.
 pub fn migrate_process_pages(pid: i32, to: &[usize], nodes: usize) -> std::io::Result<u64> {
@@ -263,6 +306,25 @@ pub fn migrate_process_pages(pid: i32, to: &[usize], nodes: usize) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numa_maps_are_summed_per_node_in_base_pages() {
+        let text = "\
+55d0c0000000 default file=/usr/bin/oslab mapped=300 N0=200 N1=100 kernelpagesize_kB=4
+7f0000000000 default anon=176 dirty=176 N3=176 kernelpagesize_kB=4
+7f4000000000 default anon=2 dirty=2 N1=2 kernelpagesize_kB=2048
+7ffd00000000 default stack anon=3 dirty=3 active=0 N0=3 kernelpagesize_kB=4
+";
+        let pages = parse_numa_maps(text);
+        assert_eq!(pages.get(&0), Some(&203));
+        assert_eq!(pages.get(&1), Some(&(100 + 2 * 512)));
+        assert_eq!(pages.get(&3), Some(&176));
+        let after: BTreeMap<usize, u64> = [(0, 379), (1, 1124), (3, 0)].into_iter().collect();
+        assert_eq!(arrived(&pages, &after, &[0]), 176);
+        // This process has a map to read; an ended one has none.
+        assert!(node_pages(std::process::id() as i32).is_some_and(|p| !p.is_empty()));
+        assert!(node_pages(i32::MAX).is_none());
+    }
 
     #[test]
     fn a_busy_thread_is_seen_running_and_an_exited_process_yields_nothing() {

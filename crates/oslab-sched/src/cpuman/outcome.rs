@@ -3,7 +3,7 @@
 //! alike) and a timeline.
 
 use crate::cpuman::jobs::Kind;
-use crate::cpuman::tally::{valued, Tally, JOBS_SHOWN, METRICS};
+use crate::cpuman::tally::{valued, Tally, JOBS_SHOWN, METRICS, PAGES_MOVED};
 use oslab_core::catalog::id;
 use oslab_core::model::{judged, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
@@ -165,6 +165,9 @@ impl RunOutcome {
         let mut out = Vec::new();
         for (kind, values) in self.jobs.kinds() {
             for ((metric, unit, _), v) in METRICS.iter().zip(values) {
+                if *metric == PAGES_MOVED && v.is_empty() {
+                    continue;
+                }
                 let params = self.params(Some(kind));
                 out.push(v.measurement(JOB_PROBE, params, (metric, *unit), origin));
             }
@@ -293,6 +296,7 @@ pub(crate) mod tests {
             cpu_s: Some(cpu),
             alloc_integral: 2.0 * (end - start),
             migrations: Some(3),
+            pages_moved: None,
             completed: true,
         }
     }

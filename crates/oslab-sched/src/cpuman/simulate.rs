@@ -375,6 +375,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
                 } else if cfg.migration == PageMigration::Manual && policy.pins() {
                     let moved = move_pages(&mut j.pages, &want, 1.0, f64::INFINITY);
                     pages_moved += moved;
+                    *j.out.pages_moved.get_or_insert(0) += moved.round() as u64;
                     j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
                 }
                 timeline.push(|| j.out.alloc_event(j.alloc, &j.cpus, t));

@@ -21,7 +21,7 @@ pub const SAMPLE_CAP: usize = 100_000;
 type Metric = (&'static str, Unit, fn(&JobOutcome) -> Option<f64>);
 
 /// The per-job metrics, in the order they are reported.
-pub const METRICS: [Metric; 6] = [
+pub const METRICS: [Metric; 7] = [
     ("cpu_time", Unit::Ns, |j| j.cpu_s.map(|s| s * 1e9)),
     ("execution_time", Unit::Ns, |j| {
         j.execution_s().map(|s| s * 1e9)
@@ -34,7 +34,14 @@ pub const METRICS: [Metric; 6] = [
     ("migrations", Unit::Count, |j| {
         j.migrations.map(|m| m as f64)
     }),
+    (PAGES_MOVED, Unit::Count, |j| {
+        j.pages_moved.map(|p| p as f64)
+    }),
 ];
+
+/// The per-job metric of pages the manager moved: counted only where it moves pages (manual
+/// migration on several nodes, live or simulated), left out elsewhere.
+pub const PAGES_MOVED: &str = "pages_moved";
 
 /// One metric over the completed jobs of one kind.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +56,11 @@ pub struct Values {
 }
 
 impl Values {
+    /// Whether no job had this value.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
     fn add(&mut self, x: f64, rng: &mut SplitMix64) {
         self.n += 1;
         let d = x - self.mean;
@@ -222,6 +234,9 @@ pub struct JobOutcome {
     pub alloc_integral: f64,
     /// Times a thread of the job moved between CPUs (the kernel's cpu-migrations), when counted.
     pub migrations: Option<u64>,
+    /// Pages the manager moved to the job's nodes, where it moves pages: live, 4 KiB pages from
+    /// its numa_maps before and after each move; simulated, the simulation's pages.
+    pub pages_moved: Option<u64>,
     /// Whether it ran to completion (not stopped, not failed).
     pub completed: bool,
 }
@@ -241,6 +256,7 @@ impl JobOutcome {
             cpu_s: None,
             alloc_integral: 0.0,
             migrations: None,
+            pages_moved: None,
             completed: false,
         }
     }

@@ -10,6 +10,10 @@
 //!   Amdahl's law, about the paper's 4.6 / 5.4 / 6.3 at 8 / 16 / 32.
 //! - apsi-like: 95% serial while the other threads spin at the join (an OpenMP runtime with
 //!   active waiting): no speedup, and CPU time that grows with every thread given to it.
+//!
+//! Each job also holds the rest of its memory, Table IV's footprint scaled to the L2 here
+//! ([`Kind::footprint_on`]: bt 49 MiB on the Origin, 24 MiB beside a 2 MiB L2), which the team
+//! reads and writes once an iteration: where its pages are then matters, as it did there.
 
 use super::jobs::Kind;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +36,9 @@ pub struct Work {
     side: usize,
     a: Vec<f64>,
     b: Vec<f64>,
+    /// The rest of the job's memory (Table IV's footprint scaled to this L2, beyond the kernel's
+    /// arrays), read and written once per iteration by the team: pages that are local or not.
+    data: Vec<f64>,
 }
 
 /// A pointer the team shares; each member writes only its own part.
@@ -62,11 +69,14 @@ impl Work {
         };
         // Zeroed memory is mapped lazily: the team's first iteration touches it first, so
         // first-touch placement follows the threads.
+        let b = if kind == Kind::Swim { len } else { 0 };
+        let rest = (kind.footprint_on(l2_bytes) / 8).saturating_sub((len + b) as u64);
         Work {
             kind,
             side,
             a: vec![0.0; len],
-            b: vec![0.0; if kind == Kind::Swim { len } else { 0 }],
+            b: vec![0.0; b],
+            data: vec![0.0; rest as usize],
         }
     }
 
@@ -83,6 +93,7 @@ impl Work {
                 compute(&mut self.a, APSI_SERIAL, t, cpus, Some(&spin))
             }
         }
+        sweep(&mut self.data, t, cpus);
     }
 
     fn stencil(&mut self, t: usize, cpus: &[usize]) {
@@ -193,6 +204,23 @@ fn compute(data: &mut [f64], serial: f64, t: usize, cpus: &[usize], spin: Option
     });
 }
 
+/// Reads and writes one value per cache line of `data`, the team splitting it: every page of
+/// the job's memory used once an iteration, by the member that first touched it.
+fn sweep(data: &mut [f64], t: usize, cpus: &[usize]) {
+    if data.is_empty() {
+        return;
+    }
+    let p = Shared(data.as_mut_ptr());
+    let len = data.len();
+    team(t, cpus, |k| {
+        let (s, e) = split(len, t, k);
+        for i in (s..e).step_by(8) {
+            // SAFETY: members get disjoint ranges of `data`.
+            unsafe { *p.ptr().add(i) += 1.0 };
+        }
+    });
+}
+
 /// A dependent multiply-add chain per element (the compiler cannot shorten it).
 fn recur(xs: &mut [f64]) {
     let (m, c) = (std::hint::black_box(0.999_999), std::hint::black_box(1e-6));
@@ -228,6 +256,20 @@ mod tests {
         }
         assert_eq!(split(10, 3, 0), (0, 3));
         assert_eq!(split(10, 3, 2), (6, 10));
+    }
+
+    #[test]
+    fn a_job_uses_its_scaled_footprint() {
+        for kind in Kind::ALL {
+            let l2 = 1 << 20;
+            let w = Work::new(kind, l2);
+            let bytes = 8 * (w.a.len() + w.b.len() + w.data.len()) as u64;
+            let want = kind.footprint_on(l2);
+            assert!(
+                bytes >= want && bytes <= want.max(8 * (w.a.len() + w.b.len()) as u64) + 8,
+                "{kind:?}: {bytes} for {want}"
+            );
+        }
     }
 
     #[test]

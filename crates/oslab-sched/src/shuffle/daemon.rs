@@ -80,6 +80,9 @@ pub const RUNS_AGAIN: f64 = 0.9;
 pub struct Smoothed {
     /// The share, smoothed over intervals ([`SMOOTHING`]).
     pub fraction: f64,
+    /// How far an interval's share lands from the smoothed one, smoothed the same way: the
+    /// noise the grouping must not follow.
+    pub jitter: f64,
     /// Found waiting all along and not yet running again ([`WAITS_ALL_ALONG`], [`RUNS_AGAIN`]).
     pub waiting: bool,
 }
@@ -98,9 +101,13 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, Smoothed>) -> V
             let f = w.fraction();
             let s = smoothed
                 .entry(w.tid)
-                .and_modify(|s| s.fraction = SMOOTHING * f + (1.0 - SMOOTHING) * s.fraction)
+                .and_modify(|s| {
+                    s.jitter = SMOOTHING * (f - s.fraction).abs() + (1.0 - SMOOTHING) * s.jitter;
+                    s.fraction = SMOOTHING * f + (1.0 - SMOOTHING) * s.fraction;
+                })
                 .or_insert(Smoothed {
                     fraction: f,
+                    jitter: 0.0,
                     waiting: false,
                 });
             s.waiting = match s.waiting {
@@ -115,6 +122,17 @@ pub fn smooth(waits: &[ThreadWait], smoothed: &mut BTreeMap<i32, Smoothed>) -> V
             })
         })
         .collect()
+}
+
+/// How much the smoothed shares of `threads` move from one interval to the next by noise alone:
+/// their mean jitter, shrunk as the smoothing shrinks a reading's noise (by sqrt(a / (2 - a))).
+pub fn smoothed_noise(threads: &[ThreadWait], smoothed: &BTreeMap<i32, Smoothed>) -> f64 {
+    let jitters: Vec<f64> = threads
+        .iter()
+        .filter_map(|t| smoothed.get(&t.tid).map(|s| s.jitter))
+        .collect();
+    let mean = jitters.iter().sum::<f64>() / jitters.len().max(1) as f64;
+    mean * (SMOOTHING / (2.0 - SMOOTHING)).sqrt()
 }
 
 /// The waits of threads that share their lock with another thread of the process (as each
@@ -228,8 +246,11 @@ impl Daemon {
                     decide_by_lock(&sharing_a_lock(&considered, &self.locks), &sizes, 0.0)
                 }
                 // Regrouped only when clearly better: similar lock times differ by noise.
-                Grouping::LockTime => decide(&considered, self.domains.len(), 0.0)
-                    .map(|d| self.pinning.keep_unless_better(d, &considered)),
+                Grouping::LockTime => {
+                    let noise = smoothed_noise(&considered, &self.smoothed);
+                    decide(&considered, self.domains.len(), 0.0)
+                        .map(|d| self.pinning.keep_unless_better(d, &considered, noise))
+                }
             })
             .flatten();
         if let Some(d) = decision {

@@ -503,14 +503,21 @@ fn summarise(
         v.iter().map(f).sum::<f64>() / v.len().max(1) as f64
     };
     let verdict = paired::verdict_text(&reductions, |v| format!("{:+.1}%", v * 100.0));
+    let (wait_a, wait_b) = (
+        mean(&pairs.a, |o| o.lock_fraction),
+        mean(&pairs.b, |o| o.lock_fraction),
+    );
+    let worse = worse_with_shuffling(&reductions, wait_a, wait_b);
     let _ = writeln!(
         text,
-        "{:<20} without {:.4} {unit} (lock wait {:.1}%), with {:.4} {unit} ({:.1} shuffles per run): reduction {verdict}",
+        "{:<20} without {:.4} {unit} (lock wait {:.1}%), with {:.4} {unit} (lock wait {:.1}%, {:.1} shuffles per run): reduction {verdict}{}",
         w.name,
         mean(&pairs.a, |o| o.cost),
-        mean(&pairs.a, |o| o.lock_fraction) * 100.0,
+        wait_a * 100.0,
         mean(&pairs.b, |o| o.cost),
+        wait_b * 100.0,
         mean(&pairs.b, |o| f64::from(o.shuffles)),
+        worse.map_or(String::new(), |why| format!("\n{:<20} shuffling made it worse: {why}", "")),
     );
     let m = paired::measurement(
         PROBE,
@@ -523,10 +530,40 @@ fn summarise(
     ms.push(m);
 }
 
+/// Lock-wait points shuffling may add before it is said to have raised the wait: two runs of a
+/// workload differ by a few points honestly.
+const WAIT_RISE: f64 = 0.05;
+
+/// How shuffling made a workload worse, if it did: slower beyond doubt (the paired reductions'
+/// interval below zero), or more of its time waiting for locks (by [`WAIT_RISE`] and a tenth).
+fn worse_with_shuffling(reductions: &[f64], wait_without: f64, wait_with: f64) -> Option<String> {
+    let mut why = Vec::new();
+    if paired::PairedVerdict::of(reductions).is_some_and(|v| v.high < 0.0) {
+        why.push("slower in every plausible reading".to_string());
+    }
+    if wait_with > wait_without + WAIT_RISE && wait_with > wait_without * 1.1 {
+        why.push(format!(
+            "lock wait rose from {:.1}% to {:.1}%",
+            wait_without * 100.0,
+            wait_with * 100.0
+        ));
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::shuffle::locks::Choice;
+
+    #[test]
+    fn shuffling_that_raised_the_lock_wait_or_slowed_the_work_is_called_worse() {
+        assert_eq!(worse_with_shuffling(&[0.05, 0.04, 0.06], 0.10, 0.11), None);
+        let why = worse_with_shuffling(&[0.01, -0.02, 0.0], 0.08, 0.40).unwrap();
+        assert!(why.contains("from 8.0% to 40.0%"), "{why}");
+        let why = worse_with_shuffling(&[-0.10, -0.12, -0.11, -0.09], 0.3, 0.3).unwrap();
+        assert!(why.contains("slower"), "{why}");
+    }
 
     fn locks(method: Choice) -> LockWait {
         LockWait {

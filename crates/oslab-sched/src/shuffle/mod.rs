@@ -114,6 +114,25 @@ mod tests {
     }
 
     #[test]
+    fn noise_is_what_a_threads_share_moves_between_intervals() {
+        let mut s = BTreeMap::new();
+        let mut last = Vec::new();
+        for k in 0..12 {
+            // Two threads alternating 30% and 50%: their smoothed shares hover near 40%.
+            let (a, b) = if k % 2 == 0 { (30, 50) } else { (50, 30) };
+            last = smooth(&[w(1, a), w(2, b)], &mut s);
+        }
+        let noise = super::daemon::smoothed_noise(&last, &s);
+        assert!((0.05..0.2).contains(&noise), "{noise}");
+        // Steady shares: no noise.
+        let mut s = BTreeMap::new();
+        for _ in 0..5 {
+            last = smooth(&[w(1, 40), w(2, 40)], &mut s);
+        }
+        assert_eq!(super::daemon::smoothed_noise(&last, &s), 0.0);
+    }
+
+    #[test]
     fn a_thread_waiting_all_along_stays_out_through_an_interval_of_noise() {
         let mut s = BTreeMap::new();
         let tids = |v: Vec<ThreadWait>| v.iter().map(|t| t.tid).collect::<Vec<_>>();
@@ -136,17 +155,36 @@ mod tests {
         }
         // Noise reorders alike threads: nothing moves.
         let noisy = [w(1, 36), w(2, 41), w(3, 43), w(4, 39)];
-        let kept = p.keep_unless_better(decide(&noisy, 2, 0.1).unwrap(), &noisy);
+        let kept = p.keep_unless_better(decide(&noisy, 2, 0.1).unwrap(), &noisy, 0.0);
         assert!(p.plan(&kept, &d).is_empty(), "{kept:?}");
+        // A new grouping better by more than the margin, but within what this noise makes
+        // (shares that jump 0.2 from one interval to the next): kept.
+        let wide = [w(1, 45), w(2, 30), w(3, 30), w(4, 45)];
+        let kept = p.keep_unless_better(decide(&wide, 2, 0.1).unwrap(), &wide, 0.1);
+        assert!(p.plan(&kept, &d).is_empty(), "{kept:?}");
+        // Without that noise the same lock times regroup; far apart they regroup through it.
+        assert!(!p
+            .plan(
+                &p.keep_unless_better(decide(&wide, 2, 0.1).unwrap(), &wide, 0.0),
+                &d
+            )
+            .is_empty());
+        let far = [w(1, 90), w(2, 5), w(3, 90), w(4, 5)];
+        assert!(!p
+            .plan(
+                &p.keep_unless_better(decide(&far, 2, 0.1).unwrap(), &far, 0.1),
+                &d
+            )
+            .is_empty());
         // Two clearly different lock times: regrouped.
         let apart = [w(1, 80), w(2, 10), w(3, 78), w(4, 12)];
-        let new = p.keep_unless_better(decide(&apart, 2, 0.1).unwrap(), &apart);
+        let new = p.keep_unless_better(decide(&apart, 2, 0.1).unwrap(), &apart, 0.0);
         assert_eq!(new.groups, vec![vec![1, 3], vec![4, 2]]);
         assert!(!p.plan(&new, &d).is_empty());
         // A thread not placed yet is placed.
         let newcomer = [w(1, 40), w(2, 40), w(3, 40), w(4, 40), w(5, 40)];
         let d5 = decide(&newcomer, 2, 0.1).unwrap();
-        assert_eq!(p.keep_unless_better(d5.clone(), &newcomer), d5);
+        assert_eq!(p.keep_unless_better(d5.clone(), &newcomer, 0.0), d5);
     }
 
     #[test]

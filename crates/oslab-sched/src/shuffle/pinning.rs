@@ -75,11 +75,13 @@ impl Pinning {
     }
 
     /// `d`, or the grouping the threads already have when `d` does not gather similar lock times
-    /// clearly better (by [`REGROUP_MARGIN`] of summed within-group spread). Lock times of
-    /// threads that contend alike differ only by noise from one interval to the next: regrouping
-    /// on every reordering moved threads nearly every interval in a 4-socket guest (23 of 25),
-    /// each move costing the caches it leaves.
-    pub fn keep_unless_better(&self, d: Decision, waits: &[ThreadWait]) -> Decision {
+    /// clearly better: by [`REGROUP_MARGIN`] of summed within-group spread, and by more than
+    /// noise could make it (two `noise`, the smoothed shares' interval-to-interval spread, per
+    /// group). Lock times of threads that contend alike differ only by noise from one interval to
+    /// the next: regrouping on every reordering moved threads nearly every interval in a 4-socket
+    /// guest (23 of 25; with a fixed margin, 182 of 251 in an emulated one), each move costing
+    /// the caches it leaves.
+    pub fn keep_unless_better(&self, d: Decision, waits: &[ThreadWait], noise: f64) -> Decision {
         let mut current: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
         for w in waits {
             match self.domain_of(w.tid) {
@@ -103,7 +105,8 @@ impl Pinning {
                 .sum()
         };
         let kept: Vec<Vec<i32>> = current.into_values().collect();
-        if spread(&kept) - spread(&d.groups) < REGROUP_MARGIN {
+        let margin = REGROUP_MARGIN.max(2.0 * noise * d.groups.len() as f64);
+        if spread(&kept) - spread(&d.groups) < margin {
             Decision { groups: kept, ..d }
         } else {
             d

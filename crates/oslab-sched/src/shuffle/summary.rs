@@ -123,11 +123,18 @@ impl WatchSummary {
     pub fn text(&self, s: &Setting) -> String {
         let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
         format!(
-            "shuffle summary: {} intervals, {} shuffles, lock wait {} before / {} after, daemon overhead {}, {} affinities restored\nmethod: {}; grouped by {}\n{}",
+            "shuffle summary: {} intervals, {} shuffles, lock wait {} before / {} after{}, daemon overhead {}, {} affinities restored\nmethod: {}; grouped by {}\n{}",
             self.intervals,
             self.shuffles,
             pct(self.before),
             pct(self.after),
+            match (self.before, self.after) {
+                (Some(b), Some(a)) if a > b + 0.05 && a > b * 1.1 => format!(
+                    " (up {:.1} points since the first shuffle: `oslab shuffle-eval` tells whether the shuffling raised it)",
+                    (a - b) * 100.0
+                ),
+                _ => String::new(),
+            },
             pct(self.overhead),
             self.restored,
             s.method,

@@ -108,24 +108,7 @@ impl Numa for LinuxNuma {
     }
 
     fn where_are(&self, pages: &[*mut u8]) -> io::Result<Vec<i32>> {
-        let mut status = vec![0i32; pages.len()];
-        // SAFETY: query mode (nodes = NULL) only reads page tables; the arrays have `count`
-        // entries.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_move_pages,
-                0,
-                pages.len() as libc::c_ulong,
-                pages.as_ptr(),
-                std::ptr::null::<i32>(),
-                status.as_mut_ptr(),
-                0,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(status)
+        move_pages(pages, None)
     }
 
     fn kind(&self) -> &'static str {
@@ -144,18 +127,24 @@ const MPOL_MF_MOVE: libc::c_int = 2;
 /// with move_pages(2); returns each page's node after the call (a negative value is an errno:
 /// a page not present, or one the kernel could not move).
 pub fn move_to(pages: &[*mut u8], node: usize) -> io::Result<Vec<i32>> {
-    let nodes = vec![node as i32; pages.len()];
+    move_pages(pages, Some(node as i32))
+}
+
+/// move_pages(2) on this process: to `node`, or without one only where each page is.
+fn move_pages(pages: &[*mut u8], node: Option<i32>) -> io::Result<Vec<i32>> {
+    let nodes = node.map(|n| vec![n; pages.len()]);
     let mut status = vec![0i32; pages.len()];
-    // SAFETY: the three arrays have `count` entries; the kernel moves pages of this process only.
+    // SAFETY: every array has `count` entries; without nodes (query mode) the kernel only reads
+    // page tables, with them it moves pages of this process only.
     let r = unsafe {
         libc::syscall(
             libc::SYS_move_pages,
             0,
             pages.len() as libc::c_ulong,
             pages.as_ptr(),
-            nodes.as_ptr(),
+            nodes.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
             status.as_mut_ptr(),
-            MPOL_MF_MOVE,
+            if node.is_some() { MPOL_MF_MOVE } else { 0 },
         )
     };
     if r < 0 {

@@ -10,57 +10,80 @@ use crate::{at_clock, Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric, SWITCH_PAIRS};
 use oslab_core::model::{Measurement, PARENT_COPIED, PARENT_VMAS};
 
-/// copy_process for a task that shares everything with its creator: the task_struct copied with
-/// its FPU state, a kernel stack from the per-cpu cache, credentials, pid, cgroup, scheduler and
-/// perf setup, and wake_up_new_task.
-const TASK_CYCLES: f64 = 7000.0;
-/// What a new process does not share: the file table duplicated (a reference per open file), the
-/// signal handlers and the signal struct.
-const FILES_SIGNALS_CYCLES: f64 = 5000.0;
-/// A new address space: the mm_struct, a page directory with the kernel's half copied, per-cpu
-/// counters and the maple tree.
-const MM_CYCLES: f64 = 8000.0;
-/// Each mapping fork duplicates: vm_area_dup (slab and memory-cgroup charge), anon_vma_fork or
-/// the file's i_mmap insertion, the maple-tree store, the child's page-table pages.
-const VMA_FORK_CYCLES: f64 = 2500.0;
-/// Each page whose entry fork copies: the entry copied and write-protected, two atomic count
-/// updates on the page (its reference and map counts).
-const PAGE_FORK_CYCLES: f64 = 60.0;
-/// do_exit of a task: signals, file and fs references dropped, exit_notify, cgroup and perf
-/// exit, the task freed.
-const EXIT_CYCLES: f64 = 6000.0;
-/// Tearing down an address space: the page directory and mm freed.
-const MM_EXIT_CYCLES: f64 = 3000.0;
-/// Each mapping unmapped at exit: page tables freed, anon_vma or i_mmap unlinked, the VMA freed.
-const VMA_EXIT_CYCLES: f64 = 1500.0;
-/// Each page zapped at exit: the entry cleared, the two counts dropped.
-const PAGE_EXIT_CYCLES: f64 = 60.0;
-/// wait4 reaping a zombie: release_task, the pid freed.
-const REAP_CYCLES: f64 = 3000.0;
-/// The child's first write to its stack after fork: a fault, a page allocated and copied.
-const COW_CYCLES: f64 = 1000.0;
-/// try_to_wake_up of a sleeping task on this cpu: its runqueue locked, enqueued, preemption
-/// checked.
-const WAKE_CYCLES: f64 = 1500.0;
-/// glibc's pthread_create around clone3: a stack from its cache, the thread descriptor and TLS
-/// set up.
-const PTHREAD_CYCLES: f64 = 2000.0;
-/// The new thread's start and exit wrappers in glibc (TLS destructors, the descriptor released).
-const THREAD_RUN_CYCLES: f64 = 1000.0;
-/// std::thread::spawn around pthread_create: the shared result packet, the thread handle and the
-/// boxed closure allocated.
-const STD_SPAWN_CYCLES: f64 = 1000.0;
-/// std's new thread installs a guard page and alternate signal stack (mmap, mprotect,
-/// sigaltstack) and removes them at its exit (sigaltstack, munmap): five system calls, two VMA
-/// changes and an unmap.
-const STD_ALTSTACK_CYCLES: f64 = 8000.0;
-/// The scheduler's share of a switch between two threads: dequeue, pick, enqueue, switch_to
-/// and the FPU/vector state saved and restored.
-const THREAD_SWITCH_CYCLES: f64 = 1500.0;
-/// A process switch adds an address-space change: a CR3 write that keeps the TLB (PCID/ASID).
-const ADDRESS_SPACE_CYCLES: f64 = 200.0;
-/// Sending an inter-processor interrupt and taking it on the other cpu.
-const IPI_CYCLES: f64 = 1000.0;
+/// A step of the kernel's work: its name, its cycles and what it does (the estimate's source).
+struct Step {
+    name: &'static str,
+    cycles: f64,
+    what: &'static str,
+}
+
+const fn step(name: &'static str, cycles: f64, what: &'static str) -> Step {
+    Step { name, cycles, what }
+}
+
+const TASK: Step = step("task", 7000.0, "copy_process for a task that shares everything with its creator: the task_struct copied with its FPU state, a kernel stack from the per-cpu cache, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task");
+const FILES_SIGNALS: Step = step("files signals", 5000.0, "what a new process does not share: the file table duplicated (a reference per open file), the signal handlers and the signal struct");
+const MM: Step = step("mm", 8000.0, "a new address space: the mm_struct, a page directory with the kernel's half copied, per-cpu counters and the maple tree");
+const VMA_FORK: Step = step("vma fork", 2500.0, "each mapping fork duplicates: vm_area_dup (slab and memory-cgroup charge), anon_vma_fork or the file's i_mmap insertion, the maple-tree store, the child's page-table pages");
+const PAGE_FORK: Step = step("page fork", 60.0, "each page in a mapping with anonymous memory: its entry copied and write-protected, its reference and map counts raised");
+const COW: Step = step(
+    "cow",
+    1000.0,
+    "the child's first write to its stack after fork: a fault, a page allocated and copied",
+);
+const EXIT: Step = step("exit", 6000.0, "do_exit of a task: signals, file and fs references dropped, exit_notify, cgroup and perf exit, the task freed");
+const MM_EXIT: Step = step(
+    "mm exit",
+    3000.0,
+    "an address space torn down: the page directory and the mm freed",
+);
+const VMA_EXIT: Step = step(
+    "vma exit",
+    1500.0,
+    "each mapping unmapped at exit: page tables freed, anon_vma or i_mmap unlinked, the VMA freed",
+);
+const PAGE_EXIT: Step = step(
+    "page exit",
+    60.0,
+    "each copied page zapped at exit: the entry cleared, the two counts dropped",
+);
+const REAP: Step = step(
+    "reap",
+    3000.0,
+    "wait4 reaping a zombie: release_task, the pid freed",
+);
+const WAKE: Step = step(
+    "wake",
+    1500.0,
+    "try_to_wake_up of a sleeping task: its runqueue locked, the task enqueued, preemption checked",
+);
+const PTHREAD: Step = step("pthread", 2000.0, "glibc's pthread_create around clone3: a stack from its cache, the thread descriptor and TLS set up");
+const THREAD_RUN: Step = step(
+    "thread run",
+    1000.0,
+    "the new thread's start and exit wrappers in glibc (TLS destructors, the descriptor released)",
+);
+const STD_SPAWN: Step = step("std spawn", 1000.0, "std::thread::spawn around pthread_create: the shared result packet, the thread handle and the boxed closure allocated");
+const STD_ALTSTACK: Step = step("std altstack", 8000.0, "std's new thread installs a guard page and alternate signal stack (mmap, mprotect, sigaltstack) and removes them at its exit (sigaltstack, munmap)");
+const THREAD_SWITCH: Step = step("thread switch", 1500.0, "the scheduler's share of a switch between two threads: dequeue, pick, enqueue, switch_to, the FPU/vector state saved and restored");
+const ADDRESS_SPACE: Step = step(
+    "address space",
+    200.0,
+    "a process switch's address-space change: a CR3 write that keeps the TLB (PCID/ASID)",
+);
+const VFS: Step = step(
+    "vfs",
+    crate::cpu::VFS_CYCLES,
+    "fd lookup, access checks and notification hooks of read(2)/write(2)",
+);
+const PIPE: Step = step("pipe", 800.0, "one pipe transfer: its mutex taken twice, a byte copied into and out of its buffer (SMAP), the readers and writers checked, the times updated");
+const EVENTFD: Step = step("eventfd", 500.0, "one eventfd transfer: the counter's lock taken twice, 8 bytes copied in and out (SMAP), the waiters checked");
+const FUTEX: Step = step("futex", 750.0, "a wake with no waiter and a wait that finds the value changed: two shared-futex keys (a page-table lookup and the page's mapping), the hash bucket locked, the value read from user space");
+const IPI: Step = step(
+    "ipi",
+    1000.0,
+    "an inter-processor interrupt sent and taken on the other cpu",
+);
 /// Exit latency of HLT (C1) where no cpuidle driver says otherwise, µs.
 const HLT_EXIT_US: f64 = 1.0;
 /// Under a hypervisor, an idle vcpu halted to the host: the host wakes its thread through its
@@ -69,10 +92,6 @@ const HLT_EXIT_US: f64 = 1.0;
 const HOST_WAKE_US: f64 = 3.0;
 /// ... and the host core leaves its own idle state, which the guest cannot see, µs.
 const HOST_IDLE_EXIT_US: f64 = 30.0;
-/// The kernel work of one transfer over each channel, beside its two system calls.
-const PIPE_CYCLES: f64 = 800.0;
-const EVENTFD_CYCLES: f64 = 500.0;
-const FUTEX_CYCLES: f64 = 750.0;
 
 fn measured(
     run: &Run,
@@ -113,6 +132,11 @@ impl Work {
         let (entry, cycles) = null_syscall(spec, Model::spec("entry", 0.0, ""));
         self.model.merge_inputs(entry);
         self.term(what, count, cycles, None)
+    }
+
+    /// `count` times a step.
+    fn step(self, count: f64, s: &Step) -> Work {
+        self.term(s.name, count, s.cycles, Some(s.what))
     }
 
     /// `count` x `each` cycles.
@@ -214,110 +238,45 @@ impl ParentMap {
 fn fork_work(spec: &Spec, name: &'static str, parent: &ParentMap) -> Result<Work, String> {
     Work::new(name)
         .entry(spec, 1.0, "entry")
-        .cycles("task", 1.0, TASK_CYCLES, "copy_process for a task: the task_struct with its FPU state, a cached kernel stack, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task")
-        .cycles("files signals", 1.0, FILES_SIGNALS_CYCLES, "the file table duplicated (a reference per open file), the signal handlers and signal struct")
-        .cycles("mm", 1.0, MM_CYCLES, "a new address space: mm_struct, a page directory with the kernel half copied, per-cpu counters, the maple tree")
-        .cycles("vma fork", parent.vmas, VMA_FORK_CYCLES, "per mapping: vm_area_dup (slab, memory-cgroup charge), anon_vma_fork or i_mmap insertion, the maple-tree store, the child's page-table pages")
-        .cycles("page fork", parent.pages, PAGE_FORK_CYCLES, "per page in a mapping with anonymous memory: the entry copied and write-protected, the page's reference and map counts raised")
+        .step(1.0, &TASK)
+        .step(1.0, &FILES_SIGNALS)
+        .step(1.0, &MM)
+        .step(parent.vmas, &VMA_FORK)
+        .step(parent.pages, &PAGE_FORK)
         .page_lines(spec, parent.pages)
 }
 
 /// After fork returned: the switch to the child, its first write, its exit and teardown of what
 /// fork copied, the parent woken and the zombie reaped.
 fn exit_and_reap(spec: &Spec, work: Work, parent: &ParentMap) -> Result<Work, String> {
-    work.cycles(
-        "thread switch",
-        2.0,
-        THREAD_SWITCH_CYCLES,
-        "dequeue, pick, enqueue, switch_to and the vector state saved and restored",
-    )
-    .cycles(
-        "address space",
-        2.0,
-        ADDRESS_SPACE_CYCLES,
-        "a CR3 write that keeps the TLB (PCID/ASID)",
-    )
-    .cycles(
-        "cow",
-        1.0,
-        COW_CYCLES,
-        "the child's first write to its stack: a fault, a page allocated and copied",
-    )
-    .cycles(
-        "exit",
-        1.0,
-        EXIT_CYCLES,
-        "do_exit: signals, file and fs references dropped, exit_notify, cgroup and perf exit",
-    )
-    .cycles(
-        "mm exit",
-        1.0,
-        MM_EXIT_CYCLES,
-        "the page directory and the mm freed",
-    )
-    .cycles(
-        "vma exit",
-        parent.vmas,
-        VMA_EXIT_CYCLES,
-        "per mapping at exit: page tables freed, anon_vma or i_mmap unlinked, the VMA freed",
-    )
-    .cycles(
-        "page exit",
-        parent.pages,
-        PAGE_EXIT_CYCLES,
-        "per copied page at exit: the entry cleared, the page's two counts dropped",
-    )
-    .cycles(
-        "wake",
-        1.0,
-        WAKE_CYCLES,
-        "try_to_wake_up on this cpu: the runqueue locked, the task enqueued, preemption checked",
-    )
-    .entry(spec, 1.0, "wait entry")
-    .cycles(
-        "reap",
-        1.0,
-        REAP_CYCLES,
-        "wait4 reaping the zombie: release_task, the pid freed",
-    )
-    .page_lines(spec, parent.pages)
+    work.step(2.0, &THREAD_SWITCH)
+        .step(2.0, &ADDRESS_SPACE)
+        .step(1.0, &COW)
+        .step(1.0, &EXIT)
+        .step(1.0, &MM_EXIT)
+        .step(parent.vmas, &VMA_EXIT)
+        .step(parent.pages, &PAGE_EXIT)
+        .step(1.0, &WAKE)
+        .entry(spec, 1.0, "wait entry")
+        .step(1.0, &REAP)
+        .page_lines(spec, parent.pages)
 }
 
 /// A thread created by pthread_create until it returns.
 fn pthread_work(spec: &Spec, name: &'static str) -> Work {
     Work::new(name)
         .entry(spec, 1.0, "entry")
-        .cycles("pthread", 1.0, PTHREAD_CYCLES, "glibc around clone3: a stack from its cache, the thread descriptor and TLS set up")
-        .cycles("task", 1.0, TASK_CYCLES, "copy_process for a task: the task_struct with its FPU state, a cached kernel stack, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task")
+        .step(1.0, &PTHREAD)
+        .step(1.0, &TASK)
 }
 
 /// After pthread_create returned: the thread runs and exits, its joiner is woken.
 fn thread_exit_and_join(spec: &Spec, work: Work) -> Work {
-    work.cycles(
-        "thread switch",
-        2.0,
-        THREAD_SWITCH_CYCLES,
-        "dequeue, pick, enqueue, switch_to and the vector state saved and restored",
-    )
-    .cycles(
-        "thread run",
-        1.0,
-        THREAD_RUN_CYCLES,
-        "the new thread's start and exit wrappers in glibc",
-    )
-    .cycles(
-        "exit",
-        1.0,
-        EXIT_CYCLES,
-        "do_exit: signals, file and fs references dropped, exit_notify, cgroup and perf exit",
-    )
-    .entry(spec, 2.0, "futex entry")
-    .cycles(
-        "wake",
-        1.0,
-        WAKE_CYCLES,
-        "try_to_wake_up on this cpu: the runqueue locked, the task enqueued, preemption checked",
-    )
+    work.step(2.0, &THREAD_SWITCH)
+        .step(1.0, &THREAD_RUN)
+        .step(1.0, &EXIT)
+        .entry(spec, 2.0, "futex entry")
+        .step(1.0, &WAKE)
 }
 
 pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
@@ -325,8 +284,8 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     match (m.probe.as_str(), m.metric.as_str()) {
         (id::TASK_FORK, metric::COST_PER_MIB) => {
             let work = Work::new("page-table copy and teardown")
-                .cycles("page fork", 256.0, PAGE_FORK_CYCLES, "per page in a mapping with anonymous memory: the entry copied and write-protected, the page's reference and map counts raised")
-                .cycles("page exit", 256.0, PAGE_EXIT_CYCLES, "per copied page at exit: the entry cleared, the page's two counts dropped")
+                .step(256.0, &PAGE_FORK)
+                .step(256.0, &PAGE_EXIT)
                 .page_lines(spec, 2.0 * 256.0)?;
             work.done(spec)
         }
@@ -365,18 +324,13 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             // The parent sleeps until the child, sharing its address space, has exited.
             let work = Work::new("vfork")
                 .entry(spec, 1.0, "entry")
-                .cycles("task", 1.0, TASK_CYCLES, "copy_process for a task: the task_struct with its FPU state, a cached kernel stack, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task")
-                .cycles("files signals", 1.0, FILES_SIGNALS_CYCLES, "the file table duplicated (a reference per open file), the signal handlers and signal struct")
-                .cycles("thread switch", 2.0, THREAD_SWITCH_CYCLES, "dequeue, pick, enqueue, switch_to and the vector state saved and restored")
-                .cycles("exit", 1.0, EXIT_CYCLES, "do_exit: signals, file and fs references dropped, exit_notify, cgroup and perf exit")
-                .cycles("wake", 1.0, WAKE_CYCLES, "try_to_wake_up on this cpu: the runqueue locked, the task enqueued, preemption checked");
+                .step(1.0, &TASK)
+                .step(1.0, &FILES_SIGNALS)
+                .step(2.0, &THREAD_SWITCH)
+                .step(1.0, &EXIT)
+                .step(1.0, &WAKE);
             let work = if metric == metric::ROUND_TRIP {
-                work.entry(spec, 1.0, "wait entry").cycles(
-                    "reap",
-                    1.0,
-                    REAP_CYCLES,
-                    "wait4 reaping the zombie: release_task, the pid freed",
-                )
+                work.entry(spec, 1.0, "wait entry").step(1.0, &REAP)
             } else {
                 work
             };
@@ -387,13 +341,12 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             thread_exit_and_join(spec, pthread_work(spec, "pthread_create and join")).done(spec)
         }
         (id::TASK_STD_THREAD, metric) => {
-            let work = pthread_work(spec, "std::thread::spawn")
-                .cycles("std spawn", 1.0, STD_SPAWN_CYCLES, "std::thread::spawn around pthread_create: the result packet, the thread handle and the boxed closure allocated");
+            let work = pthread_work(spec, "std::thread::spawn").step(1.0, &STD_SPAWN);
             if metric == metric::CREATE {
                 work.done(spec)
             } else {
                 thread_exit_and_join(spec, work)
-                    .cycles("std altstack", 1.0, STD_ALTSTACK_CYCLES, "std's new thread maps a guard page and alternate signal stack (mmap, mprotect, sigaltstack) and removes them at exit (sigaltstack, munmap)")
+                    .step(1.0, &STD_ALTSTACK)
                     .done(spec)
             }
         }
@@ -452,19 +405,9 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     };
     let process = m.probe != thread;
     let switch = |work: Work| {
-        let work = work.cycles(
-            "thread switch",
-            1.0,
-            THREAD_SWITCH_CYCLES,
-            "dequeue, pick, enqueue, switch_to and the vector state saved and restored",
-        );
+        let work = work.step(1.0, &THREAD_SWITCH);
         if process {
-            work.cycles(
-                "address space",
-                1.0,
-                ADDRESS_SPACE_CYCLES,
-                "a CR3 write that keeps the TLB (PCID/ASID)",
-            )
+            work.step(1.0, &ADDRESS_SPACE)
         } else {
             work
         }
@@ -473,13 +416,9 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     let transfer = |name: &'static str| {
         let work = Work::new(name).entry(spec, 2.0, "entry");
         match ipc {
-            "futex" => work.cycles("futex", 1.0, FUTEX_CYCLES, "a wake with no waiter and a wait that finds the value changed: two shared-futex keys (a page-table lookup and the page's mapping), the hash bucket locked, the value read from user space"),
-            "pipe" => work
-                .cycles("vfs", 2.0, crate::cpu::VFS_CYCLES, "fd lookup, access checks and notification hooks of read(2)/write(2)")
-                .cycles("pipe", 1.0, PIPE_CYCLES, "the pipe's mutex taken twice, a byte copied into and out of its buffer (SMAP), the readers and writers checked, the times updated"),
-            _ => work
-                .cycles("vfs", 2.0, crate::cpu::VFS_CYCLES, "fd lookup, access checks and notification hooks of read(2)/write(2)")
-                .cycles("eventfd", 1.0, EVENTFD_CYCLES, "the counter's lock taken twice, 8 bytes copied in and out (SMAP), the waiters checked"),
+            "futex" => work.step(1.0, &FUTEX),
+            "pipe" => work.step(2.0, &VFS).step(1.0, &PIPE),
+            _ => work.step(2.0, &VFS).step(1.0, &EVENTFD),
         }
     };
     match m.metric.as_str() {
@@ -501,18 +440,8 @@ pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 ),
             };
             let work = switch(transfer("cross-cpu wake-up"))
-                .cycles(
-                    "wake",
-                    1.0,
-                    WAKE_CYCLES,
-                    "try_to_wake_up: the runqueue locked, the task enqueued, preemption checked",
-                )
-                .cycles(
-                    "ipi",
-                    1.0,
-                    IPI_CYCLES,
-                    "send an inter-processor interrupt and take it on the other cpu",
-                )
+                .step(1.0, &WAKE)
+                .step(1.0, &IPI)
                 .micros("idle exit", idle.value, idle.source.clone());
             let work = match &spec.hypervisor {
                 Some(h) => work

@@ -402,15 +402,27 @@ fn report(
     // The move's cost: the second half on B after the move less its control's second half on
     // B, pair by pair; in wall time (what a program feels) and cpu time (what the move itself
     // costs: another task on B lengthens the wall time of both arms' waits, not their cpu time).
-    let stay = "migrated - pinned on B";
+    let stay = format!("migrated from cpu {a} - pinned on cpu {b} all along");
     let mut costs = vec![
-        (0, "migration_cost", "wall time", false, stay),
+        (0, "migration_cost", "wall time", false, stay.clone()),
         (0, "migration_cost_cpu", "cpu time", true, stay),
     ];
-    if req.nodes.is_some() {
-        let what = "migrated, pages follow - pinned on B, pages on B";
-        costs.push((1, "migration_cost_pages_follow", "wall time", false, what));
-        costs.push((1, "migration_cost_pages_follow_cpu", "cpu time", true, what));
+    if let Some((_, nb)) = req.nodes {
+        let follow = format!("migrated from cpu {a}, its pages following - pinned on cpu {b} all along, its pages on node {nb}");
+        costs.push((
+            1,
+            "migration_cost_pages_follow",
+            "wall time",
+            false,
+            follow.clone(),
+        ));
+        costs.push((
+            1,
+            "migration_cost_pages_follow_cpu",
+            "cpu time",
+            true,
+            follow,
+        ));
     }
     for (k, metric, what, cpu, arms) in costs {
         let diffs: Vec<f64> = pairs

@@ -185,7 +185,7 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         Some(Family::Timer | Family::Loop | Family::Call) => cpu::model(spec, run, m),
         Some(Family::Syscall) => cpu::syscall(spec, m),
         Some(Family::Task) => tasks::creation(spec, run, m),
-        Some(Family::Switch) => tasks::switch(spec, run, m),
+        Some(Family::Switch) => tasks::switch(spec, m),
         Some(Family::Migration) => tasks::migration(spec, run, m),
         Some(Family::C2c) => hierarchy::core_to_core(spec, m),
         Some(Family::Memory) => hierarchy::model(spec, run, m),

@@ -114,7 +114,9 @@ struct Work {
     model: Model,
     cycles: f64,
     ns: f64,
-    terms: Vec<String>,
+    /// The formula's terms in cycles, and those in time.
+    cycle_terms: Vec<String>,
+    time_terms: Vec<String>,
 }
 
 impl Work {
@@ -123,7 +125,8 @@ impl Work {
             model: Model::spec(name, 0.0, ""),
             cycles: 0.0,
             ns: 0.0,
-            terms: Vec::new(),
+            cycle_terms: Vec::new(),
+            time_terms: Vec::new(),
         }
     }
 
@@ -152,7 +155,7 @@ impl Work {
             }
         }
         self.cycles += count * each;
-        self.terms.push(if count == 1.0 {
+        self.cycle_terms.push(if count == 1.0 {
             format!("{each:.0} {name}")
         } else {
             format!("{count:.0} x {each:.0} {name}")
@@ -166,7 +169,7 @@ impl Work {
             .model
             .input(&format!("{}_us", name.replace(' ', "_")), us, source);
         self.ns += us * 1e3;
-        self.terms.push(format!("{name} {us} µs"));
+        self.time_terms.push(format!("{name} {us} µs"));
         self
     }
 
@@ -179,31 +182,26 @@ impl Work {
         let u = spec.uarch()?;
         let lat = dram_latency(spec)?;
         let each = lat.value / u.fill_buffers as f64;
-        self.model = self.model.figure("dram_ns", &lat).input(
-            "fill_buffers",
-            u.fill_buffers,
-            format!("table: {}", u.name),
-        );
+        if !self.model.has_input("dram_ns") {
+            self.model = self.model.figure("dram_ns", &lat).input(
+                "fill_buffers",
+                u.fill_buffers,
+                format!("table: {}", u.name),
+            );
+        }
         self.ns += lines * each;
-        self.terms
+        self.time_terms
             .push(format!("{lines:.0} page lines x {each:.1} ns"));
         Ok(self)
     }
 
     fn done(self, spec: &Spec) -> Outcome {
-        let timed = |t: &&String| t.ends_with(" ns") || t.ends_with(" µs");
-        let cycle_terms: Vec<&String> = self.terms.iter().filter(|t| !timed(t)).collect();
         let mut model = at_clock(spec, self.model, self.cycles)?;
-        let ns_terms: Vec<&String> = self.terms.iter().filter(timed).collect();
         model.formula = format!(
             "({}) cycles{}{}",
-            cycle_terms
-                .iter()
-                .map(|t| t.as_str())
-                .collect::<Vec<_>>()
-                .join(" + "),
+            self.cycle_terms.join(" + "),
             model.formula,
-            ns_terms
+            self.time_terms
                 .iter()
                 .map(|t| format!(" + {t}"))
                 .collect::<String>()
@@ -395,8 +393,7 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     }
 }
 
-pub(crate) fn switch(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
-    let _ = run;
+pub(crate) fn switch(spec: &Spec, m: &Measurement) -> Outcome {
     let Some(&(ipc, thread, _)) = SWITCH_PAIRS
         .iter()
         .find(|(_, t, p)| m.probe == *t || m.probe == *p)

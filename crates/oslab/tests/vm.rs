@@ -29,9 +29,19 @@ impl Guest {
     }
 }
 
-/// Boots `topology` and runs `script` (busy box sh, oslab on PATH) in it; None when the guest
-/// cannot be had here (the test is then skipped with the reason).
+/// Boots `topology` and runs `script` (busy box sh, oslab on PATH) in it, its cpus taking turns
+/// on one host thread; None when the guest cannot be had here (the test is then skipped with the
+/// reason).
 fn guest(topology: &str, script: &str) -> Option<Guest> {
+    boot(topology, &[], script)
+}
+
+/// [`guest`] with its cpus running at once (`scripts/vm --parallel`), as lock contention needs.
+fn parallel_guest(topology: &str, script: &str) -> Option<Guest> {
+    boot(topology, &["--parallel"], script)
+}
+
+fn boot(topology: &str, options: &[&str], script: &str) -> Option<Guest> {
     if !oslab_testkit::require(&["qemu-system-x86_64", "busybox", "cpio"]) {
         return None;
     }
@@ -58,6 +68,7 @@ fn guest(topology: &str, script: &str) -> Option<Guest> {
         .arg(topology)
         .arg("--out")
         .arg(out.path())
+        .args(options)
         .args(["--timeout", "400", "--", "sh", "-c", script])
         .env("OSLAB_BIN", assert_cmd::cargo::cargo_bin("oslab"))
         .output()
@@ -327,10 +338,6 @@ fn four_nodes_in_a_ring_and_a_memory_only_node() {
 #[test]
 #[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
 fn migrated_pages_follow_the_thread_when_asked() {
-    if std::env::var_os("OSLAB_VM_MIGRATE").is_none() {
-        oslab_testkit::skip("`oslab migrate` stalls the emulated guest's kernel in about one run in two, with or without page moves and with software counters only (seen 2026-11-26): run with OSLAB_VM_MIGRATE=1");
-        return;
-    }
     let Some(g) = guest(
         "4n-cxl",
         "oslab migrate --size 96 --runs 3 --kernel blocked --json --db /tmp/o.db > /out/migrate.json",
@@ -552,7 +559,7 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         oslab runs --db /tmp/o.db > /dev/null; aff $lb restored
         kill $lb
         oslab shuffle --interval 200ms --grouping lock --json --db /tmp/o.db -- oslab lockbench --threads 4 --locks 2 --iterations 150000 > /out/shuffle.json";
-    let Some(g) = guest("4n-cxl", script) else {
+    let Some(g) = parallel_guest("4n-cxl", script) else {
         return;
     };
     let said = &g.stdout;
@@ -796,7 +803,7 @@ fn pinned_workers(said: &str) -> Vec<u32> {
 #[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
 fn a_socket_of_two_l3s_is_two_cache_domains() {
     let script = format!("oslab info --json > /out/info.json\n{SHUFFLED_LOCKBENCH}");
-    let Some(g) = guest("ccx", &script) else {
+    let Some(g) = parallel_guest("ccx", &script) else {
         return;
     };
     let info = g.json("info.json");
@@ -818,7 +825,7 @@ fn a_socket_of_two_l3s_is_two_cache_domains() {
 #[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
 fn four_sockets_with_smt_place_a_locks_threads_on_distinct_cores() {
     let script = format!("oslab info --json > /out/info.json\n{SHUFFLED_LOCKBENCH}");
-    let Some(g) = guest("4s-smt", &script) else {
+    let Some(g) = parallel_guest("4s-smt", &script) else {
         return;
     };
     let info = g.json("info.json");

@@ -336,6 +336,7 @@ impl Measurement {
         };
         let (median, low, high) = (s.median, s.ci_low, s.ci_high);
         let unit = self.unit.symbol();
+        let show = |v: f64| crate::units::value(v, self.unit);
         let why = if !median.is_finite() {
             Some("not a number".to_string())
         } else if self.difference {
@@ -346,12 +347,14 @@ impl Measurement {
             let enough = s.n >= crate::stats::MIN_FOR_INTERVAL;
             (time && enough && high < 0.0 && !self.difference_spans_zero()).then(|| {
                 format!(
-                    "impossible: a negative cost ({median:.4} {unit}, CI95 {low:.4} to {high:.4}): the variant with more work ran faster, an artifact (code alignment, the order of measurement, a busy host), not a cost"
+                    "impossible: a negative cost ({}, CI95 {} to {}): the variant with more work ran faster, an artifact (code alignment, the order of measurement, a busy host), not a cost",
+                    show(median), show(low), show(high)
                 )
             })
         } else if self.unit != Unit::Ratio && median < 0.0 {
             Some(format!(
-                "impossible: a negative value ({median:.4} {unit}): the overhead subtracted was larger than what was measured"
+                "impossible: a negative value ({}): the overhead subtracted was larger than what was measured",
+                show(median)
             ))
         } else if self.is_timing() && median == 0.0 {
             Some(format!(
@@ -367,7 +370,8 @@ impl Measurement {
             None if self.is_timing() && !self.difference && low < 0.0 => {
                 self.status = Status::noisy(cause::BELOW_ZERO);
                 self.note_before(format!(
-                    "noisy: its interval reaches below zero ({low:.4} {unit}), which a time or rate cannot"
+                    "noisy: its interval reaches below zero ({}), which a time or rate cannot",
+                    show(low)
                 ));
             }
             None => {}

@@ -985,6 +985,17 @@ fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
             );
         }
     }
+    // The answer first (`show`'s main figure is a probe's first metric); every metric is one
+    // the catalog lists, but the per-phase counters (`COUNTER phaseN`, `L2 miss rate phaseN`).
+    assert_eq!(ms[0]["metric"], "migration_cost", "{}", ms[0]);
+    let entry = oslab_core::catalog::entry("migrate").unwrap();
+    for m in ms {
+        let name = m["metric"].as_str().unwrap();
+        assert!(
+            entry.metric(name).is_some() || name.ends_with(" phase1") || name.ends_with(" phase2"),
+            "{name} is not in the catalog's migrate entry"
+        );
+    }
     // The move is verified: the kernel counts a cpu migration across it, none when pinned.
     let moves = |variant: &str| {
         ms.iter()

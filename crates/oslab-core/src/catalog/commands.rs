@@ -36,13 +36,20 @@ pub const TIMESLICE: Entry = Entry {
 /// `oslab migrate` (also stores the counters of each phase, named by the user).
 pub const MIGRATE: Entry = Entry {
     id: id::MIGRATE,
-    about: "matrix multiply pinned vs migrated half way, with counters per phase",
+    about: "matrix multiply pinned vs migrated half way, with counters per phase (named `COUNTER phaseN`)",
     unit: Unit::Ns,
     metrics: &[
-        unmodelled(metric::TIME, Unit::Ns, EXPERIMENT),
-        unmodelled(metric::MOVES, Unit::Count, EXPERIMENT),
         unmodelled(metric::MIGRATION_COST, Unit::Ns, EXPERIMENT),
         unmodelled(metric::MIGRATION_COST_CPU, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::MIGRATION_COST_PAGES_FOLLOW, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::MIGRATION_COST_PAGES_FOLLOW_CPU, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::REMOTE_MEMORY_COST, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::PAGE_MOVE, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::PAGES_MOVED, Unit::Count, EXPERIMENT),
+        unmodelled(metric::TIME, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::PHASE1_TIME, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::PHASE2_TIME, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::MOVES, Unit::Count, EXPERIMENT),
     ],
     origin: Origin::Command("oslab migrate"),
 };
@@ -59,6 +66,7 @@ pub const CPUMAN_JOB: Entry = Entry {
         unmodelled(metric::SPEEDUP, Unit::Ratio, EXPERIMENT),
         unmodelled(metric::ALLOCATION, Unit::Count, EXPERIMENT),
         unmodelled(metric::MIGRATIONS, Unit::Count, EXPERIMENT),
+        unmodelled(metric::PAGES_MOVED, Unit::Count, EXPERIMENT),
     ],
     origin: Origin::Command("oslab cpuman"),
 };

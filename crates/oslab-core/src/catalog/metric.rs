@@ -86,6 +86,20 @@ pub const MOVES: &str = "moves";
 pub const MIGRATION_COST: &str = "migration_cost";
 /// `migration_cost_cpu`.
 pub const MIGRATION_COST_CPU: &str = "migration_cost_cpu";
+/// `migration_cost_pages_follow`.
+pub const MIGRATION_COST_PAGES_FOLLOW: &str = "migration_cost_pages_follow";
+/// `migration_cost_pages_follow_cpu`.
+pub const MIGRATION_COST_PAGES_FOLLOW_CPU: &str = "migration_cost_pages_follow_cpu";
+/// `remote_memory_cost`.
+pub const REMOTE_MEMORY_COST: &str = "remote_memory_cost";
+/// `page_move`.
+pub const PAGE_MOVE: &str = "page_move";
+/// `pages_moved`.
+pub const PAGES_MOVED: &str = "pages_moved";
+/// `phase1_time`.
+pub const PHASE1_TIME: &str = "phase1_time";
+/// `phase2_time`.
+pub const PHASE2_TIME: &str = "phase2_time";
 /// `cpu_time`.
 pub const CPU_TIME: &str = "cpu_time";
 /// `execution_time`.

@@ -4,6 +4,7 @@
 
 use super::matmul::{run_matmul, Matmul, MatmulKernel, PageMove, RunResult, Variant};
 use crate::probe::ProbeError;
+use oslab_core::catalog::metric;
 use oslab_core::counters::{self, CpuId, Spec};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::stats::paired::{self, Arm, Pairs};
@@ -363,6 +364,9 @@ fn report(
         variants.push((Variant::ControlLocal, arm(&pairs.a, 1)));
         variants.push((Variant::MigratedFollow, arm(&pairs.b, 1)));
     }
+    // The costs come first (the answer: `show`'s main figure is a probe's first metric), each
+    // variant's own figures after them.
+    let mut per_variant = Vec::new();
     for (variant, runs) in &variants {
         for (i, r) in runs.iter().enumerate() {
             let phase = |p: usize| {
@@ -389,7 +393,7 @@ fn report(
             "kernel" => kernel.name(), "block" => block, "n" => n, "variant" => variant.name(),
             "from" => from, "to" => to, "class" => class,
         };
-        variant_measurements(out, &base, &req.counters, runs);
+        variant_measurements(&mut per_variant, &base, &req.counters, runs);
     }
     doc.push(Block::Table(table));
     let params = params! {"kernel" => kernel.name(), "block" => block, "n" => n, "from" => a, "to" => b, "class" => class};
@@ -404,21 +408,21 @@ fn report(
     // costs: another task on B lengthens the wall time of both arms' waits, not their cpu time).
     let stay = format!("migrated from cpu {a} - pinned on cpu {b} all along");
     let mut costs = vec![
-        (0, "migration_cost", "wall time", false, stay.clone()),
-        (0, "migration_cost_cpu", "cpu time", true, stay),
+        (0, metric::MIGRATION_COST, "wall time", false, stay.clone()),
+        (0, metric::MIGRATION_COST_CPU, "cpu time", true, stay),
     ];
     if let Some((_, nb)) = req.nodes {
         let follow = format!("migrated from cpu {a}, its pages following - pinned on cpu {b} all along, its pages on node {nb}");
         costs.push((
             1,
-            "migration_cost_pages_follow",
+            metric::MIGRATION_COST_PAGES_FOLLOW,
             "wall time",
             false,
             follow.clone(),
         ));
         costs.push((
             1,
-            "migration_cost_pages_follow_cpu",
+            metric::MIGRATION_COST_PAGES_FOLLOW_CPU,
             "cpu time",
             true,
             follow,
@@ -432,7 +436,6 @@ fn report(
             .map(|(c, m)| second(m, k, cpu) - second(c, k, cpu))
             .filter(|d| d.is_finite())
             .collect();
-        let verdict = paired::verdict_text(&diffs, signed);
         let pages = match (req.nodes, k) {
             (Some((na, _)), 0) => format!(", the pages left on A's node {na}"),
             (Some((_, nb)), _) => {
@@ -440,19 +443,16 @@ fn report(
             }
             (None, _) => String::new(),
         };
+        let (verdict, m) = cost(
+            &params,
+            metric,
+            &diffs,
+            &format!("paired runs, second half on cpu {b}{pages}: {arms}, in {what}"),
+        );
         doc.push(Block::Text(format!(
             "  migration cost in {what} (second half on B{pages}: {arms}) {verdict}"
         )));
-        let note =
-            format!("paired runs, second half on cpu {b}{pages}: {arms}, in {what}; {verdict}");
-        out.push(paired::measurement(
-            PROBE,
-            params.clone(),
-            metric,
-            Unit::Ns,
-            &diffs,
-            note,
-        ));
+        out.push(m);
     }
     if let Some((na, nb)) = req.nodes {
         // What leaving the pages behind costs: the controls on B, pages on A's node less pages
@@ -463,18 +463,16 @@ fn report(
             .map(|c| second(c, 0, false) - second(c, 1, false))
             .filter(|d| d.is_finite())
             .collect();
-        let verdict = paired::verdict_text(&remote, signed);
+        let (verdict, m) = cost(
+            &params,
+            metric::REMOTE_MEMORY_COST,
+            &remote,
+            &format!("the control on cpu {b}, second half: pages on A's node {na} - pages on B's node {nb}, run after run"),
+        );
         doc.push(Block::Text(format!(
             "  remote memory: the second half on B with the pages on node {na} less with them on node {nb} {verdict}"
         )));
-        out.push(paired::measurement(
-            PROBE,
-            params.clone(),
-            "remote_memory_cost",
-            Unit::Ns,
-            &remote,
-            format!("the control on cpu {b}, second half: pages on A's node {na} - pages on B's node {nb}, run after run; {verdict}"),
-        ));
+        out.push(m);
         // The page move itself, apart from any cost.
         let moves: Vec<PageMove> = pairs.b.iter().filter_map(|r| r.get(1)?.page_move).collect();
         if !moves.is_empty() {
@@ -493,8 +491,8 @@ fn report(
                     Judge::Median,
                 )
             };
-            out.push(row("page_move", Unit::Ns, &ns));
-            out.push(row("pages_moved", Unit::Count, &moved));
+            out.push(row(metric::PAGE_MOVE, Unit::Ns, &ns));
+            out.push(row(metric::PAGES_MOVED, Unit::Count, &moved));
             let (low, high) = (
                 moved.iter().cloned().fold(f64::INFINITY, f64::min),
                 moved.iter().cloned().fold(0.0, f64::max),
@@ -504,6 +502,32 @@ fn report(
                 value(oslab_core::stats::median(&ns).unwrap_or(f64::NAN), Unit::Ns)
             )));
         }
+    }
+    out.extend(per_variant);
+}
+
+/// A cost from paired differences (ns): its verdict in words and its measurement, noted with
+/// `how` and the verdict. A cost whose interval lies below zero is no cost: the measurement fails
+/// with the reason, and the words give that reason instead of "significant".
+fn cost(
+    params: &serde_json::Map<String, serde_json::Value>,
+    metric: &str,
+    diffs: &[f64],
+    how: &str,
+) -> (String, Measurement) {
+    let verdict = paired::verdict_text(diffs, signed);
+    let mut m = paired::measurement(
+        PROBE,
+        params.clone(),
+        metric,
+        Unit::Ns,
+        diffs,
+        format!("{how}; {verdict}"),
+    );
+    m.check_possible();
+    match &m.status {
+        oslab_core::Status::Failed(why) => (why.clone(), m),
+        _ => (verdict, m),
     }
 }
 
@@ -532,13 +556,13 @@ fn variant_measurements(
         .collect();
     if !moves.is_empty() {
         let note = "cpu-migrations counted across the move between the halves";
-        out.push(row("moves", Unit::Count, &moves, Some(note.into())));
+        out.push(row(metric::MOVES, Unit::Count, &moves, Some(note.into())));
     }
     let ns = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(|r| f(r) * 1e9).collect::<Vec<_>>();
-    out.push(row("time", Unit::Ns, &ns(&|r| r.seconds()), None));
+    out.push(row(metric::TIME, Unit::Ns, &ns(&|r| r.seconds()), None));
     for p in 0..2 {
-        let metric = format!("phase{}_time", p + 1);
-        out.push(row(&metric, Unit::Ns, &ns(&|r| r.phases[p].seconds), None));
+        let time = [metric::PHASE1_TIME, metric::PHASE2_TIME][p];
+        out.push(row(time, Unit::Ns, &ns(&|r| r.phases[p].seconds), None));
         for spec in specs {
             let readings: Vec<_> = runs
                 .iter()

@@ -41,7 +41,7 @@ pub const METRICS: [Metric; 7] = [
 
 /// The per-job metric of pages the manager moved: counted only where it moves pages (manual
 /// migration on several nodes, live or simulated), left out elsewhere.
-pub const PAGES_MOVED: &str = "pages_moved";
+pub use oslab_core::catalog::metric::PAGES_MOVED;
 
 /// One metric over the completed jobs of one kind.
 #[derive(Debug, Clone, Default)]

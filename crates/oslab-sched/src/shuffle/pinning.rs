@@ -82,13 +82,9 @@ impl Pinning {
     /// guest (23 of 25; with a fixed margin, 182 of 251 in an emulated one), each move costing
     /// the caches it leaves.
     pub fn keep_unless_better(&self, d: Decision, waits: &[ThreadWait], noise: f64) -> Decision {
-        let mut current: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
-        for w in waits {
-            match self.domain_of(w.tid) {
-                Some(k) => current.entry(k).or_default().push(w.tid),
-                None => return d, // a thread not placed yet: place it
-            }
-        }
+        let Some(kept) = self.grouping(waits) else {
+            return d; // a thread not placed yet: place it
+        };
         let fraction: BTreeMap<i32, f64> = waits.iter().map(|w| (w.tid, w.fraction())).collect();
         let spread = |groups: &[Vec<i32>]| -> f64 {
             groups
@@ -104,13 +100,24 @@ impl Pinning {
                 })
                 .sum()
         };
-        let kept: Vec<Vec<i32>> = current.into_values().collect();
         let margin = REGROUP_MARGIN.max(2.0 * noise * d.groups.len() as f64);
         if spread(&kept) - spread(&d.groups) < margin {
             Decision { groups: kept, ..d }
         } else {
             d
         }
+    }
+
+    /// The groups `waits`' threads are pinned in now, by domain; None while one is not placed.
+    pub fn grouping(&self, waits: &[ThreadWait]) -> Option<Vec<Vec<i32>>> {
+        let mut current: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
+        for w in waits {
+            current
+                .entry(self.domain_of(w.tid)?)
+                .or_default()
+                .push(w.tid);
+        }
+        Some(current.into_values().collect())
     }
 
     /// Forgets threads that are gone.

@@ -168,9 +168,12 @@ impl FutexWaits {
         }
     }
 
-    /// Nanoseconds waited since loading, per thread and per thread and lock, including the
-    /// waits in progress.
-    fn totals(&self, now_ns: u64) -> Result<Totals, MonitorError> {
+    /// Nanoseconds waited since loading by threads `tids`, per thread and per thread and lock,
+    /// including the waits in progress. A thread's totals are looked up by its id: walking a map
+    /// that the program changes meanwhile (every futex wait of the other threads) skips entries,
+    /// and a skipped wait in progress read a joined main thread's 200 ms interval as 0 waited
+    /// (three intervals in 158 of a steady lockbench, each one a regrouping).
+    fn totals(&self, now_ns: u64, tids: &[u32]) -> Result<Totals, MonitorError> {
         let map_err = |e: aya::maps::MapError| MonitorError::Bpf(explain(&e));
         let map = |name: &str| self.ebpf().map(name).expect("map in object");
         let waits: HashMap<_, u32, WaitTotal> = HashMap::try_from(map("waits")).map_err(map_err)?;
@@ -181,16 +184,21 @@ impl FutexWaits {
         // Completed waits first, then those in progress: a wait ending between the two reads is
         // missed now and counted in the next interval's read (totals only grow).
         let mut out = Totals::default();
-        for (tid, w) in waits.iter().flatten() {
-            *out.per_thread.entry(tid).or_default() += w.wait_ns;
+        for &tid in tids {
+            let done = waits.get(&tid, 0).map_or(0, |w| w.wait_ns);
+            *out.per_thread.entry(tid).or_default() += done;
+            if let Ok(s) = started.get(&tid, 0) {
+                let ns = now_ns.saturating_sub(s.since_ns);
+                *out.per_thread.entry(tid).or_default() += ns;
+                *out.per_lock.entry((tid, s.uaddr)).or_default() += ns;
+            }
         }
+        // Which word a thread waited on longest: a skipped entry here only costs this
+        // interval's choice of its lock.
         for (k, ns) in per_lock.iter().flatten() {
-            *out.per_lock.entry((k.tid, k.uaddr)).or_default() += ns;
-        }
-        for (tid, s) in started.iter().flatten() {
-            let ns = now_ns.saturating_sub(s.since_ns);
-            *out.per_thread.entry(tid).or_default() += ns;
-            *out.per_lock.entry((tid, s.uaddr)).or_default() += ns;
+            if tids.contains(&k.tid) {
+                *out.per_lock.entry((k.tid, k.uaddr)).or_default() += ns;
+            }
         }
         Ok(out)
     }
@@ -210,8 +218,9 @@ impl FutexWaits {
         pid: i32,
         interval: Duration,
     ) -> Result<Vec<ThreadWait>, MonitorError> {
+        let mut tids: Vec<u32> = threads(pid)?.into_iter().map(|t| t as u32).collect();
         let t0 = monotonic_ns();
-        let before = self.totals(t0)?;
+        let before = self.totals(t0, &tids)?;
         let end = Instant::now() + interval;
         while let Some(left) = end
             .checked_duration_since(Instant::now())
@@ -222,15 +231,16 @@ impl FutexWaits {
                 return Err(MonitorError::Gone(pid));
             }
         }
-        let t1 = monotonic_ns();
-        let after = self.totals(t1)?;
+        // The threads at either end: one that exited meanwhile keeps its entries until
+        // forgotten below, one started meanwhile had none before.
         let alive = threads(pid)?;
-        let observed = t1.saturating_sub(t0) as f64;
-        let (b, a) = (&before.per_thread, &after.per_thread);
-        let mut tids: Vec<u32> = alive.iter().map(|t| *t as u32).collect();
-        tids.extend(a.keys().filter(|t| b.get(t) != a.get(t)));
+        tids.extend(alive.iter().map(|t| *t as u32));
         tids.sort_unstable();
         tids.dedup();
+        let t1 = monotonic_ns();
+        let after = self.totals(t1, &tids)?;
+        let observed = t1.saturating_sub(t0) as f64;
+        let (b, a) = (&before.per_thread, &after.per_thread);
         // Each thread's lock: the word it waited on longest in the interval.
         let mut lock: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
         for (&(tid, uaddr), &ns) in &after.per_lock {

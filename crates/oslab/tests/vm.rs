@@ -464,7 +464,7 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
     // kernel (from balancing off): the kernel moves them, balancing on for the run only.
     let script = "\
         v() { echo \"$1 $(grep pgmigrate_success /proc/vmstat)\"; }
-        cpuman() { oslab cpuman run --workload W3 --jobs $3 --time-scale 0.01 --policy $1 --migration $2 --json --db /tmp/o.db; }
+        cpuman() { oslab cpuman run --workload W3 --jobs $3 --stream 4 --time-scale 0.01 --policy $1 --migration $2 --json --db /tmp/o.db; }
         echo balancing-before $(cat /proc/sys/kernel/numa_balancing)
         v start; cpuman equip manual 4 > /out/manual.json || exit 1; v manual
         echo balancing-after-manual $(cat /proc/sys/kernel/numa_balancing)
@@ -500,10 +500,15 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
         .nth(1)
         .and_then(|s| s.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no kernel count said: {}", g.stderr));
-    // numa_maps is read around each call while the job runs on: 0.1% and 14% apart in two
-    // runs of the guest (1698 and 1697 pages; 1776 and 1554).
+    // numa_maps is read around each call while the job runs on (pages that both left the
+    // nodes given up and arrived on the new ones): 1588 and 1808 pages in two runs of the
+    // guest, each what the kernel counted; 1345 against 1708 with the 2nd stream. The 4th
+    // stream's arrivals shrink a job's nodes (the manager moves pages when a job leaves a node:
+    // the default stream's jobs, its cpus taking turns, only gained nodes).
     assert!(
-        (reported - counted).abs() <= 0.25 * counted + 64.0 && reported <= by_manager as f64 + 64.0,
+        reported > 0.0
+            && (reported - counted).abs() <= 0.25 * counted + 64.0
+            && reported <= by_manager as f64 + 64.0,
         "{reported} pages by numa_maps, {counted} by pgmigrate_success during the moves, {by_manager} over the run"
     );
     let per_job: f64 = manual["measurements"]

@@ -413,15 +413,13 @@ pub fn run(
                         && !new_nodes.is_empty()
                         && new_nodes != old_nodes
                     {
-                        // The job's pages per node just before and after: what arrived on its
-                        // new nodes is what the move brought (the job's own first touches in
-                        // those few ms aside).
+                        // The job's pages per node just before and after the move.
                         let before = observe::node_pages(r.pid);
                         let counted = observe::pages_migrated();
                         match observe::migrate_process_pages(r.pid, &new_nodes, cfg.nodes) {
                             Ok(_) => {
                                 if let (Some(b), Some(a)) = (before, observe::node_pages(r.pid)) {
-                                    let moved = observe::arrived(&b, &a, &new_nodes);
+                                    let moved = observe::moved(&b, &a, &new_nodes);
                                     *r.outcome.pages_moved.get_or_insert(0) += moved;
                                 }
                                 if let (Some(c0), Some(c1)) = (counted, observe::pages_migrated()) {

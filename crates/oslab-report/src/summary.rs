@@ -64,7 +64,15 @@ pub fn probes(ms: &[Measurement]) -> String {
                 let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);
                 let hi = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let (div, sym) = scale_for(ms[0].unit, hi.abs().max(lo.abs()));
-                format!("{} – {} {sym}", num(lo / div), num(hi / div))
+                // Differences within noise of 0 have no median shown: the range starts at ≈0.
+                let low = match valued.len() > vs.len() && lo > 0.0 {
+                    true => "≈0".to_string(),
+                    false => num(lo / div),
+                };
+                match low == num(hi / div) {
+                    true => format!("{low} {sym}"),
+                    false => format!("{low} – {} {sym}", num(hi / div)),
+                }
             }
         };
         t.row(vec![

@@ -634,9 +634,16 @@ fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     let times = overlaid_bars(sides, |ms| {
         bar_list(ms, id::MIGRATE, metric::TIME, &["kernel", "variant"])
     });
+    let costs: Vec<String> = sides
+        .iter()
+        .map(|side| match sides.len() {
+            1 => migrate_costs(&side.ms),
+            _ => format!("{}: {}", side.label, migrate_costs(&side.ms)),
+        })
+        .collect();
     out.extend(figure(
         plots::bars("execution time, pinned vs migrated", "ns", &times),
-        "Median of the runs, CI95.",
+        &format!("Median of the runs, CI95. {}", costs.join(" ")),
     ));
     for phase in ["phase1", "phase2"] {
         let metric = format!("L2 miss rate {phase}");
@@ -655,6 +662,45 @@ fn migrate(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
         }
     }
     out
+}
+
+/// The costs a migrate run found, per kernel, in words: the answer the time chart is for.
+fn migrate_costs(ms: &[&Measurement]) -> String {
+    let costs = [
+        (metric::MIGRATION_COST, "Migration cost (second half on B after the move less pinned on B, the pages left behind)"),
+        (metric::MIGRATION_COST_PAGES_FOLLOW, "With the pages following"),
+        (metric::REMOTE_MEMORY_COST, "Remote memory (pinned on B, pages on A's node less on B's)"),
+    ];
+    costs
+        .iter()
+        .filter_map(|(name, what)| {
+            let per_kernel: Vec<String> = ms
+                .iter()
+                .filter(|m| m.probe == id::MIGRATE && m.metric == *name)
+                .map(|m| {
+                    let kernel = m.param_text("kernel");
+                    match m.summary.as_ref().filter(|_| m.status.has_value()) {
+                        Some(s) => format!(
+                            "{kernel} {}{}{}",
+                            value(s.median, m.unit),
+                            s.interval().map_or(String::new(), |(lo, hi)| format!(
+                                " (CI95 {} to {})",
+                                value(lo, m.unit),
+                                value(hi, m.unit)
+                            )),
+                            match m.difference_spans_zero() {
+                                true => ", within noise of 0",
+                                false => "",
+                            }
+                        ),
+                        None => format!("{kernel} {}", m.status.word()),
+                    }
+                })
+                .collect();
+            (!per_kernel.is_empty()).then(|| format!("{what}: {}.", per_kernel.join("; ")))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The simulated shuffling study: execution time with shuffling over without (the same random

@@ -996,6 +996,24 @@ fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
             "{name} is not in the catalog's migrate entry"
         );
     }
+    // The report says the costs under the time chart, each kernel's.
+    let html = String::from_utf8(stdout(&[
+        "report",
+        "latest",
+        "--output",
+        "-",
+        "--db",
+        db.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let caption = html
+        .split("<figcaption>")
+        .find(|c| c.contains("Migration cost"))
+        .unwrap_or_else(|| panic!("no migration cost under a chart"));
+    assert!(
+        caption.contains("naive ") && caption.contains("blocked "),
+        "{caption}"
+    );
     // The move is verified: the kernel counts a cpu migration across it, none when pinned.
     let moves = |variant: &str| {
         ms.iter()

@@ -54,6 +54,8 @@ pub fn probes(ms: &[Measurement]) -> String {
             n => format!("{metric}, {n} points{}", varying(&main)),
         };
         let value = match (valued.as_slice(), medians.as_slice()) {
+            // Differences all within noise of 0.
+            ([_, ..], []) => "≈0".to_string(),
             (_, []) => "-".to_string(),
             ([m], [v]) => {
                 let (div, sym) = scale_for(m.unit, *v);

@@ -463,6 +463,9 @@ fn summarise(
         Score::Wall => "s",
         Score::PerfBenchOps => "s per op",
     };
+    // The reduction first (the answer: `show`'s main figure is a probe's first metric), each
+    // arm's own figures after it.
+    let mut per_arm = Vec::new();
     for (arm, runs) in [(Arm::A, &pairs.a), (Arm::B, &pairs.b)] {
         let p = params! {"workload" => w.name.clone(), "mode" => mode(arm)};
         let row = |metric: &str, unit, f: &dyn Fn(&WorkloadRun) -> f64, note: Option<String>| {
@@ -478,14 +481,14 @@ fn summarise(
             )
         };
         let what = format!("{unit} of the workload, one sample per run");
-        ms.push(row("time", Unit::Ns, &|o| o.cost * 1e9, Some(what)));
-        ms.push(row(
+        per_arm.push(row("time", Unit::Ns, &|o| o.cost * 1e9, Some(what)));
+        per_arm.push(row(
             "lock_fraction",
             Unit::Share,
             &|o| o.lock_fraction,
             None,
         ));
-        ms.push(row(
+        per_arm.push(row(
             "shuffles",
             Unit::Count,
             &|o| f64::from(o.shuffles),
@@ -528,6 +531,7 @@ fn summarise(
         format!("reduction {verdict}"),
     );
     ms.push(m);
+    ms.extend(per_arm);
 }
 
 /// Lock-wait points shuffling may add before it is said to have raised the wait: two runs of a

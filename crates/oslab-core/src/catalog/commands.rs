@@ -60,9 +60,9 @@ pub const CPUMAN_JOB: Entry = Entry {
     about: "malleable jobs under a processor allocation policy: per kind of job",
     unit: Unit::Ns,
     metrics: &[
-        unmodelled(metric::CPU_TIME, Unit::Ns, EXPERIMENT),
-        unmodelled(metric::EXECUTION_TIME, Unit::Ns, EXPERIMENT),
         unmodelled(metric::RESPONSE_TIME, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::EXECUTION_TIME, Unit::Ns, EXPERIMENT),
+        unmodelled(metric::CPU_TIME, Unit::Ns, EXPERIMENT),
         unmodelled(metric::SPEEDUP, Unit::Ratio, EXPERIMENT),
         unmodelled(metric::ALLOCATION, Unit::Count, EXPERIMENT),
         unmodelled(metric::MIGRATIONS, Unit::Count, EXPERIMENT),

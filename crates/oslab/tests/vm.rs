@@ -464,12 +464,18 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
     // kernel (from balancing off): the kernel moves them, balancing on for the run only.
     let script = "\
         v() { echo \"$1 $(grep pgmigrate_success /proc/vmstat)\"; }
-        cpuman() { oslab cpuman run --workload W3 --jobs $3 --stream 4 --time-scale 0.01 --policy $1 --migration $2 --json --db /tmp/o.db; }
+        cpuman() { oslab cpuman run --workload W3 --jobs $3 --stream $4 --time-scale 0.01 --policy $1 --migration $2 --json --db /tmp/o.db; }
         echo balancing-before $(cat /proc/sys/kernel/numa_balancing)
-        v start; cpuman equip manual 4 > /out/manual.json || exit 1; v manual
+        for s in 4 2 3; do
+            a=$(grep pgmigrate_success /proc/vmstat)
+            cpuman equip manual 4 $s > /out/manual.json 2>/tmp/err || { cat /tmp/err >&2; exit 1; }
+            b=$(grep pgmigrate_success /proc/vmstat)
+            grep -q 'pages moved: [1-9]' /tmp/err && break
+        done
+        cat /tmp/err >&2; echo \"start $a\"; echo \"manual $b\"
         echo balancing-after-manual $(cat /proc/sys/kernel/numa_balancing)
         echo 0 > /proc/sys/kernel/numa_balancing
-        v off; cpuman pdpa kernel 2 > /out/kernel.json || exit 1; v kernel
+        v off; cpuman pdpa kernel 2 1 > /out/kernel.json || exit 1; v kernel
         echo balancing-after-kernel $(cat /proc/sys/kernel/numa_balancing)";
     let Some(g) = guest("4n-cxl", script) else {
         return;
@@ -502,9 +508,10 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
         .unwrap_or_else(|| panic!("no kernel count said: {}", g.stderr));
     // numa_maps is read around each call while the job runs on (pages that both left the
     // nodes given up and arrived on the new ones): 1588 and 1808 pages in two runs of the
-    // guest, each what the kernel counted; 1345 against 1708 with the 2nd stream. The 4th
-    // stream's arrivals shrink a job's nodes (the manager moves pages when a job leaves a node:
-    // the default stream's jobs, its cpus taking turns, only gained nodes).
+    // guest, each what the kernel counted; 1345 against 1708 with the 2nd stream. The manager
+    // moves pages when a job leaves a node, which the arrivals' timing decides: the 4th stream
+    // moved pages in four runs of five, the default one in none of two (its jobs only gained
+    // nodes), so up to three streams are tried for a run that moves some.
     assert!(
         reported > 0.0
             && (reported - counted).abs() <= 0.25 * counted + 64.0

@@ -67,13 +67,11 @@ pub fn probes(ms: &[Measurement]) -> String {
                 let hi = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 let (div, sym) = scale_for(ms[0].unit, hi.abs().max(lo.abs()));
                 // Differences within noise of 0 have no median shown: the range starts at ≈0.
-                let low = match valued.len() > vs.len() && lo > 0.0 {
-                    true => "≈0".to_string(),
-                    false => num(lo / div),
-                };
-                match low == num(hi / div) {
-                    true => format!("{low} {sym}"),
-                    false => format!("{low} – {} {sym}", num(hi / div)),
+                let near_zero = valued.len() > vs.len() && lo > 0.0;
+                match (near_zero, lo == hi) {
+                    (true, _) => format!("≈0 – {} {sym}", num(hi / div)),
+                    (false, true) => format!("{} {sym}", num(hi / div)),
+                    (false, false) => format!("{} – {} {sym}", num(lo / div), num(hi / div)),
                 }
             }
         };

@@ -290,6 +290,13 @@ pub const SLOWED_CORE: &str =
 /// (a call argument's increment of -0.0004 ns, 0.002 cycles, was failed as impossible).
 pub const NIL_DIFFERENCE_NS: f64 = 0.01;
 
+/// The parameter saying which clock a figure lives on, present only when it is not the run's
+/// own: [`SIMULATED`] for a simulator's time.
+pub const CLOCK: &str = "clock";
+
+/// [`CLOCK`]'s value for figures computed by a simulator.
+pub const SIMULATED: &str = "simulated";
+
 /// Whether measured/predicted `ratio` is more than [`FAR_FACTOR`] from 1, either way: the one
 /// rule for the `!` mark.
 pub fn far(ratio: f64) -> bool {
@@ -310,10 +317,16 @@ impl Measurement {
         self.note = Some(join_notes(text.into(), self.note.take()));
     }
 
-    /// A time, a rate or a cycle count, which an emulated CPU makes meaningless (counts, sizes
-    /// and ratios it does not).
+    /// A time, a rate or a cycle count taken by a clock, which an emulated CPU makes
+    /// meaningless (counts, sizes, ratios and a simulation's own time it does not).
     pub fn is_timing(&self) -> bool {
-        matches!(self.unit, Unit::Ns | Unit::Cycles | Unit::GBps)
+        matches!(self.unit, Unit::Ns | Unit::Cycles | Unit::GBps) && !self.simulated()
+    }
+
+    /// Whether the figure lives on a simulation's clock (its [`CLOCK`] parameter says
+    /// [`SIMULATED`]): simulated seconds owe nothing to the wall time the simulator took.
+    pub fn simulated(&self) -> bool {
+        self.params.get(CLOCK).and_then(Value::as_str) == Some(SIMULATED)
     }
 
     /// A timing taken on an emulated CPU: never `ok`, and the note says why first, whatever
@@ -454,15 +467,17 @@ impl Measurement {
     }
 
     /// Whether a difference is no measurable difference: its CI95 includes zero, lies within
-    /// [`NIL_DIFFERENCE_NS`] of it (a time: rounding, not a cost either way), or is at most zero
-    /// from too few samples for an interval.
+    /// [`NIL_DIFFERENCE_NS`] of it (a time: rounding, not a cost either way), or is a cost at
+    /// most zero from too few samples for an interval. A relative change (a reduction) below
+    /// zero is a loss, never hidden as no difference: with too few samples it is shown as read.
     pub fn difference_spans_zero(&self) -> bool {
         let time = matches!(self.unit, Unit::Ns);
+        let cost = matches!(self.unit, Unit::Ns | Unit::Cycles);
         self.difference
             && self.summary.as_ref().is_some_and(|s| {
                 (s.ci_low <= 0.0 && s.ci_high >= 0.0)
                     || (time && s.ci_low.abs().max(s.ci_high.abs()) < NIL_DIFFERENCE_NS)
-                    || (s.n < crate::stats::MIN_FOR_INTERVAL && s.median <= 0.0)
+                    || (cost && s.n < crate::stats::MIN_FOR_INTERVAL && s.median <= 0.0)
             })
     }
 

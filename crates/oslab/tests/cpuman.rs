@@ -489,6 +489,50 @@ fn a_sysctl_left_changed_by_a_killed_manager_is_restored_by_the_next_oslab() {
     assert_eq!(std::fs::read_to_string(BALANCING).unwrap().trim(), original);
 }
 
+/// Every figure of a simulated run: none failed, and every one on the simulator's clock.
+fn simulated_figures_hold(run: &Value) {
+    let ms = run["measurements"].as_array().unwrap();
+    assert!(!ms.is_empty());
+    for m in ms {
+        assert_ne!(m["status"], "failed", "{m}");
+        assert_eq!(m["params"]["clock"], "simulated", "{m}");
+    }
+}
+
+#[test]
+fn a_simulations_figures_are_simulated_time_never_failed_against_the_wall_clock() {
+    // W1's makespan is 1.5 simulated seconds, computed in well under a millisecond: it was
+    // failed as longer than the run, and so were the response, execution and burst times.
+    let (_dir, db) = temp_db();
+    let d = db.to_str().unwrap();
+    for policy in ["equip", "pdpa", "native"] {
+        let run: Value = serde_json::from_slice(&stdout(&[
+            "cpuman",
+            "simulate",
+            "--workload",
+            "W1",
+            "--policy",
+            policy,
+            "--json",
+            "--db",
+            d,
+        ]))
+        .unwrap();
+        simulated_figures_hold(&run);
+        let makespan = metric(&run, "cpuman.run", "makespan", None);
+        assert!(
+            makespan["summary"]["median"].as_f64().unwrap() > 1e8,
+            "{makespan}"
+        );
+    }
+    // `show` holds the stored run to the same contract.
+    let shown: Value =
+        serde_json::from_slice(&stdout(&["show", "latest", "--json", "--db", d])).unwrap();
+    simulated_figures_hold(&shown);
+    let text = String::from_utf8(stdout(&["show", "latest", "--db", d])).unwrap();
+    assert!(!text.contains("failed"), "{text}");
+}
+
 #[test]
 fn simulation_is_deterministic_and_compares_like_live_runs() {
     let (dir, db) = temp_db();

@@ -57,6 +57,19 @@ fn a_simulated_four_socket_machine_shows_where_shuffling_pays() {
         assert!(text.contains(said), "{said:?} missing:\n{text}");
     }
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    // Simulated time is not the run's: no figure is failed against the wall clock.
+    let shown: serde_json::Value = serde_json::from_slice(
+        &oslab()
+            .args(["show", "latest", "--json", "--db", db_arg])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for m in shown["measurements"].as_array().unwrap() {
+        assert_ne!(m["status"], "failed", "{m}");
+        assert_eq!(m["params"]["clock"], "simulated", "{m}");
+    }
     // A simulation says nothing about this machine's noise.
     assert!(!text.contains("environment warnings"), "{text}");
 

@@ -118,7 +118,7 @@ pub const SHUFFLE_EVAL: Entry = Entry {
     about: "workloads with vs without shuffling, paired runs",
     unit: Unit::Ns,
     metrics: &[
-        unmodelled(metric::REDUCTION, Unit::Ratio, EXPERIMENT),
+        unmodelled(metric::REDUCTION, Unit::Share, EXPERIMENT),
         unmodelled(metric::TIME, Unit::Ns, EXPERIMENT),
         unmodelled(metric::LOCK_FRACTION, Unit::Share, EXPERIMENT),
         unmodelled(metric::SHUFFLES, Unit::Count, EXPERIMENT),

@@ -80,13 +80,15 @@ pub fn map(
     let node = |p: usize| order[p].1;
     let mut users = vec![0usize; order.len()];
     let mut out: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-    // 1. Everyone keeps what it can of its previous CPUs.
+    // 1. Everyone keeps what it can of its previous CPUs that no earlier job kept (sets
+    //    shared while jobs outnumbered the CPUs are dealt out again).
     for &(id, n) in wanted {
         let kept: Vec<usize> = previous
             .get(&id)
             .into_iter()
             .flatten()
             .filter_map(|&c| pos_of.get(c).copied().filter(|&p| p != usize::MAX))
+            .filter(|&p| users[p] == 0)
             .take(n)
             .collect();
         for &p in &kept {
@@ -165,7 +167,27 @@ pub fn reallocate(
             views.iter().zip(&allocs).map(|(v, &a)| (v.id, a)).collect();
         *mapping = map(order, mapping, &wanted);
     }
+    // Space sharing is the premise of every pinning policy: a cpu given to two jobs is a bug
+    // in the policy, never a result to report.
+    if policy.pins() && views.len() <= order.len() {
+        if let Err(e) = space_shared(mapping) {
+            panic!("policy {} broke space sharing: {e}", policy.name());
+        }
+    }
     allocs
+}
+
+/// Whether no cpu is in two jobs' sets; the first that is, when one is.
+pub fn space_shared(mapping: &BTreeMap<u64, Vec<usize>>) -> Result<(), String> {
+    let mut owner: BTreeMap<usize, u64> = BTreeMap::new();
+    for (&id, cpus) in mapping {
+        for &c in cpus {
+            if let Some(other) = owner.insert(c, id) {
+                return Err(format!("cpu {c} given to jobs {other} and {id}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `need` consecutive `candidates` (sorted positions of an order sorted by node) that span the
@@ -231,6 +253,11 @@ mod tests {
         // A request beyond the machine gets the machine.
         let m = map(&order, &BTreeMap::new(), &[(1, 5)]);
         assert_eq!(m[&1], [0, 1]);
+        // Once jobs fit again, none keeps a cpu it shared: 1 and 3 both had cpu 0.
+        let shared = prev(&[(1, &[0]), (2, &[1]), (3, &[0])]);
+        let m = map(&order, &shared, &[(1, 1), (3, 1)]);
+        assert_eq!(space_shared(&m), Ok(()), "{m:?}");
+        assert_eq!(m[&1], [0]);
     }
 
     #[test]

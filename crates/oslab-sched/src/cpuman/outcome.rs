@@ -5,7 +5,7 @@
 use crate::cpuman::jobs::Kind;
 use crate::cpuman::tally::{valued, Tally, JOBS_SHOWN, METRICS, PAGES_MOVED};
 use oslab_core::catalog::id;
-use oslab_core::model::{judged, Judge, Measurement, Status, TimelineEvent, Unit};
+use oslab_core::model::{self, judged, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use serde_json::{Map, Value};
@@ -76,6 +76,9 @@ impl RunOutcome {
         p.insert("cpus".into(), self.cpus.into());
         if let Some(f) = self.first_touch {
             p.insert("first_touch".into(), f.into());
+        }
+        if self.simulated {
+            p.insert(model::CLOCK.into(), model::SIMULATED.into());
         }
         if let Some(k) = kind {
             p.insert("kind".into(), k.into());

@@ -260,6 +260,30 @@ impl Pdpa {
     pub fn state(&self, id: u64) -> Option<State> {
         self.jobs.get(&id).map(|t| t.state)
     }
+
+    /// Space sharing: takes processors from the jobs holding the most (never below one) until
+    /// `jobs` hold no more than `cpus` together. Newcomers each start with at least one, which
+    /// the settled jobs may not have left free (two arrivals, one free cpu). A job that was
+    /// growing loses its reference: its speedup was read on more processors than it keeps.
+    fn fit(&mut self, jobs: &[JobView], cpus: usize) {
+        let mut total: usize = jobs.iter().map(|j| self.jobs[&j.id].alloc).sum();
+        while total > cpus {
+            let largest = jobs
+                .iter()
+                .map(|j| j.id)
+                .filter(|id| self.jobs[id].alloc > 1)
+                .max_by_key(|id| (self.jobs[id].alloc, std::cmp::Reverse(*id)));
+            // More jobs than processors: each keeps one, time-shared.
+            let Some(id) = largest else { break };
+            let t = self.jobs.get_mut(&id).expect("tracked");
+            t.alloc -= 1;
+            if t.state == State::Inc {
+                t.state = State::Stable;
+                t.previous = None;
+            }
+            total -= 1;
+        }
+    }
 }
 
 impl Policy for Pdpa {
@@ -295,6 +319,7 @@ impl Policy for Pdpa {
                 },
             );
         }
+        self.fit(jobs, cpus);
         let mut used: usize = jobs.iter().map(|j| self.jobs[&j.id].alloc).sum();
         for j in jobs {
             let Some(speedup) = j.speedup else { continue };
@@ -351,10 +376,10 @@ impl Policy for Pdpa {
         if running.len() < mpl {
             return true;
         }
+        // A job admitted since the last allocation holds at least one cpu already.
         let used: usize = running
             .iter()
-            .filter_map(|j| self.jobs.get(&j.id))
-            .map(|t| t.alloc)
+            .map(|j| self.jobs.get(&j.id).map_or(1, |t| t.alloc))
             .sum();
         let states: Vec<State> = running.iter().filter_map(|j| self.state(j.id)).collect();
         let settled = states.iter().all(|s| *s == State::Stable);
@@ -436,6 +461,53 @@ mod tests {
         // At 16 the speedup fell (11 < 12): back to 14, stable.
         assert_eq!(p.allocate(&[job(1, 16, 16, Some(11.0))], 16), [14]);
         assert_eq!(p.state(1), Some(State::Stable));
+    }
+
+    #[test]
+    fn pdpa_never_gives_one_cpu_to_two_jobs() {
+        // 4n-cxl's case: 8 cpus, a job settled on 4 and grown to the rest; two arrive at once.
+        let mut p = Pdpa::new(0.7, 4);
+        p.allocate(&[job(1, 8, 0, None)], 8);
+        assert_eq!(p.allocate(&[job(1, 8, 8, Some(7.5))], 8), [8]);
+        let a = p.allocate(
+            &[job(1, 8, 8, None), job(2, 4, 0, None), job(3, 4, 0, None)],
+            8,
+        );
+        assert_eq!(a.iter().sum::<usize>(), 8, "{a:?}");
+        assert!(a.iter().all(|&x| x >= 1), "{a:?}");
+        // Admission counts a job admitted since the last allocation as holding a cpu.
+        let mut p = Pdpa::new(0.7, 4);
+        p.allocate(&[job(1, 7, 0, None)], 8);
+        p.allocate(&[job(1, 7, 7, Some(6.5))], 8);
+        assert!(p.admit(&[job(1, 7, 7, None)], 8, 1));
+        assert!(!p.admit(&[job(1, 7, 7, None), job(2, 4, 0, None)], 8, 1));
+        // Random speedups, arrivals and departures: never more than the cpus.
+        let mut p = Pdpa::new(0.7, 2);
+        let mut seed = 12345u64;
+        let mut rand = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut running: Vec<JobView> = Vec::new();
+        let mut next = 0;
+        for step in 0..2000 {
+            if running.len() < 6 && (rand(3) == 0 || running.is_empty()) {
+                next += 1;
+                running.push(job(next, 1 + rand(8) as usize, 0, None));
+            }
+            if running.len() > 1 && rand(7) == 0 {
+                let gone = running.remove(rand(running.len() as u64) as usize);
+                p.remove(gone.id);
+            }
+            let a = p.allocate(&running, 8);
+            assert!(a.iter().sum::<usize>() <= 8, "step {step}: {a:?}");
+            for (j, n) in running.iter_mut().zip(a) {
+                j.alloc = n;
+                j.speedup = Some(n as f64 * (0.3 + rand(80) as f64 / 100.0));
+            }
+        }
     }
 
     #[test]

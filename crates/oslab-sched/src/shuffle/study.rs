@@ -6,7 +6,7 @@ use super::simulate::{
     simulate, Costs, DaemonSettings, LockProgram, SimulatedMachine, SimulatedRun,
 };
 use oslab_core::catalog::id;
-use oslab_core::model::{judged, Judge, Measurement, Unit};
+use oslab_core::model::{self, judged, Judge, Measurement, Unit};
 use oslab_core::params;
 use oslab_core::stats::Summary;
 use oslab_core::text::{Block, Doc, Table};
@@ -369,6 +369,7 @@ impl Study {
                 "cores" => r.cores,
                 "threads" => r.threads(),
                 "locks" => r.locks,
+                model::CLOCK => model::SIMULATED,
             };
             for (mode, runs) in [("monitor-only", &c.without), ("shuffle", &c.with)] {
                 let mut p = base.clone();

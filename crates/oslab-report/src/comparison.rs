@@ -4,7 +4,7 @@
 
 use oslab_core::catalog;
 use oslab_core::model::Measurement;
-use oslab_core::stats::compare::{compare, Drift, Row, Verdict, DEFAULT_THRESHOLD};
+use oslab_core::stats::compare::{compare, Drift, DriftFrom, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::text::Table;
 use oslab_core::units::{num, percent, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
@@ -21,6 +21,10 @@ const MACHINE: &[&str] = &[
     "governor",
     "threads",
 ];
+
+/// How often the verdicts cry wolf, as `scripts/false-alarms` measured it: two identical runs
+/// (`--quick --repeat 3`) compared, every regression, improvement or change a false alarm.
+pub const FALSE_ALARMS: &str = "False alarms on identical runs (scripts/false-alarms, `--quick --repeat 3` a side, a 2-vCPU KVM guest, 2026-11-26): 0.3-0.5% of rows busy (load 4-5) without history, 0% with 4 earlier runs as history; an 8-15% slower getppid injected was called a regression.";
 
 /// Earlier runs looked at, at most, for the drift between runs.
 const HISTORY_RUNS: usize = 20;
@@ -257,6 +261,9 @@ pub fn verdict_text(r: &Row) -> &'static str {
         Verdict::Unknown => match r.present {
             [true, false] => "only in A",
             [false, true] => "only in B",
+            _ if r.judgement.n.contains(&0) && r.slowed.iter().any(|n| *n > 0) => {
+                "slowed core only"
+            }
             _ if r.judgement.a.is_none() || r.judgement.b.is_none() => "no value",
             _ => "no ratio (values <= 0)",
         },
@@ -325,7 +332,7 @@ impl Comparison<'_> {
     /// How many rows got each verdict, in a line.
     pub fn tally(&self) -> String {
         format!(
-            "{} compared: {} regressions, {} better, {} changed within the band, {} no difference shown, {} ratio only, {} not comparable",
+            "{} compared: {} regressions, {} better, {} changed (no better direction), {} no difference shown, {} ratio only, {} not comparable",
             self.rows.len(),
             self.count(Verdict::Regression),
             self.count(Verdict::Better),
@@ -366,13 +373,23 @@ impl Comparison<'_> {
             ));
         }
         out.push_str(&format!(
-            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}.\n",
+            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}{}.\n",
             self.threshold * 100.0,
             match self.history {
                 Some(runs) if runs >= 3 => format!(" and, for a single run, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine)"),
                 _ => String::new(),
+            },
+            match self.scatter() {
+                Some((d, n)) => format!(
+                    "; in {} of a single run that no earlier runs show, to how far this comparison's rows scatter about their common ratio (±{}, 99% of rows)",
+                    rows(n),
+                    percent(d)
+                ),
+                None => String::new(),
             }
         ));
+        out.push_str(FALSE_ALARMS);
+        out.push('\n');
         if let (Some(a), Some(b)) = (self.a.core_clock(), self.b.core_clock()) {
             let c = (b / a).ln().abs().exp() - 1.0;
             if c > self.threshold {
@@ -398,6 +415,18 @@ impl Comparison<'_> {
             out.push('\n');
         }
         out
+    }
+
+    /// The band the rows' scatter gave the rows of a single run no earlier run showed, and how
+    /// many rows took it.
+    fn scatter(&self) -> Option<(f64, usize)> {
+        let from_rows: Vec<f64> = self
+            .rows
+            .iter()
+            .filter(|r| r.drift_from == Some(DriftFrom::Rows))
+            .filter_map(|r| r.drift)
+            .collect();
+        Some((*from_rows.first()?, from_rows.len()))
     }
 
     /// Whether the sides' two cpus sat differently on the host (core-to-core latency more than
@@ -429,7 +458,7 @@ impl Comparison<'_> {
         let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
         let single = self.a.runs.len() == 1 || self.b.runs.len() == 1;
         let mut notes: Vec<String> = self.placement_note().into_iter().collect();
-        if called > 0 && single && self.history.is_none() {
+        if called > 0 && single && self.history.is_none() && self.scatter().is_none() {
             notes.push("Judged without history: a side of one run has only its repetitions as replicates, which show the noise within a run, not how far the machine drifts between runs. On a shared host, confirm with runs taken alternately and compared as groups (`oslab compare 1,3,5 2,4,6`).".to_string());
         }
         let varied: Vec<String> = [&self.a, &self.b]
@@ -453,8 +482,9 @@ impl Comparison<'_> {
         }
         if undrifted > 0 {
             notes.push(format!(
-                "Not judged in {} of a single run: fewer than 3 earlier runs of this machine in the store show how far its runs drift apart, and its repetitions cannot (on a shared host, back-to-back identical runs often differ by 10-50%). Keep a few runs in the store, give several runs a side (`compare 1,3,5 2,4,6`), or judge by repetitions alone with `--no-history`.",
-                rows(undrifted)
+                "Not judged in {} of a single run: fewer than 3 earlier runs of this machine in the store show how far its runs drift apart, the comparison has too few rows ({}) to read it from their scatter, and its repetitions cannot (on a shared host, back-to-back identical runs often differ by 10-50%). Give several runs a side (`compare 1,3,5 2,4,6`: 3 a side give a verdict), keep a few runs in the store, or judge by repetitions alone with `--no-history`.",
+                rows(undrifted),
+                oslab_core::stats::compare::SCATTER_MIN_ROWS
             ));
         }
         notes
@@ -644,9 +674,14 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
         }
         _ => String::new(),
     };
+    // Repetitions left out for a slowed core are counted, never silently gone.
+    let slowed = match r.slowed {
+        [0, 0] => String::new(),
+        [a, b] => format!(" (-{}+{} slowed)", a, b),
+    };
     let p = match j.p {
-        Some(p) => format!("p={p:.3} n={}+{}", j.n[0], j.n[1]),
-        None => format!("n={}+{}", j.n[0], j.n[1]),
+        Some(p) => format!("p={p:.3} n={}+{}{slowed}", j.n[0], j.n[1]),
+        None => format!("n={}+{}{slowed}", j.n[0], j.n[1]),
     };
     vec![
         name,

@@ -69,7 +69,7 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
             format!("{} {sym}", num(s.median / div))
                 .trim_end()
                 .to_string(),
-            s.relative_interval_text(),
+            s.relative_interval_text(m.unit),
             m.prediction.as_ref().map_or_else(
                 || "no model".into(),
                 |p| {

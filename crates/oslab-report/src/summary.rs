@@ -60,7 +60,11 @@ pub fn probes(ms: &[Measurement]) -> String {
             ([m], [v]) => {
                 let (div, sym) = scale_for(m.unit, *v);
                 let s = m.summary.as_ref().expect("valued");
-                format!("{} {sym} {}", num(v / div), s.relative_interval_text())
+                format!(
+                    "{} {sym} {}",
+                    num(v / div),
+                    s.relative_interval_text(m.unit)
+                )
             }
             (ms, vs) => {
                 let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);

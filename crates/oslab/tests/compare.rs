@@ -111,8 +111,26 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
         same.len()
     );
     assert!(!called(&same, "same").is_empty(), "{same:?}");
-    // The gate passes.
-    stdout(&["compare", "6", "7", "--fail-on-regression", "--db", db]);
+    // The gate passes, and the verdicts come with the false-alarm rate measured for them.
+    let text = String::from_utf8(stdout(&[
+        "compare",
+        "6",
+        "7",
+        "--fail-on-regression",
+        "--db",
+        db,
+    ]))
+    .unwrap();
+    assert!(text.contains("False alarms on identical runs"), "{text}");
+    // No row is 'changed' within its band: a change is called beyond it, or not at all.
+    for r in called(&same, "changed")
+        .iter()
+        .filter(|r| r["interval"].is_array())
+    {
+        let [lo, hi] = [0, 1].map(|i| r["interval"][i].as_f64().unwrap());
+        let band = r["band"].as_f64().unwrap();
+        assert!(lo > 1.0 + band || hi < 1.0 - band, "{r}");
+    }
 
     // Twice the work is called where it is larger than how far runs here drift apart (on
     // this host some rows drift 50-70% between single runs, and are not called).

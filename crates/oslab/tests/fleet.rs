@@ -287,7 +287,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     assert_eq!(flagged, vec!["slow"]);
     let text = String::from_utf8(stdout(&["fleet", "summary", "777", "--db", db_s])).unwrap();
     assert!(text.contains("outlier nodes: slow"), "{text}");
-    assert!(text.contains("% !") && text.contains("slow"), "{text}");
+    assert!(text.contains("%!") && text.contains("slow"), "{text}");
     let e = fails(&["fleet", "summary", "778", "--db", db_s], 2);
     assert!(e.contains("no runs of fleet job 778"), "{e}");
 }

@@ -57,8 +57,8 @@ pub enum Verdict {
     Better,
     /// Worse beyond the band, with the confidence.
     Regression,
-    /// Different with the confidence, but not beyond the band (or in a unit without a better
-    /// direction).
+    /// Different beyond the band with the confidence, in a unit without a better direction (a
+    /// count, a ratio), or a difference whose shift excludes zero.
     Changed,
     /// No difference shown.
     Same,
@@ -81,12 +81,29 @@ pub struct Row {
     pub unit: Unit,
     /// Whether each side has the measurement at all (with or without a value).
     pub present: [bool; 2],
-    /// The drift between runs of this machine that widened the band, when a side is one run and
-    /// earlier runs show it.
+    /// The drift between runs that widened the band, when a side is one run: from earlier runs
+    /// of this machine, or the other side's runs, or (neither showing it) the scatter of this
+    /// comparison's rows.
     pub drift: Option<f64>,
+    /// Where `drift` came from.
+    pub drift_from: Option<DriftFrom>,
+    /// Repetitions left out on each side for being measured on a slowed core.
+    pub slowed: [usize; 2],
     /// The judgement.
     #[serde(flatten)]
     pub judgement: Judgement,
+}
+
+/// What showed how far a single run drifts from another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftFrom {
+    /// Earlier runs of this machine in the store ([`Drift`]).
+    History,
+    /// The other side's several runs.
+    OtherSide,
+    /// How far this comparison's rows scatter about their common ratio ([`scatter`]).
+    Rows,
 }
 
 /// Two sets of independent replicate values judged against each other.
@@ -178,11 +195,12 @@ pub fn judge(a: &[f64], b: &[f64], unit: Unit, band: f64) -> Judgement {
             };
             let up = lo > 1.0 + band;
             let down = hi < 1.0 - band;
+            // An interval that excludes 1 but stays within the band is no change: the band is
+            // what the noise between runs allows (lfence-rdtsc 16.98 -> 16.99 ns was 'changed').
             match (up || down, lower_is_better) {
                 (true, Some(lower)) if up == lower => Verdict::Regression,
                 (true, Some(_)) => Verdict::Better,
                 (true, None) => Verdict::Changed,
-                (false, _) if lo > 1.0 || hi < 1.0 => Verdict::Changed,
                 (false, _) => Verdict::Same,
             }
         }
@@ -281,12 +299,15 @@ struct PerRun {
     /// Keys with their unit, their parameters for reading and whether they are differences.
     order: Vec<(Key, Unit, String, bool)>,
     values: HashMap<Key, Vec<Vec<f64>>>,
+    /// Repetitions left out for being measured on a slowed core.
+    slowed: HashMap<Key, usize>,
 }
 
 impl PerRun {
     fn of(runs: &[&[Measurement]]) -> PerRun {
         let mut order = Vec::new();
         let mut values: HashMap<Key, Vec<Vec<f64>>> = HashMap::new();
+        let mut slowed: HashMap<Key, usize> = HashMap::new();
         for (run_no, run) in runs.iter().enumerate() {
             let mut seen = HashSet::new();
             for m in run.iter() {
@@ -305,13 +326,18 @@ impl PerRun {
                 });
                 v.resize(runs.len(), Vec::new());
                 // A repetition measured on a slowed core shows the host, not what is compared.
-                let usable = m.status.has_value() && !m.slowed_core();
-                if let Some(s) = m.summary.as_ref().filter(|_| usable) {
+                if m.status.has_value() && m.slowed_core() {
+                    *slowed.entry(key(m)).or_default() += 1;
+                } else if let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) {
                     v[run_no].push(s.median);
                 }
             }
         }
-        PerRun { order, values }
+        PerRun {
+            order,
+            values,
+            slowed,
+        }
     }
 
     /// The median of each run's repetitions of `k`, for the runs with a value.
@@ -387,6 +413,33 @@ fn apart(run_medians: &[f64]) -> Option<f64> {
     }
     let (_, sd) = mean_sd(&kept);
     Some((student_t(kept.len() - 1, TwoSided::P99) * std::f64::consts::SQRT_2 * sd).exp() - 1.0)
+}
+
+/// Rows a comparison needs before their scatter stands for the drift between two runs.
+pub const SCATTER_MIN_ROWS: usize = 20;
+
+/// The normal quantile the scatter's band reaches: 99% of rows of two identical runs fall within
+/// it (2.576 robust standard deviations of their log ratios).
+const SCATTER_Z: f64 = 2.576;
+
+/// How far two single runs drift apart, read from the comparison itself when no earlier runs
+/// show it: the robust spread (MAD) of the rows' log ratios about their median, taken to 99% of
+/// rows. A change that moves a few rows stands out of it; one that moves every row alike (a
+/// slower kernel) moves the median, not the spread, and is still called, since the band is
+/// centred on 1. None with fewer than [`SCATTER_MIN_ROWS`] rows with a ratio.
+pub fn scatter(ratios: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = ratios
+        .iter()
+        .filter(|r| **r > 0.0 && r.is_finite())
+        .map(|r| r.ln())
+        .collect();
+    if logs.len() < SCATTER_MIN_ROWS {
+        return None;
+    }
+    let centre = median(&logs)?;
+    let deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
+    let sigma = median(&deviations)? / 0.6745;
+    Some((SCATTER_Z * sigma).exp() - 1.0)
 }
 
 impl Drift {
@@ -470,22 +523,43 @@ pub fn compare(
             .filter(|(k, ..)| !sides[0].values.contains_key(k))
             .cloned(),
     );
+    // Every row's ratio of medians, for the scatter that stands in for an unknown drift.
+    let ratios: Vec<f64> = order
+        .iter()
+        .filter(|(.., difference)| !difference)
+        .filter_map(|(k, ..)| {
+            let (a, b) = (
+                median(&sides[0].replicates(k).0)?,
+                median(&sides[1].replicates(k).0)?,
+            );
+            (a > 0.0 && b > 0.0).then(|| b / a)
+        })
+        .collect();
+    let scattered = scatter(&ratios);
     order
         .into_iter()
         .map(|(k, unit, params, difference)| {
             let (va, runs_a) = sides[0].replicates(&k);
             let (vb, runs_b) = sides[1].replicates(&k);
-            // A single run's drift: from the history, else from the other side's runs.
+            // A single run's drift: from the history, else from the other side's runs, else
+            // from how far this comparison's rows scatter.
             let single = runs_a == 1 || runs_b == 1;
             let learnt = single && drift.learnt;
-            let drift = learnt.then(|| drift.of(&k)).flatten().or_else(|| {
-                learnt.then(|| sides.iter().find_map(|s| apart(&s.run_medians(&k))))?
-            });
-            let unknown = learnt && drift.is_none();
+            let found = learnt
+                .then(|| drift.of(&k).map(|d| (d, DriftFrom::History)))
+                .flatten()
+                .or_else(|| {
+                    let other = sides.iter().find_map(|s| apart(&s.run_medians(&k)));
+                    learnt.then_some(other?).map(|d| (d, DriftFrom::OtherSide))
+                })
+                .or_else(|| single.then_some(scattered?).map(|d| (d, DriftFrom::Rows)));
+            // Without a history asked for (`--no-history`), a single run with nothing to show
+            // its drift is judged by its repetitions alone, as the user chose.
+            let unknown = learnt && found.is_none();
             let band = threshold
                 .max(spread(&va))
                 .max(spread(&vb))
-                .max(drift.unwrap_or(0.0))
+                .max(found.map_or(0.0, |(d, _)| d))
                 .min(0.99);
             let (probe, _, metric) = k.clone();
             Row {
@@ -494,7 +568,9 @@ pub fn compare(
                 metric,
                 unit,
                 present: [0, 1].map(|i| sides[i].values.contains_key(&k)),
-                drift,
+                drift: found.map(|(d, _)| d),
+                drift_from: found.map(|(_, f)| f),
+                slowed: [0, 1].map(|i| sides[i].slowed.get(&k).copied().unwrap_or(0)),
                 judgement: match difference {
                     true => judge_shift(&va, &vb, band),
                     false => judge(&va, &vb, unit, band),
@@ -559,9 +635,9 @@ mod tests {
         );
         assert_eq!(rates.judgement.verdict, Verdict::Better);
         assert_eq!(verdict(&base, &base).judgement.verdict, Verdict::Same);
-        // A 2% change, every repetition apart, is a change but not beyond a 5% threshold.
+        // A 2% change, every repetition apart, lies within a 5% band: no change is called.
         let bit = run(1, Unit::Ns, &[103.5, 104.0, 104.5]);
-        assert_eq!(verdict(&base, &bit).judgement.verdict, Verdict::Changed);
+        assert_eq!(verdict(&base, &bit).judgement.verdict, Verdict::Same);
     }
 
     #[test]
@@ -632,7 +708,8 @@ mod tests {
         let rows = compare(&[&a1], &[&b1], 0.05, &drift);
         let d = rows[0].drift.unwrap();
         assert!(d > 0.62 && d < 0.64, "{d}");
-        assert_eq!(rows[0].judgement.verdict, Verdict::Changed);
+        assert_eq!(rows[0].drift_from, Some(DriftFrom::History));
+        assert_eq!(rows[0].judgement.verdict, Verdict::Same);
         // A run far out of the history (a regressed build) is left out of it.
         let regressed = run(1, Unit::Ns, &[300.0, 301.0, 302.0]);
         let with = Drift::from_runs(&[&a1, &b1, &a2, &b2, &a3, &b3, &regressed]);
@@ -754,7 +831,54 @@ mod tests {
         let b = run(1, Unit::Ns, &[131.0, 145.0, 160.0]);
         let r = verdict(&a, &b);
         assert!((r.judgement.band - 30.0 / 115.0).abs() < 1e-9, "{r:?}");
-        assert_eq!(r.judgement.verdict, Verdict::Changed);
+        assert_eq!(r.judgement.verdict, Verdict::Same);
+    }
+
+    /// `rows` measurements of one run, each repeated three times: row `i` at `value(i)`
+    /// times `1 + 0.001 x repetition`.
+    fn many(rows: usize, value: impl Fn(usize) -> f64) -> Vec<Measurement> {
+        (0..rows)
+            .flat_map(|i| {
+                (1..=3).map(move |r| (i, r)).map(|(i, r)| {
+                    let mut x = m(1, Unit::Ns, r, value(i) * (1.0 + 0.001 * f64::from(r)));
+                    x.params.insert("row".into(), i.into());
+                    x
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn single_runs_without_history_are_judged_against_how_far_their_rows_scatter() {
+        // Two identical runs of 200 rows whose medians drift apart by up to ±12% (a busy host):
+        // their repetitions agree within 0.2%, so repetitions alone called most rows changed.
+        let wobble = |i: usize| 1.0 + 0.12 * ((i as f64 * 2.399).sin());
+        let a = many(200, |_| 100.0);
+        let b = many(200, |i| 100.0 * wobble(i));
+        let rows = compare(&[&a], &[&b], 0.05, &Drift::default());
+        let called = rows
+            .iter()
+            .filter(|r| r.judgement.verdict != Verdict::Same)
+            .count();
+        assert!(called <= 4, "{called} of 200 called");
+        assert!(rows.iter().all(|r| r.drift_from == Some(DriftFrom::Rows)));
+        // A 30% regression of 10 rows stands out of that scatter; so does every row 20% slower.
+        let slowed = many(200, |i| 100.0 * wobble(i) * if i < 10 { 1.3 } else { 1.0 });
+        let rows = compare(&[&b], &[&slowed], 0.05, &Drift::default());
+        let regressed: Vec<usize> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.judgement.verdict == Verdict::Regression)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(regressed, (0..10).collect::<Vec<_>>());
+        let all = many(200, |_| 120.0);
+        let rows = compare(&[&many(200, |_| 100.0)], &[&all], 0.05, &Drift::default());
+        assert!(rows
+            .iter()
+            .all(|r| r.judgement.verdict == Verdict::Regression));
+        // Too few rows show no scatter: a single run is judged only as the user chose.
+        assert_eq!(scatter(&[1.0; 19]), None);
     }
 
     #[test]
@@ -797,8 +921,8 @@ mod tests {
         }
         let r = verdict(&base, &slowed);
         assert_eq!(
-            (r.judgement.verdict, r.present),
-            (Verdict::Unknown, [true, true])
+            (r.judgement.verdict, r.present, r.slowed),
+            (Verdict::Unknown, [true, true], [0, 3])
         );
         // One slowed repetition of three: the other two still judge.
         slowed[1].note = None;

@@ -70,13 +70,30 @@ impl Summary {
         }
     }
 
-    /// The interval relative to the median, by its farther end: `±0.4%`; `n=2 only` without
-    /// one (too few values for an interval). It reads the same at any scale (a narrow table's
+    /// The interval relative to the median: `±0.4%` when its ends lie about as far from the
+    /// median, `-6.4%/+350%` when one lies over half as far again as the other (an asymmetric
+    /// interval is never shown as ±), its ends in `unit` (`0 – 5.5 ms`) when the median is zero
+    /// or the interval more than ten times it (no percentage of nothing); `n=2 only` without one
+    /// (too few values for an interval). It reads the same at any scale (a narrow table's
     /// interval column).
-    pub fn relative_interval_text(&self) -> String {
-        match self.relative_interval() {
-            Some(share) => format!("±{}", crate::units::percent(share)),
-            None => format!("n={} only", self.n),
+    pub fn relative_interval_text(&self, unit: crate::units::Unit) -> String {
+        let Some((lo, hi)) = self.interval() else {
+            return format!("n={} only", self.n);
+        };
+        let size = self.median.abs();
+        let (below, above) = (self.median - lo, hi - self.median);
+        if size == 0.0 || below.max(above) > 10.0 * size {
+            let (div, sym) = crate::units::scale_for(unit, hi.abs().max(lo.abs()));
+            let num = crate::units::num;
+            return format!("{} – {} {sym}", num(lo / div), num(hi / div))
+                .trim_end()
+                .to_string();
+        }
+        let pct = |v: f64| crate::units::percent(v / size);
+        if below.max(above) > 1.5 * below.min(above) && below.max(above) > 0.01 * size {
+            format!("-{}/+{}", pct(below), pct(above))
+        } else {
+            format!("±{}", pct(below.max(above)))
         }
     }
 
@@ -449,6 +466,22 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_reads_as_it_lies_never_as_a_percentage_of_zero() {
+        let mut s = Summary::new(&[738.7; 10]).unwrap();
+        let text = |s: &Summary| s.relative_interval_text(crate::units::Unit::Ns);
+        (s.ci_low, s.ci_high) = (691.0, 3322.0);
+        assert_eq!(text(&s), "-6.5%/+350%");
+        (s.ci_low, s.ci_high) = (730.0, 747.0);
+        assert_eq!(text(&s), "±1.2%");
+        // Host steal: a zero median, its interval 0-0.0055 (306 digits once).
+        s.median = 0.0;
+        (s.ci_low, s.ci_high) = (0.0, 0.0055e9);
+        assert_eq!(text(&s), "0 – 5.500 ms");
+        s.n = 2;
+        assert_eq!(text(&s), "n=2 only");
+    }
 
     #[test]
     fn fewer_samples_than_an_interval_needs_are_noisy_however_close() {

@@ -173,10 +173,11 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
         let (div, sym) = scale_for(row.unit, row.median);
         let mut cells = vec![row.label(), sym.to_string(), num(row.median / div)];
         cells.extend(row.cells.iter().map(|c| match c {
+            // The mark joined to its number: a narrow table wrapped "+58.4% !" at the space.
             Some(c) => format!(
                 "{:+.1}%{}",
                 c.deviation * 100.0,
-                if c.outlier { " !" } else { "" }
+                if c.outlier { "!" } else { "" }
             ),
             None => "-".into(),
         }));

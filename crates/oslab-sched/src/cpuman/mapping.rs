@@ -162,14 +162,18 @@ pub fn reallocate(
 ) -> Vec<usize> {
     let allocs = policy.allocate(views, order.len());
     let same = views.iter().zip(&allocs).all(|(v, &a)| v.alloc == a);
-    if policy.pins() && !same {
+    // Jobs that shared a cpu while they outnumbered the cpus are dealt out again once they fit,
+    // though their counts stay the same (3 jobs on 2 cpus, one ends: the two left kept sharing
+    // cpu 0 while cpu 1 idled).
+    let fits = views.len() <= order.len();
+    if policy.pins() && (!same || (fits && space_shared(mapping).is_err())) {
         let wanted: Vec<(u64, usize)> =
             views.iter().zip(&allocs).map(|(v, &a)| (v.id, a)).collect();
         *mapping = map(order, mapping, &wanted);
     }
     // Space sharing is the premise of every pinning policy: a cpu given to two jobs is a bug
     // in the policy, never a result to report.
-    if policy.pins() && views.len() <= order.len() {
+    if policy.pins() && fits {
         if let Err(e) = space_shared(mapping) {
             panic!("policy {} broke space sharing: {e}", policy.name());
         }
@@ -258,6 +262,29 @@ mod tests {
         let m = map(&order, &shared, &[(1, 1), (3, 1)]);
         assert_eq!(space_shared(&m), Ok(()), "{m:?}");
         assert_eq!(m[&1], [0]);
+    }
+
+    #[test]
+    fn jobs_that_shared_a_cpu_are_dealt_out_again_once_they_fit() {
+        use crate::cpuman::policy::{Equip, JobView};
+        let order: Vec<(usize, usize)> = vec![(0, 0), (1, 0)];
+        let view = |id, alloc| JobView {
+            id,
+            request: 4,
+            alloc,
+            speedup: None,
+        };
+        let mut mapping = BTreeMap::new();
+        let three = [view(1, 0), view(2, 0), view(3, 0)];
+        assert_eq!(
+            reallocate(&mut Equip, &three, &order, &mut mapping),
+            [1, 1, 1]
+        );
+        // Job 2 ends; the two left keep a count of 1 each, on cpus of their own now.
+        mapping.remove(&2);
+        let two = [view(1, 1), view(3, 1)];
+        assert_eq!(reallocate(&mut Equip, &two, &order, &mut mapping), [1, 1]);
+        assert_eq!(space_shared(&mapping), Ok(()), "{mapping:?}");
     }
 
     #[test]

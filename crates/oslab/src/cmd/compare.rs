@@ -42,7 +42,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
         Gate::Unjudged => {
-            eprintln!("error: --fail-on-regression: no measurement could be judged: too few repetitions (3 a side: `oslab run --repeat 3`) or, for a single run, too few earlier runs of this machine in the store to show how far its runs drift apart (keep 3, or give several runs a side)");
+            let notes: Vec<String> = comparisons.iter().flat_map(Comparison::notes).collect();
+            super::say_wrapped(&format!(
+                "error: --fail-on-regression: no measurement could be judged. {}",
+                notes.join(" ")
+            ));
             Ok(ExitCode::from(2))
         }
     }

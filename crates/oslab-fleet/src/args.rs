@@ -67,6 +67,11 @@ pub struct FleetSummaryArgs {
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
     #[arg(long)]
     pub all: bool,
+    /// The smallest deviation from the fleet median called an outlier, e.g. 5% or 0.05 (a node
+    /// is called only beyond this, its own interval and the noise between nodes).
+    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
+        value_parser = oslab_core::units::parse_fraction)]
+    pub min_effect: f64,
     /// Text or JSON.
     #[command(flatten)]
     pub out: Output,

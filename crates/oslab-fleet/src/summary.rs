@@ -1,12 +1,35 @@
 //! One view of a fleet run: the same measurements taken on many nodes, each node's value against
-//! the fleet median, and the nodes that stand out by a robust z-score (median and MAD, so one bad
-//! node cannot hide itself by inflating the spread). The slow node with a misconfigured governor or
-//! a bad DIMM is what users look for.
+//! the fleet median, and the nodes that stand out. The slow node with a misconfigured governor or
+//! a bad DIMM is what users look for; a healthy node called an outlier sends them chasing noise.
+//!
+//! A node's value stands out of a measurement only when all three hold:
+//! - it lies at least the minimum effect from the fleet median (5% unless asked otherwise): a
+//!   node 1% off is no finding, however quiet the fleet;
+//! - its own interval (the hull of its repetitions' intervals) excludes the fleet median: a
+//!   node that cannot tell its own value apart from the median is not apart from it;
+//! - its deviation lies beyond the noise between nodes by a z corrected for how many values were
+//!   judged (Bonferroni over measurements x nodes, 5% for the whole fleet): the noise is the
+//!   robust spread (MAD, corrected for few values) of the row's log values, never below the
+//!   median of every row's (three nodes' MAD is one gap, often near nothing), widened for a
+//!   deviation from a median the node itself moves.
+//!
+//! Every repetition counts: a node's value is the median of its repetitions' medians.
 
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::stats::compare::key;
-use oslab_core::stats::{median, robust_z, OUTLIER_Z};
+use oslab_core::stats::median;
+use oslab_core::stats::ranks::normal_quantile_upper;
 use serde::Serialize;
+
+/// The smallest deviation from the fleet median that is called, unless asked otherwise.
+pub const DEFAULT_MIN_EFFECT: f64 = 0.05;
+
+/// The chance that a healthy fleet shows any outlier value at all, before the minimum effect and
+/// the nodes' own intervals (which only lower it).
+pub const FAMILY_ALPHA: f64 = 0.05;
+
+/// Nodes a measurement needs before one can stand out of it.
+pub const MIN_NODES: usize = 3;
 
 /// One node's run.
 #[derive(Debug, Clone)]
@@ -24,13 +47,14 @@ pub struct NodeRun {
 /// One node's value of one measurement.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
-    /// The node's median.
+    /// The median of the node's repetitions' medians.
     pub value: f64,
     /// (value - fleet median) / fleet median.
     pub deviation: f64,
-    /// Robust z-score, when the fleet has at least three values that are not all equal.
+    /// Its log deviation over the noise between nodes, when the fleet has at least
+    /// [`MIN_NODES`] values and some noise.
     pub z: Option<f64>,
-    /// |z| above [`OUTLIER_Z`].
+    /// Beyond the minimum effect, its own interval and the corrected z (the module says).
     pub outlier: bool,
 }
 
@@ -76,11 +100,35 @@ pub struct NodeVerdict {
     pub outliers: usize,
     /// Its largest |z| (row label, deviation, z).
     pub worst: Option<(String, f64, f64)>,
+    /// The probe families in which it stands apart as a whole ([`Shift`]).
+    pub shifts: Vec<Shift>,
+}
+
+/// A node apart from the others across a whole probe family: its typical deviation from the
+/// fleet median (the median over the family's measurements) at least the minimum effect,
+/// and the deviations one way in more of the measurements than chance allows (a sign test,
+/// Bonferroni over nodes x families at [`FAMILY_ALPHA`]). A node slowed everywhere (a capped cpu)
+/// or in one family (a bad DIMM: memory) is found so even among three nodes, where one value
+/// cannot tell which of two gaps is the noise.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shift {
+    /// The family: a probe id's part before its first dot (`memory`, `syscall`).
+    pub family: String,
+    /// Its typical deviation, as a share (0.18: 18% above the others).
+    pub deviation: f64,
+    /// Measurements of the family it has a value in.
+    pub measurements: usize,
+    /// How many of them deviate the way the typical deviation does.
+    pub same_way: usize,
+    /// The sign test's two-sided p.
+    pub p: f64,
 }
 
 /// The fleet view.
 #[derive(Debug, Clone, Serialize)]
 pub struct FleetSummary {
+    /// How an outlier was called: the minimum effect and the corrected z.
+    pub rule: Rule,
     /// Node names, sorted.
     pub nodes: Vec<String>,
     /// Each machine shape and its nodes, when the nodes are not all of one shape: their values
@@ -98,60 +146,199 @@ impl FleetSummary {
     pub fn outlier_nodes(&self) -> Vec<&str> {
         self.verdicts
             .iter()
-            .filter(|v| v.outliers > 0)
+            .filter(|v| v.outliers > 0 || !v.shifts.is_empty())
             .map(|v| v.node.as_str())
             .collect()
     }
 }
 
-/// The value a measurement contributes: its median, when it was measured.
-fn value(m: &Measurement) -> Option<f64> {
-    m.status
-        .has_value()
-        .then(|| m.summary.as_ref().map(|s| s.median))
-        .flatten()
-        .filter(|v| v.is_finite())
+/// The rule the outliers were called by.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rule {
+    /// The smallest deviation called.
+    pub min_effect: f64,
+    /// The z a deviation must pass: Bonferroni for `comparisons` at [`FAMILY_ALPHA`].
+    pub z: f64,
+    /// Values judged (measurements x nodes with a value, in rows of [`MIN_NODES`] or more).
+    pub comparisons: usize,
 }
 
-/// Lines the nodes' runs up measurement by measurement and scores every value.
-pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
+/// A node's repetitions of one measurement: each one's median and interval.
+#[derive(Debug, Default, Clone)]
+struct Repetitions {
+    medians: Vec<f64>,
+    low: f64,
+    high: f64,
+}
+
+impl Repetitions {
+    fn add(&mut self, m: &Measurement) {
+        let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
+            return;
+        };
+        if !s.median.is_finite() {
+            return;
+        }
+        let (lo, hi) = s.interval().unwrap_or((s.median, s.median));
+        if self.medians.is_empty() {
+            (self.low, self.high) = (lo, hi);
+        }
+        self.medians.push(s.median);
+        self.low = self.low.min(lo).min(s.median);
+        self.high = self.high.max(hi).max(s.median);
+    }
+
+    fn value(&self) -> Option<f64> {
+        median(&self.medians)
+    }
+}
+
+/// The spread of one row's log values as a standard deviation, when it has enough positive
+/// values: their MAD over its expected share of the deviation for so few values (0.6745 for
+/// many; 0.36 for three, whose MAD is the nearer of two gaps: 0.6745 - 0.9/n within 0.01 of a
+/// simulation from 3 to 64 values).
+fn row_scale(values: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = values
+        .iter()
+        .filter(|v| **v > 0.0)
+        .map(|v| v.ln())
+        .collect();
+    if logs.len() < MIN_NODES {
+        return None;
+    }
+    let centre = median(&logs)?;
+    let deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
+    Some(median(&deviations)? / (0.6745 - 0.9 / logs.len() as f64))
+}
+
+/// How much wider a value's deviation from the median of `n` values (itself among them) spreads
+/// than one value: sqrt(1 + 1/(n - 1)), which keeps the tail at or under the normal's from 3
+/// values to 64 (simulated).
+fn deviation_spread(n: usize) -> f64 {
+    (1.0 + 1.0 / (n.max(2) - 1) as f64).sqrt()
+}
+
+/// Two-sided p of a sign test: `k` of `n` one way, where each way is as likely.
+fn sign_test(k: usize, n: usize) -> f64 {
+    let k = k.min(n - k);
+    // P(X <= k) for X ~ Binomial(n, 1/2), by terms in logarithms (n may be hundreds).
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let mut ln_choose = 0.0;
+    let mut sum = 0.0;
+    for i in 0..=k {
+        if i > 0 {
+            ln_choose += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        }
+        sum += (ln_choose + ln_half_n).exp();
+    }
+    (2.0 * sum).min(1.0)
+}
+
+/// Each node's [`Shift`]s: per probe family, its log deviations from the fleet median (rows
+/// with at least [`MIN_NODES`] values; with three nodes the median is a healthy one, where the
+/// others' median would be half the odd node's), tested as the type says.
+fn shifts(
+    keys: &[(String, String, String)],
+    values: &[Vec<Option<f64>>],
+    nodes: usize,
+    min_effect: f64,
+) -> Vec<Vec<Shift>> {
+    let family = |probe: &str| probe.split('.').next().unwrap_or(probe).to_string();
+    // (node, family) -> deviations
+    let mut devs: std::collections::BTreeMap<(usize, String), Vec<f64>> = Default::default();
+    for ((probe, ..), row) in keys.iter().zip(values) {
+        if row.iter().flatten().count() < MIN_NODES {
+            continue;
+        }
+        let present: Vec<f64> = row.iter().flatten().copied().filter(|v| *v > 0.0).collect();
+        let Some(m) = median(&present) else { continue };
+        for (i, v) in row.iter().enumerate() {
+            if let Some(v) = v.filter(|v| *v > 0.0) {
+                devs.entry((i, family(probe)))
+                    .or_default()
+                    .push((v / m).ln());
+            }
+        }
+    }
+    let tests = devs.len().max(1) as f64;
+    let mut out = vec![Vec::new(); nodes];
+    for ((node, family), d) in devs {
+        let Some(typical) = median(&d) else { continue };
+        let up = d.iter().filter(|x| **x > 0.0).count();
+        let down = d.iter().filter(|x| **x < 0.0).count();
+        let same_way = if typical >= 0.0 { up } else { down };
+        let p = sign_test(up, up + down);
+        let deviation = typical.exp() - 1.0;
+        if deviation.abs() >= min_effect && p < FAMILY_ALPHA / tests {
+            out[node].push(Shift {
+                family,
+                deviation,
+                measurements: d.len(),
+                same_way,
+                p,
+            });
+        }
+    }
+    out
+}
+
+/// Lines the nodes' runs up measurement by measurement and scores every value; `min_effect` is
+/// the smallest deviation from the fleet median called (0.05: 5%).
+pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
     let mut runs: Vec<&NodeRun> = runs.iter().collect();
     runs.sort_by(|a, b| a.node.cmp(&b.node));
     let mut keys: Vec<(String, String, String)> = Vec::new();
     let mut units: Vec<Unit> = Vec::new();
-    let mut values: Vec<Vec<Option<f64>>> = Vec::new();
+    let mut reps: Vec<Vec<Repetitions>> = Vec::new();
+    let mut index = std::collections::HashMap::new();
     for (i, r) in runs.iter().enumerate() {
         for m in &r.measurements {
             let k = key(m);
-            let row = match keys.iter().position(|x| *x == k) {
-                Some(p) => p,
-                None => {
-                    keys.push(k);
-                    units.push(m.unit);
-                    values.push(vec![None; runs.len()]);
-                    keys.len() - 1
-                }
-            };
-            // A measurement repeated within a run: its first value counts.
-            if values[row][i].is_none() {
-                values[row][i] = value(m);
-            }
+            let row = *index.entry(k.clone()).or_insert_with(|| {
+                keys.push(k);
+                units.push(m.unit);
+                reps.push(vec![Repetitions::default(); runs.len()]);
+                keys.len() - 1
+            });
+            reps[row][i].add(m);
         }
     }
+    let values: Vec<Vec<Option<f64>>> = reps
+        .iter()
+        .map(|row| row.iter().map(Repetitions::value).collect())
+        .collect();
+    // The noise between nodes: each row's own, never below the median row's.
+    let scales: Vec<Option<f64>> = values
+        .iter()
+        .map(|v| row_scale(&v.iter().flatten().copied().collect::<Vec<_>>()))
+        .collect();
+    let floor = median(&scales.iter().flatten().copied().collect::<Vec<_>>()).unwrap_or(0.0);
+    let comparisons: usize = values
+        .iter()
+        .map(|v| v.iter().flatten().count())
+        .filter(|n| *n >= MIN_NODES)
+        .sum();
+    let z_crit = normal_quantile_upper(FAMILY_ALPHA / 2.0 / comparisons.max(1) as f64);
     let rows: Vec<FleetRow> = keys
+        .clone()
         .into_iter()
         .zip(units)
-        .zip(values)
-        .filter_map(|(((probe, params, metric), unit), vals)| {
+        .zip(values.iter().zip(&reps).zip(&scales))
+        .filter_map(|(((probe, params, metric), unit), ((vals, reps), scale))| {
             let present: Vec<f64> = vals.iter().flatten().copied().collect();
             let med = median(&present)?;
-            let z = robust_z(&present);
-            let mut zi = z.iter().flatten();
+            let noise = scale
+                .map(|s| s.max(floor) * deviation_spread(present.len()))
+                .filter(|s| *s > 0.0);
             let cells = vals
                 .iter()
-                .map(|v| {
+                .zip(reps)
+                .map(|(v, rep)| {
                     v.map(|value| {
-                        let z = z.as_ref().and_then(|_| zi.next().copied());
+                        let log = (value > 0.0 && med > 0.0).then(|| (value / med).ln());
+                        let z = noise.zip(log).map(|(s, l)| l / s);
+                        let apart = rep.low > med || rep.high < med;
+                        let large = log.is_some_and(|l| l.abs() >= (1.0 + min_effect).ln());
                         Cell {
                             value,
                             deviation: if med != 0.0 {
@@ -160,7 +347,7 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
                                 0.0
                             },
                             z,
-                            outlier: z.is_some_and(|z| z.abs() > OUTLIER_Z),
+                            outlier: large && apart && z.is_some_and(|z| z.abs() > z_crit),
                         }
                     })
                 })
@@ -175,6 +362,7 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
             })
         })
         .collect();
+    let mut shifted = shifts(&keys, &values, runs.len(), min_effect);
     let verdicts = runs
         .iter()
         .enumerate()
@@ -190,6 +378,7 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
                 worst: mine
                     .filter_map(|(row, c)| c.z.map(|z| (row.label(), c.deviation, z)))
                     .max_by(|a, b| a.2.abs().total_cmp(&b.2.abs())),
+                shifts: std::mem::take(&mut shifted[i]),
             }
         })
         .collect();
@@ -208,6 +397,11 @@ pub fn summarize(runs: &[NodeRun]) -> FleetSummary {
         shapes.clear();
     }
     FleetSummary {
+        rule: Rule {
+            min_effect,
+            z: z_crit,
+            comparisons,
+        },
         shapes,
         nodes: runs.iter().map(|r| r.node.clone()).collect(),
         rows,
@@ -256,7 +450,7 @@ mod tests {
                 shape: Some("1 socket x 2 cores x 1 thread, 1 NUMA node".into()),
             })
             .collect();
-        let s = summarize(&runs);
+        let s = summarize(&runs, DEFAULT_MIN_EFFECT);
         assert_eq!(s.nodes.len(), 8);
         // Placement (cpu) is not part of the match: one row per probe.
         assert_eq!(s.rows.len(), 2);
@@ -264,9 +458,122 @@ mod tests {
         let v = &s.verdicts[5];
         let (label, dev, z) = v.worst.clone().unwrap();
         assert!(label.starts_with("syscall"), "{label}");
-        assert!(dev > 0.35 && z > OUTLIER_Z, "{dev} {z}");
+        assert!(dev > 0.35 && z > s.rule.z, "{dev} {z}");
         assert_eq!(v.measured, 2);
         assert!(s.shapes.is_empty(), "one shape: nothing to say");
+    }
+
+    /// A fleet of `nodes` healthy nodes, `rows` measurements each, every value off by a normal
+    /// 2% (and its own interval ±1% about it); node `slow`, when given, `by` slower on all.
+    fn fleet(nodes: usize, rows: usize, seed: u64, slow: Option<(usize, f64)>) -> Vec<NodeRun> {
+        let mut rng = oslab_core::stats::SplitMix64(seed);
+        let mut normal = move || {
+            // Box-Muller from two uniforms.
+            let u = |r: &mut oslab_core::stats::SplitMix64| {
+                (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+            };
+            let (a, b) = (u(&mut rng).max(1e-12), u(&mut rng));
+            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+        };
+        (0..nodes)
+            .map(|n| NodeRun {
+                node: format!("n{n:02}"),
+                run_id: n as i64 + 1,
+                measurements: (0..rows)
+                    .map(|r| {
+                        let base = 100.0 * (1.0 + r as f64);
+                        let factor = match slow {
+                            Some((s, by)) if s == n => 1.0 + by,
+                            _ => 1.0,
+                        };
+                        m(
+                            &format!("{}.p{r}", ["memory", "syscall"][r % 2]),
+                            0,
+                            base * factor * (1.0 + 0.02 * normal()),
+                        )
+                    })
+                    .collect(),
+                shape: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn healthy_fleets_have_no_outlier_and_a_slow_node_is_the_one() {
+        // Three identical guests flagged n3, n3, n1 and n3; 8 and 16 nodes with 2% noise had
+        // every node flagged (robust z > 3.5 with no effect size or correction).
+        for nodes in [3, 8, 16, 64] {
+            for seed in 1..=5 {
+                let s = summarize(&fleet(nodes, 140, seed, None), DEFAULT_MIN_EFFECT);
+                assert!(
+                    s.outlier_nodes().is_empty(),
+                    "{nodes} healthy nodes, seed {seed}: {:?}",
+                    s.outlier_nodes()
+                );
+            }
+        }
+        // A node 20% slower is the one outlier, from 3 nodes on; 10% from 8 on.
+        for (nodes, by) in [(3, 0.20), (8, 0.10), (16, 0.10), (64, 0.20)] {
+            let s = summarize(&fleet(nodes, 140, 7, Some((1, by))), DEFAULT_MIN_EFFECT);
+            assert_eq!(s.outlier_nodes(), vec!["n01"], "{nodes} nodes, {by}");
+            let shift = &s.verdicts[1].shifts;
+            assert_eq!(shift.len(), 2, "{shift:?}");
+            assert!(
+                shift.iter().all(|s| (s.deviation - by).abs() < 0.03),
+                "{shift:?}"
+            );
+        }
+        // 3% slower is within the minimum effect: no finding, however clear.
+        let s = summarize(&fleet(8, 140, 7, Some((1, 0.03))), DEFAULT_MIN_EFFECT);
+        assert!(s.outlier_nodes().is_empty());
+    }
+
+    #[test]
+    fn every_repetition_counts_and_a_node_unsure_of_itself_is_not_apart() {
+        let rep = |v: f64, r: u32, spread: f64| {
+            let mut x = m("syscall", 0, v);
+            x.summary = Summary::new(&[v, v * (1.0 + spread), v * (1.0 - spread)]);
+            x.repetition = r;
+            x
+        };
+        let node = |name: &str, ms: Vec<Measurement>| NodeRun {
+            node: name.into(),
+            run_id: 1,
+            measurements: ms,
+            shape: None,
+        };
+        // Node c's first repetition is 30% off, its other two agree with the fleet: its value
+        // is the median of the three.
+        let runs = vec![
+            node(
+                "a",
+                vec![rep(100.0, 1, 0.01), rep(100.5, 2, 0.01), rep(99.5, 3, 0.01)],
+            ),
+            node(
+                "b",
+                vec![
+                    rep(101.0, 1, 0.01),
+                    rep(100.0, 2, 0.01),
+                    rep(100.2, 3, 0.01),
+                ],
+            ),
+            node(
+                "c",
+                vec![rep(130.0, 1, 0.01), rep(100.4, 2, 0.01), rep(99.8, 3, 0.01)],
+            ),
+        ];
+        let s = summarize(&runs, DEFAULT_MIN_EFFECT);
+        assert!(s.outlier_nodes().is_empty(), "{:?}", s.rows[0]);
+        assert!((s.rows[0].cells[2].as_ref().unwrap().value - 100.4).abs() < 1e-9);
+        // A node 40% off whose own interval reaches the fleet median is not called.
+        let runs = vec![
+            node("a", vec![rep(100.0, 1, 0.01)]),
+            node("b", vec![rep(101.0, 1, 0.01)]),
+            node("c", vec![rep(140.0, 1, 0.5)]),
+        ];
+        assert!(summarize(&runs, DEFAULT_MIN_EFFECT)
+            .outlier_nodes()
+            .is_empty());
     }
 
     #[test]
@@ -294,7 +601,7 @@ mod tests {
                 shape: None,
             },
         ];
-        let s = summarize(&runs);
+        let s = summarize(&runs, DEFAULT_MIN_EFFECT);
         assert_eq!(s.nodes, vec!["a", "b", "c"]);
         let row = &s.rows[0];
         assert_eq!(row.median, 200.0);

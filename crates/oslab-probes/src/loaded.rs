@@ -9,7 +9,7 @@ use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores, MIX_BLOCK};
 use crate::memory::{Chain, Order, IDLE_SPACING};
 use crate::probe::{Context, Need, Plan, Probe, ProbeError};
-use oslab_core::affinity::{set_affinity, SchedGuard};
+use oslab_core::affinity::set_affinity;
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::{params, CpuSet, Summary};
@@ -192,7 +192,6 @@ fn with_loaders<T>(
         for &cpu in cpus {
             s.spawn(move || {
                 let placed = set_affinity(0, &CpuSet::single(cpu)).is_ok();
-                let _normal = SchedGuard::normal().ok();
                 let buffers = (
                     Buffer::new(bytes, Pages::Default),
                     Buffer::new(bytes, Pages::Default),

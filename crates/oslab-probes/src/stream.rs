@@ -6,7 +6,7 @@ use crate::buffer::{Buffer, Pages};
 use crate::harness::check_interrupt;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::probe::ProbeError;
-use oslab_core::affinity::{set_affinity, SchedGuard};
+use oslab_core::affinity::set_affinity;
 use oslab_core::CpuSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -104,7 +104,9 @@ type ThreadTimes = Vec<Vec<(Instant, Instant)>>;
 
 /// Runs `jobs` in order with one thread per CPU of `cpus`: each thread pins itself, first-touches
 /// its slice of `arrays`, then for every job runs one warm-up pass and timed repetitions, all
-/// threads starting together behind a barrier. Threads run at normal priority.
+/// threads starting together behind a barrier. Threads keep the calling thread's scheduling class
+/// (SCHED_FIFO when the session raised it): one run's figures under one set of conditions (at
+/// SCHED_OTHER beside other work, one-thread triad read 0.33-0.39x STREAM at SCHED_FIFO).
 pub fn team(
     cpus: &[usize],
     arrays: &Arrays,
@@ -127,7 +129,6 @@ pub fn team(
                     // forever; a failure makes all of them stop at the next decision point.
                     let placed = set_affinity(0, &CpuSet::single(cpu))
                         .map_err(|e| format!("cannot pin a worker to cpu {cpu}: {e}"));
-                    let _normal = SchedGuard::normal().ok();
                     if placed.is_err() {
                         failed.store(true, Ordering::SeqCst);
                     }

@@ -137,7 +137,7 @@ pub fn normal_tail(z: f64) -> f64 {
 }
 
 /// The z with P(Z > z) = p, by bisection on [`normal_tail`] (0 < p < 1/2).
-fn normal_quantile_upper(p: f64) -> f64 {
+pub fn normal_quantile_upper(p: f64) -> f64 {
     let (mut lo, mut hi) = (0.0, 40.0);
     for _ in 0..100 {
         let mid = (lo + hi) / 2.0;

@@ -112,16 +112,21 @@ pub fn plan(rows: &[(String, f64, String)]) -> String {
     t.to_string()
 }
 
+/// How often a healthy node is called an outlier, as measured on healthy fleets.
+pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: 0 nodes of 3, 8, 16 and 64 (synthetic, 2% noise, 140 measurements, 5 fleets each; oslab-fleet's tests)";
+
 /// The fleet view of job `job`: what the columns mean, one line per node (its outliers and
 /// largest deviation), then the node x measurement matrix of deviations from the fleet median
 /// ("!" marks an outlier), and the outlier nodes. With more than 12 nodes, only measurements
 /// with an outlier are listed unless `all`.
 pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let mut text = format!(
-        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier (|robust z| > {}, median/MAD)\n",
+        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier: at least {} off, beyond the node's own interval and the noise between nodes (|z| > {:.2}, corrected for {} values judged); a node is also apart when a whole probe family deviates one way (sign test)\n{FALSE_OUTLIERS}\n",
         oslab_core::units::counted(s.nodes.len(), "node"),
         s.rows.len(),
-        oslab_core::stats::OUTLIER_Z
+        oslab_core::units::percent(s.rule.min_effect),
+        s.rule.z,
+        s.rule.comparisons,
     );
     if s.nodes.len() < 3 {
         text += "note: outliers need at least 3 nodes; none can be flagged here\n";
@@ -133,10 +138,24 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
         }
     }
     let flagged = s.outlier_nodes();
-    let end = match flagged.len() {
+    let mut end = match flagged.len() {
         0 => "no outlier nodes".to_string(),
         _ => format!("outlier nodes: {}", flagged.join(", ")),
     };
+    // A node apart across a whole family says so in a line: the finding a person acts on.
+    for v in &s.verdicts {
+        for f in &v.shifts {
+            end += &format!(
+                "\n  {}: {} {:+.1}% from the fleet median, {} of {} measurements that way (sign test p={:.1e})",
+                v.node,
+                f.family,
+                f.deviation * 100.0,
+                f.same_way,
+                f.measurements,
+                f.p
+            );
+        }
+    }
     format!("{text}{}\n{end}", fleet_tables(s, all))
 }
 

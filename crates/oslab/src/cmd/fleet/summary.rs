@@ -17,7 +17,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
             args.job
         )));
     }
-    let s = summarize(&runs);
+    let s = summarize(&runs, args.min_effect);
     if args.out.json {
         print_json(&s)?;
         return Ok(ExitCode::SUCCESS);

@@ -313,7 +313,24 @@ pub fn summarise(
             Judge::Subject,
         )
     };
+    // The noise first: `show`'s main figure is a probe's first metric, and the share of time
+    // lost is the answer; how the loop saw it (its read's cost, the threshold) comes after.
     let mut out = Vec::new();
+    out.push(value(
+        "lost_fraction",
+        Unit::Share,
+        lost / span_ns.max(1.0),
+        format!("{:.3} ms inactive in {:.1} ms", lost / 1e6, span_ns / 1e6),
+    ));
+    out.push(
+        value(
+            "interruptions",
+            Unit::Count,
+            durations.len() as f64,
+            format!("gaps above the threshold in {:.1} ms", span_ns / 1e6),
+        )
+        .found("recording_s", (span_ns / 1e6).round() / 1e3),
+    );
     let per_read = (span_ns - lost) / rec.reads.max(1) as f64;
     out.push(value(
         "read_overhead",
@@ -330,21 +347,6 @@ pub fn summarise(
         clock.ticks_to_ns(threshold.ticks as f64),
         threshold.how.clone(),
     ));
-    out.push(value(
-        "lost_fraction",
-        Unit::Share,
-        lost / span_ns.max(1.0),
-        format!("{:.3} ms inactive in {:.1} ms", lost / 1e6, span_ns / 1e6),
-    ));
-    out.push(
-        value(
-            "interruptions",
-            Unit::Count,
-            durations.len() as f64,
-            format!("gaps above the threshold in {:.1} ms", span_ns / 1e6),
-        )
-        .found("recording_s", (span_ns / 1e6).round() / 1e3),
-    );
     if !durations.is_empty() {
         let m = judged(
             id,

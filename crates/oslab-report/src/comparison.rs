@@ -372,23 +372,7 @@ impl Comparison<'_> {
                 differs.join("\n")
             ));
         }
-        out.push_str(&format!(
-            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}{}.\n",
-            self.threshold * 100.0,
-            match self.history {
-                Some(runs) if runs >= 3 => format!(" and, for a single run, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine)"),
-                _ => String::new(),
-            },
-            match self.scatter() {
-                Some((d, n)) => format!(
-                    "; in {} of a single run that no earlier runs show, to how far this comparison's rows scatter about their common ratio (±{}, 99% of rows)",
-                    rows(n),
-                    percent(d)
-                ),
-                None => String::new(),
-            }
-        ));
-        out.push_str(FALSE_ALARMS);
+        out.push_str(&self.method());
         out.push('\n');
         if let (Some(a), Some(b)) = (self.a.core_clock(), self.b.core_clock()) {
             let c = (b / a).ln().abs().exp() - 1.0;
@@ -415,6 +399,26 @@ impl Comparison<'_> {
             out.push('\n');
         }
         out
+    }
+
+    /// How a change is called, and how often the rule cries wolf on identical runs.
+    pub fn method(&self) -> String {
+        format!(
+            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}{}.\n{FALSE_ALARMS}",
+            self.threshold * 100.0,
+            match self.history {
+                Some(runs) if runs >= 3 => format!(" and, for a single run, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine)"),
+                _ => String::new(),
+            },
+            match self.scatter() {
+                Some((d, n)) => format!(
+                    "; in {} of a single run that no earlier runs show, to how far this comparison's rows scatter about their common ratio (±{}, 99% of rows)",
+                    rows(n),
+                    percent(d)
+                ),
+                None => String::new(),
+            }
+        )
     }
 
     /// The band the rows' scatter gave the rows of a single run no earlier run showed, and how

@@ -195,6 +195,9 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
         escape(&c.a.set),
         escape(&c.tally())
     );
+    for line in c.method().lines() {
+        let _ = writeln!(h, "<p>{}</p>", escape(line));
+    }
     let shown = c.shown(false);
     if shown.is_empty() {
         h.push_str("<p>No row changed, and none unjudged moved beyond the threshold.</p>\n");

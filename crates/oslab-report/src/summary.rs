@@ -72,7 +72,10 @@ pub fn probes(ms: &[Measurement]) -> String {
                 let (div, sym) = scale_for(ms[0].unit, hi.abs().max(lo.abs()));
                 // Differences within noise of 0 have no median shown: the range starts at ≈0.
                 let near_zero = valued.len() > vs.len() && lo > 0.0;
-                match (near_zero, lo == hi) {
+                // Points within the printed precision of each other read as one value
+                // (timeslice's 4 points read '3.993 – 3.993 ms').
+                let one = (hi - lo).abs() <= 5e-4 * hi.abs().max(lo.abs());
+                match (near_zero, one) {
                     (true, _) => format!("≈0 – {} {sym}", num(hi / div)),
                     (false, true) => format!("{} {sym}", num(hi / div)),
                     (false, false) => format!("{} – {} {sym}", num(lo / div), num(hi / div)),

@@ -2258,3 +2258,32 @@ fn import_memory_stays_near_the_files_size() {
     );
     assert_eq!(stored_runs(&fresh).len(), 1);
 }
+
+/// What `show` puts first for a run: its first measurement (the probe's first metric).
+fn main_figure(db: &str) -> Value {
+    let run = json(&stdout(&["show", "latest", "--json", "--db", db]));
+    run["measurements"][0].clone()
+}
+
+#[test]
+fn every_experiments_main_figure_is_the_answer_and_not_failed() {
+    let _turn = shared();
+    let (_dir, db) = temp_db();
+    let d = db.to_str().unwrap();
+    // Each command's first figure is what a person decides from; none reads `failed` on a
+    // machine doing its ordinary work (busy or not: noisy is allowed, failed is not).
+    let commands: [(&[&str], &str); 3] = [
+        (&["activity", "--duration", "500ms"], "lost_fraction"),
+        (&["timeslice", "--duration", "500ms"], "slice"),
+        (&["c2c", "--quick"], "one_way"),
+    ];
+    for (args, metric) in commands {
+        let mut all = args.to_vec();
+        all.extend(["--db", d]);
+        stdout(&all);
+        let m = main_figure(d);
+        assert_eq!(m["metric"], metric, "{args:?}: {m}");
+        assert_ne!(m["status"], "failed", "{args:?}: {m}");
+        assert!(m["summary"]["median"].as_f64().is_some(), "{args:?}: {m}");
+    }
+}

@@ -61,11 +61,34 @@ impl Summary {
         (self.n >= MIN_FOR_SHOWN_INTERVAL).then_some((self.ci_low, self.ci_high))
     }
 
-    /// The interval as text, values scaled by `div` and shown by `num`; "no interval (n=2)" when
-    /// there is none.
+    /// How likely the interval is to cover the median: 95% from 6 values on (its order
+    /// statistics are chosen so); below that it is the whole range of the values, which covers
+    /// it with 1 - 2^(1-n): 75% from 3, 88% from 4, 94% from 5 (5 pairs were once called CI95).
+    pub fn coverage(&self) -> f64 {
+        match self.n {
+            n if n >= 6 => 0.95,
+            n => 1.0 - 0.5f64.powi(n as i32 - 1),
+        }
+    }
+
+    /// " (94%)" after an interval whose coverage falls short of 95%; empty otherwise.
+    fn short_coverage(&self) -> String {
+        match self.coverage() < 0.95 {
+            true => format!(" ({:.0}%)", self.coverage() * 100.0),
+            false => String::new(),
+        }
+    }
+
+    /// The interval as text, values scaled by `div` and shown by `num`, with its coverage when
+    /// under 95% (`1.2 – 3.4 (94%)`); "no interval (n=2)" when there is none.
     pub fn interval_text(&self, div: f64, num: impl Fn(f64) -> String) -> String {
         match self.interval() {
-            Some((lo, hi)) => format!("{} – {}", num(lo / div), num(hi / div)),
+            Some((lo, hi)) => format!(
+                "{} – {}{}",
+                num(lo / div),
+                num(hi / div),
+                self.short_coverage()
+            ),
             None => format!("no interval (n={})", self.n),
         }
     }
@@ -87,14 +110,16 @@ impl Summary {
             let num = crate::units::num;
             return format!("{} – {} {sym}", num(lo / div), num(hi / div))
                 .trim_end()
-                .to_string();
+                .to_string()
+                + &self.short_coverage();
         }
         let pct = |v: f64| crate::units::percent(v / size);
-        if below.max(above) > 1.5 * below.min(above) && below.max(above) > 0.01 * size {
+        let text = if below.max(above) > 1.5 * below.min(above) && below.max(above) > 0.01 * size {
             format!("-{}/+{}", pct(below), pct(above))
         } else {
             format!("±{}", pct(below.max(above)))
-        }
+        };
+        text + &self.short_coverage()
     }
 
     /// The interval's farther end from the median, relative to it (0.004 for `±0.4%`); none
@@ -481,6 +506,11 @@ mod tests {
         assert_eq!(text(&s), "0 – 5.500 ms");
         s.n = 2;
         assert_eq!(text(&s), "n=2 only");
+        // Five values' whole range covers the median 94% of the time, and says so.
+        s.n = 5;
+        (s.median, s.ci_low, s.ci_high) = (100.0, 99.0, 101.0);
+        assert_eq!(text(&s), "±1.0% (94%)");
+        assert_eq!(s.interval_text(1.0, |v| format!("{v}")), "99 – 101 (94%)");
     }
 
     #[test]

@@ -39,6 +39,7 @@
 pub mod affinity;
 #[cfg(feature = "clap")]
 pub mod args;
+pub mod balancing;
 pub mod beyond_cache;
 pub mod catalog;
 pub mod clock;

@@ -234,9 +234,21 @@ fn completions_and_the_manual_page_are_generated_and_help_speaks_plainly() {
         .collect();
     assert!(commands.len() > 10, "{help}");
     // Every command, and every subcommand of one (`cpuman simulate`, `fleet submit`, ...).
+    // Each wrapped to an 80-column terminal: not a line wider (run --help had one of 386).
     let help_of = |words: &[&str]| {
-        let out = oslab().args(words).arg("--help").output().unwrap();
-        String::from_utf8_lossy(&out.stdout).to_string()
+        let out = oslab()
+            .args(words)
+            .arg("--help")
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(
+            wide.is_empty(),
+            "oslab {words:?} --help at 80 columns: {wide:?}"
+        );
+        text
     };
     let subcommands = |help: &str| -> Vec<String> {
         help.lines()

@@ -340,12 +340,23 @@ fn four_nodes_in_a_ring_and_a_memory_only_node() {
 fn migrated_pages_follow_the_thread_when_asked() {
     let Some(g) = guest(
         "4n-cxl",
-        "oslab migrate --size 96 --runs 3 --kernel blocked --json --db /tmp/o.db > /out/migrate.json",
+        "echo 1 > /proc/sys/kernel/numa_balancing; oslab migrate --size 96 --runs 3 --kernel blocked --json --db /tmp/o.db > /out/migrate.json; cat /proc/sys/kernel/numa_balancing > /out/balancing",
     ) else {
         return;
     };
     let run = g.json("migrate.json");
     let ms = run["measurements"].as_array().unwrap();
+    // Balancing, on before the run, was off during it (said in every cost) and on after it.
+    let cost = ms.iter().find(|m| m["metric"] == "migration_cost").unwrap();
+    assert!(
+        cost["note"]
+            .as_str()
+            .unwrap()
+            .contains("balancing switched off for the run (it was 1)"),
+        "{cost}"
+    );
+    let after = std::fs::read_to_string(g.out.path().join("balancing")).unwrap();
+    assert_eq!(after.trim(), "1", "numa_balancing after the run");
     let row = |metric: &str| {
         ms.iter()
             .find(|m| m["metric"] == metric)

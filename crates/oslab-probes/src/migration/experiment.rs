@@ -71,12 +71,15 @@ pub struct Options {
     /// CPU B, where migrated runs finish (default: the farthest cpu we may use).
     #[cfg_attr(feature = "clap", arg(long, value_name = "CPU"))]
     pub to: Option<String>,
-    /// Counters per phase, comma-separated (perf names, raw rXXXX, L2_TCM, L2_TCA).
+    /// Counters per phase, comma-separated (perf names, raw rXXXX, L2_TCM, L2_TCA). Default:
+    /// L2_TCM, L2_TCA, cycles, instructions, LLC-load-misses, task-clock, cpu-migrations,
+    /// context-switches.
     #[cfg_attr(
         feature = "clap",
         arg(
             long,
-            default_value = "L2_TCM,L2_TCA,cycles,instructions,LLC-load-misses,task-clock,cpu-migrations,context-switches"
+            default_value = "L2_TCM,L2_TCA,cycles,instructions,LLC-load-misses,task-clock,cpu-migrations,context-switches",
+            hide_default_value = true
         )
     )]
     pub counters: String,
@@ -216,6 +219,13 @@ pub fn run(
         "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, alternating: pinned on A, pinned on B (the control) and migrated from A to B half way. The migration's cost is the migrated run's second half less the control's, both on B: in wall time, and in cpu time (which another task on B does not lengthen).{pages}",
         req.runs
     ))];
+    // The kernel's automatic NUMA balancing would move pages on its own, into the arm that
+    // leaves them behind and out of step with the one that moves them: off for the run, put
+    // back after it (through the crash-safe record), and said either way.
+    let (_balancing, said) = balancing_off(req.nodes.is_some());
+    if let Some(said) = &said {
+        doc.push(Block::Text(said.clone()));
+    }
     let mut measurements = Vec::new();
     let mut interrupted = false;
     let mut m = Matmul::new(n);
@@ -268,6 +278,13 @@ pub fn run(
             break;
         }
     }
+    // Every cost row records what the kernel's balancing did meanwhile.
+    if let Some(said) = &said {
+        measurements
+            .iter_mut()
+            .filter(|m| m.difference)
+            .for_each(|m| m.note_before(said.clone()));
+    }
     let group = counters::Group::open(&req.counters, counters::Target::ThisThread);
     let missing: Vec<String> = req
         .undefined
@@ -292,6 +309,48 @@ pub fn run(
         interrupted,
     })
 }
+
+/// Automatic NUMA balancing switched off when pages can move between nodes, and what to say of
+/// it: switched off (and from what), already off, or left on because it could not be.
+fn balancing_off(
+    nodes: bool,
+) -> (
+    Option<oslab_core::balancing::BalancingGuard>,
+    Option<String>,
+) {
+    if !nodes {
+        return (None, None);
+    }
+    match oslab_core::balancing::BalancingGuard::set(false) {
+        Ok(Some(g)) => {
+            let said = format!("Automatic NUMA balancing switched off for the run (it was {}), put back after it: only this experiment moves pages.", g.previous());
+            (Some(g), Some(said))
+        }
+        Ok(None) => (None, Some("Automatic NUMA balancing is off: only this experiment moves pages.".into())),
+        Err(e) => (None, Some(format!("Automatic NUMA balancing stays on ({e}): the kernel may move pages during the runs, so the pages left behind may not all stay."))),
+    }
+}
+
+/// Why the pages-follow arm did not measure what it says, when some run's pages did not follow:
+/// fewer than [`FOLLOWED`] of them on B's node after the move.
+fn not_followed(moves: &[PageMove], node: usize) -> Option<String> {
+    let short: Vec<String> = moves
+        .iter()
+        .filter(|p| (p.on_node as f64) < FOLLOWED * p.pages as f64)
+        .map(|p| format!("{} of {}", p.on_node, p.pages))
+        .collect();
+    (!short.is_empty()).then(|| {
+        format!(
+            "the pages did not follow: {} on node {node} after the move in {} of {} runs",
+            short.join(", "),
+            short.len(),
+            moves.len()
+        )
+    })
+}
+
+/// The share of its pages a pages-follow run must have on B's node after the move.
+const FOLLOWED: f64 = 0.9;
 
 /// A signed time for people: "+1.23 ms", "-450 µs".
 fn signed(ns: f64) -> String {
@@ -443,12 +502,20 @@ fn report(
             }
             (None, _) => String::new(),
         };
-        let (verdict, m) = cost(
+        let (mut verdict, mut m) = cost(
             &params,
             metric,
             &diffs,
             &format!("paired runs, second half on cpu {b}{pages}: {arms}, in {what}"),
         );
+        // A pages-follow cost whose pages stayed behind is the pages-stay cost under its name.
+        let moves: Vec<PageMove> = pairs.b.iter().filter_map(|r| r.get(1)?.page_move).collect();
+        if let (1, Some((_, nb))) = (k, req.nodes) {
+            if let Some(why) = not_followed(&moves, nb) {
+                m.status = oslab_core::Status::Failed(why.clone());
+                verdict = why;
+            }
+        }
         doc.push(Block::Text(format!(
             "  migration cost in {what} (second half on B{pages}: {arms}) {verdict}"
         )));
@@ -595,6 +662,22 @@ fn variant_measurements(
 mod tests {
     use super::*;
     use crate::migration::matmul::Phase;
+
+    #[test]
+    fn a_pages_follow_arm_whose_pages_stayed_is_no_pages_follow_cost() {
+        let moved = |on_node| PageMove {
+            seconds: 0.001,
+            pages: 381,
+            on_node,
+        };
+        assert_eq!(not_followed(&[moved(381), moved(380)], 2), None);
+        // 303-319 of 381 moved in two runs with the kernel's balancing on; 0 in a third.
+        let why = not_followed(&[moved(381), moved(303), moved(0)], 2).unwrap();
+        assert!(
+            why.contains("303 of 381, 0 of 381 on node 2") && why.contains("2 of 3 runs"),
+            "{why}"
+        );
+    }
 
     fn run(first: f64, second: f64) -> RunResult {
         let phase = |seconds| Phase {

@@ -106,7 +106,7 @@ impl Request {
     /// Why this run cannot be done here, found before anything is measured or started.
     pub fn check(&self) -> Result<(), String> {
         match self.policy.migration {
-            PageMigration::Kernel => BalancingGuard::check(),
+            PageMigration::Kernel => observe::balancing_check(),
             _ => Ok(()),
         }
     }

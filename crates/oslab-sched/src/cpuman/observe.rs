@@ -156,79 +156,21 @@ pub fn pages_migrated() -> Option<u64> {
 
 const BALANCING: &str = oslab_core::pending::NUMA_BALANCING;
 
-/// Automatic NUMA balancing switched on (for `--migration kernel`) or off (for the other modes,
-/// so that only the manager moves pages: a multi-node kernel often has it on by default); the
-/// previous value written back on drop. The previous value is recorded (`oslab_core::pending`)
-/// before the switch, so the next oslab restores it if this one is killed.
-#[derive(Debug)]
-pub struct BalancingGuard {
-    previous: String,
-}
+pub use oslab_core::balancing::BalancingGuard;
 
-impl BalancingGuard {
-    /// Why automatic NUMA balancing could not be switched on here, found before anything starts.
-    pub fn check() -> Result<(), String> {
-        let path = std::ffi::CString::new(BALANCING).map_err(|e| e.to_string())?;
-        if !std::path::Path::new(BALANCING).exists() {
-            return Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)"));
-        }
-        // SAFETY: a valid C string; access only reads it.
-        if unsafe { libc::access(path.as_ptr(), libc::W_OK) } != 0 {
-            return Err(format!(
-                "--migration kernel switches automatic NUMA balancing on for the run, and this user may not write {BALANCING} (run as root, or use --migration manual or off)"
-            ));
-        }
-        Ok(())
+/// Why automatic NUMA balancing could not be switched on here, found before anything starts.
+pub fn balancing_check() -> Result<(), String> {
+    let path = std::ffi::CString::new(BALANCING).map_err(|e| e.to_string())?;
+    if !std::path::Path::new(BALANCING).exists() {
+        return Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)"));
     }
-
-    /// Switches automatic NUMA balancing on or off; None when it already was (nothing to
-    /// restore), or when the kernel has no balancing and `on` is false.
-    pub fn set(on: bool) -> Result<Option<BalancingGuard>, String> {
-        let path = std::path::Path::new(BALANCING);
-        let Ok(current) = std::fs::read_to_string(path) else {
-            return match on {
-                true => Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)")),
-                false => Ok(None),
-            };
-        };
-        // Any mode but 0 balances (1: normal, 2: memory tiering).
-        if (current.trim() != "0") == on {
-            return Ok(None);
-        }
-        let word = if on { "on" } else { "off" };
-        let previous = oslab_core::pending::change(
-            &oslab_core::pending::default_file(),
-            path,
-            if on { "1" } else { "0" },
-        )
-        .map_err(|e| {
-            // SAFETY: geteuid has no preconditions.
-            let hint = if unsafe { libc::geteuid() } == 0 {
-                ""
-            } else {
-                "; needs root"
-            };
-            format!("cannot switch automatic NUMA balancing {word} ({BALANCING}: {e}{hint})")
-        })?;
-        Ok(Some(BalancingGuard { previous }))
+    // SAFETY: a valid C string; access only reads it.
+    if unsafe { libc::access(path.as_ptr(), libc::W_OK) } != 0 {
+        return Err(format!(
+            "--migration kernel switches automatic NUMA balancing on for the run, and this user may not write {BALANCING} (run as root, or use --migration manual or off)"
+        ));
     }
-
-    /// The value it had before.
-    pub fn previous(&self) -> &str {
-        &self.previous
-    }
-}
-
-impl Drop for BalancingGuard {
-    fn drop(&mut self) {
-        let file = oslab_core::pending::default_file();
-        if let Err(e) = oslab_core::pending::restore(&file, std::path::Path::new(BALANCING)) {
-            oslab_core::notices::say(&format!(
-                "warning: could not restore {BALANCING} to {}: {e}",
-                self.previous
-            ));
-        }
-    }
+    Ok(())
 }
 
 /// Pages of `pid` per node in 4 KiB pages, from /proc/PID/numa_maps (each mapping's `N<node>=`

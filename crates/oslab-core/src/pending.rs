@@ -5,7 +5,11 @@
 //!
 //! The record is one small JSON file (`$XDG_STATE_HOME/oslab/pending.json`, else
 //! `~/.local/state/oslab/pending.json`), replaced atomically (write, fsync, rename). Each entry
-//! names its owner (pid and boot): entries of a live oslab are left alone.
+//! names its owner (pid and boot): entries of a live oslab are left alone. Every read-modify-write
+//! holds an exclusive lock (`pending.lock` beside it), so two oslabs never lose each other's
+//! entries; and nothing is written in a directory that is not ours alone, nor through a link (a
+//! user without a home keeps it under a shared temp directory, where another user could have made
+//! the directory, or planted a link at a name we write).
 //!
 //! The file is an input like any other: whoever could write it could make the next oslab (often
 //! run as root) write any value to any file. So it is believed only when it is a regular file of
@@ -70,6 +74,67 @@ pub fn default_file() -> PathBuf {
 
 fn load(file: &Path) -> Vec<Change> {
     read(file).unwrap_or_default()
+}
+
+/// The record's directory, made ours alone if new; an error when it is not a directory only we
+/// (or root) can write: another user's, a link, or writable by others.
+fn own_dir(file: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    // Ours alone whatever the umask: a record others can write is not believed.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    crate::paths::create_dir(&dir)?;
+    let m = std::fs::symlink_metadata(&dir)?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_dir() || ![me, 0].contains(&m.uid()) || m.mode() & 0o022 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a directory of this user's alone (a link, another user's, or writable by others): the record of settings to restore is not kept there",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(dir)
+}
+
+/// Opens a file of ours in the record's directory to write, never through a link; `fresh` makes
+/// it new (O_EXCL), else an existing one is opened as it is.
+fn open_own(path: &Path, fresh: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    match fresh {
+        true => o.create_new(true),
+        false => o.create(true),
+    };
+    o.open(path)
+}
+
+/// The record locked for a read-modify-write; the lock goes with the file handle.
+struct Locked {
+    _lock: std::fs::File,
+}
+
+/// Takes the record's lock (waiting for another oslab's write to end).
+fn lock(file: &Path) -> std::io::Result<Locked> {
+    own_dir(file)?;
+    let f = open_own(&file.with_extension("lock"), false)?;
+    // SAFETY: flock on a descriptor we own; it is released when the file is closed.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Locked { _lock: f })
 }
 
 /// The record, if it can be believed ([`trusted`]); Ok(empty) when there is none.
@@ -154,26 +219,23 @@ fn save(file: &Path, changes: &[Change]) -> std::io::Result<()> {
             _ => Ok(()),
         };
     }
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Ours alone whatever the umask: a record others can write is not believed.
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let tmp = file.with_extension(format!("json.{}", std::process::id()));
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
+    own_dir(file)?;
+    // A new file of a name no one can guess ahead, never through a link planted at it.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = file.with_extension(format!("json.{}.{nanos}", std::process::id()));
+    let written = open_own(&tmp, true).and_then(|mut f| {
         std::io::Write::write_all(&mut f, &serde_json::to_vec_pretty(changes)?)?;
-        f.sync_all()?;
+        f.sync_all()
+    });
+    match written.and_then(|_| std::fs::rename(&tmp, file)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    std::fs::rename(&tmp, file)
 }
 
 fn boot_id() -> String {
@@ -190,6 +252,7 @@ fn alive(c: &Change) -> bool {
 /// restored even if we are killed. Returns the original value. If a dead oslab left the setting
 /// changed, its recorded original is the one kept (not the value it left behind).
 pub fn change(file: &Path, path: &Path, value: &str) -> std::io::Result<String> {
+    let _locked = lock(file)?;
     let mut changes = load(file);
     let current = std::fs::read_to_string(path)?.trim().to_string();
     let original = changes
@@ -217,6 +280,7 @@ pub fn change(file: &Path, path: &Path, value: &str) -> std::io::Result<String> 
 /// Records the cpu affinity of each of `threads` before oslab changes it, so that the next oslab
 /// puts it back if this one is killed. A thread already recorded keeps its first original.
 pub fn record_affinities(file: &Path, threads: &[(i32, crate::CpuSet)]) -> std::io::Result<()> {
+    let _locked = lock(file)?;
     let mut changes = load(file);
     let before = changes.len();
     for (tid, set) in threads {
@@ -242,6 +306,7 @@ pub fn record_affinities(file: &Path, threads: &[(i32, crate::CpuSet)]) -> std::
 
 /// Forgets this process's affinity records (it put them back itself).
 pub fn forget_affinities(file: &Path) -> std::io::Result<()> {
+    let _locked = lock(file)?;
     let mut changes = load(file);
     let before = changes.len();
     changes.retain(|c| c.thread.is_none() || c.pid != std::process::id());
@@ -271,6 +336,7 @@ fn undo(c: &Change) -> std::io::Result<bool> {
 
 /// Puts `path` back to its recorded original and forgets the record.
 pub fn restore(file: &Path, path: &Path) -> std::io::Result<()> {
+    let _locked = lock(file)?;
     let mut changes = load(file);
     if let Some(c) = changes.iter().find(|c| c.path == path) {
         std::fs::write(path, &c.original)?;
@@ -288,6 +354,18 @@ pub fn recover(file: &Path) -> Vec<String> {
 }
 
 fn recover_among(file: &Path, settings: &[&Path]) -> Vec<String> {
+    if !file.exists() {
+        return Vec::new();
+    }
+    let _locked = match lock(file) {
+        Ok(l) => l,
+        Err(e) => {
+            return vec![format!(
+                "ignored {}, the record of settings to restore: {e}",
+                file.display()
+            )]
+        }
+    };
     let changes = match read(file) {
         Ok(c) => c,
         Err(why) => {
@@ -387,6 +465,59 @@ mod tests {
     }
 
     #[test]
+    fn the_record_is_never_written_through_a_link_or_in_a_directory_others_may_write() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let setting = dir.path().join("setting");
+        std::fs::write(&setting, "1").unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        // Another user got there first: a link where the lock goes.
+        let state = dir.path().join("planted");
+        std::fs::create_dir(&state).unwrap();
+        std::os::unix::fs::symlink(&victim, state.join("pending.lock")).unwrap();
+        assert!(change(&state.join("pending.json"), &setting, "0").is_err());
+        // A directory anyone may write.
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = change(&open.join("pending.json"), &setting, "0").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("not a directory of this user's alone"),
+            "{e}"
+        );
+        // Nothing written, nothing changed.
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "1");
+        assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn concurrent_writers_lose_no_entry() {
+        // Unlocked, 4 threads left pinned after SIGKILL once in 6 trials: a record written
+        // over another's.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state").join("pending.json");
+        for _ in 0..5 {
+            let barrier = std::sync::Barrier::new(8);
+            std::thread::scope(|s| {
+                for _ in 0..8 {
+                    s.spawn(|| {
+                        // SAFETY: gettid has no preconditions.
+                        let tid = unsafe { libc::gettid() };
+                        barrier.wait();
+                        let set = crate::CpuSet::single(0);
+                        record_affinities(&file, &[(tid, set)]).unwrap();
+                    });
+                }
+            });
+            assert_eq!(load(&file).len(), 8);
+            std::fs::remove_file(&file).unwrap();
+        }
+    }
+
+    #[test]
     fn a_hand_written_record_makes_oslab_write_nothing_it_did_not_change() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
@@ -422,7 +553,7 @@ mod tests {
         save(&file, &[entry(&known, "0")]).unwrap();
         std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
         let said = recover_among(&file, &[&known]);
-        assert!(said[0].contains("can be written by others"), "{said:?}");
+        assert!(said[0].contains("writable by others"), "{said:?}");
         assert_eq!(std::fs::read_to_string(&known).unwrap(), "1");
         std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();

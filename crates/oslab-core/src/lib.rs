@@ -42,6 +42,7 @@ pub mod args;
 pub mod balancing;
 pub mod beyond_cache;
 pub mod catalog;
+pub mod cgroup;
 pub mod clock;
 pub mod counters;
 pub mod cpuinfo;

@@ -32,11 +32,14 @@ impl Pages {
 
 const HUGE: usize = 2 << 20;
 
-/// MemAvailable from /proc/meminfo, in bytes.
+/// The memory this process may still use, in bytes: MemAvailable from /proc/meminfo, or less
+/// where its memory cgroup allows less (in a 1 GiB container the suite was OOM-killed, sized by
+/// the host's memory).
 pub fn available_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+    let host = line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024;
+    Some(oslab_core::cgroup::memory_headroom().map_or(host, |c| c.min(host)))
 }
 
 /// Private anonymous memory, unmapped on drop. Pages are not touched here: the first write

@@ -58,6 +58,19 @@ pub fn exit_status() -> u8 {
     128 + signal().unwrap_or(libc::SIGINT) as u8
 }
 
+/// Sleeps for `d`, or less when the user asks us to stop meanwhile (a shuffle interval of 120 s
+/// or a manager tick of a day once held Ctrl-C for all of it); whether it was cut short.
+pub fn sleep_unless_stopped(d: std::time::Duration) -> bool {
+    let end = std::time::Instant::now() + d;
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        if interrupted() {
+            return true;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+    }
+    interrupted()
+}
+
 /// Sets the flag as a signal would (for tests and for stopping from code).
 pub fn request_stop() {
     INTERRUPTED.store(true, Ordering::SeqCst);

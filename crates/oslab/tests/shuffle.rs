@@ -373,3 +373,60 @@ fn a_watched_command_s_children_end_with_oslab_even_when_it_is_killed_or_they_ig
         assert!(!left, "{case}: the command's child outlived oslab");
     }
 }
+
+#[test]
+fn ctrl_c_stops_a_long_interval_or_tick_at_once() {
+    // `shuffle --interval 120s` held Ctrl-C for 116 s; `cpuman run --tick 86400s` for ever.
+    let (dir, db) = temp_db();
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let d = db.to_str().unwrap();
+    let cases: [&[&str]; 2] = [
+        &[
+            "shuffle",
+            "--monitor-only",
+            "--method",
+            "proxy",
+            "--interval",
+            "120s",
+            "--db",
+            d,
+            "--",
+            "sleep",
+            "60",
+        ],
+        &[
+            "cpuman",
+            "run",
+            "--workload",
+            "W3",
+            "--jobs",
+            "1",
+            "--time-scale",
+            "0.01",
+            "--tick",
+            "86400s",
+            "--db",
+            d,
+        ],
+    ];
+    for args in cases {
+        let mut oslab = std::process::Command::new(&bin)
+            .args(args)
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(oslab.id() as i32, libc::SIGINT) };
+        let t = std::time::Instant::now();
+        let status = oslab.wait().unwrap();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?}: Ctrl-C took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(status.code(), Some(130), "{args:?}");
+    }
+}

@@ -452,7 +452,8 @@ pub fn run(
         if core.drained() && running.is_empty() {
             break;
         }
-        std::thread::sleep(cfg.tick);
+        // A long tick must not hold Ctrl-C: the loop's top sees the flag.
+        oslab_core::signals::sleep_unless_stopped(cfg.tick);
     }
     if interrupted {
         stop_all(&mut running, &mut finished, now());

@@ -424,6 +424,11 @@ pub fn watch(
         match daemon.step() {
             Ok(line) => status(&line),
             Err(MonitorError::Gone(_)) => break,
+            // Ctrl-C inside an interval: that interval is dropped, not acted on.
+            Err(MonitorError::Stopped) => {
+                interrupted = true;
+                break;
+            }
             Err(e) => {
                 daemon.restore();
                 return Err(e);

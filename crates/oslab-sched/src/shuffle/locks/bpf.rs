@@ -226,7 +226,9 @@ impl FutexWaits {
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
         {
-            std::thread::sleep(left.min(Duration::from_millis(20)));
+            if oslab_core::signals::sleep_unless_stopped(left.min(Duration::from_millis(20))) {
+                return Err(MonitorError::Stopped);
+            }
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 return Err(MonitorError::Gone(pid));
             }

@@ -47,6 +47,9 @@ pub enum MonitorError {
     /// The process has exited.
     #[error("process {0} has exited")]
     Gone(i32),
+    /// The user asked us to stop during an interval: it is not measured whole.
+    #[error("stopped during an interval")]
+    Stopped,
     /// We may not read its threads' state.
     #[error("cannot read the threads of process {pid}: {why} (run as the same user or root)")]
     Denied {

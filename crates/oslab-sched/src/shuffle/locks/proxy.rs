@@ -102,7 +102,9 @@ pub fn sample(
         if now >= end {
             break;
         }
-        std::thread::sleep(period.min(end - now));
+        if oslab_core::signals::sleep_unless_stopped(period.min(end - now)) {
+            return Err(MonitorError::Stopped);
+        }
     }
     // Each thread's lock: the word it was found waiting on most.
     let mut most: BTreeMap<i32, u32> = BTreeMap::new();

@@ -209,6 +209,23 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A factor someone types (a time scale): a finite number above 0 and at most a million.
+pub fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e6 => Ok(v),
+        _ => Err(format!("{s:?}: give a number above 0 and at most 1000000")),
+    }
+}
+
+/// A growth someone types (each further lock's sections this much longer): a finite number from
+/// 0 to a thousand.
+pub fn parse_growth(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?}: give a number from 0 to 1000")),
+    }
+}
+
 /// A share of a whole, `10%` or `0.1`: above 0 and at most 100%.
 pub fn parse_share(s: &str) -> Result<f64, String> {
     let v = parse_fraction(s)?;

@@ -2335,3 +2335,36 @@ fn every_experiments_main_figure_is_the_answer_and_not_failed() {
         assert!(m["summary"]["median"].as_f64().is_some(), "{args:?}: {m}");
     }
 }
+
+#[test]
+fn numbers_that_are_not_finite_or_in_range_are_usage_errors() {
+    let (_dir, db) = temp_db();
+    let d = db.to_str().unwrap();
+    // `--time-scale inf` simulated 0 jobs and stored it; `--spread NaN` simulated NaN.
+    for (args, said) in [
+        (
+            &["cpuman", "simulate", "--time-scale", "inf"][..],
+            "above 0",
+        ),
+        (&["cpuman", "simulate", "--time-scale", "0"][..], "above 0"),
+        (
+            &["shuffle", "simulate", "--spread", "NaN"][..],
+            "from 0 to 1000",
+        ),
+        (
+            &["compare", "1", "2", "--threshold", "inf"][..],
+            "between 0%",
+        ),
+        (
+            &["fleet", "summary", "1", "--min-effect", "NaN"][..],
+            "between 0%",
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--db", d]);
+        let e = fails(&all, 2);
+        assert!(e.contains(said), "{args:?}: {e}");
+    }
+    // Refused before anything is measured or stored: no store was even made.
+    assert!(!db.exists());
+}

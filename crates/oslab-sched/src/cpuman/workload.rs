@@ -54,7 +54,7 @@ pub struct Generate {
     #[cfg_attr(feature = "clap", arg(skip))]
     pub cpus: usize,
     /// Factor on the paper's sequential times (0.01: swim 2.1 s).
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.01))]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.01, value_parser = oslab_core::units::parse_scale))]
     pub time_scale: f64,
     /// Number of the random stream that orders the kinds and times the arrivals (the same number
     /// gives the same workload).
@@ -297,7 +297,7 @@ pub struct Source {
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100000)))]
     pub jobs: usize,
     /// Factor on the paper's sequential times (swim 212 s, bt 1066 s, hydro2d 223 s, apsi 99 s).
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.01))]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.01, value_parser = oslab_core::units::parse_scale))]
     pub time_scale: f64,
     /// Number of the random stream that orders the kinds and times the arrivals (the same number
     /// gives the same workload).

@@ -90,7 +90,7 @@ pub struct Request {
     pub noncritical: Option<Duration>,
     /// How much longer each further lock's critical sections are (0: all alike, so lock times
     /// cannot tell the locks' threads apart).
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.5))]
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.5, value_parser = oslab_core::units::parse_growth))]
     pub spread: f64,
     /// Acquisitions per thread.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000)))]

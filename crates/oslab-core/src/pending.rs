@@ -357,23 +357,19 @@ fn recover_among(file: &Path, settings: &[&Path]) -> Vec<String> {
     if !file.exists() {
         return Vec::new();
     }
+    let ignored = |why: String| {
+        vec![format!(
+            "ignored {}, the record of settings to restore: {why}",
+            file.display()
+        )]
+    };
     let _locked = match lock(file) {
         Ok(l) => l,
-        Err(e) => {
-            return vec![format!(
-                "ignored {}, the record of settings to restore: {e}",
-                file.display()
-            )]
-        }
+        Err(e) => return ignored(e.to_string()),
     };
     let changes = match read(file) {
         Ok(c) => c,
-        Err(why) => {
-            return vec![format!(
-                "ignored {}, the record of settings to restore: {why}",
-                file.display()
-            )]
-        }
+        Err(why) => return ignored(why),
     };
     if changes.is_empty() {
         return Vec::new();

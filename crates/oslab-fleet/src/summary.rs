@@ -198,17 +198,8 @@ impl Repetitions {
 /// many; 0.36 for three, whose MAD is the nearer of two gaps: 0.6745 - 0.9/n within 0.01 of a
 /// simulation from 3 to 64 values).
 fn row_scale(values: &[f64]) -> Option<f64> {
-    let logs: Vec<f64> = values
-        .iter()
-        .filter(|v| **v > 0.0)
-        .map(|v| v.ln())
-        .collect();
-    if logs.len() < MIN_NODES {
-        return None;
-    }
-    let centre = median(&logs)?;
-    let deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
-    Some(median(&deviations)? / (0.6745 - 0.9 / logs.len() as f64))
+    let (mad, n) = oslab_core::stats::log_mad(values)?;
+    (n >= MIN_NODES).then(|| mad / (0.6745 - 0.9 / n as f64))
 }
 
 /// How much wider a value's deviation from the median of `n` values (itself among them) spreads

@@ -428,18 +428,8 @@ const SCATTER_Z: f64 = 2.576;
 /// slower kernel) moves the median, not the spread, and is still called, since the band is
 /// centred on 1. None with fewer than [`SCATTER_MIN_ROWS`] rows with a ratio.
 pub fn scatter(ratios: &[f64]) -> Option<f64> {
-    let logs: Vec<f64> = ratios
-        .iter()
-        .filter(|r| **r > 0.0 && r.is_finite())
-        .map(|r| r.ln())
-        .collect();
-    if logs.len() < SCATTER_MIN_ROWS {
-        return None;
-    }
-    let centre = median(&logs)?;
-    let deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
-    let sigma = median(&deviations)? / 0.6745;
-    Some((SCATTER_Z * sigma).exp() - 1.0)
+    let (mad, n) = super::log_mad(ratios)?;
+    (n >= SCATTER_MIN_ROWS).then(|| (SCATTER_Z * mad / 0.6745).exp() - 1.0)
 }
 
 impl Drift {

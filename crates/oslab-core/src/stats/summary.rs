@@ -408,6 +408,20 @@ pub fn median(samples: &[f64]) -> Option<f64> {
     Some(quantile_sorted(&v, 0.5))
 }
 
+/// The median absolute deviation of the logarithms of the positive, finite `values` about their
+/// median, and how many such values there were: a spread of ratios that one wild value cannot
+/// widen (compare's scatter of rows, fleet's noise between nodes). None when there are none.
+pub fn log_mad(values: &[f64]) -> Option<(f64, usize)> {
+    let logs: Vec<f64> = values
+        .iter()
+        .filter(|v| **v > 0.0 && v.is_finite())
+        .map(|v| v.ln())
+        .collect();
+    let centre = median(&logs)?;
+    let deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
+    Some((median(&deviations)?, logs.len()))
+}
+
 /// |modified z| above which a value is an outlier (Iglewicz and Hoaglin).
 pub const OUTLIER_Z: f64 = 3.5;
 

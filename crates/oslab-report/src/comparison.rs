@@ -24,7 +24,7 @@ const MACHINE: &[&str] = &[
 
 /// How often the verdicts cry wolf, as `scripts/false-alarms` measured it: two identical runs
 /// (`--quick --repeat 3`) compared, every regression, improvement or change a false alarm.
-pub const FALSE_ALARMS: &str = "False alarms on identical runs (scripts/false-alarms: `--quick --repeat 3` a side, a 2-vCPU KVM guest, 2026-11-26): single runs without history flagged 1.1-2.4% of rows quiet (9.9% where the host moved the vCPUs between the runs, which the comparison then says), 0.8-1.1% beside stress-ng --cpu 2, 0.3-0.5% beside a build; with earlier runs as history, or runs alternated as groups, 0-0.8%. A getppid made 8-15% slower on purpose was called a regression without history every time.";
+pub const FALSE_ALARMS: &str = "False alarms on identical runs (scripts/false-alarms, 3 repetitions a side, a 2-vCPU KVM guest, 2026-11-26): single runs without history 0.3-2.4% of rows, quiet, busy or beside stress-ng --cpu 2 (9.9% once, when the host moved the vCPUs between the runs, which is then said); with earlier runs as history or runs alternated as groups 0-0.8%. An 8-15% slower getppid injected was found each time without history.";
 
 /// Earlier runs looked at, at most, for the drift between runs.
 const HISTORY_RUNS: usize = 20;
@@ -372,8 +372,6 @@ impl Comparison<'_> {
                 differs.join("\n")
             ));
         }
-        out.push_str(&self.method());
-        out.push('\n');
         if let (Some(a), Some(b)) = (self.a.core_clock(), self.b.core_clock()) {
             let c = (b / a).ln().abs().exp() - 1.0;
             if c > self.threshold {
@@ -398,6 +396,9 @@ impl Comparison<'_> {
             out.push_str(&note);
             out.push('\n');
         }
+        // How the verdicts were reached, and how far to trust them, after the answer.
+        out.push_str(&self.method());
+        out.push('\n');
         out
     }
 

@@ -167,6 +167,34 @@ pub fn write_set(files: &[(&Path, &[u8])]) -> Result<(), FileError> {
     Ok(())
 }
 
+/// Checks, before any work, that [`write_whole`] could write `path`: what it refuses is refused
+/// now, and a new name's directory must take a file. A long measurement once ended in an
+/// unwritable `--trace` or `--paraver` path, its results neither stored nor printed.
+pub fn check_writable(path: &Path) -> Result<(), FileError> {
+    if target(path)? == Target::Into {
+        return Ok(());
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".oslab-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(FileError(format!(
+            "{}: cannot write there: {e}",
+            path.display()
+        ))),
+    }
+}
+
 /// How an output path is written, by the rule of [`write_whole`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {

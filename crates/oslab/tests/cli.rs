@@ -2368,3 +2368,42 @@ fn numbers_that_are_not_finite_or_in_range_are_usage_errors() {
     // Refused before anything is measured or stored: no store was even made.
     assert!(!db.exists());
 }
+
+#[test]
+fn an_output_path_that_cannot_be_written_is_refused_before_the_work() {
+    // An unwritable --paraver failed cpuman after 11 s of jobs: nothing stored, nothing printed.
+    let (dir, db) = temp_db();
+    let d = db.to_str().unwrap();
+    let missing = dir.path().join("no/such/dir/t");
+    let m = missing.to_str().unwrap();
+    let here = dir.path().to_str().unwrap();
+    for args in [
+        &["activity", "--duration", "5s", "--trace", m][..],
+        &["timeslice", "--duration", "5s", "--trace", here][..],
+        &[
+            "cpuman",
+            "run",
+            "--workload",
+            "W3",
+            "--jobs",
+            "1",
+            "--paraver",
+            m,
+        ][..],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--db", d]);
+        let t = std::time::Instant::now();
+        let e = fails(&all, 2);
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "{args:?}: {:?}",
+            t.elapsed()
+        );
+        assert!(
+            e.contains("--trace") || e.contains("--paraver"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(!db.exists(), "nothing was stored");
+}

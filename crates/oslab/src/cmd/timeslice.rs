@@ -11,6 +11,10 @@ use std::process::ExitCode;
 
 pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let o = &args.options;
+    // Refused before anything is recorded, not after.
+    if let Some(path) = &args.trace {
+        oslab_core::files::check_writable(path).map_err(|e| usage(format!("--trace {e}")))?;
+    }
     let counts = o.counts().map_err(usage)?;
     let mut session = RecordedSession::open(
         false,

@@ -16,6 +16,10 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     let req = &args.request;
     // Refused before the store, the calibration or any job: a run that cannot do what was asked.
     req.check().map_err(usage)?;
+    if let Some(base) = &args.paraver {
+        oslab_core::files::check_writable(&base.with_extension("prv"))
+            .map_err(|e| usage(format!("--paraver {e}")))?;
+    }
     let mut session = RecordedSession::open(true, None, None, &args.out)?;
     let program = std::env::current_exe()?;
     let manager::Prepared {

@@ -6,7 +6,7 @@ use oslab_core::catalog;
 use oslab_core::model::Measurement;
 use oslab_core::stats::compare::{compare, Drift, DriftFrom, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::text::Table;
-use oslab_core::units::{num, percent, scale_for};
+use oslab_core::units::{figure, num, percent, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
 /// How far apart two sides' core-to-core latencies must be to say their cpus sat differently.
@@ -535,7 +535,8 @@ pub const COLUMNS: [&str; 11] = [
 pub fn cells(r: &Row) -> [String; 11] {
     let j = &r.judgement;
     let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
-    let show = |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", num(v / div)));
+    let show =
+        |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", figure(v / div, r.unit)));
     [
         r.probe.clone(),
         r.params.clone(),
@@ -629,7 +630,7 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
     let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
     let value = |v: Option<f64>, s: Option<f64>| {
         v.map_or("-".into(), |v| {
-            format!("{} {sym}{}", num(v / div), spread_text(s))
+            format!("{} {sym}{}", figure(v / div, r.unit), spread_text(s))
         })
     };
     // The family heads the table: a probe that is its own family (`host`) adds nothing to it.

@@ -66,9 +66,12 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         };
         t.row(vec![
             name,
-            format!("{} {sym}", num(s.median / div))
-                .trim_end()
-                .to_string(),
+            format!(
+                "{} {sym}",
+                oslab_core::units::figure(s.median / div, m.unit)
+            )
+            .trim_end()
+            .to_string(),
             s.relative_interval_text(m.unit),
             m.prediction.as_ref().map_or_else(
                 || "no model".into(),

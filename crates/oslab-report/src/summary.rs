@@ -6,7 +6,7 @@
 use crate::table::versus;
 use oslab_core::catalog::id;
 use oslab_core::model::{Measurement, ModelKind, Status};
-use oslab_core::units::{num, scale_for};
+use oslab_core::units::{figure, scale_for};
 use std::collections::BTreeMap;
 
 /// The probes of `ms` in the order they ran, each with its measurements.
@@ -62,7 +62,7 @@ pub fn probes(ms: &[Measurement]) -> String {
                 let s = m.summary.as_ref().expect("valued");
                 format!(
                     "{} {sym} {}",
-                    num(v / div),
+                    figure(v / div, m.unit),
                     s.relative_interval_text(m.unit)
                 )
             }
@@ -76,9 +76,13 @@ pub fn probes(ms: &[Measurement]) -> String {
                 // (timeslice's 4 points read '3.993 – 3.993 ms').
                 let one = (hi - lo).abs() <= 5e-4 * hi.abs().max(lo.abs());
                 match (near_zero, one) {
-                    (true, _) => format!("≈0 – {} {sym}", num(hi / div)),
-                    (false, true) => format!("{} {sym}", num(hi / div)),
-                    (false, false) => format!("{} – {} {sym}", num(lo / div), num(hi / div)),
+                    (true, _) => format!("≈0 – {} {sym}", figure(hi / div, ms[0].unit)),
+                    (false, true) => format!("{} {sym}", figure(hi / div, ms[0].unit)),
+                    (false, false) => format!(
+                        "{} – {} {sym}",
+                        figure(lo / div, ms[0].unit),
+                        figure(hi / div, ms[0].unit)
+                    ),
                 }
             }
         };

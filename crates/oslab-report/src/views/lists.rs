@@ -113,7 +113,7 @@ pub fn plan(rows: &[(String, f64, String)]) -> String {
 }
 
 /// How often a healthy node is called an outlier, as measured on healthy fleets.
-pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: 0 nodes of 3, 8, 16 and 64 (synthetic, 2% noise, 140 measurements, 5 fleets each; oslab-fleet's tests)";
+pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: 0 nodes of 3, 8, 16 and 64 (synthetic, 2% noise, 140 measurements, 5 fleets each; oslab-fleet's tests), 0 of 3 runs of one busy guest taken as 3 nodes (375 measurements)";
 
 /// The fleet view of job `job`: what the columns mean, one line per node (its outliers and
 /// largest deviation), then the node x measurement matrix of deviations from the fleet median
@@ -142,6 +142,18 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
         0 => "no outlier nodes".to_string(),
         _ => format!("outlier nodes: {}", flagged.join(", ")),
     };
+    let apart: Vec<String> = s
+        .verdicts
+        .iter()
+        .filter(|v| v.outliers > 0 && !flagged.contains(&v.node.as_str()))
+        .map(|v| format!("{} {} of {}", v.node, v.outliers, v.measured))
+        .collect();
+    if !apart.is_empty() {
+        end += &format!(
+            "\nsingle values apart (marked !; a node is an outlier when a whole probe family, or a quarter of its values, is): {}",
+            apart.join(", ")
+        );
+    }
     // A node apart across a whole family says so in a line: the finding a person acts on.
     for v in &s.verdicts {
         for f in &v.shifts {

@@ -482,6 +482,7 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
             cpuman equip manual 4 $s > /out/manual.json 2>/tmp/err || { cat /tmp/err >&2; exit 1; }
             b=$(grep pgmigrate_success /proc/vmstat)
             grep -q 'pages moved: [1-9]' /tmp/err && break
+            grep -q 'no page moved' /tmp/err || echo 'a stream moved nothing and did not say why'
         done
         cat /tmp/err >&2; echo \"start $a\"; echo \"manual $b\"
         echo balancing-after-manual $(cat /proc/sys/kernel/numa_balancing)
@@ -493,6 +494,7 @@ fn the_cpu_manager_really_moves_pages_between_nodes_and_restores_balancing() {
     };
     let said = &g.stdout;
     assert!(said.contains("balancing-before 1"), "{said}");
+    assert!(!said.contains("did not say why"), "{said}");
     assert!(
         said.contains("balancing-after-manual 1"),
         "restored: {said}"

@@ -317,6 +317,9 @@ pub fn run(
     // Migrations the kernel counted while the manager's own moves ran (pgmigrate_success around
     // each migrate_pages call): beside each job's numa_maps change, the check that they agree.
     let mut kernel_counted = 0u64;
+    // Node-set changes of running jobs, and those that left a node the job held (only these
+    // move pages): a stream that moves nothing says why.
+    let (mut node_changes, mut nodes_left) = (0usize, 0usize);
     let t0 = Instant::now();
     let now = || t0.elapsed().as_secs_f64();
     let mut core = Core::new(jobs, cfg.order.clone(), cfg.mpl);
@@ -413,6 +416,8 @@ pub fn run(
                         && !new_nodes.is_empty()
                         && new_nodes != old_nodes
                     {
+                        node_changes += 1;
+                        nodes_left += usize::from(old_nodes.iter().any(|n| !new_nodes.contains(n)));
                         // The job's pages per node just before and after the move.
                         let before = observe::node_pages(r.pid);
                         let counted = observe::pages_migrated();
@@ -477,6 +482,12 @@ pub fn run(
             let moved = moved.unwrap_or(0);
             if let Ok(all) = &system {
                 notes.push(format!("pages moved: {moved} by the manager (each job's numa_maps before and after its moves); the kernel counted {kernel_counted} during those moves, {all} over the run (every cause, system-wide)"));
+            }
+            if moved == 0 {
+                notes.push(format!("no page moved: running jobs' node sets changed {node_changes} times, {nodes_left} of them leaving a node the job held (only those move its pages there); this stream's arrivals {}", match nodes_left {
+                    0 => "only ever grew a job's nodes: another --stream may shrink some",
+                    _ => "left nodes whose pages had already gone (or none were first touched there)",
+                }));
             }
             Ok(moved)
         }

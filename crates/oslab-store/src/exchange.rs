@@ -441,7 +441,9 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
         "p90",
         "p99",
         "p999",
-        "cycles",
+        // TSC ticks, not core cycles (the JSON document's `cycles` field, which oslab.run/1
+        // keeps): the core clock is measured apart.
+        "tsc_ticks",
         "predicted",
         "model",
         "no_model",

@@ -1183,11 +1183,13 @@ fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
         csv.starts_with("run,host,started,repetition,probe,metric,"),
         "{csv}"
     );
-    assert!(csv
-        .lines()
-        .next()
-        .unwrap()
-        .contains(",unit,status,reason,n,"));
+    let header = csv.lines().next().unwrap();
+    assert!(header.contains(",unit,status,reason,n,"), "{header}");
+    // TSC ticks are named as such, never core cycles.
+    assert!(
+        header.contains(",tsc_ticks,") && !header.contains("cycles"),
+        "{header}"
+    );
     let long = String::from_utf8(stdout(&[
         "export",
         "1",

@@ -85,12 +85,12 @@ fn own_dir(file: &Path) -> std::io::Result<PathBuf> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    // Ours alone whatever the umask: a record others can write is not believed.
+    // Ours alone whatever the umask: a record others can write is not believed. An existing
+    // directory (another user may have made it first) is checked below.
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(&dir)?;
-    crate::paths::create_dir(&dir)?;
     let m = std::fs::symlink_metadata(&dir)?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };

@@ -245,7 +245,7 @@ fn shifts(
     nodes: usize,
     min_effect: f64,
 ) -> Vec<Vec<Shift>> {
-    let family = |probe: &str| probe.split('.').next().unwrap_or(probe).to_string();
+    let family = |probe: &str| oslab_core::catalog::prefix(probe).to_string();
     // (node, family) -> deviations
     let mut devs: std::collections::BTreeMap<(usize, String), Vec<f64>> = Default::default();
     for ((probe, ..), row) in keys.iter().zip(values) {

@@ -456,6 +456,8 @@ fn report(
     }
     doc.push(Block::Table(table));
     let params = params! {"kernel" => kernel.name(), "block" => block, "n" => n, "from" => a, "to" => b, "class" => class};
+    // The pages-follow runs' page moves: what judges that arm, and the move's own figures.
+    let moves: Vec<PageMove> = pairs.b.iter().filter_map(|r| r.get(1)?.page_move).collect();
     let second = |r: &Vec<RunResult>, k: usize, cpu: bool| {
         r.get(k).map_or(f64::NAN, |r| {
             let p = &r.phases[1];
@@ -509,7 +511,6 @@ fn report(
             &format!("paired runs, second half on cpu {b}{pages}: {arms}, in {what}"),
         );
         // A pages-follow cost whose pages stayed behind is the pages-stay cost under its name.
-        let moves: Vec<PageMove> = pairs.b.iter().filter_map(|r| r.get(1)?.page_move).collect();
         if let (1, Some((_, nb))) = (k, req.nodes) {
             if let Some(why) = not_followed(&moves, nb) {
                 m.status = oslab_core::Status::Failed(why.clone());
@@ -541,7 +542,6 @@ fn report(
         )));
         out.push(m);
         // The page move itself, apart from any cost.
-        let moves: Vec<PageMove> = pairs.b.iter().filter_map(|r| r.get(1)?.page_move).collect();
         if !moves.is_empty() {
             let ns: Vec<f64> = moves.iter().map(|p| p.seconds * 1e9).collect();
             let moved: Vec<f64> = moves.iter().map(|p| p.on_node as f64).collect();

@@ -36,7 +36,8 @@ pub struct FleetSubmitArgs {
     /// Print the sbatch script instead of submitting it.
     #[arg(long)]
     pub dry_run: bool,
-    /// Wait until the job has left the queue.
+    /// Wait until the job has left the queue, then say how it and each node ended; exits 1
+    /// unless the job completed and every node handed in a complete run.
     #[arg(long)]
     pub wait: bool,
     /// Print the job, its results directory and nodes as JSON (default: the job id alone).
@@ -61,7 +62,8 @@ pub struct FleetCollectArgs {
 /// `oslab fleet summary`.
 #[derive(Debug, Args)]
 pub struct FleetSummaryArgs {
-    /// The Slurm job id.
+    /// The job: its Slurm id, or JOB.TOKEN (as its results directory is named) where the store
+    /// holds several submissions that got one id.
     #[arg(value_name = "JOB")]
     pub job: String,
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
@@ -83,7 +85,19 @@ pub struct FleetTaskArgs {
     /// The results directory.
     #[arg(long, value_name = "DIR")]
     pub results: PathBuf,
+    /// The submission's token.
+    #[arg(long, value_name = "TOKEN", value_parser = parse_token)]
+    pub submission: Option<String>,
+    /// This binary is a copy staged for the task: removed when it ends.
+    #[arg(long)]
+    pub staged: bool,
     /// Arguments of `oslab run`.
     #[arg(last = true, value_name = "RUN-ARGS")]
     pub run_args: Vec<String>,
+}
+
+fn parse_token(s: &str) -> Result<String, String> {
+    crate::is_token(s)
+        .then(|| s.to_string())
+        .ok_or_else(|| format!("{s:?}: a submission token is letters and digits"))
 }

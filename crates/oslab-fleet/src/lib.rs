@@ -4,11 +4,15 @@
 //! [`summary`] shows the nodes side by side:
 //!
 //! ```text
-//! RESULTS/slurm-JOB.out          the job's output (every node's run table)
-//! RESULTS/JOB/fleet.json         what was submitted (nodes, run arguments), for collect
-//! RESULTS/JOB/node-NAME.json     one node's run (oslab.run/1)
-//! RESULTS/JOB/node-NAME.failed   why a node has none
+//! RESULTS/slurm-JOB.TOKEN.out          the job's output (every node's run table)
+//! RESULTS/JOB.TOKEN/fleet.json         what was submitted (nodes, run arguments), for collect
+//! RESULTS/JOB.TOKEN/node-NAME.json     one node's run (oslab.run/1)
+//! RESULTS/JOB.TOKEN/node-NAME.failed   why a node's task handed in no run
+//! RESULTS/JOB.TOKEN/node-NAME.crashed  a node whose task ended without a word (written by the job)
 //! ```
+//!
+//! TOKEN is drawn at submission: Slurm reuses job ids (a controller that lost its state starts
+//! again at 1), and two submissions that got one id must never be taken for one job.
 
 #![deny(missing_docs)]
 
@@ -23,34 +27,100 @@ pub use summary::{summarize, FleetSummary, NodeRun};
 
 use oslab_core::files::{read_bounded, FileError, Links};
 use oslab_store::exchange::{self, ImportFailed, RunDocument};
-use oslab_store::{RunRecord, RunRef, Store, StoreError};
-use std::collections::BTreeSet;
+use oslab_store::{RunRecord, RunRef, RunStatus, Store, StoreError};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Tag key of a collected run's job.
 pub const JOB_TAG: &str = "fleet.job";
+/// Tag key of a collected run's submission token.
+pub const SUBMISSION_TAG: &str = "fleet.submission";
 /// Tag key of a collected run's node.
 pub const NODE_TAG: &str = "fleet.node";
 /// The manifest written at submission.
 pub const MANIFEST: &str = "fleet.json";
 
-/// A node's result file, or its failure note.
-pub fn node_file(job_dir: &Path, node: &str, failed: bool) -> PathBuf {
-    job_dir.join(format!(
-        "node-{node}.{}",
-        if failed { "failed" } else { "json" }
-    ))
+/// What a node left in its job's directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeFile {
+    /// Its run (oslab.run/1).
+    Run,
+    /// Its task's word on why it has no run.
+    Failed,
+    /// The job's word on a node whose task ended with neither.
+    Crashed,
 }
 
-/// (node, failed) for a file name written by [`node_file`]; none for a name [`node_file`]
-/// would not write (a node name [`is_node_name`] refuses).
-pub fn parse_node_file(name: &str) -> Option<(&str, bool)> {
+impl NodeFile {
+    const ALL: [NodeFile; 3] = [NodeFile::Run, NodeFile::Failed, NodeFile::Crashed];
+
+    fn suffix(self) -> &'static str {
+        match self {
+            NodeFile::Run => "json",
+            NodeFile::Failed => "failed",
+            NodeFile::Crashed => "crashed",
+        }
+    }
+}
+
+/// A node's file of one kind.
+pub fn node_file(job_dir: &Path, node: &str, kind: NodeFile) -> PathBuf {
+    job_dir.join(format!("node-{node}.{}", kind.suffix()))
+}
+
+/// (node, kind) for a file name written by [`node_file`]; none for a name [`node_file`] would
+/// not write (a node name [`is_node_name`] refuses).
+pub fn parse_node_file(name: &str) -> Option<(&str, NodeFile)> {
     let rest = name.strip_prefix("node-")?;
-    let (node, failed) = match rest.strip_suffix(".json") {
-        Some(n) => (n, false),
-        None => (rest.strip_suffix(".failed")?, true),
-    };
-    is_node_name(node).then_some((node, failed))
+    NodeFile::ALL.into_iter().find_map(|kind| {
+        let node = rest.strip_suffix(kind.suffix())?.strip_suffix('.')?;
+        is_node_name(node).then_some((node, kind))
+    })
+}
+
+/// A submission: its Slurm job id and the token drawn when it was submitted (none for results
+/// written before tokens were).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct JobRef {
+    /// The Slurm job id.
+    pub job: String,
+    /// The submission token.
+    pub token: Option<String>,
+}
+
+impl JobRef {
+    /// "JOB.TOKEN" (or "JOB"), the job directory's name; none for anything else.
+    pub fn parse(s: &str) -> Option<JobRef> {
+        let (job, token) = match s.split_once('.') {
+            Some((j, t)) => (j, Some(t)),
+            None => (s, None),
+        };
+        (is_job_id(job) && token.is_none_or(is_token)).then(|| JobRef {
+            job: job.to_string(),
+            token: token.map(str::to_string),
+        })
+    }
+
+    /// A fresh submission token: 8 hex digits from the kernel's random source.
+    pub fn draw_token() -> std::io::Result<String> {
+        let mut b = [0u8; 4];
+        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut b)?;
+        Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    }
+}
+
+impl std::fmt::Display for JobRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.token {
+            Some(t) => write!(f, "{}.{t}", self.job),
+            None => f.write_str(&self.job),
+        }
+    }
+}
+
+/// Submission tokens: letters and digits.
+pub fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// Slurm job ids: digits, or array jobs "123_4".
@@ -66,44 +136,135 @@ pub fn is_node_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
+/// A node's run as its job directory holds it.
+pub struct HandedIn {
+    /// The node.
+    pub node: String,
+    /// Its file, validated: read again when stored, one at a time.
+    pub path: PathBuf,
+    /// How its run ended.
+    pub status: RunStatus,
+    /// How many measurements it holds.
+    pub measurements: usize,
+}
+
 /// What one job directory holds.
 pub struct JobResults {
-    /// The job id.
-    pub job: String,
-    /// (node, the file of its run, validated): read again when stored, one at a time.
-    pub runs: Vec<(String, PathBuf)>,
-    /// (node, why it has no run).
+    /// The submission.
+    pub job: JobRef,
+    /// The nodes' runs.
+    pub runs: Vec<HandedIn>,
+    /// (node, why it has no run), from its task.
     pub failed: Vec<(String, String)>,
+    /// (node, what the job saw), for nodes whose task ended with no word.
+    pub crashed: Vec<(String, String)>,
     /// The nodes the job was submitted to (from the manifest).
     pub expected: Vec<String>,
 }
 
-/// (job, directory) pairs: DIR itself when it holds node files, else its job-id subdirectories.
-pub fn job_dirs(dir: &Path) -> Result<Vec<(String, PathBuf)>, FileError> {
-    let holds_nodes = |d: &Path| {
-        std::fs::read_dir(d).is_ok_and(|it| {
-            it.flatten()
-                .any(|e| e.file_name().to_str().and_then(parse_node_file).is_some())
-        })
+/// Where a node of a job stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeState {
+    /// Its run is complete.
+    Ok,
+    /// Its run was stopped (a signal, the job's time limit) and holds what completed.
+    Partial,
+    /// Its run or its task was killed, or the node was lost: whatever it handed in is partial.
+    Crashed,
+    /// Its task could not run the suite (it says why).
+    Failed,
+    /// Nothing from it yet: still running, or lost with the job still going.
+    Missing,
+}
+
+impl NodeState {
+    /// The state's name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NodeState::Ok => "ok",
+            NodeState::Partial => "partial",
+            NodeState::Crashed => "crashed",
+            NodeState::Failed => "failed",
+            NodeState::Missing => "missing",
+        }
+    }
+
+    /// The state of a run that was handed in.
+    pub fn of_run(status: RunStatus) -> NodeState {
+        match status {
+            RunStatus::Complete => NodeState::Ok,
+            RunStatus::Interrupted => NodeState::Partial,
+            RunStatus::Running | RunStatus::Crashed => NodeState::Crashed,
+        }
+    }
+}
+
+impl JobResults {
+    /// Every node's state, with what is known of it, in node order: the manifest's nodes and any
+    /// other node that left a file.
+    pub fn states(&self) -> Vec<(String, NodeState, String)> {
+        let mut out: BTreeMap<&str, (NodeState, String)> = BTreeMap::new();
+        for n in &self.expected {
+            out.insert(n, (NodeState::Missing, "no result yet".into()));
+        }
+        for r in &self.runs {
+            let state = NodeState::of_run(r.status);
+            let detail = format!(
+                "{}, run {}",
+                oslab_core::units::counted(r.measurements, "measurement"),
+                r.status.as_str()
+            );
+            out.insert(&r.node, (state, detail));
+        }
+        // A note speaks for a node with no run (a run speaks for itself).
+        let notes = self.failed.iter().map(|f| (f, NodeState::Failed));
+        for ((node, why), state) in
+            notes.chain(self.crashed.iter().map(|c| (c, NodeState::Crashed)))
+        {
+            let e = out
+                .entry(node)
+                .or_insert((NodeState::Missing, String::new()));
+            if e.0 == NodeState::Missing {
+                *e = (state, why.clone());
+            }
+        }
+        out.into_iter()
+            .map(|(n, (s, d))| (n.to_string(), s, d))
+            .collect()
+    }
+}
+
+/// The submissions under DIR: DIR itself when it holds node files or a manifest, else its
+/// subdirectories named JOB.TOKEN (or JOB).
+pub fn job_dirs(dir: &Path) -> Result<Vec<(JobRef, PathBuf)>, FileError> {
+    let holds_job = |d: &Path| {
+        d.join(MANIFEST).is_file()
+            || std::fs::read_dir(d).is_ok_and(|it| {
+                it.flatten()
+                    .any(|e| e.file_name().to_str().and_then(parse_node_file).is_some())
+            })
     };
     let name = |d: &Path| d.file_name().and_then(|n| n.to_str()).map(str::to_string);
     let cannot = |e: std::io::Error| FileError(format!("cannot read {}: {e}", dir.display()));
     let entries = std::fs::read_dir(dir).map_err(cannot)?;
     let mut out = Vec::new();
-    if holds_nodes(dir) {
+    if holds_job(dir) {
         let canon = dir.canonicalize().map_err(cannot)?;
-        let job = name(&canon).filter(|j| is_job_id(j)).ok_or_else(|| {
-            FileError(format!(
-                "{} holds node results but is not named after a job id",
-                dir.display()
-            ))
-        })?;
+        let job = name(&canon)
+            .and_then(|n| JobRef::parse(&n))
+            .ok_or_else(|| {
+                FileError(format!(
+                    "{} holds fleet results but is not named after a job (JOB.TOKEN)",
+                    dir.display()
+                ))
+            })?;
         out.push((job, dir.to_path_buf()));
     } else {
         for e in entries.flatten() {
             let p = e.path();
-            if let Some(job) = name(&p).filter(|j| is_job_id(j)) {
-                if holds_nodes(&p) {
+            if let Some(job) = name(&p).and_then(|n| JobRef::parse(&n)) {
+                if holds_job(&p) {
                     out.push((job, p));
                 }
             }
@@ -111,7 +272,7 @@ pub fn job_dirs(dir: &Path) -> Result<Vec<(String, PathBuf)>, FileError> {
     }
     if out.is_empty() {
         return Err(FileError(format!(
-            "no fleet results under {} (expected DIR/JOB/node-NAME.json, as `oslab fleet submit --results DIR` writes)",
+            "no fleet results under {} (expected DIR/JOB.TOKEN/node-NAME.json, as `oslab fleet submit --results DIR` writes)",
             dir.display()
         )));
     }
@@ -125,11 +286,12 @@ const MANIFEST_MAX: u64 = 16 << 20;
 
 /// Reads and validates everything one job directory holds. Nodes write there: links are
 /// refused, not followed.
-pub fn read_job(job: &str, dir: &Path) -> Result<JobResults, FileError> {
+pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
     let mut r = JobResults {
-        job: job.to_string(),
+        job: job.clone(),
         runs: Vec::new(),
         failed: Vec::new(),
+        crashed: Vec::new(),
         expected: Vec::new(),
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -142,27 +304,44 @@ pub fn read_job(job: &str, dir: &Path) -> Result<JobResults, FileError> {
         let Some(fname) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        match parse_node_file(fname) {
-            Some((node, false)) => {
-                exchange::read_file(&path, Links::Refuse)?;
-                r.runs.push((node.to_string(), path.clone()));
-            }
-            Some((node, true)) => {
-                // One line, nothing that acts on a terminal: the file is the node's to write.
-                let why = match read_bounded(&path, FAILED_MAX, Links::Refuse) {
-                    Ok(b) => {
-                        oslab_core::text::one_line(String::from_utf8_lossy(&b).trim()).into_owned()
-                    }
-                    Err(e) => format!("(its reason is not shown: {e})"),
-                };
-                r.failed.push((node.to_string(), why));
-            }
-            None => {}
+        let Some((node, kind)) = parse_node_file(fname) else {
+            continue;
+        };
+        if kind == NodeFile::Run {
+            let doc = exchange::read_file(&path, Links::Refuse)?;
+            r.runs.push(HandedIn {
+                node: node.to_string(),
+                path: path.clone(),
+                status: doc.run.status,
+                measurements: doc.measurements.len(),
+            });
+            continue;
         }
+        // One line, nothing that acts on a terminal: the file is the node's to write.
+        let why = match read_bounded(&path, FAILED_MAX, Links::Refuse) {
+            Ok(b) => oslab_core::text::one_line(String::from_utf8_lossy(&b).trim()).into_owned(),
+            Err(e) => format!("(its reason is not shown: {e})"),
+        };
+        let list = if kind == NodeFile::Failed {
+            &mut r.failed
+        } else {
+            &mut r.crashed
+        };
+        list.push((node.to_string(), why));
     }
     if let Ok(text) = read_bounded(&dir.join(MANIFEST), MANIFEST_MAX, Links::Refuse) {
         let v: serde_json::Value = serde_json::from_slice(&text)
             .map_err(|e| FileError(format!("{}: {e}", dir.join(MANIFEST).display())))?;
+        let submitted = JobRef {
+            job: v["job"].as_str().unwrap_or_default().to_string(),
+            token: v["token"].as_str().map(str::to_string),
+        };
+        if submitted != *job {
+            return Err(FileError(format!(
+                "{}: its manifest is of submission {submitted}, not {job}: results of two submissions are never mixed",
+                dir.display()
+            )));
+        }
         r.expected = v["nodes"]
             .as_array()
             .map(|a| {
@@ -181,12 +360,10 @@ pub struct Collected {
     pub new: Vec<(String, i64)>,
     /// Runs already in the store.
     pub already: usize,
-    /// Expected nodes with neither a run nor a failure note.
-    pub missing: Vec<String>,
 }
 
 impl Collected {
-    /// What collecting `j` did, in lines: runs stored, nodes that failed, nodes not heard from.
+    /// What collecting `j` did, in lines: runs stored, then every node's state.
     pub fn lines(&self, j: &JobResults) -> Vec<String> {
         let new: Vec<String> = self
             .new
@@ -207,16 +384,8 @@ impl Collected {
                 k => format!("; {k} already in the store"),
             }
         )];
-        for (node, why) in &j.failed {
-            out.push(format!("job {}: node {node} failed: {why}", j.job));
-        }
-        if !self.missing.is_empty() {
-            out.push(format!(
-                "job {}: no result yet from {} (still running, or lost: see slurm-{}.out)",
-                j.job,
-                self.missing.join(", "),
-                j.job
-            ));
+        for (node, state, detail) in j.states() {
+            out.push(format!("  {node:<12} {:<8} {detail}", state.as_str()));
         }
         out
     }
@@ -228,67 +397,109 @@ impl Collected {
             .iter()
             .map(|(node, run)| serde_json::json!({"node": node, "run": run}))
             .collect();
-        let failed: Vec<serde_json::Value> = j
-            .failed
-            .iter()
-            .map(|(node, why)| serde_json::json!({"node": node, "why": why}))
+        let nodes: Vec<serde_json::Value> = j
+            .states()
+            .into_iter()
+            .map(|(node, state, detail)| {
+                serde_json::json!({"node": node, "state": state, "detail": detail})
+            })
             .collect();
         serde_json::json!({
-            "job": j.job, "new": new, "already": self.already,
-            "failed": failed, "missing": self.missing,
+            "job": j.job.job, "submission": j.job.token, "new": new,
+            "already": self.already, "nodes": nodes,
         })
     }
 }
 
-/// Stores a job's runs not stored before, each in one transaction, tagged with job and node.
+/// The runs of a store collected from a submission, by node.
+fn collected_nodes(store: &Store, job: &JobRef) -> Result<BTreeMap<String, i64>, StoreError> {
+    let mut out = BTreeMap::new();
+    for id in store.tagged(JOB_TAG, &job.job)? {
+        let tags = store.tags(id)?;
+        if tags.get(SUBMISSION_TAG) == job.token.as_ref() {
+            let node = tags
+                .get(NODE_TAG)
+                .cloned()
+                .unwrap_or_else(|| format!("run{id}"));
+            out.insert(node, id);
+        }
+    }
+    Ok(out)
+}
+
+/// Stores a job's runs not stored before, each in one transaction, tagged with job, submission
+/// and node.
 pub fn collect(store: &mut Store, j: &JobResults) -> Result<Collected, ImportFailed> {
-    let have: BTreeSet<String> = store
-        .tagged(JOB_TAG, &j.job)?
-        .into_iter()
-        .filter_map(|id| store.tags(id).ok()?.get(NODE_TAG).cloned())
-        .collect();
+    let have = collected_nodes(store, &j.job)?;
     let mut new = Vec::new();
-    for (node, path) in &j.runs {
-        if have.contains(node) {
+    for r in &j.runs {
+        if have.contains_key(&r.node) {
             continue;
         }
-        let doc = exchange::read_file(path, Links::Refuse).map_err(ImportFailed::Invalid)?;
+        let doc = exchange::read_file(&r.path, Links::Refuse).map_err(ImportFailed::Invalid)?;
         let record = RunRecord {
             id: None,
             ..doc.run.clone()
         };
-        let tags = [(JOB_TAG, j.job.as_str()), (NODE_TAG, node.as_str())];
+        let mut tags = vec![(JOB_TAG, j.job.job.as_str()), (NODE_TAG, r.node.as_str())];
+        if let Some(t) = &j.job.token {
+            tags.push((SUBMISSION_TAG, t));
+        }
         let id = store.save_tagged_run(&record, &doc.measurements, &doc.timeline, &tags)?;
-        new.push((node.clone(), id));
+        new.push((r.node.clone(), id));
     }
-    let seen: BTreeSet<&str> = j
-        .runs
-        .iter()
-        .map(|r| r.0.as_str())
-        .chain(j.failed.iter().map(|f| f.0.as_str()))
-        .collect();
-    let missing = j
-        .expected
-        .iter()
-        .filter(|n| !seen.contains(n.as_str()))
-        .cloned()
-        .collect();
     Ok(Collected {
         already: j.runs.len() - new.len(),
         new,
-        missing,
     })
 }
 
-/// The collected runs of fleet job `job`, one per node.
-pub fn node_runs(store: &Store, job: &str) -> Result<Vec<NodeRun>, StoreError> {
+/// Why a job's runs cannot be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeRunsError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The job id names several submissions.
+    #[error("{0}")]
+    Ambiguous(String),
+}
+
+/// The collected runs of one submission, one per node: `job` is "JOB.TOKEN", or "JOB" when the
+/// store holds one submission of that id.
+pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), NodeRunsError> {
+    let wanted = JobRef::parse(job);
+    let id = wanted.as_ref().map_or(job, |w| w.job.as_str());
+    let mut submissions: BTreeSet<Option<String>> = BTreeSet::new();
+    for run in store.tagged(JOB_TAG, id)? {
+        submissions.insert(store.tags(run)?.get(SUBMISSION_TAG).cloned());
+    }
+    let job = match wanted {
+        Some(w) if w.token.is_some() => w,
+        _ if submissions.len() > 1 => {
+            let names: Vec<String> = submissions
+                .iter()
+                .map(|t| {
+                    JobRef {
+                        job: id.to_string(),
+                        token: t.clone(),
+                    }
+                    .to_string()
+                })
+                .collect();
+            return Err(NodeRunsError::Ambiguous(format!(
+                "job id {id} names {} submissions in the store (Slurm reused the id): {}; name one",
+                submissions.len(),
+                names.join(", ")
+            )));
+        }
+        _ => JobRef {
+            job: id.to_string(),
+            token: submissions.into_iter().next().flatten(),
+        },
+    };
     let mut runs = Vec::new();
-    for id in store.tagged(JOB_TAG, job)? {
-        let node = store
-            .tags(id)?
-            .get(NODE_TAG)
-            .cloned()
-            .unwrap_or_else(|| format!("run{id}"));
+    for (node, id) in collected_nodes(store, &job)? {
         let (record, measurements) = store.load_run(&RunRef::Id(id))?;
         let shape =
             serde_json::from_value::<oslab_core::Topology>(record.fingerprint["topology"].clone())
@@ -297,11 +508,12 @@ pub fn node_runs(store: &Store, job: &str) -> Result<Vec<NodeRun>, StoreError> {
         runs.push(NodeRun {
             node,
             run_id: id,
+            state: NodeState::of_run(record.status),
             measurements,
             shape,
         });
     }
-    Ok(runs)
+    Ok((job, runs))
 }
 
 /// A node's part of a fleet job, once its `oslab run` ended: the latest run of the private store
@@ -337,17 +549,37 @@ mod tests {
     #[test]
     fn file_names_round_trip() {
         let d = Path::new("/r/42");
-        let f = node_file(d, "n01", false);
+        let f = node_file(d, "n01", NodeFile::Run);
         assert_eq!(f, Path::new("/r/42/node-n01.json"));
         let name = f.file_name().unwrap().to_str().unwrap();
-        assert_eq!(parse_node_file(name), Some(("n01", false)));
-        assert_eq!(parse_node_file("node-gpu-3.failed"), Some(("gpu-3", true)));
+        assert_eq!(parse_node_file(name), Some(("n01", NodeFile::Run)));
+        assert_eq!(
+            parse_node_file("node-gpu-3.failed"),
+            Some(("gpu-3", NodeFile::Failed))
+        );
+        assert_eq!(
+            parse_node_file("node-n.2.crashed"),
+            Some(("n.2", NodeFile::Crashed))
+        );
+        assert_eq!(parse_node_file("node-n1json"), None);
         // A name node_file would not write is no node's file.
         assert_eq!(parse_node_file("node-a\nb.json"), None);
         assert_eq!(parse_node_file("node-.hidden.json"), None);
         assert_eq!(parse_node_file("node-\u{1b}[2J.failed"), None);
         assert_eq!(parse_node_file("fleet.json"), None);
         assert!(is_job_id("123") && is_job_id("123_4") && !is_job_id("x1") && !is_job_id(""));
+        let j = JobRef::parse("42.0a1b2c3d").unwrap();
+        assert_eq!(
+            (j.job.as_str(), j.token.as_deref()),
+            ("42", Some("0a1b2c3d"))
+        );
+        assert_eq!(j.to_string(), "42.0a1b2c3d");
+        assert_eq!(JobRef::parse("42").unwrap().token, None);
+        for bad in ["42.", "42.a/b", ".ab", "x.ab", "42.a.b"] {
+            assert!(JobRef::parse(bad).is_none(), "{bad}");
+        }
+        let t = JobRef::draw_token().unwrap();
+        assert!(is_token(&t) && t.len() == 8 && t != JobRef::draw_token().unwrap());
         assert!(is_node_name("n01.cluster") && !is_node_name("../x") && !is_node_name(".h"));
     }
 }

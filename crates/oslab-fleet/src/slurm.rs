@@ -18,6 +18,8 @@ pub struct ScriptOptions<'a> {
     pub time: Option<&'a str>,
     /// The results directory every node sees.
     pub results: &'a Path,
+    /// The submission's token (see [`crate::JobRef`]).
+    pub token: &'a str,
     /// The oslab binary.
     pub binary: &'a Path,
     /// Copy the binary to each node's /tmp with sbcast (else it is used where it is).
@@ -95,7 +97,10 @@ pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The sbatch script: one task per node, each running `oslab fleet task`.
+/// The sbatch script: one job step per node, each running `oslab fleet task`. Steps apart, a
+/// node that cannot start or is lost costs its own result only; the job is never requeued
+/// (a rerun would leave two executions in one directory) nor ended by a node's failure; a node
+/// whose task ended with no word gets a `.crashed` note from the job, with Slurm's state of it.
 pub fn script(o: &ScriptOptions) -> String {
     let mut s = format!(
         "#!/bin/bash\n# Written by `oslab fleet submit` (oslab {}).\n#SBATCH --job-name=oslab-fleet\n",
@@ -105,7 +110,7 @@ pub fn script(o: &ScriptOptions) -> String {
         s += &format!("#SBATCH --nodes={n}\n");
     }
     s += &format!(
-        "#SBATCH --nodelist={}\n#SBATCH --ntasks-per-node=1\n",
+        "#SBATCH --nodelist={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --no-requeue\n#SBATCH --no-kill\n",
         o.nodelist
     );
     if o.exclusive {
@@ -118,25 +123,45 @@ pub fn script(o: &ScriptOptions) -> String {
         s += &format!("#SBATCH --time={t}\n");
     }
     s += &format!(
-        "#SBATCH --output={}/slurm-%j.out\nset -u\nresults={}\nbin={}\n",
+        "#SBATCH --output={}/slurm-%j.{}.out\nset -u\nresults={}\nbin={}\ntoken={}\n\
+         dir=\"$results/$SLURM_JOB_ID.$token\"\nfirst=$(hostname)\n",
         o.results.display(),
+        o.token,
         quote(&o.results.to_string_lossy()),
-        quote(&o.binary.to_string_lossy())
+        quote(&o.binary.to_string_lossy()),
+        o.token,
     );
+    s += "mkdir -p \"$dir\" || { echo \"oslab fleet: cannot create $dir on $first, the job's first node\" >&2; exit 1; }\n";
     if o.sbcast {
-        s += "staged=/tmp/oslab-fleet-$SLURM_JOB_ID\n\
-              sbcast --force \"$bin\" \"$staged\" || { echo \"oslab fleet: sbcast of $bin failed\" >&2; exit 1; }\n\
-              bin=$staged\n";
+        // srun --bcast copies the binary from this node to the step's node before starting it;
+        // the task removes the copy when it ends.
+        s += "[ -r \"$bin\" ] || { echo \"oslab fleet: $bin cannot be read on $first, the job's first node, which copies it to the others: put it where that node sees it\" >&2; exit 1; }\n\
+              staged=/tmp/oslab-fleet-$SLURM_JOB_ID.$token\n\
+              launch=(--bcast=\"$staged\" \"$bin\") once=--staged\n";
+    } else {
+        s += "launch=(\"$bin\") once=\n";
     }
     let args: Vec<String> = o.run_args.iter().map(|a| quote(a)).collect();
     s += &format!(
-        "srun --ntasks-per-node=1 --kill-on-bad-exit=0 \"$bin\" fleet task --results \"$results\" -- {}\nstatus=$?\n",
+        "nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\npids=()\n\
+         for n in \"${{nodes[@]}}\"; do\n\
+         \x20   srun --nodes=1 --ntasks=1 --nodelist=\"$n\" --whole \"${{launch[@]}}\" fleet task --results \"$results\" --submission \"$token\" $once -- {} &\n\
+         \x20   pids+=($!)\n\
+         done\n",
         args.join(" ")
     );
-    if o.sbcast {
-        s += "srun --ntasks-per-node=1 rm -f \"$staged\"\n";
-    }
-    s += "exit $status\n";
+    s += "status=0\n\
+          for i in \"${!nodes[@]}\"; do\n\
+          \x20   n=${nodes[$i]}\n\
+          \x20   wait \"${pids[$i]}\"; rc=$?\n\
+          \x20   [ \"$rc\" = 0 ] && continue\n\
+          \x20   status=1\n\
+          \x20   echo \"oslab fleet: node $n: its task ended with status $rc\" >&2\n\
+          \x20   if [ ! -e \"$dir/node-$n.json\" ] && [ ! -e \"$dir/node-$n.failed\" ]; then\n\
+          \x20       echo \"its task ended with status $rc and handed in nothing; Slurm has the node $(scontrol show node \"$n\" | grep -o 'State=[^ ]*')\" >\"$dir/node-$n.crashed\"\n\
+          \x20   fi\n\
+          done\n\
+          exit $status\n";
     s
 }
 
@@ -218,6 +243,64 @@ pub fn submit(script: &Path) -> Result<String, SlurmError> {
     Ok(id)
 }
 
+/// How Slurm says a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEnd {
+    /// Its state: COMPLETED, FAILED, NODE_FAIL, CANCELLED, TIMEOUT, OUT_OF_MEMORY, ...
+    pub state: String,
+    /// Its exit code and signal ("1:0").
+    pub exit: String,
+    /// Slurm's reason, when it gives one.
+    pub reason: Option<String>,
+}
+
+impl JobEnd {
+    /// Whether the job ended well.
+    pub fn completed(&self) -> bool {
+        self.state == "COMPLETED"
+    }
+}
+
+/// How a job that left the queue ended, from scontrol (which keeps a job for MinJobAge after
+/// it ends) or else from accounting; none when neither knows it any more.
+pub fn job_end(job: &str) -> Option<JobEnd> {
+    if let Ok(text) = client("scontrol", &["show", "job", "-o", job]) {
+        if let Some(end) = parse_job_end(&text) {
+            return Some(end);
+        }
+    }
+    let text = client(
+        "sacct",
+        &["-n", "-X", "-P", "-j", job, "-o", "State,ExitCode,Reason"],
+    )
+    .ok()?;
+    let line = text.lines().next()?;
+    let mut f = line.split('|');
+    let state = f.next()?.split_whitespace().next()?.to_string();
+    Some(JobEnd {
+        state,
+        exit: f.next().unwrap_or("").to_string(),
+        reason: f
+            .next()
+            .filter(|r| !r.is_empty() && *r != "None")
+            .map(str::to_string),
+    })
+}
+
+/// `scontrol show job -o` -> its end.
+fn parse_job_end(text: &str) -> Option<JobEnd> {
+    let field = |k: &str| {
+        text.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    Some(JobEnd {
+        state: field("JobState")?,
+        exit: field("ExitCode").unwrap_or_default(),
+        reason: field("Reason").filter(|r| r != "None"),
+    })
+}
+
 /// Whether the job is still pending or running.
 pub fn in_queue(job: &str) -> bool {
     client("squeue", &["-h", "-j", job, "-o", "%T"]).is_ok_and(|t| !t.trim().is_empty())
@@ -294,6 +377,7 @@ mod tests {
             exclusive: true,
             time: Some("30:00"),
             results: Path::new("/shared/res"),
+            token: "0a1b2c3d",
             binary: Path::new("/home/u/oslab"),
             sbcast: true,
             run_args: &args,
@@ -306,7 +390,9 @@ mod tests {
             "#SBATCH --exclusive",
             "#SBATCH --partition=batch",
             "#SBATCH --time=30:00",
-            "#SBATCH --output=/shared/res/slurm-%j.out",
+            "#SBATCH --no-requeue",
+            "#SBATCH --no-kill",
+            "#SBATCH --output=/shared/res/slurm-%j.0a1b2c3d.out",
         ] {
             assert!(s.lines().any(|l| l == line), "{line} missing:\n{s}");
         }
@@ -314,7 +400,7 @@ mod tests {
         let first_cmd = s.lines().position(|l| !l.starts_with('#')).unwrap();
         assert!(s.lines().skip(first_cmd).all(|l| !l.starts_with("#SBATCH")));
         assert!(s.contains(r"-- '--quick' 'it'\''s *'"), "{s}");
-        assert!(s.contains("sbcast --force"));
+        assert!(s.contains("--bcast="), "{s}");
         // bash parses it.
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("s.sh");
@@ -331,8 +417,20 @@ mod tests {
             partition: None,
             ..o
         });
-        assert!(!shared.contains("sbcast") && !shared.contains("--exclusive"));
+        assert!(!shared.contains("bcast") && !shared.contains("--exclusive"));
         assert!(!shared.contains("--partition"));
+    }
+
+    #[test]
+    fn a_jobs_end_is_read_from_scontrol() {
+        let t = "JobId=7 JobName=oslab-fleet UserId=root(0) JobState=NODE_FAIL Reason=NodeDown Dependency=(null) Requeue=0 ExitCode=0:0 RunTime=00:01:02";
+        let e = parse_job_end(t).unwrap();
+        assert_eq!((e.state.as_str(), e.exit.as_str()), ("NODE_FAIL", "0:0"));
+        assert_eq!(e.reason.as_deref(), Some("NodeDown"));
+        assert!(!e.completed());
+        let ok = parse_job_end("JobId=8 JobState=COMPLETED Reason=None ExitCode=0:0").unwrap();
+        assert!(ok.completed() && ok.reason.is_none());
+        assert!(parse_job_end("slurm_load_jobs error: Invalid job id specified").is_none());
     }
 
     #[test]

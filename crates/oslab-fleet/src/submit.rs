@@ -3,7 +3,7 @@
 //! `collect` reads left in the job's directory.
 
 use crate::slurm::{self, ScriptOptions, SlurmError};
-use crate::MANIFEST;
+use crate::{JobRef, MANIFEST};
 use oslab_core::files::write_whole;
 use std::path::{Path, PathBuf};
 
@@ -77,6 +77,8 @@ pub struct Plan {
     pub open: Option<String>,
     /// The results directory, absolute.
     pub results: PathBuf,
+    /// The submission's token (see [`JobRef`]).
+    pub token: String,
     binary: PathBuf,
     run_args: Vec<String>,
 }
@@ -112,7 +114,10 @@ impl Request {
                 results.display()
             )));
         }
+        let token = JobRef::draw_token()
+            .map_err(|e| SubmitError::Io(format!("cannot draw a submission token: {e}")))?;
         let mut plan = Plan {
+            token,
             script: String::new(),
             names: None,
             nodelist: self.nodes.clone(),
@@ -154,6 +159,7 @@ impl Request {
             exclusive: !self.shared,
             time: self.time.as_deref(),
             results: &plan.results,
+            token: &plan.token,
             binary: &plan.binary,
             sbcast: self.stage == Stage::Sbcast,
             run_args: &plan.run_args,
@@ -163,27 +169,29 @@ impl Request {
 }
 
 impl Plan {
-    /// Submits the script; writes the job's manifest into RESULTS/JOB and returns the job id
-    /// and that directory.
-    pub fn submit(&self) -> Result<(String, PathBuf), SubmitError> {
+    /// Submits the script; writes the job's manifest into RESULTS/JOB.TOKEN and returns the
+    /// submission and that directory.
+    pub fn submit(&self) -> Result<(JobRef, PathBuf), SubmitError> {
         let io = |e: &dyn std::fmt::Display| SubmitError::Io(e.to_string());
         let cannot = |p: &Path, e: std::io::Error| {
             SubmitError::Io(format!("cannot create {}: {e}", p.display()))
         };
         std::fs::create_dir_all(&self.results).map_err(|e| cannot(&self.results, e))?;
-        let script_path = self.results.join(format!(
-            ".oslab-fleet-{}-{}.sbatch",
-            oslab_core::time::utc_now().replace(':', ""),
-            std::process::id()
-        ));
+        let script_path = self
+            .results
+            .join(format!(".oslab-fleet-{}.sbatch", self.token));
         write_whole(&script_path, self.script.as_bytes()).map_err(|e| io(&e))?;
         let submitted = slurm::submit(&script_path);
         let _ = std::fs::remove_file(&script_path);
-        let job = submitted?;
-        let job_dir = self.results.join(&job);
+        let job = JobRef {
+            job: submitted?,
+            token: Some(self.token.clone()),
+        };
+        let job_dir = self.results.join(job.to_string());
         std::fs::create_dir_all(&job_dir).map_err(|e| cannot(&job_dir, e))?;
         let manifest = serde_json::json!({
-            "job": job,
+            "job": job.job,
+            "token": self.token,
             "nodes": self.names.clone().unwrap_or_default(),
             "nodelist": self.nodelist,
             "run_args": self.run_args,
@@ -194,5 +202,10 @@ impl Plan {
         let text = serde_json::to_string_pretty(&manifest).map_err(|e| io(&e))?;
         write_whole(&job_dir.join(MANIFEST), text.as_bytes()).map_err(|e| io(&e))?;
         Ok((job, job_dir))
+    }
+
+    /// The job's output file.
+    pub fn output(&self, job: &JobRef) -> PathBuf {
+        self.results.join(format!("slurm-{job}.out"))
     }
 }

@@ -42,6 +42,8 @@ pub struct NodeRun {
     pub node: String,
     /// Its run id in the store.
     pub run_id: i64,
+    /// How its run ended: a partial or crashed run's values are judged, and its state said.
+    pub state: crate::NodeState,
     /// Its measurements.
     pub measurements: Vec<Measurement>,
     /// Its machine's shape (`Topology::shape`), when the run recorded it.
@@ -98,6 +100,8 @@ pub struct NodeVerdict {
     pub node: String,
     /// Its run id.
     pub run_id: i64,
+    /// How its run ended.
+    pub state: crate::NodeState,
     /// Measurements with a value.
     pub measured: usize,
     /// Measurements where it is an outlier.
@@ -375,6 +379,7 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
             NodeVerdict {
                 node: r.node.clone(),
                 run_id: r.run_id,
+                state: r.state.clone(),
                 measured: mine.clone().count(),
                 outliers: mine.clone().filter(|(_, c)| c.outlier).count(),
                 worst: mine
@@ -436,6 +441,7 @@ mod tests {
             .map(|i| NodeRun {
                 node: format!("n{i:02}"),
                 run_id: i + 1,
+                state: crate::NodeState::Ok,
                 measurements: vec![
                     // n05 is 40% slower at syscalls; everyone is within 2% otherwise.
                     m(
@@ -481,6 +487,7 @@ mod tests {
             .map(|n| NodeRun {
                 node: format!("n{n:02}"),
                 run_id: n as i64 + 1,
+                state: crate::NodeState::Ok,
                 measurements: (0..rows)
                     .map(|r| {
                         let base = 100.0 * (1.0 + r as f64);
@@ -550,6 +557,7 @@ mod tests {
         let node = |name: &str, ms: Vec<Measurement>| NodeRun {
             node: name.into(),
             run_id: 1,
+            state: crate::NodeState::Ok,
             measurements: ms,
             shape: None,
         };
@@ -596,18 +604,21 @@ mod tests {
             NodeRun {
                 node: "b".into(),
                 run_id: 2,
+                state: crate::NodeState::Ok,
                 measurements: vec![m("syscall", 0, 100.0)],
                 shape: Some("2 sockets".into()),
             },
             NodeRun {
                 node: "a".into(),
                 run_id: 1,
+                state: crate::NodeState::Ok,
                 measurements: vec![m("syscall", 0, 300.0)],
                 shape: Some("1 socket".into()),
             },
             NodeRun {
                 node: "c".into(),
                 run_id: 3,
+                state: crate::NodeState::Ok,
                 measurements: vec![failed],
                 shape: None,
             },

@@ -1,16 +1,23 @@
 //! One node's share of a fleet job, started by srun: `oslab run RUN-ARGS` into a private store
-//! in the node's temporary directory, then that run handed in as RESULTS/JOB/node-NAME.json, or
-//! node-NAME.failed saying why.
+//! in the node's temporary directory, then that run handed in as
+//! RESULTS/JOB.TOKEN/node-NAME.json, or node-NAME.failed saying why.
 
-use crate::{hand_in, is_job_id, is_node_name, node_file, remove_store_files};
+use crate::{hand_in, is_job_id, is_node_name, node_file, remove_store_files, JobRef, NodeFile};
 use oslab_core::files::write_whole;
 use oslab_core::tree::run_contained;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 
 /// Runs this node's share with `program` (the oslab binary) and returns `oslab run`'s exit
-/// code; an error says why the node has no run (also written to its `.failed` file).
-pub fn run(program: &Path, results: &Path, run_args: &[String]) -> Result<u8, String> {
+/// code (128 + the signal that ended it); an error says why the node has no run (also written
+/// to its `.failed` file when the results directory can be written).
+pub fn run(
+    program: &Path,
+    results: &Path,
+    token: Option<&str>,
+    run_args: &[String],
+) -> Result<u8, String> {
     let job = std::env::var("SLURM_JOB_ID")
         .ok()
         .filter(|j| is_job_id(j))
@@ -22,28 +29,75 @@ pub fn run(program: &Path, results: &Path, run_args: &[String]) -> Result<u8, St
         .or_else(kernel_hostname)
         .filter(|n| is_node_name(n))
         .ok_or("cannot tell this node's name (SLURMD_NODENAME)")?;
-    let dir = results.join(&job);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let db = std::env::temp_dir().join(format!("oslab-fleet-{job}-{node}.db"));
+    let submission = JobRef {
+        job: job.clone(),
+        token: token.map(str::to_string),
+    };
+    let dir = results.join(submission.to_string());
+    // The results directory must be the one every node sees: a node that cannot reach it says
+    // so in the job's output, the only place left to say it.
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "node {node}: cannot create {}: {e} (--results must be on a file system every node mounts at the same path)",
+            dir.display()
+        )
+    })?;
+    let db = std::env::temp_dir().join(format!("oslab-fleet-{submission}-{node}.db"));
     remove_store_files(&db);
     // Through the process tree: a task Slurm cancels (SIGTERM) ends oslab run with it, which
     // stores what it measured.
     let mut cmd = Command::new(program);
     cmd.arg("run").args(run_args).arg("--db").arg(&db);
     let status = run_contained(&mut cmd, oslab_core::signals::interrupted);
-    let why = match (&status, hand_in(&db, &node_file(&dir, &node, false))) {
+    let handed = node_file(&dir, &node, NodeFile::Run);
+    let why = match (&status, hand_in(&db, &handed)) {
         // Stored, complete or interrupted: the run speaks for itself.
-        (_, Ok(())) => return Ok(status.ok().and_then(|s| s.code()).unwrap_or(0) as u8),
+        (_, Ok(())) => {
+            eprintln!(
+                "node {node}: run handed in as {} (the store named above was this node's scratch, now removed)",
+                handed.display()
+            );
+            return Ok(status.ok().map_or(1, |s| exit_code(&s)));
+        }
         (Ok(s), Err(e)) => format!("oslab run ended with {s} and left no run to export: {e}"),
         (Err(e), _) => format!("cannot start oslab run: {e}"),
     };
-    write_whole(&node_file(&dir, &node, true), format!("{why}\n").as_bytes())
-        .map_err(|e| e.to_string())?;
+    write_whole(
+        &node_file(&dir, &node, NodeFile::Failed),
+        format!("{why}\n").as_bytes(),
+    )
+    .map_err(|e| e.to_string())?;
     Err(format!("node {node}: {why}"))
+}
+
+/// A child's exit as a shell reports it: its code, or 128 + the signal that ended it (a killed
+/// run is no success).
+fn exit_code(s: &std::process::ExitStatus) -> u8 {
+    match (s.code(), s.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => 128u8.saturating_add(sig as u8),
+        _ => 1,
+    }
 }
 
 fn kernel_hostname() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_run_is_no_success() {
+        let s = Command::new("sh")
+            .args(["-c", "kill -9 $$"])
+            .status()
+            .unwrap();
+        assert_eq!(exit_code(&s), 137);
+        let s = Command::new("sh").args(["-c", "exit 3"]).status().unwrap();
+        assert_eq!(exit_code(&s), 3);
+    }
 }

@@ -196,14 +196,14 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     let db_s = db.to_str().unwrap();
     // The real task, as srun would start it on node "alpha" of job 777.
     oslab()
-        .args(["fleet", "task", "--results"])
+        .args(["fleet", "task", "--submission", "0a1b2c3d", "--results"])
         .arg(results.path())
         .args(["--", "--quick", "syscall.getp*"])
         .env("SLURM_JOB_ID", "777")
         .env("SLURMD_NODENAME", "alpha")
         .assert()
         .success();
-    let job = results.path().join("777");
+    let job = results.path().join("777.0a1b2c3d");
     let alpha: Value =
         serde_json::from_slice(&std::fs::read(job.join("node-alpha.json")).unwrap()).unwrap();
     assert!(!alpha["measurements"].as_array().unwrap().is_empty());
@@ -213,17 +213,26 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         .all(|e| !e
             .file_name()
             .to_string_lossy()
-            .starts_with("oslab-fleet-777-alpha")));
-    // Five more nodes: within 2% of alpha, except "slow" at +60%; "dead" failed.
+            .starts_with("oslab-fleet-777")));
+    // Five more nodes: within 2% of alpha, except "slow" at +60%; "dead" failed; "eps" crashed
+    // after its measurements; "lost" ended with no word, which the job noted.
     for (i, node) in ["beta", "gamma", "delta", "eps", "slow"].iter().enumerate() {
         let k = if *node == "slow" {
             1.6
         } else {
             1.0 + 0.004 * (i as f64 + 1.0)
         };
-        let doc = scaled(&alpha, node, |m| k * (1.0 + 0.001 * (m % 3) as f64));
+        let mut doc = scaled(&alpha, node, |m| k * (1.0 + 0.001 * (m % 3) as f64));
+        if *node == "eps" {
+            doc["run"]["status"] = "crashed".into();
+        }
         std::fs::write(job.join(format!("node-{node}.json")), doc.to_string()).unwrap();
     }
+    std::fs::write(
+        job.join("node-lost.crashed"),
+        "its task ended with status 1 and handed in nothing; Slurm has the node State=DOWN+NOT_RESPONDING\n",
+    )
+    .unwrap();
     std::fs::write(
         job.join("node-dead.failed"),
         "oslab run ended with signal 9\n",
@@ -231,7 +240,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     .unwrap();
     std::fs::write(
         job.join("fleet.json"),
-        r#"{"job": "777", "nodes": ["alpha","beta","gamma","delta","eps","slow","dead","late"]}"#,
+        r#"{"job": "777", "token": "0a1b2c3d", "nodes": ["alpha","beta","gamma","delta","eps","slow","dead","late","lost"]}"#,
     )
     .unwrap();
     let out = oslab()
@@ -244,11 +253,26 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("collected 6 runs"), "{err}");
-    assert!(
-        err.contains("node dead failed: oslab run ended with signal 9"),
-        "{err}"
-    );
-    assert!(err.contains("no result yet from late"), "{err}");
+    // Every node's state, one line each.
+    let state = |node: &str| {
+        err.lines()
+            .find(|l| l.split_whitespace().next() == Some(node))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("no line for {node}: {err}"))
+            .to_string()
+    };
+    for (node, want) in [
+        ("alpha", "ok"),
+        ("slow", "ok"),
+        ("eps", "crashed"),
+        ("dead", "failed"),
+        ("late", "missing"),
+        ("lost", "crashed"),
+    ] {
+        assert_eq!(state(node), want, "{node}: {err}");
+    }
+    assert!(err.contains("oslab run ended with signal 9"), "{err}");
+    assert!(err.contains("DOWN+NOT_RESPONDING"), "{err}");
     // Collecting again stores nothing twice.
     let out = oslab()
         .args(["fleet", "collect", "--json"])
@@ -263,7 +287,15 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     );
     let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(said["jobs"][0]["already"], 6, "{said}");
-    assert_eq!(said["jobs"][0]["missing"][0], "late", "{said}");
+    let late = said["jobs"][0]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"] == "late")
+        .unwrap()
+        .clone();
+    assert_eq!(late["state"], "missing", "{said}");
+    assert_eq!(said["jobs"][0]["submission"], "0a1b2c3d", "{said}");
     let conn = rusqlite::Connection::open(&db).unwrap();
     let tagged: i64 = conn
         .query_row(
@@ -287,9 +319,55 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     assert_eq!(flagged, vec!["slow"]);
     let text = String::from_utf8(stdout(&["fleet", "summary", "777", "--db", db_s])).unwrap();
     assert!(text.contains("outlier nodes: slow"), "{text}");
+    assert!(text.contains("note: eps's run is crashed"), "{text}");
     assert!(text.contains("%!") && text.contains("slow"), "{text}");
     let e = fails(&["fleet", "summary", "778", "--db", db_s], 2);
     assert!(e.contains("no runs of fleet job 778"), "{e}");
+    // Slurm gives id 777 again (a controller that lost its state): the new submission is
+    // collected beside the first, never into it, and the id alone no longer names one.
+    let again = results.path().join("777.ffff0000");
+    std::fs::create_dir_all(&again).unwrap();
+    std::fs::copy(job.join("node-alpha.json"), again.join("node-alpha.json")).unwrap();
+    std::fs::write(
+        again.join("fleet.json"),
+        r#"{"job": "777", "token": "ffff0000", "nodes": ["alpha"]}"#,
+    )
+    .unwrap();
+    let out = oslab()
+        .args(["fleet", "collect"])
+        .arg(results.path())
+        .args(["--db", db_s])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("job 777.ffff0000: collected 1 run"), "{err}");
+    let e = fails(&["fleet", "summary", "777", "--db", db_s], 2);
+    assert!(
+        e.contains("777.0a1b2c3d") && e.contains("777.ffff0000"),
+        "{e}"
+    );
+    let one = json(&stdout(&[
+        "fleet",
+        "summary",
+        "777.ffff0000",
+        "--json",
+        "--db",
+        db_s,
+    ]));
+    assert_eq!(one["nodes"], serde_json::json!(["alpha"]), "{one}");
+    // A manifest of another submission in a job's directory is refused, not mixed.
+    std::fs::write(
+        again.join("fleet.json"),
+        r#"{"job": "777", "token": "0a1b2c3d", "nodes": ["alpha"]}"#,
+    )
+    .unwrap();
+    let e = fails(
+        &["fleet", "collect", again.to_str().unwrap(), "--db", db_s],
+        1,
+    );
+    assert!(e.contains("never mixed"), "{e}");
 }
 
 #[test]
@@ -524,13 +602,28 @@ fn a_fleet_run_on_a_one_host_slurm_cluster() {
     );
     let out = submit.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     let job = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    assert!(job.parse::<u64>().is_ok(), "{job:?} {err}");
-    // The staged copy of the binary is gone again.
-    assert!(!Path::new(&format!("/tmp/oslab-fleet-{job}")).exists());
-    let slurm_out = std::fs::read_to_string(results.path().join(format!("slurm-{job}.out")))
+    let slurm_out = std::fs::read_dir(results.path())
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("slurm-{job}."))
+        })
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .unwrap_or_default();
+    assert!(out.status.success(), "{err}\n{slurm_out}");
+    assert!(job.parse::<u64>().is_ok(), "{job:?} {err}");
+    assert!(err.contains("COMPLETED") && err.contains(" ok "), "{err}");
+    // The staged copy of the binary is gone again.
+    let left: Vec<String> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("oslab-fleet-{job}.")))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     stdout(&[
         "fleet",
         "collect",

@@ -137,6 +137,18 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
             text += &format!("  {shape}: {}\n", nodes.join(", "));
         }
     }
+    for v in s
+        .verdicts
+        .iter()
+        .filter(|v| v.state != oslab_fleet::NodeState::Ok)
+    {
+        text += &format!(
+            "note: {}'s run is {} ({} measured): what it holds is judged, the rest is missing\n",
+            v.node,
+            v.state.as_str(),
+            v.measured
+        );
+    }
     let flagged = s.outlier_nodes();
     let mut end = match flagged.len() {
         0 => "no outlier nodes".to_string(),
@@ -172,7 +184,14 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
 }
 
 fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
-    let mut nodes = new_table(&["node", "run", "measured", "outliers", "largest deviation"]);
+    let mut nodes = new_table(&[
+        "node",
+        "run",
+        "state",
+        "measured",
+        "outliers",
+        "largest deviation",
+    ]);
     for v in &s.verdicts {
         let worst = v.worst.as_ref().map_or(String::new(), |(label, dev, z)| {
             format!("{label}: {:+.1}% (z {z:+.1})", dev * 100.0)
@@ -182,6 +201,7 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
             [
                 v.node.clone(),
                 v.run_id.to_string(),
+                v.state.as_str().to_string(),
                 v.measured.to_string(),
                 if v.outliers > 0 {
                     format!("{} !", v.outliers)
@@ -192,7 +212,7 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
             ],
         );
     }
-    right(&mut nodes, &[1, 2, 3]);
+    right(&mut nodes, &[1, 3, 4]);
     let mut header = vec!["measurement", "unit", "fleet median"];
     header.extend(s.nodes.iter().map(String::as_str));
     let mut matrix = new_table(&header);

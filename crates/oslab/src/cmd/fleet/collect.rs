@@ -1,7 +1,8 @@
-//! `oslab fleet collect DIR`: every node's result of one job (DIR = RESULTS/JOB) or of every job
-//! (DIR = RESULTS), validated before anything is stored, each stored in one transaction and
-//! tagged with its job and node. Runs already collected are skipped, so collecting again after
-//! late nodes finish is safe.
+//! `oslab fleet collect DIR`: every node's result of one submission (DIR = RESULTS/JOB.TOKEN)
+//! or of every one (DIR = RESULTS), validated before anything is stored, each stored in one
+//! transaction and tagged with its job, submission and node; then every node's state (ok,
+//! partial, crashed, failed, missing). Runs already collected are skipped, so collecting again
+//! after late nodes finish is safe.
 
 use crate::cli::FleetCollectArgs;
 use crate::cmd::print_json;

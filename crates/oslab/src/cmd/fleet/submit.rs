@@ -6,8 +6,8 @@ use crate::cli::{Cli, FleetSubmitArgs};
 use crate::error::usage;
 use clap::Parser;
 use oslab_core::signals;
-use oslab_fleet::slurm;
 use oslab_fleet::submit::SubmitError;
+use oslab_fleet::{slurm, JobRef, NodeState};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -35,30 +35,84 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
     let nodes = plan.names.clone();
     if args.json {
         crate::cmd::print_json(&serde_json::json!({
-            "job": job, "results": job_dir,
+            "job": job.job, "submission": job.token, "results": job_dir,
+            "output": plan.output(&job),
             "nodes": nodes.clone().unwrap_or_else(|| vec![plan.nodelist.clone()]),
         }))?;
     } else {
-        println!("{job}");
+        println!("{}", job.job);
     }
     eprintln!(
-        "submitted fleet job {job} on {}; results in {}\nthen: oslab fleet collect {} && oslab fleet summary {job}",
+        "submitted fleet job {} on {}; results in {}\nthen: oslab fleet collect {} && oslab fleet summary {}",
+        job.job,
         nodes.map_or(plan.nodelist.clone(), |n| format!("{} node(s)", n.len())),
         job_dir.display(),
-        job_dir.display()
+        job_dir.display(),
+        job.job
     );
-    if args.wait {
-        signals::install();
-        while slurm::in_queue(&job) {
-            if signals::interrupted() {
-                eprintln!("stopped waiting; job {job} keeps running (scancel {job} stops it)");
-                return Ok(ExitCode::from(oslab_core::signals::exit_status()));
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        eprintln!("job {job} has left the queue");
+    if !args.wait {
+        return Ok(ExitCode::SUCCESS);
     }
-    Ok(ExitCode::SUCCESS)
+    signals::install();
+    while slurm::in_queue(&job.job) {
+        if signals::interrupted() {
+            eprintln!(
+                "stopped waiting; job {} keeps running (scancel {} stops it)",
+                job.job, job.job
+            );
+            return Ok(ExitCode::from(oslab_core::signals::exit_status()));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    Ok(ended(&job, &job_dir, &plan.output(&job)))
+}
+
+/// Says how a job that left the queue ended, and each node; success only when the job
+/// completed and every node handed in a complete run.
+fn ended(job: &JobRef, job_dir: &std::path::Path, output: &std::path::Path) -> ExitCode {
+    let end = slurm::job_end(&job.job);
+    let mut ok = end.as_ref().is_some_and(|e| e.completed());
+    match &end {
+        Some(e) => eprintln!(
+            "job {} ended {} (exit {}{})",
+            job.job,
+            e.state,
+            e.exit,
+            e.reason
+                .as_ref()
+                .map_or(String::new(), |r| format!(", reason {r}"))
+        ),
+        None => eprintln!(
+            "job {} has left the queue; Slurm no longer says how it ended",
+            job.job
+        ),
+    }
+    match oslab_fleet::read_job(job, job_dir) {
+        Ok(r) => {
+            for (node, state, detail) in r.states() {
+                ok &= state == NodeState::Ok;
+                eprintln!("  {node:<12} {:<8} {detail}", state.as_str());
+            }
+        }
+        Err(e) => {
+            ok = false;
+            eprintln!("  the nodes' results cannot be read: {e}");
+        }
+    }
+    if !ok {
+        eprintln!("the job's output: {}", output.display());
+        if !output.exists() {
+            eprintln!(
+                "  (not written: the job's first node cannot see {}; --results must be on a file system every node mounts at the same path)",
+                output.parent().unwrap_or(output).display()
+            );
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// The run arguments must parse as `oslab run` arguments, and leave the store to the task.

@@ -8,7 +8,10 @@ use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
     let store = crate::cmd::store().open_to_read()?;
-    let runs = fleet::node_runs(&store, &args.job)?;
+    let (job, runs) = fleet::node_runs(&store, &args.job).map_err(|e| match e {
+        fleet::NodeRunsError::Ambiguous(m) => usage(m),
+        other => other.into(),
+    })?;
     if runs.is_empty() {
         return Err(usage(format!(
             "no runs of fleet job {} in {} (collect them first: oslab fleet collect RESULTS/{})",
@@ -22,7 +25,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
         print_json(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let text = oslab_report::views::fleet(&args.job, &s, args.all);
+    let text = oslab_report::views::fleet(&job.to_string(), &s, args.all);
     print_text(&text)?;
     Ok(ExitCode::SUCCESS)
 }

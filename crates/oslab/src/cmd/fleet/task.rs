@@ -7,7 +7,15 @@ use std::process::ExitCode;
 pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
     oslab_core::signals::install();
     let program = std::env::current_exe()?;
-    let code = oslab_fleet::task::run(&program, &args.results, &args.run_args)
-        .map_err(anyhow::Error::msg)?;
-    Ok(ExitCode::from(code))
+    let code = oslab_fleet::task::run(
+        &program,
+        &args.results,
+        args.submission.as_deref(),
+        &args.run_args,
+    );
+    if args.staged {
+        // The copy srun --bcast left on this node; the run it started has ended.
+        let _ = std::fs::remove_file(&program);
+    }
+    Ok(ExitCode::from(code.map_err(anyhow::Error::msg)?))
 }

@@ -1,0 +1,233 @@
+//! `oslab fleet` on a real Slurm cluster of three QEMU guests (`scripts/cluster`): slurmctld on
+//! this host, slurmd in each guest, a network that exists only in a namespace the rig made. A
+//! healthy fleet has no outlier node; a node killed mid-run is reported crashed, `--wait` fails,
+//! and the other nodes' results stand alone, never mixed with another submission's.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A cluster brought up by `scripts/cluster`, brought down on drop.
+struct Cluster {
+    dir: PathBuf,
+    ns: String,
+}
+
+impl Cluster {
+    fn script() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(Self::script());
+        c.args(args)
+            .env("OSLAB_CLUSTER_DIR", &self.dir)
+            .env("OSLAB_CLUSTER_NS", &self.ns);
+        c
+    }
+
+    fn up(nodes: usize) -> Cluster {
+        let id = std::process::id();
+        let c = Cluster {
+            dir: PathBuf::from(format!("/tmp/oslab-cluster-test-{id}")),
+            ns: format!("oslt{id}"),
+        };
+        let out = c
+            .command(&["up", &nodes.to_string()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "scripts/cluster up: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        c
+    }
+
+    fn shared(&self) -> PathBuf {
+        self.dir.join("shared")
+    }
+
+    /// `oslab ARGS` inside the cluster's namespace, run from the shared directory as a user of
+    /// a real cluster would: the binary installed where every node sees it.
+    fn oslab(&self, args: &[&str]) -> Command {
+        let bin = self.shared().join("bin/oslab");
+        let mut full = vec!["exec", bin.to_str().unwrap()];
+        full.extend_from_slice(args);
+        let mut c = self.command(&full);
+        c.current_dir(self.shared());
+        c
+    }
+
+    fn submit(&self) -> Command {
+        let results = self.shared().join("results");
+        let mut c = self.oslab(&[
+            "fleet",
+            "submit",
+            "--wait",
+            "--time",
+            "15:00",
+            "--results",
+            results.to_str().unwrap(),
+            "--",
+            "--quick",
+            "syscall.*",
+            "loop.*",
+            "call.*",
+            "task.*",
+        ]);
+        c
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.command(&["down"]).output();
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The state `--wait` or collect gave `node`.
+fn state<'a>(said: &'a str, node: &str) -> &'a str {
+    said.lines()
+        .find(|l| l.split_whitespace().next() == Some(node))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or_else(|| panic!("no state for {node}:\n{said}"))
+}
+
+#[test]
+#[ignore = "needs root, qemu-system-x86, a kernel in /boot, busybox-static, slurm-wlm and munge (scripts/test installs them)"]
+fn a_fleet_on_a_cluster_of_three_guests() {
+    if !oslab_testkit::require_root("to make a network namespace and start slurmctld")
+        || !oslab_testkit::require(&[
+            "qemu-system-x86_64",
+            "busybox",
+            "cpio",
+            "slurmctld",
+            "slurmd",
+            "munged",
+            "sbatch",
+            "ip",
+        ])
+    {
+        return;
+    }
+    let _turn = oslab_testkit::machine_lock("vm-guest");
+    if let Some(why) = oslab_testkit::crowded(3.0) {
+        oslab_testkit::skip(&why);
+        return;
+    }
+    let cluster = Cluster::up(3);
+    std::fs::create_dir_all(cluster.shared().join("bin")).unwrap();
+    std::fs::copy(
+        assert_cmd::cargo::cargo_bin("oslab"),
+        cluster.shared().join("bin/oslab"),
+    )
+    .unwrap();
+    let db = cluster.shared().join("store.db");
+    let db_s = db.to_str().unwrap();
+
+    // A healthy fleet: the job completes, every node is ok, no node is an outlier.
+    let healthy = cluster.submit().output().unwrap();
+    let said = text(&healthy);
+    assert!(healthy.status.success(), "{said}");
+    for n in ["n1", "n2", "n3"] {
+        assert_eq!(state(&said, n), "ok", "{said}");
+    }
+    let job1 = String::from_utf8_lossy(&healthy.stdout).trim().to_string();
+    let results = cluster.shared().join("results");
+    let collected = cluster
+        .oslab(&["fleet", "collect", results.to_str().unwrap(), "--db", db_s])
+        .output()
+        .unwrap();
+    assert!(collected.status.success(), "{}", text(&collected));
+    let summary = cluster
+        .oslab(&["fleet", "summary", &job1, "--json", "--db", db_s])
+        .output()
+        .unwrap();
+    let s: Value = serde_json::from_slice(&summary.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&summary)));
+    assert_eq!(s["nodes"], serde_json::json!(["n1", "n2", "n3"]), "{s}");
+    let shifted: Vec<&Value> = s["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| {
+            !v["shifts"].as_array().unwrap().is_empty()
+                || v["outliers"].as_f64().unwrap() >= 0.25 * v["measured"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(
+        shifted.is_empty(),
+        "healthy nodes called outliers: {shifted:?}"
+    );
+
+    // A node lost mid-run: reported crashed, --wait fails, the others hand in.
+    let mut lost = cluster
+        .submit()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The job has started once its directory exists (the job's first act); a few seconds
+    // later every node is measuring.
+    let before: Vec<_> = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let t = Instant::now();
+    while std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .all(|e| before.contains(&e.file_name()) || !e.path().is_dir())
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "the second job did not start"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    let killed = cluster.command(&["kill", "2"]).output().unwrap();
+    assert!(killed.status.success(), "{}", text(&killed));
+    let out = lost.wait_with_output().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert_eq!(state(&said, "n2"), "crashed", "{said}");
+    assert_eq!(state(&said, "n1"), "ok", "{said}");
+    assert_eq!(state(&said, "n3"), "ok", "{said}");
+    let job2 = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let collected = cluster
+        .oslab(&["fleet", "collect", results.to_str().unwrap(), "--db", db_s])
+        .output()
+        .unwrap();
+    let said = text(&collected);
+    let of_job2 = &said[said
+        .find(&format!("job {job2}."))
+        .unwrap_or_else(|| panic!("{said}"))..];
+    assert_eq!(state(of_job2, "n2"), "crashed", "{said}");
+    // Each job's summary holds its own nodes only.
+    for (job, nodes) in [
+        (&job1, serde_json::json!(["n1", "n2", "n3"])),
+        (&job2, serde_json::json!(["n1", "n3"])),
+    ] {
+        let summary = cluster
+            .oslab(&["fleet", "summary", job, "--json", "--db", db_s])
+            .output()
+            .unwrap();
+        let s: Value = serde_json::from_slice(&summary.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&summary)));
+        assert_eq!(s["nodes"], nodes, "job {job}: {s}");
+    }
+}

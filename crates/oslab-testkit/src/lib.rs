@@ -186,6 +186,41 @@ impl Drop for MachineLock {
     }
 }
 
+/// A run document (oslab.run/1) with every value (summaries and samples) of its i-th
+/// measurement scaled by `f(i)`, and `host` as its host: a node made slower or faster.
+pub fn scaled_run(
+    doc: &serde_json::Value,
+    host: &str,
+    f: impl Fn(usize) -> f64,
+) -> serde_json::Value {
+    let mut d = doc.clone();
+    d["run"]["hostname"] = host.into();
+    for (i, m) in d["measurements"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let k = f(i);
+        if let Some(s) = m["summary"].as_object_mut() {
+            for key in [
+                "min", "p25", "median", "p75", "max", "mean", "stddev", "ci_low", "ci_high", "p90",
+                "p99", "p999",
+            ] {
+                if let Some(v) = s.get(key).and_then(serde_json::Value::as_f64) {
+                    s.insert(key.into(), (v * k).into());
+                }
+            }
+        }
+        if let Some(samples) = m["samples"].as_array_mut() {
+            for v in samples.iter_mut() {
+                *v = (v.as_f64().unwrap() * k).into();
+            }
+        }
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -171,6 +171,45 @@ fn a_fleet_on_a_cluster_of_three_guests() {
         shifted.is_empty(),
         "healthy nodes called outliers: {shifted:?}"
     );
+    // The same real fleet with n3 made 20% slower (its handed-in run scaled, its noise kept):
+    // n3, and only n3, is the outlier node.
+    let job1_dir = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("{job1}."))
+        })
+        .unwrap();
+    let slowed = cluster.shared().join("slowed/9999.slow20");
+    std::fs::create_dir_all(&slowed).unwrap();
+    for n in ["n1", "n2", "n3"] {
+        let doc: Value = serde_json::from_slice(
+            &std::fs::read(job1_dir.join(format!("node-{n}.json"))).unwrap(),
+        )
+        .unwrap();
+        let k = if n == "n3" { 1.2 } else { 1.0 };
+        let doc = oslab_testkit::scaled_run(&doc, n, |_| k);
+        std::fs::write(slowed.join(format!("node-{n}.json")), doc.to_string()).unwrap();
+    }
+    let collected = cluster
+        .oslab(&["fleet", "collect", slowed.to_str().unwrap(), "--db", db_s])
+        .output()
+        .unwrap();
+    assert!(collected.status.success(), "{}", text(&collected));
+    let summary = cluster
+        .oslab(&["fleet", "summary", "9999", "--db", db_s])
+        .output()
+        .unwrap();
+    assert!(
+        text(&summary).contains("outlier nodes: n3\n"),
+        "{}",
+        text(&summary)
+    );
 
     // A node lost mid-run: reported crashed, --wait fails, the others hand in.
     let mut lost = cluster

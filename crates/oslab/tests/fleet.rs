@@ -159,36 +159,6 @@ fn the_task_outside_slurm_says_so() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("SLURM_JOB_ID"));
 }
 
-/// Scales every value of a run document (summaries and samples) by `f`.
-fn scaled(doc: &Value, host: &str, f: impl Fn(usize) -> f64) -> Value {
-    let mut d = doc.clone();
-    d["run"]["hostname"] = host.into();
-    for (i, m) in d["measurements"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .enumerate()
-    {
-        let k = f(i);
-        if let Some(s) = m["summary"].as_object_mut() {
-            for key in [
-                "min", "p25", "median", "p75", "max", "mean", "stddev", "ci_low", "ci_high", "p90",
-                "p99", "p999",
-            ] {
-                if let Some(v) = s.get(key).and_then(Value::as_f64) {
-                    s.insert(key.into(), (v * k).into());
-                }
-            }
-        }
-        if let Some(samples) = m["samples"].as_array_mut() {
-            for v in samples.iter_mut() {
-                *v = (v.as_f64().unwrap() * k).into();
-            }
-        }
-    }
-    d
-}
-
 #[test]
 fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     let results = tempfile::tempdir().unwrap();
@@ -222,7 +192,8 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         } else {
             1.0 + 0.004 * (i as f64 + 1.0)
         };
-        let mut doc = scaled(&alpha, node, |m| k * (1.0 + 0.001 * (m % 3) as f64));
+        let mut doc =
+            oslab_testkit::scaled_run(&alpha, node, |m| k * (1.0 + 0.001 * (m % 3) as f64));
         if *node == "eps" {
             doc["run"]["status"] = "crashed".into();
         }

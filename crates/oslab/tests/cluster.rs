@@ -64,7 +64,7 @@ impl Cluster {
 
     fn submit(&self) -> Command {
         let results = self.shared().join("results");
-        let mut c = self.oslab(&[
+        self.oslab(&[
             "fleet",
             "submit",
             "--wait",
@@ -78,8 +78,7 @@ impl Cluster {
             "loop.*",
             "call.*",
             "task.*",
-        ]);
-        c
+        ])
     }
 }
 
@@ -212,7 +211,7 @@ fn a_fleet_on_a_cluster_of_three_guests() {
     );
 
     // A node lost mid-run: reported crashed, --wait fails, the others hand in.
-    let mut lost = cluster
+    let lost = cluster
         .submit()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -139,13 +139,24 @@ fn store() -> (tempfile::TempDir, String) {
         .args(["import", file.to_str().unwrap(), "--db", &db])
         .assert()
         .success();
+    // Fleet job 5: three nodes, the third 30% slower.
+    for (node, k) in [("n1", 1.0), ("n2", 1.01), ("n3", 1.3)] {
+        let mut d = oslab_testkit::scaled_run(&doc, node, |_| k);
+        d["run"]["tags"] = serde_json::json!({"fleet.job": "5", "fleet.node": node});
+        let file = dir.path().join(format!("{node}.json"));
+        std::fs::write(&file, d.to_string()).unwrap();
+        oslab()
+            .args(["import", file.to_str().unwrap(), "--db", &db])
+            .assert()
+            .success();
+    }
     (dir, db)
 }
 
 #[test]
 fn a_terminal_of_any_width_shows_colours_never_their_codes_and_splits_no_word() {
     let (_dir, db) = store();
-    let views: [&[&str]; 5] = [
+    let views: [&[&str]; 6] = [
         &[
             "run",
             "--quick",
@@ -157,6 +168,7 @@ fn a_terminal_of_any_width_shows_colours_never_their_codes_and_splits_no_word() 
         &["show", "2", "--details"],
         &["compare", "1", "2", "--all"],
         &["runs"],
+        &["fleet", "summary", "5"],
     ];
     for args in views {
         let args: Vec<&str> = args.iter().copied().chain(["--db", &db]).collect();

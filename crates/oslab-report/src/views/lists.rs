@@ -217,12 +217,24 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
     header.extend(s.nodes.iter().map(String::as_str));
     let mut matrix = new_table(&header);
     let few = s.nodes.len() <= 12;
-    for row in &s.rows {
-        if !(all || few || row.cells.iter().flatten().any(|c| c.outlier)) {
-            continue;
-        }
+    let shown: Vec<&oslab_fleet::summary::FleetRow> = s
+        .rows
+        .iter()
+        .filter(|row| all || few || row.cells.iter().flatten().any(|c| c.outlier))
+        .collect();
+    // Where one line per measurement does not fit the terminal, its name goes on several (the
+    // probe, then its metric and parameters indented), as the run's own table does.
+    let numbers: usize = 6 + 14 + s.nodes.iter().map(|n| n.len().max(8) + 2).sum::<usize>();
+    let longest = shown.iter().map(|r| r.label().len() + 2).max().unwrap_or(0);
+    let stacked = width().is_some_and(|w| longest + numbers > w as usize);
+    for row in &shown {
         let (div, sym) = scale_for(row.unit, row.median);
-        let mut cells = vec![row.label(), sym.to_string(), num(row.median / div)];
+        let name = if stacked {
+            super::measurements::stacked_name(&row.probe, &row.metric, &row.params)
+        } else {
+            row.label()
+        };
+        let mut cells = vec![name, sym.to_string(), num(row.median / div)];
         cells.extend(row.cells.iter().map(|c| match c {
             // The mark joined to its number: a narrow table wrapped "+58.4% !" at the space.
             Some(c) => format!(
@@ -233,6 +245,10 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
             None => "-".into(),
         }));
         add(&mut matrix, cells);
+    }
+    if stacked {
+        let names = shown.iter().map(|r| (r.probe.as_str(), r.metric.as_str()));
+        super::measurements::stacked_column(&mut matrix, names);
     }
     right(&mut matrix, &(2..3 + s.nodes.len()).collect::<Vec<_>>());
     // The unit and the numbers stay whole; the measurement's name wraps into what they leave.

@@ -25,7 +25,14 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         eprintln!("note: {why}; the node list sinfo gives at submit time is left open below");
     }
     for (n, state) in &plan.skipped {
-        crate::cmd::say(&format!("leaving out node {n}: {state}"));
+        // A node just resumed reads idle* until its slurmd answers: a job given it may wait
+        // for as long as it never does. The user who knows it will answer names it.
+        let why = if state.ends_with('*') {
+            " (not responding to the controller; name it in --nodes to wait for it)"
+        } else {
+            ""
+        };
+        crate::cmd::say(&format!("leaving out node {n}: {state}{why}"));
     }
     if args.dry_run {
         print!("{}", plan.script);

@@ -114,23 +114,33 @@ pub struct NodeVerdict {
 
 /// A node apart from the others across a whole probe family: its typical deviation from the
 /// fleet median (the median over the family's measurements) at least the minimum effect,
-/// and the deviations one way in more of the measurements than chance allows (a sign test,
-/// Bonferroni over nodes x families at [`FAMILY_ALPHA`]). A node slowed everywhere (a capped cpu)
+/// and its probes deviating one way more often than chance allows (a sign test over each
+/// probe's median deviation, Bonferroni over nodes x families at [`FAMILY_ALPHA`]); every probe
+/// of the node is also tested as one family ([`ALL_PROBES`]). The trials
+/// are probes, not rows: the rows of one probe share its mechanism (twenty context-switch rows
+/// are a few switch paths measured several ways), and counted as twenty coins they called a
+/// healthy guest's switches apart in three healthy jobs of four on a busy host. A node slowed everywhere (a capped cpu)
 /// or in one family (a bad DIMM: memory) is found so even among three nodes, where one value
 /// cannot tell which of two gaps is the noise.
 #[derive(Debug, Clone, Serialize)]
 pub struct Shift {
-    /// The family: a probe id's part before its first dot (`memory`, `syscall`).
+    /// The family: a probe id's part before its first dot (`memory`, `syscall`), or
+    /// [`ALL_PROBES`].
     pub family: String,
     /// Its typical deviation, as a share (0.18: 18% above the others).
     pub deviation: f64,
     /// Measurements of the family it has a value in.
     pub measurements: usize,
-    /// How many of them deviate the way the typical deviation does.
+    /// Probes of the family it has a value in (the sign test's trials).
+    pub probes: usize,
+    /// How many probes deviate the way the typical deviation does.
     pub same_way: usize,
     /// The sign test's two-sided p.
     pub p: f64,
 }
+
+/// The [`Shift::family`] of a node apart across every probe.
+pub const ALL_PROBES: &str = "every probe";
 
 /// The fleet view.
 #[derive(Debug, Clone, Serialize)]
@@ -250,8 +260,9 @@ fn shifts(
     min_effect: f64,
 ) -> Vec<Vec<Shift>> {
     let family = |probe: &str| oslab_core::catalog::prefix(probe).to_string();
-    // (node, family) -> deviations
-    let mut devs: std::collections::BTreeMap<(usize, String), Vec<f64>> = Default::default();
+    // (node, family) -> probe -> deviations
+    type ByProbe = std::collections::BTreeMap<String, Vec<f64>>;
+    let mut devs: std::collections::BTreeMap<(usize, String), ByProbe> = Default::default();
     for ((probe, ..), row) in keys.iter().zip(values) {
         if row.iter().flatten().count() < MIN_NODES {
             continue;
@@ -260,18 +271,26 @@ fn shifts(
         let Some(m) = median(&present) else { continue };
         for (i, v) in row.iter().enumerate() {
             if let Some(v) = v.filter(|v| *v > 0.0) {
-                devs.entry((i, family(probe)))
-                    .or_default()
-                    .push((v / m).ln());
+                // Each family, and every probe at once: a node slowed everywhere (a capped
+                // clock) shows in the probes of all families more surely than in any one's few.
+                for group in [family(probe), ALL_PROBES.to_string()] {
+                    devs.entry((i, group))
+                        .or_default()
+                        .entry(probe.clone())
+                        .or_default()
+                        .push((v / m).ln());
+                }
             }
         }
     }
     let tests = devs.len().max(1) as f64;
     let mut out = vec![Vec::new(); nodes];
-    for ((node, family), d) in devs {
+    for ((node, family), by_probe) in devs {
+        let d: Vec<f64> = by_probe.values().flatten().copied().collect();
         let Some(typical) = median(&d) else { continue };
-        let up = d.iter().filter(|x| **x > 0.0).count();
-        let down = d.iter().filter(|x| **x < 0.0).count();
+        let per_probe: Vec<f64> = by_probe.values().filter_map(|p| median(p)).collect();
+        let up = per_probe.iter().filter(|x| **x > 0.0).count();
+        let down = per_probe.iter().filter(|x| **x < 0.0).count();
         let same_way = if typical >= 0.0 { up } else { down };
         let p = sign_test(up, up + down);
         let deviation = typical.exp() - 1.0;
@@ -280,6 +299,7 @@ fn shifts(
                 family,
                 deviation,
                 measurements: d.len(),
+                probes: per_probe.len(),
                 same_way,
                 p,
             });
@@ -526,7 +546,8 @@ mod tests {
             let s = summarize(&fleet(nodes, 140, 7, Some((1, by))), DEFAULT_MIN_EFFECT);
             assert_eq!(s.outlier_nodes(), vec!["n01"], "{nodes} nodes, {by}");
             let shift = &s.verdicts[1].shifts;
-            assert_eq!(shift.len(), 2, "{shift:?}");
+            // Both families, and every probe at once.
+            assert_eq!(shift.len(), 3, "{shift:?}");
             assert!(
                 shift.iter().all(|s| (s.deviation - by).abs() < 0.03),
                 "{shift:?}"

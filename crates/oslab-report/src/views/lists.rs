@@ -113,7 +113,7 @@ pub fn plan(rows: &[(String, f64, String)]) -> String {
 }
 
 /// How often a healthy node is called an outlier, as measured on healthy fleets.
-pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: 0 nodes of 3, 8, 16 and 64 (synthetic, 2% noise, 140 measurements, 5 fleets each; oslab-fleet's tests), 0 of 3 runs of one busy guest taken as 3 nodes (375 measurements)";
+pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: 0 nodes of 3, 8, 16 and 64 (synthetic, 2% noise, 140 measurements, 5 fleets each; oslab-fleet's tests), 0 of 3 in 4 healthy jobs on a Slurm cluster of 3 QEMU guests on a busy host (61-383 measurements; scripts/cluster)";
 
 /// The fleet view of job `job`: what the columns mean, one line per node (its outliers and
 /// largest deviation), then the node x measurement matrix of deviations from the fleet median
@@ -121,7 +121,7 @@ pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: 0 nodes of 3
 /// with an outlier are listed unless `all`.
 pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let mut text = format!(
-        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier: at least {} off, beyond the node's own interval and the noise between nodes (|z| > {:.2}, corrected for {} values judged); a node is also apart when a whole probe family deviates one way (sign test)\n{FALSE_OUTLIERS}\n",
+        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier: at least {} off, beyond the node's own interval and the noise between nodes (|z| > {:.2}, corrected for {} values judged); a node is also apart when its probes, of a family or of all, deviate one way (sign test)\n{FALSE_OUTLIERS}\n",
         oslab_core::units::counted(s.nodes.len(), "node"),
         s.rows.len(),
         oslab_core::units::percent(s.rule.min_effect),
@@ -170,13 +170,14 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     for v in &s.verdicts {
         for f in &v.shifts {
             end += &format!(
-                "\n  {}: {} {:+.1}% from the fleet median, {} of {} measurements that way (sign test p={:.1e})",
+                "\n  {}: {} {:+.1}% from the fleet median, {} of {} probes that way (sign test p={:.1e}; {} measurements)",
                 v.node,
                 f.family,
                 f.deviation * 100.0,
                 f.same_way,
-                f.measurements,
-                f.p
+                f.probes,
+                f.p,
+                f.measurements
             );
         }
     }

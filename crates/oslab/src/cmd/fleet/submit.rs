@@ -108,6 +108,18 @@ fn ended(job: &JobRef, job_dir: &std::path::Path, output: &std::path::Path) -> E
     }
     if !ok {
         eprintln!("the job's output: {}", output.display());
+        // What the job itself said went wrong (the first node's checks, each node's step).
+        let said =
+            oslab_core::files::read_bounded(output, 1 << 20, oslab_core::files::Links::Refuse)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+        for line in said
+            .lines()
+            .filter(|l| l.starts_with("oslab fleet:") || l.starts_with("srun: error"))
+            .take(20)
+        {
+            eprintln!("  {}", oslab_core::text::one_line(line));
+        }
         if !output.exists() {
             eprintln!(
                 "  (not written: the job's first node cannot see {}; --results must be on a file system every node mounts at the same path)",

@@ -214,15 +214,19 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         r#"{"job": "777", "token": "0a1b2c3d", "nodes": ["alpha","beta","gamma","delta","eps","slow","dead","late","lost"]}"#,
     )
     .unwrap();
-    let out = oslab()
-        .args(["fleet", "collect"])
-        .arg(results.path())
-        .args(["--db", db_s])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    // What collecting every job under the results said.
+    let collect_all = || {
+        let out = oslab()
+            .args(["fleet", "collect"])
+            .arg(results.path())
+            .args(["--db", db_s])
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = collect_all();
     assert!(err.contains("collected 6 runs"), "{err}");
     // Every node's state, one line each.
     let state = |node: &str| {
@@ -304,15 +308,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         r#"{"job": "777", "token": "ffff0000", "nodes": ["alpha"]}"#,
     )
     .unwrap();
-    let out = oslab()
-        .args(["fleet", "collect"])
-        .arg(results.path())
-        .args(["--db", db_s])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = collect_all();
     assert!(err.contains("job 777.ffff0000: collected 1 run"), "{err}");
     let e = fails(&["fleet", "summary", "777", "--db", db_s], 2);
     assert!(

@@ -300,6 +300,34 @@ pub fn gate(comparisons: &[Comparison]) -> Gate {
 }
 
 impl Comparison<'_> {
+    /// Why the two sides cannot be compared at all: no measurement is on both (a shuffle-eval
+    /// run against a cpuman run printed two hundred lines of "only in B").
+    pub fn unrelated(&self) -> Option<String> {
+        if self.rows.iter().any(|r| r.present == [true, true]) {
+            return None;
+        }
+        let what = |s: &Side| {
+            let commands: std::collections::BTreeSet<String> = s
+                .runs
+                .iter()
+                .map(|(r, _)| {
+                    let c = crate::views::program_named(&r.command);
+                    oslab_core::text::one_line(&oslab_core::text::printable(&c)).into_owned()
+                })
+                .collect();
+            format!(
+                "{} (`{}`)",
+                s.set,
+                commands.into_iter().collect::<Vec<_>>().join("`, `")
+            )
+        };
+        Some(format!(
+            "{} and {} have no measurement in common: they measured different things; compare runs of one command",
+            what(&self.a),
+            what(&self.b)
+        ))
+    }
+
     /// How many rows have verdict `v`.
     pub fn count(&self, v: Verdict) -> usize {
         self.rows

@@ -343,3 +343,24 @@ fn runs_whose_cpus_sat_differently_on_the_host_are_said_to() {
     let same = String::from_utf8(stdout(&["compare", "1", "1", "--db", db])).unwrap();
     assert!(!same.contains("sat differently"), "{same}");
 }
+
+#[test]
+fn runs_of_different_commands_are_refused_in_one_line() {
+    let (_d, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&["run", "--quick", "syscall.getppid", "--db", db]);
+    stdout(&["cpuman", "simulate", "--workload", "W1", "--db", db]);
+    for args in [
+        vec!["compare", "1", "2", "--db", db],
+        vec!["report", "1", "2", "-o", "-", "--db", db],
+    ] {
+        let e = fails(&args, 2);
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        assert!(
+            e.contains("no measurement in common")
+                && e.contains("oslab run --quick")
+                && e.contains("oslab cpuman simulate"),
+            "{args:?}: {e}"
+        );
+    }
+}

@@ -73,7 +73,7 @@ pub fn runs(rows: &[RunSummary]) -> String {
 const MIN_COMMAND: usize = 12;
 
 /// A command line with its program named without its directory (`oslab run ...`).
-fn program_named(command: &str) -> String {
+pub(crate) fn program_named(command: &str) -> String {
     let (program, rest) = command.split_once(' ').unwrap_or((command, ""));
     let name = program.rsplit('/').next().unwrap_or(program);
     format!("{name} {rest}").trim_end().to_string()

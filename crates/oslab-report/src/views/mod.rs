@@ -5,6 +5,7 @@ mod lists;
 mod measurements;
 mod run;
 
+pub(crate) use lists::program_named;
 pub use lists::{fleet, plan, probes, runs};
 pub use measurements::measurements;
 pub use run::run;

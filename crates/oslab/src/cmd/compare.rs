@@ -19,6 +19,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let store = super::store().open_to_read()?;
     let sides = Sides::load(&store, sets, &args.judging)?;
     let comparisons = sides.comparisons();
+    if let Some(why) = comparisons.iter().find_map(Comparison::unrelated) {
+        return Err(usage(why));
+    }
     if args.out.json {
         print_json(&serde_json::json!({
             "schema": "oslab.compare/2",

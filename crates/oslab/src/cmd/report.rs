@@ -25,6 +25,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = super::store().open_to_read()?;
     let sides = Sides::load(&store, args.runs.clone(), &Default::default())?;
     let comparisons = sides.comparisons();
+    if let Some(why) = comparisons
+        .iter()
+        .find_map(oslab_report::comparison::Comparison::unrelated)
+    {
+        return Err(usage(why));
+    }
     let page = oslab_report::html::comparison_report(&sides.drawn(), &comparisons);
     let path = args
         .output

@@ -158,6 +158,9 @@ pub struct JobResults {
     pub failed: Vec<(String, String)>,
     /// (node, what the job saw), for nodes whose task ended with no word.
     pub crashed: Vec<(String, String)>,
+    /// (node, why), for result files that are no valid run (truncated, forged, a link): named
+    /// and left out, the other nodes' runs collected.
+    pub unreadable: Vec<(String, String)>,
     /// The nodes the job was submitted to (from the manifest).
     pub expected: Vec<String>,
 }
@@ -218,7 +221,21 @@ impl JobResults {
             out.insert(&r.node, (state, detail));
         }
         // A note speaks for a node with no run (a run speaks for itself).
-        let notes = self.failed.iter().map(|f| (f, NodeState::Failed));
+        let unreadable: Vec<(String, String)> = self
+            .unreadable
+            .iter()
+            .map(|(n, why)| {
+                (
+                    n.clone(),
+                    format!("its result file is no valid run, not collected: {why}"),
+                )
+            })
+            .collect();
+        let notes = self
+            .failed
+            .iter()
+            .chain(&unreadable)
+            .map(|f| (f, NodeState::Failed));
         for ((node, why), state) in
             notes.chain(self.crashed.iter().map(|c| (c, NodeState::Crashed)))
         {
@@ -292,6 +309,7 @@ pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
         runs: Vec::new(),
         failed: Vec::new(),
         crashed: Vec::new(),
+        unreadable: Vec::new(),
         expected: Vec::new(),
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -308,7 +326,13 @@ pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
             continue;
         };
         if kind == NodeFile::Run {
-            let doc = exchange::read_file(&path, Links::Refuse)?;
+            let doc = match exchange::read_file(&path, Links::Refuse) {
+                Ok(doc) => doc,
+                Err(e) => {
+                    r.unreadable.push((node.to_string(), e.to_string()));
+                    continue;
+                }
+            };
             r.runs.push(HandedIn {
                 node: node.to_string(),
                 path: path.clone(),

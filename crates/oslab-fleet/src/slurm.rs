@@ -41,24 +41,50 @@ pub fn check_partition(p: &str) -> Result<(), String> {
     })
 }
 
+/// The longest time limit taken: a suite that has not ended in a year has hung.
+pub const MAX_TIME_S: u64 = 366 * 86400;
+
 /// Checks a Slurm time limit: `MIN`, `MIN:SEC`, `H:MIN:SEC`, `D-H`, `D-H:MIN`, `D-H:MIN:SEC`,
-/// or `UNLIMITED` / `INFINITE`.
+/// or `UNLIMITED` / `INFINITE`; at most [`MAX_TIME_S`], and more than nothing.
 pub fn check_time(t: &str) -> Result<(), String> {
-    let digits = |x: &str| !x.is_empty() && x.len() <= 9 && x.bytes().all(|b| b.is_ascii_digit());
-    let ok = ["unlimited", "infinite"].contains(&t.to_ascii_lowercase().as_str())
-        || match t.split_once('-') {
-            Some((days, rest)) => {
-                let parts: Vec<&str> = rest.split(':').collect();
-                digits(days) && parts.len() <= 3 && parts.iter().all(|x| digits(x))
-            }
-            None => {
-                let parts: Vec<&str> = t.split(':').collect();
-                parts.len() <= 3 && parts.iter().all(|x| digits(x))
-            }
-        };
-    ok.then_some(()).ok_or_else(|| {
+    if ["unlimited", "infinite"].contains(&t.to_ascii_lowercase().as_str()) {
+        return Ok(());
+    }
+    let syntax = || {
         format!("--time {t:?}: Slurm takes MIN, MIN:SEC, H:MIN:SEC, D-H, D-H:MIN, D-H:MIN:SEC or UNLIMITED")
-    })
+    };
+    let number = |x: &str| {
+        (!x.is_empty() && x.len() <= 9 && x.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| x.parse::<u64>().ok())
+            .flatten()
+    };
+    let (days, rest) = match t.split_once('-') {
+        Some((d, rest)) => (Some(number(d).ok_or_else(syntax)?), rest),
+        None => (None, t),
+    };
+    let parts = rest
+        .split(':')
+        .map(number)
+        .collect::<Option<Vec<u64>>>()
+        .filter(|p| p.len() <= 3)
+        .ok_or_else(syntax)?;
+    // Slurm's reading: with days, H[:MIN[:SEC]]; without, MIN, MIN:SEC or H:MIN:SEC.
+    let seconds = match (days, parts.as_slice()) {
+        (Some(d), [h, rest @ ..]) => {
+            d * 86400 + h * 3600 + rest.first().unwrap_or(&0) * 60 + rest.get(1).unwrap_or(&0)
+        }
+        (None, [m]) => m * 60,
+        (None, [m, s]) => m * 60 + s,
+        (None, [h, m, s]) => h * 3600 + m * 60 + s,
+        _ => return Err(syntax()),
+    };
+    if seconds == 0 || seconds > MAX_TIME_S {
+        return Err(format!(
+            "--time {t:?}: {} (a time limit is more than nothing and at most 366 days; UNLIMITED for none)",
+            if seconds == 0 { "no time at all" } else { "longer than a year" }
+        ));
+    }
+    Ok(())
 }
 
 /// Checks a hostlist (`n[01-16,20],gpu3`): host names of letters, digits, `_`, `-` and `.`, with
@@ -332,6 +358,8 @@ mod tests {
             "2-12",
             "2-12:30",
             "2-12:30:15",
+            "366-0",
+            "527040",
             "UNLIMITED",
             "infinite",
         ] {
@@ -345,6 +373,11 @@ mod tests {
             "-5",
             "1-",
             "x",
+            "0",
+            "0:00",
+            "999999999",
+            "400-0",
+            "527041",
         ] {
             assert!(check_time(t).is_err(), "{t:?}");
         }

@@ -108,9 +108,15 @@ impl Request {
         }
         let results = std::path::absolute(&self.results)
             .map_err(|e| SubmitError::Io(format!("{}: {e}", self.results.display())))?;
-        if results.to_string_lossy().chars().any(char::is_whitespace) {
+        // Slurm reads --output's '%' as a pattern (%u, %x: another file than asked) and '\\'
+        // as its escape; a space ends the #SBATCH line's value.
+        if let Some(c) = results
+            .to_string_lossy()
+            .chars()
+            .find(|c| c.is_whitespace() || *c == '%' || *c == '\\')
+        {
             return Err(invalid(format!(
-                "--results {}: Slurm's #SBATCH --output cannot hold a path with spaces",
+                "--results {}: Slurm's #SBATCH --output cannot hold a path with {c:?} in it",
                 results.display()
             )));
         }

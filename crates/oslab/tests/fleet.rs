@@ -36,7 +36,7 @@ fn submit_checks_the_run_arguments_before_anything_is_queued() {
         ],
         2,
     );
-    assert!(e.contains("spaces"), "{e}");
+    assert!(e.contains("' '"), "{e}");
     // Nothing a shell or Slurm could read as more than a value reaches the script.
     for (flag, value, expect) in [
         ("--partition", "x\ntouch /tmp/pwned\n", "partition name"),
@@ -44,6 +44,10 @@ fn submit_checks_the_run_arguments_before_anything_is_queued() {
         ("--time", "30:00\ntouch /tmp/pwned", "Slurm takes"),
         ("--nodes", "n1\ntouch /tmp/pwned", "hostlist"),
         ("--nodes", "n1 --uid=0", "hostlist"),
+        // Slurm's own patterns: %u would write the output elsewhere.
+        ("--results", "/shared/%u/res", "'%'"),
+        ("--time", "999999999", "longer than a year"),
+        ("--time", "0", "no time at all"),
     ] {
         let mut args = vec!["fleet", "submit", "--dry-run", flag, value];
         if flag != "--nodes" {
@@ -338,33 +342,55 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
 }
 
 #[test]
-fn a_malformed_result_collects_nothing() {
+fn a_malformed_result_is_named_and_the_other_nodes_collected() {
     let results = tempfile::tempdir().unwrap();
     let (_d, db) = temp_db();
+    let db_s = db.to_str().unwrap();
     let job = results.path().join("5");
     std::fs::create_dir_all(&job).unwrap();
     std::fs::write(job.join("node-a.json"), r#"{"schema": "oslab.run/1"}"#).unwrap();
-    let e = fails(
-        &[
-            "fleet",
-            "collect",
-            results.path().to_str().unwrap(),
-            "--db",
-            db.to_str().unwrap(),
-        ],
-        1,
-    );
-    assert!(
-        e.contains("node-a.json") && e.contains("Nothing was collected"),
-        "{e}"
-    );
+    // Node b's run, as the real task hands it in.
+    oslab()
+        .args(["fleet", "task", "--results"])
+        .arg(results.path())
+        .args(["--", "--quick", "syscall.getppid"])
+        .env("SLURM_JOB_ID", "5")
+        .env("SLURMD_NODENAME", "b")
+        .assert()
+        .success();
+    // And node c's, truncated half way.
+    let whole = std::fs::read(job.join("node-b.json")).unwrap();
+    std::fs::write(job.join("node-c.json"), &whole[..whole.len() / 2]).unwrap();
+    let out = oslab()
+        .args(["fleet", "collect"])
+        .arg(results.path())
+        .args(["--db", db_s])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("collected 1 run: b (run 1)"), "{e}");
+    for node in ["a", "c"] {
+        let line = e
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(node))
+            .unwrap_or_else(|| panic!("{node} not named: {e}"));
+        assert!(
+            line.contains("failed")
+                && line.contains("no valid run")
+                && line.contains(&format!("node-{node}.json")),
+            "{line}"
+        );
+    }
+    assert!(e.contains("2 node result files not collected"), "{e}");
     let e = fails(
         &[
             "fleet",
             "collect",
             job.parent().unwrap().parent().unwrap().to_str().unwrap(),
             "--db",
-            db.to_str().unwrap(),
+            db_s,
         ],
         1,
     );

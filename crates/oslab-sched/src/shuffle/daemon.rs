@@ -8,7 +8,7 @@ use super::summary::WatchSummary;
 use oslab_core::affinity::{get_affinity, set_affinity};
 use oslab_core::model::{EventKind, TimelineEvent};
 use oslab_core::{params, pending, CpuSet};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 /// The cpus of process `pid` and its lock monitor, or why it cannot be watched (and, unless
@@ -45,6 +45,11 @@ pub struct Daemon {
     monitor_only: bool,
     originals: BTreeMap<i32, CpuSet>,
     pinning: Pinning,
+    /// The target's threads when we first pinned one: a thread that appears later with one of
+    /// our pins was made by a pinned thread and inherited it.
+    before_pins: Option<BTreeSet<i32>>,
+    /// Every cpu a thread was pinned to.
+    pinned_cpus: BTreeSet<usize>,
     /// Decisions and lock fractions as a timeline (track "shuffle").
     pub timeline: Vec<TimelineEvent>,
     summary: WatchSummary,
@@ -173,6 +178,8 @@ impl Daemon {
             monitor_only,
             originals: BTreeMap::new(),
             pinning: Pinning::default(),
+            before_pins: None,
+            pinned_cpus: BTreeSet::new(),
             timeline: Vec::new(),
             summary: WatchSummary::default(),
             start: Instant::now(),
@@ -287,6 +294,11 @@ impl Daemon {
                     .filter(|m| !self.originals.contains_key(&m.tid))
                     .filter_map(|m| Some((m.tid, get_affinity(m.tid).ok()?)))
                     .collect();
+                if self.before_pins.is_none() {
+                    self.before_pins = super::locks::threads(self.pid)
+                        .ok()
+                        .map(|t| t.into_iter().collect());
+                }
                 if self.recording && !fresh.is_empty() {
                     let _ = pending::record_affinities(&pending::default_file(), &fresh);
                 }
@@ -296,6 +308,7 @@ impl Daemon {
                         continue; // exited since the sample
                     }
                     if set_affinity(m.tid, &CpuSet::single(m.cpu)).is_ok() {
+                        self.pinned_cpus.insert(m.cpu);
                         self.pinning.moved(m);
                         moved += 1;
                     }
@@ -349,9 +362,23 @@ impl Daemon {
         ))
     }
 
-    /// Puts back the affinity of every thread we moved that still exists.
+    /// Puts back the affinity of every thread we moved that still exists, and of every thread
+    /// made since by a thread we had pinned (it inherited the pin).
     pub fn restore(&mut self) -> usize {
         let mut n = 0;
+        if let Some(before) = &self.before_pins {
+            let alive: Vec<(i32, CpuSet)> = super::locks::threads(self.pid)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|t| Some((t, get_affinity(t).ok()?)))
+                .collect();
+            let pins = &self.pinned_cpus;
+            for (tid, set) in inherited_pins(&alive, &self.originals, before, pins, self.pid) {
+                if set_affinity(tid, &set).is_ok() {
+                    n += 1;
+                }
+            }
+        }
         for (tid, set) in std::mem::take(&mut self.originals) {
             if set_affinity(tid, &set).is_ok() {
                 n += 1;
@@ -380,6 +407,39 @@ impl Daemon {
         self.summary.overhead = target_cpu_s.filter(|t| *t > 0.0).map(|t| daemon_cpu_s / t);
         (self.summary, self.timeline)
     }
+}
+
+/// The threads to give back an affinity they inherited from a thread we pinned, and what to
+/// give them: threads not there when we first pinned (`before`), not moved by us, sitting on a
+/// single cpu we pinned a thread to. They get the process's own original (its main thread's,
+/// `pid`), else the affinity most of the moved threads had.
+fn inherited_pins(
+    alive: &[(i32, CpuSet)],
+    originals: &BTreeMap<i32, CpuSet>,
+    before: &BTreeSet<i32>,
+    pins: &BTreeSet<usize>,
+    pid: i32,
+) -> Vec<(i32, CpuSet)> {
+    let mut counts: HashMap<&CpuSet, usize> = HashMap::new();
+    for set in originals.values() {
+        *counts.entry(set).or_default() += 1;
+    }
+    let Some(original) = originals
+        .get(&pid)
+        .or_else(|| counts.into_iter().max_by_key(|(_, n)| *n).map(|(s, _)| s))
+    else {
+        return Vec::new();
+    };
+    alive
+        .iter()
+        .filter(|(tid, set)| {
+            !before.contains(tid)
+                && !originals.contains_key(tid)
+                && set.len() == 1
+                && set.iter().all(|c| pins.contains(&c))
+        })
+        .map(|(tid, _)| (*tid, original.clone()))
+        .collect()
 }
 
 /// How a watch ended.
@@ -467,4 +527,55 @@ pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Some(ticks as f64 / hz)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_thread_made_by_a_pinned_thread_gets_the_original_back() {
+        let pid = std::process::id() as i32;
+        let full = get_affinity(oslab_core::affinity::gettid()).unwrap();
+        let first = full.iter().next().unwrap();
+        let before: BTreeSet<i32> = super::super::locks::threads(pid)
+            .unwrap()
+            .into_iter()
+            .collect();
+        let (to_a, a_rx) = mpsc::channel::<()>();
+        let (tids_tx, tids) = mpsc::channel::<i32>();
+        // A is "pinned by us" before it makes B; B inherits the pin.
+        let a = std::thread::spawn(move || {
+            let me = oslab_core::affinity::gettid();
+            tids_tx.send(me).unwrap();
+            a_rx.recv().unwrap();
+            let b = std::thread::spawn({
+                let tids_tx = tids_tx.clone();
+                move || {
+                    tids_tx.send(oslab_core::affinity::gettid()).unwrap();
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            });
+            b.join().unwrap();
+        });
+        let a_tid = tids.recv().unwrap();
+        let mut before = before;
+        before.insert(a_tid);
+        set_affinity(a_tid, &CpuSet::single(first)).unwrap();
+        to_a.send(()).unwrap();
+        let b_tid = tids.recv().unwrap();
+        let alive: Vec<(i32, CpuSet)> = super::super::locks::threads(pid)
+            .unwrap()
+            .into_iter()
+            .filter_map(|t| Some((t, get_affinity(t).ok()?)))
+            .collect();
+        assert!(alive.contains(&(b_tid, CpuSet::single(first))), "{alive:?}");
+        let originals = BTreeMap::from([(a_tid, full.clone())]);
+        let pins = BTreeSet::from([first]);
+        let back = inherited_pins(&alive, &originals, &before, &pins, pid);
+        assert!(back.contains(&(b_tid, full.clone())), "{back:?}");
+        assert!(back.iter().all(|(t, _)| *t != a_tid), "{back:?}");
+        a.join().unwrap();
+    }
 }

@@ -17,21 +17,20 @@ impl BalancingGuard {
     /// restore), or when the kernel has no balancing and `on` is false.
     pub fn set(on: bool) -> Result<Option<BalancingGuard>, String> {
         let path = std::path::Path::new(BALANCING);
-        let Ok(current) = std::fs::read_to_string(path) else {
+        if !path.exists() {
             return match on {
                 true => Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)")),
                 false => Ok(None),
             };
-        };
-        // Any mode but 0 balances (1: normal, 2: memory tiering).
-        if (current.trim() != "0") == on {
-            return Ok(None);
         }
         let word = if on { "on" } else { "off" };
+        // Any mode but 0 balances (1: normal, 2: memory tiering). Another oslab that holds it
+        // where we want it shares it with us; one that holds it the other way is an error.
         let previous = crate::pending::change(
             &crate::pending::default_file(),
             path,
             if on { "1" } else { "0" },
+            |v| (v != "0") == on,
         )
         .map_err(|e| {
             // SAFETY: geteuid has no preconditions.
@@ -42,7 +41,7 @@ impl BalancingGuard {
             };
             format!("cannot switch automatic NUMA balancing {word} ({BALANCING}: {e}{hint})")
         })?;
-        Ok(Some(BalancingGuard { previous }))
+        Ok(previous.map(|previous| BalancingGuard { previous }))
     }
 
     /// The value it had before.

@@ -5,7 +5,9 @@
 //!
 //! The record is one small JSON file (`$XDG_STATE_HOME/oslab/pending.json`, else
 //! `~/.local/state/oslab/pending.json`), replaced atomically (write, fsync, rename). Each entry
-//! names its owner (pid and boot): entries of a live oslab are left alone. Every read-modify-write
+//! names its owner (pid and boot): entries of a live oslab are left alone. Two runs that need one
+//! setting the same way share its change (the last to end puts it back); a run that needs it the
+//! other way is refused while the first runs. Every read-modify-write
 //! holds an exclusive lock (`pending.lock` beside it), so two oslabs never lose each other's
 //! entries; and nothing is written in a directory that is not ours alone, nor through a link (a
 //! user without a home keeps it under a shared temp directory, where another user could have made
@@ -32,8 +34,15 @@ pub struct Change {
     pub thread: Option<Thread>,
     /// The value it had before oslab wrote it (a cpu list for a thread).
     pub original: String,
+    /// What oslab wrote there (a sysctl): a later oslab that wants the same shares the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
     /// The oslab process that changed it.
     pub pid: u32,
+    /// Other oslab processes sharing the change: it is put back when the last of them ends,
+    /// never under a run that still needs it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sharers: Vec<u32>,
     /// The boot it happened in (a pid from another boot is never alive).
     pub boot_id: String,
 }
@@ -189,16 +198,23 @@ fn implausible(c: &Change, settings: &[&Path]) -> Option<String> {
             "{} is not a setting oslab changes",
             crate::text::shortened(&c.path.display().to_string(), 80)
         )),
-        None if c.original.len() > 32
-            || !c
-                .original
-                .chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || " -_.".contains(ch)) =>
+        None if [Some(&c.original), c.value.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|v| {
+                v.len() > 32
+                    || !v
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || " -_.".contains(ch))
+            }) =>
         {
             Some(format!(
                 "the value recorded for {} is not one it had",
                 c.path.display()
             ))
+        }
+        _ if c.sharers.len() > 64 || c.sharers.contains(&0) => {
+            Some("its list of runs sharing a change is not one oslab writes".to_string())
         }
         Some(t)
             if t.tid <= 0 || t.start == 0 || crate::CpuSet::parse_list(&c.original).is_err() =>
@@ -244,27 +260,68 @@ fn boot_id() -> String {
         .unwrap_or_default()
 }
 
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Whether an oslab that made or shares the change still runs.
 fn alive(c: &Change) -> bool {
-    c.boot_id == boot_id() && Path::new(&format!("/proc/{}", c.pid)).exists()
+    c.boot_id == boot_id()
+        && std::iter::once(&c.pid)
+            .chain(&c.sharers)
+            .any(|p| pid_alive(*p))
 }
 
 /// Writes `value` to `path` (a sysctl), after recording in `file` the value it had, so it can be
-/// restored even if we are killed. Returns the original value. If a dead oslab left the setting
+/// restored even if we are killed; returns the value it had, or None when `satisfied` says the
+/// current value already does (nothing changed, nothing to put back). A live oslab's change
+/// that satisfies us is shared (put back when the last sharer ends); one that does not is an
+/// error: one run never undoes another's setting under it. If a dead oslab left the setting
 /// changed, its recorded original is the one kept (not the value it left behind).
-pub fn change(file: &Path, path: &Path, value: &str) -> std::io::Result<String> {
+pub fn change(
+    file: &Path,
+    path: &Path,
+    value: &str,
+    satisfied: impl Fn(&str) -> bool,
+) -> std::io::Result<Option<String>> {
     let _locked = lock(file)?;
     let mut changes = load(file);
+    let me = std::process::id();
     let current = std::fs::read_to_string(path)?.trim().to_string();
-    let original = changes
-        .iter()
-        .find(|c| c.path == path)
-        .map_or(current, |c| c.original.clone());
+    let entry = changes
+        .iter_mut()
+        .find(|c| c.path == path && c.thread.is_none());
+    let original = match entry {
+        Some(c) if alive(c) => {
+            let held = c.value.clone().unwrap_or_else(|| current.clone());
+            if !satisfied(&held) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::ResourceBusy,
+                    format!(
+                        "oslab pid {} holds it at {held} for its run; wait for it to end",
+                        c.pid
+                    ),
+                ));
+            }
+            if c.pid != me && !c.sharers.contains(&me) {
+                c.sharers.push(me);
+            }
+            let original = c.original.clone();
+            save(file, &changes)?;
+            return Ok(Some(original));
+        }
+        Some(c) => c.original.clone(),
+        None if satisfied(&current) => return Ok(None),
+        None => current,
+    };
     changes.retain(|c| c.path != path);
     changes.push(Change {
         path: path.to_path_buf(),
         thread: None,
         original: original.clone(),
-        pid: std::process::id(),
+        value: Some(value.to_string()),
+        pid: me,
+        sharers: Vec::new(),
         boot_id: boot_id(),
     });
     save(file, &changes)?;
@@ -274,7 +331,7 @@ pub fn change(file: &Path, path: &Path, value: &str) -> std::io::Result<String> 
         let _ = save(file, &changes);
         return Err(e);
     }
-    Ok(original)
+    Ok(Some(original))
 }
 
 /// Records the cpu affinity of each of `threads` before oslab changes it, so that the next oslab
@@ -294,7 +351,9 @@ pub fn record_affinities(file: &Path, threads: &[(i32, crate::CpuSet)]) -> std::
             path: PathBuf::new(),
             thread: Some(thread),
             original: set.to_list(),
+            value: None,
             pid: std::process::id(),
+            sharers: Vec::new(),
             boot_id: boot_id(),
         });
     }
@@ -334,14 +393,24 @@ fn undo(c: &Change) -> std::io::Result<bool> {
     }
 }
 
-/// Puts `path` back to its recorded original and forgets the record.
+/// This oslab's part of the change to `path` ends: the last run sharing it puts the recorded
+/// original back and forgets the record; while another still runs, it is left to that one.
 pub fn restore(file: &Path, path: &Path) -> std::io::Result<()> {
     let _locked = lock(file)?;
     let mut changes = load(file);
-    if let Some(c) = changes.iter().find(|c| c.path == path) {
-        std::fs::write(path, &c.original)?;
+    let me = std::process::id();
+    if let Some(c) = changes.iter_mut().find(|c| c.path == path) {
+        c.sharers.retain(|p| *p != me && pid_alive(*p));
+        if c.pid == me || !pid_alive(c.pid) {
+            match c.sharers.pop() {
+                Some(next) => c.pid = next,
+                None => {
+                    std::fs::write(path, &c.original)?;
+                    changes.retain(|c| c.path != path);
+                }
+            }
+        }
     }
-    changes.retain(|c| c.path != path);
     save(file, &changes)
 }
 
@@ -435,16 +504,17 @@ mod tests {
         let file = dir.path().join("state/pending.json");
         let setting = dir.path().join("setting");
         std::fs::write(&setting, "0\n").unwrap();
-        assert_eq!(change(&file, &setting, "1").unwrap(), "0");
+        let is_one = |v: &str| v == "1";
+        assert_eq!(change(&file, &setting, "1", is_one).unwrap().unwrap(), "0");
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "1");
         assert_eq!(load(&file).len(), 1);
-        // A second change by a later run keeps the first original, not the value left behind.
-        assert_eq!(change(&file, &setting, "1").unwrap(), "0");
+        // A second change by this run keeps the first original, not the value left behind.
+        assert_eq!(change(&file, &setting, "1", is_one).unwrap().unwrap(), "0");
         restore(&file, &setting).unwrap();
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0");
         assert!(!file.exists());
         // Our own (live) change is not recovered; a dead owner's is.
-        change(&file, &setting, "1").unwrap();
+        change(&file, &setting, "1", is_one).unwrap();
         assert!(recover_among(&file, &[&setting]).is_empty());
         orphan(&file, |_| {});
         let said = recover_among(&file, &[&setting]);
@@ -456,7 +526,64 @@ mod tests {
         assert!(!file.exists());
         // A write that fails leaves no record behind.
         let missing = dir.path().join("no/such/setting");
-        assert!(change(&file, &missing, "1").is_err());
+        assert!(change(&file, &missing, "1", is_one).is_err());
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_setting_two_runs_need_is_put_back_by_the_last_and_never_switched_under_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state/pending.json");
+        let setting = dir.path().join("setting");
+        std::fs::write(&setting, "1\n").unwrap();
+        // Another live oslab switched it off (a child stands for it).
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let off = |v: &str| v == "0";
+        assert_eq!(change(&file, &setting, "0", off).unwrap().unwrap(), "1");
+        let mut changes = load(&file);
+        changes[0].pid = other.id();
+        save(&file, &changes).unwrap();
+        // We want it off too: we share the change, and our end leaves it off for the other.
+        assert_eq!(change(&file, &setting, "0", off).unwrap().unwrap(), "1");
+        assert_eq!(load(&file)[0].sharers, vec![std::process::id()]);
+        restore(&file, &setting).unwrap();
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0");
+        assert_eq!(load(&file)[0].pid, other.id());
+        assert!(load(&file)[0].sharers.is_empty());
+        // Wanting it on while the other holds it off is refused, the setting untouched.
+        let e = change(&file, &setting, "1", |v| v != "0").unwrap_err();
+        assert!(
+            e.to_string().contains(&format!("oslab pid {}", other.id())),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0");
+        // The other ends without restoring (killed): the next oslab puts the original back.
+        other.kill().unwrap();
+        other.wait().unwrap();
+        let said = recover_among(&file, &[&setting]);
+        assert!(said[0].contains("restored"), "{said:?}");
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "1");
+        // A sharer that outlives the maker is the one to put it back.
+        let mut maker = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        change(&file, &setting, "0", off).unwrap();
+        let mut changes = load(&file);
+        changes[0].sharers = vec![changes[0].pid];
+        changes[0].pid = maker.id();
+        save(&file, &changes).unwrap();
+        maker.kill().unwrap();
+        maker.wait().unwrap();
+        assert!(
+            recover_among(&file, &[&setting]).is_empty(),
+            "a live sharer's change"
+        );
+        restore(&file, &setting).unwrap();
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "1");
         assert!(!file.exists());
     }
 
@@ -472,12 +599,12 @@ mod tests {
         let state = dir.path().join("planted");
         std::fs::create_dir(&state).unwrap();
         std::os::unix::fs::symlink(&victim, state.join("pending.lock")).unwrap();
-        assert!(change(&state.join("pending.json"), &setting, "0").is_err());
+        assert!(change(&state.join("pending.json"), &setting, "0", |v| v == "0").is_err());
         // A directory anyone may write.
         let open = dir.path().join("open");
         std::fs::create_dir(&open).unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = change(&open.join("pending.json"), &setting, "0").unwrap_err();
+        let e = change(&open.join("pending.json"), &setting, "0", |v| v == "0").unwrap_err();
         assert!(
             e.to_string()
                 .contains("not a directory of this user's alone"),
@@ -526,7 +653,9 @@ mod tests {
             path: path.to_path_buf(),
             thread: None,
             original: original.into(),
+            value: None,
             pid: 2147483646,
+            sharers: Vec::new(),
             boot_id: boot_id(),
         };
         let known = dir.path().join("setting");

@@ -44,6 +44,10 @@ pub struct Daemon {
     interval: Duration,
     monitor_only: bool,
     originals: BTreeMap<i32, CpuSet>,
+    /// Each moved thread's start time: a thread id reused by a later thread is not ours to set.
+    started: BTreeMap<i32, u64>,
+    /// The target as it was when watching began: its pid reused by another process ends it.
+    identity: Option<pending::Thread>,
     pinning: Pinning,
     /// The target's threads when we first pinned one: a thread that appears later with one of
     /// our pins was made by a pinned thread and inherited it.
@@ -169,14 +173,17 @@ impl Daemon {
         interval: Duration,
         monitor_only: bool,
     ) -> Daemon {
+        let pid = monitor.pid();
         Daemon {
-            pid: monitor.pid(),
+            pid,
             monitor,
             domains,
             threshold,
             interval,
             monitor_only,
             originals: BTreeMap::new(),
+            started: BTreeMap::new(),
+            identity: pending::Thread::now(pid),
             pinning: Pinning::default(),
             before_pins: None,
             pinned_cpus: BTreeSet::new(),
@@ -302,6 +309,11 @@ impl Daemon {
                 if self.recording && !fresh.is_empty() {
                     let _ = pending::record_affinities(&pending::default_file(), &fresh);
                 }
+                for (tid, _) in &fresh {
+                    if let Some(t) = pending::Thread::now(*tid) {
+                        self.started.insert(*tid, t.start);
+                    }
+                }
                 self.originals.extend(fresh);
                 for m in moves {
                     if !self.originals.contains_key(&m.tid) {
@@ -380,15 +392,24 @@ impl Daemon {
             }
         }
         for (tid, set) in std::mem::take(&mut self.originals) {
-            if set_affinity(tid, &set).is_ok() {
+            let same =
+                pending::Thread::now(tid).map(|t| t.start) == self.started.get(&tid).copied();
+            if same && set_affinity(tid, &set).is_ok() {
                 n += 1;
             }
         }
+        self.started.clear();
         if self.recording {
             let _ = pending::forget_affinities(&pending::default_file());
         }
         self.pinning.clear();
         n
+    }
+
+    /// Whether the target is still the process watching began with (not gone, its pid not
+    /// reused by another).
+    pub fn target_is_same(&self) -> bool {
+        self.identity.is_some() && pending::Thread::now(self.pid) == self.identity
     }
 
     /// The summary so far; `restored` is filled by [`Daemon::finish`].
@@ -477,8 +498,11 @@ pub fn watch(
                 break;
             }
         }
-        // Gone, or a zombie another process has not reaped: nothing left to watch.
-        if matches!(super::locks::threads(pid), Err(MonitorError::Gone(_))) {
+        // Gone, a zombie another process has not reaped, or its pid now another process's:
+        // nothing left to watch.
+        if matches!(super::locks::threads(pid), Err(MonitorError::Gone(_)))
+            || !daemon.target_is_same()
+        {
             break;
         }
         match daemon.step() {
@@ -533,6 +557,27 @@ pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
 mod tests {
     use super::*;
     use std::sync::mpsc;
+
+    #[test]
+    fn a_target_whose_pid_another_process_took_is_no_longer_watched() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let monitor = Monitor::open(pid, super::super::locks::Choice::Proxy).unwrap();
+        let mut daemon = Daemon::new(monitor, vec![vec![0]], 0.1, Duration::from_millis(50), true);
+        assert!(daemon.target_is_same());
+        // The same pid, started at another time: another process.
+        let mut reused = daemon.identity.unwrap();
+        reused.start += 1;
+        daemon.identity = Some(reused);
+        assert!(!daemon.target_is_same());
+        let w = watch(daemon, None, &|| false, &mut |_| {}).unwrap();
+        assert_eq!(w.summary.intervals, 0);
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 
     #[test]
     fn a_thread_made_by_a_pinned_thread_gets_the_original_back() {

@@ -146,6 +146,41 @@ fn lock(file: &Path) -> std::io::Result<Locked> {
     Ok(Locked { _lock: f })
 }
 
+/// Something one oslab at a time may do (shuffle one process), held until dropped: a lock
+/// file beside the record, holding the holder's pid.
+#[derive(Debug)]
+pub struct Claim {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+/// Claims `what` (a plain name) for this oslab; Err(pid of the holder, when it said) when
+/// another oslab holds it.
+pub fn claim(record: &Path, what: &str) -> std::io::Result<Result<Claim, Option<u32>>> {
+    let dir = own_dir(record)?;
+    let path = dir.join(format!("{what}.claim"));
+    let mut file = open_own(&path, false)?;
+    // SAFETY: flock on a descriptor we own; it is released when the file is closed.
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let holder = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
+        return Ok(Err(holder));
+    }
+    file.set_len(0)?;
+    std::io::Write::write_all(&mut file, format!("{}\n", std::process::id()).as_bytes())?;
+    Ok(Ok(Claim { file, path }))
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // Removed while still held, so no later claimer locks a file about to go.
+        let _ = std::fs::remove_file(&self.path);
+        let _ = &self.file;
+    }
+}
+
 /// The record, if it can be believed ([`trusted`]); Ok(empty) when there is none.
 fn read(file: &Path) -> Result<Vec<Change>, String> {
     if !file.exists() {
@@ -585,6 +620,25 @@ mod tests {
         restore(&file, &setting).unwrap();
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "1");
         assert!(!file.exists());
+    }
+
+    #[test]
+    fn one_claim_at_a_time_and_none_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state/pending.json");
+        let first = claim(&file, "shuffle-42-7").unwrap().unwrap();
+        assert_eq!(
+            claim(&file, "shuffle-42-7").unwrap().unwrap_err(),
+            Some(std::process::id())
+        );
+        assert!(claim(&file, "shuffle-43-7").unwrap().is_ok());
+        drop(first);
+        let again = claim(&file, "shuffle-42-7").unwrap().unwrap();
+        drop(again);
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("state"))
+            .unwrap()
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -1419,6 +1419,44 @@ fn shuffle_restores_after(signals: &[i32]) {
 }
 
 #[test]
+fn a_second_shuffle_of_one_process_is_refused_while_the_first_runs() {
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let target = KillOnDrop(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+            .args(["lockbench", "--threads", "2", "--iterations", "100000000"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = target.0.id().to_string();
+    let shuffle = |db: &std::path::Path| {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+            .args(["shuffle", "--pid", &pid, "--interval", "100ms", "--db"])
+            .arg(db)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = KillOnDrop(shuffle(&db));
+    // The first has claimed the process once it measures.
+    std::thread::sleep(Duration::from_millis(700));
+    let (_dir2, db2) = temp_db();
+    let second = shuffle(&db2).wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{e}");
+    assert!(
+        e.contains("already shuffles process")
+            && e.contains(&format!("oslab pid {}", first.0.id())),
+        "{e}"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(first.0.id() as i32, libc::SIGINT) };
+    assert!(first.0.wait().unwrap().code().is_some());
+}
+
+#[test]
 fn sigkill_of_shuffle_takes_the_command_it_started_with_it() {
     let _turn = exclusive();
     let (_dir, db) = temp_db();

@@ -5,6 +5,7 @@
 use super::locks::{self, Choice, MonitorError};
 use super::{domains, prepare, watch, Daemon, Setting};
 use oslab_core::model::{Measurement, TimelineEvent};
+use oslab_core::pending;
 use oslab_core::tree::Tree;
 use oslab_core::Topology;
 use std::process::{Child, Command};
@@ -115,6 +116,21 @@ impl Process {
     }
 }
 
+/// The claim to shuffle running process `pid` (known by its pid and start time).
+fn claim_target(pid: i32) -> Result<pending::Claim, String> {
+    let start = pending::Thread::now(pid)
+        .ok_or_else(|| format!("process {pid} does not exist"))?
+        .start;
+    match pending::claim(&pending::default_file(), &format!("shuffle-{pid}-{start}")) {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(holder)) => Err(format!(
+            "{} already shuffles process {pid}: one daemon at a time (a second would take the first's pins for the threads' own affinities)",
+            holder.map_or("another oslab".to_string(), |h| format!("oslab pid {h}"))
+        )),
+        Err(e) => Err(format!("cannot claim process {pid} for shuffling: {e}")),
+    }
+}
+
 /// What a watch produced.
 pub struct Live {
     /// Lock-wait shares, shuffles, before/after, the daemon's cost.
@@ -137,6 +153,12 @@ pub fn live(
     status: &mut dyn FnMut(&str),
 ) -> Result<Live, String> {
     let pid = target.pid();
+    // One daemon per running process: a second would take the first's pins for the originals
+    // and leave its threads pinned when both end.
+    let _claim = match (&target, w.monitor_only) {
+        (Process::Running(_), false) => Some(claim_target(pid)?),
+        _ => None,
+    };
     let (allowed, monitor) = match prepare(pid, w.monitor_only, w.locks.method) {
         Ok(p) => p,
         Err(e) => {

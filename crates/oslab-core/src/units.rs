@@ -307,10 +307,17 @@ pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("--threshold {s:?}: give cycles (2000) or a time (3us, 800ns)"))?;
-    if v.is_nan() || v <= 0.0 {
-        return Err(format!("--threshold {s:?}: must be positive"));
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("--threshold {s:?}: must be a positive number"));
     }
-    Ok(to_ns(v))
+    let ns = to_ns(v);
+    // A longer gap is no jitter of a busy loop: such a threshold would count nothing.
+    if ns > 1e9 {
+        return Err(format!(
+            "--threshold {s:?}: at most 1 s (a longer threshold counts no interruption)"
+        ));
+    }
+    Ok(ns)
 }
 
 #[cfg(test)]
@@ -383,6 +390,9 @@ mod tests {
         assert_eq!(parse_threshold_ns("3us", 2.6), Ok(3000.0));
         assert_eq!(parse_threshold_ns("2600", 2.6), Ok(1000.0));
         assert!(parse_threshold_ns("-1ns", 2.6).is_err() && parse_threshold_ns("x", 2.6).is_err());
+        for bad in ["inf", "NaN", "infns", "2000ms", "1e300"] {
+            assert!(parse_threshold_ns(bad, 2.6).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -52,29 +52,38 @@ impl Threshold {
     /// loop's own back-to-back reads.
     pub fn from_arg(given: Option<&str>, clock: &Clock) -> Result<Threshold, String> {
         Ok(match given {
-            Some(t) => Threshold::given_ns(
-                clock,
-                oslab_core::units::parse_threshold_ns(t, clock.ticks_per_ns)?,
-            ),
+            Some(t) => {
+                let given = Threshold::given_ns(
+                    clock,
+                    oslab_core::units::parse_threshold_ns(t, clock.ticks_per_ns)?,
+                );
+                // Below the loop's own read-to-read time every read is a gap: the recording
+                // would grow by the read (2.6 GB in 48 s) and say nothing of interruptions.
+                let loop_ticks = Threshold::read_to_read(clock, Duration::from_millis(10));
+                if given.ticks < 2 * loop_ticks {
+                    return Err(format!(
+                        "--threshold {t:?}: below twice this loop's own read-to-read time ({:.1} ns): every read would count as an interruption",
+                        clock.ticks_to_ns(loop_ticks as f64)
+                    ));
+                }
+                given
+            }
             None => Threshold::calibrate(clock, std::time::Duration::from_millis(50)),
         })
+    }
+
+    /// The median ticks between back-to-back reads over `window`.
+    fn read_to_read(clock: &Clock, window: Duration) -> u64 {
+        let mut gaps = back_to_back(clock, window);
+        gaps.sort_unstable();
+        q(&gaps, 0.5)
     }
 
     /// Measures back-to-back reads for `window` and puts the threshold well above the loop's own
     /// jitter (cache and TLB misses) and well below real interruptions (microseconds): the larger
     /// of 4 x the 99.9th percentile and 20 x the median.
     pub fn calibrate(clock: &Clock, window: Duration) -> Threshold {
-        let mut gaps = Vec::with_capacity(1 << 20);
-        let end = Instant::now() + window;
-        let mut last = clock.start();
-        while gaps.len() < (1 << 20) {
-            let now = clock.start();
-            gaps.push(now.wrapping_sub(last));
-            last = now;
-            if gaps.len() % 4096 == 0 && Instant::now() >= end {
-                break;
-            }
-        }
+        let mut gaps = back_to_back(clock, window);
         gaps.sort_unstable();
         let (p50, p99, p999) = (q(&gaps, 0.5), q(&gaps, 0.99), q(&gaps, 0.999));
         let ticks = (4 * p999).max(20 * p50).max(1);
@@ -100,6 +109,26 @@ impl Threshold {
         }
     }
 }
+
+/// Ticks between back-to-back reads of the clock for `window` (at most 2^20 of them).
+fn back_to_back(clock: &Clock, window: Duration) -> Vec<u64> {
+    let mut gaps = Vec::with_capacity(1 << 20);
+    let end = Instant::now() + window;
+    let mut last = clock.start();
+    while gaps.len() < (1 << 20) {
+        let now = clock.start();
+        gaps.push(now.wrapping_sub(last));
+        last = now;
+        if gaps.len() % 4096 == 0 && Instant::now() >= end {
+            break;
+        }
+    }
+    gaps
+}
+
+/// The most inactive periods one recording keeps (64 MiB): a recording that reaches it ends
+/// there, its span the time it covered.
+pub const MAX_GAPS: usize = 1 << 22;
 
 /// When to stop recording.
 #[derive(Debug, Clone, Copy)]
@@ -160,8 +189,8 @@ pub fn record(clock: &Clock, threshold: u64, limit: Limit) -> Result<Recording, 
     let cpu = oslab_core::affinity::current_cpu();
     let before = cpu.map(interrupts::snapshot);
     let (max_time, max_gaps) = match limit {
-        Limit::Duration(d) => (d, usize::MAX),
-        Limit::Samples(n) => (Duration::from_secs(60), n),
+        Limit::Duration(d) => (d, MAX_GAPS),
+        Limit::Samples(n) => (Duration::from_secs(60), n.min(MAX_GAPS)),
     };
     let max_ticks = (max_time.as_nanos() as f64 * clock.ticks_per_ns) as u64;
     let mut gaps = Vec::new();

@@ -870,8 +870,17 @@ fn activity_refuses_bad_arguments() {
     let _turn = shared();
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();
-    let e = fails(&["activity", "--threshold", "lots", "--db", db], 2);
-    assert!(e.contains("--threshold"), "{e}");
+    for (bad, why) in [
+        ("lots", "--threshold"),
+        ("inf", "positive number"),
+        ("NaN", "positive number"),
+        ("5000ms", "at most 1 s"),
+        // Every read of the loop would be a gap: unbounded memory, nothing learnt.
+        ("1ns", "read-to-read"),
+    ] {
+        let e = fails(&["activity", "--threshold", bad, "--db", db], 2);
+        assert!(e.contains(why), "{bad}: {e}");
+    }
     let e = fails(&["activity", "--samples", "0", "--db", db], 2);
     assert!(e.contains("--samples"), "{e}");
     let e = fails(&["activity", "--duration", "3 weeks", "--db", db], 2);

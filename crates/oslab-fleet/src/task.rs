@@ -10,14 +10,15 @@ use std::path::Path;
 use std::process::Command;
 
 /// Runs this node's share with `program` (the oslab binary) and returns `oslab run`'s exit
-/// code (128 + the signal that ended it); an error says why the node has no run (also written
-/// to its `.failed` file when the results directory can be written).
+/// code (128 + the signal that ended it) and the file its run was handed in as; an error says
+/// why the node has no run (also written to its `.failed` file when the results directory can
+/// be written).
 pub fn run(
     program: &Path,
     results: &Path,
     token: Option<&str>,
     run_args: &[String],
-) -> Result<u8, String> {
+) -> Result<(u8, std::path::PathBuf), String> {
     let job = std::env::var("SLURM_JOB_ID")
         .ok()
         .filter(|j| is_job_id(j))
@@ -52,13 +53,7 @@ pub fn run(
     let handed = node_file(&dir, &node, NodeFile::Run);
     let why = match (&status, hand_in(&db, &handed)) {
         // Stored, complete or interrupted: the run speaks for itself.
-        (_, Ok(())) => {
-            eprintln!(
-                "node {node}: run handed in as {} (the store named above was this node's scratch, now removed)",
-                handed.display()
-            );
-            return Ok(status.ok().map_or(1, |s| exit_code(&s)));
-        }
+        (_, Ok(())) => return Ok((status.ok().map_or(1, |s| exit_code(&s)), handed)),
         (Ok(s), Err(e)) => format!("oslab run ended with {s} and left no run to export: {e}"),
         (Err(e), _) => format!("cannot start oslab run: {e}"),
     };

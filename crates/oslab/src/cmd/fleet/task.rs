@@ -17,5 +17,10 @@ pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
         // The copy srun --bcast left on this node; the run it started has ended.
         let _ = std::fs::remove_file(&program);
     }
-    Ok(ExitCode::from(code.map_err(anyhow::Error::msg)?))
+    let (code, handed) = code.map_err(anyhow::Error::msg)?;
+    eprintln!(
+        "run handed in as {} (the store named above was this node's scratch, now removed)",
+        handed.display()
+    );
+    Ok(ExitCode::from(code))
 }

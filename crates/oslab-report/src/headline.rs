@@ -87,12 +87,13 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
                 true => format!("{}{FROM_RUN}", crate::table::versus(m)),
                 false => crate::table::versus(m),
             },
-            m.status.word().to_string(),
+            // Busy, yet tight on a full-speed core: the figure a busy host can still use, said
+            // where every width shows it.
+            match crate::summary::still_holds(m) {
+                true => TIGHT.to_string(),
+                false => m.status.word().to_string(),
+            },
             match &m.status {
-                // Busy, yet tight on a full-speed core: the figure a busy host can still use.
-                oslab_core::Status::Noisy(cause) if crate::summary::still_holds(m) => {
-                    format!("{cause}, {TIGHT}")
-                }
                 oslab_core::Status::Noisy(cause) => cause.clone(),
                 _ => String::new(),
             },
@@ -124,7 +125,7 @@ fn partly_cached(m: &Measurement) -> Option<&str> {
         .and_then(|v| v.as_str())
 }
 
-/// Marks a busy figure that still holds in the "why noisy" column.
+/// The status of a busy figure that still holds (noisy, yet tight).
 const TIGHT: &str = "tight";
 
 /// Marks a ratio to a figure composed from the run's other figures.
@@ -145,7 +146,7 @@ pub fn notes(ms: &[Measurement]) -> String {
         .filter_map(|line| find(ms, line))
         .any(crate::summary::still_holds);
     let tight = match tight {
-        true => "tight: measured while other work ran, yet within ±2% on a core at full speed: it likely holds, unless the load itself enters the figure (a switch, a bandwidth)\n",
+        true => "tight: noisy (measured while other work ran), yet within ±2% on a core at full speed: it likely holds, unless the load itself enters the figure (a switch, a bandwidth)\n",
         false => "",
     };
     let composed = HEADLINE
@@ -235,9 +236,15 @@ mod tests {
         }
         busy[1].summary = Summary::new(&[60.0, 80.0, 100.0, 70.0, 90.0]);
         let t = table(&busy).unwrap();
-        assert_eq!(t.rows[0][6], "contention, tight");
-        assert_eq!(t.rows[1][6], "contention");
-        assert!(notes(&busy).starts_with("tight: measured while other work ran"));
+        assert_eq!(
+            (t.rows[0][5].as_str(), t.rows[0][6].as_str()),
+            ("tight", "contention")
+        );
+        assert_eq!(
+            (t.rows[1][5].as_str(), t.rows[1][6].as_str()),
+            ("noisy", "contention")
+        );
+        assert!(notes(&busy).starts_with("tight: noisy (measured while other work ran)"));
         // A prediction composed from the run says so; one from the specs does not.
         let mut checked = ms.clone();
         let p = |kind| {

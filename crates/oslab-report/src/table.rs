@@ -86,12 +86,14 @@ pub(crate) fn outcome_coloured(word: &str, text: &str) -> Cell {
         .split([' ', ','])
         .collect();
     let has = |w: &str| words.contains(&w);
+    // The terminal's own palette colours (not the bright ones: bright yellow and green all but
+    // vanish on a light background).
     let color = if has("failed") || has("REGRESSION") {
-        Some(Color::Red)
+        Some(Color::DarkRed)
     } else if has("noisy") || has("changed") {
-        Some(Color::Yellow)
+        Some(Color::DarkYellow)
     } else if has("better") {
-        Some(Color::Green)
+        Some(Color::DarkGreen)
     } else if has("skipped") {
         Some(Color::DarkGrey)
     } else {
@@ -134,6 +136,18 @@ pub fn render(table: &oslab_core::text::Table) -> String {
     };
     let mut keep: Vec<usize> = (0..table.header.len()).collect();
     let whole_fits = |keep: &[usize], w| fits(keep.iter().map(|&k| widest(cells(k))), w);
+    // What the first column (the rows' names) has left when the others are whole.
+    let first_room = |keep: &[usize], w: u16| {
+        let others: usize = keep[1..].iter().map(|&k| widest(cells(k)) + 3).sum();
+        (w as usize).saturating_sub(others + 3)
+    };
+    let longest_word = |c: usize| {
+        cells(c)
+            .flat_map(|s| s.split_whitespace())
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
     if let Some(w) = width() {
         for c in &table.optional {
             if whole_fits(&keep, w) {
@@ -141,7 +155,12 @@ pub fn render(table: &oslab_core::text::Table) -> String {
             }
             keep.retain(|k| k != c);
         }
-        if keep.len() > 2 && !whole_fits(&keep, w) {
+        // Names wrap onto a second line before a row's cells go one under another: a row stays
+        // a row, its trust beside its number, at 80 columns.
+        if keep.len() > 2
+            && !whole_fits(&keep, w)
+            && first_room(&keep, w) < longest_word(keep[0]).max(MIN_NAME)
+        {
             return render_stacked(table, &keep);
         }
     }
@@ -168,21 +187,34 @@ pub fn render(table: &oslab_core::text::Table) -> String {
         whole(&mut t, &(0..keep.len()).collect::<Vec<_>>());
         return t.to_string();
     }
+    let w = width().unwrap_or(u16::MAX);
+    let room = first_room(&keep, w);
+    if keep.len() > 2 && room >= longest_word(keep[0]).max(MIN_NAME) {
+        // The others whole, the names wrapped into what they leave (a constraint counts the
+        // padding too).
+        whole(&mut t, &(1..keep.len()).collect::<Vec<_>>());
+        if let Some(col) = t.column_mut(0) {
+            col.set_constraint(ColumnConstraint::UpperBoundary(Width::Fixed(
+                (room + 2).min(u16::MAX as usize) as u16,
+            )));
+        }
+        return t.to_string();
+    }
     for (i, &c) in keep.iter().enumerate().skip(1) {
         if table.numeric.contains(&c) {
             continue;
         }
-        let word = cells(c)
-            .flat_map(|s| s.split_whitespace())
-            .map(|w| w.chars().count())
-            .max()
-            .unwrap_or(0);
         if let Some(col) = t.column_mut(i) {
-            col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(word as u16)));
+            col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
+                longest_word(c) as u16,
+            )));
         }
     }
     t.to_string()
 }
+
+/// The narrowest the first column of a table wraps to before its rows are stacked instead.
+const MIN_NAME: usize = 16;
 
 /// The `keep` columns of `table` in two: the first, and the others stacked in one, a line each.
 fn render_stacked(table: &oslab_core::text::Table, keep: &[usize]) -> String {

@@ -271,3 +271,34 @@ fn outside_text_on_a_terminal_is_shown_never_obeyed() {
         );
     }
 }
+
+#[test]
+fn at_80_columns_each_headline_figure_keeps_its_trust_beside_it() {
+    let (_dir, db) = store();
+    let text = seen(&on_terminal(80, true, &["show", "2", "--db", &db]));
+    let headline: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("headline"))
+        .skip(3)
+        .take_while(|l| l.starts_with(' '))
+        .collect();
+    assert!(headline.len() >= 2, "{text}");
+    // A row is a row: every line that holds a figure ends with the word that says whether to
+    // trust it (a stacked layout put it four lines below).
+    let trust = ["ok", "noisy", "tight", "failed", "skipped"];
+    let figures: Vec<&&str> = headline
+        .iter()
+        .filter(|l| {
+            l.split_whitespace()
+                .any(|w| ["ns", "µs", "ms", "GB/s"].contains(&w))
+        })
+        .collect();
+    assert!(!figures.is_empty(), "{text}");
+    for l in figures {
+        let last = l.split_whitespace().last().unwrap_or("");
+        assert!(
+            trust.contains(&last),
+            "no trust word beside the figure: {l:?}\n{text}"
+        );
+    }
+}

@@ -182,6 +182,9 @@ pub fn lines(
     }
     drawable(&[xmin, xmax, ymin, ymax])?;
     let ymax = if ymax > ymin { ymax } else { ymin * 2.0 };
+    // A log axis needs a decade to label more than one tick (loaded latency from 100 to 460
+    // ns read "1" alone): under one, the axis is linear.
+    let log_y = log_y && ymax / ymin >= 10.0;
     // Labels of marks close together go one row lower each, so they never overlap.
     let label_y = |row: usize| {
         if log_y {
@@ -418,8 +421,11 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     };
     // Bars stand on zero, on a linear axis: a bar's length is its value (on a log axis 44 and
     // 82 GB/s looked alike, and one low interval end stretched the axis by a decade). Values
-    // over orders of magnitude are a sweep's, drawn as lines.
-    let top = ends().fold(0.0, f64::max);
+    // over orders of magnitude are a sweep's, drawn as lines. The axis is the bars': a whisker
+    // reaching past twice the longest bar is cut at the axis's end and marked so (one interval
+    // to 1,800 µs had made bars of 21-60 µs slivers).
+    let longest = bars.iter().map(|b| b.value).fold(0.0, f64::max);
+    let top = ends().fold(0.0, f64::max).min(2.0 * longest).max(longest);
     let (div, x_desc) = match x_desc.strip_prefix("ns") {
         Some(rest) => {
             let (d, u) = time_unit(ends());
@@ -480,22 +486,32 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                             r
                         }))
                         .map_err(err)?;
-                    let mut right = value;
                     if let Some((lo, hi)) = b.interval {
+                        let end = top / 1.25;
                         let (lo, hi) = ((lo / div).max(floor), (hi / div).max(floor));
-                        right = right.max(hi);
                         chart
                             .draw_series(std::iter::once(PathElement::new(
-                                vec![(lo, at + 0.5), (hi, at + 0.5)],
+                                vec![(lo.min(end), at + 0.5), (hi.min(end), at + 0.5)],
                                 BLACK.stroke_width(1),
                             )))
                             .map_err(err)?;
+                        if hi > end {
+                            // Cut: an arrowhead and where it reaches.
+                            let reach = format!("▸ {}", oslab_core::units::num(hi));
+                            chart
+                                .draw_series(std::iter::once(
+                                    EmptyElement::at((end, at + 0.5))
+                                        + Text::new(reach, (0, 4), ("sans-serif", 10).into_font()),
+                                ))
+                                .map_err(err)?;
+                        }
                     }
+                    // The value at the bar's end, where the eye reads it.
                     let text = oslab_core::units::num(b.value / div);
                     chart
                         .draw_series(std::iter::once(
-                            EmptyElement::at((right, at + 0.5))
-                                + Text::new(text, (4, -6), ("sans-serif", 11).into_font()),
+                            EmptyElement::at((value, at + 0.5))
+                                + Text::new(text, (4, -8), ("sans-serif", 11).into_font()),
                         ))
                         .map_err(err)?;
                 }
@@ -810,6 +826,60 @@ mod tests {
             "{:?}",
             labels(&near)
         );
+    }
+
+    #[test]
+    fn an_axis_under_a_decade_is_linear_with_its_ticks_labelled() {
+        let curve = Series {
+            name: "loaded".into(),
+            points: vec![(1.0, 95.0), (2.0, 104.0), (4.0, 131.0)],
+            side: 0,
+        };
+        let svg = lines(
+            "loaded latency",
+            XAxis::Count,
+            ("GB/s", "ns"),
+            &[curve],
+            &[],
+            true,
+        )
+        .unwrap();
+        let numbers = labels(&svg)
+            .iter()
+            .filter(|l| l.parse::<f64>().is_ok_and(|v| v >= 20.0))
+            .count();
+        assert!(numbers >= 3, "{:?}", labels(&svg));
+    }
+
+    #[test]
+    fn a_far_whisker_is_cut_and_marked_not_the_axis_stretched() {
+        let bar = |label: &str, value: f64, hi: f64| Bar {
+            label: label.into(),
+            value,
+            interval: Some((value * 0.9, hi)),
+            side: 0,
+        };
+        let svg = bars(
+            "switch costs",
+            "ns",
+            &[
+                bar("a", 21_500.0, 23_000.0),
+                bar("b", 59_780.0, 1_800_000.0),
+            ],
+        )
+        .unwrap();
+        let shown = labels(&svg);
+        // The axis is the bars' (µs, up to about 2 x 60), the whisker's reach written at its cut.
+        let ticks: Vec<f64> = shown.iter().filter_map(|l| l.parse().ok()).collect();
+        let last = ticks.iter().copied().fold(0.0, f64::max);
+        assert!(last <= 150.0 && last >= 60.0, "{shown:?}");
+        assert!(
+            shown
+                .iter()
+                .any(|l| l.starts_with("▸") && l.contains("1800")),
+            "{shown:?}"
+        );
+        assert!(shown.iter().any(|l| l == "59.78"), "{shown:?}");
     }
 
     #[test]

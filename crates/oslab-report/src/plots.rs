@@ -511,7 +511,7 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                     chart
                         .draw_series(std::iter::once(
                             EmptyElement::at((value, at + 0.5))
-                                + Text::new(text, (4, -8), ("sans-serif", 11).into_font()),
+                                + Text::new(text, (4, -13), ("sans-serif", 11).into_font()),
                         ))
                         .map_err(err)?;
                 }

@@ -144,11 +144,17 @@ pub fn setting(d: std::time::Duration) -> String {
     format!("{} {sym}", v.trim_end_matches('0').trim_end_matches('.'))
 }
 
-/// A share as a percentage for reading, two significant figures at most: `0.4%`, `12%`.
+/// A share as a percentage for reading, two significant figures at most: `0.4%`, `12%`,
+/// `0.04%`; a nonzero share too small for that reads `<0.01%`, never `0.0%`.
 pub fn percent(share: f64) -> String {
-    match share.abs() * 100.0 {
-        p if p < 10.0 => format!("{:.1}%", share * 100.0),
-        _ => format!("{:.0}%", share * 100.0),
+    let p = share * 100.0;
+    // Never a nonzero share shown as nothing: an interval of "±0.0%" claimed no width at all.
+    match p.abs() {
+        0.0 => "0.0%".to_string(),
+        a if a < 0.01 => format!("{}<0.01%", if p < 0.0 { "-" } else { "" }),
+        a if a < 0.1 => format!("{p:.2}%"),
+        a if a < 10.0 => format!("{p:.1}%"),
+        _ => format!("{p:.0}%"),
     }
 }
 
@@ -339,6 +345,10 @@ mod tests {
         assert_eq!(duration(100.0), "1m 40s");
         assert_eq!(duration(7500.0), "2h 05m");
         assert_eq!(percent(0.004), "0.4%");
+        assert_eq!(percent(0.0004), "0.04%");
+        assert_eq!(percent(0.00000004), "<0.01%");
+        assert_eq!(percent(-0.00000004), "-<0.01%");
+        assert_eq!(percent(0.0), "0.0%");
         assert_eq!(percent(-0.12), "-12%");
     }
 

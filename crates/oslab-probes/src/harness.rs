@@ -29,6 +29,9 @@ pub struct HarnessConfig {
     pub target_batch: Duration,
     /// Warm-up time per body.
     pub warmup: Duration,
+    /// `--quick`: the probes' shorter sweeps and fewer points (decided here, once, never
+    /// guessed from another budget).
+    pub quick: bool,
     /// Largest working set the memory probes sweep to, in bytes.
     pub memory_max: usize,
     /// Time the runner may spend measuring noisy results again at the end of a run.
@@ -64,6 +67,7 @@ impl HarnessConfig {
             max_samples: 20_000,
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(30),
+            quick: false,
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
             suite_target: Duration::from_secs(56),
@@ -89,6 +93,7 @@ impl HarnessConfig {
             max_samples: 5_000,
             target_batch: Duration::from_micros(30),
             warmup: Duration::from_millis(10),
+            quick: true,
             memory_max: 64 << 20,
             retry_budget: Duration::from_millis(1500),
             suite_target: Duration::from_secs(15),

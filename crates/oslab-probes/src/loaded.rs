@@ -56,14 +56,9 @@ impl Traffic {
     }
 }
 
-/// Whether the run is a `--quick` one (its smaller memory budget says so).
-fn quick(cx: &Context) -> bool {
-    cx.harness.config.memory_max < (256 << 20)
-}
-
 /// The loaders' pauses, the idle point first.
 fn pauses(cx: &Context) -> &'static [Option<u64>] {
-    if quick(cx) {
+    if cx.harness.config.quick {
         &QUICK_PAUSES
     } else {
         &PAUSES
@@ -92,7 +87,7 @@ fn run(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError>
             "needs a second cpu to load memory from".into(),
         ));
     }
-    let quick = quick(cx);
+    let quick = cx.harness.config.quick;
     // The idle chase's memory: loaded latency is compared with idle, so both chase the same
     // working set (a 32 MiB chase read 99 ns loaded beside 140 ns idle from 256 MiB).
     let size = crate::memory::idle_chase_bytes(cx);

@@ -412,7 +412,7 @@ fn fork_with_sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>,
     if cx.options.helper.is_none() {
         return Ok(out);
     }
-    let sizes = if cx.harness.config.memory_max < (512 << 20) {
+    let sizes = if cx.harness.config.quick {
         SWEEP_MIB_QUICK
     } else {
         SWEEP_MIB

@@ -872,7 +872,7 @@ mod tests {
         // The axis is the bars' (µs, up to about 2 x 60), the whisker's reach written at its cut.
         let ticks: Vec<f64> = shown.iter().filter_map(|l| l.parse().ok()).collect();
         let last = ticks.iter().copied().fold(0.0, f64::max);
-        assert!(last <= 150.0 && last >= 60.0, "{shown:?}");
+        assert!((60.0..=150.0).contains(&last), "{shown:?}");
         assert!(
             shown
                 .iter()

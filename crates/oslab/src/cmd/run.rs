@@ -19,9 +19,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.plan {
         return plan(&probes, &args, &options);
     }
+    // The run's budgets, decided once.
+    let config = HarnessConfig::suite(args.quick);
     if probes.iter().any(|p| p.id() == id::FAULTS_FILE) {
-        let memory_max = HarnessConfig::suite(args.quick).memory_max;
-        faults::check_request(&options, memory_max).map_err(usage)?;
+        faults::check_request(&options, config.memory_max).map_err(usage)?;
     }
     if args.tag.len() > oslab_store::MAX_TAGS {
         return Err(usage(format!(
@@ -50,7 +51,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     for w in outcome.warnings() {
         session.warn(w);
     }
-    if let Some(note) = outcome.not_retried_note(&HarnessConfig::suite(args.quick)) {
+    if let Some(note) = outcome.not_retried_note(&config) {
         super::say_wrapped(&note);
     }
     session.finish(&outcome.measurements, &[], outcome.interrupted, None)

@@ -3,7 +3,7 @@
 //! `collect` reads left in the job's directory.
 
 use crate::slurm::{self, ScriptOptions, SlurmError};
-use crate::{JobRef, MANIFEST};
+use crate::{JobRef, NodeState, MANIFEST};
 use oslab_core::files::write_whole;
 use std::path::{Path, PathBuf};
 
@@ -214,4 +214,60 @@ impl Plan {
     pub fn output(&self, job: &JobRef) -> PathBuf {
         self.results.join(format!("slurm-{job}.out"))
     }
+}
+
+/// How a job that left the queue ended, in lines: Slurm's word on the job, each node's state,
+/// and, when anything went wrong, what the job's output says of it; true only when the job
+/// completed and every node handed in a complete run.
+pub fn ended(job: &JobRef, job_dir: &Path, output: &Path) -> (bool, Vec<String>) {
+    let end = slurm::job_end(&job.job);
+    let mut ok = end.as_ref().is_some_and(|e| e.completed());
+    let mut lines = vec![match &end {
+        Some(e) => format!(
+            "job {} ended {} (exit {}{})",
+            job.job,
+            e.state,
+            e.exit,
+            e.reason
+                .as_ref()
+                .map_or(String::new(), |r| format!(", reason {r}"))
+        ),
+        None => format!(
+            "job {} has left the queue; Slurm no longer says how it ended",
+            job.job
+        ),
+    }];
+    match crate::read_job(job, job_dir) {
+        Ok(r) => {
+            for (node, state, detail) in r.states() {
+                ok &= state == NodeState::Ok;
+                lines.push(format!("  {node:<12} {:<8} {detail}", state.as_str()));
+            }
+        }
+        Err(e) => {
+            ok = false;
+            lines.push(format!("  the nodes' results cannot be read: {e}"));
+        }
+    }
+    if ok {
+        return (true, lines);
+    }
+    lines.push(format!("the job's output: {}", output.display()));
+    // What the job itself said went wrong (the first node's checks, each node's step).
+    let said = oslab_core::files::read_bounded(output, 1 << 20, oslab_core::files::Links::Refuse)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    lines.extend(
+        said.lines()
+            .filter(|l| l.starts_with("oslab fleet:") || l.starts_with("srun: error"))
+            .take(20)
+            .map(|l| format!("  {}", oslab_core::text::one_line(l))),
+    );
+    if !output.exists() {
+        lines.push(format!(
+            "  (not written: the job's first node cannot see {}; --results must be on a file system every node mounts at the same path)",
+            output.parent().unwrap_or(output).display()
+        ));
+    }
+    (false, lines)
 }

@@ -26,6 +26,8 @@ pub mod export;
 pub mod headline;
 pub mod html;
 pub mod machine;
+#[cfg(feature = "clap")]
+pub mod man;
 pub mod markdown;
 pub mod markup;
 pub mod model_view;

@@ -6,7 +6,6 @@
 mod cli;
 mod cmd;
 mod error;
-mod man;
 mod progress;
 
 use clap::Parser;

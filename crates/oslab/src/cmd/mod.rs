@@ -85,7 +85,7 @@ fn completed() -> clap::Command {
 /// `oslab man`: one page to standard output (`path` names a subcommand), or every page into
 /// `dir` (written whole, as every output file).
 fn man(path: &[String], dir: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
-    let pages = crate::man::pages()?;
+    let pages = oslab_report::man::pages(<crate::cli::Cli as clap::CommandFactory>::command())?;
     if let Some(dir) = dir {
         if !dir.is_dir() {
             let what = match dir.exists() {
@@ -184,4 +184,36 @@ fn print_raw(s: &str) -> anyhow::Result<()> {
         out.write_all(b"\n")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    /// A manual page's example is what a person copies: it parses, under the page it is shown on.
+    #[test]
+    fn every_example_parses_and_is_shown_on_its_commands_page() {
+        let mut n = 0;
+        for (path, line, what) in oslab_report::man::examples() {
+            n += 1;
+            assert!(!what.is_empty(), "{line}: says what it does");
+            // What a shell does before oslab sees it: the pipe or redirection ends the command,
+            // quotes are removed.
+            let command = line.split(['|', '>']).next().unwrap_or_default();
+            let words: Vec<String> = command
+                .split_whitespace()
+                .map(|w| w.trim_matches('\'').to_string())
+                .collect();
+            if let Err(e) = Cli::try_parse_from(&words) {
+                assert!(!e.use_stderr(), "{line}: {e}");
+            }
+            let page: Vec<&str> = path.split_whitespace().collect();
+            assert!(
+                page.is_empty() || words.windows(page.len()).any(|w| w == page),
+                "{line} is shown on the page of `{path}`"
+            );
+        }
+        assert!(n >= 20, "{n} examples");
+    }
 }

@@ -6,8 +6,8 @@ use crate::cli::{Cli, FleetSubmitArgs};
 use crate::error::usage;
 use clap::Parser;
 use oslab_core::signals;
+use oslab_fleet::slurm;
 use oslab_fleet::submit::SubmitError;
-use oslab_fleet::{slurm, JobRef, NodeState};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -71,67 +71,13 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    Ok(ended(&job, &job_dir, &plan.output(&job)))
-}
-
-/// Says how a job that left the queue ended, and each node; success only when the job
-/// completed and every node handed in a complete run.
-fn ended(job: &JobRef, job_dir: &std::path::Path, output: &std::path::Path) -> ExitCode {
-    let end = slurm::job_end(&job.job);
-    let mut ok = end.as_ref().is_some_and(|e| e.completed());
-    match &end {
-        Some(e) => eprintln!(
-            "job {} ended {} (exit {}{})",
-            job.job,
-            e.state,
-            e.exit,
-            e.reason
-                .as_ref()
-                .map_or(String::new(), |r| format!(", reason {r}"))
-        ),
-        None => eprintln!(
-            "job {} has left the queue; Slurm no longer says how it ended",
-            job.job
-        ),
-    }
-    match oslab_fleet::read_job(job, job_dir) {
-        Ok(r) => {
-            for (node, state, detail) in r.states() {
-                ok &= state == NodeState::Ok;
-                eprintln!("  {node:<12} {:<8} {detail}", state.as_str());
-            }
-        }
-        Err(e) => {
-            ok = false;
-            eprintln!("  the nodes' results cannot be read: {e}");
-        }
-    }
-    if !ok {
-        eprintln!("the job's output: {}", output.display());
-        // What the job itself said went wrong (the first node's checks, each node's step).
-        let said =
-            oslab_core::files::read_bounded(output, 1 << 20, oslab_core::files::Links::Refuse)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-        for line in said
-            .lines()
-            .filter(|l| l.starts_with("oslab fleet:") || l.starts_with("srun: error"))
-            .take(20)
-        {
-            eprintln!("  {}", oslab_core::text::one_line(line));
-        }
-        if !output.exists() {
-            eprintln!(
-                "  (not written: the job's first node cannot see {}; --results must be on a file system every node mounts at the same path)",
-                output.parent().unwrap_or(output).display()
-            );
-        }
-    }
-    if ok {
+    let (ok, lines) = oslab_fleet::submit::ended(&job, &job_dir, &plan.output(&job));
+    lines.iter().for_each(|l| eprintln!("{l}"));
+    Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    }
+    })
 }
 
 /// The run arguments must parse as `oslab run` arguments, and leave the store to the task.

@@ -116,18 +116,20 @@ impl Process {
     }
 }
 
-/// The claim to shuffle running process `pid` (known by its pid and start time).
-fn claim_target(pid: i32) -> Result<pending::Claim, String> {
+/// The claim to shuffle running process `pid` (known by its pid and start time); none where
+/// no claim can be kept (no state directory of ours: nor can the originals be recorded, which
+/// is said when it matters), an error when another oslab holds it.
+fn claim_target(pid: i32) -> Result<Option<pending::Claim>, String> {
     let start = pending::Thread::now(pid)
         .ok_or_else(|| format!("process {pid} does not exist"))?
         .start;
     match pending::claim(&pending::default_file(), &format!("shuffle-{pid}-{start}")) {
-        Ok(Ok(c)) => Ok(c),
+        Ok(Ok(c)) => Ok(Some(c)),
         Ok(Err(holder)) => Err(format!(
             "{} already shuffles process {pid}: one daemon at a time (a second would take the first's pins for the threads' own affinities)",
             holder.map_or("another oslab".to_string(), |h| format!("oslab pid {h}"))
         )),
-        Err(e) => Err(format!("cannot claim process {pid} for shuffling: {e}")),
+        Err(_) => Ok(None),
     }
 }
 
@@ -153,18 +155,18 @@ pub fn live(
     status: &mut dyn FnMut(&str),
 ) -> Result<Live, String> {
     let pid = target.pid();
-    // One daemon per running process: a second would take the first's pins for the originals
-    // and leave its threads pinned when both end.
-    let _claim = match (&target, w.monitor_only) {
-        (Process::Running(_), false) => Some(claim_target(pid)?),
-        _ => None,
-    };
     let (allowed, monitor) = match prepare(pid, w.monitor_only, w.locks.method) {
         Ok(p) => p,
         Err(e) => {
             let _ = target.end(true);
             return Err(e);
         }
+    };
+    // One daemon per running process: a second would take the first's pins for the originals
+    // and leave its threads pinned when both end.
+    let _claim = match (&target, w.monitor_only) {
+        (Process::Running(_), false) => claim_target(pid)?,
+        _ => None,
     };
     let domains = domains(topology, &allowed);
     let method = monitor.method().to_string();

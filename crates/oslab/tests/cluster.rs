@@ -1,7 +1,8 @@
-//! `oslab fleet` on a real Slurm cluster of three QEMU guests (`scripts/cluster`): slurmctld on
-//! this host, slurmd in each guest, a network that exists only in a namespace the rig made. A
-//! healthy fleet has no outlier node; a node killed mid-run is reported crashed, `--wait` fails,
-//! and the other nodes' results stand alone, never mixed with another submission's.
+//! `oslab fleet` on a real Slurm cluster of QEMU guests (`scripts/cluster`): slurmctld on this
+//! host, slurmd in each guest, a network that exists only in a namespace the rig made. Three
+//! healthy nodes have no outlier node; a fourth booted otherwise (pti=on) is the one outlier
+//! among four; a node killed mid-run is reported crashed, `--wait` fails, and the other nodes'
+//! results stand alone, never mixed with another submission's.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -27,17 +28,18 @@ impl Cluster {
         c
     }
 
-    fn up(nodes: usize) -> Cluster {
+    /// `nodes` guests, those of `booted` with more on their kernel's command line.
+    fn up(nodes: usize, booted: &[(usize, &str)]) -> Cluster {
         let id = std::process::id();
         let c = Cluster {
             dir: PathBuf::from(format!("/tmp/oslab-cluster-test-{id}")),
             ns: format!("oslt{id}"),
         };
-        let out = c
-            .command(&["up", &nodes.to_string()])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let mut up = c.command(&["up", &nodes.to_string()]);
+        for (i, line) in booted {
+            up.env(format!("OSLAB_CLUSTER_CMDLINE_n{i}"), line);
+        }
+        let out = up.stdin(Stdio::null()).output().unwrap();
         assert!(
             out.status.success(),
             "scripts/cluster up: {}{}",
@@ -62,11 +64,13 @@ impl Cluster {
         c
     }
 
-    fn submit(&self) -> Command {
+    fn submit(&self, nodes: &str) -> Command {
         let results = self.shared().join("results");
         self.oslab(&[
             "fleet",
             "submit",
+            "--nodes",
+            nodes,
             "--wait",
             "--time",
             "15:00",
@@ -106,7 +110,7 @@ fn state<'a>(said: &'a str, node: &str) -> &'a str {
 
 #[test]
 #[ignore = "needs root, qemu-system-x86, a kernel in /boot, busybox-static, slurm-wlm and munge (scripts/test installs them)"]
-fn a_fleet_on_a_cluster_of_three_guests() {
+fn a_fleet_on_a_cluster_of_guests() {
     if !oslab_testkit::require_root("to make a network namespace and start slurmctld")
         || !oslab_testkit::require(&[
             "qemu-system-x86_64",
@@ -126,7 +130,9 @@ fn a_fleet_on_a_cluster_of_three_guests() {
         oslab_testkit::skip(&why);
         return;
     }
-    let cluster = Cluster::up(3);
+    // n4 is booted unlike the others, with page-table isolation forced on (pti=on): a node
+    // whose kernel was set up otherwise, every system call and switch dearer.
+    let cluster = Cluster::up(4, &[(4, "pti=on")]);
     std::fs::create_dir_all(cluster.shared().join("bin")).unwrap();
     std::fs::copy(
         assert_cmd::cargo::cargo_bin("oslab"),
@@ -137,7 +143,7 @@ fn a_fleet_on_a_cluster_of_three_guests() {
     let db_s = db.to_str().unwrap();
 
     // A healthy fleet: the job completes, every node is ok, no node is an outlier.
-    let healthy = cluster.submit().output().unwrap();
+    let healthy = cluster.submit("n[1-3]").output().unwrap();
     let said = text(&healthy);
     assert!(healthy.status.success(), "{said}");
     for n in ["n1", "n2", "n3"] {
@@ -213,9 +219,25 @@ fn a_fleet_on_a_cluster_of_three_guests() {
         "{said}"
     );
 
+    // The misconfigured node among the others: it, and only it, is the outlier node.
+    let four = cluster.submit("n[1-4]").output().unwrap();
+    assert!(four.status.success(), "{}", text(&four));
+    let job4 = String::from_utf8_lossy(&four.stdout).trim().to_string();
+    let collected = cluster
+        .oslab(&["fleet", "collect", results.to_str().unwrap(), "--db", db_s])
+        .output()
+        .unwrap();
+    assert!(collected.status.success(), "{}", text(&collected));
+    let summary = cluster
+        .oslab(&["fleet", "summary", &job4, "--db", db_s])
+        .output()
+        .unwrap();
+    let said = text(&summary);
+    assert!(said.contains("outlier nodes: n4\n"), "{said}");
+
     // A node lost mid-run: reported crashed, --wait fails, the others hand in.
     let lost = cluster
-        .submit()
+        .submit("n[1-3]")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

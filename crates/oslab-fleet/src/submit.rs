@@ -239,8 +239,12 @@ pub fn ended(job: &JobRef, job_dir: &Path, output: &Path) -> (bool, Vec<String>)
     }];
     match crate::read_job(job, job_dir) {
         Ok(r) => {
-            for (node, state, detail) in r.states() {
+            for (node, state, mut detail) in r.states() {
                 ok &= state == NodeState::Ok;
+                if state == NodeState::Missing {
+                    // Not "yet": the job is over.
+                    detail = "no result: the job ended without one (its output, below)".into();
+                }
                 lines.push(format!("  {node:<12} {:<8} {detail}", state.as_str()));
             }
         }

@@ -299,23 +299,23 @@ pub struct Imported {
 impl std::fmt::Display for Imported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let there = self.from_run.map_or("?".into(), |i| i.to_string());
+        // The host name is the file's to say: on one line, nothing that acts on a terminal.
+        let host = oslab_core::text::one_line(&self.host);
+        let file = self.file.display().to_string();
+        let file = oslab_core::text::one_line(&file);
         if self.already {
             return write!(
                 f,
-                "{}: already in the store as run {} (host {}, run {there} there): not imported again",
-                self.file.display(),
+                "{file}: already in the store as run {} (host {host}, run {there} there): not imported again",
                 self.run,
-                self.host
             );
         }
         write!(
             f,
-            "imported {} as run {} ({} measurements, {} timeline events; host {}, run {there} there)",
-            self.file.display(),
+            "imported {file} as run {} ({} measurements, {} timeline events; host {host}, run {there} there)",
             self.run,
             self.measurements,
             self.timeline_events,
-            self.host,
         )
     }
 }
@@ -559,6 +559,25 @@ fn csv_field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_imported_host_name_is_said_on_one_line_and_never_obeyed() {
+        let mut i = Imported {
+            file: "run\n.json".into(),
+            run: 1,
+            already: false,
+            from_run: None,
+            host: "evil\nrun 99 stored: all good\u{1b}[2J".into(),
+            measurements: 3,
+            timeline_events: 0,
+        };
+        for already in [false, true] {
+            i.already = already;
+            let said = i.to_string();
+            assert_eq!(said.lines().count(), 1, "{said}");
+            assert!(!said.contains('\u{1b}'), "{said}");
+        }
+    }
     use crate::run::RunStatus;
     use oslab_core::model::{Status, Unit};
     use oslab_core::{params, Summary};

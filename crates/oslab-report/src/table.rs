@@ -40,8 +40,11 @@ pub fn width() -> Option<u16> {
 pub(crate) fn new_table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_style(STYLE).set_header(header.iter().map(cell));
-    // Colour only on a terminal (comfy-table's own check), and never with NO_COLOR set.
-    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+    // Colour only on a terminal (comfy-table's own check) that has colours (not TERM=dumb), and
+    // never with NO_COLOR set.
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+        || std::env::var("TERM").is_ok_and(|t| t == "dumb")
+    {
         t.force_no_tty();
     }
     match width() {

@@ -40,7 +40,9 @@ impl<'a> Progress<'a> {
         let remaining = Remaining::new(&oslab_probes::registry::plan(probes, cx), repetitions);
         let total = remaining.total();
         let bar = ProgressBar::new((total * SCALE) as u64);
-        let terminal = std::io::stderr().is_terminal();
+        // A bar redraws its line with cursor codes: not on a terminal that has none.
+        let terminal =
+            std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb");
         if terminal {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.set_style(

@@ -11,6 +11,12 @@ use std::os::fd::{FromRawFd, OwnedFd};
 /// What `oslab ARGS` writes to a terminal `columns` wide (carriage returns removed), with
 /// colour unless `no_color`. `COLUMNS` is unset: the width is the terminal's.
 fn on_terminal(columns: u16, no_color: bool, args: &[&str]) -> String {
+    let env: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[] };
+    on_terminal_with(columns, env, false, args)
+}
+
+/// [`on_terminal`] with `env` set, and stderr on the terminal too when `stderr`.
+fn on_terminal_with(columns: u16, env: &[(&str, &str)], stderr: bool, args: &[&str]) -> String {
     let (mut master, slave) = {
         let (mut m, mut s) = (0, 0);
         let size = libc::winsize {
@@ -39,9 +45,11 @@ fn on_terminal(columns: u16, no_color: bool, args: &[&str]) -> String {
         .env_remove("NO_COLOR")
         .stdin(std::process::Stdio::null())
         .stdout(slave.try_clone().unwrap())
-        .stderr(std::process::Stdio::null());
-    if no_color {
-        cmd.env("NO_COLOR", "1");
+        .envs(env.iter().copied());
+    if stderr {
+        cmd.stderr(slave.try_clone().unwrap());
+    } else {
+        cmd.stderr(std::process::Stdio::null());
     }
     let mut child = cmd.spawn().unwrap();
     // The terminal ends (EIO) only when no one else holds its other side: the command keeps
@@ -301,4 +309,29 @@ fn at_80_columns_each_headline_figure_keeps_its_trust_beside_it() {
             "no trust word beside the figure: {l:?}\n{text}"
         );
     }
+}
+
+#[test]
+fn a_terminal_without_cursor_or_colour_codes_gets_none() {
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    // The progress bar (stderr) and the tables' colours (stdout), both on the terminal.
+    let text = on_terminal_with(
+        100,
+        &[("TERM", "dumb")],
+        true,
+        &[
+            "run",
+            "--quick",
+            "timer.rdtsc",
+            "syscall.getppid",
+            "--db",
+            db,
+        ],
+    );
+    assert!(
+        text.contains("headline") || text.contains("timer.rdtsc"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "{text:?}");
 }

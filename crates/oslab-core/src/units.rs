@@ -98,6 +98,8 @@ pub fn num(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
+    // -0.0 (a difference of equal values, a negated zero) reads as 0, not "-0".
+    let v = if v == 0.0 { 0.0 } else { v };
     let a = v.abs();
     if a >= 1e6 || (a < 1e-4 && a > 0.0) {
         format!("{v:.3e}")
@@ -344,6 +346,7 @@ mod tests {
         assert_eq!(duration(8.4), "8 s");
         assert_eq!(duration(100.0), "1m 40s");
         assert_eq!(duration(7500.0), "2h 05m");
+        assert_eq!(num(-0.0), "0");
         assert_eq!(percent(0.004), "0.4%");
         assert_eq!(percent(0.0004), "0.04%");
         assert_eq!(percent(0.00000004), "<0.01%");

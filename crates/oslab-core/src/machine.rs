@@ -93,12 +93,17 @@ pub struct Fingerprint {
 /// What we are allowed to do here.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Privileges {
-    /// Effective uid is 0.
+    /// Effective uid is 0 in the kernel's own user namespace (root inside another is not root
+    /// for the machine's settings, perf or BPF).
     pub root: bool,
-    /// CAP_PERFMON (or CAP_SYS_ADMIN) in the effective set.
+    /// CAP_PERFMON (or CAP_SYS_ADMIN) in the effective set, in the kernel's own user namespace.
     pub cap_perfmon: bool,
-    /// CAP_SYS_NICE in the effective set.
+    /// CAP_SYS_NICE in the effective set (in a user namespace, over its own processes only).
     pub cap_sys_nice: bool,
+    /// Running in a user namespace other than the kernel's own (a rootless container,
+    /// `unshare -U`): uid 0 and capabilities there are not the machine's.
+    #[serde(default)]
+    pub user_namespace: bool,
     /// SCHED_FIFO could be set (tried, then undone).
     pub sched_fifo: bool,
     /// kernel.perf_event_paranoid.
@@ -377,17 +382,28 @@ impl Privileges {
         } else {
             None
         };
+        let user_namespace = in_user_namespace();
         Privileges {
             // SAFETY: geteuid has no preconditions.
-            root: unsafe { libc::geteuid() } == 0,
-            cap_perfmon: has(38) || has(21),
+            root: unsafe { libc::geteuid() } == 0 && !user_namespace,
+            cap_perfmon: (has(38) || has(21)) && !user_namespace,
             cap_sys_nice: has(23),
+            user_namespace,
             sched_fifo: crate::affinity::fifo_permitted(),
             perf_event_paranoid: read_trim("/proc/sys/kernel/perf_event_paranoid")
                 .and_then(|v| v.parse().ok()),
             memlock_limit: memlock,
         }
     }
+}
+
+/// Whether this process runs in a user namespace other than the kernel's own: the initial one
+/// maps every id to itself ("0 0 4294967295").
+pub fn in_user_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|m| {
+        let f: Vec<&str> = m.split_whitespace().collect();
+        f != ["0", "0", "4294967295"]
+    })
 }
 
 impl PmuStatus {

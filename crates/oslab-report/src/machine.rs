@@ -176,7 +176,10 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     let _ = writeln!(
         o,
         "privileges  root: {}  CAP_PERFMON: {}  CAP_SYS_NICE: {}  SCHED_FIFO: {}  perf_event_paranoid: {}  memlock: {}",
-        yn(p.root),
+        match (p.root, p.user_namespace) {
+            (false, true) => "no (in a user namespace: its root is not the machine's)",
+            (r, _) => yn(r),
+        },
         yn(p.cap_perfmon),
         yn(p.cap_sys_nice),
         yn(p.sched_fifo),

@@ -2456,3 +2456,21 @@ fn an_output_path_that_cannot_be_written_is_refused_before_the_work() {
     }
     assert!(!db.exists(), "nothing was stored");
 }
+
+#[test]
+fn root_inside_a_user_namespace_is_not_called_root() {
+    let out = std::process::Command::new("unshare")
+        .args(["-Ur"])
+        .arg(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["info", "--json"])
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        oslab_testkit::skip("needs unshare -Ur (util-linux, user namespaces allowed)");
+        return;
+    };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &v["environment"]["privileges"];
+    assert_eq!(p["user_namespace"], true, "{p}");
+    assert_eq!(p["root"], false, "{p}");
+    assert_eq!(p["cap_perfmon"], false, "{p}");
+}

@@ -83,6 +83,16 @@ impl Location {
                 "it is a directory; --db names the store file itself, e.g. DIR/oslab.db".into(),
             ));
         }
+        // A link to nothing: SQLite would create the store where the link points, a place
+        // whoever made the link chose (in a shared /tmp, another user).
+        if path.is_symlink() && !path.exists() {
+            return Err(refuse(format!(
+                "it is a symbolic link to {}, which does not exist: name the store itself",
+                std::fs::read_link(&path).map_or("?".into(), |t| {
+                    oslab_core::text::one_line(&t.display().to_string()).into_owned()
+                })
+            )));
+        }
         if let Some(dir) = self
             .db
             .as_deref()

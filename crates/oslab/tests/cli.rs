@@ -2474,3 +2474,29 @@ fn root_inside_a_user_namespace_is_not_called_root() {
     assert_eq!(p["root"], false, "{p}");
     assert_eq!(p["cap_perfmon"], false, "{p}");
 }
+
+#[test]
+fn a_store_path_that_links_to_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("chosen-by-someone-else.db");
+    let link = dir.path().join("oslab.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let e = fails(
+        &[
+            "run",
+            "--quick",
+            "timer.rdtsc",
+            "--db",
+            link.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        e.contains("symbolic link") && e.contains("does not exist"),
+        "{e}"
+    );
+    assert!(
+        !target.exists(),
+        "the store was created where the link points"
+    );
+}

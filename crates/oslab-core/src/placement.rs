@@ -21,22 +21,59 @@ pub fn cpu_set_t(set: &CpuSet) -> libc::cpu_set_t {
     raw
 }
 
-/// The default measuring cpu: the highest-numbered online allowed cpu (cpu 0 usually takes the
-/// most interrupts).
-pub fn measuring(topo: &Topology, allowed: &CpuSet) -> Option<usize> {
-    allowed.iter().filter(|c| topo.cpu(*c).is_some()).last()
+/// The cpus the kernel keeps other work off (`isolcpus=`, `nohz_full=`): the quiet ones a
+/// measurement wants. The default affinity leaves them out; a process may still ask for them.
+pub fn isolated() -> CpuSet {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/devices/system/cpu/{f}"))
+            .ok()
+            .and_then(|t| CpuSet::parse_list(t.trim()).ok())
+            .unwrap_or_default()
+    };
+    read("isolated")
+        .iter()
+        .chain(read("nohz_full").iter())
+        .collect()
+}
+
+/// This thread's affinity widened to the isolated cpus where the kernel (and any cpuset) allows
+/// them: isolcpus keeps them out of every process's default mask, yet they are where a
+/// measurement is quietest. Returns (allowed, isolated); the affinity is left widened.
+pub fn widened_to_isolated(allowed: CpuSet) -> (CpuSet, CpuSet) {
+    let isolated = isolated();
+    if isolated.iter().all(|c| allowed.contains(c)) {
+        return (allowed, isolated);
+    }
+    let wide: CpuSet = allowed.iter().chain(isolated.iter()).collect();
+    // The kernel keeps what the cpuset permits of it; the rest stays as it was.
+    if crate::affinity::set_affinity(0, &wide).is_err() {
+        return (allowed, isolated);
+    }
+    let now = crate::affinity::get_affinity(0).unwrap_or(allowed);
+    (now, isolated)
+}
+
+/// The default measuring cpu: the highest-numbered online allowed cpu among the isolated ones
+/// when some are allowed, else among all (cpu 0 usually takes the most interrupts).
+pub fn measuring(topo: &Topology, allowed: &CpuSet, isolated: &CpuSet) -> Option<usize> {
+    let online = |c: &usize| topo.cpu(*c).is_some();
+    allowed
+        .iter()
+        .filter(|c| online(c) && isolated.contains(*c))
+        .last()
+        .or_else(|| allowed.iter().filter(online).last())
 }
 
 /// The default peer of `cpu`: the nearest allowed cpu on another core (sharing a cache if
-/// possible), else an SMT sibling.
-pub fn peer(topo: &Topology, allowed: &CpuSet, cpu: usize) -> Option<usize> {
+/// possible), else an SMT sibling; an isolated one first.
+pub fn peer(topo: &Topology, allowed: &CpuSet, cpu: usize, isolated: &CpuSet) -> Option<usize> {
     allowed
         .iter()
         .filter(|&c| c != cpu && topo.cpu(c).is_some())
         .min_by_key(|&c| {
             let rank = topo.distance_rank(cpu, c);
             // Another core (rank >= 2) before an SMT sibling (rank 1).
-            (if rank >= 2 { rank } else { 10 }, c)
+            (!isolated.contains(c), if rank >= 2 { rank } else { 10 }, c)
         })
 }
 
@@ -84,13 +121,14 @@ pub type Named<'a> = (&'a str, &'a str);
 pub fn choose(
     topo: &Topology,
     allowed: &CpuSet,
+    isolated: &CpuSet,
     cpu: Option<Named>,
     peer_arg: Option<Named>,
 ) -> Result<(usize, Option<usize>), Misplaced> {
     let cpu_flag = cpu.map_or("--cpu", |(flag, _)| flag);
     let cpu = match cpu {
         Some((flag, a)) => one(a, flag, topo, allowed)?,
-        None => measuring(topo, allowed)
+        None => measuring(topo, allowed, isolated)
             .ok_or_else(|| Misplaced(format!("no online cpu in our affinity mask ({allowed})")))?,
     };
     let peer_cpu = match peer_arg {
@@ -103,7 +141,7 @@ pub fn choose(
             }
             Some(p)
         }
-        None => peer(topo, allowed, cpu),
+        None => peer(topo, allowed, cpu, isolated),
     };
     Ok((cpu, peer_cpu))
 }
@@ -124,20 +162,40 @@ mod tests {
         let t = fake(); // cpus 0-3 first threads, 4-7 SMT siblings; packages {0,1,4,5} {2,3,6,7}
         let all = t.online();
         assert_eq!(
-            choose(&t, &all, Some(("--cpu", "0")), None).unwrap(),
+            choose(&t, &all, &CpuSet::default(), Some(("--cpu", "0")), None).unwrap(),
             (0, Some(1))
         );
         let only_siblings: CpuSet = [0, 4].into_iter().collect();
         assert_eq!(
-            choose(&t, &only_siblings, Some(("--cpu", "0")), None)
-                .unwrap()
-                .1,
+            choose(
+                &t,
+                &only_siblings,
+                &CpuSet::default(),
+                Some(("--cpu", "0")),
+                None
+            )
+            .unwrap()
+            .1,
             Some(4)
         );
         assert_eq!(
-            choose(&t, &CpuSet::single(3), None, None).unwrap(),
+            choose(&t, &CpuSet::single(3), &CpuSet::default(), None, None).unwrap(),
             (3, None)
         );
+    }
+
+    #[test]
+    fn isolated_cpus_are_measured_on_first() {
+        let t = fake(); // cpus 0-3 first threads, 4-7 SMT siblings
+        let all = t.online();
+        let isolated: CpuSet = [2, 3].into_iter().collect();
+        assert_eq!(
+            choose(&t, &all, &isolated, None, None).unwrap(),
+            (3, Some(2))
+        );
+        // None of them allowed (a cpuset): the highest allowed, as without any.
+        let mask: CpuSet = [0, 1].into_iter().collect();
+        assert_eq!(choose(&t, &mask, &isolated, None, None).unwrap().0, 1);
     }
 
     #[test]
@@ -184,7 +242,7 @@ mod tests {
                 "--to 1 is the measuring cpu (--from)",
             ),
         ] {
-            let e = choose(&t, &mask, cpu, peer).unwrap_err();
+            let e = choose(&t, &mask, &CpuSet::default(), cpu, peer).unwrap_err();
             assert!(e.to_string().contains(expect), "{e}");
         }
     }

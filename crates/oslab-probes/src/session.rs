@@ -52,7 +52,7 @@ pub struct Placement {
 
 impl Session {
     /// Reads the machine and chooses the measuring cpu and its peer (as the user named them, or
-    /// [`placement::choose`]'s defaults).
+    /// [`placement::choose`]'s defaults: isolated cpus first, the affinity widened to them).
     pub fn open(
         quick: bool,
         cpu: Option<placement::Named>,
@@ -60,7 +60,8 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let machine = Machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
         let allowed = get_affinity(0).map_err(SessionError::Affinity)?;
-        let (cpu, peer_cpu) = placement::choose(&machine.topology, &allowed, cpu, peer)?;
+        let (allowed, isolated) = placement::widened_to_isolated(allowed);
+        let (cpu, peer_cpu) = placement::choose(&machine.topology, &allowed, &isolated, cpu, peer)?;
         Ok(Session {
             machine,
             allowed,

@@ -940,3 +940,42 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn isolated_cpus_are_where_oslab_measures() {
+    // isolcpus keeps cpus 6-7 out of every process's default affinity: oslab widens its own to
+    // them and measures there, its peer the other isolated cpu.
+    let Some(g) = boot(
+        "ccx",
+        &["--append", "isolcpus=6-7"],
+        "cat /proc/self/status | grep Cpus_allowed_list > /out/mask.txt; \
+         oslab run --quick timer.rdtsc switch.thread.futex --json --db /tmp/o.db > /out/run.json",
+    ) else {
+        return;
+    };
+    let mask = std::fs::read_to_string(g.out.path().join("mask.txt")).unwrap_or_default();
+    assert!(
+        mask.contains("0-5"),
+        "the default mask leaves 6-7 out: {mask}"
+    );
+    let run = g.json("run.json");
+    let ms = run["measurements"].as_array().unwrap();
+    let rdtsc = ms
+        .iter()
+        .find(|m| m["probe"] == "timer.rdtsc")
+        .unwrap_or_else(|| panic!("{run}"));
+    assert_eq!(rdtsc["params"]["cpu"], 7, "{}", rdtsc["params"]);
+    // The cross-cpu rows' peer is the other isolated cpu.
+    let crossed: Vec<&Value> = ms
+        .iter()
+        .filter(|m| m["probe"] == "switch.thread.futex" && m["params"]["placement"] == "cross-cpu")
+        .collect();
+    assert!(
+        !crossed.is_empty() && crossed.iter().all(|m| m["params"]["cpus"] == "7,6"),
+        "{:?}",
+        crossed.iter().map(|m| &m["params"]).collect::<Vec<_>>()
+    );
+    // No warning that there are no isolated cpus.
+    assert!(!warned(&run, "isolation"), "{}", run["run"]["environment"]);
+}

@@ -86,6 +86,27 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// `oslab fleet collect DIR` into `db`, which must succeed; what it said.
+    fn collect(&self, dir: &std::path::Path, db: &str) -> String {
+        let out = self
+            .oslab(&["fleet", "collect", dir.to_str().unwrap(), "--db", db])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        text(&out)
+    }
+
+    /// `oslab fleet summary JOB --json` of `db`.
+    fn summary(&self, job: &str, db: &str) -> Value {
+        let out = self
+            .oslab(&["fleet", "summary", job, "--json", "--db", db])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = self.command(&["down"]).output();
@@ -151,17 +172,8 @@ fn a_fleet_on_a_cluster_of_guests() {
     }
     let job1 = String::from_utf8_lossy(&healthy.stdout).trim().to_string();
     let results = cluster.shared().join("results");
-    let collected = cluster
-        .oslab(&["fleet", "collect", results.to_str().unwrap(), "--db", db_s])
-        .output()
-        .unwrap();
-    assert!(collected.status.success(), "{}", text(&collected));
-    let summary = cluster
-        .oslab(&["fleet", "summary", &job1, "--json", "--db", db_s])
-        .output()
-        .unwrap();
-    let s: Value = serde_json::from_slice(&summary.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", text(&summary)));
+    cluster.collect(&results, db_s);
+    let s = cluster.summary(&job1, db_s);
     assert_eq!(s["nodes"], serde_json::json!(["n1", "n2", "n3"]), "{s}");
     let shifted: Vec<&Value> = s["verdicts"]
         .as_array()
@@ -201,11 +213,7 @@ fn a_fleet_on_a_cluster_of_guests() {
         let doc = oslab_testkit::scaled_run(&doc, n, |_| k);
         std::fs::write(slowed.join(format!("node-{n}.json")), doc.to_string()).unwrap();
     }
-    let collected = cluster
-        .oslab(&["fleet", "collect", slowed.to_str().unwrap(), "--db", db_s])
-        .output()
-        .unwrap();
-    assert!(collected.status.success(), "{}", text(&collected));
+    cluster.collect(&slowed, db_s);
     let summary = cluster
         .oslab(&["fleet", "summary", "9999", "--db", db_s])
         .output()
@@ -226,17 +234,8 @@ fn a_fleet_on_a_cluster_of_guests() {
     let four = cluster.submit("n[1-4]").output().unwrap();
     assert!(four.status.success(), "{}", text(&four));
     let job4 = String::from_utf8_lossy(&four.stdout).trim().to_string();
-    let collected = cluster
-        .oslab(&["fleet", "collect", results.to_str().unwrap(), "--db", db_s])
-        .output()
-        .unwrap();
-    assert!(collected.status.success(), "{}", text(&collected));
-    let summary = cluster
-        .oslab(&["fleet", "summary", &job4, "--json", "--db", db_s])
-        .output()
-        .unwrap();
-    let s: Value = serde_json::from_slice(&summary.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", text(&summary)));
+    cluster.collect(&results, db_s);
+    let s = cluster.summary(&job4, db_s);
     for v in s["verdicts"].as_array().unwrap() {
         let apart =
             v["outliers"].as_u64().unwrap() > 0 || !v["shifts"].as_array().unwrap().is_empty();
@@ -284,11 +283,7 @@ fn a_fleet_on_a_cluster_of_guests() {
     assert_eq!(state(&said, "n1"), "ok", "{said}");
     assert_eq!(state(&said, "n3"), "ok", "{said}");
     let job2 = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let collected = cluster
-        .oslab(&["fleet", "collect", results.to_str().unwrap(), "--db", db_s])
-        .output()
-        .unwrap();
-    let said = text(&collected);
+    let said = cluster.collect(&results, db_s);
     let of_job2 = &said[said
         .find(&format!("job {job2}."))
         .unwrap_or_else(|| panic!("{said}"))..];
@@ -298,12 +293,7 @@ fn a_fleet_on_a_cluster_of_guests() {
         (&job1, serde_json::json!(["n1", "n2", "n3"])),
         (&job2, serde_json::json!(["n1", "n3"])),
     ] {
-        let summary = cluster
-            .oslab(&["fleet", "summary", job, "--json", "--db", db_s])
-            .output()
-            .unwrap();
-        let s: Value = serde_json::from_slice(&summary.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", text(&summary)));
+        let s = cluster.summary(job, db_s);
         assert_eq!(s["nodes"], nodes, "job {job}: {s}");
     }
 }

@@ -149,6 +149,95 @@ pub struct Environment {
     pub isolation: Vec<String>,
     /// Noise sources and missing capabilities, each with a remedy.
     pub warnings: Vec<Warning>,
+    /// What this process may use, and how the kernel pools and tiers memory.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// What the process may use and how the kernel pools and tiers memory, as a run found them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// The cpus and memory nodes this process may use, when fewer than the machine has (a
+    /// cgroup cpuset, a Slurm step, taskset): `cpus 0-5 of 0-7; memory nodes 0 of 0-1`. Isolated
+    /// cpus, left out of every default affinity, do not count as a restriction.
+    pub cpuset: Option<String>,
+    /// Huge page pools: (page size, pages, free pages).
+    pub hugepages: Vec<(String, u64, u64)>,
+    /// Memory tiers the kernel keeps (its name, its nodes), when it tiers memory.
+    pub memory_tiers: Vec<(String, String)>,
+}
+
+impl Limits {
+    /// Reads them from /proc and /sys.
+    pub fn read() -> Limits {
+        let status = read_trim("/proc/self/status").unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k)?.strip_prefix(':'))
+                .map(|v| v.trim().to_string())
+        };
+        let list = |t: Option<String>| t.and_then(|t| crate::CpuSet::parse_list(&t).ok());
+        let online_cpus = list(read_trim("/sys/devices/system/cpu/online"));
+        let memory_nodes = list(read_trim("/sys/devices/system/node/has_memory"));
+        let isolated = crate::placement::isolated();
+        let mut parts = Vec::new();
+        if let (Some(all), Some(mine)) = (online_cpus, list(field("Cpus_allowed_list"))) {
+            if all
+                .iter()
+                .any(|c| !mine.contains(c) && !isolated.contains(c))
+            {
+                parts.push(format!("cpus {} of {}", mine.to_list(), all.to_list()));
+            }
+        }
+        if let (Some(all), Some(mine)) = (memory_nodes, list(field("Mems_allowed_list"))) {
+            if all.iter().any(|n| !mine.contains(n)) {
+                let mine: crate::CpuSet = mine.iter().filter(|n| all.contains(*n)).collect();
+                parts.push(format!(
+                    "memory nodes {} of {}",
+                    mine.to_list(),
+                    all.to_list()
+                ));
+            }
+        }
+        let entries = |dir: &str| -> Vec<(String, std::path::PathBuf)> {
+            let mut v: Vec<_> = fs::read_dir(dir)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort();
+            v
+        };
+        let number = |p: std::path::PathBuf| {
+            read_trim(&p.to_string_lossy()).and_then(|v| v.parse::<u64>().ok())
+        };
+        let hugepages = entries("/sys/kernel/mm/hugepages")
+            .into_iter()
+            .filter_map(|(name, path)| {
+                let size = name.strip_prefix("hugepages-")?.to_string();
+                Some((
+                    size,
+                    number(path.join("nr_hugepages"))?,
+                    number(path.join("free_hugepages"))?,
+                ))
+            })
+            .collect();
+        let memory_tiers = entries("/sys/devices/virtual/memory_tiering")
+            .into_iter()
+            .filter(|(name, _)| name.starts_with("memory_tier"))
+            .filter_map(|(name, path)| {
+                Some((name, read_trim(&path.join("nodelist").to_string_lossy())?))
+            })
+            .collect();
+        Limits {
+            cpuset: (!parts.is_empty()).then(|| parts.join("; ")),
+            hugepages,
+            memory_tiers,
+        }
+    }
 }
 
 fn read_trim(path: &str) -> Option<String> {
@@ -466,6 +555,7 @@ impl Environment {
             numa_balancing: read_trim("/proc/sys/kernel/numa_balancing"),
             isolation,
             warnings: Vec::new(),
+            limits: Limits::read(),
         };
         env.warnings = warnings(fp, &env);
         env

@@ -186,6 +186,33 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
         p.perf_event_paranoid.map(|v| v.to_string()).unwrap_or_else(|| "?".into()),
         p.memlock_limit.map(bytes).unwrap_or_else(|| "unlimited".into())
     );
+    let l = &env.limits;
+    if let Some(c) = &l.cpuset {
+        let _ = writeln!(o, "cpuset      {c}");
+    }
+    if !l.hugepages.is_empty() {
+        let pools: Vec<String> = l
+            .hugepages
+            .iter()
+            .map(|(size, n, free)| {
+                // The kernel names a pool by its page size in kB ("2048kB").
+                let shown = size
+                    .strip_suffix("kB")
+                    .and_then(|k| k.parse::<u64>().ok())
+                    .map_or(size.clone(), |k| bytes(k << 10));
+                format!("{shown} pages: {n} ({free} free)")
+            })
+            .collect();
+        let _ = writeln!(o, "hugepages   {}", pools.join(", "));
+    }
+    if !l.memory_tiers.is_empty() {
+        let tiers: Vec<String> = l
+            .memory_tiers
+            .iter()
+            .map(|(name, nodes)| format!("{name}: nodes {nodes}"))
+            .collect();
+        let _ = writeln!(o, "mem tiers   {}", tiers.join(", "));
+    }
     let _ = writeln!(
         o,
         "load        {} (runnable {})",

@@ -2500,3 +2500,39 @@ fn a_store_path_that_links_to_nothing_is_refused() {
         "the store was created where the link points"
     );
 }
+
+#[test]
+fn info_says_what_the_process_may_use_and_the_memory_pools() {
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["info", "--json"])
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        oslab_testkit::skip("needs taskset (util-linux)");
+        return;
+    };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let limits = &v["environment"]["limits"];
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    if online.trim() != "0" {
+        let cpuset = limits["cpuset"].as_str().unwrap_or_default();
+        assert!(cpuset.starts_with("cpus 0 of "), "{limits}");
+    }
+    if std::path::Path::new("/sys/kernel/mm/hugepages").is_dir() {
+        assert!(
+            !limits["hugepages"].as_array().unwrap().is_empty(),
+            "{limits}"
+        );
+    }
+    // Unrestricted, nothing is said of a cpuset.
+    let v: serde_json::Value = serde_json::from_slice(&stdout(&["info", "--json"])).unwrap();
+    let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
+    if isolated.trim().is_empty() && oslab_core::affinity::get_affinity(0).unwrap().len() > 1 {
+        assert!(
+            v["environment"]["limits"]["cpuset"].is_null(),
+            "{}",
+            v["environment"]
+        );
+    }
+}

@@ -170,10 +170,10 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     for v in &s.verdicts {
         for f in &v.shifts {
             end += &format!(
-                "\n  {}: {} {:+.1}% from the fleet median, {} of {} probes that way (sign test p={:.1e}; {} measurements)",
+                "\n  {}: {} {} from the fleet median, {} of {} probes that way (sign test p={:.1e}; {} measurements)",
                 v.node,
                 f.family,
-                f.deviation * 100.0,
+                deviation(f.deviation),
                 f.same_way,
                 f.probes,
                 f.p,
@@ -182,6 +182,13 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
         }
     }
     format!("{text}{}\n{end}", fleet_tables(s, all))
+}
+
+/// A deviation from the fleet median as a signed percentage, one decimal; a deviation that
+/// rounds to nothing reads `+0.0%`, never `-0.0%`.
+fn deviation(share: f64) -> String {
+    let p = (share * 1000.0).round() / 10.0;
+    format!("{:+.1}%", if p == 0.0 { 0.0 } else { p })
 }
 
 fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
@@ -195,7 +202,7 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
     ]);
     for v in &s.verdicts {
         let worst = v.worst.as_ref().map_or(String::new(), |(label, dev, z)| {
-            format!("{label}: {:+.1}% (z {z:+.1})", dev * 100.0)
+            format!("{label}: {} (z {z:+.1})", deviation(*dev))
         });
         add(
             &mut nodes,
@@ -239,8 +246,8 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
         cells.extend(row.cells.iter().map(|c| match c {
             // The mark joined to its number: a narrow table wrapped "+58.4% !" at the space.
             Some(c) => format!(
-                "{:+.1}%{}",
-                c.deviation * 100.0,
+                "{}{}",
+                deviation(c.deviation),
                 if c.outlier { "!" } else { "" }
             ),
             None => "-".into(),

@@ -53,6 +53,23 @@ pub fn set_affinity(tid: libc::pid_t, set: &CpuSet) -> io::Result<()> {
     Ok(())
 }
 
+/// This thread's affinity widened to the isolated cpus where the kernel (and any cpuset) allows
+/// them: isolcpus keeps them out of every process's default mask, yet they are where a
+/// measurement is quietest. Returns (allowed, isolated); the affinity is left widened.
+pub fn widened_to_isolated(allowed: CpuSet) -> (CpuSet, CpuSet) {
+    let isolated = crate::placement::isolated();
+    if isolated.iter().all(|c| allowed.contains(c)) {
+        return (allowed, isolated);
+    }
+    let wide: CpuSet = allowed.iter().chain(isolated.iter()).collect();
+    // The kernel keeps what the cpuset permits of it; the rest stays as it was.
+    if set_affinity(0, &wide).is_err() {
+        return (allowed, isolated);
+    }
+    let now = get_affinity(0).unwrap_or(allowed);
+    (now, isolated)
+}
+
 /// The calling thread's kernel thread id.
 pub fn gettid() -> libc::pid_t {
     // SAFETY: gettid has no preconditions.

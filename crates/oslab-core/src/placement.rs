@@ -36,23 +36,6 @@ pub fn isolated() -> CpuSet {
         .collect()
 }
 
-/// This thread's affinity widened to the isolated cpus where the kernel (and any cpuset) allows
-/// them: isolcpus keeps them out of every process's default mask, yet they are where a
-/// measurement is quietest. Returns (allowed, isolated); the affinity is left widened.
-pub fn widened_to_isolated(allowed: CpuSet) -> (CpuSet, CpuSet) {
-    let isolated = isolated();
-    if isolated.iter().all(|c| allowed.contains(c)) {
-        return (allowed, isolated);
-    }
-    let wide: CpuSet = allowed.iter().chain(isolated.iter()).collect();
-    // The kernel keeps what the cpuset permits of it; the rest stays as it was.
-    if crate::affinity::set_affinity(0, &wide).is_err() {
-        return (allowed, isolated);
-    }
-    let now = crate::affinity::get_affinity(0).unwrap_or(allowed);
-    (now, isolated)
-}
-
 /// The default measuring cpu: the highest-numbered online allowed cpu among the isolated ones
 /// when some are allowed, else among all (cpu 0 usually takes the most interrupts).
 pub fn measuring(topo: &Topology, allowed: &CpuSet, isolated: &CpuSet) -> Option<usize> {

@@ -60,7 +60,7 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let machine = Machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
         let allowed = get_affinity(0).map_err(SessionError::Affinity)?;
-        let (allowed, isolated) = placement::widened_to_isolated(allowed);
+        let (allowed, isolated) = oslab_core::affinity::widened_to_isolated(allowed);
         let (cpu, peer_cpu) = placement::choose(&machine.topology, &allowed, &isolated, cpu, peer)?;
         Ok(Session {
             machine,

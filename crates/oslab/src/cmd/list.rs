@@ -11,7 +11,7 @@ use std::time::Duration;
 
 pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     let m = Machine::read(Duration::from_millis(10))?;
-    let (allowed, isolated) = placement::widened_to_isolated(get_affinity(0)?);
+    let (allowed, isolated) = oslab_core::affinity::widened_to_isolated(get_affinity(0)?);
     let peer = placement::measuring(&m.topology, &allowed, &isolated)
         .and_then(|cpu| placement::peer(&m.topology, &allowed, cpu, &isolated));
     let listed = registry::listing(&m.environment, peer);

@@ -2457,18 +2457,29 @@ fn an_output_path_that_cannot_be_written_is_refused_before_the_work() {
     assert!(!db.exists(), "nothing was stored");
 }
 
-#[test]
-fn root_inside_a_user_namespace_is_not_called_root() {
-    let out = std::process::Command::new("unshare")
-        .args(["-Ur"])
+/// `oslab info --json` started by `wrapper` (its program and arguments); None, the test skipped
+/// saying it `needs` it, where the wrapper cannot run here.
+fn info_under(wrapper: &[&str], needs: &str) -> Option<serde_json::Value> {
+    let out = std::process::Command::new(wrapper[0])
+        .args(&wrapper[1..])
         .arg(assert_cmd::cargo::cargo_bin("oslab"))
         .args(["info", "--json"])
         .output();
     let Some(out) = out.ok().filter(|o| o.status.success()) else {
-        oslab_testkit::skip("needs unshare -Ur (util-linux, user namespaces allowed)");
+        oslab_testkit::skip(&format!("needs {needs}"));
+        return None;
+    };
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn root_inside_a_user_namespace_is_not_called_root() {
+    let Some(v) = info_under(
+        &["unshare", "-Ur"],
+        "unshare -Ur (util-linux, user namespaces allowed)",
+    ) else {
         return;
     };
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let p = &v["environment"]["privileges"];
     assert_eq!(p["user_namespace"], true, "{p}");
     assert_eq!(p["root"], false, "{p}");
@@ -2503,16 +2514,9 @@ fn a_store_path_that_links_to_nothing_is_refused() {
 
 #[test]
 fn info_says_what_the_process_may_use_and_the_memory_pools() {
-    let out = std::process::Command::new("taskset")
-        .args(["-c", "0"])
-        .arg(assert_cmd::cargo::cargo_bin("oslab"))
-        .args(["info", "--json"])
-        .output();
-    let Some(out) = out.ok().filter(|o| o.status.success()) else {
-        oslab_testkit::skip("needs taskset (util-linux)");
+    let Some(v) = info_under(&["taskset", "-c", "0"], "taskset (util-linux)") else {
         return;
     };
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let limits = &v["environment"]["limits"];
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     if online.trim() != "0" {

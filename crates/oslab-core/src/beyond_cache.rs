@@ -42,8 +42,10 @@ pub struct Reach {
 }
 
 /// The reach of the caches the chunked chase of `ms` (one repetition) found, if it reached
-/// memory: the latency beyond the last cache plateau must be the memory's (at least half the
-/// idle memory latency).
+/// memory: the first size beyond the last cache plateau whose latency is the memory's (at least
+/// half the idle memory latency). Not merely the first size beyond it: a point partly cached sits
+/// near that threshold (16 MiB read 72.5 ns one run, 75 the next, against 74.65), and the judgement
+/// must not flip with it between identical runs.
 pub fn reach(ms: &[&Measurement]) -> Option<Reach> {
     let chunk = |m: &&&Measurement| m.probe == id::MEMORY_LATENCY_CHUNK && m.summary.is_some();
     let median = |m: &Measurement| m.summary.as_ref().map(|s| s.median);
@@ -58,14 +60,15 @@ pub fn reach(ms: &[&Measurement]) -> Option<Reach> {
         .filter(chunk)
         .find(|m| m.metric == metric::LEVEL_LATENCY && m.param_text("level") == "memory")
         .and_then(|m| median(m))?;
-    let (memory, latency) = ms
+    let memory = ms
         .iter()
         .filter(chunk)
         .filter(|m| m.metric == metric::PER_LOAD)
         .filter_map(|m| Some((m.params.get("size")?.as_f64()?, median(m)?)))
-        .filter(|(size, _)| *size > cached)
-        .min_by(|a, b| a.0.total_cmp(&b.0))?;
-    (latency >= MEMORY_SHARE * idle).then_some(Reach { cached, memory })
+        .filter(|&(size, latency)| size > cached && latency >= MEMORY_SHARE * idle)
+        .map(|(size, _)| size)
+        .min_by(f64::total_cmp)?;
+    Some(Reach { cached, memory })
 }
 
 /// The working set of a figure a cache may serve: a bandwidth's arrays, a NUMA cell's chain.
@@ -228,5 +231,26 @@ mod tests {
         let mut ms = run(8, 30.0, 341, true);
         rejudge(&mut ms);
         assert_eq!(ms[4].context[MARK], PARTLY_CACHE);
+    }
+
+    #[test]
+    fn a_partly_cached_point_near_the_threshold_does_not_flip_the_judgement() {
+        // Two identical runs: the point after the 8 MiB plateau reads just under, then just
+        // over, half the idle memory latency; a point at 32 MiB is the memory's in both. The
+        // 341 MiB arrays are the memory's in both (before: sysfs's mark in the first).
+        for first in [72.5, 75.0] {
+            let mut ms = run(8, first, 341, true);
+            ms.insert(
+                4,
+                m(
+                    id::MEMORY_LATENCY_CHUNK,
+                    metric::PER_LOAD,
+                    params! {"size" => 32u64 << 20},
+                    140.0,
+                ),
+            );
+            rejudge(&mut ms);
+            assert!(!ms[5].context.contains_key(MARK), "{first}: {:?}", ms[5]);
+        }
     }
 }

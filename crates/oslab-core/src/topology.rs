@@ -36,6 +36,9 @@ pub struct Cpu {
     pub id: usize,
     /// Physical package (socket) id.
     pub package: usize,
+    /// Die id within the package (0 where the kernel gives none; an AMD CCD, a Xeon die).
+    #[serde(default)]
+    pub die: usize,
     /// Core id within the package.
     pub core: usize,
     /// NUMA node (0 when the kernel exposes none).
@@ -84,6 +87,52 @@ pub struct Node {
     pub memory: Option<u64>,
     /// SLIT distances to every node, in node-id order (10 = local).
     pub distances: Vec<u32>,
+    /// What the firmware's HMAT says of this node's memory, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmat: Option<Hmat>,
+}
+
+/// The memory performance the firmware's Heterogeneous Memory Attribute Table gives for one
+/// memory node, as the kernel exposes it (`nodeN/access0/initiators`: from its best-performing
+/// initiators, Documentation/admin-guide/mm/numaperf.rst). A figure the table leaves out is None.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hmat {
+    /// The initiator nodes those figures are from.
+    pub initiators: Vec<usize>,
+    /// Read latency in ns.
+    pub read_latency_ns: Option<u64>,
+    /// Write latency in ns.
+    pub write_latency_ns: Option<u64>,
+    /// Read bandwidth in MB/s.
+    pub read_bandwidth_mbs: Option<u64>,
+    /// Write bandwidth in MB/s.
+    pub write_bandwidth_mbs: Option<u64>,
+}
+
+impl Hmat {
+    /// Reads `node_dir/access0/initiators`, if the kernel made it.
+    fn read(node_dir: &Path) -> Option<Hmat> {
+        let dir = node_dir.join("access0/initiators");
+        let mut initiators: Vec<usize> = fs::read_dir(&dir)
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("node")?.parse().ok())
+            .collect();
+        initiators.sort_unstable();
+        let figure = |name: &str| {
+            read_string(&dir.join(name))
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|v| *v > 0)
+        };
+        Some(Hmat {
+            initiators,
+            read_latency_ns: figure("read_latency"),
+            write_latency_ns: figure("write_latency"),
+            read_bandwidth_mbs: figure("read_bandwidth"),
+            write_bandwidth_mbs: figure("write_bandwidth"),
+        })
+    }
 }
 
 /// The whole machine.
@@ -113,12 +162,14 @@ impl Topology {
             let dir = root.join(format!("cpu/cpu{id}"));
             let topo = dir.join("topology");
             let package = read_num_or(&topo.join("physical_package_id"), 0)?;
+            let die = read_num_or(&topo.join("die_id"), 0)?;
             let core = read_num_or(&topo.join("core_id"), id)?;
             let smt_siblings = read_cpuset(&topo.join("thread_siblings_list"))
                 .unwrap_or_else(|_| CpuSet::single(id));
             cpus.push(Cpu {
                 id,
                 package,
+                die,
                 core,
                 node: node_of.get(&id).copied().unwrap_or(0),
                 smt_siblings,
@@ -406,6 +457,7 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
             cpus: online.clone(),
             memory: None,
             distances: vec![10],
+            hmat: None,
         }]);
     }
     let mut nodes = Vec::new();
@@ -426,6 +478,7 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
                 .map(|kb| kb * 1024)
         });
         nodes.push(Node {
+            hmat: Hmat::read(&dir),
             id,
             cpus,
             memory,

@@ -9,9 +9,11 @@
 //!   node that cannot tell its own value apart from the median is not apart from it;
 //! - its deviation lies beyond the noise between nodes by a z corrected for how many values were
 //!   judged (Bonferroni over measurements x nodes, 5% for the whole fleet): the noise is the
-//!   robust spread (MAD, corrected for few values) of the row's log values, never below the
-//!   median of every row's (three nodes' MAD is one gap, often near nothing), widened for a
-//!   deviation from a median the node itself moves.
+//!   robust spread (MAD, corrected for few values) of the row's log values, never below a floor
+//!   (three nodes' MAD is one gap, often near nothing): the median spread of the probe's rows
+//!   where it has at least three (one mechanism measured several ways is as steady in each:
+//!   nine argument counts of a call agreeing within 0.3% on every healthy guest), else the
+//!   median of every row's; widened for a deviation from a median the node itself moves.
 //!
 //! Every repetition counts: a node's value is the median of its repetitions' medians.
 
@@ -115,13 +117,18 @@ pub struct NodeVerdict {
 /// A node apart from the others across a whole probe family: its typical deviation from the
 /// fleet median (the median over the family's measurements) at least the minimum effect,
 /// and its probes deviating one way more often than chance allows (a sign test over each
-/// probe's median deviation, Bonferroni over nodes x families at [`FAMILY_ALPHA`]); every probe
-/// of the node is also tested as one family ([`ALL_PROBES`]). The trials
-/// are probes, not rows: the rows of one probe share its mechanism (twenty context-switch rows
-/// are a few switch paths measured several ways), and counted as twenty coins they called a
-/// healthy guest's switches apart in three healthy jobs of four on a busy host. A node slowed everywhere (a capped cpu)
-/// or in one family (a bad DIMM: memory) is found so even among three nodes, where one value
-/// cannot tell which of two gaps is the noise.
+/// probe's median deviation); every probe of the node is also tested as one family
+/// ([`ALL_PROBES`]). The trials are probes, not rows: the rows of one probe share its mechanism
+/// (twenty context-switch rows are a few switch paths measured several ways), and counted as
+/// twenty coins they called a healthy guest's switches apart in three healthy jobs of four on a
+/// busy host. A probe within the minimum effect of the median is a tie, left out as a sign
+/// test leaves ties out (for a healthy node either way is as likely at any size, so leaving
+/// out the small ones keeps the test exact and spends it on the probes that say something).
+/// The tests are corrected as Tarone corrects discrete tests: Bonferroni over only the
+/// families with enough probes to ever pass (a family of 6 probes cannot go below p = 1/32),
+/// at [`FAMILY_ALPHA`]. A node slowed everywhere (a slower clock) or in one family (a bad DIMM:
+/// memory) is found so even among three nodes, where one value cannot tell which of two gaps
+/// is the noise.
 #[derive(Debug, Clone, Serialize)]
 pub struct Shift {
     /// The family: a probe id's part before its first dot (`memory`, `syscall`), or
@@ -133,8 +140,11 @@ pub struct Shift {
     pub measurements: usize,
     /// Probes of the family it has a value in (the sign test's trials).
     pub probes: usize,
-    /// How many probes deviate the way the typical deviation does.
+    /// How many probes deviate the way the typical deviation does, by at least the minimum
+    /// effect.
     pub same_way: usize,
+    /// How many deviate the other way by as much (the rest are ties, within the minimum effect).
+    pub against: usize,
     /// The sign test's two-sided p.
     pub p: f64,
 }
@@ -186,6 +196,8 @@ pub struct Rule {
     pub z: f64,
     /// Values judged (measurements x nodes with a value, in rows of [`MIN_NODES`] or more).
     pub comparisons: usize,
+    /// The p a family's sign test must reach ([`FAMILY_ALPHA`] corrected as Tarone does).
+    pub sign_level: f64,
 }
 
 /// A node's repetitions of one measurement: each one's median and interval.
@@ -227,6 +239,27 @@ fn row_scale(values: &[f64]) -> Option<f64> {
     (n >= MIN_NODES).then(|| mad / (0.6745 - 0.9 / n as f64))
 }
 
+/// A probe needs this many rows with a spread for their median to be its rows' noise floor.
+const PROBE_ROWS: usize = 3;
+
+/// Each row's noise floor: the median spread of its probe's rows where the probe has
+/// [`PROBE_ROWS`] of them, else the median of every row's.
+fn noise_floors(keys: &[(String, String, String)], scales: &[Option<f64>]) -> Vec<f64> {
+    let every = median(&scales.iter().flatten().copied().collect::<Vec<_>>()).unwrap_or(0.0);
+    let mut by_probe: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+    for ((probe, ..), scale) in keys.iter().zip(scales) {
+        if let Some(s) = scale {
+            by_probe.entry(probe).or_default().push(*s);
+        }
+    }
+    keys.iter()
+        .map(|(probe, ..)| match by_probe.get(probe.as_str()) {
+            Some(rows) if rows.len() >= PROBE_ROWS => median(rows).unwrap_or(every),
+            _ => every,
+        })
+        .collect()
+}
+
 /// How much wider a value's deviation from the median of `n` values (itself among them) spreads
 /// than one value: sqrt(1 + 1/(n - 1)), which keeps the tail at or under the normal's from 3
 /// values to 64 (simulated).
@@ -258,7 +291,7 @@ fn shifts(
     values: &[Vec<Option<f64>>],
     nodes: usize,
     min_effect: f64,
-) -> Vec<Vec<Shift>> {
+) -> (Vec<Vec<Shift>>, f64) {
     let family = |probe: &str| oslab_core::catalog::prefix(probe).to_string();
     // (node, family) -> probe -> deviations
     type ByProbe = std::collections::BTreeMap<String, Vec<f64>>;
@@ -283,29 +316,78 @@ fn shifts(
             }
         }
     }
-    let tests = devs.len().max(1) as f64;
-    let mut out = vec![Vec::new(); nodes];
-    for ((node, family), by_probe) in devs {
-        let d: Vec<f64> = by_probe.values().flatten().copied().collect();
-        let Some(typical) = median(&d) else { continue };
-        let per_probe: Vec<f64> = by_probe.values().filter_map(|p| median(p)).collect();
-        let up = per_probe.iter().filter(|x| **x > 0.0).count();
-        let down = per_probe.iter().filter(|x| **x < 0.0).count();
-        let same_way = if typical >= 0.0 { up } else { down };
-        let p = sign_test(up, up + down);
-        let deviation = typical.exp() - 1.0;
-        if deviation.abs() >= min_effect && p < FAMILY_ALPHA / tests {
-            out[node].push(Shift {
+    let tie = (1.0 + min_effect).ln();
+    let candidates: Vec<(usize, usize, Shift)> = devs
+        .into_iter()
+        .filter_map(|((node, family), by_probe)| {
+            let d: Vec<f64> = by_probe.values().flatten().copied().collect();
+            let typical = median(&d)?;
+            let per_probe: Vec<f64> = by_probe.values().filter_map(|p| median(p)).collect();
+            let up = per_probe.iter().filter(|x| **x >= tie).count();
+            let down = per_probe.iter().filter(|x| **x <= -tie).count();
+            let shift = Shift {
                 family,
-                deviation,
+                deviation: typical.exp() - 1.0,
                 measurements: d.len(),
                 probes: per_probe.len(),
-                same_way,
-                p,
-            });
+                same_way: if typical >= 0.0 { up } else { down },
+                against: if typical >= 0.0 { down } else { up },
+                p: sign_test(up, up + down),
+            };
+            Some((node, up + down, shift))
+        })
+        .collect();
+    let level = tarone_level(&candidates.iter().map(|c| c.1).collect::<Vec<_>>());
+    let beyond = beyond_the_others(&candidates);
+    let mut out = vec![Vec::new(); nodes];
+    for ((node, _, shift), beyond) in candidates.into_iter().zip(beyond) {
+        if shift.deviation.abs() >= min_effect && shift.p <= level && beyond {
+            out[node].push(shift);
         }
     }
-    out
+    (out, level)
+}
+
+/// Whether each candidate's typical deviation lies beyond the other nodes' typical deviations
+/// in its family, as a value lies beyond its row's noise (robust z over the nodes, Bonferroni
+/// over them). A shared host moves a whole node for a whole job: on the cluster of guests, in
+/// a job whose healthy process-creation rows swung ±100%, a healthy guest read -9.7% across
+/// 11 probes (and none the other way) while every node's typical deviation was 10-15% from the
+/// others'; on a quiet host the healthy nodes' typical deviations agree within 1%.
+fn beyond_the_others(candidates: &[(usize, usize, Shift)]) -> Vec<bool> {
+    let nodes = candidates.iter().map(|c| c.0 + 1).max().unwrap_or(0);
+    let z = normal_quantile_upper(FAMILY_ALPHA / 2.0 / nodes.max(1) as f64);
+    candidates
+        .iter()
+        .map(|(_, _, shift)| {
+            let typical: Vec<f64> = candidates
+                .iter()
+                .filter(|c| c.2.family == shift.family)
+                .map(|c| 1.0 + c.2.deviation)
+                .collect();
+            let logs: Vec<f64> = typical.iter().map(|t| t.ln()).collect();
+            match (row_scale(&typical), median(&logs)) {
+                (Some(scale), Some(centre)) if scale > 0.0 => {
+                    let d = (1.0 + shift.deviation).ln() - centre;
+                    d.abs() > z * scale * deviation_spread(typical.len())
+                }
+                // Too few nodes to say, or all alike but this one: the sign test decides.
+                _ => true,
+            }
+        })
+        .collect()
+}
+
+/// The level each of many sign tests is held to, `decided` giving each one's untied trials:
+/// [`FAMILY_ALPHA`] / K for the least K such that at most K of the tests could ever reach it
+/// (Tarone, 1990: a sign test of n trials goes no lower than p = 2^(1-n); the tests that cannot
+/// reach the level cannot raise a false alarm, so they are not counted).
+fn tarone_level(decided: &[usize]) -> f64 {
+    let least: Vec<f64> = decided.iter().map(|&n| sign_test(0, n)).collect();
+    (1..=least.len().max(1))
+        .map(|k| (k, FAMILY_ALPHA / k as f64))
+        .find(|(k, level)| least.iter().filter(|p| **p <= *level).count() <= *k)
+        .map_or(FAMILY_ALPHA, |(_, level)| level)
 }
 
 /// Lines the nodes' runs up measurement by measurement and scores every value; `min_effect` is
@@ -333,12 +415,13 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
         .iter()
         .map(|row| row.iter().map(Repetitions::value).collect())
         .collect();
-    // The noise between nodes: each row's own, never below the median row's.
+    // The noise between nodes: each row's own, never below its probe's rows' median, or every
+    // row's where the probe has too few rows to say.
     let scales: Vec<Option<f64>> = values
         .iter()
         .map(|v| row_scale(&v.iter().flatten().copied().collect::<Vec<_>>()))
         .collect();
-    let floor = median(&scales.iter().flatten().copied().collect::<Vec<_>>()).unwrap_or(0.0);
+    let floors = noise_floors(&keys, &scales);
     let comparisons: usize = values
         .iter()
         .map(|v| v.iter().flatten().count())
@@ -349,46 +432,48 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
         .clone()
         .into_iter()
         .zip(units)
-        .zip(values.iter().zip(&reps).zip(&scales))
-        .filter_map(|(((probe, params, metric), unit), ((vals, reps), scale))| {
-            let present: Vec<f64> = vals.iter().flatten().copied().collect();
-            let med = median(&present)?;
-            let noise = scale
-                .map(|s| s.max(floor) * deviation_spread(present.len()))
-                .filter(|s| *s > 0.0);
-            let cells = vals
-                .iter()
-                .zip(reps)
-                .map(|(v, rep)| {
-                    v.map(|value| {
-                        let log = (value > 0.0 && med > 0.0).then(|| (value / med).ln());
-                        let z = noise.zip(log).map(|(s, l)| l / s);
-                        let apart = rep.low > med || rep.high < med;
-                        let large = log.is_some_and(|l| l.abs() >= (1.0 + min_effect).ln());
-                        Cell {
-                            value,
-                            deviation: if med != 0.0 {
-                                (value - med) / med.abs()
-                            } else {
-                                0.0
-                            },
-                            z,
-                            outlier: large && apart && z.is_some_and(|z| z.abs() > z_crit),
-                        }
+        .zip(values.iter().zip(&reps).zip(scales.iter().zip(floors)))
+        .filter_map(
+            |(((probe, params, metric), unit), ((vals, reps), (scale, floor)))| {
+                let present: Vec<f64> = vals.iter().flatten().copied().collect();
+                let med = median(&present)?;
+                let noise = scale
+                    .map(|s| s.max(floor) * deviation_spread(present.len()))
+                    .filter(|s| *s > 0.0);
+                let cells = vals
+                    .iter()
+                    .zip(reps)
+                    .map(|(v, rep)| {
+                        v.map(|value| {
+                            let log = (value > 0.0 && med > 0.0).then(|| (value / med).ln());
+                            let z = noise.zip(log).map(|(s, l)| l / s);
+                            let apart = rep.low > med || rep.high < med;
+                            let large = log.is_some_and(|l| l.abs() >= (1.0 + min_effect).ln());
+                            Cell {
+                                value,
+                                deviation: if med != 0.0 {
+                                    (value - med) / med.abs()
+                                } else {
+                                    0.0
+                                },
+                                z,
+                                outlier: large && apart && z.is_some_and(|z| z.abs() > z_crit),
+                            }
+                        })
                     })
+                    .collect();
+                Some(FleetRow {
+                    probe,
+                    params,
+                    metric,
+                    unit,
+                    median: med,
+                    cells,
                 })
-                .collect();
-            Some(FleetRow {
-                probe,
-                params,
-                metric,
-                unit,
-                median: med,
-                cells,
-            })
-        })
+            },
+        )
         .collect();
-    let mut shifted = shifts(&keys, &values, runs.len(), min_effect);
+    let (mut shifted, sign_level) = shifts(&keys, &values, runs.len(), min_effect);
     let verdicts = runs
         .iter()
         .enumerate()
@@ -428,6 +513,7 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
             min_effect,
             z: z_crit,
             comparisons,
+            sign_level,
         },
         shapes,
         nodes: runs.iter().map(|r| r.node.clone()).collect(),
@@ -494,6 +580,19 @@ mod tests {
     /// A fleet of `nodes` healthy nodes, `rows` measurements each, every value off by a normal
     /// 2% (and its own interval ±1% about it); node `slow`, when given, `by` slower on all.
     fn fleet(nodes: usize, rows: usize, seed: u64, slow: Option<(usize, f64)>) -> Vec<NodeRun> {
+        let probes: Vec<(String, f64)> = (0..rows)
+            .map(|r| (format!("{}.p{r}", ["memory", "syscall"][r % 2]), 0.02))
+            .collect();
+        fleet_of(nodes, &probes, seed, slow)
+    }
+
+    /// A fleet whose row `r` is of probe `rows[r].0`, off by a normal `rows[r].1` on each node.
+    pub(super) fn fleet_of(
+        nodes: usize,
+        rows: &[(String, f64)],
+        seed: u64,
+        slow: Option<(usize, f64)>,
+    ) -> Vec<NodeRun> {
         let mut rng = oslab_core::stats::SplitMix64(seed);
         let mut normal = move || {
             // Box-Muller from two uniforms.
@@ -508,18 +607,18 @@ mod tests {
                 node: format!("n{n:02}"),
                 run_id: n as i64 + 1,
                 state: crate::NodeState::Ok,
-                measurements: (0..rows)
-                    .map(|r| {
+                measurements: rows
+                    .iter()
+                    .enumerate()
+                    .map(|(r, (probe, noise))| {
                         let base = 100.0 * (1.0 + r as f64);
                         let factor = match slow {
                             Some((s, by)) if s == n => 1.0 + by,
                             _ => 1.0,
                         };
-                        m(
-                            &format!("{}.p{r}", ["memory", "syscall"][r % 2]),
-                            0,
-                            base * factor * (1.0 + 0.02 * normal()),
-                        )
+                        let mut x = m(probe, 0, base * factor * (1.0 + noise * normal()));
+                        x.params.insert("row".into(), r.into());
+                        x
                     })
                     .collect(),
                 shape: None,
@@ -565,6 +664,46 @@ mod tests {
         // 3% slower is within the minimum effect: no finding, however clear.
         let s = summarize(&fleet(8, 140, 7, Some((1, 0.03))), DEFAULT_MIN_EFFECT);
         assert!(s.outlier_nodes().is_empty());
+    }
+
+    #[test]
+    fn a_steady_probes_rows_find_a_node_slower_everywhere_among_noisy_ones() {
+        // As on the cluster of guests: a call measured with nine argument counts agrees within
+        // 0.3% across healthy nodes; process creation swings 20-40%. A guest 20% slower on
+        // every figure read +19% on all nine call rows and was called in one job of three (the
+        // median row's noise, a process creation's, floored the call's; the sign test counted
+        // a process creation 3% off as a probe the other way).
+        let mut rows: Vec<(String, f64)> =
+            (0..9).map(|_| ("call.args".to_string(), 0.002)).collect();
+        rows.extend((0..12).map(|r| (format!("syscall.s{}", r / 2), 0.03)));
+        rows.extend((0..20).map(|r| (format!("task.t{}", r / 3), 0.3)));
+        // Of 100 fleets each of 3, 4, 8 and 16 nodes: 89-90 found the slow node, none called
+        // a healthy one, and none of 100 healthy fleets had an outlier.
+        for nodes in [3, 4, 8, 16] {
+            let mut found = 0;
+            for seed in 1..=20 {
+                let s = summarize(&fleet_of(nodes, &rows, seed, None), DEFAULT_MIN_EFFECT);
+                assert!(
+                    s.outlier_nodes().is_empty(),
+                    "{nodes} healthy nodes, seed {seed}: {:?}",
+                    s.verdicts
+                );
+                let s = summarize(
+                    &fleet_of(nodes, &rows, seed, Some((1, 0.2))),
+                    DEFAULT_MIN_EFFECT,
+                );
+                let called = s.outlier_nodes();
+                assert!(
+                    called.iter().all(|n| *n == "n01"),
+                    "{nodes} nodes, seed {seed}: {called:?}"
+                );
+                found += usize::from(called == ["n01"]);
+            }
+            assert!(
+                found >= 16,
+                "{nodes} nodes: the slow one found in {found} of 20"
+            );
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! many misses the core keeps in flight (memory-level parallelism).
 
 use crate::buffer::{Buffer, Pages};
-use crate::memory::{Chain, Order};
+use crate::memory::{Chain, Order, IDLE_SPACING};
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge};
@@ -120,9 +120,18 @@ fn page_modes(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, Prob
     Ok(out)
 }
 
+/// 1 to 16 chases at once over the idle-latency chain itself (the same size, spacing, order and
+/// seed), so the one-chase point is the idle latency measured again and the misses in flight
+/// are counted against it. (A chain of one element per line read 108-112 ns beside idle latency
+/// 144-149: the adjacent-line prefetcher fetched half its misses.)
 fn parallel(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
-    let size = cx.memory_budget().max(16 << 20);
-    let chain = Chain::new(size, Order::Chunk, Pages::Small, size as u64)?;
+    let size = crate::memory::idle_chase_bytes(cx);
+    let chain = Chain::spaced(
+        Buffer::new(size, Pages::Small)?,
+        Order::Chunk,
+        IDLE_SPACING,
+        size as u64,
+    )?;
     let harness = cx.harness.scaled(0.5);
     let mut out = Vec::new();
     let mut single = None;
@@ -136,7 +145,7 @@ fn parallel(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeE
         }?;
         // One iteration advances every cursor once: k loads.
         let t = t.map(|ns| ns / k as f64);
-        let p = params! {"size" => size, "order" => "chunk", "chases" => k, "cpu" => cx.cpu};
+        let p = params! {"size" => size, "order" => "chunk", "spacing" => IDLE_SPACING, "chases" => k, "cpu" => cx.cpu};
         let m = cx.measurement(me.id, p.clone(), "per_load", &t);
         let median = m.summary.as_ref().map(|s| s.median);
         out.push(m);

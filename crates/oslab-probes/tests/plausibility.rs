@@ -474,6 +474,11 @@ fn strided_and_parallel_chases_are_plausible() {
         .any(|m| m.params["size"] == (16 << 20) && m.params["stride"] == (4 << 20)));
     let ms = run("memory.latency.parallel");
     assert_range(&ms, "per_load", 0.1, 2_000.0);
+    // The chases follow the idle-latency chain (one element per 256 B), not a per-line one the
+    // adjacent-line prefetcher half serves: its one-chase point is the idle latency again.
+    assert!(ms
+        .iter()
+        .all(|m| m.params["spacing"] == 256 && m.params["order"] == "chunk"));
     let mlp = median_of(&ms, "parallelism", &[("chases", "16")]);
     // Independent chases overlap on every out-of-order core (prefetchers and a noisy host can
     // push the ratio past the number of chases, never by an order of magnitude).

@@ -63,6 +63,49 @@ pub fn model(inputs: &[(&str, String)]) -> String {
     text
 }
 
+/// "2 dies per package, " where a package has more than one die (else nothing).
+fn dies(t: &oslab_core::topology::Topology) -> String {
+    let mut seen: Vec<(usize, usize)> = t.cpus.iter().map(|c| (c.package, c.die)).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let most = t
+        .cpus
+        .iter()
+        .map(|c| seen.iter().filter(|(p, _)| *p == c.package).count())
+        .max()
+        .unwrap_or(1);
+    match most {
+        0 | 1 => String::new(),
+        n => format!("{n} dies per package, "),
+    }
+}
+
+/// One node's HMAT figures, as the firmware gives them.
+fn hmat(h: &oslab_core::topology::Hmat) -> String {
+    let pair = |lat: Option<u64>, bw: Option<u64>| match (lat, bw) {
+        (None, None) => "not given".to_string(),
+        (l, b) => format!(
+            "{}, {}",
+            l.map_or("latency ?".into(), |l| format!("{l} ns")),
+            b.map_or("bandwidth ?".into(), |b| format!(
+                "{} GB/s",
+                oslab_core::units::num(b as f64 / 1e3)
+            ))
+        ),
+    };
+    let from: Vec<String> = h.initiators.iter().map(|i| i.to_string()).collect();
+    format!(
+        "HMAT from node {}: read {}; write {}",
+        if from.is_empty() {
+            "?".into()
+        } else {
+            from.join(",")
+        },
+        pair(h.read_latency_ns, h.read_bandwidth_mbs),
+        pair(h.write_latency_ns, h.write_bandwidth_mbs)
+    )
+}
+
 /// Renders the fingerprint and environment.
 pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     let mut o = String::new();
@@ -82,8 +125,9 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     );
     let _ = writeln!(
         o,
-        "layout      {} package(s), {} core(s), {} thread(s), SMT {}",
+        "layout      {} package(s), {}{} core(s), {} thread(s), SMT {}",
         fp.packages,
+        dies(t),
         fp.cores,
         fp.threads,
         opt(&fp.smt)
@@ -104,6 +148,9 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
             n.memory.map(bytes).unwrap_or_else(|| "?".into()),
             n.distances
         );
+        if let Some(h) = &n.hmat {
+            let _ = writeln!(o, "          {}", hmat(h));
+        }
     }
     let _ = writeln!(
         o,

@@ -195,6 +195,7 @@ mod tests {
             .map(|id| oslab_core::topology::Cpu {
                 id,
                 package: 0,
+                die: 0,
                 core: id / 2,
                 node: 0,
                 smt_siblings: [id / 2 * 2, id / 2 * 2 + 1].into_iter().collect(),

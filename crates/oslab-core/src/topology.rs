@@ -109,6 +109,11 @@ pub struct Hmat {
     pub write_bandwidth_mbs: Option<u64>,
 }
 
+/// The context key of a NUMA matrix cell's read latency as the HMAT gives it (ns).
+pub const HMAT_LATENCY: &str = "hmat_read_latency_ns";
+/// The context key of a NUMA matrix cell's read bandwidth as the HMAT gives it (MB/s).
+pub const HMAT_BANDWIDTH: &str = "hmat_read_bandwidth_mbs";
+
 impl Hmat {
     /// Reads `node_dir/access0/initiators`, if the kernel made it.
     fn read(node_dir: &Path) -> Option<Hmat> {

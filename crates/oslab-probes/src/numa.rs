@@ -15,6 +15,7 @@ use oslab_core::catalog::{self, id};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::numa::{fraction_on, LinuxNuma, Numa, NumaNode};
+use oslab_core::topology::{HMAT_BANDWIDTH, HMAT_LATENCY};
 use oslab_core::{params, CpuSet};
 use serde_json::{Map, Value};
 
@@ -146,7 +147,10 @@ pub fn matrix(cx: &Context, numa: &dyn Numa) -> Result<Vec<Measurement>, ProbeEr
             "numa" => numa.kind(),
         };
         match cell(cx, numa, cpus, mem.id, base.clone(), note.as_deref()) {
-            Ok(ms) => out.extend(ms),
+            Ok(ms) => out.extend(
+                ms.into_iter()
+                    .map(|m| with_hmat(m, cx, cpu_node.id, mem.id)),
+            ),
             Err(ProbeError::Interrupted) => return Err(ProbeError::Interrupted),
             Err(e) => {
                 let status = match e {
@@ -393,6 +397,31 @@ fn average(params: &serde_json::Map<String, Value>, per_kernel: &[Vec<f64>]) -> 
         Some("mean of copy, scale, add and triad per repetition".into()),
         Judge::Median,
     )
+}
+
+/// The firmware's HMAT figures for memory node `mem` from cpu node `cpu`, in the cell's context
+/// where the table gives them (the kernel says them only for each memory's best initiators).
+fn with_hmat(m: Measurement, cx: &Context, cpu: usize, mem: usize) -> Measurement {
+    let Some(h) = cx
+        .topology
+        .nodes
+        .iter()
+        .find(|n| n.id == mem)
+        .and_then(|n| n.hmat.as_ref())
+        .filter(|h| h.initiators.contains(&cpu))
+    else {
+        return m;
+    };
+    let mut m = m;
+    for (key, v) in [
+        (HMAT_LATENCY, h.read_latency_ns),
+        (HMAT_BANDWIDTH, h.read_bandwidth_mbs),
+    ] {
+        if let Some(v) = v {
+            m = m.found(key, v);
+        }
+    }
+    m
 }
 
 #[cfg(test)]

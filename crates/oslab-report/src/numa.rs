@@ -4,6 +4,7 @@
 
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
+use oslab_core::topology::HMAT_LATENCY;
 use oslab_core::units::num;
 use std::collections::BTreeMap;
 
@@ -102,12 +103,75 @@ pub fn matrix(ms: &[Measurement]) -> Option<String> {
     out.push_str(&grid("SLIT distance (kernel)", &rows, &cols, |r, c| {
         distance.get(&(r, c)).map(|d| format!("{d:.0}"))
     }));
+    let hmat: Cells = ms
+        .iter()
+        .filter(|m| m.probe == id::NUMA_MATRIX && m.metric == "latency")
+        .filter_map(|m| {
+            let c = m.params.get("cpu_node")?.as_u64()?;
+            let n = m.params.get("mem_node")?.as_u64()?;
+            Some(((c, n), m.context.get(HMAT_LATENCY)?.as_f64()?))
+        })
+        .collect();
+    if !hmat.is_empty() {
+        out.push_str(&grid(
+            "HMAT read latency, ns (firmware; given from each memory's nearest cpus only)",
+            &rows,
+            &cols,
+            |r, c| hmat.get(&(r, c)).map(|d| format!("{d:.0}")),
+        ));
+    }
+    for (source, reference) in [("SLIT", &distance), ("HMAT", &hmat)] {
+        if let Some(line) = order_not_seen(source, reference, &lat) {
+            out.push_str(&line);
+        }
+    }
     if rows.len() == 1 && cols.len() == 1 {
         out.push_str(
             "1x1: this machine has one NUMA node, so there is no remote cell to compare\n",
         );
     }
     Some(out)
+}
+
+/// A measured latency must be this much above another's to bear out a reference that puts its
+/// node farther (two chases of one memory differ by a few percent).
+const SEEN: f64 = 1.05;
+
+/// The pairs of a row that `reference` (SLIT distances, HMAT latencies) orders, a memory node
+/// nearer than another, which the measured latency does not bear out (the farther one not at
+/// least [`SEEN`] times slower), as a warning line; None when every ordered pair is borne out.
+/// A firmware table that disagrees with the machine is common under sub-NUMA clustering and NPS
+/// modes, and in virtual machines, whose tables describe memory that is all one.
+fn order_not_seen(source: &str, reference: &Cells, lat: &Cells) -> Option<String> {
+    let mut ordered = 0;
+    let mut not_seen: Vec<String> = Vec::new();
+    for (&(r, a), &ref_a) in reference {
+        for (&(r2, b), &ref_b) in reference {
+            if r2 != r || ref_a >= ref_b {
+                continue;
+            }
+            let (Some(near), Some(far)) = (lat.get(&(r, a)), lat.get(&(r, b))) else {
+                continue;
+            };
+            ordered += 1;
+            if far / near < SEEN {
+                not_seen.push(format!(
+                    "from cpu {r}, mem {b} ({ref_b:.0}) reads {:.2}x mem {a} ({ref_a:.0})",
+                    far / near
+                ));
+            }
+        }
+    }
+    if not_seen.is_empty() {
+        return None;
+    }
+    let shown = not_seen.len().min(3);
+    Some(format!(
+        "warning: the measured latency does not bear out {source}'s order in {} of {ordered} pairs: {}{}; the firmware's table does not describe this machine's memory (common under SNC/NPS modes and in virtual machines)\n",
+        not_seen.len(),
+        not_seen[..shown].join("; "),
+        if shown < not_seen.len() { "; ..." } else { "" }
+    ))
 }
 
 #[cfg(test)]
@@ -148,6 +212,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("SLIT"));
+        // SLIT's order (10 < 20) is borne out: 150 ns against 100.
+        assert!(!text.contains("warning"), "{text}");
         assert!(matrix(&[]).is_none());
+    }
+
+    #[test]
+    fn a_firmware_order_the_latency_does_not_bear_out_is_warned_of() {
+        // As in a QEMU guest: SLIT says 10 and 20, the HMAT 80 and 250 ns; every cell reads alike.
+        let mut ms = vec![
+            m("latency", 0, 0, 100.0),
+            m("latency", 0, 1, 101.0),
+            m("latency", 1, 0, 99.0),
+            m("latency", 1, 1, 100.0),
+        ];
+        for (x, v) in ms.iter_mut().zip([80, 250, 250, 80]) {
+            x.context.insert(HMAT_LATENCY.into(), v.into());
+        }
+        let text = matrix(&ms).unwrap();
+        assert!(text.contains("HMAT read latency"), "{text}");
+        assert!(
+            text.contains("does not bear out SLIT's order in 2 of 2 pairs")
+                && text.contains("from cpu 0, mem 1 (20) reads 1.01x mem 0 (10)")
+                && text.contains("does not bear out HMAT's order in 2 of 2 pairs"),
+            "{text}"
+        );
     }
 }

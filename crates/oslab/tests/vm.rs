@@ -833,6 +833,7 @@ fn a_socket_of_two_l3s_is_two_cache_domains() {
     };
     let info = g.json("info.json");
     assert_eq!(distinct(&info, "package"), 1);
+    assert_eq!(distinct(&info, "die"), 2, "two dies in the socket");
     // Two L3s in the one socket, as an AMD CCX or an Intel die has.
     assert_eq!(sharing(&info, 3), vec!["0-3", "4-7"]);
     // Shuffling's domain is the L3, not the socket: each lock's workers share one L3, the two
@@ -978,4 +979,38 @@ fn isolated_cpus_are_where_oslab_measures() {
     );
     // No warning that there are no isolated cpus.
     assert!(!warned(&run, "isolation"), "{}", run["run"]["environment"]);
+}
+
+/// A machine whose firmware gives an HMAT (QEMU's `hmat=on`: two sockets and a memory-only node
+/// nearest socket 0): `oslab info` shows each memory node's latency and bandwidth from its
+/// nearest cpus as the table gives them, the matrix shows the table's latencies beside the
+/// measured ones, and says the measurement does not bear out the table's order (an emulated
+/// machine's memory is all one).
+#[test]
+#[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
+fn the_firmwares_hmat_is_read_and_checked_against_the_matrix() {
+    let Some(g) = guest(
+        "hmat",
+        "oslab info --json > /out/info.json && oslab info > /out/info.txt && oslab numa --quick --db /tmp/o.db > /out/numa.txt",
+    ) else {
+        return;
+    };
+    let info = g.json("info.json");
+    let nodes = topology(&info)["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    let hmat = |n: usize| &nodes[n]["hmat"];
+    assert_eq!(hmat(0)["initiators"], serde_json::json!([0]), "{nodes:?}");
+    assert_eq!(hmat(0)["read_latency_ns"], 80, "{nodes:?}");
+    assert_eq!(hmat(2)["initiators"], serde_json::json!([0]), "{nodes:?}");
+    assert_eq!(hmat(2)["read_latency_ns"], 250, "{nodes:?}");
+    assert!(hmat(2)["read_bandwidth_mbs"].as_u64().unwrap() > 0);
+    let text = std::fs::read_to_string(g.out.path().join("info.txt")).unwrap();
+    assert!(text.contains("HMAT from node 0: read 250 ns"), "{text}");
+    let numa = std::fs::read_to_string(g.out.path().join("numa.txt")).unwrap();
+    assert!(numa.contains("HMAT read latency"), "{numa}");
+    assert!(
+        numa.contains("does not bear out HMAT's order")
+            && numa.contains("does not bear out SLIT's order"),
+        "{numa}"
+    );
 }

@@ -883,7 +883,9 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
         echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir /sys/fs/cgroup/job
         echo 0-3 > /sys/fs/cgroup/job/cpuset.cpus && echo 0-1 > /sys/fs/cgroup/job/cpuset.mems
         echo $$ > /sys/fs/cgroup/job/cgroup.procs && grep Mems_allowed_list /proc/self/status
-        oslab numa --quick --json --db /tmp/o.db > /out/numa.json";
+        oslab numa --quick --json --db /tmp/o.db > /out/numa.json || exit 1
+        echo 1 > /sys/fs/cgroup/job/cpuset.mems
+        oslab migrate --size 64 --runs 3 --kernel blocked --db /tmp/o.db > /out/migrate.txt";
     let Some(g) = guest("snc", script) else {
         return;
     };
@@ -940,6 +942,17 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
             "{m}"
         );
     }
+    // migrate from cpu 0 (node 0) with the cpuset's memory on node 1 only: the pages cannot
+    // start on A's node, which it says, and it runs what it can (it aborted: move_pages to node
+    // 0: Permission denied, nothing stored).
+    let migrate = std::fs::read_to_string(g.out.path().join("migrate.txt")).unwrap();
+    let flat = migrate.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("cpuset allows memory on node(s) 1 only, not on node 0")
+            && flat.contains(" complete "),
+        "{migrate}\n{}",
+        g.stdout
+    );
 }
 
 #[test]

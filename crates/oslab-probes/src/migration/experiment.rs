@@ -31,6 +31,9 @@ pub struct Request {
     /// A's and B's NUMA nodes when they differ (with memory on both): the pages-follow variant
     /// runs; None on one node, or when A and B share theirs.
     pub nodes: Option<(usize, usize)>,
+    /// Why the pages cannot start on A's node and follow to B's although the two differ (the
+    /// cpuset's memory nodes exclude one of them).
+    pub no_follow: Option<String>,
     /// Counters per phase.
     pub counters: Vec<Spec>,
     /// Presets this cpu has no definition for, with why (reported, not counted).
@@ -136,9 +139,23 @@ impl Options {
                 .iter()
                 .any(|x| x.id == n && x.memory.is_none_or(|m| m > 0))
         };
-        let nodes = match (node(from), node(to)) {
-            (Some(a), Some(b)) if a != b && has_memory(a) && has_memory(b) => Some((a, b)),
-            _ => None,
+        // Under a cpuset (Slurm's, a container's) the pages may only live on its memory nodes:
+        // binding them to A's node, or moving them to B's, outside it is refused (EPERM).
+        let mems =
+            oslab_core::numa::Numa::mems_allowed(&oslab_core::numa::LinuxNuma::new(topology));
+        let outside = |n: usize| mems.as_ref().is_some_and(|m| !m.contains(n));
+        let (nodes, no_follow) = match (node(from), node(to)) {
+            (Some(a), Some(b)) if a != b && has_memory(a) && has_memory(b) => {
+                match [a, b].into_iter().filter(|&n| outside(n)).collect::<Vec<_>>() {
+                    out if out.is_empty() => (Some((a, b)), None),
+                    out => (None, Some(format!(
+                        " This process's cpuset allows memory on node(s) {} only, not on {}: the pages cannot start on A's node {a} and follow the thread to B's node {b}, so they stay where the kernel put them (inside the cpuset) and no pages-follow variant runs.",
+                        mems.as_ref().map(|m| m.to_list()).unwrap_or_default(),
+                        out.iter().map(|n| format!("node {n}")).collect::<Vec<_>>().join(" or ")
+                    ))),
+                }
+            }
+            _ => (None, None),
         };
         Ok(Request {
             size,
@@ -147,6 +164,7 @@ impl Options {
             from,
             to,
             nodes,
+            no_follow,
             counters,
             undefined,
         })
@@ -213,7 +231,7 @@ pub fn run(
     let class = topology.distance_class(a, b);
     let pages = match req.nodes {
         Some((na, nb)) => format!(" Every run starts with its pages on A's node {na}; the migrated run leaves them there (its control too), and a second pair has them follow the thread to node {nb} (move_pages at the switch, timed apart; its control pinned on B with them on node {nb})."),
-        None => " A and B share their NUMA node (or there is one): the pages stay where they are, and no pages-follow variant runs.".to_string(),
+        None => req.no_follow.clone().unwrap_or_else(|| " A and B share their NUMA node (or there is one): the pages stay where they are, and no pages-follow variant runs.".to_string()),
     };
     let mut doc = vec![Block::Text(format!(
         "{n}x{n} matrix multiply, A = cpu {a}, B = cpu {b} ({class}), {} runs per kernel and variant, alternating: pinned on A, pinned on B (the control) and migrated from A to B half way. The migration's cost is the migrated run's second half less the control's, both on B: in wall time, and in cpu time (which another task on B does not lengthen).{pages}",

@@ -24,6 +24,10 @@ pub struct ScriptOptions<'a> {
     pub binary: &'a Path,
     /// Copy the binary to each node's /tmp with sbcast (else it is used where it is).
     pub sbcast: bool,
+    /// srun's --cpu-bind for each node's step.
+    pub cpu_bind: Option<&'a str>,
+    /// srun's --mem-bind for each node's step.
+    pub mem_bind: Option<&'a str>,
     /// Arguments of `oslab run` on every node.
     pub run_args: &'a [String],
 }
@@ -38,6 +42,48 @@ pub fn check_partition(p: &str) -> Result<(), String> {
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
     ok.then_some(()).ok_or_else(|| {
         format!("--partition {p:?}: a partition name is letters, digits, '_', '-' and '.'")
+    })
+}
+
+/// Checks an srun binding (`flag` is --cpu-bind or --mem-bind): optional `quiet,`/`verbose,`
+/// then one of Slurm's types, a list type taking a `:` and a list of numbers or masks (letters,
+/// digits, `,`, `*`). Nothing a shell or srun could read as more.
+pub fn check_bind(flag: &str, bind: &str) -> Result<(), String> {
+    let types: &[&str] = match flag {
+        "--cpu-bind" => &[
+            "none",
+            "rank",
+            "rank_ldom",
+            "ldoms",
+            "sockets",
+            "cores",
+            "threads",
+            "map_cpu",
+            "mask_cpu",
+            "map_ldom",
+            "mask_ldom",
+        ],
+        _ => &[
+            "none", "rank", "local", "sort", "nosort", "map_mem", "mask_mem", "prefer",
+        ],
+    };
+    let listed = |t: &str| t.starts_with("map_") || t.starts_with("mask_");
+    let body = bind
+        .strip_prefix("quiet,")
+        .or_else(|| bind.strip_prefix("verbose,"))
+        .unwrap_or(bind);
+    let (kind, list) = body.split_once(':').unwrap_or((body, ""));
+    let ok = bind.len() <= 256
+        && types.contains(&kind)
+        && listed(kind) == !list.is_empty()
+        && list
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ",*".contains(c));
+    ok.then_some(()).ok_or_else(|| {
+        format!(
+            "{flag} {bind:?}: srun takes [quiet,|verbose,]TYPE, TYPE one of {} (map_*/mask_* with :LIST)",
+            types.join(", ")
+        )
     })
 }
 
@@ -168,10 +214,14 @@ pub fn script(o: &ScriptOptions) -> String {
         s += "launch=(\"$bin\") once=\n";
     }
     let args: Vec<String> = o.run_args.iter().map(|a| quote(a)).collect();
+    let binds: String = [("--cpu-bind", o.cpu_bind), ("--mem-bind", o.mem_bind)]
+        .iter()
+        .filter_map(|(flag, b)| b.map(|b| format!(" {flag}={}", quote(b))))
+        .collect();
     s += &format!(
         "nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\npids=()\n\
          for n in \"${{nodes[@]}}\"; do\n\
-         \x20   srun --nodes=1 --ntasks=1 --nodelist=\"$n\" --whole \"${{launch[@]}}\" fleet task --results \"$results\" --submission \"$token\" $once -- {} &\n\
+         \x20   srun --nodes=1 --ntasks=1 --nodelist=\"$n\" --whole{binds} \"${{launch[@]}}\" fleet task --results \"$results\" --submission \"$token\" $once -- {} &\n\
          \x20   pids+=($!)\n\
          done\n",
         args.join(" ")
@@ -413,6 +463,8 @@ mod tests {
             token: "0a1b2c3d",
             binary: Path::new("/home/u/oslab"),
             sbcast: true,
+            cpu_bind: Some("cores"),
+            mem_bind: Some("local"),
             run_args: &args,
         };
         let s = script(&o);
@@ -434,6 +486,10 @@ mod tests {
         assert!(s.lines().skip(first_cmd).all(|l| !l.starts_with("#SBATCH")));
         assert!(s.contains(r"-- '--quick' 'it'\''s *'"), "{s}");
         assert!(s.contains("--bcast="), "{s}");
+        assert!(
+            s.contains("--whole --cpu-bind='cores' --mem-bind='local' "),
+            "{s}"
+        );
         // bash parses it.
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("s.sh");
@@ -452,6 +508,34 @@ mod tests {
         });
         assert!(!shared.contains("bcast") && !shared.contains("--exclusive"));
         assert!(!shared.contains("--partition"));
+    }
+
+    #[test]
+    fn bindings_follow_sruns_syntax_and_nothing_else() {
+        for ok in [
+            "cores",
+            "verbose,sockets",
+            "map_cpu:0,2",
+            "mask_cpu:0x3,0xc",
+            "ldoms",
+        ] {
+            assert!(check_bind("--cpu-bind", ok).is_ok(), "{ok}");
+        }
+        for ok in ["local", "quiet,map_mem:0,1", "none"] {
+            assert!(check_bind("--mem-bind", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "core",
+            "map_cpu",
+            "cores:1",
+            "cores; rm -rf /",
+            "map_cpu:0 1",
+            "-x",
+        ] {
+            assert!(check_bind("--cpu-bind", bad).is_err(), "{bad:?}");
+        }
+        assert!(check_bind("--mem-bind", "cores").is_err());
     }
 
     #[test]

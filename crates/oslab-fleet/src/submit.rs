@@ -36,6 +36,13 @@ pub struct Request {
     /// Slurm time limit, e.g. 30:00.
     #[cfg_attr(feature = "clap", arg(long, value_name = "TIME"))]
     pub time: Option<String>,
+    /// How each node's step binds its cpus (srun --cpu-bind: none, cores, sockets, ldoms,
+    /// map_cpu:0,2, ...); each run records the cpuset it got.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "BIND"))]
+    pub cpu_bind: Option<String>,
+    /// How each node's step binds its memory (srun --mem-bind: none, local, map_mem:0, ...).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "BIND"))]
+    pub mem_bind: Option<String>,
 }
 
 /// How the nodes get the oslab binary.
@@ -106,6 +113,14 @@ impl Request {
         if self.nodes != "all" {
             slurm::check_hostlist(&self.nodes).map_err(invalid)?;
         }
+        for (flag, bind) in [
+            ("--cpu-bind", &self.cpu_bind),
+            ("--mem-bind", &self.mem_bind),
+        ] {
+            if let Some(b) = bind {
+                slurm::check_bind(flag, b).map_err(invalid)?;
+            }
+        }
         let results = std::path::absolute(&self.results)
             .map_err(|e| SubmitError::Io(format!("{}: {e}", self.results.display())))?;
         // Slurm reads --output's '%' as a pattern (%u, %x: another file than asked) and '\\'
@@ -168,6 +183,8 @@ impl Request {
             token: &plan.token,
             binary: &plan.binary,
             sbcast: self.stage == Stage::Sbcast,
+            cpu_bind: self.cpu_bind.as_deref(),
+            mem_bind: self.mem_bind.as_deref(),
             run_args: &plan.run_args,
         });
         Ok(plan)

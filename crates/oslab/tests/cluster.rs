@@ -186,6 +186,46 @@ fn a_fleet_on_a_cluster_of_guests() {
         shifted.is_empty(),
         "healthy nodes called outliers: {shifted:?}"
     );
+    // A step bound as asked (srun --cpu-bind, the rig's slurmd with task/affinity): each node's
+    // run records the cpuset it got.
+    let bound = cluster
+        .oslab(&[
+            "fleet",
+            "submit",
+            "--nodes",
+            "n[1-2]",
+            "--cpu-bind",
+            "map_cpu:1",
+            "--wait",
+            "--time",
+            "5:00",
+            "--results",
+            cluster.shared().join("bound").to_str().unwrap(),
+            "--json",
+            "--",
+            "--quick",
+            "loop.*",
+        ])
+        .output()
+        .unwrap();
+    assert!(bound.status.success(), "{}", text(&bound));
+    let dir = std::fs::read_dir(cluster.shared().join("bound"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    for n in ["n1", "n2"] {
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(dir.join(format!("node-{n}.json"))).unwrap())
+                .unwrap();
+        assert_eq!(
+            doc["run"]["environment"]["limits"]["cpuset"], "cpus 1 of 0-1",
+            "{n}: {}",
+            doc["run"]["environment"]
+        );
+    }
+
     // n4 is 20% slower as it measures itself (its clock runs 1.2x fast): among the healthy
     // nodes it is the one outlier node wherever the healthy nodes' own spread in that job leaves
     // a 20% shift visible (their typical cell within 5% of the median). A shared host can move

@@ -75,7 +75,7 @@ pub fn check_bind(flag: &str, bind: &str) -> Result<(), String> {
     let (kind, list) = body.split_once(':').unwrap_or((body, ""));
     let ok = bind.len() <= 256
         && types.contains(&kind)
-        && listed(kind) == !list.is_empty()
+        && listed(kind) != list.is_empty()
         && list
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || ",*".contains(c));

@@ -101,6 +101,20 @@ pub struct ImportArgs {
     pub out: Output,
 }
 
+/// `oslab runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// List the newest N runs (default: 50 as text, every one as JSON).
+    #[arg(long, value_name = "N", conflicts_with = "all")]
+    pub last: Option<usize>,
+    /// List every run.
+    #[arg(long)]
+    pub all: bool,
+    /// Text or JSON.
+    #[command(flatten)]
+    pub out: Output,
+}
+
 /// `oslab show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {

@@ -68,8 +68,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Merge runs exported elsewhere (oslab.run/1 JSON) into the store, validated first.
     Import(ImportArgs),
-    /// List stored runs.
-    Runs(Output),
+    /// List stored runs, newest first.
+    Runs(RunsArgs),
     /// Print a stored run again.
     Show(ShowArgs),
     /// Print a shell completion script: oslab completions bash > /etc/bash_completion.d/oslab

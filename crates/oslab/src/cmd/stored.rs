@@ -1,16 +1,24 @@
 //! `oslab runs` and `oslab show`: reading the store back.
 
 use super::{print_json, print_text};
-use crate::cli::{Output, ShowArgs};
+use crate::cli::{RunsArgs, ShowArgs};
 use crate::error::usage;
 use oslab_store::exchange::RunDocument;
 use oslab_store::RunRef;
 use std::process::ExitCode;
 
-pub fn runs(out: Output) -> anyhow::Result<ExitCode> {
+/// The newest runs a text listing shows unless asked for more.
+const LISTED: usize = 50;
+
+pub fn runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = super::store().open_to_read()?;
-    let runs = store.runs()?;
-    if out.json {
+    let limit = match (args.all, args.last) {
+        (true, _) => None,
+        (false, Some(n)) => Some(n),
+        (false, None) => (!args.out.json).then_some(LISTED),
+    };
+    let (runs, total) = store.newest_runs(limit)?;
+    if args.out.json {
         print_json(&runs)?;
     } else if runs.is_empty() {
         print_text(&format!(
@@ -18,7 +26,15 @@ pub fn runs(out: Output) -> anyhow::Result<ExitCode> {
             store.path().display()
         ))?;
     } else {
-        print_text(&oslab_report::views::runs(&runs))?;
+        let mut text = oslab_report::views::runs(&runs);
+        if runs.len() < total {
+            text = format!(
+                "{}\nthe newest {} of {total} runs (--last N or --all for more)",
+                text.trim_end(),
+                runs.len()
+            );
+        }
+        print_text(&text)?;
     }
     Ok(ExitCode::SUCCESS)
 }

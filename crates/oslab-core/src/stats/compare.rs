@@ -27,7 +27,6 @@
 //! or cpus line up. A repetition whose samples were all taken on a slowed core
 //! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was.
 
-use crate::catalog::id;
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
 use crate::stats::ranks::{mann_whitney_p, shift_interval};
 use crate::stats::{mean_sd, median, robust_z, student_t, TwoSided, OUTLIER_Z};
@@ -473,27 +472,6 @@ pub fn core_clock(runs: &[&[Measurement]]) -> Option<f64> {
     median(&per_run)
 }
 
-/// How far apart a side's two cpus sat, as the guest can see it: the median over its runs of
-/// the one-way core-to-core latency (`c2c.latency`), ns. On a VM the vCPUs' placement on the
-/// host can change between runs (the same two vCPUs: 23 ns one run, 111 ns the next), and every
-/// figure that crosses cpus (a wake-up on another cpu, core-to-core latency, cross-cpu switches)
-/// moves with it. Every repetition counts (the first alone once contradicted the table).
-pub fn cpu_pair_latency(runs: &[&[Measurement]]) -> Option<f64> {
-    let per_run: Vec<f64> = runs
-        .iter()
-        .filter_map(|ms| {
-            let all: Vec<f64> = ms
-                .iter()
-                .filter(|m| m.probe == id::C2C_LATENCY && m.metric == "one_way")
-                .filter(|m| m.status.has_value())
-                .filter_map(|m| m.summary.as_ref().map(|s| s.median))
-                .collect();
-            median(&all)
-        })
-        .collect();
-    median(&per_run)
-}
-
 /// Compares side `b` against the baseline side `a`, each one or more runs (see the module
 /// documentation for what the replicates are). `threshold` is the relative change that counts
 /// (0.05 = 5%); `drift` widens it for sides of one run. Rows follow the baseline's order, then
@@ -928,19 +906,5 @@ mod tests {
         let rows = compare(&[&a], &[&[old]], 0.05, &Drift::default());
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].present, [true, true]);
-    }
-
-    #[test]
-    fn the_cpu_placement_of_a_side_reads_every_repetition() {
-        // The first repetition's cpus sat close (23 ns), the two after far apart (111 ns).
-        let c2c = |repetition: u32, value: f64| {
-            let mut x = m(1, Unit::Ns, repetition, value);
-            x.probe = "c2c.latency".into();
-            x.metric = "one_way".into();
-            x
-        };
-        let run = [c2c(1, 23.0), c2c(2, 111.0), c2c(3, 111.0)];
-        let latency = cpu_pair_latency(&[&run[..]]).unwrap();
-        assert!((latency - 111.0).abs() < 5.0, "{latency}");
     }
 }

@@ -286,6 +286,9 @@ pub struct Imported {
     pub run: i64,
     /// It was in the store already (imported before, or exported from it): not stored again.
     pub already: bool,
+    /// It completed a partial copy of itself the store kept (the run began there, then the store
+    /// could not take its end, a full disk, and it was kept in a file): that run, now whole.
+    pub completed: bool,
     /// Its id in the store it was exported from.
     pub from_run: Option<i64>,
     /// The machine it was measured on.
@@ -312,10 +315,15 @@ impl std::fmt::Display for Imported {
         }
         write!(
             f,
-            "imported {file} as run {} ({} measurements, {} timeline events; host {host}, run {there} there)",
+            "imported {file} as run {} ({} measurements, {} timeline events; host {host}, run {there} there){}",
             self.run,
             self.measurements,
             self.timeline_events,
+            if self.completed {
+                ": the partial copy the store kept of it, now whole (not stored twice)"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -345,12 +353,21 @@ pub fn import(
             ..doc.run
         };
         let same = store.same_run(&record, &doc.measurements)?;
+        let partial = match same {
+            Some(_) => None,
+            None => store.partial_copy(&record)?,
+        };
         imported.push(Imported {
             file: file.clone(),
             already: same.is_some(),
-            run: match same {
-                Some(id) => id,
-                None => store.save_run(&record, &doc.measurements, &doc.timeline)?,
+            completed: partial.is_some(),
+            run: match (same, partial) {
+                (Some(id), _) => id,
+                (None, Some(id)) => {
+                    store.finish_run(id, &record, &doc.measurements, &doc.timeline)?;
+                    id
+                }
+                (None, None) => store.save_run(&record, &doc.measurements, &doc.timeline)?,
             },
             from_run: doc.run.id,
             host: record.hostname,
@@ -566,6 +583,7 @@ mod tests {
             file: "run\n.json".into(),
             run: 1,
             already: false,
+            completed: false,
             from_run: None,
             host: "evil\nrun 99 stored: all good\u{1b}[2J".into(),
             measurements: 3,

@@ -571,6 +571,30 @@ impl Store {
         Ok((rows, total as usize))
     }
 
+    /// The run this store began for `run` and never finished, its writer gone (same host,
+    /// command and start; status running, its process dead): what a store that could not take
+    /// a run's end keeps of it beside the file the run was kept in.
+    pub fn partial_copy(&self, run: &RunRecord) -> Result<Option<i64>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, status, pid, boot_id FROM runs WHERE hostname = ?1 AND command = ?2 AND started = ?3 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![run.hostname, run.command, run.started], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })?;
+        for row in rows {
+            let (id, status, pid, boot) = row?;
+            if RunStatus::parse(&status).seen(pid, boot.as_deref()) == RunStatus::Crashed {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    }
+
     /// The runs tagged `key` = `value`, oldest first.
     pub fn tagged(&self, key: &str, value: &str) -> Result<Vec<i64>, StoreError> {
         let mut stmt = self

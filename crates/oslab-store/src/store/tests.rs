@@ -404,3 +404,35 @@ fn a_listing_reads_only_the_newest_runs_it_shows() {
     let (none, total) = s.newest_runs(Some(0)).unwrap();
     assert!(none.is_empty() && total == 5);
 }
+
+#[test]
+fn importing_a_kept_run_completes_the_partial_copy_the_store_kept() {
+    // A full disk: the run began in the store, its end could not be written, and it was kept
+    // in a file. Importing the file (space freed) made a second run beside the partial one.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut s = Store::open(&path).unwrap();
+    let id = s.begin_run(&record()).unwrap();
+    s.append(id, &[measured()], 0.1).unwrap();
+    // Its writer is gone (a pid that cannot be a live process of ours).
+    Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE runs SET pid = 999999999 WHERE id = ?1", [id])
+        .unwrap();
+    let kept = crate::exchange::RunDocument::new(
+        RunRecord {
+            id: None,
+            ..record()
+        },
+        vec![measured(), measured()],
+        vec![],
+    );
+    let file = dir.path().join("kept.json");
+    std::fs::write(&file, serde_json::to_string(&kept).unwrap()).unwrap();
+    let done = crate::exchange::import(&mut s, &[file]).unwrap();
+    assert!(done[0].completed && done[0].run == id, "{}", done[0]);
+    let runs = s.runs().unwrap();
+    assert_eq!(runs.len(), 1, "a duplicate beside the partial run");
+    assert_eq!(runs[0].measurements, 2);
+    assert_eq!(runs[0].status, crate::run::RunStatus::Complete);
+}

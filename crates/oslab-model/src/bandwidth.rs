@@ -6,6 +6,7 @@
 
 use crate::hierarchy::{dram_latency, level_of};
 use crate::run::{number, param, Run};
+use crate::spec::Source;
 use crate::{Model, Outcome, Spec};
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
@@ -155,7 +156,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     .input(
         "one_thread_gbps",
         crate::round(one.0),
-        format!("measured in this run: {} {}", one.1, one.2),
+        Source::run(format!("{} {}", one.1, one.2)),
     );
     match &spec.memory {
         // Beyond what the memory can deliver, the memory's peak predicts it (a spec figure).

@@ -4,6 +4,7 @@
 
 use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::run::{number, param, Run};
+use crate::spec::Source;
 use crate::{Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::{Measurement, DEVICE, DEVICE_CLASS};
@@ -110,7 +111,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             }
             .input("lookup_cycles", FILE_LOOKUP_CYCLES, "estimate: the page-cache lookup of a cached page")
             .input("map_cycles", MAP_CYCLES, "estimate: one page-table entry and the page's counts, per page fault-around maps")
-            .input("pages_per_fault", crate::round(ratio), "measured in this run: pages touched / faults the kernel counted")
+            .input("pages_per_fault", crate::round(ratio), Source::run("pages touched / faults the kernel counted"))
             .figure("core_ghz", ghz);
             (model, ratio)
         }

@@ -26,7 +26,7 @@ pub(crate) fn level_latency(spec: &Spec, level: usize) -> Result<Figure, String>
             "table: L{level} {cycles} cycles ({}) at {:.2} GHz (core clock {})",
             u.name,
             ghz.value,
-            ghz.source.trim_start_matches("measured: ")
+            ghz.source.text.trim_start_matches("measured: ")
         ),
     ))
 }

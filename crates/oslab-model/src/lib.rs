@@ -28,7 +28,7 @@ mod hierarchy;
 mod run;
 mod tasks;
 
-pub use spec::{Figure, Spec};
+pub use spec::{Figure, Source, Spec};
 
 use oslab_core::catalog::{self, Family};
 use oslab_core::model::{Measurement, ModelKind, Prediction};
@@ -67,12 +67,13 @@ impl Model {
 
     /// Records an input, its value and where it came from. An input measured in this run makes
     /// a spec model a composed one.
-    fn input(mut self, name: &str, value: impl Into<Value>, source: impl Into<String>) -> Model {
+    fn input(mut self, name: &str, value: impl Into<Value>, source: impl Into<Source>) -> Model {
         let source = source.into();
-        if source.starts_with("measured in this run") && self.kind == ModelKind::Spec {
+        if source.from_run && self.kind == ModelKind::Spec {
             self.kind = ModelKind::Composed;
         }
-        self.inputs.push((name.to_string(), value.into(), source));
+        self.inputs
+            .push((name.to_string(), value.into(), source.text));
         self
     }
 

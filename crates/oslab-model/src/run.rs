@@ -12,7 +12,7 @@ pub(crate) struct Run {
 /// A measured value and its description as a model's source.
 pub(crate) struct Measured {
     pub value: f64,
-    pub source: String,
+    pub source: crate::spec::Source,
 }
 
 impl Run {
@@ -56,9 +56,9 @@ impl Run {
         let median = m.summary.as_ref().map(|s| s.median).unwrap_or(f64::NAN);
         Ok(Measured {
             value: median,
-            source: format!("measured in this run: {probe} {metric} {}", m.params_text())
-                .trim_end()
-                .to_string(),
+            source: crate::spec::Source::run(
+                format!("{probe} {metric} {}", m.params_text()).trim_end(),
+            ),
         })
     }
 }

@@ -6,6 +6,7 @@
 use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::hierarchy::{dram_latency, level_latency, level_read_rate};
 use crate::run::{number, param, Run};
+use crate::spec::Source;
 use crate::{at_clock, Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric, SWITCH_PAIRS};
 use oslab_core::model::{Measurement, PARENT_COPIED, PARENT_VMAS};
@@ -352,7 +353,7 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             let exec = |a: Figure, b: Figure| {
                 Figure::new(
                     a.value - b.value,
-                    format!("{} minus {}", a.source, b.source),
+                    Source::both(&a.source, "minus", &b.source),
                 )
             };
             let create = |probe: &str| measured(run, m, probe, "create", plain);
@@ -439,7 +440,7 @@ pub(crate) fn switch(spec: &Spec, m: &Measurement) -> Outcome {
             let work = switch(transfer("cross-cpu wake-up"))
                 .step(1.0, &WAKE)
                 .step(1.0, &IPI)
-                .micros("idle exit", idle.value, idle.source.clone());
+                .micros("idle exit", idle.value, idle.source.text.clone());
             let work = match &spec.hypervisor {
                 Some(h) => work
                     .cycles("vm exit", 2.0, VM_EXIT_CYCLES, &format!("{}; the IPI's send and the idle vcpu's halt exit to the hypervisor ({h})", VM_EXIT_SOURCE.trim_start_matches("estimate: ")))

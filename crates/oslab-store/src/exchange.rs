@@ -413,23 +413,50 @@ fn cell(v: Option<&serde_json::Value>) -> String {
     }
 }
 
-/// The parameter and context keys of `ms`, sorted, each as its column name (a key that is also
-/// a fixed column gets a `param_` prefix).
-fn key_columns(ms: &[Measurement], fixed: &[&str]) -> Vec<(String, String)> {
-    let keys: std::collections::BTreeSet<&String> = ms
-        .iter()
-        .flat_map(|m| m.params.keys().chain(m.context.keys()))
-        .collect();
-    keys.into_iter()
-        .map(|k| {
-            let name = if fixed.contains(&k.as_str()) {
-                format!("param_{k}")
-            } else {
-                k.clone()
-            };
-            (k.clone(), name)
-        })
-        .collect()
+/// A measurement's columns beside the run's: its parameters (what was asked: a join on them
+/// matches what was measured alike), then what was found while measuring (the context: pages
+/// placed, a parent's resident size), each named `found_KEY`. A parameter key that is also a
+/// fixed column gets a `param_` prefix.
+struct KeyColumns {
+    params: Vec<(String, String)>,
+    found: Vec<(String, String)>,
+}
+
+impl KeyColumns {
+    fn of(ms: &[Measurement], fixed: &[&str]) -> KeyColumns {
+        let params: std::collections::BTreeSet<&String> =
+            ms.iter().flat_map(|m| m.params.keys()).collect();
+        let found: std::collections::BTreeSet<&String> =
+            ms.iter().flat_map(|m| m.context.keys()).collect();
+        KeyColumns {
+            params: params
+                .into_iter()
+                .map(|k| {
+                    let name = match fixed.contains(&k.as_str()) {
+                        true => format!("param_{k}"),
+                        false => k.clone(),
+                    };
+                    (k.clone(), name)
+                })
+                .collect(),
+            found: found
+                .into_iter()
+                .map(|k| (k.clone(), format!("found_{k}")))
+                .collect(),
+        }
+    }
+
+    fn names(&self) -> impl Iterator<Item = String> + '_ {
+        self.params
+            .iter()
+            .chain(&self.found)
+            .map(|(_, n)| n.clone())
+    }
+
+    fn cells<'a>(&'a self, m: &'a Measurement) -> impl Iterator<Item = String> + 'a {
+        let params = self.params.iter().map(|(k, _)| cell(m.params.get(k)));
+        params.chain(self.found.iter().map(|(k, _)| cell(m.context.get(k))))
+    }
 }
 
 fn row(fields: impl IntoIterator<Item = String>) -> String {
@@ -467,11 +494,11 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
         "note",
     ];
     let fixed: Vec<&str> = RUN_COLUMNS.iter().chain(&MEASURED).copied().collect();
-    let keys = key_columns(ms, &fixed);
+    let keys = KeyColumns::of(ms, &fixed);
     let mut out = row(RUN_COLUMNS
         .iter()
         .map(|c| c.to_string())
-        .chain(keys.iter().map(|(_, name)| name.clone()))
+        .chain(keys.names())
         .chain(MEASURED.iter().map(|c| c.to_string())));
     let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     for m in ms {
@@ -508,10 +535,7 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
         ];
         out.push_str(&row(run_cells(run, m)
             .into_iter()
-            .chain(
-                keys.iter()
-                    .map(|(k, _)| cell(m.params.get(k).or(m.context.get(k)))),
-            )
+            .chain(keys.cells(m))
             .chain(measured)));
     }
     out
@@ -533,20 +557,17 @@ fn run_cells(run: &RunRecord, m: &Measurement) -> [String; 6] {
 pub fn csv_samples(run: &RunRecord, ms: &[Measurement]) -> String {
     const SAMPLE: [&str; 3] = ["unit", "sample", "value"];
     let fixed: Vec<&str> = RUN_COLUMNS.iter().chain(&SAMPLE).copied().collect();
-    let keys = key_columns(ms, &fixed);
+    let keys = KeyColumns::of(ms, &fixed);
     let mut out = row(RUN_COLUMNS
         .iter()
         .map(|c| c.to_string())
-        .chain(keys.iter().map(|(_, name)| name.clone()))
+        .chain(keys.names())
         .chain(SAMPLE.iter().map(|c| c.to_string())));
     for m in ms {
         for (i, v) in m.samples.iter().flatten().enumerate() {
             out.push_str(&row(run_cells(run, m)
                 .into_iter()
-                .chain(
-                    keys.iter()
-                        .map(|(k, _)| cell(m.params.get(k).or(m.context.get(k)))),
-                )
+                .chain(keys.cells(m))
                 .chain([m.unit.name(), i.to_string(), v.to_string()])));
         }
     }
@@ -706,6 +727,20 @@ mod tests {
             lines[1]
         );
         assert!(lines[2].contains(",skipped,needs 2 cpus,"), "{}", lines[2]);
+        // What was found while measuring is apart from what was asked: a join on the
+        // parameters matches measurements asked alike.
+        let mut f = doc();
+        f.measurements[0] = f.measurements[0].clone().found("pages", "thp 91%");
+        let text = csv(&f.run, &f.measurements);
+        let header = text.lines().next().unwrap();
+        assert!(
+            header.contains(",metric,cpu,found_pages,unit,") && !header.contains(",pages,"),
+            "{header}"
+        );
+        assert!(
+            text.lines().nth(1).unwrap().contains(",1,thp 91%,ns,"),
+            "{text}"
+        );
         // One row per sample in the long form.
         let long = csv_samples(&d.run, &d.measurements);
         let n = d.measurements[0].samples.as_ref().map_or(0, Vec::len);

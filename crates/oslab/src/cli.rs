@@ -4,10 +4,11 @@
 
 use clap::{Args, Parser, Subcommand};
 pub use oslab_core::args::Output;
+pub use oslab_cpuman::args::*;
 pub use oslab_fleet::args::*;
 pub use oslab_probes::args::*;
 pub use oslab_report::args::*;
-pub use oslab_sched::args::*;
+pub use oslab_shuffle::args::*;
 use oslab_store::Location;
 
 /// oslab: what your machine and its operating system really cost.
@@ -48,7 +49,7 @@ pub enum Command {
     /// shuffles side by side.
     ShuffleEval(ShuffleEvalArgs),
     /// A built-in lock benchmark: T threads, K mutexes, thread i uses lock i mod K.
-    Lockbench(oslab_sched::shuffle::lockbench::Lockbench),
+    Lockbench(oslab_shuffle::lockbench::Lockbench),
     /// A user-level CPU manager: malleable parallel jobs under native, equipartition or PDPA
     /// allocation, with page migration; workloads, live runs, comparisons.
     Cpuman(CpumanArgs),

@@ -1,6 +1,6 @@
-//! `oslab lockbench`: [`oslab_sched::shuffle::lockbench`], its time printed as JSON.
+//! `oslab lockbench`: [`oslab_shuffle::lockbench`], its time printed as JSON.
 
-use oslab_sched::shuffle::lockbench::{self, Lockbench};
+use oslab_shuffle::lockbench::{self, Lockbench};
 use std::process::ExitCode;
 
 pub fn run(b: Lockbench) -> anyhow::Result<ExitCode> {

@@ -4,9 +4,8 @@ use super::session::RecordedSession;
 use crate::cli::{ShuffleArgs, ShuffleCommand, ShuffleSimulateArgs};
 use crate::error::usage;
 use oslab_core::signals;
-use oslab_sched::shuffle;
-use oslab_sched::shuffle::live::{self, Process};
-use oslab_sched::shuffle::profile::Profile;
+use oslab_shuffle::live::{self, Process};
+use oslab_shuffle::profile::Profile;
 use oslab_store::RunRef;
 use std::process::ExitCode;
 
@@ -57,7 +56,7 @@ fn simulate(mut a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut session = RecordedSession::open(true, None, None, &a.out)?.simulation();
     let t = std::time::Instant::now();
-    let study = shuffle::study::study(&a.request, &signals::interrupted);
+    let study = oslab_shuffle::study::study(&a.request, &signals::interrupted);
     eprintln!("simulated in {:.1} s", t.elapsed().as_secs_f64());
     let text = oslab_report::table::doc(&study.doc());
     session.finish(&study.measurements(), &[], study.interrupted, Some(text))

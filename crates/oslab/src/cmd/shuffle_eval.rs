@@ -1,11 +1,11 @@
 //! `oslab shuffle-eval`: workloads run with and without shuffling
-//! ([`oslab_sched::shuffle::eval::evaluate`]).
+//! ([`oslab_shuffle::eval::evaluate`]).
 
 use super::session::RecordedSession;
 use crate::cli::ShuffleEvalArgs;
 use crate::error::usage;
 use oslab_core::signals;
-use oslab_sched::shuffle::eval;
+use oslab_shuffle::eval;
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {

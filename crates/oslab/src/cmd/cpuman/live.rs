@@ -1,14 +1,14 @@
 //! `oslab cpuman run`: a workload live on this machine's cpus
-//! ([`oslab_sched::cpuman::manager::Request`]).
+//! ([`oslab_cpuman::manager::Request`]).
 
 use super::super::session::RecordedSession;
 use crate::cli::CpumanRunArgs;
 use crate::error::usage;
 use oslab_core::model::Unit;
 use oslab_core::units::value;
+use oslab_cpuman::manager;
+use oslab_cpuman::outcome::RunOutcome;
 use oslab_report::table::doc;
-use oslab_sched::cpuman::manager;
-use oslab_sched::cpuman::outcome::RunOutcome;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 

@@ -1,5 +1,5 @@
 //! `oslab cpuman run | simulate | workload | compare` (and the internal `job`): arguments to
-//! [`oslab_sched::cpuman`] and back.
+//! [`oslab_cpuman`] and back.
 
 mod live;
 
@@ -11,14 +11,14 @@ use crate::cli::{
 };
 use crate::error::usage;
 use oslab_core::files::write_whole;
+use oslab_cpuman::compare::{self, StoredRun};
+use oslab_cpuman::jobs::Kind;
+use oslab_cpuman::simulate;
+use oslab_cpuman::speedups::Speedups;
+use oslab_cpuman::swf;
+use oslab_cpuman::workload::{self, Generate};
+use oslab_cpuman::{channel::Channel, job};
 use oslab_report::table::doc;
-use oslab_sched::cpuman::compare::{self, StoredRun};
-use oslab_sched::cpuman::jobs::Kind;
-use oslab_sched::cpuman::simulate;
-use oslab_sched::cpuman::speedups::Speedups;
-use oslab_sched::cpuman::swf;
-use oslab_sched::cpuman::workload::{self, Generate};
-use oslab_sched::cpuman::{channel::Channel, job};
 use oslab_store::{Location, RunRef};
 use std::io::Write as _;
 use std::process::ExitCode;

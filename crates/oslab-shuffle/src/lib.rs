@@ -1,4 +1,4 @@
-//! Shuffling : watch a multithreaded process's lock waits; when they pass a threshold, group
+//! oslab's shuffler: watch a multithreaded process's lock waits; when they pass a threshold, group
 //! the threads and pin each group's threads to CPUs of one last-level-cache domain. Two
 //! groupings ([`Grouping`]): the threads of one lock together (the lock is the futex word each
 //! waits on), or, as the paper does, threads sorted by lock time and cut into as many groups as
@@ -7,6 +7,10 @@
 //! created later are placed at the next interval; threads that exit are dropped. Every affinity
 //! changed is restored at the end.
 
+#![deny(missing_docs)]
+
+#[cfg(feature = "clap")]
+pub mod args;
 mod daemon;
 mod decision;
 mod pinning;

@@ -2,8 +2,8 @@
 //! into the store's measurements (so `oslab compare`, `cpuman compare` and the report read both
 //! alike) and a timeline.
 
-use crate::cpuman::jobs::Kind;
-use crate::cpuman::tally::{valued, Tally, JOBS_SHOWN, METRICS, PAGES_MOVED};
+use crate::jobs::Kind;
+use crate::tally::{valued, Tally, JOBS_SHOWN, METRICS, PAGES_MOVED};
 use oslab_core::catalog::id;
 use oslab_core::model::{self, judged, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
@@ -284,7 +284,7 @@ fn skipped(params: Map<String, Value>, metric: &str, unit: Unit, why: &str) -> M
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cpuman::tally::JobOutcome;
+    use crate::tally::JobOutcome;
 
     pub(crate) fn job(id: u64, kind: Kind, cpu: f64, start: f64, end: f64) -> JobOutcome {
         JobOutcome {
@@ -339,7 +339,7 @@ pub(crate) mod tests {
         let ms = run.measurements();
         let curve = ms
             .iter()
-            .find(|m| m.probe == crate::cpuman::speedups::PROBE)
+            .find(|m| m.probe == crate::speedups::PROBE)
             .unwrap();
         assert_eq!(curve.params["processors"], 2);
         assert_eq!(curve.params["kind"], "bt");
@@ -358,7 +358,7 @@ pub(crate) mod tests {
         let wild = shared
             .measurements()
             .into_iter()
-            .find(|m| m.probe == crate::cpuman::speedups::PROBE)
+            .find(|m| m.probe == crate::speedups::PROBE)
             .unwrap();
         assert!(wild.status.is_noisy(), "{wild:?}");
         assert!(

@@ -43,9 +43,9 @@ use super::policy::PolicyOptions;
 use super::tally::JobOutcome;
 use super::tally::Tally;
 use super::workload::{trace_machine, JobSpec, Jobs, Resolved, Source};
-use crate::cpuman::jobs::{Below8, Kind};
-use crate::cpuman::policy::Policy;
-use crate::cpuman::speedups::Speedups;
+use crate::jobs::{Below8, Kind};
+use crate::policy::Policy;
+use crate::speedups::Speedups;
 use std::time::Duration;
 
 /// Where a job's pages are first touched.
@@ -740,8 +740,8 @@ pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpuman::policy::{Equip, Native, Pdpa};
-    use crate::cpuman::workload::{generate, spec, Generate, KindMap};
+    use crate::policy::{Equip, Native, Pdpa};
+    use crate::workload::{generate, spec, Generate, KindMap};
 
     fn cfg(migration: PageMigration) -> SimConfig {
         SimConfig {

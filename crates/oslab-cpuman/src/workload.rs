@@ -10,8 +10,8 @@
 //! cancelled and failed jobs are skipped and counted, kinds come from `--app-map` or from the
 //! requested size.
 
-use crate::cpuman::jobs::{mix, Kind};
-use crate::cpuman::swf::{self, SwfJob};
+use crate::jobs::{mix, Kind};
+use crate::swf::{self, SwfJob};
 use oslab_core::stats::SplitMix64;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -552,7 +552,7 @@ pub fn note(g: &Generate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpuman::swf;
+    use crate::swf;
 
     fn w(mix: &str, load: f64, jobs: usize) -> Generate {
         Generate {

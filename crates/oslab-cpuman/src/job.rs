@@ -3,7 +3,7 @@
 
 use super::channel::Channel;
 use super::work::Work;
-use crate::cpuman::jobs::Kind;
+use crate::jobs::Kind;
 use std::time::Instant;
 
 /// Runs up to `iterations` iterations of `kind` as the manager directs; returns how many ran

@@ -1,4 +1,4 @@
-//! The CPU manager: processor allocation for malleable parallel jobs, with page
+//! oslab's CPU manager: processor allocation for malleable parallel jobs, with page
 //! migration, live on this machine.
 //!
 //! - [`workload`]: the mixes W1..W4 at a load as SWF, and a mix, a trace or external commands as
@@ -18,6 +18,10 @@
 //!   jobs alive, not the trace).
 //! - [`compare`]: stored runs side by side, with and without page migration.
 
+#![deny(missing_docs)]
+
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod channel;
 pub mod compare;
 pub mod core;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 pub const METHOD: &str =
     "eBPF: time in futex wait calls per thread (sys_enter/exit_futex, tgid-filtered, EAGAIN excluded)";
 
-static OBJECT: &[u8] = aya::include_bytes_aligned!("../../../bpf/futex_wait.bpf.o");
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/futex_wait.bpf.o");
 
 /// The `waits` map's value (struct wait_total in the C source).
 #[repr(C)]

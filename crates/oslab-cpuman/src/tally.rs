@@ -3,8 +3,8 @@
 //! metric the count, mean, spread and extremes are exact, and a uniform random sample of the
 //! values (all of them up to [`SAMPLE_CAP`]) gives the quartiles, tail and CI.
 
-use crate::cpuman::jobs::Kind;
-use crate::cpuman::workload::JobSpec;
+use crate::jobs::Kind;
+use crate::workload::JobSpec;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::stats::SplitMix64;
 use serde_json::{json, Map, Value};
@@ -359,8 +359,8 @@ mod tests {
 
     /// Where cpu_time is in [`METRICS`].
     const CPU_TIME: usize = 2;
-    use crate::cpuman::jobs::Kind;
-    use crate::cpuman::outcome::tests::job;
+    use crate::jobs::Kind;
+    use crate::outcome::tests::job;
 
     #[test]
     fn a_small_run_keeps_every_value_and_its_jobs_in_order() {

@@ -3,9 +3,9 @@
 //! interleaved; execution time per run, contention, shuffles, and the reduction with its
 //! interval.
 
-use crate::shuffle::live::LockWait;
-use crate::shuffle::locks::Monitor;
-use crate::shuffle::{watch, Daemon};
+use crate::live::LockWait;
+use crate::locks::Monitor;
+use crate::{watch, Daemon};
 use oslab_core::catalog::id;
 use oslab_core::model::{judged, Judge, Measurement, Status, Unit};
 use oslab_core::params;
@@ -580,7 +580,7 @@ fn effect(reductions: &[f64], wait_without: f64, wait_with: f64, shuffles: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shuffle::locks::Choice;
+    use crate::locks::Choice;
 
     #[test]
     fn a_loss_is_worse_a_rising_wait_is_said_and_no_shuffle_is_no_effect_of_shuffling() {

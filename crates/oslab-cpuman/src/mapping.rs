@@ -155,8 +155,8 @@ pub fn map(
 /// on `cpus` processors, and the mapping updated from them (a policy that does not pin leaves it
 /// empty; counts that did not change leave it as it is).
 pub fn reallocate(
-    policy: &mut dyn crate::cpuman::policy::Policy,
-    views: &[crate::cpuman::policy::JobView],
+    policy: &mut dyn crate::policy::Policy,
+    views: &[crate::policy::JobView],
     order: &[(usize, usize)],
     mapping: &mut BTreeMap<u64, Vec<usize>>,
 ) -> Vec<usize> {
@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn jobs_that_shared_a_cpu_are_dealt_out_again_once_they_fit() {
-        use crate::cpuman::policy::{Equip, JobView};
+        use crate::policy::{Equip, JobView};
         let order: Vec<(usize, usize)> = vec![(0, 0), (1, 0)];
         let view = |id, alloc| JobView {
             id,

@@ -1,6 +1,7 @@
 //! What the README and the architecture map say holds: every `oslab` command they show is one
 //! oslab accepts (its subcommand and every flag), every script they name exists, the headline
-//! excerpt's rows are the headline's, and the CLI's line count is the one quoted. A README that
+//! excerpt's rows are the headline's, and the binary's size and the CLI's line count are the
+//! ones quoted. A README that
 //! drifted from the code misleads the first person who copies a line from it.
 
 use std::path::{Path, PathBuf};
@@ -204,6 +205,27 @@ fn the_clis_line_count_is_the_one_the_map_quotes() {
     assert_eq!(
         quoted, actual,
         "docs/ARCHITECTURE.md quotes the CLI's lines"
+    );
+}
+
+#[test]
+fn the_binary_is_the_size_the_readme_says() {
+    let text = read("README.md");
+    let quoted: f64 = text
+        .split_once("the dynamically linked release binary is ")
+        .and_then(|(_, rest)| rest.split_once(" MiB"))
+        .map(|(n, _)| n.parse().unwrap())
+        .expect("the README gives the binary's size");
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let mib = std::fs::metadata(&bin).unwrap().len() as f64 / f64::from(1 << 20);
+    // Only a release build is the binary the README speaks of (scripts/test tests one).
+    if cfg!(debug_assertions) {
+        return;
+    }
+    assert!(
+        (mib - quoted).abs() <= 0.5,
+        "the README says {quoted} MiB; {} is {mib:.1} MiB",
+        bin.display()
     );
 }
 

@@ -21,6 +21,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em 
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.warn{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;margin:.3em 0}
 .noisy,.changed{color:#a15c00;font-weight:600}.regression{color:#b00020;font-weight:700}.better{color:#1b7a2a;font-weight:700}.skipped{color:#666;font-style:italic}.failed{color:#b00020;font-weight:600}
 nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.meta td:first-child{color:#666}
+.families{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:0 2em;align-items:start}.family{min-width:0}
 @media print{body{max-width:none}figure{break-inside:avoid}}";
 
 /// The report of one run.
@@ -64,9 +65,16 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
     }
     h.push_str(&metadata(record));
     h.push_str(&warnings(record));
+    // The families side by side where the page is wide enough (two columns at 1,280 px: a
+    // default run's report was 11,050 px, 12 screens, one family under another).
+    h.push_str("<div class=\"families\">\n");
     for family in order {
         let list = &families[family];
-        let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
+        let _ = writeln!(
+            h,
+            "<section class=\"family\"><h2 id=\"{0}\">{0}</h2>",
+            escape(family)
+        );
         let drawn = charts(family, &alone(list), record);
         for chart in &drawn {
             h.push_str(&figure_html(chart));
@@ -75,9 +83,11 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         h.push_str(&folded(
             &oslab_core::units::counted(list.len(), "measurement"),
             &table(list),
-            drawn.is_empty() && list.len() <= OPEN_ROWS,
+            drawn.is_empty() && list.len() <= OPEN_IN_FAMILY,
         ));
+        h.push_str("</section>\n");
     }
+    h.push_str("</div>\n");
     if !timeline.is_empty() {
         h.push_str("<h2 id=\"timeline\">timeline</h2>\n");
         if let Some(f) = timeline_chart(timeline) {
@@ -96,6 +106,11 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
 /// tables are folded under their summary (a default run's memory and bandwidth tables run to
 /// hundreds of rows).
 const OPEN_ROWS: usize = 12;
+
+/// A family's table is open under its heading only when it is this short: the report's first
+/// screens are the headline and the charts (a default run's open activity, migration and NUMA
+/// tables took 1,100 px of a 6,700 px page).
+const OPEN_IN_FAMILY: usize = 3;
 
 /// One line of a run's description, read from its record.
 type RecordField = fn(&RunRecord) -> String;
@@ -241,12 +256,27 @@ fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> String {
 }
 
 fn metadata(r: &RunRecord) -> String {
+    let rows = metadata_rows(r);
     let mut h = String::from("<table class=\"meta\">\n");
-    for (k, v) in metadata_rows(r) {
-        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(&v));
+    for (k, v) in &rows {
+        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(v));
     }
     h.push_str("</table>\n");
-    h
+    // Under a click, its summary naming the machine.
+    let said = |key: &str| {
+        rows.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    let summary = format!(
+        "the run and its machine: {}",
+        [said("cpu"), said("kernel")]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    folded(&summary, &h, false)
 }
 
 /// The run and its machine, a row each: when, what, which oslab, the cpu, caches, nodes, kernel,
@@ -328,14 +358,24 @@ fn warnings(r: &RunRecord) -> String {
     if !env.warnings.is_empty() {
         h.push_str("<h2 id=\"warnings\">environment warnings</h2>\n");
     }
+    let mut fixes = String::from("<ul>\n");
     for w in &env.warnings {
         let _ = writeln!(
             h,
-            "<div class=\"warn\"><b>{}</b>: {}<br><small>fix: {}</small></div>",
+            "<div class=\"warn\"><b>{}</b>: {}</div>",
             escape(&w.kind),
-            escape(&w.message),
+            escape(&w.message)
+        );
+        let _ = writeln!(
+            fixes,
+            "<li><b>{}</b>: {}</li>",
+            escape(&w.kind),
             escape(&w.remedy)
         );
+    }
+    if !env.warnings.is_empty() {
+        fixes.push_str("</ul>\n");
+        h.push_str(&folded("what to do about each", &fixes, false));
     }
     h
 }

@@ -301,7 +301,55 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
         plots::bars("time per load vs independent chases", "ns per load", &mlp),
         "Memory-level parallelism: more chases in flight, less time per load.",
     ));
+    for side in sides {
+        out.extend(stride_table(side));
+    }
     out
+}
+
+/// The size x stride table as a heatmap (lmbench's lat_mem_rd matrix): rows the working set,
+/// columns the stride, each cell the time per load; strides under a page are walked in address
+/// order, where the prefetchers run ahead.
+fn stride_table(side: &Drawn) -> Option<Figure> {
+    let cells: Vec<(u64, u64, f64)> = side
+        .ms
+        .iter()
+        .filter(|m| m.probe == id::MEMORY_LATENCY_STRIDE && m.metric == metric::PER_LOAD)
+        .filter_map(|m| {
+            Some((
+                param(m, "size")?.as_u64()?,
+                param(m, "stride")?.as_u64()?,
+                median(m)?,
+            ))
+        })
+        .collect();
+    let mut rows: Vec<u64> = cells.iter().map(|c| c.0).collect();
+    let mut cols: Vec<u64> = cells.iter().map(|c| c.1).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    cols.sort_unstable();
+    cols.dedup();
+    if rows.len() < 2 || cols.len() < 2 {
+        return None;
+    }
+    let values: Vec<Vec<Option<f64>>> = rows
+        .iter()
+        .map(|&r| {
+            cols.iter()
+                .map(|&c| cells.iter().find(|x| x.0 == r && x.1 == c).map(|x| x.2))
+                .collect()
+        })
+        .collect();
+    let bytes =
+        |v: &[u64]| -> Vec<String> { v.iter().map(|&b| oslab_core::units::bytes(b)).collect() };
+    let title = match side.label.is_empty() {
+        true => "ns per load: working set (rows) x stride (columns)".to_string(),
+        false => format!("ns per load: working set x stride ({})", side.label),
+    };
+    figure(
+        plots::heatmap(&title, &bytes(&rows), &bytes(&cols), &values, &|_, _, v| num(v)),
+        "Dependent loads one stride apart in address order: under a page the prefetchers run ahead; from a page up every load is a new page (the TLB) and strides that are multiples of a cache's set span meet its associativity.",
+    )
 }
 
 fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
@@ -955,6 +1003,46 @@ pub fn timeline_chart(events: &[TimelineEvent]) -> Option<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stride_table_is_a_heatmap_of_working_set_by_stride() {
+        let ms: Vec<Measurement> = [
+            (4096u64, 8u64, 1.2),
+            (4096, 64, 1.2),
+            (1 << 20, 8, 1.3),
+            (1 << 20, 64, 3.5),
+        ]
+        .into_iter()
+        .map(|(size, stride, v)| {
+            let mut m = Measurement::not_taken(
+                id::MEMORY_LATENCY_STRIDE,
+                oslab_core::params! {"size" => size, "stride" => stride, "cpu" => 0},
+                metric::PER_LOAD,
+                Unit::Ns,
+                oslab_core::Status::Ok,
+            );
+            m.summary = oslab_core::Summary::new(&[v, v, v]);
+            m
+        })
+        .collect();
+        let side = Drawn {
+            label: String::new(),
+            ms: ms.iter().collect(),
+        };
+        let f = stride_table(&side).expect("a heatmap");
+        assert!(
+            f.0.contains("working set (rows) x stride (columns)"),
+            "{}",
+            f.0
+        );
+        assert!(f.0.contains("1 MiB") && f.0.contains("3.5"), "{}", f.0);
+        // One size, or one stride: nothing to draw as a table.
+        let one = Drawn {
+            label: String::new(),
+            ms: ms.iter().take(2).collect(),
+        };
+        assert!(stride_table(&one).is_none());
+    }
 
     #[test]
     fn costs_orders_of_magnitude_apart_are_cut_into_charts_of_one_scale() {

@@ -21,7 +21,8 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em 
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.warn{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;margin:.3em 0}
 .noisy,.changed{color:#a15c00;font-weight:600}.regression{color:#b00020;font-weight:700}.better{color:#1b7a2a;font-weight:700}.skipped{color:#666;font-style:italic}.failed{color:#b00020;font-weight:600}
 nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.meta td:first-child{color:#666}
-.families{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:0 2em;align-items:start}.family{min-width:0}
+.families{columns:2 520px;column-gap:2em}.family{break-inside:avoid;min-width:0;overflow:hidden}.family h2{margin-top:.6em}
+.models{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:0 1em}.models details{min-width:0}.models details[open]{grid-column:1/-1}
 @media print{body{max-width:none}figure{break-inside:avoid}}";
 
 /// The report of one run.
@@ -65,8 +66,9 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
     }
     h.push_str(&metadata(record));
     h.push_str(&warnings(record));
-    // The families side by side where the page is wide enough (two columns at 1,280 px: a
-    // default run's report was 11,050 px, 12 screens, one family under another).
+    // The families in two columns where the page is wide enough, flowing down the first, then
+    // the second (a default run's report was 11,050 px, 12 screens, one family under another;
+    // in a grid, each pair took its taller one's height).
     h.push_str("<div class=\"families\">\n");
     for family in order {
         let list = &families[family];

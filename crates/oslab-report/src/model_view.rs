@@ -32,6 +32,8 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
          <b>composed</b>: from simpler measurements of this run, a consistency check. Hover a model for its inputs and their sources.</p>",
         measured.len()
     );
+    // The families' summaries side by side; an opened one takes the whole width.
+    h.push_str("<div class=\"models\">\n");
     for fam in catalog::families(measured.iter().map(|m| m.probe.as_str())) {
         let rows: Vec<&&Measurement> = measured.iter().filter(|m| family(m) == fam).collect();
         if rows.is_empty() {
@@ -68,6 +70,7 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
         );
         h.push_str(&crate::markup::folded(&summary, &t, false));
     }
+    h.push_str("</div>\n");
     Some(h)
 }
 

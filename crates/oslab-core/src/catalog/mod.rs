@@ -143,9 +143,13 @@ impl Family {
             Family::Memory => Some(Chart::Latency),
             Family::Bandwidth => Some(Chart::Bandwidth),
             Family::Call => Some(Chart::Calls),
-            Family::Task | Family::Switch | Family::Syscall | Family::Faults | Family::Timer => {
-                Some(Chart::Costs)
-            }
+            Family::Task
+            | Family::Switch
+            | Family::Syscall
+            | Family::Faults
+            | Family::Timer
+            | Family::Activity
+            | Family::Migration => Some(Chart::Costs),
             Family::Numa => Some(Chart::Numa),
             Family::Migrate => Some(Chart::Migrate),
             Family::C2c => Some(Chart::C2c),

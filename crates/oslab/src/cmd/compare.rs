@@ -46,7 +46,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         }
         Gate::Unjudged => {
             let notes: Vec<String> = comparisons.iter().flat_map(Comparison::notes).collect();
-            super::say_wrapped(&format!(
+            super::say(&format!(
                 "error: --fail-on-regression: no measurement could be judged. {}",
                 notes.join(" ")
             ));

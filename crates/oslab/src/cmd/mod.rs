@@ -147,16 +147,10 @@ pub fn print_text(s: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Says `line` on standard error for a person: it may quote outside text (a tag, a host name,
-/// an imported file's fields), so it is made printable and bounded.
-pub fn say(line: &str) {
-    eprintln!("{}", oslab_core::text::message(line, MESSAGE_CHARS));
-}
-
-/// Says a note on standard error as [`say`] does, its words wrapped to the terminal's width when
-/// standard error is one (a 665-character list of probes ran over the edge and the terminal split
-/// its words).
-pub fn say_wrapped(text: &str) {
+/// Says a message on standard error: bounded and made printable, its words wrapped to the
+/// terminal's width when standard error is one (a 665-character list of probes ran over the
+/// edge, and the terminal split its words: "does no|t exist").
+pub fn say(text: &str) {
     use std::io::IsTerminal;
     let text = oslab_core::text::message(text, MESSAGE_CHARS);
     match (

@@ -52,7 +52,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         session.warn(w);
     }
     if let Some(note) = outcome.not_retried_note(&config) {
-        super::say_wrapped(&note);
+        super::say(&note);
     }
     session.finish(&outcome.measurements, &[], outcome.interrupted, None)
 }

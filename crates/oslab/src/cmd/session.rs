@@ -114,7 +114,7 @@ impl RecordedSession {
     pub fn place(&self, no_rt: bool) -> anyhow::Result<Placement> {
         let placement = self.inner.place(no_rt)?;
         if let Some(note) = &placement.note {
-            super::say_wrapped(&format!("note: {note}"));
+            super::say(&format!("note: {note}"));
         }
         Ok(placement)
     }

@@ -69,7 +69,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     };
     jobs.notes
         .iter()
-        .for_each(|n| super::say_wrapped(&format!("note: {n}")));
+        .for_each(|n| super::say(&format!("note: {n}")));
     let cfg = r
         .config(cpus, &jobs, speedups, &session.machine.topology)
         .map_err(usage)?;

@@ -21,6 +21,9 @@ pub struct Cli {
     /// Tables and text as wide as their content (default: they fit $COLUMNS, or the terminal).
     #[arg(long, global = true)]
     pub wide: bool,
+    /// Print long output as it is (default on a terminal: through $PAGER, else `less`).
+    #[arg(long, global = true)]
+    pub no_pager: bool,
     /// The store (`--db`, `--db-timeout`): before or after the subcommand.
     #[command(flatten)]
     pub store: Location,

@@ -33,6 +33,9 @@ fn main() -> ExitCode {
     if args.wide {
         oslab_report::table::set_width(None);
     }
+    if args.no_pager {
+        cmd::no_pager();
+    }
     // Settings a killed oslab left changed are put back first, and said.
     for line in oslab_core::pending::recover(&oslab_core::pending::default_file()) {
         cmd::say(&format!("note: {line}"));

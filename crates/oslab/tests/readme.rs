@@ -137,6 +137,37 @@ fn every_oslab_command_the_readme_shows_is_accepted() {
     assert!(refused.is_empty(), "{}", refused.join("\n"));
 }
 
+/// A manual page's example is what a person copies: oslab accepts it, and it is shown on the page
+/// of its command.
+#[test]
+fn every_manual_page_example_is_accepted_on_its_commands_page() {
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let mut n = 0;
+    for (path, line, what) in oslab_report::man::examples() {
+        n += 1;
+        assert!(!what.is_empty(), "{line}: says what it does");
+        let words = commands(line).into_iter().next().unwrap_or_default();
+        let args = oslab_args(&words).unwrap_or_else(|| panic!("{line}: no oslab command"));
+        let cut = args.iter().position(|a| a == "--").unwrap_or(args.len());
+        let out = Command::new(&bin)
+            .args(&args[..cut])
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let page: Vec<&str> = path.split_whitespace().collect();
+        assert!(
+            page.is_empty() || args.windows(page.len()).any(|w| w == page),
+            "{line} is shown on the page of `{path}`"
+        );
+    }
+    assert!(n >= 20, "{n} examples");
+}
+
 #[test]
 fn every_script_the_readme_and_the_map_name_exists() {
     for doc in ["README.md", "docs/ARCHITECTURE.md"] {

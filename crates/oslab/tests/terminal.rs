@@ -43,6 +43,8 @@ fn on_terminal_with(columns: u16, env: &[(&str, &str)], stderr: bool, args: &[&s
     cmd.args(args)
         .env_remove("COLUMNS")
         .env_remove("NO_COLOR")
+        // Read as printed: no pager waiting for keys (a test that wants one sets PAGER).
+        .env("PAGER", "cat")
         .stdin(std::process::Stdio::null())
         .stdout(slave.try_clone().unwrap())
         .envs(env.iter().copied());
@@ -334,4 +336,36 @@ fn a_terminal_without_cursor_or_colour_codes_gets_none() {
         "{text}"
     );
     assert!(!text.contains('\u{1b}'), "{text:?}");
+}
+
+#[test]
+fn long_output_on_a_terminal_goes_through_the_pager_unless_asked_not_to() {
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&["run", "--quick", "timer.rdtsc", "--db", db]);
+    let paged = dir.path().join("paged");
+    let pager = format!("cat > {}", paged.display());
+    let env = [("PAGER", pager.as_str())];
+    let seen_here = on_terminal_with(80, &env, false, &["show", "latest", "--db", db]);
+    let through = std::fs::read_to_string(&paged).unwrap();
+    assert!(through.contains("timer.rdtsc"), "{through}");
+    assert!(!seen_here.contains("timer.rdtsc"), "{seen_here}");
+    std::fs::remove_file(&paged).unwrap();
+    let seen_here = on_terminal_with(
+        80,
+        &env,
+        false,
+        &["show", "latest", "--no-pager", "--db", db],
+    );
+    assert!(
+        seen_here.contains("timer.rdtsc") && !paged.exists(),
+        "{seen_here}"
+    );
+    // Into a pipe, never a pager.
+    let piped = oslab()
+        .args(["show", "latest", "--db", db])
+        .env("PAGER", &pager)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("timer.rdtsc") && !paged.exists());
 }

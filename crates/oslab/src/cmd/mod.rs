@@ -168,46 +168,52 @@ pub fn say(text: &str) {
 /// The most characters of one message: a hostile input of megabytes is never echoed whole.
 pub const MESSAGE_CHARS: usize = 2000;
 
-/// Prints `s` as it is, ending with a newline; a closed pipe is an error main treats as
-/// success.
+static PAGING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// `--no-pager`: long output is printed as it is.
+pub fn no_pager() {
+    let _ = PAGING.set(false);
+}
+
+/// `s` through a pager when standard output is a terminal, as git does: $PAGER, else `less`
+/// with LESS=FRX (it quits at once when the text fits the screen, leaves it there, passes
+/// colour); None where there is none (`--no-pager`, PAGER empty or `cat`, or no such program:
+/// the text is then printed as it is).
+fn paged(s: &str) -> Option<anyhow::Result<()>> {
+    use std::io::{IsTerminal, Write};
+    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less".into());
+    let wanted = PAGING.get().copied().unwrap_or(true) && !["", "cat"].contains(&pager.trim());
+    if !wanted || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &pager])
+        .env(
+            "LESS",
+            std::env::var("LESS").unwrap_or_else(|_| "FRX".into()),
+        )
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    // A pager quit before the end is no error.
+    let _ = child.stdin.take()?.write_all(s.as_bytes());
+    match child.wait() {
+        Ok(status) if status.code() == Some(127) => None, // sh found no such pager
+        done => Some(done.map(|_| ()).map_err(Into::into)),
+    }
+}
+
+/// Prints `s` (paged on a terminal), ending with a newline; a closed pipe is an error main
+/// treats as success.
 fn print_raw(s: &str) -> anyhow::Result<()> {
     use std::io::Write;
+    if let Some(done) = paged(s) {
+        return done;
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())?;
     if !s.ends_with('\n') {
         out.write_all(b"\n")?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::cli::Cli;
-    use clap::Parser;
-
-    /// A manual page's example is what a person copies: it parses, under the page it is shown on.
-    #[test]
-    fn every_example_parses_and_is_shown_on_its_commands_page() {
-        let mut n = 0;
-        for (path, line, what) in oslab_report::man::examples() {
-            n += 1;
-            assert!(!what.is_empty(), "{line}: says what it does");
-            // What a shell does before oslab sees it: the pipe or redirection ends the command,
-            // quotes are removed.
-            let command = line.split(['|', '>']).next().unwrap_or_default();
-            let words: Vec<String> = command
-                .split_whitespace()
-                .map(|w| w.trim_matches('\'').to_string())
-                .collect();
-            if let Err(e) = Cli::try_parse_from(&words) {
-                assert!(!e.use_stderr(), "{line}: {e}");
-            }
-            let page: Vec<&str> = path.split_whitespace().collect();
-            assert!(
-                page.is_empty() || words.windows(page.len()).any(|w| w == page),
-                "{line} is shown on the page of `{path}`"
-            );
-        }
-        assert!(n >= 20, "{n} examples");
-    }
 }

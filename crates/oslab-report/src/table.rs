@@ -118,6 +118,18 @@ pub(crate) fn whole(t: &mut Table, cols: &[usize]) {
     }
 }
 
+/// The places in `header` of the columns `named`: a layout said by name holds when a column is
+/// added or moved (a column added to `show --details --wide` once went misaligned, the counted
+/// places no longer its).
+pub(crate) fn places(header: &[&str], named: &[&str]) -> Vec<usize> {
+    header
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| named.contains(h))
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// Aligns number columns right and keeps each on one line.
 pub(crate) fn right(t: &mut Table, cols: &[usize]) {
     for &c in cols {

@@ -338,15 +338,20 @@ fn full_table(rows: &[Row], wide: bool) -> Table {
         cells.push(outcome_cell(&r.status));
         t.add_row(cells);
     }
-    // Names stay whole; parameters wrap.
-    let numbers: &[usize] = if wide {
-        &[3, 4, 5, 6, 8, 9, 10, 11, 12]
-    } else {
-        &[3, 4, 6, 7]
-    };
-    right(&mut t, numbers);
-    let unit = if wide { 7 } else { 5 };
-    whole(&mut t, &[2, unit, columns.len() - 1]);
+    // Numbers right, names whole; parameters wrap.
+    let numbers = [
+        "median",
+        "CI95",
+        "best",
+        "p99",
+        "n",
+        "outliers",
+        "TSC ticks",
+        "predicted",
+        "vs model",
+    ];
+    right(&mut t, &places(columns, &numbers));
+    whole(&mut t, &places(columns, &["metric", "unit", "status"]));
     t
 }
 

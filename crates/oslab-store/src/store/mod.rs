@@ -548,19 +548,22 @@ impl Store {
         let limit = limit.map_or(-1, |l| l.min(i64::MAX as usize) as i64);
         let mut stmt = self.conn.prepare(
             "SELECT r.id, r.started, r.status, r.hostname, r.command, r.wall_s,
-                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id), r.pid, r.boot_id
+                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id) AS measurements,
+                    r.pid, r.boot_id
              FROM runs r ORDER BY r.id DESC LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit], |r| {
             Ok(RunSummary {
-                id: r.get(0)?,
-                started: r.get(1)?,
-                status: RunStatus::parse(&r.get::<_, String>(2)?)
-                    .seen(r.get(7)?, r.get::<_, Option<String>>(8)?.as_deref()),
-                hostname: r.get(3)?,
-                command: r.get(4)?,
-                wall_s: r.get(5)?,
-                measurements: r.get(6)?,
+                id: r.get("id")?,
+                started: r.get("started")?,
+                status: RunStatus::parse(&r.get::<_, String>("status")?).seen(
+                    r.get("pid")?,
+                    r.get::<_, Option<String>>("boot_id")?.as_deref(),
+                ),
+                hostname: r.get("hostname")?,
+                command: r.get("command")?,
+                wall_s: r.get("wall_s")?,
+                measurements: r.get("measurements")?,
                 tags: BTreeMap::new(),
             })
         })?;
@@ -723,9 +726,9 @@ impl Store {
         };
         let mut stmt = self.conn.prepare(
             &format!("SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
-                    m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, {},
-                    p.value, p.model, p.inputs, m.difference, m.attempts, m.repetition, m.context,
-                    p.kind, p.formula, p.sources, p.gap, m.no_model, m.p90, m.p99, m.p999
+                    m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, {} AS samples,
+                    p.value AS p_value, p.model AS p_model, p.inputs AS p_inputs, m.difference, m.attempts, m.repetition, m.context,
+                    p.kind AS p_kind, p.formula AS p_formula, p.sources AS p_sources, p.gap AS p_gap, m.no_model, m.p90, m.p99, m.p999
              FROM measurements m LEFT JOIN predictions p ON p.measurement_id = m.id
              WHERE m.run_id = ?1 ORDER BY m.seq",
             if samples { "m.samples" } else { "NULL" }),

@@ -138,50 +138,56 @@ pub(crate) fn parse_map(s: &str) -> Result<serde_json::Map<String, serde_json::V
     }
 }
 
+/// A measurement from a row of the run's measurements joined to their predictions, its
+/// columns read by name (a column added to the query cannot shift the others).
 pub(crate) fn read_measurement(r: &Row) -> rusqlite::Result<Result<Measurement, String>> {
-    let n: Option<i64> = r.get(4)?;
+    let n: Option<i64> = r.get("n")?;
     let summary = match n {
         Some(n) => Some(Summary {
             n: n as usize,
-            min: r.get(5)?,
-            p25: r.get(6)?,
-            median: r.get(7)?,
-            p75: r.get(8)?,
-            max: r.get(9)?,
-            mean: r.get(10)?,
-            stddev: r.get(11)?,
-            ci_low: r.get(12)?,
-            ci_high: r.get(13)?,
-            outliers: r.get::<_, i64>(14)? as usize,
-            p90: r.get(33)?,
-            p99: r.get(34)?,
-            p999: r.get(35)?,
+            min: r.get("min")?,
+            p25: r.get("p25")?,
+            median: r.get("median")?,
+            p75: r.get("p75")?,
+            max: r.get("max")?,
+            mean: r.get("mean")?,
+            stddev: r.get("stddev")?,
+            ci_low: r.get("ci_low")?,
+            ci_high: r.get("ci_high")?,
+            outliers: r.get::<_, i64>("outliers")? as usize,
+            p90: r.get("p90")?,
+            p99: r.get("p99")?,
+            p999: r.get("p999")?,
         }),
         None => None,
     };
-    let unit_name: String = r.get(3)?;
-    let params_text: String = r.get(1)?;
+    let unit_name: String = r.get("unit")?;
+    let params_text: String = r.get("params")?;
     let prediction = match r.get::<_, Option<f64>>(21)? {
-        Some(value) => Some((value, r.get::<_, String>(22)?, r.get::<_, String>(23)?)),
+        Some(value) => Some((
+            value,
+            r.get::<_, String>("p_model")?,
+            r.get::<_, String>("p_inputs")?,
+        )),
         None => None,
     };
-    let samples: Option<Vec<u8>> = r.get(20)?;
-    let probe: String = r.get(0)?;
-    let metric: String = r.get(2)?;
-    let cycles = r.get(15)?;
+    let samples: Option<Vec<u8>> = r.get("samples")?;
+    let probe: String = r.get("probe")?;
+    let metric: String = r.get("metric")?;
+    let cycles = r.get("cycles")?;
     let batch = r.get::<_, Option<i64>>(16)?.map(|b| b as u64);
-    let overhead = r.get(17)?;
-    let status = Status::parse(&r.get::<_, String>(18)?);
-    let note = r.get(19)?;
-    let difference = r.get(24)?;
-    let attempts = r.get(25)?;
-    let repetition = r.get(26)?;
-    let context: Option<String> = r.get(27)?;
-    let kind: Option<String> = r.get(28)?;
-    let formula: Option<String> = r.get(29)?;
-    let sources: Option<String> = r.get(30)?;
-    let gap: Option<String> = r.get(31)?;
-    let no_model: Option<String> = r.get(32)?;
+    let overhead = r.get("overhead")?;
+    let status = Status::parse(&r.get::<_, String>("status")?);
+    let note = r.get("note")?;
+    let difference = r.get("difference")?;
+    let attempts = r.get("attempts")?;
+    let repetition = r.get("repetition")?;
+    let context: Option<String> = r.get("context")?;
+    let kind: Option<String> = r.get("p_kind")?;
+    let formula: Option<String> = r.get("p_formula")?;
+    let sources: Option<String> = r.get("p_sources")?;
+    let gap: Option<String> = r.get("p_gap")?;
+    let no_model: Option<String> = r.get("no_model")?;
     Ok((|| {
         let unit =
             Unit::from_name(&unit_name).ok_or_else(|| format!("unknown unit {unit_name:?}"))?;

@@ -315,31 +315,12 @@ fn stride_table(side: &Drawn) -> Option<Figure> {
         .ms
         .iter()
         .filter(|m| m.probe == id::MEMORY_LATENCY_STRIDE && m.metric == metric::PER_LOAD)
-        .filter_map(|m| {
-            Some((
-                param(m, "size")?.as_u64()?,
-                param(m, "stride")?.as_u64()?,
-                median(m)?,
-            ))
-        })
+        .filter_map(|m| cell(m, "size", "stride"))
         .collect();
-    let mut rows: Vec<u64> = cells.iter().map(|c| c.0).collect();
-    let mut cols: Vec<u64> = cells.iter().map(|c| c.1).collect();
-    rows.sort_unstable();
-    rows.dedup();
-    cols.sort_unstable();
-    cols.dedup();
+    let (rows, cols, values) = grid(&cells);
     if rows.len() < 2 || cols.len() < 2 {
         return None;
     }
-    let values: Vec<Vec<Option<f64>>> = rows
-        .iter()
-        .map(|&r| {
-            cols.iter()
-                .map(|&c| cells.iter().find(|x| x.0 == r && x.1 == c).map(|x| x.2))
-                .collect()
-        })
-        .collect();
     let bytes =
         |v: &[u64]| -> Vec<String> { v.iter().map(|&b| oslab_core::units::bytes(b)).collect() };
     let title = match side.label.is_empty() {
@@ -860,29 +841,29 @@ fn measured_bar(label: String, m: &Measurement) -> Option<Bar> {
     })
 }
 
-fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
-    let cells: Vec<(u64, u64, f64)> = ms
-        .iter()
-        .filter(|m| m.metric == "bandwidth" && m.param_text("kernel") == "average")
-        .filter_map(|m| {
-            Some((
-                param(m, "cpu_node")?.as_u64()?,
-                param(m, "mem_node")?.as_u64()?,
-                median(m)?,
-            ))
-        })
-        .collect();
-    if cells.len() < 2 {
-        return None; // one node: a 1x1 matrix compares nothing; the table has its figure
-    }
-    let mut rows: Vec<u64> = cells.iter().map(|c| c.0).collect();
-    let mut cols: Vec<u64> = cells.iter().map(|c| c.1).collect();
-    rows.sort_unstable();
-    rows.dedup();
-    cols.sort_unstable();
-    cols.dedup();
-    let local = |r: u64| cells.iter().find(|c| c.0 == r && c.1 == r).map(|c| c.2);
-    let values: Vec<Vec<Option<f64>>> = rows
+/// A heatmap cell of `m`: its `row` and `column` parameters and its median.
+fn cell(m: &Measurement, row: &str, column: &str) -> Option<(u64, u64, f64)> {
+    Some((
+        param(m, row)?.as_u64()?,
+        param(m, column)?.as_u64()?,
+        median(m)?,
+    ))
+}
+
+/// A heatmap's rows and columns, ascending, and its values (None where a row and a column have
+/// no cell).
+type Grid = (Vec<u64>, Vec<u64>, Vec<Vec<Option<f64>>>);
+
+/// The [`Grid`] of `cells`.
+fn grid(cells: &[(u64, u64, f64)]) -> Grid {
+    let axis = |pick: fn(&(u64, u64, f64)) -> u64| {
+        let mut v: Vec<u64> = cells.iter().map(pick).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let (rows, cols) = (axis(|c| c.0), axis(|c| c.1));
+    let values = rows
         .iter()
         .map(|&r| {
             cols.iter()
@@ -890,6 +871,20 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
                 .collect()
         })
         .collect();
+    (rows, cols, values)
+}
+
+fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
+    let cells: Vec<(u64, u64, f64)> = ms
+        .iter()
+        .filter(|m| m.metric == "bandwidth" && m.param_text("kernel") == "average")
+        .filter_map(|m| cell(m, "cpu_node", "mem_node"))
+        .collect();
+    if cells.len() < 2 {
+        return None; // one node: a 1x1 matrix compares nothing; the table has its figure
+    }
+    let (rows, cols, values) = grid(&cells);
+    let local = |r: u64| cells.iter().find(|c| c.0 == r && c.1 == r).map(|c| c.2);
     let svg = plots::heatmap(
         "NUMA bandwidth, GB/s (ratio to local)",
         &rows.iter().map(|r| format!("cpu {r}")).collect::<Vec<_>>(),
@@ -917,10 +912,7 @@ fn c2c(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
                 .ms
                 .iter()
                 .filter(|m| m.probe == id::C2C_LATENCY)
-                .filter_map(|m| {
-                    let (a, b) = (param(m, "from")?.as_u64()?, param(m, "to")?.as_u64()?);
-                    Some((a, b, median(m)?))
-                })
+                .filter_map(|m| cell(m, "from", "to"))
                 .collect();
             let mut cpus: Vec<u64> = cells.iter().flat_map(|c| [c.0, c.1]).collect();
             cpus.sort_unstable();

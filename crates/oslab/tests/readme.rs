@@ -15,6 +15,15 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap()
 }
 
+/// The number `doc` quotes between `before` and `after` (thousands separated by commas).
+fn quoted(doc: &str, before: &str, after: &str) -> f64 {
+    read(doc)
+        .split_once(before)
+        .and_then(|(_, rest)| rest.split_once(after))
+        .and_then(|(n, _)| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("{doc} quotes no number between {before:?} and {after:?}"))
+}
+
 /// The lines of the README's ```sh blocks, continuations joined.
 fn shell_lines(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -210,12 +219,7 @@ fn the_headline_excerpt_has_the_headlines_rows() {
 
 #[test]
 fn the_clis_line_count_is_the_one_the_map_quotes() {
-    let map = read("docs/ARCHITECTURE.md");
-    let quoted: usize = map
-        .split_once("parse, call, print (")
-        .and_then(|(_, rest)| rest.split_once(" lines"))
-        .map(|(n, _)| n.replace(',', "").parse().unwrap())
-        .expect("the map quotes the CLI's size");
+    let quoted = quoted("docs/ARCHITECTURE.md", "parse, call, print (", " lines") as usize;
     fn count(dir: &Path) -> usize {
         std::fs::read_dir(dir)
             .unwrap()
@@ -241,12 +245,11 @@ fn the_clis_line_count_is_the_one_the_map_quotes() {
 
 #[test]
 fn the_binary_is_the_size_the_readme_says() {
-    let text = read("README.md");
-    let quoted: f64 = text
-        .split_once("the dynamically linked release binary is ")
-        .and_then(|(_, rest)| rest.split_once(" MiB"))
-        .map(|(n, _)| n.parse().unwrap())
-        .expect("the README gives the binary's size");
+    let quoted = quoted(
+        "README.md",
+        "the dynamically linked release binary is ",
+        " MiB",
+    );
     let bin = assert_cmd::cargo::cargo_bin("oslab");
     let mib = std::fs::metadata(&bin).unwrap().len() as f64 / f64::from(1 << 20);
     // Only a release build is the binary the README speaks of (scripts/test tests one).

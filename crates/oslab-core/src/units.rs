@@ -1,5 +1,5 @@
-//! Units chosen for reading: nanoseconds scale to µs, ms and s; numbers keep three to four
-//! significant digits.
+//! Units chosen for reading: nanoseconds scale to µs, ms and s; numbers keep three significant
+//! figures, fewer when their interval is wide.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,8 @@ pub enum Unit {
     Bytes,
     /// A plain count.
     Count,
+    /// Events per second (a timer's rate).
+    Hz,
     /// A ratio of two like quantities (a speedup, a speed relative to the fastest), printed `×`.
     Ratio,
     /// A share of a whole (0..1), printed as a percentage.
@@ -33,6 +35,7 @@ impl Unit {
             Unit::GBps => "GB/s",
             Unit::Bytes => "B",
             Unit::Count => "",
+            Unit::Hz => "Hz",
             Unit::Ratio => "×",
             Unit::Share => "%",
         }
@@ -92,36 +95,65 @@ pub fn scale_for(unit: Unit, typical: f64) -> (f64, &'static str) {
     }
 }
 
-/// A number with three to four significant digits; beyond six digits, or below 0.0001, in
-/// scientific notation (`1.235e9`): a hostile or extreme figure never prints 300 digits.
+/// A number with three significant figures (`1.65`, `12.3`, `123`, `0.0777`); a whole part is
+/// never rounded into zeros (`1598`, not `1600`); beyond six digits, or below 0.0001, in
+/// scientific notation (`1.23e9`): a hostile or extreme figure never prints 300 digits.
 pub fn num(v: f64) -> String {
+    num_to(v, 3)
+}
+
+/// A number with `figures` significant figures (at least one), under [`num`]'s other rules.
+pub fn num_to(v: f64, figures: usize) -> String {
     if !v.is_finite() {
         return "-".into();
     }
+    let figures = figures.max(1);
     // -0.0 (a difference of equal values, a negated zero) reads as 0, not "-0".
     let v = if v == 0.0 { 0.0 } else { v };
     let a = v.abs();
     if a >= 1e6 || (a < 1e-4 && a > 0.0) {
-        format!("{v:.3e}")
-    } else if a >= 1000.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else if a >= 1.0 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.4}")
+        return format!("{v:.*e}", figures - 1);
+    }
+    if a == 0.0 {
+        return "0".into();
+    }
+    // Digits before the point, less one: 2 for 123.4, -2 for 0.0123.
+    let exponent = a.log10().floor() as i64;
+    let places = (figures as i64 - 1 - exponent).max(0) as usize;
+    let text = format!("{v:.places$}");
+    // Rounding can carry into a new digit (9.996 -> "10.00"): one place fewer then.
+    let carried = text
+        .parse::<f64>()
+        .is_ok_and(|r| r.abs() >= 10f64.powi(exponent as i32 + 1));
+    match carried && places > 0 {
+        true => format!("{v:.*}", places - 1),
+        false => text,
+    }
+}
+
+/// How many significant figures a median with the interval `low`..`high` deserves: three, two
+/// when the interval's half width is over 10% of the median, one when it is over the median
+/// itself. Digits the interval already disowns are noise, not precision.
+pub fn figures_for(median: f64, low: f64, high: f64) -> usize {
+    let relative = (high - low).abs() / 2.0 / median.abs();
+    match relative {
+        r if r.is_nan() || r > 1.0 => 1,
+        r if r > 0.1 => 2,
+        _ => 3,
     }
 }
 
 /// A value of `unit` already scaled: a whole count as an integer (`698`, not `698.0`), anything
 /// else as [`num`] writes it.
 pub fn figure(v: f64, unit: Unit) -> String {
+    figure_to(v, unit, 3)
+}
+
+/// [`figure`] with `figures` significant figures.
+pub fn figure_to(v: f64, unit: Unit, figures: usize) -> String {
     match unit {
         Unit::Count if v.fract() == 0.0 && v.abs() < 1e6 => format!("{v:.0}"),
-        _ => num(v),
+        _ => num_to(v, figures),
     }
 }
 
@@ -376,22 +408,41 @@ mod tests {
 
     #[test]
     fn scales_and_precision() {
-        assert_eq!(value(95.27, Unit::Ns), "95.27 ns");
+        assert_eq!(value(95.27, Unit::Ns), "95.3 ns");
         // Microseconds from 1000 ns: a column never holds 1418 ns beside 16.49 µs.
-        assert_eq!(value(999.0, Unit::Ns), "999.0 ns");
-        assert_eq!(value(1_418.0, Unit::Ns), "1.418 µs");
+        assert_eq!(value(999.0, Unit::Ns), "999 ns");
+        assert_eq!(value(1_418.0, Unit::Ns), "1.42 µs");
         assert_eq!(figure(698.0, Unit::Count), "698");
-        assert_eq!(figure(698.5, Unit::Count), "698.5");
-        assert_eq!(value(123_456.0, Unit::Ns), "123.5 µs");
-        assert_eq!(value(2.5e9, Unit::Ns), "2.500 s");
+        assert_eq!(figure(69.85, Unit::Count), "69.8");
+        assert_eq!(value(123_456.0, Unit::Ns), "123 µs");
+        assert_eq!(value(2.5e9, Unit::Ns), "2.50 s");
+        assert_eq!(value(16.0, Unit::Hz), "16.0 Hz");
         assert_eq!(bytes(48 << 10), "48 KiB");
         assert_eq!(bytes(480 << 20), "480 MiB");
         assert_eq!(num(f64::NAN), "-");
-        assert_eq!(num(1.7e300), "1.700e300");
-        assert_eq!(num(-2e-9), "-2.000e-9");
+        assert_eq!(num(1.7e300), "1.70e300");
+        assert_eq!(num(-2e-9), "-2.00e-9");
         assert_eq!(num(999_999.0), "999999");
-        assert_eq!(figure(1e12, Unit::Count), "1.000e12");
-        assert_eq!(num(0.3333), "0.3333");
+        assert_eq!(figure(1e12, Unit::Count), "1.00e12");
+        assert_eq!(num(0.3333), "0.333");
+        assert_eq!(num(0.0777), "0.0777");
+        // A rounding that carries keeps three figures, not four.
+        assert_eq!(num(9.996), "10.0");
+        assert_eq!(num(0.09996), "0.100");
+        assert_eq!(num(-99.96), "-100");
+    }
+
+    #[test]
+    fn a_wide_interval_keeps_fewer_figures() {
+        // Within 10%: three; within the median itself: two; wider: one. A whole part is never
+        // rounded into zeros.
+        assert_eq!(figures_for(16.98, 16.5, 17.4), 3);
+        assert_eq!(num_to(16.98, figures_for(16.98, 14.0, 20.0)), "17");
+        assert_eq!(num_to(1.654, figures_for(1.654, 0.9, 2.5)), "1.7");
+        assert_eq!(num_to(738.7, figures_for(738.7, 691.0, 3322.0)), "739");
+        assert_eq!(num_to(0.0777, figures_for(0.0777, 0.0016, 1.404)), "0.08");
+        // No median to be relative to: one figure.
+        assert_eq!(figures_for(0.0, 0.0, 0.0055), 1);
     }
 
     #[test]

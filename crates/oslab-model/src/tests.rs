@@ -398,7 +398,7 @@ fn missing_inputs_say_which_and_how_to_supply_them() {
         id::ACTIVITY_NOISE,
         params! {"cpu" => 0},
         "tick_hz",
-        Unit::Count,
+        Unit::Hz,
         250.0,
     );
     assert!(predicted(&s, vec![tick])

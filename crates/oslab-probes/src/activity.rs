@@ -433,7 +433,7 @@ pub fn summarise(
             let hz = counted.unwrap_or_default();
             out.push(value(
                 "periodic_hz",
-                Unit::Count,
+                Unit::Hz,
                 1e9 / period,
                 format!(
                     "the most common interval between interruptions ({:.3} ms), faster than the kernel's {hz:.0} local timer interrupts per second: periodic interruptions from outside this kernel (a hypervisor preempting the virtual cpu)",
@@ -443,7 +443,7 @@ pub fn summarise(
             out.push(
                 value(
                     "tick_hz",
-                    Unit::Count,
+                    Unit::Hz,
                     hz,
                     format!("local timer interrupts per second, as the kernel counted them over the recording; {irq_text}"),
                 )
@@ -453,7 +453,7 @@ pub fn summarise(
         Some(period) => {
             let mut m = value(
                 "tick_hz",
-                Unit::Count,
+                Unit::Hz,
                 1e9 / period,
                 format!(
                     "from the most common interval between interruptions ({:.3} ms); {irq_text}",
@@ -472,7 +472,7 @@ pub fn summarise(
             id,
             base,
             "tick_hz",
-            Unit::Count,
+            Unit::Hz,
             Status::Skipped(format!(
                 "too few interruptions to infer a period; {irq_text}"
             )),

@@ -66,12 +66,9 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
         };
         t.row(vec![
             name,
-            format!(
-                "{} {sym}",
-                oslab_core::units::figure(s.median / div, m.unit)
-            )
-            .trim_end()
-            .to_string(),
+            format!("{} {sym}", s.median_text(div, m.unit))
+                .trim_end()
+                .to_string(),
             s.relative_interval_text(m.unit),
             m.prediction.as_ref().map_or_else(
                 || "no model".into(),
@@ -157,7 +154,16 @@ pub fn notes(ms: &[Measurement]) -> String {
         true => "† against this run's other figures composed (a consistency check), not a prediction from the machine's specifications\n",
         false => "",
     };
-    format!("{}{tight}{composed}", cache_note(ms))
+    let coverage = oslab_core::stats::short_coverage_note(
+        HEADLINE
+            .iter()
+            .filter_map(|line| find(ms, line))
+            .filter(|m| m.status.has_value())
+            .filter_map(|m| m.summary.as_ref().map(|s| s.n)),
+    )
+    .map(|note| note + "\n")
+    .unwrap_or_default();
+    format!("{}{tight}{composed}{coverage}", cache_note(ms))
 }
 
 /// What a `*` means, once, or nothing.
@@ -218,7 +224,7 @@ mod tests {
         let t = table(&ms).unwrap();
         assert_eq!(t.rows.len(), 2);
         assert_eq!(t.rows[0][0], "read bandwidth, 1 thread");
-        assert_eq!(t.rows[1][1], "80.00 GB/s");
+        assert_eq!(t.rows[1][1], "80.0 GB/s");
         assert!(table(&ms[..1]).is_none());
         // Arrays too small for RAM alone: the name says the figure is partly the cache's.
         let mut small = ms.clone();
@@ -228,7 +234,11 @@ mod tests {
         let t = table(&small).unwrap();
         assert_eq!(t.rows[0][0], "read bandwidth, 1 thread *");
         assert!(notes(&small).starts_with("* working set under 4x the LLC: partly the cache's"));
-        assert!(notes(&ms).is_empty());
+        // Three values each: their range, said once to cover the median 75% of the time.
+        assert_eq!(
+            notes(&ms),
+            "‡ the range of 3 values, which holds the median 75% of the time, not 95%\n"
+        );
         // Busy: a tight figure is told from a spread one, and the notes say what tight means.
         let mut busy = ms.clone();
         for m in &mut busy {
@@ -257,11 +267,11 @@ mod tests {
         let t = table(&checked).unwrap();
         assert_eq!(
             (t.rows[0][3].as_str(), t.rows[0][4].as_str()),
-            ("9.000 GB/s", "1.33x")
+            ("9.00 GB/s", "1.33x")
         );
         assert_eq!(
             (t.rows[1][3].as_str(), t.rows[1][4].as_str()),
-            ("9.000 GB/s", "8.89x!†")
+            ("9.00 GB/s", "8.89x!†")
         );
         assert!(notes(&checked).starts_with("† against this run's other figures"));
         assert!(!notes(&ms).contains('†'));

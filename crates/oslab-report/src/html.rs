@@ -264,21 +264,24 @@ fn metadata(r: &RunRecord) -> String {
         let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(v));
     }
     h.push_str("</table>\n");
-    // Under a click, its summary naming the machine.
+    folded(&machine_summary(&rows), &h, false)
+}
+
+/// The summary a folded machine table sits under: the cpu and the kernel.
+pub(crate) fn machine_summary(rows: &[(&'static str, String)]) -> String {
     let said = |key: &str| {
         rows.iter()
             .find(|(k, _)| *k == key)
             .map(|(_, v)| v.as_str())
     };
-    let summary = format!(
+    format!(
         "the run and its machine: {}",
         [said("cpu"), said("kernel")]
             .into_iter()
             .flatten()
             .collect::<Vec<_>>()
             .join("; ")
-    );
-    folded(&summary, &h, false)
+    )
 }
 
 /// The run and its machine, a row each: when, what, which oslab, the cpu, caches, nodes, kernel,
@@ -415,8 +418,8 @@ fn table(ms: &[&Measurement]) -> String {
                     .collect::<Vec<_>>()
                     .join(" / ");
                 (
-                    num(s.median / div),
-                    s.interval_text(div, num),
+                    s.median_text(div, m.unit),
+                    s.interval_text(div, m.unit),
                     best.map_or_else(|| "-".into(), |b| num(b / div)),
                     tail,
                     sym.to_string(),

@@ -35,22 +35,23 @@ pub fn markdown(
         }
         md.push('\n');
     }
-    md.push_str("## machine\n\n| | |\n|---|---|\n");
-    for (k, v) in metadata_rows(record) {
-        let _ = writeln!(md, "| {} | {} |", md_text(k), md_text(&v));
+    // The machine under a click, as in the HTML report; each warning one line, the fixes folded.
+    let rows = metadata_rows(record);
+    let mut table = String::from("| | |\n|---|---|\n");
+    for (k, v) in &rows {
+        let _ = writeln!(table, "| {} | {} |", md_text(k), md_text(v));
     }
-    md.push('\n');
+    md.push_str(&md_folded(&machine_summary(&rows), &table, false));
     if let Ok(env) = serde_json::from_value::<Environment>(record.environment.clone()) {
+        let mut fixes = String::new();
         for w in &env.warnings {
-            let _ = writeln!(
-                md,
-                "> **{}**: {} (fix: {})",
-                md_text(&w.kind),
-                md_text(&w.message),
-                md_text(&w.remedy)
-            );
+            let _ = writeln!(md, "- **{}**: {}", md_text(&w.kind), md_text(&w.message));
+            let _ = writeln!(fixes, "- **{}**: {}", md_text(&w.kind), md_text(&w.remedy));
         }
-        md.push('\n');
+        if !env.warnings.is_empty() {
+            md.push('\n');
+            md.push_str(&md_folded("what to do about each", &fixes, false));
+        }
     }
     let mut files = Vec::new();
     let mut families: Vec<(&str, Vec<&Measurement>)> = Vec::new();
@@ -61,24 +62,40 @@ pub fn markdown(
             None => families.push((family, vec![m])),
         }
     }
-    let mut add = |md: &mut String, (svg, caption): Figure| {
-        let name = format!("oslab-run-{id}-fig{}.svg", files.len() + 1);
-        let _ = writeln!(md, "![{}]({name})\n", md_text(&caption));
-        files.push((name, svg));
-    };
-    for (family, list) in &families {
-        let _ = writeln!(md, "## {}\n", md_text(family));
-        for f in charts(family, &alone(list), record) {
-            add(&mut md, f);
+    // Charts two to a line, as the HTML report's two columns draw them (one under another, a
+    // default run's Markdown was 73 screens of 900 px in a browser).
+    let mut add = |md: &mut String, figures: Vec<Figure>| {
+        let images: Vec<String> = figures
+            .into_iter()
+            .map(|(svg, caption)| {
+                let name = format!("oslab-run-{id}-fig{}.svg", files.len() + 1);
+                files.push((name.clone(), svg));
+                format!(
+                    "<img src=\"{}\" alt=\"{}\" title=\"{1}\" width=\"49%\">",
+                    escape(&name),
+                    escape(&caption)
+                )
+            })
+            .collect();
+        if !images.is_empty() {
+            let _ = writeln!(md, "{}\n", images.join("\n"));
         }
-        md.push_str("| probe | params | metric | median | CI95 | unit | predicted | status |\n|---|---|---|--:|--:|---|--:|---|\n");
+    };
+    // The families a level below the report's sections: GitHub draws a second-level heading
+    // larger and ruled, 16 of them a screen's height.
+    md.push_str("## measurements\n\n");
+    for (family, list) in &families {
+        let _ = writeln!(md, "### {}\n", md_text(family));
+        let drawn = charts(family, &alone(list), record);
+        add(&mut md, drawn);
+        let mut table = String::from("| probe | params | metric | median | CI95 | unit | predicted | status |\n|---|---|---|--:|--:|---|--:|---|\n");
         for m in list {
             let (median, ci, unit) = match &m.summary {
                 Some(s) => {
                     let (div, sym) = scale_for(m.unit, s.median);
                     (
-                        num(s.median / div),
-                        s.interval_text(div, num),
+                        s.median_text(div, m.unit),
+                        s.interval_text(div, m.unit),
                         sym.to_string(),
                     )
                 }
@@ -88,7 +105,7 @@ pub fn markdown(
                 num(p.value / scale_for(m.unit, m.summary.as_ref().map_or(p.value, |s| s.median)).0)
             });
             let _ = writeln!(
-                md,
+                table,
                 "| {} | {} | {} | {median} | {ci} | {unit} | {pred} | {} |",
                 md_text(&m.probe),
                 md_text(&m.params_text()),
@@ -96,11 +113,14 @@ pub fn markdown(
                 md_text(&m.status.to_string())
             );
         }
-        md.push('\n');
+        let summary = oslab_core::units::counted(list.len(), "measurement");
+        // Every table under a click: on a page that does not reflow into columns, the headline and
+        // the charts fill the first screens.
+        md.push_str(&md_folded(&summary, &table, false));
     }
     if let Some(f) = timeline_chart(timeline) {
         md.push_str("## timeline\n\n");
-        add(&mut md, f);
+        add(&mut md, vec![f]);
     }
     if let Some(model) = crate::model_view::markdown(ms) {
         md.push_str("## model vs measured\n\n");

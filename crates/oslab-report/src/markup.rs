@@ -29,6 +29,17 @@ pub(crate) fn folded(summary: &str, body: &str, open: bool) -> String {
     )
 }
 
+/// Markdown `body` folded under `summary`, as GitHub and CommonMark viewers draw `<details>`:
+/// the blank lines around the body keep it Markdown (a table stays a table).
+pub(crate) fn md_folded(summary: &str, body: &str, open: bool) -> String {
+    format!(
+        "<details{}><summary>{}</summary>\n\n{}\n\n</details>\n\n",
+        if open { " open" } else { "" },
+        escape(summary),
+        body.trim_end()
+    )
+}
+
 /// A [`oslab_core::text::Table`] as an HTML table.
 pub(crate) fn text_table(t: &oslab_core::text::Table) -> String {
     let mut h = String::from("<table><tr>");

@@ -7,7 +7,7 @@
 use crate::markup::escape;
 use oslab_core::catalog;
 use oslab_core::model::Measurement;
-use oslab_core::units::{num, scale_for};
+use oslab_core::units::{scale_for, value};
 use std::fmt::Write;
 
 /// Rows of one probe and metric beyond which they are a sweep, summarised.
@@ -60,14 +60,7 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
             }
         }
         t.push_str("</table>\n");
-        let off = rows
-            .iter()
-            .filter(|m| m.prediction.as_ref().is_some_and(|p| p.gap.is_some()))
-            .count();
-        let summary = format!(
-            "{fam}: {} measured, {off} more than 2x from the model",
-            rows.len()
-        );
+        let summary = family_summary(fam, rows.iter().copied().copied());
         h.push_str(&crate::markup::folded(&summary, &t, false));
     }
     h.push_str("</div>\n");
@@ -92,10 +85,8 @@ pub fn markdown(ms: &[Measurement]) -> Option<String> {
         if rows.is_empty() {
             continue;
         }
-        let _ = writeln!(
-            md,
-            "### {}\n\n| measurement | predicted | measured | measured / predicted | analysis |\n|---|--:|--:|--:|---|",
-            md_text(fam)
+        let mut t = String::from(
+            "| measurement | predicted | measured | measured / predicted | analysis |\n|---|--:|--:|--:|---|\n",
         );
         let mut done: Vec<(&str, &str)> = Vec::new();
         for m in &rows {
@@ -117,7 +108,7 @@ pub fn markdown(ms: &[Measurement]) -> Option<String> {
                     _ => String::new(),
                 };
                 let _ = writeln!(
-                    md,
+                    t,
                     "| {} {} ({} points: drawn with its model) | {} predicted | {} | {spread} | |",
                     md_text(&m.probe),
                     md_text(&m.metric),
@@ -128,27 +119,49 @@ pub fn markdown(ms: &[Measurement]) -> Option<String> {
                 continue;
             }
             let Some(s) = &m.summary else { continue };
-            let (div, sym) = scale_for(m.unit, s.median);
             let (pred, analysis) = match &m.prediction {
                 Some(p) => (
-                    format!("{} {sym}", num(p.value / div)),
+                    value(p.value, m.unit),
                     p.gap.clone().unwrap_or_else(|| "within 2x".into()),
                 ),
                 None => ("no model".into(), m.no_model.clone().unwrap_or_default()),
             };
             let _ = writeln!(
-                md,
-                "| {} | {} | {} {sym} | {} | {} |",
+                t,
+                "| {} | {} | {} | {} | {} |",
                 md_text(&format!("{} {} {}", m.probe, m.params_text(), m.metric)),
                 md_text(&pred),
-                num(s.median / div),
+                measured_text(s, m.unit),
                 md_text(&crate::table::versus(m)),
                 md_text(&analysis)
             );
         }
-        md.push('\n');
+        md.push_str(&crate::markup::md_folded(
+            &family_summary(fam, rows.iter().copied()),
+            &t,
+            false,
+        ));
     }
     Some(md)
+}
+
+/// What a family's folded table holds: `timer: 6 measured, 1 more than 2x from the model`.
+fn family_summary<'a>(fam: &str, rows: impl Iterator<Item = &'a Measurement>) -> String {
+    let (mut measured, mut off) = (0, 0);
+    for m in rows {
+        measured += 1;
+        off += usize::from(m.prediction.as_ref().is_some_and(|p| p.gap.is_some()));
+    }
+    format!("{fam}: {measured} measured, {off} more than 2x from the model")
+}
+
+/// A measured median with its unit, each cell scaled by itself (a prediction of 3.80 µs beside a
+/// measured 802 ns, not 3801 ns).
+fn measured_text(s: &oslab_core::stats::Summary, unit: oslab_core::units::Unit) -> String {
+    let (div, sym) = scale_for(unit, s.median);
+    format!("{} {sym}", s.median_text(div, unit))
+        .trim_end()
+        .to_string()
 }
 
 fn family(m: &Measurement) -> &str {
@@ -174,11 +187,10 @@ fn row(m: &Measurement) -> String {
     let Some(s) = &m.summary else {
         return String::new();
     };
-    let (div, sym) = scale_for(m.unit, s.median);
     let what = format!("{} {} {}", m.probe, m.params_text(), m.metric);
     let (pred, model, ratio, analysis) = match &m.prediction {
         Some(p) => (
-            format!("{} {sym}", num(p.value / div)),
+            value(p.value, m.unit),
             format!(
                 "<span title=\"{}\"><b>{}</b> {}: {}</span>",
                 escape(&inputs(m)),
@@ -201,9 +213,10 @@ fn row(m: &Measurement) -> String {
         ),
     };
     format!(
-        "<tr><td>{}</td><td class=\"n\">{pred}</td><td>{model}</td><td class=\"n\">{} {sym}</td><td class=\"n\">{}</td><td>{analysis}</td></tr>\n",
+        "<tr><td>{}</td><td class=\"n\">{}</td><td>{model}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{analysis}</td></tr>\n",
         escape(&what),
-        num(s.median / div),
+        escape(&pred),
+        escape(&measured_text(s, m.unit)),
         escape(&ratio)
     )
 }

@@ -879,7 +879,7 @@ mod tests {
                 .any(|l| l.starts_with("▸") && l.contains("1800")),
             "{shown:?}"
         );
-        assert!(shown.iter().any(|l| l == "59.78"), "{shown:?}");
+        assert!(shown.iter().any(|l| l == "59.8"), "{shown:?}");
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub fn probes(ms: &[Measurement]) -> String {
         &[2, 3],
     )
     .optional(&[1, 3]);
+    // The sample counts of the single intervals shown, for what a short-coverage mark means.
+    let mut shown = Vec::new();
     for (probe, all) in by_probe(ms) {
         let metric = &all[0].metric;
         let main: Vec<&Measurement> = all
@@ -60,6 +62,7 @@ pub fn probes(ms: &[Measurement]) -> String {
             ([m], [v]) => {
                 let (div, sym) = scale_for(m.unit, *v);
                 let s = m.summary.as_ref().expect("valued");
+                shown.push(s.n);
                 format!(
                     "{} {sym} {}",
                     figure(v / div, m.unit),
@@ -94,7 +97,11 @@ pub fn probes(ms: &[Measurement]) -> String {
             status_counts(&main),
         ]);
     }
-    crate::table::render(&t)
+    let table = crate::table::render(&t);
+    match oslab_core::stats::short_coverage_note(shown) {
+        Some(note) => format!("{table}\n{note}"),
+        None => table,
+    }
 }
 
 /// ", over size" / ", over args": the parameters that differ between the points.

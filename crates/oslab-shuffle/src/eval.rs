@@ -625,7 +625,7 @@ mod tests {
             "x".into(),
         );
         let v = oslab_core::units::value(gain.summary.unwrap().median, gain.unit);
-        assert_eq!(v, "7.200 %");
+        assert_eq!(v, "7.20 %");
     }
 
     fn locks(method: Choice) -> LockWait {

@@ -392,10 +392,10 @@ pub const ACTIVITY_NOISE: Entry = suite(
         predicted(metric::INTERRUPTIONS, Unit::Count),
         unmodelled(metric::INTERRUPTION, Unit::Ns, OF_THE_RECORDING),
         predicted(metric::LOST_FRACTION, Unit::Share),
-        predicted(metric::TICK_HZ, Unit::Count),
+        predicted(metric::TICK_HZ, Unit::Hz),
         unmodelled(
             metric::PERIODIC_HZ,
-            Unit::Count,
+            Unit::Hz,
             "interruptions from outside this kernel follow the host's scheduling, which nothing inside the guest describes",
         ),
         predicted(metric::READ_OVERHEAD, Unit::Ns),

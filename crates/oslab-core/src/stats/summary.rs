@@ -54,7 +54,36 @@ pub struct Summary {
     pub p999: Option<f64>,
 }
 
+/// The mark after a relative interval that covers the median less often than 95% of the time.
+pub const SHORT_COVERAGE: &str = "‡";
+
+/// What [`SHORT_COVERAGE`] means for intervals from these numbers of values (once, in a
+/// table's notes), or nothing when every one covers 95%: `‡ the range of 5 values, which holds
+/// the median 94% of the time, not 95%`.
+pub fn short_coverage_note(values: impl IntoIterator<Item = usize>) -> Option<String> {
+    let mut ns: Vec<usize> = values
+        .into_iter()
+        .filter(|&n| (MIN_FOR_SHOWN_INTERVAL..6).contains(&n))
+        .collect();
+    ns.sort_unstable();
+    ns.dedup();
+    let join = |parts: Vec<String>| parts.join(" or ");
+    let covered = |n: usize| Summary::range_coverage(n);
+    (!ns.is_empty()).then(|| {
+        format!(
+            "{SHORT_COVERAGE} the range of {} values, which holds the median {} of the time, not 95%",
+            join(ns.iter().map(|n| n.to_string()).collect()),
+            join(ns.iter().map(|&n| format!("{:.0}%", covered(n) * 100.0)).collect())
+        )
+    })
+}
+
 impl Summary {
+    /// How often the range of `n` values covers their median: 1 - 2^(1-n).
+    fn range_coverage(n: usize) -> f64 {
+        1.0 - 0.5f64.powi(n as i32 - 1)
+    }
+
     /// The interval to show beside the median: none from fewer than 3 values (it would be their
     /// range, not an interval of any confidence).
     pub fn interval(&self) -> Option<(f64, f64)> {
@@ -67,7 +96,7 @@ impl Summary {
     pub fn coverage(&self) -> f64 {
         match self.n {
             n if n >= 6 => 0.95,
-            n => 1.0 - 0.5f64.powi(n as i32 - 1),
+            n => Summary::range_coverage(n),
         }
     }
 
@@ -79,29 +108,42 @@ impl Summary {
         }
     }
 
-    /// The interval as text, values scaled by `div` and shown by `num`, with its coverage when
-    /// under 95% (`1.2 – 3.4 (94%)`); "no interval (n=2)" when there is none.
-    pub fn interval_text(&self, div: f64, num: impl Fn(f64) -> String) -> String {
+    /// The significant figures the median deserves: three, fewer when its interval is wide
+    /// ([`crate::units::figures_for`]); three without an interval (`n=2 only` says the rest).
+    pub fn figures(&self) -> usize {
+        self.interval()
+            .map_or(3, |(lo, hi)| crate::units::figures_for(self.median, lo, hi))
+    }
+
+    /// The median scaled by `div`, in as many figures as its interval allows.
+    pub fn median_text(&self, div: f64, unit: crate::units::Unit) -> String {
+        crate::units::figure_to(self.median / div, unit, self.figures())
+    }
+
+    /// The interval as text, values scaled by `div`, in the median's figures, with its coverage
+    /// when under 95% (`1.2 – 3.4 (94%)`); "no interval (n=2)" when there is none.
+    pub fn interval_text(&self, div: f64, unit: crate::units::Unit) -> String {
+        let num = |v: f64| crate::units::figure_to(v / div, unit, self.figures());
         match self.interval() {
-            Some((lo, hi)) => format!(
-                "{} – {}{}",
-                num(lo / div),
-                num(hi / div),
-                self.short_coverage()
-            ),
+            Some((lo, hi)) => format!("{} – {}{}", num(lo), num(hi), self.short_coverage()),
             None => format!("no interval (n={})", self.n),
         }
     }
 
-    /// The interval relative to the median: `±0.4%` when its ends lie about as far from the
-    /// median, `-6.4%/+350%` when one lies over half as far again as the other (an asymmetric
-    /// interval is never shown as ±), its ends in `unit` (`0 – 5.5 ms`) when the median is zero
-    /// or the interval more than ten times it (no percentage of nothing); `n=2 only` without one
-    /// (too few values for an interval). It reads the same at any scale (a narrow table's
-    /// interval column).
+    /// The interval relative to the median, short enough for a narrow column: `±0.4%` when its
+    /// ends lie about as far from the median, `-6.4/+350%` when one lies over half as far again
+    /// as the other (an asymmetric interval is never shown as ±), its ends in `unit` (`0 – 5.5
+    /// ms`) when the median is zero or the interval more than ten times it (no percentage of
+    /// nothing); `n=2 only` without one (too few values for an interval). An interval that
+    /// covers the median less often than 95% (the range of 3-5 values) carries
+    /// [`SHORT_COVERAGE`], which [`short_coverage_note`] explains. It reads the same at any scale.
     pub fn relative_interval_text(&self, unit: crate::units::Unit) -> String {
         let Some((lo, hi)) = self.interval() else {
             return format!("n={} only", self.n);
+        };
+        let mark = match self.coverage() < 0.95 {
+            true => SHORT_COVERAGE,
+            false => "",
         };
         let size = self.median.abs();
         let (below, above) = (self.median - lo, hi - self.median);
@@ -111,15 +153,21 @@ impl Summary {
             return format!("{} – {} {sym}", num(lo / div), num(hi / div))
                 .trim_end()
                 .to_string()
-                + &self.short_coverage();
+                + mark;
         }
         let pct = |v: f64| crate::units::percent(v / size);
         let text = if below.max(above) > 1.5 * below.min(above) && below.max(above) > 0.01 * size {
-            format!("-{}/+{}", pct(below), pct(above))
+            // One percent sign for both ends; a zero end as 0 (`-0/+1.1%`).
+            let bare = pct(below);
+            let bare = match bare.trim_end_matches('%') {
+                "0.0" => "0",
+                b => b,
+            };
+            format!("-{bare}/+{}", pct(above))
         } else {
             format!("±{}", pct(below.max(above)))
         };
-        text + &self.short_coverage()
+        text + mark
     }
 
     /// The interval's farther end from the median, relative to it (0.004 for `±0.4%`); none
@@ -511,20 +559,31 @@ mod tests {
         let mut s = Summary::new(&[738.7; 10]).unwrap();
         let text = |s: &Summary| s.relative_interval_text(crate::units::Unit::Ns);
         (s.ci_low, s.ci_high) = (691.0, 3322.0);
-        assert_eq!(text(&s), "-6.5%/+350%");
+        assert_eq!(text(&s), "-6.5/+350%");
         (s.ci_low, s.ci_high) = (730.0, 747.0);
         assert_eq!(text(&s), "±1.2%");
         // Host steal: a zero median, its interval 0-0.0055 (306 digits once).
         s.median = 0.0;
         (s.ci_low, s.ci_high) = (0.0, 0.0055e9);
-        assert_eq!(text(&s), "0 – 5.500 ms");
+        assert_eq!(text(&s), "0 – 5.50 ms");
         s.n = 2;
         assert_eq!(text(&s), "n=2 only");
         // Five values' whole range covers the median 94% of the time, and says so.
         s.n = 5;
         (s.median, s.ci_low, s.ci_high) = (100.0, 99.0, 101.0);
-        assert_eq!(text(&s), "±1.0% (94%)");
-        assert_eq!(s.interval_text(1.0, |v| format!("{v}")), "99 – 101 (94%)");
+        assert_eq!(text(&s), "±1.0%‡");
+        assert_eq!(
+            short_coverage_note([5, 12, 5]).unwrap(),
+            "‡ the range of 5 values, which holds the median 94% of the time, not 95%"
+        );
+        assert_eq!(short_coverage_note([12, 2]), None);
+        assert_eq!(
+            s.interval_text(1.0, crate::units::Unit::Ns),
+            "99.0 – 101 (94%)"
+        );
+        // An end at the median reads as 0, one percent sign for both.
+        (s.median, s.ci_low, s.ci_high) = (100.0, 100.0, 101.1);
+        assert_eq!(text(&s), "-0/+1.1%‡");
     }
 
     #[test]

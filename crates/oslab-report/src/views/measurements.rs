@@ -126,9 +126,9 @@ pub fn measurements(ms: &[Measurement]) -> String {
                     Value {
                         median: match m.difference_spans_zero() {
                             true => "≈ 0".to_string(),
-                            false => num(s.median / div),
+                            false => s.median_text(div, m.unit),
                         },
-                        ci: s.interval_text(div, num),
+                        ci: s.interval_text(div, m.unit),
                         best: m.best().map_or_else(|| "-".into(), |b| num(b / div)),
                         p99: s.p99.map_or_else(|| "-".into(), |t| num(t / div)),
                         unit: sym.to_string(),
@@ -625,7 +625,7 @@ mod tests {
             Status::Skipped("needs a second cpu".into()),
         );
         let out = measurements(&[ok, skipped]);
-        assert!(out.contains("51.00") && out.contains("µs"), "{out}");
+        assert!(out.contains("51.0") && out.contains("µs"), "{out}");
         // Cycles are a --wide column (tests/output.rs checks them there).
         assert!(out.contains("no model"), "{out}");
         assert!(

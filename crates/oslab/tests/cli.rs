@@ -810,6 +810,8 @@ fn activity_infers_the_tick_stores_the_timeline_and_exports_a_trace() {
         .unwrap();
     assert!(overhead > 0.1 && overhead < 10_000.0, "{overhead}");
     let tick = metric("tick_hz");
+    // A rate, in its own unit: interruptions per second are not a count.
+    assert_eq!(tick["unit"], "hz", "{tick}");
     if let Some(hz) = tick["summary"]["median"].as_f64() {
         // A busy cpu takes every tick: the rate is one of the usual CONFIG_HZ values, and what the
         // kernel counted as local timer interrupts.

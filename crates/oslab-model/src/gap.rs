@@ -57,7 +57,7 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
             .collect();
         return match family {
             Some(Family::Memory) if m.probe == id::MEMORY_LATENCY_STRIDE || m.probe == id::MEMORY_LATENCY_SEQUENTIAL => {
-                "the prefetchers fetch ahead of the chain; the model assumes none".into()
+                "the prefetchers fetch more of the chain ahead, or from nearer, than the model counts".into()
             }
             Some(Family::Bandwidth) | Some(Family::Numa) => "together the threads moved more than their number times one thread: the one-thread row ran at a slower moment (the host's other guests), or the memory's peak is another configuration's than the one oslab was told".into(),
             Some(Family::Migration) => "the re-read is sequential: the L2 prefetchers fetch the moved lines ahead, more at once than the fill buffers the model counts".into(),

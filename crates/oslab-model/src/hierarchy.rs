@@ -233,38 +233,57 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     }
 }
 
-/// The lmbench table: loads `stride` apart in address order over `size`. Without prefetching,
-/// a stride below the line re-uses the line (an L1 hit) for all but one load in 64/stride; the
-/// lines touched occupy `size` x 64/stride and live in the level that holds that footprint.
+/// The lmbench table: loads `stride` apart in address order over `size`, as the hardware
+/// serves them.
+/// - Below a page the prefetchers follow the stride: a load that starts a line costs the time
+///   that level streams its bytes, `min(stride, 128)` of them (the adjacent-line prefetcher
+///   completes 128-byte pairs), never less than an L1 hit; loads within a line hit L1.
+/// - From a page on they cannot (they stop at page boundaries): every load is a miss to the
+///   level that holds its lines, plus the TLB's share for `size / stride` pages.
+/// - Lines `stride` apart share their low address bits, so they compete for a fraction of a
+///   cache's sets: `size / stride` lines fit a cache of `C` when `size` does for strides up to a
+///   page, and when `size x 4 KiB / stride` does beyond it (the bits above the page offset
+///   come from the physical frames, spread over every set).
 fn stride(spec: &Spec, m: &Measurement) -> Outcome {
     let size = number(&m.params, "size").ok_or("no size parameter")?;
     let stride = number(&m.params, "stride").ok_or("no stride parameter")?;
-    let miss = (stride / LINE).min(1.0);
-    let footprint = size * (LINE / stride).min(1.0);
+    let footprint = size * (PAGE / stride).min(1.0);
     let l1 = level_latency(spec, 1)?;
-    let (level, lat) = level_of(spec, footprint)?;
-    let mut value = miss * lat.value + (1.0 - miss) * l1.value;
-    let mut formula = format!(
-        "{miss:.3} x {level} {:.2} ns + {:.3} x L1 {:.2} ns (no prefetching)",
-        lat.value,
-        1.0 - miss,
-        l1.value
-    );
-    if stride >= PAGE {
-        let (tlb, what) = tlb_share(spec, size / stride * PAGE, PAGE)?;
-        if tlb > 0.0 {
-            value += tlb;
-            formula.push_str(&format!(" + {what}"));
-        }
-    }
-    Ok(Model::spec("strided load", value, formula)
-        .input(
+    let model = |value: f64, formula: String| {
+        Model::spec("strided load", value, formula).input(
             "footprint_bytes",
             footprint,
-            "parameter: size x min(1, 64 B / stride)",
+            "parameter: size x min(1, 4 KiB / stride), the bytes whose sets the lines compete for",
         )
-        .figure("latency_ns", &lat)
-        .figure("l1_ns", &l1))
+    };
+    if stride < PAGE {
+        let rate = level_read_rate(spec, footprint)?;
+        let (level, _) = level_of(spec, footprint)?;
+        let starts = (stride / LINE).min(1.0);
+        let fetched = stride.clamp(LINE, 2.0 * LINE);
+        let per_line = l1.value.max(fetched / rate.value);
+        let value = starts * per_line + (1.0 - starts) * l1.value;
+        return Ok(model(
+            value,
+            format!(
+                "{starts:.3} x max(L1 {:.2} ns, {fetched:.0} B / {:.1} GB/s from {level}) + {:.3} x L1: the prefetchers follow the stride",
+                l1.value,
+                rate.value,
+                1.0 - starts
+            ),
+        )
+        .figure("read_rate_gbps", &rate)
+        .figure("l1_ns", &l1));
+    }
+    let (level, lat) = level_of(spec, footprint)?;
+    let mut value = lat.value;
+    let mut formula = format!("{level} {:.2} ns (no prefetching across pages)", lat.value);
+    let (tlb, what) = tlb_share(spec, size / stride * PAGE, PAGE)?;
+    if tlb > 0.0 {
+        value += tlb;
+        formula.push_str(&format!(" + {what}"));
+    }
+    Ok(model(value, formula).figure("latency_ns", &lat))
 }
 
 /// A cache line handed from one core to another: the reader's miss goes to the level the two

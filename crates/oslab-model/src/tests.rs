@@ -547,3 +547,56 @@ fn every_metric_the_catalog_calls_predicted_has_a_model_arm() {
         }
     }
 }
+
+/// `docs/models.md` names every probe whose metrics the model predicts, and names no probe the
+/// catalog does not have: the page a reader checks a prediction against cannot fall behind.
+#[test]
+fn the_models_page_names_every_modelled_probe_and_no_other() {
+    let page = include_str!("../../../docs/models.md");
+    // Names in backticks that look like probe ids, patterns (`switch.*.pipe`) included.
+    let named: Vec<&str> = page
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| {
+            (w.contains('.')
+                && !w.contains(' ')
+                && oslab_core::catalog::Family::of(w.trim_start_matches("*.")).is_some())
+                || oslab_core::catalog::entry(w).is_some()
+        })
+        .collect();
+    let matches = |pattern: &str, id: &str| {
+        let (p, i): (Vec<&str>, Vec<&str>) =
+            (pattern.split('.').collect(), id.split('.').collect());
+        match pattern.starts_with("*.") {
+            true => id.ends_with(&pattern[1..]),
+            false => {
+                p.len() <= i.len()
+                    && p.iter().zip(&i).all(|(a, b)| *a == "*" || a == b)
+                    && (p.len() == i.len() || p.last() == Some(&"*"))
+            }
+        }
+    };
+    let catalog: Vec<&oslab_core::catalog::Entry> = oslab_core::catalog::all().collect();
+    for name in &named {
+        assert!(
+            catalog.iter().any(|e| matches(name, e.id)),
+            "docs/models.md names `{name}`, which no probe in the catalog is"
+        );
+    }
+    let missing: Vec<&str> = catalog
+        .iter()
+        .filter(|e| {
+            e.metrics
+                .iter()
+                .any(|m| m.predicted == oslab_core::catalog::Predicted::Yes)
+        })
+        .filter(|e| !named.iter().any(|n| matches(n, e.id)))
+        .map(|e| e.id)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the model predicts metrics of these probes, and docs/models.md does not name them: {}",
+        missing.join(", ")
+    );
+}

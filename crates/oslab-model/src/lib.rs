@@ -3,7 +3,7 @@
 //! measure, explain the gap).
 //!
 //! - [`spec::Spec`]: the machine's figures, each with its source: the core's published cycle
-//!   counts ([`uarch`]), the core clock measured by a chain of dependent adds ([`clock`]), the
+//!   counts ([`uarch`]), the core clock (measured by oslab-probes' `core_clock`: a chain of dependent multiplies), the
 //!   memory's rate and channels ([`memory`]: SMBIOS or `--memory`), cache sizes, mitigations,
 //!   CONFIG_HZ, idle-state exit latencies and NUMA distances.
 //! - [`predict`]: gives every measurement of a run its model's value, formula, inputs and their
@@ -14,7 +14,6 @@
 //! primitive from simpler ones measured in the same run (a pipe round trip from the switch and
 //! the transfer): a consistency check, labelled as such. `docs/models.md` lists every model.
 
-pub mod clock;
 pub mod memory;
 pub mod spec;
 pub mod uarch;

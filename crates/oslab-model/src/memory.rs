@@ -65,12 +65,16 @@ impl MemorySpec {
         })
     }
 
-    /// The memory as the user described it, else as SMBIOS describes it, else why neither.
-    pub fn find(user: Option<&str>) -> Result<MemorySpec, String> {
+    /// The memory as the user described it, else as the SMBIOS table did (`smbios`: its memory
+    /// devices' peak, or why there is none), else why neither.
+    pub fn described(
+        user: Option<&str>,
+        smbios: Result<dmi::Peak, String>,
+    ) -> Result<MemorySpec, String> {
         if let Some(text) = user {
             return MemorySpec::parse(text);
         }
-        match dmi::read_peak() {
+        match smbios {
             Ok(p) => Ok(MemorySpec {
                 mts: p.mts,
                 channels: p.channels as u32,

@@ -1,7 +1,6 @@
 //! The machine as the models see it: every figure with where it came from (a published table, a
 //! measurement, the kernel, the firmware, the user), or why it is missing and how to supply it.
 
-use crate::clock::CoreClock;
 use crate::memory::MemorySpec;
 use crate::uarch::{self, Uarch};
 use oslab_core::machine::Fingerprint;
@@ -185,39 +184,9 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// The model of this machine, measuring the core clock on the calling thread's cpu (pinned
-    /// to `cpu`); `memory` is the user's description, if any.
-    pub fn read(fingerprint: &Fingerprint, cpu: usize, memory: Option<&str>) -> Spec {
-        // A preempted burst widens the spread: up to three tries, the steadiest kept.
-        let mut clock: Option<CoreClock> = None;
-        for _ in 0..3 {
-            let Some(c) = CoreClock::measure() else { break };
-            if clock.as_ref().is_none_or(|k| c.spread < k.spread) {
-                clock = Some(c);
-            }
-            if clock.as_ref().is_some_and(|k| k.spread < 0.05) {
-                break;
-            }
-        }
-        let core_ghz = match clock {
-            Some(c) if c.spread < 0.5 => Ok(Figure::new(c.ghz, c.describe())),
-            Some(c) => Err(format!(
-                "the core clock could not be measured steadily ({}): the cpu was shared or changed speed",
-                c.describe()
-            )),
-            None => Err("no dependent-operation chain is written for this architecture".into()),
-        };
-        Spec::from_parts(
-            fingerprint,
-            cpu,
-            core_ghz,
-            MemorySpec::find(memory),
-            idle_exit(cpu),
-        )
-    }
-
-    /// The model from a fingerprint and figures found elsewhere (tests describe machines this
-    /// one is not).
+    /// The model from a fingerprint and the figures found beside it: the core clock measured,
+    /// the memory described, the idle state's exit latency (oslab-probes' `spec::read` finds
+    /// them on this machine; tests describe machines this one is not).
     pub fn from_parts(
         fingerprint: &Fingerprint,
         cpu: usize,
@@ -411,36 +380,6 @@ fn costly(state: &str, text: &str) -> bool {
     }
 }
 
-/// The exit latency of the deepest enabled idle state of `cpu`, from cpuidle.
-fn idle_exit(cpu: usize) -> Result<Figure, String> {
-    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
-    let read = |p: String| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    let mut deepest = None;
-    for k in 0.. {
-        let Some(latency) = read(format!("{dir}/state{k}/latency")) else {
-            break;
-        };
-        if read(format!("{dir}/state{k}/disable")).as_deref() == Some("1") {
-            continue;
-        }
-        let name = read(format!("{dir}/state{k}/name")).unwrap_or_default();
-        if let Ok(us) = latency.parse::<f64>() {
-            deepest = Some((us, name));
-        }
-    }
-    match deepest {
-        Some((us, name)) => Ok(Figure::new(
-            us,
-            format!("kernel: cpuidle state {name}, exit latency {us} µs"),
-        )),
-        None => Err(format!("{dir} lists no idle states (no cpuidle driver)")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,9 +414,32 @@ mod tests {
 
     #[test]
     fn a_client_model_number_under_a_server_name_takes_the_server_core() {
-        let topology = oslab_core::topology::Topology::read().unwrap();
-        let clock = oslab_core::Clock::monotonic("test".into(), false);
-        let mut fp = Fingerprint::read(&topology, &clock);
+        let mut fp = Fingerprint {
+            hostname: "test".into(),
+            cpu_vendor: None,
+            cpu_model: None,
+            cpu_signature: None,
+            microcode: None,
+            packages: 1,
+            cores: 1,
+            threads: 1,
+            topology: oslab_core::Topology {
+                cpus: Vec::new(),
+                caches: Vec::new(),
+                nodes: Vec::new(),
+            },
+            memory: None,
+            kernel: "test".into(),
+            clocksource: None,
+            clock: oslab_core::Clock::monotonic("test".into(), false),
+            governor: None,
+            turbo: None,
+            smt: None,
+            hypervisor: None,
+            mitigations: Vec::new(),
+            thp: None,
+            tick_hz: None,
+        };
         fp.cpu_vendor = Some("GenuineIntel".into());
         fp.cpu_signature = Some("6/167/1".into());
         fp.cpu_model = Some("Intel(R) Xeon(R) Processor".into());

@@ -248,7 +248,7 @@ pub fn run(
     outcome.measurements = done.into_iter().flat_map(|(_, r, _)| r).collect();
     // Every measurement gets its prediction from the machine model, read now on the measuring
     // cpu (the core clock is measured there) with everything the run measured at hand.
-    let spec = oslab_model::Spec::read(cx.fingerprint, cx.cpu, cx.options.memory.as_deref());
+    let spec = crate::spec::read(cx.fingerprint, cx.cpu, cx.options.memory.as_deref());
     oslab_model::predict(&spec, &mut outcome.measurements);
     // The host rows have no model by nature, said as such (after the model, which would say
     // it has none for them yet).

@@ -31,7 +31,7 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
             started.elapsed().as_secs_f64()
         );
     }
-    let spec = oslab_model::Spec::read(&session.machine.fingerprint, session.cpu, None);
+    let spec = oslab_probes::spec::read(&session.machine.fingerprint, session.cpu, None);
     oslab_model::predict(&spec, &mut measured);
     let text = oslab_report::c2c::text(&measured, total);
     session.finish(&measured, &[], interrupted, Some(text))

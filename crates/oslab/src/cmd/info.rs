@@ -12,7 +12,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     // What the predictions of a run would rest on (the core clock measured on this cpu now).
     let cpu = oslab_core::affinity::current_cpu().unwrap_or(0);
     let memory = std::env::var("OSLAB_MEMORY").ok();
-    let model = oslab_model::Spec::read(&m.fingerprint, cpu, memory.as_deref()).describe();
+    let model = oslab_probes::spec::read(&m.fingerprint, cpu, memory.as_deref()).describe();
     let counters = args
         .counters
         .then(|| counters::availability(&counters::CpuId::read()));

@@ -3,8 +3,6 @@
 //! /sys/firmware/dmi/tables/DMI (root only); a VM often has none or reports no speed, and then
 //! there is no model, with the reason.
 
-use std::path::Path;
-
 /// One populated memory device (DIMM).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryDevice {
@@ -143,23 +141,6 @@ pub fn peak(devices: &[MemoryDevice]) -> Result<Peak, String> {
     })
 }
 
-/// The machine's peak from /sys/firmware/dmi/tables/DMI, or why there is none.
-pub fn read_peak() -> Result<Peak, String> {
-    read_peak_from(Path::new("/sys/firmware/dmi/tables/DMI"))
-}
-
-/// As [`read_peak`], from a table file.
-pub fn read_peak_from(path: &Path) -> Result<Peak, String> {
-    let table = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "no SMBIOS tables exposed by the firmware".to_string(),
-        std::io::ErrorKind::PermissionDenied => {
-            format!("{} is readable by root only", path.display())
-        }
-        _ => format!("{}: {e}", path.display()),
-    })?;
-    peak(&memory_devices(&table))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,8 +192,6 @@ mod tests {
             .unwrap_err()
             .contains("no memory speed"));
         assert!(peak(&[]).is_err());
-        let e = read_peak_from(Path::new("/no/such/DMI")).unwrap_err();
-        assert!(e.contains("no SMBIOS"), "{e}");
         // Truncated tables end the walk instead of reading past the end.
         assert!(memory_devices(&t[..30]).is_empty());
     }

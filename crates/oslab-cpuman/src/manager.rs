@@ -20,8 +20,9 @@ use crate::jobs::Kind;
 use crate::policy::PageMigration;
 use crate::policy::{Policy, PolicyOptions};
 use oslab_core::model::{EventKind, TimelineEvent};
-use oslab_core::perf::{self, Counter};
-use oslab_core::{signals, CpuSet};
+use oslab_core::CpuSet;
+use oslab_os::perf::{self, Counter};
+use oslab_os::signals;
 use serde_json::Map;
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
@@ -192,7 +193,7 @@ struct Running {
     /// How it ended, once reaped.
     exit: Option<String>,
     /// Its process group, ended with it (and by its guard if the manager is killed).
-    tree: Option<oslab_core::tree::Tree>,
+    tree: Option<oslab_os::tree::Tree>,
 }
 
 impl Managed for Running {
@@ -458,7 +459,7 @@ pub fn run(
             break;
         }
         // A long tick must not hold Ctrl-C: the loop's top sees the flag.
-        oslab_core::signals::sleep_unless_stopped(cfg.tick);
+        oslab_os::signals::sleep_unless_stopped(cfg.tick);
     }
     if interrupted {
         stop_all(&mut running, &mut finished, now());
@@ -590,14 +591,14 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
     cmd.stdin(Stdio::null());
     // A job and what it starts never outlive the manager, even one killed with SIGKILL; its own
     // process group: terminal signals go to the manager, which stops jobs.
-    oslab_core::tree::Tree::contain(&mut cmd);
+    oslab_os::tree::Tree::contain(&mut cmd);
     let fd = channel.as_ref().map_or(-1, |c| c.fd());
     // Every job starts on its allocation, so what it first touches lands on the allocation's
     // nodes (a built-in job's threads then pin themselves one cpu each).
     // SAFETY: between fork and exec only async-signal-safe calls: fcntl, sched_setaffinity,
     // with data prepared before the fork.
     unsafe {
-        let raw = oslab_core::placement::cpu_set_t(&set);
+        let raw = oslab_os::placement::cpu_set_t(&set);
         cmd.pre_exec(move || {
             if fd >= 0 {
                 libc::fcntl(fd, libc::F_SETFD, 0);
@@ -614,7 +615,7 @@ fn start(r: &mut Running, cfg: &Config, self_analyze: bool) -> Result<(), Manage
         source,
     })?;
     r.pid = child.id() as i32;
-    r.tree = Some(oslab_core::tree::Tree::watch(r.pid));
+    r.tree = Some(oslab_os::tree::Tree::watch(r.pid));
     r.channel = channel;
     // Counting thread migrations over the job's life (threads created later inherit it).
     r.migrations =
@@ -658,7 +659,7 @@ fn confine(r: &Running) {
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         {
             // A thread that exited meanwhile is simply gone.
-            let _ = oslab_core::affinity::set_affinity(tid, &set);
+            let _ = oslab_os::affinity::set_affinity(tid, &set);
         }
     }
 }

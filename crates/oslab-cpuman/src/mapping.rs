@@ -210,7 +210,7 @@ fn tightest_block(candidates: &[usize], need: usize, node: impl Fn(usize) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_core::topology::write_fake_sysfs;
+    use oslab_os::topology::write_fake_sysfs;
 
     fn two_nodes() -> Vec<(usize, usize)> {
         (0..8).map(|c| (c, c / 4)).collect()
@@ -292,7 +292,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // 2 packages x 2 cores x 2 threads, one node per package.
         write_fake_sysfs(dir.path(), 2, 2, 2, 2).unwrap();
-        let topo = Topology::read_from(dir.path()).unwrap();
+        let topo = oslab_os::topology::read_from(dir.path()).unwrap();
         let order = placement_order(&topo, &topo.online());
         assert_eq!(order.len(), 8);
         // Node by node; within a node every core's first thread before any sibling.

@@ -4,7 +4,7 @@
 //! and the automatic NUMA balancing switch, restored when the guard drops.
 
 use super::outcome::CpuBursts;
-use oslab_core::perf::{self, Counter};
+use oslab_os::perf::{self, Counter};
 use std::collections::BTreeMap;
 use std::fs;
 
@@ -154,9 +154,9 @@ pub fn pages_migrated() -> Option<u64> {
         .ok()
 }
 
-const BALANCING: &str = oslab_core::pending::NUMA_BALANCING;
+const BALANCING: &str = oslab_os::pending::NUMA_BALANCING;
 
-pub use oslab_core::balancing::BalancingGuard;
+pub use oslab_os::balancing::BalancingGuard;
 
 /// Why automatic NUMA balancing could not be switched on here, found before anything starts.
 pub fn balancing_check() -> Result<(), String> {
@@ -280,7 +280,7 @@ mod tests {
         let pid = std::process::id() as i32;
         let mut s = TaskSampler::default();
         let (_, live) = s.sample(pid);
-        assert!(live.contains(&oslab_core::affinity::gettid()));
+        assert!(live.contains(&oslab_os::affinity::gettid()));
         let t = std::time::Instant::now();
         while t.elapsed().as_millis() < 30 {
             std::hint::spin_loop();
@@ -288,7 +288,7 @@ mod tests {
         let (ran, _) = s.sample(pid);
         let me = ran
             .iter()
-            .find(|r| r.tid == oslab_core::affinity::gettid())
+            .find(|r| r.tid == oslab_os::affinity::gettid())
             .expect("this thread ran");
         // It ran, and not longer than the wall time that passed (other tests share the cpus).
         let wall = t.elapsed().as_nanos() as u64;

@@ -323,7 +323,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
     let mut next_home = 0usize;
     loop {
         // Ctrl-C ends a long simulation with what completed.
-        if oslab_core::signals::interrupted() {
+        if oslab_os::signals::interrupted() {
             stopped = true;
             break;
         }

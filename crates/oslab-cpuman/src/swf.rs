@@ -155,7 +155,7 @@ pub const OSLAB_MARK: &str = "oslab cpuman workload";
 /// Reads the header: the comment lines before the first job.
 pub fn header(input: impl BufRead) -> Header {
     let mut h = Header::default();
-    for line in oslab_core::files::lines(input, MAX_LINE).map_while(Result::ok) {
+    for line in oslab_files::lines(input, MAX_LINE).map_while(Result::ok) {
         let t = line.trim();
         if t.is_empty() {
             continue;
@@ -185,7 +185,7 @@ pub fn header(input: impl BufRead) -> Header {
 pub fn read(input: impl BufRead) -> impl Iterator<Item = Result<SwfJob, SwfError>> {
     let mut last_submit = 0.0f64;
     let mut failed = false;
-    oslab_core::files::lines(input, MAX_LINE)
+    oslab_files::lines(input, MAX_LINE)
         .enumerate()
         .filter_map(move |(i, l)| {
             if failed {

@@ -154,7 +154,7 @@ fn team(t: usize, cpus: &[usize], f: impl Fn(usize) + Sync) {
         if !cpus.is_empty() {
             let set = oslab_core::CpuSet::single(cpus[k % cpus.len()]);
             // A CPU outside our cpuset is refused: the member then runs where it may.
-            let _ = oslab_core::affinity::set_affinity(0, &set);
+            let _ = oslab_os::affinity::set_affinity(0, &set);
         }
     };
     std::thread::scope(|s| {

@@ -168,9 +168,8 @@ impl KindMap {
 
     /// Reads an application map: lines `EXECUTABLE KIND` (`12 swim`), `#` comments.
     pub fn read(path: &Path) -> Result<KindMap, String> {
-        let bytes =
-            oslab_core::files::read_bounded(path, 1 << 20, oslab_core::files::Links::Follow)
-                .map_err(|e| format!("--app-map {}: {e}", path.display()))?;
+        let bytes = oslab_files::read_bounded(path, 1 << 20, oslab_files::Links::Follow)
+            .map_err(|e| format!("--app-map {}: {e}", path.display()))?;
         let text = String::from_utf8_lossy(&bytes);
         let mut apps = BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
@@ -267,8 +266,8 @@ pub fn trace_machine(src: &Source) -> Result<Option<(usize, &'static str)>, Stri
     let Some(path) = &src.trace else {
         return Ok(None);
     };
-    let file = oslab_core::files::open_regular(path, oslab_core::files::Links::Follow)
-        .map_err(|e| e.to_string())?;
+    let file =
+        oslab_files::open_regular(path, oslab_files::Links::Follow).map_err(|e| e.to_string())?;
     let h = swf::header(std::io::BufReader::new(file));
     Ok(match (h.max_procs, h.max_nodes) {
         (Some(p), _) => Some((p as usize, "the trace's MaxProcs")),
@@ -452,7 +451,7 @@ fn read_trace(
     cpus: usize,
 ) -> Result<(Jobs, Vec<String>), String> {
     let open = |path: &Path| {
-        oslab_core::files::open_regular(path, oslab_core::files::Links::Follow)
+        oslab_files::open_regular(path, oslab_files::Links::Follow)
             .map(std::io::BufReader::new)
             .map_err(|e| e.to_string())
     };
@@ -464,7 +463,7 @@ fn read_trace(
     let mut skipped: BTreeMap<Skip, usize> = BTreeMap::new();
     let (mut count, mut max_id, mut sized, mut oversized) = (0usize, 0u64, 0usize, 0usize);
     for job in swf::read(open(path)?) {
-        if oslab_core::signals::interrupted() {
+        if oslab_os::signals::interrupted() {
             return Err(format!("interrupted while reading {}", path.display()));
         }
         let job = job.map_err(|e| format!("{}: {e}", path.display()))?;

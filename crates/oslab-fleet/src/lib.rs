@@ -25,7 +25,7 @@ pub mod task;
 
 pub use summary::{summarize, FleetSummary, NodeRun};
 
-use oslab_core::files::{read_bounded, FileError, Links};
+use oslab_files::{read_bounded, FileError, Links};
 use oslab_store::exchange::{self, ImportFailed, RunDocument};
 use oslab_store::{RunRecord, RunRef, RunStatus, Store, StoreError};
 use std::collections::{BTreeMap, BTreeSet};
@@ -551,7 +551,7 @@ pub fn hand_in(db: &Path, to: &Path) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let doc = serde_json::to_vec(&RunDocument::new(record, ms, timeline))
             .map_err(|e| e.to_string())?;
-        oslab_core::files::write_whole(to, &doc).map_err(|e| e.to_string())
+        oslab_files::write_whole(to, &doc).map_err(|e| e.to_string())
     })();
     remove_store_files(db);
     exported

@@ -4,7 +4,7 @@
 
 use crate::slurm::{self, ScriptOptions, SlurmError};
 use crate::{JobRef, NodeState, MANIFEST};
-use oslab_core::files::write_whole;
+use oslab_files::write_whole;
 use std::path::{Path, PathBuf};
 
 /// Where and how the suite runs on the cluster.
@@ -275,7 +275,7 @@ pub fn ended(job: &JobRef, job_dir: &Path, output: &Path) -> (bool, Vec<String>)
     }
     lines.push(format!("the job's output: {}", output.display()));
     // What the job itself said went wrong (the first node's checks, each node's step).
-    let said = oslab_core::files::read_bounded(output, 1 << 20, oslab_core::files::Links::Refuse)
+    let said = oslab_files::read_bounded(output, 1 << 20, oslab_files::Links::Refuse)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     lines.extend(

@@ -3,8 +3,8 @@
 //! RESULTS/JOB.TOKEN/node-NAME.json, or node-NAME.failed saying why.
 
 use crate::{hand_in, is_job_id, is_node_name, node_file, remove_store_files, JobRef, NodeFile};
-use oslab_core::files::write_whole;
-use oslab_core::tree::run_contained;
+use oslab_files::write_whole;
+use oslab_os::tree::run_contained;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
@@ -49,7 +49,7 @@ pub fn run(
     // stores what it measured.
     let mut cmd = Command::new(program);
     cmd.arg("run").args(run_args).arg("--db").arg(&db);
-    let status = run_contained(&mut cmd, oslab_core::signals::interrupted);
+    let status = run_contained(&mut cmd, oslab_os::signals::interrupted);
     let handed = node_file(&dir, &node, NodeFile::Run);
     let why = match (&status, hand_in(&db, &handed)) {
         // Stored, complete or interrupted: the run speaks for itself.

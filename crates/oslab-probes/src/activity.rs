@@ -7,9 +7,10 @@
 use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self};
-use oslab_core::interrupts;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, Clock, Status};
+use oslab_os::clock::Ticks;
+use oslab_os::interrupts;
 use std::time::{Duration, Instant};
 
 /// The suite's short activity probe (`oslab activity` records longer and keeps the timeline).
@@ -186,7 +187,7 @@ pub struct Recording {
 /// Runs the busy loop on the calling thread (pin it first) until `limit`, or until the user
 /// stops us (then the recording so far comes back, marked interrupted).
 pub fn record(clock: &Clock, threshold: u64, limit: Limit) -> Result<Recording, ProbeError> {
-    let cpu = oslab_core::affinity::current_cpu();
+    let cpu = oslab_os::affinity::current_cpu();
     let before = cpu.map(interrupts::snapshot);
     let (max_time, max_gaps) = match limit {
         Limit::Duration(d) => (d, MAX_GAPS),

@@ -53,7 +53,7 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The measuring cpu and its peer as the user named them (`--cpu`, `--peer-cpu`).
-    pub fn named_cpus(&self) -> [Option<oslab_core::placement::Named<'_>>; 2] {
+    pub fn named_cpus(&self) -> [Option<oslab_os::placement::Named<'_>>; 2] {
         [
             self.cpu.as_deref().map(|c| ("--cpu", c)),
             self.peer_cpu.as_deref().map(|c| ("--peer-cpu", c)),

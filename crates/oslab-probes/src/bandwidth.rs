@@ -417,13 +417,13 @@ fn sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_core::topology::write_fake_sysfs;
+    use oslab_os::topology::write_fake_sysfs;
 
     #[test]
     fn threads_fill_cores_before_smt_siblings() {
         let dir = std::env::temp_dir().join(format!("oslab-bw-{}", std::process::id()));
         write_fake_sysfs(&dir, 2, 2, 2, 1).unwrap();
-        let topo = Topology::read_from(&dir).unwrap();
+        let topo = oslab_os::topology::read_from(&dir).unwrap();
         let order = thread_order(&topo, &topo.online());
         std::fs::remove_dir_all(&dir).ok();
         // 8 cpus: 2 packages x 2 cores x 2 threads. First one thread per core, packages alternating.

@@ -39,7 +39,7 @@ pub fn available_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let host = line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024;
-    Some(oslab_core::cgroup::memory_headroom().map_or(host, |c| c.min(host)))
+    Some(oslab_os::cgroup::memory_headroom().map_or(host, |c| c.min(host)))
 }
 
 /// Private anonymous memory, unmapped on drop. Pages are not touched here: the first write
@@ -77,8 +77,8 @@ impl Buffer {
         if topology.nodes.len() < 2 {
             return None;
         }
-        use oslab_core::numa::Numa;
-        let status = oslab_core::numa::LinuxNuma::new(topology)
+        use oslab_os::numa::Numa;
+        let status = oslab_os::numa::LinuxNuma::new(topology)
             .where_are(&self.sample_pages())
             .ok()?;
         let mut per: std::collections::BTreeMap<i32, usize> = Default::default();

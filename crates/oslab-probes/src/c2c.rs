@@ -10,10 +10,10 @@
 
 use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::affinity::AffinityGuard;
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::{params, CpuSet, Topology};
+use oslab_os::affinity::AffinityGuard;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -423,9 +423,9 @@ mod tests {
 
     fn fake(packages: usize, cores: usize, threads: usize) -> (tempfile::TempDir, Topology) {
         let dir = tempfile::tempdir().unwrap();
-        oslab_core::topology::write_fake_sysfs(dir.path(), packages, cores, threads, packages)
+        oslab_os::topology::write_fake_sysfs(dir.path(), packages, cores, threads, packages)
             .unwrap();
-        let t = Topology::read_from(dir.path()).unwrap();
+        let t = oslab_os::topology::read_from(dir.path()).unwrap();
         (dir, t)
     }
 

@@ -154,7 +154,7 @@ impl NopProgram {
         let dir = std::env::temp_dir().join(format!(
             "oslab-nop-{}-{}",
             std::process::id(),
-            oslab_core::affinity::gettid()
+            oslab_os::affinity::gettid()
         ));
         std::fs::create_dir_all(&dir)
             .map_err(|e| ProbeError::Failed(format!("creating {}: {e}", dir.display())))?;

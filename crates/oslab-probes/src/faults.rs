@@ -18,7 +18,7 @@ use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Unit};
 use oslab_core::model::{DEVICE, DEVICE_CLASS};
 use oslab_core::params;
-use oslab_core::perf::{self, Counter};
+use oslab_os::perf::{self, Counter};
 use serde_json::{Map, Value};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -537,7 +537,7 @@ fn open_unnamed(dir: &Path) -> Result<libc::c_int, ProbeError> {
     let name = dir.join(format!(
         ".oslab-faults-{}-{}",
         std::process::id(),
-        oslab_core::affinity::gettid()
+        oslab_os::affinity::gettid()
     ));
     let cn = CString::new(name.as_os_str().as_bytes())
         .map_err(|_| ProbeError::Failed("temp file path contains a NUL byte".into()))?;

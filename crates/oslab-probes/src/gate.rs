@@ -11,6 +11,7 @@
 
 use oslab_core::model::SLOWED_CORE;
 use oslab_core::Clock;
+use oslab_os::clock::Ticks;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -171,7 +172,7 @@ mod tests {
 
     #[test]
     fn slow_rounds_are_left_out_and_said_unless_too_many() {
-        let clock = Clock::detect(std::time::Duration::from_millis(20));
+        let clock = oslab_os::clock::detect(std::time::Duration::from_millis(20));
         let fastest = Fastest::default();
         let mut gate = Gate::new(&clock, &fastest);
         gate.checks = vec![100.0, 100.0, 300.0, 100.0, 100.0];
@@ -200,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_live_check_is_plausible() {
-        let clock = Clock::detect(std::time::Duration::from_millis(20));
+        let clock = oslab_os::clock::detect(std::time::Duration::from_millis(20));
         let fastest = Fastest::default();
         let mut gate = Gate::new(&clock, &fastest);
         for _ in 0..50 {

@@ -10,8 +10,9 @@
 use crate::error::ProbeError;
 use crate::gate::{self, Fastest, Gate};
 use oslab_core::model::join_notes;
-use oslab_core::signals;
 use oslab_core::Clock;
+use oslab_os::clock::Ticks;
+use oslab_os::signals;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -410,7 +411,7 @@ mod tests {
     fn harness() -> Harness {
         let mut cfg = HarnessConfig::quick();
         cfg.budget = Duration::from_millis(30);
-        Harness::new(Clock::detect(Duration::from_millis(20)), cfg)
+        Harness::new(oslab_os::clock::detect(Duration::from_millis(20)), cfg)
     }
 
     #[inline(never)]

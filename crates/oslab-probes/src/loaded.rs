@@ -9,10 +9,10 @@ use crate::buffer::{Buffer, Pages};
 use crate::kernels::{self, Kernel, Stores, MIX_BLOCK};
 use crate::memory::{Chain, Order, IDLE_SPACING};
 use crate::probe::{Context, Need, Plan, Probe, ProbeError};
-use oslab_core::affinity::set_affinity;
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::{params, CpuSet, Summary};
+use oslab_os::affinity::set_affinity;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 

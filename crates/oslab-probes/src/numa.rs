@@ -9,14 +9,14 @@ use crate::kernels::{self, Kernel, Stores};
 use crate::memory::{idle_chase_bytes, Chain, Order, IDLE_SPACING};
 use crate::probe::{Context, Probe, ProbeError};
 use crate::stream::{gbps, team, Arrays, Reps};
-use oslab_core::affinity::set_affinity;
 use oslab_core::beyond_cache::{under_claimed, MARK, PARTLY_CACHE};
 use oslab_core::catalog::{self, id};
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{Measurement, Status, Unit};
-use oslab_core::numa::{fraction_on, LinuxNuma, Numa, NumaNode};
 use oslab_core::topology::{HMAT_BANDWIDTH, HMAT_LATENCY};
 use oslab_core::{params, CpuSet};
+use oslab_os::affinity::set_affinity;
+use oslab_os::numa::{fraction_on, LinuxNuma, Numa, NumaNode};
 use serde_json::{Map, Value};
 
 /// The NUMA probe.

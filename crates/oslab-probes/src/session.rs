@@ -3,11 +3,11 @@
 //! them. Every measuring command and the plausibility tests use this one.
 
 use crate::{Context, Harness, HarnessConfig, Options};
-use oslab_core::affinity::{get_affinity, AffinityGuard, PlacementError, SchedGuard};
 use oslab_core::machine::Machine;
-use oslab_core::placement::{self, Misplaced};
 use oslab_core::topology::TopologyError;
 use oslab_core::CpuSet;
+use oslab_os::affinity::{get_affinity, AffinityGuard, PlacementError, SchedGuard};
+use oslab_os::placement::{self, Misplaced};
 use std::time::Duration;
 
 /// Real-time priority for the measuring thread: high enough to keep ordinary tasks off the CPU,
@@ -58,9 +58,9 @@ impl Session {
         cpu: Option<placement::Named>,
         peer: Option<placement::Named>,
     ) -> Result<Session, SessionError> {
-        let machine = Machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
+        let machine = oslab_os::machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
         let allowed = get_affinity(0).map_err(SessionError::Affinity)?;
-        let (allowed, isolated) = oslab_core::affinity::widened_to_isolated(allowed);
+        let (allowed, isolated) = oslab_os::affinity::widened_to_isolated(allowed);
         let (cpu, peer_cpu) = placement::choose(&machine.topology, &allowed, &isolated, cpu, peer)?;
         Ok(Session {
             machine,

@@ -33,7 +33,7 @@ pub fn read(fingerprint: &Fingerprint, cpu: usize, memory: Option<&str>) -> Spec
         fingerprint,
         cpu,
         core_ghz,
-        MemorySpec::described(memory, oslab_core::dmi::read_peak()),
+        MemorySpec::described(memory, oslab_os::dmi::read_peak()),
         idle_exit(cpu),
     )
 }

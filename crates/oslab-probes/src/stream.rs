@@ -6,8 +6,8 @@ use crate::buffer::{Buffer, Pages};
 use crate::harness::check_interrupt;
 use crate::kernels::{self, Kernel, Stores, UNIT};
 use crate::probe::ProbeError;
-use oslab_core::affinity::set_affinity;
 use oslab_core::CpuSet;
+use oslab_os::affinity::set_affinity;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -233,7 +233,7 @@ mod tests {
     fn a_team_times_every_job_and_computes_the_kernel() {
         kernels::available().expect("the kernels need AVX");
         let a = Arrays::new(1 << 20, Pages::Default).unwrap();
-        let cpus = oslab_core::affinity::get_affinity(0).unwrap();
+        let cpus = oslab_os::affinity::get_affinity(0).unwrap();
         let cpus: Vec<usize> = cpus.iter().take(2).collect();
         let reps = Reps {
             min: 3,

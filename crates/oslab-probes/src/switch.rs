@@ -11,10 +11,11 @@
 use crate::child::{wait_pid, Child, SharedPage};
 use crate::harness::Timing;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::affinity::{set_affinity, SchedGuard};
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{Measurement, Status, Unit};
 use oslab_core::{params, CpuSet};
+use oslab_os::affinity::{set_affinity, SchedGuard};
+use oslab_os::clock::Ticks;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

@@ -7,6 +7,7 @@ use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self};
 use oslab_core::model::Measurement;
 use oslab_core::params;
+use oslab_os::clock::Ticks;
 use std::hint::black_box;
 use std::os::fd::AsRawFd;
 

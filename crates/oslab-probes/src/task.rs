@@ -18,6 +18,7 @@ use oslab_core::catalog::{self, id, Entry};
 use oslab_core::model::{Measurement, Status, Unit, PARENT_COPIED, PARENT_RESIDENT, PARENT_VMAS};
 use oslab_core::params;
 use oslab_core::Clock;
+use oslab_os::clock::Ticks;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -37,7 +37,7 @@ pub const PROBES: &[Probe] = &[
         cost: 1.0,
         plan: None,
         run: |cx, me| {
-            let note = oslab_core::machine::hypervisor().map(|h| {
+            let note = oslab_os::machine::hypervisor().map(|h| {
                 format!("under {h}: cpuid causes a VM exit, so this mostly measures the hypervisor")
             });
             read_cost(cx, me.id, arch::cpuid_rdtsc, note)
@@ -111,11 +111,11 @@ fn gettime_syscall() -> u64 {
 /// Counter reads per architecture (aarch64 has one counter; its variants all read it).
 mod arch {
     #[cfg(target_arch = "x86_64")]
-    pub use oslab_core::clock::arch::{cpuid_rdtsc, lfence_rdtsc, rdtsc, rdtscp};
+    pub use oslab_os::clock::arch::{cpuid_rdtsc, lfence_rdtsc, rdtsc, rdtscp};
 
     #[cfg(not(target_arch = "x86_64"))]
     pub fn rdtsc() -> u64 {
-        oslab_core::clock::arch::read_start()
+        oslab_os::clock::arch::read_start()
     }
     #[cfg(not(target_arch = "x86_64"))]
     pub use {rdtsc as cpuid_rdtsc, rdtsc as lfence_rdtsc, rdtsc as rdtscp};

@@ -9,10 +9,11 @@ use crate::harness::check_interrupt;
 use crate::probe::ProbeError;
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{EventKind, Measurement, TimelineEvent, Unit};
-use oslab_core::perf::{self, Counter};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use oslab_core::{params, Clock, CpuSet, Status};
+use oslab_os::clock::Ticks;
+use oslab_os::perf::{self, Counter};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -83,7 +84,7 @@ pub fn record(
     let words = HEADER + n * (3 + 2 * CAPACITY);
     let shared = SharedPage::with_len(words * 8)?;
     // Built before fork: the child may not allocate.
-    let set = oslab_core::placement::cpu_set_t(&CpuSet::single(cpu));
+    let set = oslab_os::placement::cpu_set_t(&CpuSet::single(cpu));
     let rr = libc::sched_param { sched_priority: 1 };
     let mut children = Vec::with_capacity(n);
     for k in 0..n {
@@ -425,7 +426,7 @@ impl Options {
     /// The process counts to record, or why they cannot be (also when the scheduling class
     /// asked for is not permitted here).
     pub fn counts(&self) -> Result<Vec<usize>, String> {
-        if self.policy == SchedClass::RoundRobin && !oslab_core::affinity::fifo_permitted() {
+        if self.policy == SchedClass::RoundRobin && !oslab_os::affinity::fifo_permitted() {
             return Err("--policy rr needs permission for real-time scheduling (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)".into());
         }
         let counts: Vec<usize> = match (self.procs, self.sweep) {

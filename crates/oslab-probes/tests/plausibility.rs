@@ -2,7 +2,6 @@
 //! correctness checks (did we measure the thing at all, in the right unit), not speed targets.
 
 use oslab_core::model::Measurement;
-use oslab_core::Topology;
 use oslab_probes::session::Session;
 use oslab_probes::{registry, runner, Context, HarnessConfig, Options};
 use std::sync::{Mutex, MutexGuard};
@@ -323,7 +322,7 @@ fn memory_latency_rises_from_cache_to_memory() {
         // L1 and L2 are private caches a virtual machine sees whole: found where sysfs says,
         // within one sweep step (the plateau's last size at most a step below, the first size
         // off it at most a step above).
-        let topology = Topology::read().unwrap();
+        let topology = oslab_os::topology::read().unwrap();
         let cpu = ms[0].params["cpu"].as_u64().unwrap() as usize;
         for claim in topology.caches_of(cpu).iter().filter(|c| c.level <= 2) {
             let level = format!("L{}", claim.level);

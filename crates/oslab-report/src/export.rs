@@ -4,7 +4,7 @@
 //! both go through [`exporter`]; a new format is one more implementation here.
 
 use crate::{html, paraver, trace};
-use oslab_core::files::{write_set, FileError};
+use oslab_files::{write_set, FileError};
 use oslab_store::exchange::{self, RunDocument};
 use std::io::Write;
 use std::path::Path;

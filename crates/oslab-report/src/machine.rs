@@ -286,7 +286,7 @@ pub fn warnings(env: &Environment) -> String {
 }
 
 /// The counter table of `oslab info --counters`.
-pub fn counters(rows: &[oslab_core::counters::Availability]) -> String {
+pub fn counters(rows: &[oslab_core::machine::Availability]) -> String {
     let mut out = String::from("\ncounters (opened on this thread to check):\n");
     let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
     for r in rows {

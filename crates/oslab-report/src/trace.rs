@@ -9,9 +9,9 @@ pub fn write(
     path: &std::path::Path,
     name: &str,
     events: &[TimelineEvent],
-) -> Result<(), oslab_core::files::FileError> {
+) -> Result<(), oslab_files::FileError> {
     let bytes = chrome_trace(name, events).to_string();
-    oslab_core::files::write_whole(path, bytes.as_bytes())
+    oslab_files::write_whole(path, bytes.as_bytes())
 }
 
 /// The trace document for `events`, titled `name`.

@@ -5,9 +5,10 @@ use super::decision::{decide, decide_by_lock, lock_fraction, Decision, Grouping}
 use super::locks::{Monitor, MonitorError, ThreadWait};
 use super::pinning::Pinning;
 use super::summary::WatchSummary;
-use oslab_core::affinity::{get_affinity, set_affinity};
 use oslab_core::model::{EventKind, TimelineEvent};
-use oslab_core::{params, pending, CpuSet};
+use oslab_core::{params, CpuSet};
+use oslab_os::affinity::{get_affinity, set_affinity};
+use oslab_os::pending;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
@@ -582,7 +583,7 @@ mod tests {
     #[test]
     fn a_thread_made_by_a_pinned_thread_gets_the_original_back() {
         let pid = std::process::id() as i32;
-        let full = get_affinity(oslab_core::affinity::gettid()).unwrap();
+        let full = get_affinity(oslab_os::affinity::gettid()).unwrap();
         let first = full.iter().next().unwrap();
         let before: BTreeSet<i32> = super::super::locks::threads(pid)
             .unwrap()
@@ -592,13 +593,13 @@ mod tests {
         let (tids_tx, tids) = mpsc::channel::<i32>();
         // A is "pinned by us" before it makes B; B inherits the pin.
         let a = std::thread::spawn(move || {
-            let me = oslab_core::affinity::gettid();
+            let me = oslab_os::affinity::gettid();
             tids_tx.send(me).unwrap();
             a_rx.recv().unwrap();
             let b = std::thread::spawn({
                 let tids_tx = tids_tx.clone();
                 move || {
-                    tids_tx.send(oslab_core::affinity::gettid()).unwrap();
+                    tids_tx.send(oslab_os::affinity::gettid()).unwrap();
                     std::thread::sleep(Duration::from_millis(500));
                 }
             });

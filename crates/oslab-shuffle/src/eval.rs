@@ -224,18 +224,18 @@ pub fn run_once(
     cmd.args(&w.argv[1..])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    oslab_core::tree::Tree::contain(&mut cmd);
+    oslab_os::tree::Tree::contain(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", w.argv[0]))?;
     let pid = child.id() as i32;
     // Its process group (stress-ng's workers, a script's commands) is ended with it.
-    let tree = oslab_core::tree::Tree::watch(pid);
+    let tree = oslab_os::tree::Tree::watch(pid);
     let exited = exit_time(pid);
     let monitor = match Monitor::open(pid, locks.method) {
         Ok(m) => m,
         Err(e) => {
-            let _ = tree.end_child(&mut child, oslab_core::tree::GRACE);
+            let _ = tree.end_child(&mut child, oslab_os::tree::GRACE);
             return Err(e.to_string());
         }
     };
@@ -250,7 +250,7 @@ pub fn run_once(
     .grouping(locks.grouping);
     let watched = watch(daemon, Some(&mut child), stop, &mut |_| {});
     if watched.as_ref().map_or(true, |w| w.interrupted) {
-        let _ = tree.end_child(&mut child, oslab_core::tree::GRACE);
+        let _ = tree.end_child(&mut child, oslab_os::tree::GRACE);
         return watched.map(|_| None).map_err(|e| e.to_string());
     }
     let watched = watched.map_err(|e| e.to_string())?;

@@ -36,7 +36,7 @@ mod tests {
     use oslab_core::{CpuSet, Topology};
     use std::collections::BTreeMap;
 
-    use oslab_core::topology::write_fake_sysfs;
+    use oslab_os::topology::write_fake_sysfs;
 
     fn w(tid: i32, waiting: u32) -> ThreadWait {
         ThreadWait {
@@ -88,7 +88,7 @@ mod tests {
     fn topo(packages: usize, cores: usize, threads: usize) -> Topology {
         let dir = tempfile::tempdir().unwrap();
         write_fake_sysfs(dir.path(), packages, cores, threads, packages).unwrap();
-        Topology::read_from(dir.path()).unwrap()
+        oslab_os::topology::read_from(dir.path()).unwrap()
     }
 
     #[test]

@@ -5,9 +5,9 @@
 use super::locks::{self, Choice, MonitorError};
 use super::{domains, prepare, watch, Daemon, Setting};
 use oslab_core::model::{Measurement, TimelineEvent};
-use oslab_core::pending;
-use oslab_core::tree::Tree;
 use oslab_core::Topology;
+use oslab_os::pending;
+use oslab_os::tree::Tree;
 use std::process::{Child, Command};
 use std::time::Duration;
 
@@ -101,12 +101,12 @@ impl Process {
     }
 
     /// Ends a command we started and reaps it: when the watch was stopped, its whole process
-    /// group (SIGTERM, then SIGKILL after [`oslab_core::tree::GRACE`]); when it ended by itself,
+    /// group (SIGTERM, then SIGKILL after [`oslab_os::tree::GRACE`]); when it ended by itself,
     /// what it left running in its group.
     fn end(self, interrupted: bool) -> std::io::Result<()> {
         if let Process::Started(mut c, tree) = self {
             let grace = if interrupted {
-                oslab_core::tree::GRACE
+                oslab_os::tree::GRACE
             } else {
                 std::time::Duration::from_millis(200)
             };

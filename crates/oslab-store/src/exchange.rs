@@ -3,8 +3,8 @@
 //! validation, so results from other machines can be merged into a store.
 
 use crate::run::RunRecord;
-use oslab_core::files::{read_bounded, FileError, Links};
 use oslab_core::model::{Measurement, TimelineEvent};
+use oslab_files::{read_bounded, FileError, Links};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -49,7 +49,7 @@ impl RunDocument {
     /// Keeps a run the store could not take in `$XDG_STATE_HOME/oslab/unsaved/`, to import
     /// later; returns the file's path, or it and why it could not be written.
     pub fn keep_unsaved(&self) -> Result<std::path::PathBuf, (std::path::PathBuf, String)> {
-        let dir = oslab_core::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("unsaved");
+        let dir = oslab_files::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("unsaved");
         let file = dir.join(format!(
             "run-{}-{}.json",
             self.run.started.replace(':', ""),
@@ -58,7 +58,7 @@ impl RunDocument {
         let kept = std::fs::create_dir_all(&dir)
             .map_err(|e| e.to_string())
             .and_then(|_| serde_json::to_vec_pretty(self).map_err(|e| e.to_string()))
-            .and_then(|b| oslab_core::files::write_whole(&file, &b).map_err(|e| e.to_string()));
+            .and_then(|b| oslab_files::write_whole(&file, &b).map_err(|e| e.to_string()));
         match kept {
             Ok(()) => Ok(file),
             Err(e) => Err((file, e)),

@@ -35,9 +35,9 @@ impl Location {
         let path = self.checked_path()?;
         let mut store = match Store::open(&path) {
             Err(StoreError::Unusable { reason, .. })
-                if self.db.is_none() && !oslab_core::paths::is_homeless(&path) =>
+                if self.db.is_none() && !oslab_files::paths::is_homeless(&path) =>
             {
-                let instead = oslab_core::paths::homeless_dir().join("oslab.db");
+                let instead = oslab_files::paths::homeless_dir().join("oslab.db");
                 oslab_core::notices::say(&format!(
                     "note: the default store {} cannot be created ({reason})",
                     path.display()
@@ -46,7 +46,7 @@ impl Location {
             }
             other => other?,
         };
-        if self.db.is_none() && oslab_core::paths::is_homeless(store.path()) {
+        if self.db.is_none() && oslab_files::paths::is_homeless(store.path()) {
             oslab_core::notices::say(&format!(
                 "note: results are stored in {}, which does not outlive a reboot; choose a store with --db PATH or OSLAB_DB=PATH",
                 store.path().display()

@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         cmd::no_pager();
     }
     // Settings a killed oslab left changed are put back first, and said.
-    for line in oslab_core::pending::recover(&oslab_core::pending::default_file()) {
+    for line in oslab_os::pending::recover(&oslab_os::pending::default_file()) {
         cmd::say(&format!("note: {line}"));
     }
     match cmd::dispatch(args) {

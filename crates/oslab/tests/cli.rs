@@ -251,7 +251,7 @@ fn bad_cpus_are_usage_errors() {
 #[test]
 fn cpu_outside_the_affinity_mask_is_refused() {
     let _turn = shared();
-    let online = oslab_core::Topology::read().unwrap().online();
+    let online = oslab_os::topology::read().unwrap().online();
     let Some(other) = online.iter().nth(1) else {
         return; // one cpu: nothing can be outside the mask
     };
@@ -269,7 +269,7 @@ fn cpu_outside_the_affinity_mask_is_refused() {
     // SAFETY: only an async-signal-safe syscall between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            oslab_core::affinity::set_affinity(0, &oslab_core::CpuSet::single(first))
+            oslab_os::affinity::set_affinity(0, &oslab_core::CpuSet::single(first))
         });
     }
     let out = cmd.output().unwrap();
@@ -942,7 +942,7 @@ fn timeslice_sees_slices_and_switches_and_reaps_its_processes() {
 fn round_robin_slices_match_the_kernels_quantum() {
     let _turn = exclusive();
     assert!(
-        oslab_core::affinity::fifo_permitted(),
+        oslab_os::affinity::fifo_permitted(),
         "real-time scheduling is not permitted here"
     );
     let (_dir, db) = temp_db();
@@ -1079,7 +1079,7 @@ fn migrate_runs_both_kernels_pinned_and_moved_and_judges_the_difference() {
             .find(|m| m["metric"] == "moves" && m["params"]["variant"] == variant)
             .map(|m| m["summary"]["min"].as_f64().unwrap())
     };
-    use oslab_core::perf::{Counter, SW_CPU_MIGRATIONS, TYPE_SOFTWARE};
+    use oslab_os::perf::{Counter, SW_CPU_MIGRATIONS, TYPE_SOFTWARE};
     let countable = Counter::open(TYPE_SOFTWARE, SW_CPU_MIGRATIONS, false).is_ok();
     match (moves("migrated"), moves("pinned")) {
         (Some(moved), Some(stayed)) => assert!(moved >= 1.0 && stayed == 0.0, "{moved} {stayed}"),
@@ -1388,7 +1388,7 @@ fn shuffle_restores_after(signals: &[i32]) {
     };
     let before: Vec<_> = tids()
         .iter()
-        .map(|&t| oslab_core::affinity::get_affinity(t).unwrap())
+        .map(|&t| oslab_os::affinity::get_affinity(t).unwrap())
         .collect();
     let pid_text = pid.to_string();
     let err = signalled(
@@ -1422,7 +1422,7 @@ fn shuffle_restores_after(signals: &[i32]) {
     assert!(shuffles >= 1.0, "{err}");
     let after: Vec<_> = tids()
         .iter()
-        .map(|&t| oslab_core::affinity::get_affinity(t).unwrap())
+        .map(|&t| oslab_os::affinity::get_affinity(t).unwrap())
         .collect();
     // The target keeps running, with every thread where it was.
     assert_eq!(before, after);
@@ -2534,7 +2534,7 @@ fn info_says_what_the_process_may_use_and_the_memory_pools() {
     // Unrestricted, nothing is said of a cpuset.
     let v: serde_json::Value = serde_json::from_slice(&stdout(&["info", "--json"])).unwrap();
     let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
-    if isolated.trim().is_empty() && oslab_core::affinity::get_affinity(0).unwrap().len() > 1 {
+    if isolated.trim().is_empty() && oslab_os::affinity::get_affinity(0).unwrap().len() > 1 {
         assert!(
             v["environment"]["limits"]["cpuset"].is_null(),
             "{}",

@@ -303,7 +303,7 @@ fn an_external_command_gets_its_threads_and_cpus() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let cpus = oslab_core::affinity::get_affinity(0).unwrap();
+    let cpus = oslab_os::affinity::get_affinity(0).unwrap();
     let out = stdout(&[
         "cpuman",
         "run",

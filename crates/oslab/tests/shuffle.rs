@@ -255,7 +255,7 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let before: Vec<(i32, oslab_core::CpuSet)> = threads(pid)
         .into_iter()
-        .filter_map(|t| Some((t, oslab_core::affinity::get_affinity(t).ok()?)))
+        .filter_map(|t| Some((t, oslab_os::affinity::get_affinity(t).ok()?)))
         .collect();
     let mut shuffler = std::process::Command::new(&bin)
         .args([
@@ -283,13 +283,13 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
     assert!(record.exists(), "the shuffler never moved a thread");
     let moved = before
         .iter()
-        .filter(|(t, set)| oslab_core::affinity::get_affinity(*t).ok().as_ref() != Some(set))
+        .filter(|(t, set)| oslab_os::affinity::get_affinity(*t).ok().as_ref() != Some(set))
         .count();
     // The next oslab to start (any command) puts them back and says so.
     let said = restoring(&state, &["list"]);
     let after: Vec<(i32, oslab_core::CpuSet)> = before
         .iter()
-        .filter_map(|(t, _)| Some((*t, oslab_core::affinity::get_affinity(*t).ok()?)))
+        .filter_map(|(t, _)| Some((*t, oslab_os::affinity::get_affinity(*t).ok()?)))
         .collect();
     drop(target);
     // With more than one cpu allowed, pinning a thread to one cpu changed its affinity.

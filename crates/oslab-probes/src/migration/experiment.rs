@@ -5,12 +5,12 @@
 use super::matmul::{run_matmul, Matmul, MatmulKernel, PageMove, RunResult, Variant};
 use crate::probe::ProbeError;
 use oslab_core::catalog::metric;
-use oslab_core::counters::{self, CpuId, Spec};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::stats::paired::{self, Arm, Pairs};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use oslab_core::{params, Topology};
+use oslab_os::counters::{self, CpuId, Spec};
 
 /// Probe id of the experiment's measurements.
 pub const PROBE: &str = oslab_core::catalog::id::MIGRATE;
@@ -118,7 +118,7 @@ impl Options {
     ) -> Result<Request, String> {
         let (counters, undefined) = counters_of(&self.counters)?;
         let to = to
-            .or_else(|| oslab_core::placement::farthest(topology, allowed, from))
+            .or_else(|| oslab_os::placement::farthest(topology, allowed, from))
             .ok_or_else(|| {
                 format!("only cpu {from} is in our affinity mask: there is nowhere to migrate to")
             })?;
@@ -141,8 +141,7 @@ impl Options {
         };
         // Under a cpuset (Slurm's, a container's) the pages may only live on its memory nodes:
         // binding them to A's node, or moving them to B's, outside it is refused (EPERM).
-        let mems =
-            oslab_core::numa::Numa::mems_allowed(&oslab_core::numa::LinuxNuma::new(topology));
+        let mems = oslab_os::numa::Numa::mems_allowed(&oslab_os::numa::LinuxNuma::new(topology));
         let outside = |n: usize| mems.as_ref().is_some_and(|m| !m.contains(n));
         let (nodes, no_follow) = match (node(from), node(to)) {
             (Some(a), Some(b)) if a != b && has_memory(a) && has_memory(b) => {
@@ -330,16 +329,11 @@ pub fn run(
 
 /// Automatic NUMA balancing switched off when pages can move between nodes, and what to say of
 /// it: switched off (and from what), already off, or left on because it could not be.
-fn balancing_off(
-    nodes: bool,
-) -> (
-    Option<oslab_core::balancing::BalancingGuard>,
-    Option<String>,
-) {
+fn balancing_off(nodes: bool) -> (Option<oslab_os::balancing::BalancingGuard>, Option<String>) {
     if !nodes {
         return (None, None);
     }
-    match oslab_core::balancing::BalancingGuard::set(false) {
+    match oslab_os::balancing::BalancingGuard::set(false) {
         Ok(Some(g)) => {
             let said = format!("Automatic NUMA balancing switched off for the run (it was {}), put back after it: only this experiment moves pages.", g.previous());
             (Some(g), Some(said))

@@ -3,10 +3,10 @@
 
 use crate::harness::check_interrupt;
 use crate::probe::ProbeError;
-use oslab_core::affinity::{current_cpu, set_affinity};
-use oslab_core::counters::{Group, Reading, Spec, Target};
-use oslab_core::perf;
 use oslab_core::CpuSet;
+use oslab_os::affinity::{current_cpu, set_affinity};
+use oslab_os::counters::{Group, Reading, Spec, Target};
+use oslab_os::perf;
 use std::time::Instant;
 
 /// A square matrix multiply C = A x B of doubles, row-major.
@@ -112,7 +112,7 @@ impl Matmul {
     /// block (blocked), so a row of a large matrix never delays stopping by seconds.
     pub fn rows(&mut self, kernel: MatmulKernel, rows: std::ops::Range<usize>) {
         let n = self.n;
-        let stop = oslab_core::signals::interrupted;
+        let stop = oslab_os::signals::interrupted;
         match kernel {
             MatmulKernel::Naive => {
                 for i in rows {
@@ -160,7 +160,7 @@ impl Matmul {
     pub fn move_to(&self, node: usize) -> Result<PageMove, ProbeError> {
         let pages = self.pages();
         let t = Instant::now();
-        let status = oslab_core::numa::move_to(&pages, node)
+        let status = oslab_os::numa::move_to(&pages, node)
             .map_err(|e| ProbeError::Failed(format!("move_pages to node {node}: {e}")))?;
         Ok(PageMove {
             seconds: t.elapsed().as_secs_f64(),
@@ -387,16 +387,16 @@ mod tests {
     #[test]
     #[ignore = "needs two cpus in the affinity mask"]
     fn a_migrated_run_really_moves() {
-        let allowed = oslab_core::affinity::get_affinity(0).unwrap();
+        let allowed = oslab_os::affinity::get_affinity(0).unwrap();
         let cpus: Vec<usize> = allowed.iter().collect();
         assert!(cpus.len() >= 2, "this test needs two cpus");
         let (a, b) = (cpus[0], cpus[1]);
-        let _back = oslab_core::affinity::AffinityGuard::pin_current(&allowed).unwrap();
-        let specs = vec![oslab_core::counters::parse(
-            "cpu-migrations",
-            &oslab_core::counters::CpuId::read(),
-        )
-        .unwrap()];
+        let _back = oslab_os::affinity::AffinityGuard::pin_current(&allowed).unwrap();
+        let specs =
+            vec![
+                oslab_os::counters::parse("cpu-migrations", &oslab_os::counters::CpuId::read())
+                    .unwrap(),
+            ];
         let mut m = Matmul::new(64);
         let r = run_matmul(
             &mut m,

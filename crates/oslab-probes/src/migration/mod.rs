@@ -11,10 +11,11 @@ pub mod matmul;
 
 use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
-use oslab_core::affinity::{current_cpu, set_affinity, AffinityGuard};
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::Measurement;
 use oslab_core::{params, CpuSet, Topology};
+use oslab_os::affinity::{current_cpu, set_affinity, AffinityGuard};
+use oslab_os::clock::Ticks;
 
 /// The probe.
 pub const PROBES: &[Probe] = &[Probe {

@@ -9,7 +9,7 @@ use super::{proxy, threads, MonitorError, ThreadWait};
 use aya::maps::HashMap;
 use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
-use oslab_core::clock::monotonic_ns;
+use oslab_os::clock::monotonic_ns;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -226,7 +226,7 @@ impl FutexWaits {
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
         {
-            if oslab_core::signals::sleep_unless_stopped(left.min(Duration::from_millis(20))) {
+            if oslab_os::signals::sleep_unless_stopped(left.min(Duration::from_millis(20))) {
                 return Err(MonitorError::Stopped);
             }
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {

@@ -207,12 +207,12 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let (l2, tx2) = (Arc::clone(&lock), tx.clone());
         let waiter = std::thread::spawn(move || {
-            tx2.send(oslab_core::affinity::gettid()).unwrap();
+            tx2.send(oslab_os::affinity::gettid()).unwrap();
             let _g = l2.lock().unwrap();
         });
         let s2 = Arc::clone(&stop);
         let spinner = std::thread::spawn(move || {
-            tx.send(oslab_core::affinity::gettid()).unwrap();
+            tx.send(oslab_os::affinity::gettid()).unwrap();
             while !s2.load(Ordering::Relaxed) {
                 std::hint::spin_loop();
             }
@@ -293,7 +293,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let s2 = Arc::clone(&stop);
         let t = std::thread::spawn(move || {
-            tx.send(oslab_core::affinity::gettid()).unwrap();
+            tx.send(oslab_os::affinity::gettid()).unwrap();
             let (m, cv) = (Mutex::new(()), std::sync::Condvar::new());
             while !s2.load(Ordering::Relaxed) {
                 let g = m.lock().unwrap();

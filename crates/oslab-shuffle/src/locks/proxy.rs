@@ -102,7 +102,7 @@ pub fn sample(
         if now >= end {
             break;
         }
-        if oslab_core::signals::sleep_unless_stopped(period.min(end - now)) {
+        if oslab_os::signals::sleep_unless_stopped(period.min(end - now)) {
             return Err(MonitorError::Stopped);
         }
     }

@@ -153,7 +153,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 impl Store {
     /// The default location: `$XDG_DATA_HOME/oslab/oslab.db` (or `~/.local/share/oslab/oslab.db`).
     pub fn default_path() -> PathBuf {
-        oslab_core::paths::xdg_dir("XDG_DATA_HOME", ".local/share").join("oslab.db")
+        oslab_files::paths::xdg_dir("XDG_DATA_HOME", ".local/share").join("oslab.db")
     }
 
     /// Opens (creating if needed) the store at `path` and migrates it to the current schema.
@@ -261,7 +261,7 @@ impl Store {
             ));
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            oslab_core::paths::create_dir(dir)
+            oslab_files::paths::create_dir(dir)
                 .map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
         }
         let conn = Connection::open(path).map_err(|e| unusable(cannot_open(e.to_string())))?;

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
     // Refused before anything is recorded, not after.
     if let Some(path) = &args.trace {
-        oslab_core::files::check_writable(path).map_err(|e| usage(format!("--trace {e}")))?;
+        oslab_files::check_writable(path).map_err(|e| usage(format!("--trace {e}")))?;
     }
     let mut session = RecordedSession::open(
         false,

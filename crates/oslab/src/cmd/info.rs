@@ -2,15 +2,14 @@
 
 use super::{print_json, print_text};
 use crate::cli::InfoArgs;
-use oslab_core::counters;
-use oslab_core::machine::Machine;
+use oslab_os::counters;
 use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    let m = Machine::read(Duration::from_millis(200))?;
+    let m = oslab_os::machine::read(Duration::from_millis(200))?;
     // What the predictions of a run would rest on (the core clock measured on this cpu now).
-    let cpu = oslab_core::affinity::current_cpu().unwrap_or(0);
+    let cpu = oslab_os::affinity::current_cpu().unwrap_or(0);
     let memory = std::env::var("OSLAB_MEMORY").ok();
     let model = oslab_probes::spec::read(&m.fingerprint, cpu, memory.as_deref()).describe();
     let counters = args

@@ -2,16 +2,15 @@
 
 use super::{print_json, print_text};
 use crate::cli::ListArgs;
-use oslab_core::affinity::get_affinity;
-use oslab_core::machine::Machine;
-use oslab_core::placement;
+use oslab_os::affinity::get_affinity;
+use oslab_os::placement;
 use oslab_probes::registry;
 use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
-    let m = Machine::read(Duration::from_millis(10))?;
-    let (allowed, isolated) = oslab_core::affinity::widened_to_isolated(get_affinity(0)?);
+    let m = oslab_os::machine::read(Duration::from_millis(10))?;
+    let (allowed, isolated) = oslab_os::affinity::widened_to_isolated(get_affinity(0)?);
     let peer = placement::measuring(&m.topology, &allowed, &isolated)
         .and_then(|cpu| placement::peer(&m.topology, &allowed, cpu, &isolated));
     let listed = registry::listing(&m.environment, peer);

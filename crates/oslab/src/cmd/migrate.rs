@@ -4,7 +4,7 @@
 use super::session::RecordedSession;
 use crate::cli::MigrateArgs;
 use crate::error::usage;
-use oslab_core::affinity::{get_affinity, AffinityGuard};
+use oslab_os::affinity::{get_affinity, AffinityGuard};
 use oslab_probes::migration::experiment;
 use std::process::ExitCode;
 

@@ -103,7 +103,7 @@ fn man(path: &[String], dir: Option<&std::path::Path>) -> anyhow::Result<ExitCod
             .collect();
         let set: Vec<(&std::path::Path, &[u8])> =
             named.iter().map(|(p, b)| (p.as_path(), *b)).collect();
-        oslab_core::files::write_set(&set)?;
+        oslab_files::write_set(&set)?;
         eprintln!("{} manual pages written to {}", pages.len(), dir.display());
         return Ok(ExitCode::SUCCESS);
     }

@@ -6,8 +6,8 @@ use super::{print_json, print_text};
 use crate::cli::Output;
 use crate::error::usage;
 use oslab_core::model::{Measurement, TimelineEvent};
-use oslab_core::placement::Named;
-use oslab_core::signals;
+use oslab_os::placement::Named;
+use oslab_os::signals;
 use oslab_probes::session::{self, Placement, SessionError};
 use oslab_store::exchange::RunDocument;
 use oslab_store::{Program, Recorder};
@@ -185,7 +185,7 @@ impl RecordedSession {
         );
         if interrupted {
             eprintln!("interrupted: run {id} holds what completed and is marked 'interrupted'");
-            return Ok(ExitCode::from(oslab_core::signals::exit_status()));
+            return Ok(ExitCode::from(oslab_os::signals::exit_status()));
         }
         Ok(ExitCode::SUCCESS)
     }

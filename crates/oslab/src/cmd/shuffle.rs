@@ -3,7 +3,7 @@
 use super::session::RecordedSession;
 use crate::cli::{ShuffleArgs, ShuffleCommand, ShuffleSimulateArgs};
 use crate::error::usage;
-use oslab_core::signals;
+use oslab_os::signals;
 use oslab_shuffle::live::{self, Process};
 use oslab_shuffle::profile::Profile;
 use oslab_store::RunRef;

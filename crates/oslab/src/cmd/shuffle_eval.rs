@@ -4,7 +4,7 @@
 use super::session::RecordedSession;
 use crate::cli::ShuffleEvalArgs;
 use crate::error::usage;
-use oslab_core::signals;
+use oslab_os::signals;
 use oslab_shuffle::eval;
 use std::process::ExitCode;
 

@@ -3,8 +3,8 @@
 use super::session::RecordedSession;
 use crate::cli::TimesliceArgs;
 use crate::error::usage;
-use oslab_core::affinity::AffinityGuard;
 use oslab_core::CpuSet;
+use oslab_os::affinity::AffinityGuard;
 use oslab_probes::activity::Threshold;
 use oslab_probes::timeslice::{self, Sweep, Swept};
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let o = &args.options;
     // Refused before anything is recorded, not after.
     if let Some(path) = &args.trace {
-        oslab_core::files::check_writable(path).map_err(|e| usage(format!("--trace {e}")))?;
+        oslab_files::check_writable(path).map_err(|e| usage(format!("--trace {e}")))?;
     }
     let counts = o.counts().map_err(usage)?;
     let mut session = RecordedSession::open(
@@ -25,7 +25,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     let clock = session.machine.clock().clone();
     let threshold = Threshold::from_arg(o.threshold.as_deref(), &clock).map_err(usage)?;
     // We wait on another cpu when there is one, so we never take the measured cpu from them.
-    let watcher = oslab_core::placement::watcher(&session.allowed, session.cpu);
+    let watcher = oslab_os::placement::watcher(&session.allowed, session.cpu);
     let _away = watcher
         .map(|c| AffinityGuard::pin_current(&CpuSet::single(c)))
         .transpose()?;

@@ -17,7 +17,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     // Refused before the store, the calibration or any job: a run that cannot do what was asked.
     req.check().map_err(usage)?;
     if let Some(base) = &args.paraver {
-        oslab_core::files::check_writable(&base.with_extension("prv"))
+        oslab_files::check_writable(&base.with_extension("prv"))
             .map_err(|e| usage(format!("--paraver {e}")))?;
     }
     let mut session = RecordedSession::open(true, None, None, &args.out)?;
@@ -53,7 +53,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     if tty {
         eprintln!();
     }
-    let interrupted = oslab_core::signals::interrupted();
+    let interrupted = oslab_os::signals::interrupted();
     let cal: Vec<String> = config
         .iteration_s
         .iter()

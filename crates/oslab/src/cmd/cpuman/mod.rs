@@ -10,7 +10,6 @@ use crate::cli::{
     CpumanWorkloadArgs,
 };
 use crate::error::usage;
-use oslab_core::files::write_whole;
 use oslab_cpuman::compare::{self, StoredRun};
 use oslab_cpuman::jobs::Kind;
 use oslab_cpuman::simulate;
@@ -18,6 +17,7 @@ use oslab_cpuman::speedups::Speedups;
 use oslab_cpuman::swf;
 use oslab_cpuman::workload::{self, Generate};
 use oslab_cpuman::{channel::Channel, job};
+use oslab_files::write_whole;
 use oslab_report::table::doc;
 use oslab_store::{Location, RunRef};
 use std::io::Write as _;
@@ -61,9 +61,9 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         Ok(jobs) => jobs,
         // Stopped while reading a long trace: nothing was simulated, so nothing is stored,
         // and the exit says it was the signal, not the trace.
-        Err(e) if oslab_core::signals::interrupted() => {
+        Err(e) if oslab_os::signals::interrupted() => {
             eprintln!("oslab: {e}");
-            return Ok(ExitCode::from(oslab_core::signals::exit_status()));
+            return Ok(ExitCode::from(oslab_os::signals::exit_status()));
         }
         Err(e) => return Err(usage(e)),
     };
@@ -84,7 +84,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
         t.elapsed().as_secs_f64()
     );
     let ms = outcome.measurements();
-    let interrupted = oslab_core::signals::interrupted();
+    let interrupted = oslab_os::signals::interrupted();
     let text = doc(&outcome.doc());
     session.finish(&ms, &outcome.timeline, interrupted, Some(text))
 }
@@ -92,7 +92,7 @@ fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
 fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
     let cpus = match a.cpus {
         Some(c) => c as usize,
-        None => oslab_core::affinity::get_affinity(0)?.len(),
+        None => oslab_os::affinity::get_affinity(0)?.len(),
     };
     let g = Generate { cpus, ..a.generate };
     let jobs = workload::generate(&g).map_err(usage)?;

@@ -5,9 +5,9 @@
 use crate::cli::{Cli, FleetSubmitArgs};
 use crate::error::usage;
 use clap::Parser;
-use oslab_core::signals;
 use oslab_fleet::slurm;
 use oslab_fleet::submit::SubmitError;
+use oslab_os::signals;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -67,7 +67,7 @@ pub fn run(args: FleetSubmitArgs) -> anyhow::Result<ExitCode> {
                 "stopped waiting; job {} keeps running (scancel {} stops it)",
                 job.job, job.job
             );
-            return Ok(ExitCode::from(oslab_core::signals::exit_status()));
+            return Ok(ExitCode::from(oslab_os::signals::exit_status()));
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -5,7 +5,7 @@ use crate::cli::FleetTaskArgs;
 use std::process::ExitCode;
 
 pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
-    oslab_core::signals::install();
+    oslab_os::signals::install();
     let program = std::env::current_exe()?;
     let code = oslab_fleet::task::run(
         &program,

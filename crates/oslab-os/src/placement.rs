@@ -2,8 +2,8 @@
 //! of cross-cpu probes, the farthest cpu (where a migration goes) and the watcher (where a parent
 //! waits without taking the measured cpu). Also the one `cpu_set_t` builder.
 
-use crate::topology::Topology;
-use crate::CpuSet;
+use oslab_core::topology::Topology;
+use oslab_core::CpuSet;
 
 /// What the user asked for cannot be placed: a usage error (exit status 2).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -137,7 +137,7 @@ mod tests {
     fn fake() -> Topology {
         let dir = tempfile::tempdir().unwrap();
         write_fake_sysfs(dir.path(), 2, 2, 2, 2).unwrap();
-        Topology::read_from(dir.path()).unwrap()
+        crate::topology::read_from(dir.path()).unwrap()
     }
 
     #[test]
@@ -198,7 +198,7 @@ mod tests {
         // nodes 2 and 3 (the other package) 16: the SLIT says node 1 is the far one.
         let dir = tempfile::tempdir().unwrap();
         crate::topology::write_fake_sysfs(dir.path(), 2, 4, 1, 4).unwrap();
-        let mut t = Topology::read_from(dir.path()).unwrap();
+        let mut t = crate::topology::read_from(dir.path()).unwrap();
         t.nodes[0].distances = vec![10, 22, 16, 16];
         let f = farthest(&t, &t.online(), 0).unwrap();
         assert_eq!(t.cpu(f).unwrap().node, 1, "cpu {f}");

@@ -1,5 +1,7 @@
 //! Files users and other nodes hand us, read without surprises, and files written whole.
 
+pub mod paths;
+
 use std::path::Path;
 
 /// Why a file could not be read or written, naming it.

@@ -9,6 +9,7 @@
 //! opened is reported with the reason and never given a number.
 
 use crate::perf;
+use oslab_core::machine::Availability;
 use std::io;
 use std::path::Path;
 
@@ -396,17 +397,6 @@ impl Group {
             })
             .collect())
     }
-}
-
-/// One row of `oslab info --counters`: a counter, its definition here, and whether it opens.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Availability {
-    /// Counter name.
-    pub name: String,
-    /// Its definition on this CPU (or why there is none).
-    pub definition: String,
-    /// `None` when it opens on this thread, else why not.
-    pub unavailable: Option<String>,
 }
 
 /// Every generic counter and the presets, tried on the calling thread.

@@ -1,7 +1,7 @@
 //! Placement guards: pin a thread or raise it to SCHED_FIFO, and put things back when the guard
 //! drops (normal return, `?`, panic unwinding, or a Ctrl-C turned into an early return).
 
-use crate::cpuset::CpuSet;
+use oslab_core::cpuset::CpuSet;
 use std::io;
 
 /// Errors changing placement.

@@ -78,7 +78,7 @@ pub const MAX_BYTES: u64 = 1 << 20;
 
 /// The record file at its default place.
 pub fn default_file() -> PathBuf {
-    crate::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("pending.json")
+    oslab_files::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("pending.json")
 }
 
 fn load(file: &Path) -> Vec<Change> {
@@ -187,7 +187,7 @@ fn read(file: &Path) -> Result<Vec<Change>, String> {
         return Ok(Vec::new());
     }
     trusted(file)?;
-    let bytes = crate::files::read_bounded(file, MAX_BYTES, crate::files::Links::Refuse)
+    let bytes = oslab_files::read_bounded(file, MAX_BYTES, oslab_files::Links::Refuse)
         .map_err(|e| e.to_string())?;
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: not a record: {e}", file.display()))
 }
@@ -231,7 +231,7 @@ fn implausible(c: &Change, settings: &[&Path]) -> Option<String> {
     match c.thread {
         None if !settings.contains(&c.path.as_path()) => Some(format!(
             "{} is not a setting oslab changes",
-            crate::text::shortened(&c.path.display().to_string(), 80)
+            oslab_core::text::shortened(&c.path.display().to_string(), 80)
         )),
         None if [Some(&c.original), c.value.as_ref()]
             .into_iter()
@@ -252,7 +252,9 @@ fn implausible(c: &Change, settings: &[&Path]) -> Option<String> {
             Some("its list of runs sharing a change is not one oslab writes".to_string())
         }
         Some(t)
-            if t.tid <= 0 || t.start == 0 || crate::CpuSet::parse_list(&c.original).is_err() =>
+            if t.tid <= 0
+                || t.start == 0
+                || oslab_core::CpuSet::parse_list(&c.original).is_err() =>
         {
             Some(format!(
                 "thread {} is not recorded as oslab records one",
@@ -371,7 +373,10 @@ pub fn change(
 
 /// Records the cpu affinity of each of `threads` before oslab changes it, so that the next oslab
 /// puts it back if this one is killed. A thread already recorded keeps its first original.
-pub fn record_affinities(file: &Path, threads: &[(i32, crate::CpuSet)]) -> std::io::Result<()> {
+pub fn record_affinities(
+    file: &Path,
+    threads: &[(i32, oslab_core::CpuSet)],
+) -> std::io::Result<()> {
     let _locked = lock(file)?;
     let mut changes = load(file);
     let before = changes.len();
@@ -419,7 +424,7 @@ fn undo(c: &Change) -> std::io::Result<bool> {
             if Thread::now(t.tid) != Some(t) {
                 return Ok(false);
             }
-            let set = crate::CpuSet::parse_list(&c.original)
+            let set = oslab_core::CpuSet::parse_list(&c.original)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
             crate::affinity::set_affinity(t.tid, &set)
                 .map(|_| true)
@@ -684,7 +689,7 @@ mod tests {
                         // SAFETY: gettid has no preconditions.
                         let tid = unsafe { libc::gettid() };
                         barrier.wait();
-                        let set = crate::CpuSet::single(0);
+                        let set = oslab_core::CpuSet::single(0);
                         record_affinities(&file, &[(tid, set)]).unwrap();
                     });
                 }
@@ -765,9 +770,9 @@ mod tests {
         let original = crate::affinity::get_affinity(tid).unwrap();
         let first = original.iter().next().unwrap();
         record_affinities(&file, &[(tid, original.clone())]).unwrap();
-        crate::affinity::set_affinity(tid, &crate::CpuSet::single(first)).unwrap();
+        crate::affinity::set_affinity(tid, &oslab_core::CpuSet::single(first)).unwrap();
         // Recorded once, by a live owner: left alone.
-        record_affinities(&file, &[(tid, crate::CpuSet::single(first))]).unwrap();
+        record_affinities(&file, &[(tid, oslab_core::CpuSet::single(first))]).unwrap();
         assert_eq!(load(&file).len(), 1);
         assert!(recover(&file).is_empty());
         // Its owner "died": the next oslab puts the thread back and says so.

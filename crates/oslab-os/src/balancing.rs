@@ -54,7 +54,7 @@ impl Drop for BalancingGuard {
     fn drop(&mut self) {
         let file = crate::pending::default_file();
         if let Err(e) = crate::pending::restore(&file, std::path::Path::new(BALANCING)) {
-            crate::notices::say(&format!(
+            oslab_core::notices::say(&format!(
                 "warning: could not restore {BALANCING} to {}: {e}",
                 self.previous
             ));

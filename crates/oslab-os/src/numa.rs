@@ -3,8 +3,8 @@
 //! (move_pages in query mode). [`LinuxNuma`] makes the raw syscalls; machines of several nodes
 //! are tested in QEMU guests (`scripts/vm`, `crates/oslab/tests/vm.rs`).
 
-use crate::topology::Topology;
-use crate::CpuSet;
+use oslab_core::topology::Topology;
+use oslab_core::CpuSet;
 use std::io;
 
 /// A NUMA node as the matrix sees it.
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn real_binding_to_node_0_places_pages_there() {
-        let topo = Topology::read().unwrap();
+        let topo = crate::topology::read().unwrap();
         let numa = LinuxNuma::new(&topo);
         let node = numa.nodes()[0].id;
         let len = 64 * 4096;

@@ -4,20 +4,21 @@
 
 use crate::{hand_in, is_job_id, is_node_name, node_file, remove_store_files, JobRef, NodeFile};
 use oslab_files::write_whole;
-use oslab_os::tree::run_contained;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 
-/// Runs this node's share with `program` (the oslab binary) and returns `oslab run`'s exit
-/// code (128 + the signal that ended it) and the file its run was handed in as; an error says
-/// why the node has no run (also written to its `.failed` file when the results directory can
-/// be written).
+/// Runs this node's share with `program` (the oslab binary), started by `start` (the CLI's
+/// process tree: a task Slurm cancels with SIGTERM ends `oslab run` with it, which stores what it
+/// measured), and returns `oslab run`'s exit code (128 + the signal that ended it) and the file
+/// its run was handed in as; an error says why the node has no run (also written to its
+/// `.failed` file when the results directory can be written).
 pub fn run(
     program: &Path,
     results: &Path,
     token: Option<&str>,
     run_args: &[String],
+    start: impl FnOnce(&mut Command) -> std::io::Result<std::process::ExitStatus>,
 ) -> Result<(u8, std::path::PathBuf), String> {
     let job = std::env::var("SLURM_JOB_ID")
         .ok()
@@ -45,11 +46,9 @@ pub fn run(
     })?;
     let db = std::env::temp_dir().join(format!("oslab-fleet-{submission}-{node}.db"));
     remove_store_files(&db);
-    // Through the process tree: a task Slurm cancels (SIGTERM) ends oslab run with it, which
-    // stores what it measured.
     let mut cmd = Command::new(program);
     cmd.arg("run").args(run_args).arg("--db").arg(&db);
-    let status = run_contained(&mut cmd, oslab_os::signals::interrupted);
+    let status = start(&mut cmd);
     let handed = node_file(&dir, &node, NodeFile::Run);
     let why = match (&status, hand_in(&db, &handed)) {
         // Stored, complete or interrupted: the run speaks for itself.

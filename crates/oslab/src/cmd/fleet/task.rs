@@ -12,6 +12,7 @@ pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
         &args.results,
         args.submission.as_deref(),
         &args.run_args,
+        |cmd| oslab_os::tree::run_contained(cmd, oslab_os::signals::interrupted),
     );
     if args.staged {
         // The copy srun --bcast left on this node; the run it started has ended.

@@ -150,6 +150,13 @@ pub struct Limits {
     pub hugepages: Vec<(String, u64, u64)>,
     /// Memory tiers the kernel keeps (its name, its nodes), when it tiers memory.
     pub memory_tiers: Vec<(String, String)>,
+    /// The cpus' worth of time a cgroup quota allows this process (0.5: half a cpu), when one
+    /// applies.
+    #[serde(default)]
+    pub cpu_quota: Option<f64>,
+    /// How many more processes and threads a pids cgroup allows, when one applies.
+    #[serde(default)]
+    pub pids_left: Option<u64>,
 }
 
 /// What an emulated CPU's timings are worth, said in warnings and in every timing's note.

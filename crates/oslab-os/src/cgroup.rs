@@ -1,6 +1,7 @@
-//! The memory a control group leaves this process: a container, a Slurm `--mem` job or a systemd
-//! slice caps memory below what /proc/meminfo offers, and a probe sized by MemAvailable alone meets
-//! the OOM killer there.
+//! What a control group leaves this process: a container, a Slurm job or a systemd slice caps
+//! memory below what /proc/meminfo offers (a probe sized by MemAvailable alone meets the OOM
+//! killer there), the cpu time below what its cpus could give (a throttled period stretches
+//! whatever it interrupts), and the processes it may start.
 
 use std::path::{Path, PathBuf};
 
@@ -51,17 +52,136 @@ fn headroom_in(own: &str, root: &Path) -> Option<u64> {
 
 /// The path of a cgroup v1 memory line ("4:memory:/a/b" -> "a/b").
 fn memory_v1(line: &str) -> Option<&str> {
+    controller_v1(line, "memory")
+}
+
+/// The path of a cgroup v1 line whose controllers include `name` ("3:cpu,cpuacct:/a" -> "a").
+fn controller_v1<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     let mut parts = line.splitn(3, ':');
     let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
     controllers
         .split(',')
-        .any(|c| c == "memory")
+        .any(|c| c == name)
         .then(|| path.trim_start_matches('/'))
+}
+
+/// The directory of this process's group under a controller, and the v1 mount's name for it
+/// (`cpu,cpuacct`), or the v2 group's directory.
+fn group_dir(own: &str, root: &Path, controller: &str) -> Option<(PathBuf, bool)> {
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if controllers.split(',').any(|c| c == controller) {
+            let mount = root.join(controllers);
+            let mount = match mount.is_dir() {
+                true => mount,
+                false => root.join(controller),
+            };
+            return Some((mount.join(path.trim_start_matches('/')), true));
+        }
+    }
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some((root.join(path.trim_start_matches('/')), false))
+}
+
+/// The least of `value` over this process's group and every group above it, within `root`.
+fn least_up(dir: PathBuf, root: &Path, value: impl Fn(&Path) -> Option<f64>) -> Option<f64> {
+    let mut least: Option<f64> = None;
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if let Some(v) = value(&d) {
+            least = Some(least.map_or(v, |l| l.min(v)));
+        }
+        at = d
+            .parent()
+            .filter(|p| p.starts_with(root))
+            .map(Path::to_path_buf);
+    }
+    least
+}
+
+/// The cpus' worth of time this process's cpu cgroup and those above it allow (quota over
+/// period: 0.5 is half of one cpu's time), under cgroup v2 (`cpu.max`) or v1 (`cpu.cfs_quota_us`
+/// over `cpu.cfs_period_us`); None when no quota applies or none is readable.
+pub fn cpu_quota() -> Option<f64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cpu_quota_in(&own, Path::new("/sys/fs/cgroup"))
+}
+
+/// [`cpu_quota`] from the text of /proc/self/cgroup and the cgroup mount `root`.
+fn cpu_quota_in(own: &str, root: &Path) -> Option<f64> {
+    let (dir, v1) = group_dir(own, root, "cpu")?;
+    let number = |d: &Path, f: &str| -> Option<f64> {
+        std::fs::read_to_string(d.join(f)).ok()?.trim().parse().ok()
+    };
+    least_up(dir, root, |d| match v1 {
+        // -1 is no quota.
+        true => Some(number(d, "cpu.cfs_quota_us")?)
+            .filter(|q| *q > 0.0)
+            .zip(number(d, "cpu.cfs_period_us"))
+            .map(|(q, p)| q / p),
+        false => {
+            let text = std::fs::read_to_string(d.join("cpu.max")).ok()?;
+            let mut words = text.split_whitespace();
+            let quota: f64 = words.next()?.parse().ok()?; // "max" is no quota
+            let period: f64 = words.next()?.parse().ok()?;
+            Some(quota / period)
+        }
+    })
+}
+
+/// How many more processes and threads this process's pids cgroup and those above it allow;
+/// None when no limit applies or none is readable.
+pub fn pids_left() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    pids_left_in(&own, Path::new("/sys/fs/cgroup"))
+}
+
+/// [`pids_left`] from the text of /proc/self/cgroup and the cgroup mount `root`.
+fn pids_left_in(own: &str, root: &Path) -> Option<u64> {
+    let (dir, _) = group_dir(own, root, "pids")?;
+    let number = |d: &Path, f: &str| -> Option<f64> {
+        std::fs::read_to_string(d.join(f)).ok()?.trim().parse().ok()
+    };
+    least_up(dir, root, |d| {
+        let max = number(d, "pids.max")?; // "max" is no limit
+        Some((max - number(d, "pids.current").unwrap_or(0.0)).max(0.0))
+    })
+    .map(|left| left as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_quota_and_a_pids_limit_are_read_up_the_tree() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let put = |d: &Path, f: &str, v: &str| {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join(f), v).unwrap()
+        };
+        // v1, cpu and cpuacct mounted together, a Slurm job's half a cpu under an unlimited parent.
+        let job = r.join("cpu,cpuacct/slurm/job_7");
+        put(&job, "cpu.cfs_quota_us", "50000");
+        put(&job, "cpu.cfs_period_us", "100000");
+        put(&r.join("cpu,cpuacct/slurm"), "cpu.cfs_quota_us", "-1");
+        let own = "5:pids:/slurm/job_7\n3:cpu,cpuacct:/slurm/job_7\n0::/\n";
+        assert_eq!(cpu_quota_in(own, r), Some(0.5));
+        put(&r.join("pids/slurm/job_7"), "pids.max", "100");
+        put(&r.join("pids/slurm/job_7"), "pids.current", "12");
+        put(&r.join("pids/slurm"), "pids.max", "max");
+        assert_eq!(pids_left_in(own, r), Some(88));
+        // v2: a container's 1.5 cpus in cpu.max; "max" is none.
+        let app = r.join("system.slice/box");
+        put(&app, "cpu.max", "150000 100000");
+        put(&r.join("system.slice"), "cpu.max", "max 100000");
+        assert_eq!(cpu_quota_in("0::/system.slice/box\n", r), Some(1.5));
+        put(&app, "cpu.max", "max 100000");
+        assert_eq!(cpu_quota_in("0::/system.slice/box\n", r), None);
+        assert_eq!(pids_left_in("0::/system.slice/box\n", r), None);
+    }
 
     #[test]
     fn the_least_headroom_of_the_group_and_its_parents_counts() {

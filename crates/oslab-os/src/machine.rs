@@ -90,6 +90,8 @@ pub fn limits() -> Limits {
         cpuset: (!parts.is_empty()).then(|| parts.join("; ")),
         hugepages,
         memory_tiers,
+        cpu_quota: crate::cgroup::cpu_quota(),
+        pids_left: crate::cgroup::pids_left(),
     }
 }
 
@@ -396,6 +398,10 @@ pub fn environment(fp: &Fingerprint) -> Environment {
     env
 }
 
+/// Processes and threads the suite may hold at once, at most: a team of workers per cpu, their
+/// helpers, a fork's child and its guard.
+const PIDS_NEEDED: u64 = 64;
+
 fn warn(kind: &str, message: String, remedy: &str) -> Warning {
     Warning::new(kind, message, remedy)
 }
@@ -461,6 +467,20 @@ fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
             "run as root or grant CAP_SYS_NICE",
         ));
     }
+    if let Some(quota) = env.limits.cpu_quota.filter(|q| *q < fp.threads as f64) {
+        w.push(warn(
+            "cpu-quota",
+            format!("a cgroup allows this process {quota:.2} cpus' worth of time, of {} cpus: a period it is throttled in stretches whatever it interrupts, and threads beyond the quota wait their turn", fp.threads),
+            "measure outside the quota (a job or container with whole cpus), or read the rows that run threads on every cpu as the quota's",
+        ));
+    }
+    if let Some(left) = env.limits.pids_left.filter(|l| *l < PIDS_NEEDED) {
+        w.push(warn(
+            "pids",
+            format!("a cgroup allows {left} more processes and threads: the probes that start them (task, switch, bandwidth's threads) may be refused"),
+            "raise the group's pids.max, or run where it is not limited",
+        ));
+    }
     if env.isolation.is_empty() && fp.threads > 1 {
         w.push(warn(
             "isolation",
@@ -474,6 +494,26 @@ fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cgroup_s_cpu_quota_and_pids_limit_are_warned_of() {
+        let topo = crate::topology::read().unwrap();
+        let fp = fingerprint(&topo, &Clock::monotonic("test".into(), false));
+        let mut env = environment(&fp);
+        env.limits.cpu_quota = Some(0.5);
+        env.limits.pids_left = Some(10);
+        let kinds: Vec<String> = warnings(&fp, &env).into_iter().map(|w| w.kind).collect();
+        assert!(kinds.iter().any(|k| k == "cpu-quota"), "{kinds:?}");
+        assert!(kinds.iter().any(|k| k == "pids"), "{kinds:?}");
+        // A quota of every cpu's time, and room for the suite's threads: nothing to say.
+        env.limits.cpu_quota = Some(fp.threads as f64);
+        env.limits.pids_left = Some(10_000);
+        let kinds: Vec<String> = warnings(&fp, &env).into_iter().map(|w| w.kind).collect();
+        assert!(
+            !kinds.iter().any(|k| k == "cpu-quota" || k == "pids"),
+            "{kinds:?}"
+        );
+    }
 
     #[test]
     fn the_tick_rate_follows_from_jiffies_and_uptime() {

@@ -252,6 +252,15 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
             .collect();
         let _ = writeln!(o, "hugepages   {}", pools.join(", "));
     }
+    if let Some(q) = l.cpu_quota {
+        let _ = writeln!(o, "cpu quota   {q:.2} cpus' worth of time (a cgroup's)");
+    }
+    if let Some(p) = l.pids_left {
+        let _ = writeln!(
+            o,
+            "pids        {p} more processes and threads allowed (a cgroup's)"
+        );
+    }
     if !l.memory_tiers.is_empty() {
         let tiers: Vec<String> = l
             .memory_tiers

@@ -563,6 +563,74 @@ fn a_cgroups_memory_limit_sizes_the_probes_instead_of_the_oom_killer() {
 }
 
 #[test]
+#[ignore = "needs root, to make cpu and pids cgroups"]
+fn a_cgroups_cpu_quota_and_pids_limit_are_seen_and_warned_of() {
+    // A Slurm job or a container gives half a cpu's time and a few processes: `info` says so,
+    // and the environment warns, instead of the numbers silently carrying the throttling.
+    let name = format!("oslab-test-{}", std::process::id());
+    let root = Path::new("/sys/fs/cgroup");
+    // (group directory, file, value) for v1's cpu and pids controllers, or v2's one tree.
+    let v1 = root.join("cpu").is_dir() && root.join("pids").is_dir();
+    let settings: Vec<(std::path::PathBuf, &str, &str)> = match v1 {
+        true => vec![
+            (root.join("cpu").join(&name), "cpu.cfs_period_us", "100000"),
+            (root.join("cpu").join(&name), "cpu.cfs_quota_us", "50000"),
+            (root.join("pids").join(&name), "pids.max", "40"),
+        ],
+        false => vec![
+            (root.join(&name), "cpu.max", "50000 100000"),
+            (root.join(&name), "pids.max", "40"),
+        ],
+    };
+    let made = settings.iter().all(|(dir, file, value)| {
+        let _ = std::fs::create_dir(dir);
+        std::fs::write(dir.join(file), value).is_ok()
+    });
+    let mut groups: Vec<&std::path::PathBuf> = settings.iter().map(|(d, _, _)| d).collect();
+    groups.dedup();
+    if !made {
+        groups.iter().for_each(|d| drop(std::fs::remove_dir(d)));
+        oslab_testkit::skip("no cpu and pids cgroups can be made here");
+        return;
+    }
+    let enter: Vec<String> = groups
+        .iter()
+        .map(|d| format!("echo $$ > '{}'", d.join("cgroup.procs").display()))
+        .collect();
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} && exec '{}' info --json",
+            enter.join(" && "),
+            bin.display()
+        ))
+        .output()
+        .unwrap();
+    groups.iter().for_each(|d| drop(std::fs::remove_dir(d)));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let info = json(&out.stdout);
+    let limits = &info["environment"]["limits"];
+    assert_eq!(limits["cpu_quota"].as_f64(), Some(0.5), "{limits}");
+    let left = limits["pids_left"].as_u64().unwrap();
+    assert!(left > 0 && left < 40, "{limits}");
+    let kinds: Vec<&str> = info["environment"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"cpu-quota") && kinds.contains(&"pids"),
+        "{kinds:?}"
+    );
+}
+
+#[test]
 fn a_memory_limit_fails_the_probe_that_needs_more_not_the_run() {
     // Under `ulimit -v` a vector that cannot grow aborts the process: the chain's index of the
     // stride table's 64 MiB working set did, and the whole run was lost.

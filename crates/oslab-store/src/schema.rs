@@ -138,7 +138,7 @@ pub fn objects(
     conn.prepare(
         "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
     )?
-    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .query_map([], |r| Ok((r.get("type")?, r.get("name")?)))?
     .collect()
 }
 

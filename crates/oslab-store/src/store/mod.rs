@@ -515,12 +515,12 @@ impl Store {
         )?;
         let events = stmt
             .query_map([id], |r| {
-                let args: Option<String> = r.get(4)?;
+                let args: Option<String> = r.get("args")?;
                 Ok(TimelineEvent {
-                    track: r.get(0)?,
-                    kind: r.get::<_, String>(1)?.into(),
-                    start_ns: r.get(2)?,
-                    dur_ns: r.get(3)?,
+                    track: r.get("track")?,
+                    kind: r.get::<_, String>("kind")?.into(),
+                    start_ns: r.get("start_ns")?,
+                    dur_ns: r.get("dur_ns")?,
                     args: args
                         .as_deref()
                         .and_then(|a| parse_map(a).ok())
@@ -583,10 +583,10 @@ impl Store {
         )?;
         let rows = stmt.query_map(params![run.hostname, run.command, run.started], |r| {
             Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-                r.get::<_, Option<String>>(3)?,
+                r.get::<_, i64>("id")?,
+                r.get::<_, String>("status")?,
+                r.get::<_, Option<i64>>("pid")?,
+                r.get::<_, Option<String>>("boot_id")?,
             ))
         })?;
         for row in rows {
@@ -654,7 +654,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare("SELECT key, value FROM run_tags WHERE run_id = ?1")?;
-        let tags = stmt.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let tags = stmt.query_map([run_id], |r| Ok((r.get("key")?, r.get("value")?)))?;
         Ok(tags.collect::<Result<_, _>>()?)
     }
 
@@ -703,19 +703,21 @@ impl Store {
             [id],
             |r| {
                 Ok(RunRecord {
-                    id: Some(r.get(0)?),
-                    started: r.get(1)?,
-                    finished: r.get(2)?,
-                    status: RunStatus::parse(&r.get::<_, String>(3)?)
-                        .seen(r.get(12)?, r.get::<_, Option<String>>(13)?.as_deref()),
-                    oslab_version: r.get(4)?,
-                    git_rev: r.get(5)?,
-                    command: r.get(6)?,
-                    hostname: r.get(7)?,
-                    quick: r.get(8)?,
-                    wall_s: r.get(9)?,
-                    fingerprint: parse_json(&r.get::<_, String>(10)?),
-                    environment: parse_json(&r.get::<_, String>(11)?),
+                    id: Some(r.get("id")?),
+                    started: r.get("started")?,
+                    finished: r.get("finished")?,
+                    status: RunStatus::parse(&r.get::<_, String>("status")?).seen(
+                        r.get("pid")?,
+                        r.get::<_, Option<String>>("boot_id")?.as_deref(),
+                    ),
+                    oslab_version: r.get("oslab_version")?,
+                    git_rev: r.get("git_rev")?,
+                    command: r.get("command")?,
+                    hostname: r.get("hostname")?,
+                    quick: r.get("quick")?,
+                    wall_s: r.get("wall_s")?,
+                    fingerprint: parse_json(&r.get::<_, String>("fingerprint")?),
+                    environment: parse_json(&r.get::<_, String>("environment")?),
                     tags: BTreeMap::new(),
                 })
             },

@@ -9,60 +9,22 @@ use std::path::{Path, PathBuf};
 /// limits less their usage), under cgroup v2 or v1; None when no limit applies or none is
 /// readable.
 pub fn memory_headroom() -> Option<u64> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    headroom_in(&own, Path::new("/sys/fs/cgroup"))
+    headroom_in(&own_groups()?, Path::new(MOUNT))
 }
 
 /// [`memory_headroom`] from the text of /proc/self/cgroup and the cgroup mount `root`.
 fn headroom_in(own: &str, root: &Path) -> Option<u64> {
-    // v1: "4:memory:/path", its files under ROOT/memory; v2: "0::/path", under ROOT.
-    let (dir, files) = match own.lines().find_map(|l| memory_v1(l)) {
-        Some(path) => (
-            root.join("memory").join(path),
-            ("memory.limit_in_bytes", "memory.usage_in_bytes"),
-        ),
-        None => {
-            let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
-            (
-                root.join(path.trim_start_matches('/')),
-                ("memory.max", "memory.current"),
-            )
-        }
+    let (dir, v1) = group_dir(own, root, "memory")?;
+    let (limit, usage) = match v1 {
+        true => ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+        false => ("memory.max", "memory.current"),
     };
-    let mut least: Option<u64> = None;
-    let mut at: Option<PathBuf> = Some(dir);
-    while let Some(d) = at {
-        let read = |f: &str| std::fs::read_to_string(d.join(f)).ok();
+    least_up(dir, root, |d| {
         // "max" (v2) or a near-2^63 figure (v1) is no limit.
-        let limit = read(files.0).and_then(|s| s.trim().parse::<u64>().ok());
-        if let Some(limit) = limit.filter(|l| *l < 1 << 60) {
-            let used = read(files.1)
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .unwrap_or(0);
-            let left = limit.saturating_sub(used);
-            least = Some(least.map_or(left, |l| l.min(left)));
-        }
-        at = d
-            .parent()
-            .filter(|p| p.starts_with(root))
-            .map(Path::to_path_buf);
-    }
-    least
-}
-
-/// The path of a cgroup v1 memory line ("4:memory:/a/b" -> "a/b").
-fn memory_v1(line: &str) -> Option<&str> {
-    controller_v1(line, "memory")
-}
-
-/// The path of a cgroup v1 line whose controllers include `name` ("3:cpu,cpuacct:/a" -> "a").
-fn controller_v1<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    let mut parts = line.splitn(3, ':');
-    let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-    controllers
-        .split(',')
-        .any(|c| c == name)
-        .then(|| path.trim_start_matches('/'))
+        let limit = number(d, limit).filter(|l| *l < (1u64 << 60) as f64)?;
+        Some((limit - number(d, usage).unwrap_or(0.0)).max(0.0))
+    })
+    .map(|left| left as u64)
 }
 
 /// The directory of this process's group under a controller, and the v1 mount's name for it
@@ -104,16 +66,29 @@ fn least_up(dir: PathBuf, root: &Path, value: impl Fn(&Path) -> Option<f64>) -> 
 /// period: 0.5 is half of one cpu's time), under cgroup v2 (`cpu.max`) or v1 (`cpu.cfs_quota_us`
 /// over `cpu.cfs_period_us`); None when no quota applies or none is readable.
 pub fn cpu_quota() -> Option<f64> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    cpu_quota_in(&own, Path::new("/sys/fs/cgroup"))
+    cpu_quota_in(&own_groups()?, Path::new(MOUNT))
+}
+
+/// Where the cgroup file systems are mounted.
+const MOUNT: &str = "/sys/fs/cgroup";
+
+/// This process's groups, as /proc/self/cgroup lists them.
+fn own_groups() -> Option<String> {
+    std::fs::read_to_string("/proc/self/cgroup").ok()
+}
+
+/// The number a cgroup file holds (None for "max", or a file not there).
+fn number(dir: &Path, file: &str) -> Option<f64> {
+    std::fs::read_to_string(dir.join(file))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// [`cpu_quota`] from the text of /proc/self/cgroup and the cgroup mount `root`.
 fn cpu_quota_in(own: &str, root: &Path) -> Option<f64> {
     let (dir, v1) = group_dir(own, root, "cpu")?;
-    let number = |d: &Path, f: &str| -> Option<f64> {
-        std::fs::read_to_string(d.join(f)).ok()?.trim().parse().ok()
-    };
     least_up(dir, root, |d| match v1 {
         // -1 is no quota.
         true => Some(number(d, "cpu.cfs_quota_us")?)
@@ -133,16 +108,12 @@ fn cpu_quota_in(own: &str, root: &Path) -> Option<f64> {
 /// How many more processes and threads this process's pids cgroup and those above it allow;
 /// None when no limit applies or none is readable.
 pub fn pids_left() -> Option<u64> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    pids_left_in(&own, Path::new("/sys/fs/cgroup"))
+    pids_left_in(&own_groups()?, Path::new(MOUNT))
 }
 
 /// [`pids_left`] from the text of /proc/self/cgroup and the cgroup mount `root`.
 fn pids_left_in(own: &str, root: &Path) -> Option<u64> {
     let (dir, _) = group_dir(own, root, "pids")?;
-    let number = |d: &Path, f: &str| -> Option<f64> {
-        std::fs::read_to_string(d.join(f)).ok()?.trim().parse().ok()
-    };
     least_up(dir, root, |d| {
         let max = number(d, "pids.max")?; // "max" is no limit
         Some((max - number(d, "pids.current").unwrap_or(0.0)).max(0.0))

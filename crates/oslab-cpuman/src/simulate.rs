@@ -303,92 +303,156 @@ impl Managed for SimJob {
 }
 
 /// Runs the simulation of `jobs`, taken as they arrive; ended jobs are folded into a [`Tally`]
-/// as they end, so memory holds only the jobs alive.
+/// as they end, so memory holds only the jobs alive. Each turn of the loop is one event: jobs
+/// arrive and are admitted, the policy's allocation applied, the rates until the next event
+/// found, the clock advanced to it, and what ended or finished an iteration taken out.
 pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutcome {
-    let p = cfg.cpus.max(1);
-    let nodes = cfg.nodes.clamp(1, p);
-    let per_node = p.div_ceil(nodes);
-    let order: Vec<(usize, usize)> = (0..p).map(|c| (c, c / per_node)).collect();
+    let mut sim = Sim::new(cfg);
+    let order: Vec<(usize, usize)> = (0..sim.p).map(|c| (c, c / sim.per_node)).collect();
     let mut core = Core::new(jobs, order, cfg.mpl);
-    let first_arrival = core.next_arrival().unwrap_or(0.0);
-    let mut running: Vec<SimJob> = Vec::new();
-    let mut done = Tally::default();
-    let mut end = first_arrival;
-    let mut timeline = Timeline::default();
-    let (mut busy, mut bursts, mut pages_moved) = (0.0f64, 0.0f64, 0.0f64);
-    let mut t = first_arrival;
+    sim.first_arrival = core.next_arrival().unwrap_or(0.0);
+    (sim.t, sim.end) = (sim.first_arrival, sim.first_arrival);
     let mut changed = false;
     let mut stopped = false;
-    // Native: where the next job's threads find their homes.
-    let mut next_home = 0usize;
     loop {
         // Ctrl-C ends a long simulation with what completed.
         if oslab_os::signals::interrupted() {
             stopped = true;
             break;
         }
+        let (t, nodes) = (sim.t, sim.nodes);
         core.arrive(t);
-        changed |= core.admit(policy, &mut running, |spec| start(spec, t, nodes));
-        if changed {
-            changed = false;
-            let placed = core.reallocate(policy, &mut running);
-            for (j, (a, set)) in running.iter_mut().zip(placed) {
-                if a == j.alloc && set == j.cpus {
-                    continue;
-                }
-                let first = j.alloc == 0;
-                if !first {
-                    // Threads whose CPU changed moved; bursts on the old CPUs ended.
-                    // Sorted, then searched: `contains` on the old list was O(CPUs squared),
-                    // minutes per reallocation at a million CPUs.
-                    let mut old = j.cpus.clone();
-                    old.sort_unstable();
-                    let moved = set.iter().filter(|c| old.binary_search(c).is_err()).count();
-                    j.migrations += moved as f64;
-                    bursts += j.alloc.min(p) as f64;
-                }
-                j.alloc = a;
-                j.cpus = set;
-                j.local = None;
-                j.stable_since = t;
-                j.measuring = Some(Iteration {
-                    since: t,
-                    left: j.remaining,
-                });
-                if !policy.pins() && j.homes.len() != a {
-                    j.homes = (0..a).map(|k| (next_home + k) % p).collect();
-                    next_home = (next_home + a) % p;
-                }
-                let placed = if policy.pins() { &j.cpus } else { &j.homes };
-                let want = thread_shares(placed, per_node, nodes);
-                if first && !placed.is_empty() {
-                    let total: f64 = j.pages.iter().sum();
-                    j.pages = match cfg.first_touch {
-                        FirstTouch::Master => {
-                            let mut v = vec![0.0; nodes];
-                            v[(placed[0] / per_node).min(nodes - 1)] = total;
-                            v
-                        }
-                        FirstTouch::Parallel => want.iter().map(|w| w * total).collect(),
-                        FirstTouch::RoundRobin => vec![total / nodes as f64; nodes],
-                    };
-                } else if cfg.migration == PageMigration::Manual && policy.pins() {
-                    let moved = move_pages(&mut j.pages, &want, 1.0, f64::INFINITY);
-                    pages_moved += moved;
-                    *j.out.pages_moved.get_or_insert(0) += moved.round() as u64;
-                    j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
-                }
-                timeline.push(|| j.out.alloc_event(j.alloc, &j.cpus, t));
-            }
+        changed |= core.admit(policy, &mut sim.running, |spec| start(spec, t, nodes));
+        if std::mem::take(&mut changed) {
+            let placed = core.reallocate(policy, &mut sim.running);
+            sim.place(policy, placed);
         }
-        // Rates until the next event.
-        for j in running.iter_mut().filter(|j| j.local.is_none()) {
+        let rates = sim.rates(policy);
+        let Some(dt) = sim.next_event(&mut core, policy, &rates) else {
+            break; // nothing running, nothing to come
+        };
+        sim.advance(policy, &rates, dt);
+        changed = sim.take_ended(&mut core, policy);
+        if core.drained() && sim.running.is_empty() {
+            break;
+        }
+    }
+    sim.outcome(policy, &core, stopped)
+}
+
+/// The simulated machine between events: its jobs, the clock, and what it has counted.
+struct Sim<'a> {
+    cfg: &'a SimConfig,
+    /// CPUs, nodes and CPUs per node.
+    p: usize,
+    nodes: usize,
+    per_node: usize,
+    running: Vec<SimJob>,
+    done: Tally,
+    timeline: Timeline,
+    /// Simulated time now, at the first arrival, and at the last completion.
+    t: f64,
+    first_arrival: f64,
+    end: f64,
+    /// CPU seconds used, bursts ended (switches), pages moved.
+    busy: f64,
+    bursts: f64,
+    pages_moved: f64,
+    /// Native: where the next job's threads find their homes.
+    next_home: usize,
+}
+
+impl<'a> Sim<'a> {
+    fn new(cfg: &'a SimConfig) -> Sim<'a> {
+        let p = cfg.cpus.max(1);
+        let nodes = cfg.nodes.clamp(1, p);
+        Sim {
+            cfg,
+            p,
+            nodes,
+            per_node: p.div_ceil(nodes),
+            running: Vec::new(),
+            done: Tally::default(),
+            timeline: Timeline::default(),
+            t: 0.0,
+            first_arrival: 0.0,
+            end: 0.0,
+            busy: 0.0,
+            bursts: 0.0,
+            pages_moved: 0.0,
+            next_home: 0,
+        }
+    }
+
+    /// Applies the policy's allocation (count and cpus per running job): threads whose cpu
+    /// changed moved, a job's first cpus place its pages (first touch), a manual migration moves
+    /// them after its cpus.
+    fn place(&mut self, policy: &dyn Policy, placed: Vec<(usize, Vec<usize>)>) {
+        let (cfg, p, t) = (self.cfg, self.p, self.t);
+        let (per_node, nodes) = (self.per_node, self.nodes);
+        for (j, (a, set)) in self.running.iter_mut().zip(placed) {
+            if a == j.alloc && set == j.cpus {
+                continue;
+            }
+            let first = j.alloc == 0;
+            if !first {
+                // Threads whose CPU changed moved; bursts on the old CPUs ended.
+                // Sorted, then searched: `contains` on the old list was O(CPUs squared),
+                // minutes per reallocation at a million CPUs.
+                let mut old = j.cpus.clone();
+                old.sort_unstable();
+                let moved = set.iter().filter(|c| old.binary_search(c).is_err()).count();
+                j.migrations += moved as f64;
+                self.bursts += j.alloc.min(p) as f64;
+            }
+            j.alloc = a;
+            j.cpus = set;
+            j.local = None;
+            j.stable_since = t;
+            j.measuring = Some(Iteration {
+                since: t,
+                left: j.remaining,
+            });
+            if !policy.pins() && j.homes.len() != a {
+                j.homes = (0..a).map(|k| (self.next_home + k) % p).collect();
+                self.next_home = (self.next_home + a) % p;
+            }
+            let placed = if policy.pins() { &j.cpus } else { &j.homes };
+            let want = thread_shares(placed, per_node, nodes);
+            if first && !placed.is_empty() {
+                let total: f64 = j.pages.iter().sum();
+                j.pages = match cfg.first_touch {
+                    FirstTouch::Master => {
+                        let mut v = vec![0.0; nodes];
+                        v[(placed[0] / per_node).min(nodes - 1)] = total;
+                        v
+                    }
+                    FirstTouch::Parallel => want.iter().map(|w| w * total).collect(),
+                    FirstTouch::RoundRobin => vec![total / nodes as f64; nodes],
+                };
+            } else if cfg.migration == PageMigration::Manual && policy.pins() {
+                let moved = move_pages(&mut j.pages, &want, 1.0, f64::INFINITY);
+                self.pages_moved += moved;
+                *j.out.pages_moved.get_or_insert(0) += moved.round() as u64;
+                j.stall = j.stall.max(t) + moved * cfg.page_cost_s;
+            }
+            self.timeline
+                .push(|| j.out.alloc_event(j.alloc, &j.cpus, t));
+        }
+    }
+
+    /// Each running job's effective cpus and rate of progress until the next event (none while
+    /// it stalls moving pages).
+    fn rates(&mut self, policy: &dyn Policy) -> Vec<(f64, f64)> {
+        let (cfg, p, t) = (self.cfg, self.p, self.t);
+        let (per_node, nodes) = (self.per_node, self.nodes);
+        for j in self.running.iter_mut().filter(|j| j.local.is_none()) {
             let home = if policy.pins() { 1.0 } else { cfg.affinity };
             j.local = Some(local_fraction(j, home, per_node, nodes));
         }
-        let threads: usize = running.iter().map(|j| j.alloc).sum();
+        let threads: usize = self.running.iter().map(|j| j.alloc).sum();
         let oversubscribed = threads > p;
-        let rates: Vec<(f64, f64)> = running
+        self.running
             .iter()
             .map(|j| {
                 let p_eff = if oversubscribed {
@@ -401,10 +465,20 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
                 let rate = cfg.speedups.of(j.spec.kind, p_eff) / slow;
                 (p_eff, if j.stall > t { 0.0 } else { rate })
             })
-            .collect();
-        // Next event: arrival, a completion, a stall's end, a measurement, a kernel step.
+            .collect()
+    }
+
+    /// The time to the next event: an arrival, a completion, a stall's end, an iteration's end
+    /// (a measurement), a kernel migration step; None when nothing runs and nothing is to come.
+    fn next_event(
+        &self,
+        core: &mut Core,
+        policy: &dyn Policy,
+        rates: &[(f64, f64)],
+    ) -> Option<f64> {
+        let t = self.t;
         let mut dt = core.next_arrival().map_or(f64::INFINITY, |a| a - t);
-        for (j, &(_, rate)) in running.iter_mut().zip(&rates) {
+        for (j, &(_, rate)) in self.running.iter().zip(rates) {
             if j.stall > t {
                 dt = dt.min(j.stall - t);
             } else if rate > 0.0 {
@@ -414,23 +488,29 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
                 }
             }
         }
-        if cfg.migration == PageMigration::Kernel {
+        if self.cfg.migration == PageMigration::Kernel {
             // The kernel moves pages in steps of at most a second of settled time, while a job
             // has pages to move: a job whose pages are in place needs no steps, so a job of
             // 1e8 s costs as little to simulate as one of 100 s.
-            for j in running
+            for j in self
+                .running
                 .iter()
-                .filter(|j| kernel_moves(j, cfg, policy.pins(), per_node, nodes))
+                .filter(|j| kernel_moves(j, self.cfg, policy.pins(), self.per_node, self.nodes))
             {
-                let settles = j.stable_since + cfg.settle_s;
+                let settles = j.stable_since + self.cfg.settle_s;
                 dt = dt.min((settles - t).max(0.0) + 1.0);
             }
         }
-        if !dt.is_finite() {
-            break; // nothing running, nothing to come
-        }
-        let dt = dt.max(0.0);
-        for (j, &(p_eff, rate)) in running.iter_mut().zip(&rates) {
+        dt.is_finite().then_some(dt.max(0.0))
+    }
+
+    /// Advances the clock by `dt`: each job's progress at its rate (none while it stalls or the
+    /// kernel moves its pages), the cpu time it used, the scheduler's placements.
+    fn advance(&mut self, policy: &dyn Policy, rates: &[(f64, f64)], dt: f64) {
+        let (cfg, p, t) = (self.cfg, self.p, self.t);
+        let (per_node, nodes) = (self.per_node, self.nodes);
+        let oversubscribed = self.running.iter().map(|j| j.alloc).sum::<usize>() > p;
+        for (j, &(p_eff, rate)) in self.running.iter_mut().zip(rates) {
             // A job migrating its pages holds its CPUs but makes no progress. (Measured from t,
             // not as (t + dt) - stall: late in a long trace t + dt rounds, and a step must still
             // make its whole progress, or a residue too small to move the clock never ends.)
@@ -453,7 +533,7 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
                     let fit = free / cfg.page_cost_s.max(1e-15);
                     let moved = move_pages(&mut j.pages, &want, share, fit);
                     j.local = None;
-                    pages_moved += moved;
+                    self.pages_moved += moved;
                     cost = moved * cfg.page_cost_s;
                 }
             }
@@ -461,30 +541,36 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
             let cpu = p_eff.min(j.alloc as f64) * dt;
             *j.out.cpu_s.get_or_insert(0.0) += cpu;
             j.out.alloc_integral += j.alloc as f64 * dt;
-            busy += cpu;
+            self.busy += cpu;
             if oversubscribed && !policy.pins() {
                 // Every quantum the scheduler places the threads it runs: on their home cpu
                 // for the affinity's share, anywhere for the rest.
                 let placements = p_eff * dt / cfg.quantum_s;
                 j.migrations += placements * (1.0 - cfg.affinity) * (1.0 - 1.0 / p as f64);
-                bursts += placements;
+                self.bursts += placements;
             }
         }
-        t += dt;
-        // Completions and measurements.
+        self.t += dt;
+    }
+
+    /// Takes out the jobs that completed (folded into the tally) and notes the speedup of those
+    /// that finished an iteration; whether the policy has something new to act on.
+    fn take_ended(&mut self, core: &mut Core, policy: &mut dyn Policy) -> bool {
+        let (p, t) = (self.p, self.t);
+        let mut changed = false;
         let mut k = 0;
-        while k < running.len() {
-            let j = &mut running[k];
+        while k < self.running.len() {
+            let j = &mut self.running[k];
             if j.remaining <= 1e-9 * j.spec.seq_s.max(1.0) {
-                let mut j = running.remove(k);
+                let mut j = self.running.remove(k);
                 j.out.end_s = Some(t);
                 j.out.completed = true;
                 j.out.migrations = Some(j.migrations.round() as u64);
-                bursts += j.alloc.min(p) as f64;
+                self.bursts += j.alloc.min(p) as f64;
                 core.finished(policy, j.spec.id);
-                timeline.push(|| j.out.span_event());
-                end = end.max(t);
-                done.add(j.out);
+                self.timeline.push(|| j.out.span_event());
+                self.end = self.end.max(t);
+                self.done.add(j.out);
                 changed = true;
                 continue;
             }
@@ -500,58 +586,62 @@ pub fn simulate(policy: &mut dyn Policy, cfg: &SimConfig, jobs: Jobs) -> RunOutc
             }
             k += 1;
         }
-        if core.drained() && running.is_empty() {
-            break;
-        }
+        changed
     }
-    let share = |x: f64| x / p as f64;
-    RunOutcome {
-        policy: policy.name().to_string(),
-        migration: cfg.migration.name().to_string(),
-        workload: cfg.workload.clone(),
-        load: cfg.load,
-        cpus: p,
-        jobs: done,
-        // The model does not track CPUs one by one: every CPU gets the machine's mean.
-        bursts: Ok((0..p)
-            .map(|cpu| CpuBursts {
-                cpu,
-                switches: share(bursts).round() as u64,
-                busy_s: share(busy),
-            })
-            .collect()),
-        page_migrations: Ok(pages_moved.round() as u64),
-        makespan_s: end - first_arrival,
-        notes: std::iter::once(format!(
-            "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, first touch by {}, quantum {} ms, native affinity {}, page cost {} us",
-            cfg.remote_ratio,
-            match cfg.first_touch {
-                FirstTouch::Master => "the master thread",
-                FirstTouch::Parallel => "each thread",
-                FirstTouch::RoundRobin => "round-robin over all nodes",
-            },
-            cfg.quantum_s * 1e3,
-            cfg.affinity,
-            cfg.page_cost_s * 1e6
-        ))
-        .chain((cfg.migration == PageMigration::Kernel).then(|| {
-            format!(
-                "kernel migration: pages follow after {} s of stable cpus, {} of the misplaced ones a second",
-                cfg.settle_s, cfg.kernel_rate
-            )
-        }))
-        .chain((cfg.boundness != 1.0).then(|| {
-            format!("memory-boundness of every kind x {}", cfg.boundness)
-        }))
-        .chain(std::iter::once(cfg.speedups.describe()))
-        .chain(timeline.dropped())
-        .chain(stopped.then(|| "interrupted: only jobs completed before Ctrl-C count".to_string()))
-        .collect(),
-        timeline: timeline.events,
-        simulated: true,
-        speedups: Default::default(),
-        first_touch: Some(cfg.first_touch.name()),
-        peak_running: core.peak_running(),
+
+    /// The run's outcome: the jobs' tally, the machine's mean bursts and busy time per cpu, the
+    /// pages moved, the makespan and how the machine was modelled.
+    fn outcome(self, policy: &dyn Policy, core: &Core, stopped: bool) -> RunOutcome {
+        let (cfg, p, nodes) = (self.cfg, self.p, self.nodes);
+        let share = |x: f64| x / p as f64;
+        RunOutcome {
+            policy: policy.name().to_string(),
+            migration: cfg.migration.name().to_string(),
+            workload: cfg.workload.clone(),
+            load: cfg.load,
+            cpus: p,
+            jobs: self.done,
+            // The model does not track CPUs one by one: every CPU gets the machine's mean.
+            bursts: Ok((0..p)
+                .map(|cpu| CpuBursts {
+                    cpu,
+                    switches: share(self.bursts).round() as u64,
+                    busy_s: share(self.busy),
+                })
+                .collect()),
+            page_migrations: Ok(self.pages_moved.round() as u64),
+            makespan_s: self.end - self.first_arrival,
+            notes: std::iter::once(format!(
+                "simulated: {p} cpus in {nodes} nodes, remote/local {:.2}, first touch by {}, quantum {} ms, native affinity {}, page cost {} us",
+                cfg.remote_ratio,
+                match cfg.first_touch {
+                    FirstTouch::Master => "the master thread",
+                    FirstTouch::Parallel => "each thread",
+                    FirstTouch::RoundRobin => "round-robin over all nodes",
+                },
+                cfg.quantum_s * 1e3,
+                cfg.affinity,
+                cfg.page_cost_s * 1e6
+            ))
+            .chain((cfg.migration == PageMigration::Kernel).then(|| {
+                format!(
+                    "kernel migration: pages follow after {} s of stable cpus, {} of the misplaced ones a second",
+                    cfg.settle_s, cfg.kernel_rate
+                )
+            }))
+            .chain((cfg.boundness != 1.0).then(|| {
+                format!("memory-boundness of every kind x {}", cfg.boundness)
+            }))
+            .chain(std::iter::once(cfg.speedups.describe()))
+            .chain(self.timeline.dropped())
+            .chain(stopped.then(|| "interrupted: only jobs completed before Ctrl-C count".to_string()))
+            .collect(),
+            timeline: self.timeline.events,
+            simulated: true,
+            speedups: Default::default(),
+            first_touch: Some(cfg.first_touch.name()),
+            peak_running: core.peak_running(),
+        }
     }
 }
 

@@ -273,12 +273,68 @@ pub fn run(
     jobs: Jobs,
     status: &mut dyn FnMut(&TickState),
 ) -> Result<RunOutcome, ManagerError> {
-    let p = cfg.order.len();
+    let mut live = Live::new(cfg);
+    let _balancing = balancing_for(cfg, &mut live.notes)?;
+    if cfg.migration != PageMigration::Off && cfg.nodes < 2 {
+        live.notes.push(format!(
+            "one NUMA node: page migration ({}) has nothing to move here; the run shows its overhead only",
+            cfg.migration.name()
+        ));
+    }
     let cpus: Vec<usize> = cfg.order.iter().map(|&(c, _)| c).collect();
-    let mut notes = Vec::new();
-    // Only the mode asked for moves pages: the kernel's balancing is on for `kernel` and off
-    // for the others (on several nodes, where it would move pages of its own).
-    let _balancing = match (cfg.migration, cfg.nodes >= 2) {
+    let bursts = BurstCounter::start(&cpus);
+    let pages_before = observe::pages_migrated();
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_secs_f64();
+    let mut core = Core::new(jobs, cfg.order.clone(), cfg.mpl);
+    let first_arrival = core.next_arrival().unwrap_or(0.0);
+    let mut interrupted = false;
+    loop {
+        let t = now();
+        if signals::interrupted() {
+            interrupted = true;
+            break;
+        }
+        core.arrive(t);
+        let mut changed = live.reap(&mut core, policy, t);
+        changed |= live.read_reports();
+        changed |= core.admit(policy, &mut live.running, |spec| admitted(spec, t));
+        if changed {
+            let placed = core.reallocate(policy, &mut live.running);
+            live.place(policy, placed, t)?;
+        }
+        live.sample(t);
+        let (pending, queued) = core.waiting();
+        status(&TickState {
+            t,
+            pending,
+            queued,
+            running: live.running.iter().map(|r| (r.spec.id, r.alloc)).collect(),
+            done: live.finished.len(),
+        });
+        if core.drained() && live.running.is_empty() {
+            break;
+        }
+        // A long tick must not hold Ctrl-C: the loop's top sees the flag.
+        oslab_os::signals::sleep_unless_stopped(cfg.tick);
+    }
+    if interrupted {
+        stop_all(&mut live.running, &mut live.finished, now());
+        live.notes
+            .push("interrupted: jobs still running were stopped; only completed jobs count".into());
+    }
+    let pages = live.pages_moved(pages_before);
+    Ok(live.outcome(policy, &core, first_arrival, bursts, pages))
+}
+
+/// Only the mode asked for moves pages: the kernel's automatic NUMA balancing on for `kernel`,
+/// off for the others on several nodes (where it would move pages of its own), restored when
+/// the guard drops; what was done is said in `notes`.
+fn balancing_for(
+    cfg: &Config,
+    notes: &mut Vec<String>,
+) -> Result<Option<BalancingGuard>, ManagerError> {
+    Ok(match (cfg.migration, cfg.nodes >= 2) {
         (PageMigration::Kernel, _) => {
             let g = BalancingGuard::set(true).map_err(ManagerError::Setup)?;
             if let Some(g) = &g {
@@ -306,211 +362,238 @@ pub fn run(
             }
         },
         (_, false) => None,
-    };
-    if cfg.migration != PageMigration::Off && cfg.nodes < 2 {
-        notes.push(format!(
-            "one NUMA node: page migration ({}) has nothing to move here; the run shows its overhead only",
-            cfg.migration.name()
-        ));
-    }
-    let bursts = BurstCounter::start(&cpus);
-    let pages_before = observe::pages_migrated();
-    // Migrations the kernel counted while the manager's own moves ran (pgmigrate_success around
-    // each migrate_pages call): beside each job's numa_maps change, the check that they agree.
-    let mut kernel_counted = 0u64;
-    // Node-set changes of running jobs, and those that left a node the job held (only these
-    // move pages): a stream that moves nothing says why.
-    let (mut node_changes, mut nodes_left) = (0usize, 0usize);
-    let t0 = Instant::now();
-    let now = || t0.elapsed().as_secs_f64();
-    let mut core = Core::new(jobs, cfg.order.clone(), cfg.mpl);
-    let mut running: Vec<Running> = Vec::new();
-    let mut finished: Vec<JobOutcome> = Vec::new();
-    let mut timeline: Vec<TimelineEvent> = Vec::new();
-    let mut speedups: BTreeMap<(Kind, usize), Vec<f64>> = BTreeMap::new();
-    let mut spans: BTreeMap<(u64, i32), Span> = BTreeMap::new();
-    let mut last_sample = 0.0f64;
-    let first_arrival = core.next_arrival().unwrap_or(0.0);
-    let mut interrupted = false;
-    loop {
-        let t = now();
-        if signals::interrupted() {
-            interrupted = true;
-            break;
+    })
+}
+
+/// The live machine between ticks: the jobs running and finished, what their threads ran
+/// where, the speedups they reported, the pages the manager moved.
+struct Live<'a> {
+    cfg: &'a Config,
+    notes: Vec<String>,
+    running: Vec<Running>,
+    finished: Vec<JobOutcome>,
+    timeline: Vec<TimelineEvent>,
+    speedups: BTreeMap<(Kind, usize), Vec<f64>>,
+    spans: BTreeMap<(u64, i32), Span>,
+    /// When the threads were last sampled.
+    last_sample: f64,
+    /// Migrations the kernel counted while the manager's own moves ran (pgmigrate_success around
+    /// each migrate_pages call): beside each job's numa_maps change, the check that they agree.
+    kernel_counted: u64,
+    /// Node-set changes of running jobs, and those that left a node the job held (only these
+    /// move pages): a stream that moves nothing says why.
+    node_changes: usize,
+    nodes_left: usize,
+}
+
+impl<'a> Live<'a> {
+    fn new(cfg: &'a Config) -> Live<'a> {
+        Live {
+            cfg,
+            notes: Vec::new(),
+            running: Vec::new(),
+            finished: Vec::new(),
+            timeline: Vec::new(),
+            speedups: BTreeMap::new(),
+            spans: BTreeMap::new(),
+            last_sample: 0.0,
+            kernel_counted: 0,
+            node_changes: 0,
+            nodes_left: 0,
         }
+    }
+
+    /// Takes out the jobs that ended (a failure said in the notes); whether any did.
+    fn reap(&mut self, core: &mut Core, policy: &mut dyn Policy, t: f64) -> bool {
         let mut changed = false;
-        core.arrive(t);
-        // Finished jobs.
         let mut k = 0;
-        while k < running.len() {
-            if let Some(end) = reap(&mut running[k], t) {
-                let mut r = running.remove(k);
+        while k < self.running.len() {
+            if let Some(end) = reap(&mut self.running[k], t) {
+                let mut r = self.running.remove(k);
                 if !r.outcome.completed {
-                    notes.push(failure(&r));
+                    self.notes.push(failure(&r));
                 }
-                close_spans(&mut spans, &mut timeline, Some(r.spec.id));
+                close_spans(&mut self.spans, &mut self.timeline, Some(r.spec.id));
                 account(&mut r, end);
-                timeline.push(r.outcome.span_event());
+                self.timeline.push(r.outcome.span_event());
                 core.finished(policy, r.spec.id);
-                finished.push(r.outcome.clone());
+                self.finished.push(r.outcome.clone());
                 r.pid = 0; // reaped
                 changed = true;
             } else {
                 k += 1;
             }
         }
-        // Iteration reports: the SelfAnalyzer's speedups.
-        for r in &mut running {
-            if let Some(ch) = &r.channel {
-                let (reports, seen) = ch.reports_since(r.seen);
-                r.seen = seen;
-                for rep in reports {
-                    // Every iteration after the warm-up is a point of the kind's curve.
-                    let seq = cfg.iteration_s.get(r.spec.kind.name());
-                    if let (true, Some(seq)) = (rep.index >= 1 && rep.threads > 0, seq) {
-                        speedups
-                            .entry((r.spec.kind, rep.threads))
-                            .or_default()
-                            .push(seq / (rep.ns.max(1) as f64 / 1e9));
-                    }
-                    match rep.index {
-                        0 => {} // warm-up: first touch of the data
-                        i if ch.baseline() > 0 && i <= ch.baseline_iterations() => {
-                            r.base_ns.push(rep.ns as f64)
-                        }
-                        _ => {
-                            let whole = r.base_ns.len() as u64 == ch.baseline_iterations();
-                            let base =
-                                r.base_ns.iter().sum::<f64>() / r.base_ns.len().max(1) as f64;
-                            if let Some(base) =
-                                whole.then_some(base).filter(|_| rep.threads == r.alloc)
-                            {
-                                r.speedup =
-                                    Some(ch.baseline() as f64 * base / (rep.ns.max(1)) as f64);
-                                changed = true;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        // Admission.
-        changed |= core.admit(policy, &mut running, |spec| admitted(spec, t));
-        if changed {
-            let placed = core.reallocate(policy, &mut running);
-            for (r, (a, set)) in running.iter_mut().zip(placed) {
-                if r.pid != 0 && a == r.alloc && set == r.cpus {
-                    continue;
-                }
-                r.outcome.alloc_integral += r.alloc.min(p) as f64 * (t - r.since);
-                r.since = t;
-                let old_nodes = nodes_of(&cfg.order, &r.cpus);
-                r.alloc = a;
-                r.cpus = set;
-                if r.pid == 0 {
-                    start(r, cfg, policy.needs_speedup())?;
-                } else {
-                    apply(r);
-                    let new_nodes = nodes_of(&cfg.order, &r.cpus);
-                    if cfg.migration == PageMigration::Manual
-                        && cfg.nodes > 1
-                        && !new_nodes.is_empty()
-                        && new_nodes != old_nodes
-                    {
-                        node_changes += 1;
-                        nodes_left += usize::from(old_nodes.iter().any(|n| !new_nodes.contains(n)));
-                        // The job's pages per node just before and after the move.
-                        let before = observe::node_pages(r.pid);
-                        let counted = observe::pages_migrated();
-                        match observe::migrate_process_pages(r.pid, &new_nodes, cfg.nodes) {
-                            Ok(_) => {
-                                if let (Some(b), Some(a)) = (before, observe::node_pages(r.pid)) {
-                                    let moved = observe::moved(&b, &a, &new_nodes);
-                                    *r.outcome.pages_moved.get_or_insert(0) += moved;
-                                }
-                                if let (Some(c0), Some(c1)) = (counted, observe::pages_migrated()) {
-                                    kernel_counted += c1.saturating_sub(c0);
-                                }
-                            }
-                            Err(e) => {
-                                notes.push(format!("job {}: migrate_pages failed: {e}", r.spec.id))
-                            }
-                        }
-                    }
-                }
-                timeline.push(r.outcome.alloc_event(r.alloc, &r.cpus, t));
-            }
-        }
-        // Where every thread ran since the last look.
-        for r in &mut running {
-            let from = last_sample.max(r.outcome.start_s.unwrap_or(0.0));
-            sample(r, &mut spans, &mut timeline, from, t);
-        }
-        last_sample = t;
-        let (pending, queued) = core.waiting();
-        status(&TickState {
-            t,
-            pending,
-            queued,
-            running: running.iter().map(|r| (r.spec.id, r.alloc)).collect(),
-            done: finished.len(),
-        });
-        if core.drained() && running.is_empty() {
-            break;
-        }
-        // A long tick must not hold Ctrl-C: the loop's top sees the flag.
-        oslab_os::signals::sleep_unless_stopped(cfg.tick);
+        changed
     }
-    if interrupted {
-        stop_all(&mut running, &mut finished, now());
-        notes
-            .push("interrupted: jobs still running were stopped; only completed jobs count".into());
-    }
-    close_spans(&mut spans, &mut timeline, None);
-    let end = finished.iter().filter_map(|j| j.end_s).fold(0.0, f64::max);
-    let system = match (pages_before, observe::pages_migrated()) {
-        (Some(a), Some(b)) => Ok(b.saturating_sub(a)),
-        _ => Err("/proc/vmstat has no pgmigrate_success".to_string()),
-    };
-    // The manager's own moves, job by job; the kernel's count is system-wide (compaction,
-    // khugepaged and other processes' moves in it): what balancing moved in kernel mode.
-    let ours: Option<u64> = finished
-        .iter()
-        .filter_map(|j| j.pages_moved)
-        .reduce(|a, b| a + b);
-    let pages = match (cfg.migration, ours) {
-        (PageMigration::Manual, moved) if cfg.nodes > 1 => {
-            let moved = moved.unwrap_or(0);
-            if let Ok(all) = &system {
-                notes.push(format!("pages moved: {moved} by the manager (each job's numa_maps before and after its moves); the kernel counted {kernel_counted} during those moves, {all} over the run (every cause, system-wide)"));
+
+    /// The iterations the jobs reported since the last look: points of each kind's speedup
+    /// curve, and the SelfAnalyzer's speedup against a job's baseline; whether one is new.
+    fn read_reports(&mut self) -> bool {
+        let mut changed = false;
+        for r in &mut self.running {
+            let Some(ch) = &r.channel else { continue };
+            let (reports, seen) = ch.reports_since(r.seen);
+            r.seen = seen;
+            for rep in reports {
+                // Every iteration after the warm-up is a point of the kind's curve.
+                let seq = self.cfg.iteration_s.get(r.spec.kind.name());
+                if let (true, Some(seq)) = (rep.index >= 1 && rep.threads > 0, seq) {
+                    self.speedups
+                        .entry((r.spec.kind, rep.threads))
+                        .or_default()
+                        .push(seq / (rep.ns.max(1) as f64 / 1e9));
+                }
+                match rep.index {
+                    0 => {} // warm-up: first touch of the data
+                    i if ch.baseline() > 0 && i <= ch.baseline_iterations() => {
+                        r.base_ns.push(rep.ns as f64)
+                    }
+                    _ => {
+                        let whole = r.base_ns.len() as u64 == ch.baseline_iterations();
+                        let base = r.base_ns.iter().sum::<f64>() / r.base_ns.len().max(1) as f64;
+                        if let Some(base) = whole.then_some(base).filter(|_| rep.threads == r.alloc)
+                        {
+                            r.speedup = Some(ch.baseline() as f64 * base / (rep.ns.max(1)) as f64);
+                            changed = true;
+                        }
+                    }
+                }
             }
-            if moved == 0 {
-                notes.push(format!("no page moved: running jobs' node sets changed {node_changes} times, {nodes_left} of them leaving a node the job held (only those move its pages there); this stream's arrivals {}", match nodes_left {
-                    0 => "only ever grew a job's nodes: another --stream may shrink some",
-                    _ => "left nodes whose pages had already gone (or none were first touched there)",
-                }));
-            }
-            Ok(moved)
         }
-        _ => system,
-    };
-    Ok(RunOutcome {
-        policy: policy.name().to_string(),
-        migration: cfg.migration.name().to_string(),
-        workload: cfg.workload.clone(),
-        load: cfg.load,
-        cpus: p,
-        jobs: finished.into_iter().collect(),
-        bursts: bursts.and_then(BurstCounter::finish),
-        page_migrations: pages.map_err(|e| e.to_string()),
-        makespan_s: end - first_arrival,
-        timeline,
-        notes,
-        simulated: false,
-        speedups,
-        first_touch: None,
-        peak_running: core.peak_running(),
-    })
+        changed
+    }
+
+    /// Applies the policy's allocation: a new job started on its cpus, a running one moved
+    /// there, and under manual migration its pages after it when its nodes changed.
+    fn place(
+        &mut self,
+        policy: &dyn Policy,
+        placed: Vec<(usize, Vec<usize>)>,
+        t: f64,
+    ) -> Result<(), ManagerError> {
+        let cfg = self.cfg;
+        let p = cfg.order.len();
+        for (r, (a, set)) in self.running.iter_mut().zip(placed) {
+            if r.pid != 0 && a == r.alloc && set == r.cpus {
+                continue;
+            }
+            r.outcome.alloc_integral += r.alloc.min(p) as f64 * (t - r.since);
+            r.since = t;
+            let old_nodes = nodes_of(&cfg.order, &r.cpus);
+            r.alloc = a;
+            r.cpus = set;
+            if r.pid == 0 {
+                start(r, cfg, policy.needs_speedup())?;
+            } else {
+                apply(r);
+                let new_nodes = nodes_of(&cfg.order, &r.cpus);
+                if cfg.migration == PageMigration::Manual
+                    && cfg.nodes > 1
+                    && !new_nodes.is_empty()
+                    && new_nodes != old_nodes
+                {
+                    self.node_changes += 1;
+                    self.nodes_left +=
+                        usize::from(old_nodes.iter().any(|n| !new_nodes.contains(n)));
+                    // The job's pages per node just before and after the move.
+                    let before = observe::node_pages(r.pid);
+                    let counted = observe::pages_migrated();
+                    match observe::migrate_process_pages(r.pid, &new_nodes, cfg.nodes) {
+                        Ok(_) => {
+                            if let (Some(b), Some(a)) = (before, observe::node_pages(r.pid)) {
+                                let moved = observe::moved(&b, &a, &new_nodes);
+                                *r.outcome.pages_moved.get_or_insert(0) += moved;
+                            }
+                            if let (Some(c0), Some(c1)) = (counted, observe::pages_migrated()) {
+                                self.kernel_counted += c1.saturating_sub(c0);
+                            }
+                        }
+                        Err(e) => self
+                            .notes
+                            .push(format!("job {}: migrate_pages failed: {e}", r.spec.id)),
+                    }
+                }
+            }
+            self.timeline
+                .push(r.outcome.alloc_event(r.alloc, &r.cpus, t));
+        }
+        Ok(())
+    }
+
+    /// Where every thread ran since the last look.
+    fn sample(&mut self, t: f64) {
+        for r in &mut self.running {
+            let from = self.last_sample.max(r.outcome.start_s.unwrap_or(0.0));
+            sample(r, &mut self.spans, &mut self.timeline, from, t);
+        }
+        self.last_sample = t;
+    }
+
+    /// The pages moved over the run: the manager's own moves job by job under manual
+    /// migration (with the kernel's counts beside them in the notes), else the kernel's count,
+    /// which is system-wide (compaction, khugepaged and other processes' moves in it).
+    fn pages_moved(&mut self, before: Option<u64>) -> Result<u64, String> {
+        let system = match (before, observe::pages_migrated()) {
+            (Some(a), Some(b)) => Ok(b.saturating_sub(a)),
+            _ => Err("/proc/vmstat has no pgmigrate_success".to_string()),
+        };
+        let ours: Option<u64> = self
+            .finished
+            .iter()
+            .filter_map(|j| j.pages_moved)
+            .reduce(|a, b| a + b);
+        match (self.cfg.migration, ours) {
+            (PageMigration::Manual, moved) if self.cfg.nodes > 1 => {
+                let moved = moved.unwrap_or(0);
+                if let Ok(all) = &system {
+                    self.notes.push(format!("pages moved: {moved} by the manager (each job's numa_maps before and after its moves); the kernel counted {} during those moves, {all} over the run (every cause, system-wide)", self.kernel_counted));
+                }
+                if moved == 0 {
+                    self.notes.push(format!("no page moved: running jobs' node sets changed {} times, {} of them leaving a node the job held (only those move its pages there); this stream's arrivals {}", self.node_changes, self.nodes_left, match self.nodes_left {
+                        0 => "only ever grew a job's nodes: another --stream may shrink some",
+                        _ => "left nodes whose pages had already gone (or none were first touched there)",
+                    }));
+                }
+                Ok(moved)
+            }
+            _ => system,
+        }
+    }
+
+    /// The run's outcome, its spans closed.
+    fn outcome(
+        mut self,
+        policy: &dyn Policy,
+        core: &Core,
+        first_arrival: f64,
+        bursts: Result<BurstCounter, String>,
+        pages: Result<u64, String>,
+    ) -> RunOutcome {
+        close_spans(&mut self.spans, &mut self.timeline, None);
+        let end = self
+            .finished
+            .iter()
+            .filter_map(|j| j.end_s)
+            .fold(0.0, f64::max);
+        RunOutcome {
+            policy: policy.name().to_string(),
+            migration: self.cfg.migration.name().to_string(),
+            workload: self.cfg.workload.clone(),
+            load: self.cfg.load,
+            cpus: self.cfg.order.len(),
+            jobs: self.finished.into_iter().collect(),
+            bursts: bursts.and_then(BurstCounter::finish),
+            page_migrations: pages,
+            makespan_s: end - first_arrival,
+            timeline: self.timeline,
+            notes: self.notes,
+            simulated: false,
+            speedups: self.speedups,
+            first_touch: None,
+            peak_running: core.peak_running(),
+        }
+    }
 }
 
 fn admitted(spec: JobSpec, t: f64) -> Running {

@@ -5,7 +5,6 @@ use crate::cpuinfo;
 use oslab_core::clock::Clock;
 use oslab_core::machine::*;
 use oslab_core::topology::Topology;
-
 use std::fs;
 
 /// Reads the machine, calibrating the clock for `calibration`.
@@ -23,7 +22,8 @@ pub fn read(
     })
 }
 
-/// Reads them from /proc and /sys.
+/// What this process may use and how the kernel pools and tiers memory (the cpuset, hugepage
+/// pools, memory tiers, a cgroup's cpu quota and pids), read from /proc and /sys.
 pub fn limits() -> Limits {
     let status = read_trim("/proc/self/status").unwrap_or_default();
     let field = |k: &str| {

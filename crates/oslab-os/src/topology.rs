@@ -5,7 +5,6 @@ use oslab_core::topology::{
     parse_size, Cache, CacheKind, Cpu, Hmat, Node, Topology, TopologyError,
 };
 use std::fs;
-
 use std::path::{Path, PathBuf};
 
 /// Reads `node_dir/access0/initiators`, if the kernel made it.

@@ -1,7 +1,7 @@
 //! Theoretical peak memory bandwidth from the firmware's SMBIOS tables (type 17, Memory Device):
-//! channels x transfer rate x bus width, the textbook peak. The tables are read from
-//! /sys/firmware/dmi/tables/DMI (root only); a VM often has none or reports no speed, and then
-//! there is no model, with the reason.
+//! channels x transfer rate x bus width, the textbook peak, parsed from the table's bytes.
+//! `oslab-os`'s `dmi` reads them from /sys/firmware/dmi/tables/DMI (root only); a VM often has
+//! none or reports no speed, and then there is no model, with the reason.
 
 /// One populated memory device (DIMM).
 #[derive(Debug, Clone, PartialEq)]

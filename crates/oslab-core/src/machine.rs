@@ -2,13 +2,12 @@
 //! NUMA, kernel, clocksource, governor, SMT, turbo, hypervisor, mitigations), the privileges we
 //! hold, whether a hardware PMU answers, and warnings about noise sources, each with its remedy.
 //!
-//! Every field is read, never assumed: what the machine does not expose is `None` and is printed
-//! as "not exposed", with the reason where we know it.
+//! These are the data; `oslab-os`'s `machine` reads them. Every field is read, never assumed:
+//! what the machine does not expose is `None` and is printed as "not exposed", with the reason
+//! where we know it.
 
 use crate::clock::Clock;
-
 use crate::topology::Topology;
-
 use serde::{Deserialize, Serialize};
 
 /// Everything known about the machine before measuring: topology, fingerprint (with the

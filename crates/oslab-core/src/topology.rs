@@ -1,7 +1,8 @@
-//! The machine's shape read from sysfs: cpus, cores, packages, caches and NUMA nodes.
+//! The machine's shape, as data: cpus, cores, packages, caches and NUMA nodes.
 //!
-//! Everything is read below a root directory (normally `/sys/devices/system`), so tests describe
-//! machines this one is not (two sockets, four NUMA nodes) with a directory of small files.
+//! `oslab-os`'s `topology` reads it from sysfs, below any root directory (normally
+//! `/sys/devices/system`), so tests describe machines this one is not (two sockets, four NUMA
+//! nodes) with a directory of small files.
 
 use crate::cpuset::CpuSet;
 

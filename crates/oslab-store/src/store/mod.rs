@@ -556,10 +556,7 @@ impl Store {
             Ok(RunSummary {
                 id: r.get("id")?,
                 started: r.get("started")?,
-                status: RunStatus::parse(&r.get::<_, String>("status")?).seen(
-                    r.get("pid")?,
-                    r.get::<_, Option<String>>("boot_id")?.as_deref(),
-                ),
+                status: status_seen(r)?,
                 hostname: r.get("hostname")?,
                 command: r.get("command")?,
                 wall_s: r.get("wall_s")?,
@@ -582,16 +579,11 @@ impl Store {
             "SELECT id, status, pid, boot_id FROM runs WHERE hostname = ?1 AND command = ?2 AND started = ?3 ORDER BY id",
         )?;
         let rows = stmt.query_map(params![run.hostname, run.command, run.started], |r| {
-            Ok((
-                r.get::<_, i64>("id")?,
-                r.get::<_, String>("status")?,
-                r.get::<_, Option<i64>>("pid")?,
-                r.get::<_, Option<String>>("boot_id")?,
-            ))
+            Ok((r.get::<_, i64>("id")?, status_seen(r)?))
         })?;
         for row in rows {
-            let (id, status, pid, boot) = row?;
-            if RunStatus::parse(&status).seen(pid, boot.as_deref()) == RunStatus::Crashed {
+            let (id, status) = row?;
+            if status == RunStatus::Crashed {
                 return Ok(Some(id));
             }
         }
@@ -706,10 +698,7 @@ impl Store {
                     id: Some(r.get("id")?),
                     started: r.get("started")?,
                     finished: r.get("finished")?,
-                    status: RunStatus::parse(&r.get::<_, String>("status")?).seen(
-                        r.get("pid")?,
-                        r.get::<_, Option<String>>("boot_id")?.as_deref(),
-                    ),
+                    status: status_seen(r)?,
                     oslab_version: r.get("oslab_version")?,
                     git_rev: r.get("git_rev")?,
                     command: r.get("command")?,
@@ -771,3 +760,12 @@ fn wait_for_lock(tries: i32) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// A run's status as it stands now, from its row's `status`, `pid` and `boot_id`: a run still
+/// marked running whose writer is gone is crashed.
+fn status_seen(r: &rusqlite::Row) -> rusqlite::Result<RunStatus> {
+    Ok(RunStatus::parse(&r.get::<_, String>("status")?).seen(
+        r.get("pid")?,
+        r.get::<_, Option<String>>("boot_id")?.as_deref(),
+    ))
+}

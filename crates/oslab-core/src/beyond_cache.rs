@@ -71,6 +71,15 @@ pub fn reach(ms: &[&Measurement]) -> Option<Reach> {
     Some(Reach { cached, memory })
 }
 
+/// The working set a figure was measured over, as its probe's parameters name it: a latency
+/// curve's or a bandwidth sweep's `size`, a bandwidth's arrays.
+pub fn working_set(m: &Measurement) -> Option<f64> {
+    m.params
+        .get("size")
+        .and_then(|v| v.as_f64())
+        .or_else(|| footprint(m))
+}
+
 /// The working set of a figure a cache may serve: a bandwidth's arrays, a NUMA cell's chain.
 fn footprint(m: &Measurement) -> Option<f64> {
     match (m.probe.as_str(), m.metric.as_str()) {

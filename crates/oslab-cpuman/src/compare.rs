@@ -162,7 +162,7 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
                     Verdict::Better => "better",
                     Verdict::Regression => "worse",
                     Verdict::Changed => "changed",
-                    Verdict::Unknown | Verdict::RatioOnly => "too few jobs",
+                    Verdict::Unknown | Verdict::RatioOnly | Verdict::CacheMoved => "too few jobs",
                 },
             });
         }

@@ -6,7 +6,7 @@ use oslab_core::catalog;
 use oslab_core::model::Measurement;
 use oslab_core::stats::compare::{compare, Drift, DriftFrom, Row, Verdict, DEFAULT_THRESHOLD};
 use oslab_core::text::Table;
-use oslab_core::units::{figure, num, percent, scale_for};
+use oslab_core::units::{bytes, figure, num, percent, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
 /// How far apart two sides' core-to-core latencies must be to say their cpus sat differently.
@@ -281,6 +281,7 @@ pub fn verdict_text(r: &Row) -> &'static str {
         Verdict::Changed => "changed",
         Verdict::Same => r.judgement.no_difference_text(),
         Verdict::RatioOnly => "ratio only",
+        Verdict::CacheMoved => "cache moved",
         Verdict::Unknown => match r.present {
             [true, false] => "only in A",
             [false, true] => "only in B",
@@ -383,11 +384,12 @@ impl Comparison<'_> {
     /// How many rows got each verdict, in a line.
     pub fn tally(&self) -> String {
         format!(
-            "{} compared: {} regressions, {} better, {} changed (no better direction), {} no difference shown, {} ratio only, {} not comparable",
+            "{} compared: {} regressions, {} better, {} changed (no better direction), {} where the cache moved, {} no difference shown, {} ratio only, {} not comparable",
             self.rows.len(),
             self.count(Verdict::Regression),
             self.count(Verdict::Better),
             self.count(Verdict::Changed),
+            self.count(Verdict::CacheMoved),
             self.count(Verdict::Same),
             self.count(Verdict::RatioOnly),
             self.count(Verdict::Unknown),
@@ -528,6 +530,16 @@ impl Comparison<'_> {
                 "The measuring core's speed varied within run{} {} (another guest on the same physical core, or a clock change; `oslab show` gives the range): a single run's medians move with it, so compare groups of runs taken alternately.",
                 if varied.len() == 1 { "" } else { "s" },
                 varied.join(", ")
+            ));
+        }
+        if let Some([lo, hi]) = self.rows.iter().find_map(|r| r.cache_edge) {
+            let moved = self.count(Verdict::CacheMoved);
+            notes.push(format!(
+                "The cache that served the cpu moved between the sides: the latency curves put the step from cache to memory at different sizes, between {} and {}. Working sets there measure what other work left of a shared cache, not what was compared: {} beyond the band there {} `cache moved`, not a change. Compare several runs a side taken alternately (`compare 1,3,5 2,4,6`), or on a host whose cache no one else uses.",
+                bytes(lo as u64),
+                bytes(hi as u64),
+                rows(moved),
+                if moved == 1 { "reads" } else { "read" }
             ));
         }
         if few > 0 {

@@ -27,6 +27,7 @@
 //! or cpus line up. A repetition whose samples were all taken on a slowed core
 //! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was.
 
+use crate::beyond_cache::{reach, working_set, Reach};
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
 use crate::stats::ranks::{mann_whitney_p, shift_interval};
 use crate::stats::{mean_sd, median, robust_z, student_t, TwoSided, OUTLIER_Z};
@@ -63,6 +64,10 @@ pub enum Verdict {
     Same,
     /// Too few repetitions to judge: the ratio alone.
     RatioOnly,
+    /// Beyond the band, but the working set lies where the cache that served the cpu moved
+    /// between the sides ([`Row::cache_edge`]): the figure shows the cache other work left,
+    /// not what was compared.
+    CacheMoved,
     /// Cannot compare: missing on one side, or without a value there.
     Unknown,
 }
@@ -88,6 +93,10 @@ pub struct Row {
     pub drift_from: Option<DriftFrom>,
     /// Repetitions left out on each side for being measured on a slowed core.
     pub slowed: [usize; 2],
+    /// The working sets (bytes, low and high) between which the cache that served the cpu
+    /// moved between the sides, when this row's lies there ([`moved_cache`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_edge: Option<[f64; 2]>,
     /// The judgement.
     #[serde(flatten)]
     pub judgement: Judgement,
@@ -139,6 +148,24 @@ impl Judgement {
         match self.interval {
             Some([lo, hi]) if lo >= 1.0 - self.band && hi <= 1.0 + self.band => "same",
             _ => "~",
+        }
+    }
+
+    /// A change found where the cache moved between the sides is the cache's
+    /// ([`Verdict::CacheMoved`]); no difference stays one.
+    fn at_cache_edge(self, edge: bool) -> Judgement {
+        match edge {
+            true if matches!(
+                self.verdict,
+                Verdict::Better | Verdict::Regression | Verdict::Changed
+            ) =>
+            {
+                Judgement {
+                    verdict: Verdict::CacheMoved,
+                    ..self
+                }
+            }
+            _ => self,
         }
     }
 
@@ -304,6 +331,8 @@ struct PerRun {
     values: HashMap<Key, Vec<Vec<f64>>>,
     /// Repetitions left out for being measured on a slowed core.
     slowed: HashMap<Key, usize>,
+    /// The working set of each key that has one (bytes).
+    sets: HashMap<Key, f64>,
 }
 
 impl PerRun {
@@ -311,12 +340,16 @@ impl PerRun {
         let mut order = Vec::new();
         let mut values: HashMap<Key, Vec<Vec<f64>>> = HashMap::new();
         let mut slowed: HashMap<Key, usize> = HashMap::new();
+        let mut sets = HashMap::new();
         for (run_no, run) in runs.iter().enumerate() {
             let mut seen = HashSet::new();
             for m in run.iter() {
                 let k = key(m);
                 if !seen.insert((k.clone(), m.repetition)) {
                     continue;
+                }
+                if let Some(set) = working_set(m) {
+                    sets.insert(k.clone(), set);
                 }
                 let v = values.entry(k.clone()).or_insert_with(|| {
                     order.push((
@@ -340,6 +373,7 @@ impl PerRun {
             order,
             values,
             slowed,
+            sets,
         }
     }
 
@@ -364,6 +398,41 @@ impl PerRun {
             many => (many.iter().filter_map(|v| median(v)).collect(), many.len()),
         }
     }
+}
+
+/// Where the cache that served the cpu moved between the sides: the working sets from the
+/// smallest size any repetition's latency curve still showed cached to the largest at which
+/// one first read memory, when the sides' curves put that edge at different sizes (their
+/// medians differ). On a host whose last-level cache other guests share, identical runs moved it
+/// between 4 and 24 MiB: random latency at 12 MiB read 37 ns in one and 103 ns in the next, and
+/// about 2% of the rows of two identical runs were called changed for it. None when either side
+/// has no curve that reached memory.
+pub fn moved_cache(a: &[&[Measurement]], b: &[&[Measurement]]) -> Option<[f64; 2]> {
+    let reaches = |runs: &[&[Measurement]]| -> Vec<Reach> {
+        runs.iter()
+            .flat_map(|run| {
+                let mut repetitions: Vec<u32> = run.iter().map(|m| m.repetition).collect();
+                repetitions.sort_unstable();
+                repetitions.dedup();
+                repetitions.into_iter().filter_map(move |r| {
+                    reach(&run.iter().filter(|m| m.repetition == r).collect::<Vec<_>>())
+                })
+            })
+            .collect()
+    };
+    let (ra, rb) = (reaches(a), reaches(b));
+    let middle = |rs: &[Reach], f: fn(&Reach) -> f64| median(&rs.iter().map(f).collect::<Vec<_>>());
+    let edge = |r: &Reach| r.cached;
+    let memory = |r: &Reach| r.memory;
+    let moved =
+        middle(&ra, edge)? != middle(&rb, edge)? || middle(&ra, memory)? != middle(&rb, memory)?;
+    let all = || ra.iter().chain(&rb);
+    moved.then(|| {
+        [
+            all().map(edge).fold(f64::INFINITY, f64::min),
+            all().map(memory).fold(f64::NEG_INFINITY, f64::max),
+        ]
+    })
 }
 
 /// How far two runs of one machine drift apart when nothing changed, learnt from earlier runs:
@@ -508,6 +577,7 @@ pub fn compare(
         })
         .collect();
     let scattered = scatter(&ratios);
+    let edge = moved_cache(a, b);
     order
         .into_iter()
         .map(|(k, unit, params, difference)| {
@@ -534,6 +604,13 @@ pub fn compare(
                 .max(found.map_or(0.0, |(d, _)| d))
                 .min(0.99);
             let (probe, _, metric) = k.clone();
+            let cache_edge = edge.filter(|[lo, hi]| {
+                sides.iter().any(|s| {
+                    s.sets
+                        .get(&k)
+                        .is_some_and(|&set| (*lo..=*hi).contains(&set))
+                })
+            });
             Row {
                 probe,
                 params,
@@ -547,7 +624,9 @@ pub fn compare(
                     true => judge_shift(&va, &vb, band),
                     false => judge(&va, &vb, unit, band),
                 }
-                .unjudged_if(unknown),
+                .unjudged_if(unknown)
+                .at_cache_edge(cache_edge.is_some()),
+                cache_edge,
             }
         })
         .collect()
@@ -582,6 +661,106 @@ mod tests {
             .enumerate()
             .map(|(i, v)| m(cpu, unit, i as u32 + 1, *v))
             .collect()
+    }
+
+    /// One repetition of a run whose latency curve shows `cached` MiB cached and memory from
+    /// `memory` MiB, with random latency over 12 MiB and over 256 MiB.
+    fn curve(repetition: u32, cached: u64, memory: u64, at_12: f64) -> Vec<Measurement> {
+        use crate::catalog::{id, metric};
+        let mib = 1u64 << 20;
+        let one = |probe: &str, metric: &str, params, value: f64| {
+            let mut x = m(0, Unit::Ns, repetition, value);
+            (x.probe, x.metric, x.params) = (probe.into(), metric.into(), params);
+            x
+        };
+        vec![
+            one(
+                id::MEMORY_LATENCY_CHUNK,
+                metric::LEVEL_SIZE,
+                params! {"level" => "L3"},
+                (cached * mib) as f64,
+            ),
+            one(
+                id::MEMORY_LATENCY_CHUNK,
+                metric::PER_LOAD,
+                params! {"size" => cached * mib},
+                33.0,
+            ),
+            one(
+                id::MEMORY_LATENCY_CHUNK,
+                metric::PER_LOAD,
+                params! {"size" => memory * mib},
+                100.0,
+            ),
+            one(
+                id::MEMORY_LATENCY_CHUNK,
+                metric::LEVEL_LATENCY,
+                params! {"level" => "memory"},
+                105.0,
+            ),
+            one(
+                "memory.latency.random",
+                metric::PER_LOAD,
+                params! {"size" => 12 * mib},
+                at_12,
+            ),
+            one(
+                "memory.latency.random",
+                metric::PER_LOAD,
+                params! {"size" => 256 * mib},
+                at_12 * 3.0,
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_change_where_the_cache_moved_between_the_sides_is_the_caches() {
+        // Two identical runs on a host whose shared cache another guest took in between: the
+        // curve's step to memory moved from 24 to 12 MiB, and 12 MiB latency tripled with it.
+        let side = |memory: u64, at_12: f64| -> Vec<Measurement> {
+            (1..=3)
+                .flat_map(|r| curve(r, 8, memory, at_12 + r as f64))
+                .collect()
+        };
+        let (a, b) = (side(24, 37.0), side(12, 103.0));
+        let rows = compare(&[&a], &[&b], 0.05, &Drift::default());
+        let row = |size: u64| {
+            rows.iter()
+                .find(|r| {
+                    r.probe == "memory.latency.random" && r.params.contains(&format!("{size} MiB"))
+                })
+                .unwrap()
+        };
+        assert_eq!(
+            moved_cache(&[&a], &[&b]),
+            Some([8.0 * 1048576.0, 24.0 * 1048576.0])
+        );
+        assert_eq!(
+            row(12).judgement.verdict,
+            Verdict::CacheMoved,
+            "{:?}",
+            row(12)
+        );
+        assert_eq!(
+            row(12).cache_edge,
+            Some([8.0 * 1048576.0, 24.0 * 1048576.0])
+        );
+        // Far beyond the edge a change is still one.
+        assert_eq!(
+            row(256).judgement.verdict,
+            Verdict::Regression,
+            "{:?}",
+            row(256)
+        );
+        assert_eq!(row(256).cache_edge, None);
+        // Where the curves agree, the same change is a regression.
+        let b = side(24, 103.0);
+        assert_eq!(moved_cache(&[&a], &[&b]), None);
+        let rows = compare(&[&a], &[&b], 0.05, &Drift::default());
+        assert!(rows
+            .iter()
+            .filter(|r| r.probe == "memory.latency.random")
+            .all(|r| r.judgement.verdict == Verdict::Regression));
     }
 
     fn verdict(a: &[Measurement], b: &[Measurement]) -> Row {

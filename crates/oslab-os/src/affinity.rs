@@ -250,6 +250,36 @@ mod tests {
     }
 
     #[test]
+    fn threads_and_children_of_a_fifo_thread_measure_in_its_class() {
+        // A run's peers (c2c's responder, switch partners, fork children, bandwidth workers) are
+        // made by the measuring thread and inherit its class: oslab never asks
+        // SCHED_RESET_ON_FORK, so one run's figures share one set of conditions.
+        std::thread::spawn(|| {
+            let Ok(_g) = SchedGuard::fifo(1) else {
+                return; // not permitted here: nothing to inherit
+            };
+            // SAFETY: querying our own policy.
+            let policy = || unsafe { libc::sched_getscheduler(0) };
+            assert_eq!(std::thread::spawn(policy).join().unwrap(), libc::SCHED_FIFO);
+            // SAFETY: the child only queries its policy and exits; the parent reaps it.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: as above.
+                unsafe { libc::_exit(i32::from(policy() != libc::SCHED_FIFO)) };
+            }
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "{status}"
+            );
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn fifo_guard_restores_policy() {
         std::thread::spawn(|| {
             // SAFETY: querying our own policy.

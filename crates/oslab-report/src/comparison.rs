@@ -24,7 +24,7 @@ const MACHINE: &[&str] = &[
 
 /// How often the verdicts cry wolf, as `scripts/false-alarms` measured it: two identical runs
 /// (`--quick --repeat 3`) compared, every regression, improvement or change a false alarm.
-pub const FALSE_ALARMS: &str = "False alarms on identical runs (scripts/false-alarms, 3 repetitions a side, a 2-vCPU KVM guest, 2026-11-26): single runs without history 0.3-2.4% of rows, quiet, busy or beside stress-ng --cpu 2 (9.9% once, when the host moved the vCPUs between the runs, which is then said); with earlier runs as history or runs alternated as groups 0-0.8%. An 8-15% slower getppid injected was found each time without history.";
+pub const FALSE_ALARMS: &str = "False alarms on identical runs (scripts/false-alarms, 3 repetitions a side, a 2-vCPU KVM guest, 2026-11-27): single runs without history 0-0.5% of rows quiet, 0-1.1% beside stress-ng --cpu 2 (9.9% once, on 2026-11-26, when the host moved the vCPUs between the runs, which is then said); with earlier runs as history 0-0.3%; 5 runs a side taken alternately 0%. Rows where the cache moved between the sides (up to 7 of 373) are said, not called changes. A getppid made 14% slower on purpose was found each time, and no other row.";
 
 /// Earlier runs looked at, at most, for the drift between runs.
 const HISTORY_RUNS: usize = 20;

@@ -535,7 +535,7 @@ impl Comparison<'_> {
         if let Some([lo, hi]) = self.rows.iter().find_map(|r| r.cache_edge) {
             let moved = self.count(Verdict::CacheMoved);
             notes.push(format!(
-                "The cache that served the cpu moved between the sides: the latency curves put the step from cache to memory at different sizes, between {} and {}. Working sets there measure what other work left of a shared cache, not what was compared: {} beyond the band there {} `cache moved`, not a change. Compare several runs a side taken alternately (`compare 1,3,5 2,4,6`), or on a host whose cache no one else uses.",
+                "The cache that served the cpu moved between the sides: the latency curves put the step from cache to memory at different sizes, between {} and {}. Working sets there measure how much cache the cpu had (on a shared host, what other work left of it; on another machine, that machine's), not what else was compared: {} beyond the band there {} `cache moved`, not a regression or an improvement. On one machine, compare several runs a side taken alternately (`compare 1,3,5 2,4,6`).",
                 bytes(lo as u64),
                 bytes(hi as u64),
                 rows(moved),

@@ -731,28 +731,12 @@ mod tests {
                 })
                 .unwrap()
         };
-        assert_eq!(
-            moved_cache(&[&a], &[&b]),
-            Some([8.0 * 1048576.0, 24.0 * 1048576.0])
-        );
-        assert_eq!(
-            row(12).judgement.verdict,
-            Verdict::CacheMoved,
-            "{:?}",
-            row(12)
-        );
-        assert_eq!(
-            row(12).cache_edge,
-            Some([8.0 * 1048576.0, 24.0 * 1048576.0])
-        );
+        let edge = Some([8.0, 24.0].map(|mib| mib * 1048576.0));
+        assert_eq!(moved_cache(&[&a], &[&b]), edge);
+        let verdict_and_edge = |size| (row(size).judgement.verdict, row(size).cache_edge);
+        assert_eq!(verdict_and_edge(12), (Verdict::CacheMoved, edge));
         // Far beyond the edge a change is still one.
-        assert_eq!(
-            row(256).judgement.verdict,
-            Verdict::Regression,
-            "{:?}",
-            row(256)
-        );
-        assert_eq!(row(256).cache_edge, None);
+        assert_eq!(verdict_and_edge(256), (Verdict::Regression, None));
         // Where the curves agree, the same change is a regression.
         let b = side(24, 103.0);
         assert_eq!(moved_cache(&[&a], &[&b]), None);

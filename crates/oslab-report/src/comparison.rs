@@ -383,13 +383,17 @@ impl Comparison<'_> {
 
     /// How many rows got each verdict, in a line.
     pub fn tally(&self) -> String {
+        // Said only where it happened: most comparisons have no moved cache.
+        let moved = match self.count(Verdict::CacheMoved) {
+            0 => String::new(),
+            n => format!(" {n} where the cache moved,"),
+        };
         format!(
-            "{} compared: {} regressions, {} better, {} changed (no better direction), {} where the cache moved, {} no difference shown, {} ratio only, {} not comparable",
+            "{} compared: {} regressions, {} better, {} changed (no better direction),{moved} {} no difference shown, {} ratio only, {} not comparable",
             self.rows.len(),
             self.count(Verdict::Regression),
             self.count(Verdict::Better),
             self.count(Verdict::Changed),
-            self.count(Verdict::CacheMoved),
             self.count(Verdict::Same),
             self.count(Verdict::RatioOnly),
             self.count(Verdict::Unknown),
@@ -532,8 +536,13 @@ impl Comparison<'_> {
                 varied.join(", ")
             ));
         }
-        if let Some([lo, hi]) = self.rows.iter().find_map(|r| r.cache_edge) {
-            let moved = self.count(Verdict::CacheMoved);
+        let moved = self.count(Verdict::CacheMoved);
+        if let Some([lo, hi]) = self
+            .rows
+            .iter()
+            .find_map(|r| r.cache_edge)
+            .filter(|_| moved > 0)
+        {
             notes.push(format!(
                 "The cache that served the cpu moved between the sides: the latency curves put the step from cache to memory at different sizes, between {} and {}. Working sets there measure how much cache the cpu had (on a shared host, what other work left of it; on another machine, that machine's), not what else was compared: {} beyond the band there {} `cache moved`, not a regression or an improvement. On one machine, compare several runs a side taken alternately (`compare 1,3,5 2,4,6`).",
                 bytes(lo as u64),

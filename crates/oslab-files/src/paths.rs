@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 /// oslab's directory under an XDG base directory: `$VAR/oslab`, else `$HOME/FALLBACK/oslab`
 /// (e.g. `XDG_DATA_HOME`, `.local/share`) when the home directory exists, else
-/// [`homeless_dir`]. Never the current directory.
+/// [`homeless_dir`]. Never the current directory: a relative `$VAR` is ignored, as the XDG
+/// specification says.
 pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
-    if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        return PathBuf::from(v).join("oslab");
+    if let Some(v) = absolute_var(var) {
+        return v.join("oslab");
     }
     match std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -23,11 +24,18 @@ pub fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
 /// Where oslab keeps files for a user with no home to keep them in: `$XDG_RUNTIME_DIR/oslab`,
 /// else `/tmp/oslab-UID`. Neither outlives a reboot; callers say so.
 pub fn homeless_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        Some(run) => PathBuf::from(run).join("oslab"),
+    match absolute_var("XDG_RUNTIME_DIR") {
+        Some(run) => run.join("oslab"),
         // SAFETY: getuid has no preconditions.
         None => std::env::temp_dir().join(format!("oslab-{}", unsafe { libc::getuid() })),
     }
+}
+
+/// The environment variable `var` when it holds an absolute path.
+fn absolute_var(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
 }
 
 /// Whether `path` lies in [`homeless_dir`].

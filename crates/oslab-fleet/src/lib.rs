@@ -558,7 +558,7 @@ pub fn hand_in(db: &Path, to: &Path) -> Result<(), String> {
 }
 
 /// Removes a store and its WAL files.
-pub fn remove_store_files(db: &Path) {
+fn remove_store_files(db: &Path) {
     for suffix in ["", "-wal", "-shm"] {
         let mut p = db.as_os_str().to_owned();
         p.push(suffix);

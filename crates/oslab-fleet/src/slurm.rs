@@ -205,14 +205,20 @@ pub fn script(o: &ScriptOptions) -> String {
     );
     s += "mkdir -p \"$dir\" || { echo \"oslab fleet: cannot create $dir on $first, the job's first node\" >&2; exit 1; }\n";
     if o.sbcast {
-        // srun --bcast copies the binary from this node to the step's node before starting it;
-        // the task removes the copy when it ends.
+        // srun --bcast copies the binary from this node to the step's node before starting it,
+        // into a directory a step made first with mkdir, which fails rather than accept one
+        // another user made (the name is in the results directory for anyone to read); the task
+        // removes the copy and its directory when it ends.
         s += "[ -r \"$bin\" ] || { echo \"oslab fleet: $bin cannot be read on $first, the job's first node, which copies it to the others: put it where that node sees it\" >&2; exit 1; }\n\
               staged=/tmp/oslab-fleet-$SLURM_JOB_ID.$token\n\
-              launch=(--bcast=\"$staged\" \"$bin\") once=--staged\n";
+              launch=(--bcast=\"$staged/oslab\" \"$bin\") once=--staged\n";
     } else {
-        s += "launch=(\"$bin\") once=\n";
+        s += "staged= launch=(\"$bin\") once=\n";
     }
+    s += "stage_on() {\n\
+          \x20   [ -z \"$staged\" ] || srun --nodes=1 --ntasks=1 --nodelist=\"$1\" mkdir -m 0700 -- \"$staged\" ||\n\
+          \x20       { echo \"oslab fleet: node $1: cannot make $staged, the private directory of the binary's copy (someone made it first?)\" >&2; return 1; }\n\
+          }\n";
     let args: Vec<String> = o.run_args.iter().map(|a| quote(a)).collect();
     let binds: String = [("--cpu-bind", o.cpu_bind), ("--mem-bind", o.mem_bind)]
         .iter()
@@ -221,7 +227,7 @@ pub fn script(o: &ScriptOptions) -> String {
     s += &format!(
         "nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\npids=()\n\
          for n in \"${{nodes[@]}}\"; do\n\
-         \x20   srun --nodes=1 --ntasks=1 --nodelist=\"$n\" --whole{binds} \"${{launch[@]}}\" fleet task --results \"$results\" --submission \"$token\" $once -- {} &\n\
+         \x20   {{ stage_on \"$n\" && srun --nodes=1 --ntasks=1 --nodelist=\"$n\" --whole{binds} \"${{launch[@]}}\" fleet task --results \"$results\" --submission \"$token\" $once -- {}; }} &\n\
          \x20   pids+=($!)\n\
          done\n",
         args.join(" ")
@@ -485,7 +491,8 @@ mod tests {
         let first_cmd = s.lines().position(|l| !l.starts_with('#')).unwrap();
         assert!(s.lines().skip(first_cmd).all(|l| !l.starts_with("#SBATCH")));
         assert!(s.contains(r"-- '--quick' 'it'\''s *'"), "{s}");
-        assert!(s.contains("--bcast="), "{s}");
+        assert!(s.contains("--bcast=\"$staged/oslab\""), "{s}");
+        assert!(s.contains("mkdir -m 0700 -- \"$staged\""), "{s}");
         assert!(
             s.contains("--whole --cpu-bind='cores' --mem-bind='local' "),
             "{s}"

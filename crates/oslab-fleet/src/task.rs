@@ -2,7 +2,8 @@
 //! in the node's temporary directory, then that run handed in as
 //! RESULTS/JOB.TOKEN/node-NAME.json, or node-NAME.failed saying why.
 
-use crate::{hand_in, is_job_id, is_node_name, node_file, remove_store_files, JobRef, NodeFile};
+use crate::{hand_in, is_job_id, is_node_name, node_file, JobRef, NodeFile};
+use oslab_files::private::PrivateDir;
 use oslab_files::write_whole;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -44,8 +45,17 @@ pub fn run(
             dir.display()
         )
     })?;
-    let db = std::env::temp_dir().join(format!("oslab-fleet-{submission}-{node}.db"));
-    remove_store_files(&db);
+    // The scratch store lives in a directory of ours alone: another user must not hand in a run
+    // as ours, nor read ours, by making its name first.
+    let scratch = PrivateDir::new("oslab-fleet").map_err(|e| {
+        let why = format!("node {node}: no private scratch directory for its store: {e}");
+        let _ = write_whole(
+            &node_file(&dir, &node, NodeFile::Failed),
+            format!("{why}\n").as_bytes(),
+        );
+        why
+    })?;
+    let db = scratch.path().join("run.db");
     let mut cmd = Command::new(program);
     cmd.arg("run").args(run_args).arg("--db").arg(&db);
     let status = start(&mut cmd);

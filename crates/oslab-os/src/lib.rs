@@ -39,6 +39,7 @@ pub mod numa;
 pub mod pending;
 pub mod perf;
 pub mod placement;
+pub mod restorer;
 pub mod signals;
 pub mod topology;
 pub mod tree;

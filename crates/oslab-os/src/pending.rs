@@ -1,7 +1,7 @@
 //! System settings oslab changed and must put back, written down *before* the change so that even
-//! SIGKILL cannot lose the original value: the next oslab to start restores what a dead oslab left
-//! changed, and says so. Settings are sysctls and the cpu affinities of other processes' threads
-//! (which `oslab shuffle --pid` pins).
+//! SIGKILL cannot lose the original value: a guard that outlives oslab ([`crate::restorer`]), else
+//! the next oslab to start, restores what a dead oslab left changed, and says so. Settings are
+//! sysctls and the cpu affinities of other processes' threads (which `oslab shuffle --pid` pins).
 //!
 //! The record is one small JSON file (`$XDG_STATE_HOME/oslab/pending.json`, else
 //! `~/.local/state/oslab/pending.json`), replaced atomically (write, fsync, rename). Each entry
@@ -20,6 +20,7 @@
 //! short plain value, or a thread with its start time and a cpu list. The rest is ignored and
 //! said.
 
+use crate::restorer::pid_alive;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -297,10 +298,6 @@ fn boot_id() -> String {
         .unwrap_or_default()
 }
 
-fn pid_alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
 /// Whether an oslab that made or shares the change still runs.
 fn alive(c: &Change) -> bool {
     c.boot_id == boot_id()
@@ -321,6 +318,8 @@ pub fn change(
     value: &str,
     satisfied: impl Fn(&str) -> bool,
 ) -> std::io::Result<Option<String>> {
+    // Whatever ends this oslab, a guard puts the change back after it.
+    crate::restorer::ensure_started();
     let _locked = lock(file)?;
     let mut changes = load(file);
     let me = std::process::id();
@@ -377,6 +376,7 @@ pub fn record_affinities(
     file: &Path,
     threads: &[(i32, oslab_core::CpuSet)],
 ) -> std::io::Result<()> {
+    crate::restorer::ensure_started();
     let _locked = lock(file)?;
     let mut changes = load(file);
     let before = changes.len();

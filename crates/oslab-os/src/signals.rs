@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM become a flag that measuring loops poll, so an interrupted run unwinds
+//! Ctrl-C, SIGTERM and every other signal that ends a process ([`ENDING`]) become a flag that measuring loops poll, so an interrupted run unwinds
 //! normally: guards restore affinity and sysctls, children are reaped and what completed is stored.
 //! A second signal never skips that (`timeout` sends SIGTERM to the process and then to its group,
 //! so two arrive at once): it only sets [`hurry`], which tells code that waits for a measurement
@@ -18,9 +18,23 @@ extern "C" fn on_signal(sig: libc::c_int) {
     SIGNAL.store(sig, Ordering::SeqCst);
 }
 
-/// Installs the SIGINT/SIGTERM handlers. Idempotent.
+/// The signals whose default action ends a process and that a person or a system sends to stop
+/// one: a hang-up (an ssh session lost), Ctrl-C, Ctrl-\\, SIGTERM, the user signals and an alarm.
+/// Each ends oslab the way SIGTERM does (SIGPIPE is ignored by Rust programs: a write to a
+/// closed pipe is an error there, handled where it happens).
+pub const ENDING: [libc::c_int; 7] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
+/// Installs the handlers of [`ENDING`]. Idempotent.
 pub fn install() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in ENDING {
         // SAFETY: on_signal only touches atomics and async-signal-safe calls.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();

@@ -3,6 +3,7 @@
 //! program used by the spawn and exec probes.
 
 use crate::probe::ProbeError;
+use oslab_files::private::PrivateDir;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
@@ -139,7 +140,8 @@ impl Drop for SharedPage {
 /// A statically linked program that only calls exit(0): the smallest thing `exec` can start. It is
 /// a 129-byte ELF written at run time, so the build needs no C toolchain.
 pub struct NopProgram {
-    dir: PathBuf,
+    /// Removed with the program when dropped.
+    _dir: PrivateDir,
     path: PathBuf,
     /// NUL-terminated path, for exec.
     pub cpath: CString,
@@ -151,19 +153,20 @@ impl NopProgram {
         let code = exit0_code().ok_or_else(|| {
             ProbeError::Unsupported("no built-in do-nothing program for this architecture".into())
         })?;
-        let dir = std::env::temp_dir().join(format!(
-            "oslab-nop-{}-{}",
-            std::process::id(),
-            oslab_os::affinity::gettid()
-        ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| ProbeError::Failed(format!("creating {}: {e}", dir.display())))?;
-        let path = dir.join("nop");
+        // Run as root, the program must be one no other user can have made or can swap.
+        let dir = PrivateDir::new("oslab-nop").map_err(|e| {
+            ProbeError::Failed(format!("a directory for the do-nothing program: {e}"))
+        })?;
+        let path = dir.path().join("nop");
         write_executable(&path, &elf_image(code.0, code.1))
             .map_err(|e| ProbeError::Failed(format!("writing {}: {e}", path.display())))?;
         let cpath = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| ProbeError::Failed("temp path contains NUL".into()))?;
-        let prog = NopProgram { dir, path, cpath };
+        let prog = NopProgram {
+            _dir: dir,
+            path,
+            cpath,
+        };
         // A noexec /tmp makes exec fail: find out now and say so.
         let status = std::process::Command::new(&prog.path)
             .status()
@@ -185,12 +188,6 @@ impl NopProgram {
     /// Path of the program.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-impl Drop for NopProgram {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -533,12 +533,10 @@ fn open_unnamed(dir: &Path) -> Result<libc::c_int, ProbeError> {
     if fd >= 0 {
         return Ok(fd);
     }
-    // Filesystems without O_TMPFILE: create a unique name and unlink it at once.
-    let name = dir.join(format!(
-        ".oslab-faults-{}-{}",
-        std::process::id(),
-        oslab_os::affinity::gettid()
-    ));
+    // Filesystems without O_TMPFILE: a new random name (O_EXCL), unlinked at once.
+    let token = oslab_files::private::random_token()
+        .map_err(|e| ProbeError::Failed(format!("no random name for a temp file: {e}")))?;
+    let name = dir.join(format!(".oslab-faults-{token}"));
     let cn = CString::new(name.as_os_str().as_bytes())
         .map_err(|_| ProbeError::Failed("temp file path contains a NUL byte".into()))?;
     // SAFETY: valid C path.

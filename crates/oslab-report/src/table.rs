@@ -26,10 +26,19 @@ pub fn set_width(columns: Option<u16>) {
 /// narrow enough to read in a log (`--wide` for lines as long as their content).
 pub const PIPED_WIDTH: u16 = 120;
 
+/// The narrowest width tables and text are laid out in: a table's numbers and names need it.
+pub const MIN_WIDTH: u16 = 40;
+
 /// The width tables and text fit: see [`set_width`].
 pub fn width() -> Option<u16> {
     *WIDTH.get_or_init(|| {
-        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+        // COLUMNS=0 says nothing; one narrower than MIN_WIDTH laid out a word a line (`show`
+        // in 711 lines): it gets MIN_WIDTH.
+        let columns = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<u16>().ok())
+            .filter(|&c| c > 0)
+            .map(|c| c.max(MIN_WIDTH));
         columns.or_else(|| match std::io::stdout().is_terminal() {
             true => Table::new().width(),
             false => Some(PIPED_WIDTH),

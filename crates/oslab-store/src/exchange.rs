@@ -55,7 +55,8 @@ impl RunDocument {
             self.run.started.replace(':', ""),
             std::process::id()
         ));
-        let kept = std::fs::create_dir_all(&dir)
+        // The state directory may be the private one in a shared temp dir: made as such.
+        let kept = oslab_files::paths::create_dir(&dir)
             .map_err(|e| e.to_string())
             .and_then(|_| serde_json::to_vec_pretty(self).map_err(|e| e.to_string()))
             .and_then(|b| oslab_files::write_whole(&file, &b).map_err(|e| e.to_string()));

@@ -98,6 +98,13 @@ pub enum Command {
         /// What to measure, as JSON.
         request: String,
     },
+    /// Puts back what an ended oslab left changed (started by its guard when it ends).
+    #[command(hide = true)]
+    Restore {
+        /// The oslab to wait for first.
+        #[arg(long, value_name = "PID")]
+        after: Option<u32>,
+    },
 }
 
 /// `oslab cpuman`.

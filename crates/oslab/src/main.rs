@@ -1,7 +1,8 @@
 //! The oslab command line: parses arguments, calls the library crates, prints. Nothing else.
 //!
 //! Exit codes: 0 success, 1 failure, 2 usage error (bad flag, unknown probe, bad cpu list),
-//! 130 interrupted by Ctrl-C, 143 by SIGTERM (what completed is stored).
+//! 128 + the signal that interrupted it: 130 Ctrl-C, 143 SIGTERM, 129 a hang-up (what completed
+//! is stored).
 
 mod cli;
 mod cmd;
@@ -13,6 +14,13 @@ use error::UsageError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // An empty variable is an unset one (`OSLAB_DB= oslab runs` was "a value is required").
+    for var in ["OSLAB_DB", "OSLAB_DB_TIMEOUT", "OSLAB_MEMORY"] {
+        if std::env::var_os(var).is_some_and(|v| v.is_empty()) {
+            // Still one thread: nothing reads the environment meanwhile.
+            std::env::remove_var(var);
+        }
+    }
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
         // `oslab run -V` is oslab's version too (clap would name it `oslab-run`).
@@ -36,7 +44,9 @@ fn main() -> ExitCode {
     if args.no_pager {
         cmd::no_pager();
     }
-    // Settings a killed oslab left changed are put back first, and said.
+    // Settings a killed oslab left changed are put back first, and said; and once this one has
+    // changed any, a guard puts them back after it, however it ends.
+    oslab_os::restorer::register("/proc/self/exe", &["oslab", "restore"]);
     for line in oslab_os::pending::recover(&oslab_os::pending::default_file()) {
         cmd::say(&format!("note: {line}"));
     }

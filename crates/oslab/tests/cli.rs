@@ -427,6 +427,44 @@ fn ctrl_c_keeps_what_completed_and_reaps_children() {
 }
 
 #[test]
+fn every_signal_that_ends_a_process_keeps_what_completed_as_interrupted() {
+    // A hang-up (an ssh session lost), Ctrl-\\, the user signals and an alarm once skipped all
+    // cleanup: a run ended `crashed` with a few results where SIGTERM kept everything measured.
+    let _turn = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    for sig in [
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGALRM,
+    ] {
+        let db = dir.path().join(format!("signal-{sig}.db"));
+        let err = signalled(
+            &[
+                "run".as_ref(),
+                "timer.rdtsc".as_ref(),
+                "switch.process.pipe".as_ref(),
+                "switch.thread.pipe".as_ref(),
+                "switch.thread.futex".as_ref(),
+                "--db".as_ref(),
+                db.as_os_str(),
+            ],
+            Duration::from_millis(1500),
+            || {},
+            &[sig],
+        );
+        assert!(err.contains("interrupted"), "signal {sig}: {err}");
+        let runs = stored_runs(&db);
+        assert_eq!(runs.len(), 1, "signal {sig}");
+        assert_eq!(runs[0].1, "interrupted", "signal {sig}: {err}");
+        std::thread::sleep(Duration::from_millis(200));
+        let leftovers = processes_mentioning(&db);
+        assert!(leftovers.is_empty(), "signal {sig} left {leftovers:?}");
+    }
+}
+
+#[test]
 fn sigkill_at_a_random_point_keeps_every_completed_probe_intact() {
     let _turn = exclusive();
     let dir = tempfile::tempdir().unwrap();
@@ -1411,8 +1449,15 @@ fn shuffle_watches_a_contended_program_and_stores_its_decisions() {
 
 #[test]
 fn shuffle_restores_every_affinity_it_changed_on_ctrl_c() {
-    // Ctrl-C, and two SIGTERMs at once as `timeout` sends them: both restore everything.
-    for signals in [&[libc::SIGINT][..], &[libc::SIGTERM, libc::SIGTERM][..]] {
+    // Ctrl-C, two SIGTERMs at once as `timeout` sends them, a hang-up (an ssh session lost), a
+    // user signal and an alarm: each restores everything.
+    for signals in [
+        &[libc::SIGINT][..],
+        &[libc::SIGTERM, libc::SIGTERM][..],
+        &[libc::SIGHUP][..],
+        &[libc::SIGUSR1][..],
+        &[libc::SIGALRM][..],
+    ] {
         shuffle_restores_after(signals);
     }
 }
@@ -2609,4 +2654,68 @@ fn info_says_what_the_process_may_use_and_the_memory_pools() {
             v["environment"]
         );
     }
+}
+
+#[test]
+fn an_odd_environment_gets_a_sensible_answer() {
+    let (dir, db) = temp_db();
+    let db_s = db.to_str().unwrap();
+    stdout(&["run", "--quick", "timer.rdtsc", "--db", db_s]);
+    let lines_at = |columns: &str| {
+        let out = oslab()
+            .args(["show", "latest", "--db", db_s])
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    // COLUMNS=0 or 1 once laid out a word a line (711 lines for 26).
+    let normal = lines_at("80");
+    for odd in ["0", "1"] {
+        let n = lines_at(odd);
+        assert!(n <= 3 * normal, "COLUMNS={odd}: {n} lines against {normal}");
+    }
+    // An empty OSLAB_DB is an unset one, not "a value is required".
+    let out = oslab()
+        .args(["runs"])
+        .env("OSLAB_DB", "")
+        .env("XDG_DATA_HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A relative XDG_DATA_HOME is ignored (the XDG specification): nothing lands in the
+    // current directory.
+    let cwd = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    oslab()
+        .args(["run", "--quick", "timer.rdtsc"])
+        .current_dir(cwd.path())
+        .env_remove("OSLAB_DB")
+        .env("XDG_DATA_HOME", "relative")
+        .env("HOME", home.path())
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
+    assert!(home.path().join(".local/share/oslab/oslab.db").exists());
+    // Standard output that cannot be written is named as such.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["show", "latest", "--db", db_s])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("standard output"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

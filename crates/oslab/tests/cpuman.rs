@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, oslab, restoring, stdout, temp_db};
+use common::{fails, oslab, stdout, temp_db};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -433,34 +433,25 @@ impl Drop for BalancingBack {
     }
 }
 
-#[test]
-fn a_sysctl_left_changed_by_a_killed_manager_is_restored_by_the_next_oslab() {
-    let _t = turn();
-    let _sysctl = oslab_testkit::machine_lock("numa_balancing");
-    let (dir, db) = temp_db();
-    const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
-    let original = std::fs::read_to_string(BALANCING)
-        .unwrap()
-        .trim()
-        .to_string();
-    let _back = BalancingBack(original.clone());
-    let state = dir.path().join("state");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+/// Starts `cpuman run --migration kernel` (which switches NUMA balancing on) with its record in
+/// `state`, waits until balancing is on, sends `signal`, and returns its exit and stderr once
+/// every process holding that stderr (its restoring guard too) has ended.
+fn signal_the_balancing_manager(db: &Path, state: &Path, signal: i32) -> (Option<i32>, String) {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["cpuman", "run", "--workload", "W4", "--jobs", "3"])
         .args([
-            "cpuman",
-            "run",
-            "--workload",
-            "W4",
-            "--jobs",
-            "3",
             "--time-scale",
             "0.01",
+            "--policy",
+            "pdpa",
+            "--migration",
+            "kernel",
         ])
-        .args(["--policy", "pdpa", "--migration", "kernel", "--db"])
-        .arg(&db)
-        .env("XDG_STATE_HOME", &state)
+        .arg("--db")
+        .arg(db)
+        .env("XDG_STATE_HOME", state)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // The manager switches balancing on once it has started its jobs: on a busy machine that
@@ -473,20 +464,55 @@ fn a_sysctl_left_changed_by_a_killed_manager_is_restored_by_the_next_oslab() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    child.kill().unwrap(); // SIGKILL: no guard runs
-    child.wait().unwrap();
-    assert_eq!(
-        std::fs::read_to_string(BALANCING).unwrap().trim(),
-        "1",
-        "left changed"
-    );
-    // The next oslab, whatever it is asked, puts it back and says so.
-    let err = restoring(&state, &["runs", "--db", db.to_str().unwrap()]);
-    assert!(
-        err.contains(&format!("restored {BALANCING} to {original}")),
-        "{err}"
-    );
-    assert_eq!(std::fs::read_to_string(BALANCING).unwrap().trim(), original);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const BALANCING: &str = "/proc/sys/kernel/numa_balancing";
+
+#[test]
+fn a_sysctl_is_put_back_however_the_manager_ends() {
+    // SIGKILL once left it changed until the next oslab command; a hang-up skipped all cleanup.
+    let _t = turn();
+    let _sysctl = oslab_testkit::machine_lock("numa_balancing");
+    let original = std::fs::read_to_string(BALANCING)
+        .unwrap()
+        .trim()
+        .to_string();
+    let _back = BalancingBack(original.clone());
+    for signal in [libc::SIGKILL, libc::SIGHUP] {
+        let (dir, db) = temp_db();
+        let state = dir.path().join("state");
+        let (code, err) = signal_the_balancing_manager(&db, &state, signal);
+        // stderr reached its end: the guard that outlives a killed manager has done its work.
+        assert_eq!(
+            std::fs::read_to_string(BALANCING).unwrap().trim(),
+            original,
+            "signal {signal} left it changed: {err}"
+        );
+        let pending = state.join("oslab/pending.json");
+        assert!(
+            !pending.exists() || std::fs::read_to_string(&pending).unwrap().trim() == "[]",
+            "{}",
+            std::fs::read_to_string(&pending).unwrap()
+        );
+        if signal == libc::SIGKILL {
+            assert_eq!(code, None);
+            assert!(
+                err.contains(&format!("restored {BALANCING} to {original}")),
+                "{err}"
+            );
+        } else {
+            assert_eq!(code, Some(128 + signal), "{err}");
+            let runs = stdout(&["runs", "--json", "--db", db.to_str().unwrap()]);
+            assert!(String::from_utf8_lossy(&runs).contains("interrupted"));
+        }
+    }
 }
 
 /// Every figure of a simulated run: none failed, and every one on the simulator's clock.

@@ -40,7 +40,7 @@ fn no_crate_depends_on_one_the_map_does_not_allow() {
         ("oslab-model", &["oslab-core"][..]),
         (
             "oslab-probes",
-            &["oslab-core", "oslab-os", "oslab-model"][..],
+            &["oslab-core", "oslab-os", "oslab-model", "oslab-files"][..],
         ),
         ("oslab-shuffle", &["oslab-core", "oslab-os"][..]),
         (

@@ -16,6 +16,31 @@ fn text_at(columns: &str, args: &[&str]) -> String {
 }
 
 #[test]
+fn a_binary_at_a_long_path_still_fits_80_columns() {
+    // From a clone at /tmp/tmp.XXXXXXXXXX/x/oslab/tests/oslab the run line printed the
+    // binary's path as one word wider than the terminal.
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir
+        .path()
+        .join("a-rather-long-directory-name/x/oslab/tests/oslab/target/release");
+    std::fs::create_dir_all(&deep).unwrap();
+    let bin = deep.join("oslab");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("oslab"), &bin).unwrap();
+    assert!(bin.as_os_str().len() > 80);
+    let out = std::process::Command::new(&bin)
+        .args(["run", "--quick", "timer.rdtsc", "--db"])
+        .arg(dir.path().join("o.db"))
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(wide.is_empty(), "{wide:?}");
+    assert!(text.contains("oslab run --quick timer.rdtsc"), "{text}");
+}
+
+#[test]
 fn a_run_fits_120_and_80_column_terminals_with_sizes_humanized_and_a_headline() {
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();

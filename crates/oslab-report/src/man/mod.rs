@@ -33,7 +33,8 @@ const EXIT_STATUS: &str =
     "0 success; 1 failure (a probe that failed still exits 0: its row says why); \
 2 usage error (a bad flag, an unknown probe or run, a bad cpu list; compare --fail-on-regression \
 with too few repetitions to judge); 1 with --fail-on-regression when a measurement regressed; \
-130 interrupted by Ctrl-C, 143 by SIGTERM (what completed is stored, marked interrupted).";
+128 + the signal that interrupted it: 130 Ctrl-C, 143 SIGTERM, 129 a hang-up; every signal that \
+ends a process is handled as SIGTERM (what completed is stored, marked interrupted).";
 
 /// Every manual page of `cli` (oslab's command line), each command's with its subcommands' after
 /// it: (file name, roff).

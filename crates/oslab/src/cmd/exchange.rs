@@ -49,7 +49,9 @@ pub fn exported(
 pub fn write_files(files: &[File], output: Option<&Path>) -> anyhow::Result<ExitCode> {
     export::write(files, output, &mut std::io::stdout().lock()).map_err(|e| match e {
         WriteError::Misplaced(m) => usage(m),
-        WriteError::Stdout(io) => io.into(),
+        WriteError::Stdout(io) => {
+            anyhow::Error::from(io).context("cannot write to standard output")
+        }
         other => other.into(),
     })?;
     Ok(ExitCode::SUCCESS)

@@ -57,11 +57,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
         Command::TaskHelper { request } => task_helper(&request),
+        Command::Restore { after } => restore(after),
         Command::Completions { shell } => {
             // Written whole by us: a closed pipe then ends quietly instead of panicking.
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut completed(), "oslab", &mut script);
-            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
+            to_stdout(&mut std::io::stdout().lock(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { path, dir } => man(&path, dir.as_deref()),
@@ -118,7 +119,18 @@ fn man(path: &[String], dir: Option<&std::path::Path>) -> anyhow::Result<ExitCod
             path.join(" ")
         )));
     };
-    std::io::Write::write_all(&mut std::io::stdout().lock(), page)?;
+    to_stdout(&mut std::io::stdout().lock(), page)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an oslab that ended (SIGKILL included) left changed, put back once it is gone, and said.
+fn restore(after: Option<u32>) -> anyhow::Result<ExitCode> {
+    if let Some(pid) = after {
+        oslab_os::restorer::wait_gone(pid, std::time::Duration::from_secs(10));
+    }
+    for line in oslab_os::pending::recover(&oslab_os::pending::default_file()) {
+        say(&format!("note: {line}"));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -206,14 +218,19 @@ fn paged(s: &str) -> Option<anyhow::Result<()>> {
 /// Prints `s` (paged on a terminal), ending with a newline; a closed pipe is an error main
 /// treats as success.
 fn print_raw(s: &str) -> anyhow::Result<()> {
-    use std::io::Write;
     if let Some(done) = paged(s) {
         return done;
     }
     let mut out = std::io::stdout().lock();
-    out.write_all(s.as_bytes())?;
-    if !s.ends_with('\n') {
-        out.write_all(b"\n")?;
-    }
-    Ok(())
+    let newline: &[u8] = if s.ends_with('\n') { b"" } else { b"\n" };
+    to_stdout(&mut out, &[s.as_bytes(), newline].concat())
+}
+
+/// Writes `bytes` to standard output and flushes them (a full disk or `/dev/full` says so now,
+/// naming standard output, rather than being lost at exit).
+pub fn to_stdout(out: &mut impl std::io::Write, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    out.write_all(bytes)
+        .and_then(|_| out.flush())
+        .context("cannot write to standard output")
 }

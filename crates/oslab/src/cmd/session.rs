@@ -42,9 +42,17 @@ fn program() -> Program {
     Program {
         version: env!("CARGO_PKG_VERSION").to_string(),
         git_rev: Some(env!("OSLAB_GIT_REV").to_string()).filter(|r| !r.is_empty()),
-        // An argument of thousands of characters (a cpu list) is stored shortened.
+        // The program by its name, not where it was built or installed (a 60-character path
+        // was one unbreakable word on the run line); an argument of thousands of characters (a
+        // cpu list) is stored shortened.
         command: std::env::args()
-            .map(|a| oslab_core::text::shortened(&a, 200))
+            .enumerate()
+            .map(|(i, a)| match i {
+                0 => std::path::Path::new(&a)
+                    .file_name()
+                    .map_or(a.clone(), |n| n.to_string_lossy().into_owned()),
+                _ => oslab_core::text::shortened(&a, 200),
+            })
             .collect::<Vec<_>>()
             .join(" "),
     }

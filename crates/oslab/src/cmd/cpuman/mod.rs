@@ -20,7 +20,6 @@ use oslab_cpuman::{channel::Channel, job};
 use oslab_files::write_whole;
 use oslab_report::table::doc;
 use oslab_store::{Location, RunRef};
-use std::io::Write as _;
 use std::process::ExitCode;
 
 pub fn run(args: CpumanArgs) -> anyhow::Result<ExitCode> {
@@ -107,7 +106,7 @@ fn write_workload(a: CpumanWorkloadArgs) -> anyhow::Result<ExitCode> {
             write_whole(path, &bytes)?;
             eprintln!("{} jobs written to {}", jobs.len(), path.display());
         }
-        None => std::io::stdout().lock().write_all(&bytes)?,
+        None => super::to_stdout(&mut std::io::stdout().lock(), &bytes)?,
     }
     Ok(ExitCode::SUCCESS)
 }

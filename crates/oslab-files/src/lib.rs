@@ -73,6 +73,28 @@ pub fn read_bounded(path: &Path, limit: u64, links: Links) -> Result<Vec<u8>, Fi
     Ok(bytes)
 }
 
+/// A reader of a file a user (or another node) supplied ([`open_regular`]) of at most `limit`
+/// bytes, for a parser that reads as it goes: the file is never held whole.
+pub fn reader_bounded(
+    path: &Path,
+    limit: u64,
+    links: Links,
+) -> Result<impl std::io::BufRead, FileError> {
+    use std::io::Read;
+    let file = open_regular(path, links)?;
+    let len = file
+        .metadata()
+        .map_err(|e| FileError(format!("cannot read {}: {e}", path.display())))?
+        .len();
+    if len > limit {
+        return Err(FileError(format!(
+            "{} is {len} bytes; at most {limit} are read",
+            path.display()
+        )));
+    }
+    Ok(std::io::BufReader::with_capacity(1 << 16, file.take(limit)))
+}
+
 /// The lines of a text stream a user supplied, each at most `max` bytes: a longer line (a
 /// corrupt or sparse file, one line of gigabytes) is an error after reading `max + 1` bytes of
 /// it, never a line held whole. Ends after the first error.

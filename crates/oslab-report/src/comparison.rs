@@ -138,7 +138,7 @@ impl Sides {
                 (
                     set.to_string(),
                     &runs[0].0,
-                    oslab_core::stats::repetitions::pooled(&all),
+                    oslab_core::stats::repetitions::pooled(&all).into_owned(),
                 )
             })
             .collect()

@@ -27,7 +27,7 @@ nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-siz
 
 /// The report of one run.
 pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]) -> String {
-    let ms = &oslab_core::stats::repetitions::pooled(ms);
+    let ms: &[Measurement] = &oslab_core::stats::repetitions::pooled(ms);
     let mut h = String::new();
     let id = record.id.map_or("-".into(), |i| i.to_string());
     let _ = write!(

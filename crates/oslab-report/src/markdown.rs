@@ -16,7 +16,7 @@ pub fn markdown(
     ms: &[Measurement],
     timeline: &[TimelineEvent],
 ) -> (String, Vec<(String, String)>) {
-    let ms = &oslab_core::stats::repetitions::pooled(ms);
+    let ms: &[Measurement] = &oslab_core::stats::repetitions::pooled(ms);
     let id = record.id.map_or("-".into(), |i| i.to_string());
     let mut md = format!(
         "# oslab run {id} on {}\n\n{} — {} — {:.1} s\n\n",

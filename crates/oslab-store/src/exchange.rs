@@ -4,7 +4,7 @@
 
 use crate::run::RunRecord;
 use oslab_core::model::{Measurement, TimelineEvent};
-use oslab_files::{read_bounded, FileError, Links};
+use oslab_files::{reader_bounded, FileError, Links};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -241,8 +241,19 @@ impl<'de, T: serde::de::DeserializeOwned> serde::de::Visitor<'de> for Elements<'
 /// is checked against its definition as it is read and kept typed, so the parsed tree of the
 /// whole file is never built (it took 4-15x the file's size).
 pub fn parse(bytes: &[u8]) -> Result<RunDocument, ImportError> {
+    parse_from(serde_json::Deserializer::from_slice(bytes))
+}
+
+/// [`parse`] of a document read as it is parsed (a file is never held whole: with the parsed
+/// document beside it, a large import once took 8x the file's size).
+pub fn parse_reader(reader: impl std::io::Read) -> Result<RunDocument, ImportError> {
+    parse_from(serde_json::Deserializer::from_reader(reader))
+}
+
+fn parse_from<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+) -> Result<RunDocument, ImportError> {
     let problems = std::cell::RefCell::new(Vec::new());
-    let mut de = serde_json::Deserializer::from_slice(bytes);
     let read = serde::de::DeserializeSeed::deserialize(Streamed(&problems), &mut de)
         .and_then(|doc| de.end().map(|_| doc));
     let problems = problems.into_inner();
@@ -393,13 +404,13 @@ pub enum ImportFailed {
 /// Reads and validates one oslab.run/1 document from a file: a regular file of at most
 /// [`MAX_BYTES`], read without ever reading more.
 pub fn read_file(path: &std::path::Path, links: Links) -> Result<RunDocument, FileError> {
-    let bytes = read_bounded(path, MAX_BYTES, links).map_err(|e| {
+    let reader = reader_bounded(path, MAX_BYTES, links).map_err(|e| {
         FileError(format!(
             "{e} (an oslab export is a regular file of at most {} MiB)",
             MAX_BYTES >> 20
         ))
     })?;
-    parse(&bytes).map_err(|e| FileError(format!("{}: {e}", path.display())))
+    parse_reader(reader).map_err(|e| FileError(format!("{}: {e}", path.display())))
 }
 
 /// Columns every row has, before the parameters: the run, then what was measured.

@@ -54,7 +54,7 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -
             "{repetitions} repetitions of each probe, shown pooled: the median of their medians, the interval spanning theirs (`oslab export` has each)\n"
         ));
     }
-    let ms = &oslab_core::stats::repetitions::pooled(ms);
+    let ms: &[Measurement] = &oslab_core::stats::repetitions::pooled(ms);
     let env =
         serde_json::from_value::<oslab_core::machine::Environment>(record.environment.clone()).ok();
     if !details {

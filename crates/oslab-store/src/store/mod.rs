@@ -600,9 +600,9 @@ impl Store {
     }
 
     /// The stored run that is `run` with `measurements`: the same host, command, start, end,
-    /// machine and environment, and the same figures (samples aside: an export may leave them
-    /// out). Importing a file twice, or a run exported from this store, finds it; an edited copy
-    /// does not.
+    /// machine and environment, and the same figures and samples (where the document has them:
+    /// an export may leave them out). Importing a file twice, or a run exported from this store,
+    /// finds it; an edited copy does not.
     pub fn same_run(
         &self,
         run: &RunRecord,
@@ -617,24 +617,36 @@ impl Store {
                 |r| r.get(0),
             )?
             .collect::<Result<_, _>>()?;
-        let figures = |ms: &[Measurement]| -> Vec<serde_json::Value> {
-            ms.iter()
-                .map(|m| {
-                    let mut v = serde_json::to_value(m).unwrap_or_default();
-                    if let Some(o) = v.as_object_mut() {
-                        o.remove("samples");
-                    }
-                    v
-                })
-                .collect()
+        // Compared one measurement at a time, samples included (a re-export whose samples
+        // changed is another run); the document's measurements are never copied (a million of
+        // them as JSON values once took gigabytes).
+        let same = |stored: &Measurement, m: &Measurement| {
+            let figures = |m: &Measurement, samples: bool| {
+                let mut v = serde_json::to_value(m).ok();
+                if let Some(o) = v
+                    .as_mut()
+                    .and_then(|v| v.as_object_mut())
+                    .filter(|_| !samples)
+                {
+                    o.remove("samples");
+                }
+                v
+            };
+            let samples = m.samples.is_some();
+            figures(stored, samples) == figures(m, samples)
         };
-        let wanted = figures(measurements);
         for id in ids {
-            let (stored, ms) = self.load_run_summaries(&RunRef::Id(id))?;
-            if stored.fingerprint == run.fingerprint
-                && stored.environment == run.environment
-                && figures(&ms) == wanted
-            {
+            let stored = self.record(id)?;
+            if stored.fingerprint != run.fingerprint || stored.environment != run.environment {
+                continue;
+            }
+            let (mut seen, mut alike) = (0, true);
+            self.each_measurement(id, true, |m| {
+                alike = measurements.get(seen).is_some_and(|d| same(&m, d));
+                seen += 1;
+                alike
+            })?;
+            if alike && seen == measurements.len() {
                 return Ok(Some(id));
             }
         }
@@ -689,6 +701,17 @@ impl Store {
         samples: bool,
     ) -> Result<(RunRecord, Vec<Measurement>), StoreError> {
         let id = self.resolve(run)?;
+        let record = self.record(id)?;
+        let mut ms = Vec::new();
+        self.each_measurement(id, samples, |m| {
+            ms.push(m);
+            true
+        })?;
+        Ok((record, ms))
+    }
+
+    /// Run `id`'s record and tags.
+    fn record(&self, id: i64) -> Result<RunRecord, StoreError> {
         let record = self.conn.query_row(
             "SELECT id, started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment, pid, boot_id
              FROM runs WHERE id = ?1",
@@ -711,10 +734,20 @@ impl Store {
                 })
             },
         )?;
-        let record = RunRecord {
+        Ok(RunRecord {
             tags: self.tags(id)?,
             ..record
-        };
+        })
+    }
+
+    /// Hands each measurement of run `id`, in order, to `f` until it returns false: one in
+    /// memory at a time (a run of a million measurements is not held to compare it).
+    fn each_measurement(
+        &self,
+        id: i64,
+        samples: bool,
+        mut f: impl FnMut(Measurement) -> bool,
+    ) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare(
             &format!("SELECT m.probe, m.params, m.metric, m.unit, m.n, m.min, m.p25, m.median, m.p75, m.max, m.mean, m.stddev,
                     m.ci_low, m.ci_high, m.outliers, m.cycles, m.batch, m.overhead, m.status, m.note, {} AS samples,
@@ -724,13 +757,12 @@ impl Store {
              WHERE m.run_id = ?1 ORDER BY m.seq",
             if samples { "m.samples" } else { "NULL" }),
         )?;
-        let ms = stmt
-            .query_map([id], read_measurement)?
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(StoreError::Damaged)?;
-        Ok((record, ms))
+        for row in stmt.query_map([id], read_measurement)? {
+            if !f(row?.map_err(StoreError::Damaged)?) {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

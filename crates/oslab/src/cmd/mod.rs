@@ -144,7 +144,17 @@ fn task_helper(request: &str) -> anyhow::Result<ExitCode> {
 
 /// Prints JSON, pretty, never wrapped.
 pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
-    print_raw(&serde_json::to_string_pretty(v)?)
+    use anyhow::Context;
+    // Written as it is made, never whole in memory (a run of a million measurements is a
+    // document of hundreds of MB); paged on a terminal only, where it is small enough to read.
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return print_raw(&serde_json::to_string_pretty(v)?);
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, v)
+        .map_err(std::io::Error::from)
+        .and_then(|_| std::io::Write::write_all(&mut out, b"\n"));
+    to_stdout(&mut out, b"").and(written.context("cannot write to standard output"))
 }
 
 /// Prints text for a person: every control character escaped but the colours of its tables

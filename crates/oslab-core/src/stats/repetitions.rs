@@ -146,10 +146,11 @@ mod tests {
         assert!(p[0].note.as_deref().unwrap().contains("3 repetitions"));
         assert_eq!(p[1].metric, "u");
         // A noisy or failed repetition makes the pooled row noisy.
-        let p = pooled(&[
+        let reps = [
             rep(1, 100.0, Status::Ok),
             rep(2, 0.0, Status::Failed("x".into())),
-        ]);
+        ];
+        let p = pooled(&reps);
         assert_eq!(
             (p[0].status.clone(), p[0].summary.as_ref().unwrap().median),
             (Status::noisy(crate::model::cause::REPETITIONS), 100.0)

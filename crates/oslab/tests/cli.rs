@@ -2721,6 +2721,7 @@ fn an_odd_environment_gets_a_sensible_answer() {
 }
 
 /// Runs `cmd` to its end; its peak resident memory in bytes, and whether it succeeded.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also reads its peak
 fn peak_memory(cmd: &mut std::process::Command) -> (u64, bool) {
     let child = cmd
         .stdout(std::process::Stdio::null())

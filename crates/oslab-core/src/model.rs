@@ -33,6 +33,8 @@ pub mod cause {
     pub const CONTENTION: &str = "contention";
     /// Measured on a core that ran slow around most samples.
     pub const SLOWED_CORE: &str = "slowed core";
+    /// oslab itself was stopped (SIGSTOP, Ctrl-Z) while it measured: the pause is in it.
+    pub const STOPPED: &str = "stopped";
     /// Measured on an emulated cpu.
     pub const EMULATED: &str = "emulated";
     /// Its interval reaches below zero, which the quantity cannot.

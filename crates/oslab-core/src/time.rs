@@ -66,6 +66,38 @@ pub fn is_rfc3339(s: &str) -> bool {
     }
 }
 
+/// Seconds since the Unix epoch of an RFC 3339 date and time ([`is_rfc3339`]), its offset
+/// applied; None for anything else. For ordering two times, whatever zone each was written in.
+pub fn epoch_seconds(s: &str) -> Option<f64> {
+    if !is_rfc3339(s) {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| s[r].parse::<i64>().ok();
+    let days = days_from_civil(n(0..4)?, n(5..7)?, n(8..10)?);
+    let mut secs = (days * 86_400 + n(11..13)? * 3600 + n(14..16)? * 60 + n(17..19)?) as f64;
+    let mut rest = &s[19..];
+    if let Some(f) = rest.strip_prefix('.') {
+        let digits = f.bytes().take_while(u8::is_ascii_digit).count();
+        secs += format!("0.{}", &f[..digits]).parse::<f64>().ok()?;
+        rest = &f[digits..];
+    }
+    if let [sign @ (b'+' | b'-'), ..] = rest.as_bytes() {
+        let offset = (rest[1..3].parse::<i64>().ok()? * 60 + rest[4..6].parse::<i64>().ok()?) * 60;
+        secs -= if *sign == b'+' { offset } else { -offset } as f64;
+    }
+    Some(secs)
+}
+
+/// A proleptic Gregorian date to days since 1970-01-01 (the inverse of [`civil_from_days`]).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's civil_from_days).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -83,6 +115,20 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epoch_seconds_orders_times_in_any_zone() {
+        assert_eq!(epoch_seconds("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(
+            epoch_seconds(&format_utc(1_795_000_000)),
+            Some(1_795_000_000.0)
+        );
+        assert_eq!(
+            epoch_seconds("2026-01-01T01:00:00.5+01:00"),
+            epoch_seconds("2026-01-01T00:00:00.5Z")
+        );
+        assert_eq!(epoch_seconds("yesterday"), None);
+    }
 
     #[test]
     fn formats_known_instants() {

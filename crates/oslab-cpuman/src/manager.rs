@@ -99,8 +99,11 @@ pub struct Prepared {
     pub config: Config,
     /// The jobs, in submit order.
     pub jobs: Jobs,
-    /// What to know about how the jobs were read.
+    /// What to know about how the jobs were read, and what was done to NUMA balancing.
     pub notes: Vec<String>,
+    /// NUMA balancing as the page migration mode needs it, from the calibration on (it moved
+    /// 205 pages of a calibration once); put back when dropped, after the run.
+    pub balancing: Option<BalancingGuard>,
 }
 
 impl Request {
@@ -131,6 +134,9 @@ impl Request {
         jobs.notes.iter().for_each(|n| say(&format!("note: {n}")));
         let l2_bytes = mapping::l2_bytes(topology, order[0].0);
         let order_len = order.len();
+        let mut notes = jobs.notes;
+        let balancing = balancing_for(self.policy.migration, topology.nodes.len(), &mut notes)
+            .map_err(|e| e.to_string())?;
         say("calibrating the built-in jobs' iterations (one thread each) ...");
         let config = Config {
             migration: self.policy.migration,
@@ -151,7 +157,8 @@ impl Request {
         Ok(Prepared {
             config,
             jobs: jobs.jobs,
-            notes: jobs.notes,
+            notes,
+            balancing,
         })
     }
 }
@@ -274,7 +281,6 @@ pub fn run(
     status: &mut dyn FnMut(&TickState),
 ) -> Result<RunOutcome, ManagerError> {
     let mut live = Live::new(cfg);
-    let _balancing = balancing_for(cfg, &mut live.notes)?;
     if cfg.migration != PageMigration::Off && cfg.nodes < 2 {
         live.notes.push(format!(
             "one NUMA node: page migration ({}) has nothing to move here; the run shows its overhead only",
@@ -331,10 +337,11 @@ pub fn run(
 /// off for the others on several nodes (where it would move pages of its own), restored when
 /// the guard drops; what was done is said in `notes`.
 fn balancing_for(
-    cfg: &Config,
+    migration: PageMigration,
+    nodes: usize,
     notes: &mut Vec<String>,
 ) -> Result<Option<BalancingGuard>, ManagerError> {
-    Ok(match (cfg.migration, cfg.nodes >= 2) {
+    Ok(match (migration, nodes >= 2) {
         (PageMigration::Kernel, _) => {
             let g = BalancingGuard::set(true).map_err(ManagerError::Setup)?;
             if let Some(g) = &g {
@@ -384,6 +391,9 @@ struct Live<'a> {
     /// move pages): a stream that moves nothing says why.
     node_changes: usize,
     nodes_left: usize,
+    /// Seconds each job's threads ran on cpus it had been given none of, whole sampling
+    /// intervals after its last change (a cpu given away must be free).
+    outside: BTreeMap<u64, f64>,
 }
 
 impl<'a> Live<'a> {
@@ -400,6 +410,7 @@ impl<'a> Live<'a> {
             kernel_counted: 0,
             node_changes: 0,
             nodes_left: 0,
+            outside: BTreeMap::new(),
         }
     }
 
@@ -509,6 +520,13 @@ impl<'a> Live<'a> {
                                 self.kernel_counted += c1.saturating_sub(c0);
                             }
                         }
+                        // A job that ended as it moved has no pages left to move: no failure.
+                        Err(e) if !oslab_os::restorer::pid_alive(r.pid as u32) => {
+                            self.notes.push(format!(
+                            "job {}: had ended when its pages were to move ({e}): nothing to move",
+                            r.spec.id
+                        ))
+                        }
                         Err(e) => self
                             .notes
                             .push(format!("job {}: migrate_pages failed: {e}", r.spec.id)),
@@ -521,11 +539,16 @@ impl<'a> Live<'a> {
         Ok(())
     }
 
-    /// Where every thread ran since the last look.
+    /// Where every thread ran since the last look; time a job ran on cpus it no longer held.
     fn sample(&mut self, t: f64) {
         for r in &mut self.running {
             let from = self.last_sample.max(r.outcome.start_s.unwrap_or(0.0));
-            sample(r, &mut self.spans, &mut self.timeline, from, t);
+            let outside = sample(r, &mut self.spans, &mut self.timeline, from, t);
+            if outside > 0.0 {
+                *self.outside.entry(r.spec.id).or_default() += outside;
+                // A thread started on the old assignment (read just before the change): off.
+                confine(r);
+            }
         }
         self.last_sample = t;
     }
@@ -571,6 +594,12 @@ impl<'a> Live<'a> {
         pages: Result<u64, String>,
     ) -> RunOutcome {
         close_spans(&mut self.spans, &mut self.timeline, None);
+        for (job, s) in &self.outside {
+            self.notes.push(format!(
+                "job {job} ran {} on cpus it no longer held (seen in the manager's samples after its change): another job shared them",
+                oslab_core::units::value(s * 1e9, oslab_core::model::Unit::Ns)
+            ));
+        }
         let end = self
             .finished
             .iter()
@@ -721,14 +750,17 @@ fn iterations(cfg: &Config, kind: Kind, seq_s: f64) -> u64 {
     ((seq_s / per).round() as u64).max(cfg.baseline.1 + 2)
 }
 
-/// Tells a running job its new assignment: through the shared page for built-in jobs, by the
-/// affinity of every thread for external ones (new threads are caught at the next change or
-/// sample).
+/// Tells a running job its new assignment: through the shared page for built-in jobs, and by
+/// the affinity of every thread (for external jobs the only way; new threads are caught at the
+/// next change or sample).
 fn apply(r: &mut Running) {
-    match &r.channel {
-        Some(ch) => ch.publish(r.alloc, &r.cpus),
-        None => confine(r),
+    // A cooperative job reads its cpus only between iterations: until then its threads are
+    // confined to the new set, so that a cpu given away is free at once (a shrunk job once ran
+    // on the cpu it had given up for 5.6 s while the job it went to had none).
+    if let Some(ch) = &r.channel {
+        ch.publish(r.alloc, &r.cpus);
     }
+    confine(r);
 }
 
 fn confine(r: &Running) {
@@ -833,8 +865,17 @@ fn sample(
     timeline: &mut Vec<TimelineEvent>,
     from: f64,
     to: f64,
-) {
+) -> f64 {
     let (ran, live) = r.sampler.sample(r.pid);
+    // Threads that ran where the job holds no cpu, over an interval wholly after its change.
+    let outside = match r.since <= from && !r.cpus.is_empty() {
+        true => ran
+            .iter()
+            .filter(|x| !r.cpus.contains(&x.cpu))
+            .map(|x| x.ns as f64 / 1e9)
+            .sum(),
+        false => 0.0,
+    };
     // Thread slots: a thread keeps its slot; a new one takes the lowest free.
     r.slots.retain(|tid, _| live.contains(tid));
     for tid in &live {
@@ -866,6 +907,7 @@ fn sample(
             }
         }
     }
+    outside
 }
 
 fn close_spans(

@@ -32,8 +32,30 @@ pub const ENDING: [libc::c_int; 7] = [
     libc::SIGALRM,
 ];
 
-/// Installs the handlers of [`ENDING`]. Idempotent.
+/// How many times this process was continued after a stop (SIGSTOP, Ctrl-Z): a measurement
+/// that spans one holds the pause, which is no contention.
+static CONTINUED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn on_continue(_: libc::c_int) {
+    CONTINUED.fetch_add(1, Ordering::SeqCst);
+}
+
+/// How many times this process has been continued after a stop so far (see [`install`]).
+pub fn continued() -> u64 {
+    CONTINUED.load(Ordering::SeqCst)
+}
+
+/// Installs the handlers of [`ENDING`], and one that counts continuations after a stop.
+/// Idempotent.
 pub fn install() {
+    // SAFETY: on_continue only touches an atomic.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_continue as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigaction(libc::SIGCONT, &sa, std::ptr::null_mut());
+    }
     for sig in ENDING {
         // SAFETY: on_signal only touches atomics and async-signal-safe calls.
         unsafe {

@@ -264,6 +264,10 @@ fn retry_budget(config: &HarnessConfig, repetitions: u32, elapsed: Duration) -> 
     config.retry_budget.min(target.saturating_sub(elapsed))
 }
 
+/// The note of a result measured across a stop of oslab.
+const STOPPED_NOTE: &str =
+    "oslab was stopped (SIGSTOP, Ctrl-Z) while measuring it: the pause is in its samples; measure again";
+
 /// Starts the note of a result measured while other work competed.
 const CONTENDED: &str = "measured while the machine was busy: ";
 
@@ -272,6 +276,7 @@ const CONTENDED: &str = "measured while the machine was busy: ";
 /// `host`, with the steal time during it.
 fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measurement>> {
     host.core_speeds.push(core_speed());
+    let stops = oslab_os::signals::continued();
     let before = Snapshot::take();
     let mut results = match run_one(probe, cx) {
         Ok(r) => r,
@@ -286,7 +291,17 @@ fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measur
         host.steals.push(c.steal);
     }
     let contended = competed.and_then(|c| c.for_probe(probe.id()).reason());
-    if let Some(why) = contended {
+    if oslab_os::signals::continued() != stops {
+        // A stop (SIGSTOP, Ctrl-Z) is in these samples: it is neither the machine's cost nor
+        // other work's, and says so (a 10 s stop read as `contention`).
+        for m in results.iter_mut().filter(|m| m.status.has_value()) {
+            m.status = Status::noisy(cause::STOPPED);
+            m.note = Some(match m.note.take() {
+                Some(n) => format!("{STOPPED_NOTE}; {n}"),
+                None => STOPPED_NOTE.to_string(),
+            });
+        }
+    } else if let Some(why) = contended {
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
             m.status = Status::noisy(cause::CONTENTION);
             m.note = Some(match m.note.take() {

@@ -19,8 +19,10 @@ pub fn prepare(
     monitor_only: bool,
     method: super::locks::Choice,
 ) -> Result<(CpuSet, Monitor), String> {
-    let allowed =
-        get_affinity(pid).map_err(|e| format!("cannot read the affinity of {pid}: {e}"))?;
+    let allowed = get_affinity(pid).map_err(|e| match e.raw_os_error() {
+        Some(libc::ESRCH) => format!("no process {pid}: it has ended, or never ran"),
+        _ => format!("cannot read the affinity of {pid}: {e}"),
+    })?;
     if !monitor_only {
         // Setting it to what it is fails now when we may not move its threads.
         set_affinity(pid, &allowed).map_err(|e| {
@@ -501,14 +503,19 @@ pub fn watch(
         }
         // Gone, a zombie another process has not reaped, or its pid now another process's:
         // nothing left to watch.
-        if matches!(super::locks::threads(pid), Err(MonitorError::Gone(_)))
-            || !daemon.target_is_same()
-        {
+        let gone = |daemon: &Daemon| {
+            matches!(super::locks::threads(pid), Err(MonitorError::Gone(_)))
+                || !daemon.target_is_same()
+        };
+        if gone(&daemon) {
             break;
         }
         match daemon.step() {
             Ok(line) => status(&line),
+            // A target that ends within an interval may fail its measurement with an error of
+            // its own (no such process): that is its end, and what was measured is kept.
             Err(MonitorError::Gone(_)) => break,
+            Err(_) if gone(&daemon) => break,
             // Ctrl-C inside an interval: that interval is dropped, not acted on.
             Err(MonitorError::Stopped) => {
                 interrupted = true;

@@ -309,6 +309,9 @@ pub struct Imported {
     pub measurements: usize,
     /// Timeline events it holds.
     pub timeline_events: usize,
+    /// Probe ids it holds that this oslab's catalog does not know (a newer oslab's, or made
+    /// up): stored as they are, and said.
+    pub unknown_probes: Vec<String>,
 }
 
 impl std::fmt::Display for Imported {
@@ -336,7 +339,23 @@ impl std::fmt::Display for Imported {
             } else {
                 ""
             }
-        )
+        )?;
+        if !self.unknown_probes.is_empty() {
+            let ids: Vec<String> = self
+                .unknown_probes
+                .iter()
+                .take(5)
+                .map(|p| oslab_core::text::one_line(p).into_owned())
+                .collect();
+            write!(
+                f,
+                "; {} probe ids this oslab does not know ({}{}): stored as they are, without a model or a chart",
+                self.unknown_probes.len(),
+                ids.join(", "),
+                if self.unknown_probes.len() > 5 { ", ..." } else { "" }
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -385,6 +404,15 @@ pub fn import(
             host: record.hostname,
             measurements: doc.measurements.len(),
             timeline_events: doc.timeline.len(),
+            unknown_probes: doc
+                .measurements
+                .iter()
+                .map(|m| m.probe.as_str())
+                .filter(|p| oslab_core::catalog::entry(p).is_none())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
         });
     }
     Ok(imported)
@@ -621,6 +649,7 @@ mod tests {
             host: "evil\nrun 99 stored: all good\u{1b}[2J".into(),
             measurements: 3,
             timeline_events: 0,
+            unknown_probes: vec!["probe\nline\u{1b}[2J".into()],
         };
         for already in [false, true] {
             i.already = already;

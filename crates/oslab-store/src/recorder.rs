@@ -103,7 +103,14 @@ impl Recorder {
         RunRecord {
             id: self.run_id.get(),
             started: self.started.clone(),
-            finished: oslab_core::time::utc_now(),
+            // A wall clock stepped back during the run (NTP) does not make it end before it
+            // began: a run oslab stores always imports again.
+            finished: Some(oslab_core::time::utc_now())
+                .filter(|now| {
+                    let at = oslab_core::time::epoch_seconds;
+                    at(now) >= at(&self.started)
+                })
+                .unwrap_or_else(|| self.started.clone()),
             status,
             oslab_version: self.program.version.clone(),
             git_rev: self.program.git_rev.clone(),

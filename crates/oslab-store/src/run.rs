@@ -113,7 +113,7 @@ pub struct RunRecord {
 
 impl RunRecord {
     /// The rules every stored run keeps, whether it was measured here, imported or collected:
-    /// dates in RFC 3339, a positive id, at most [`MAX_TAGS`] tags that pass [`check_tag`], a
+    /// dates in RFC 3339, the end not before the start, a positive id, at most [`MAX_TAGS`] tags that pass [`check_tag`], a
     /// wall time that is a time. The schema says the same of a document; this also holds for a
     /// run `oslab run` is about to store, so what it stores always imports again.
     pub fn check(&self) -> Result<(), String> {
@@ -122,6 +122,15 @@ impl RunRecord {
                 return Err(format!(
                     "{what} is {:?}: not an RFC 3339 date and time",
                     oslab_core::text::shortened(t, 40)
+                ));
+            }
+        }
+        let at = oslab_core::time::epoch_seconds;
+        if let (Some(s), Some(f)) = (at(&self.started), at(&self.finished)) {
+            if f < s {
+                return Err(format!(
+                    "finished ({}) before it started ({})",
+                    self.finished, self.started
                 ));
             }
         }

@@ -21,6 +21,37 @@ fn main() -> ExitCode {
             std::env::remove_var(var);
         }
     }
+    // A small stack limit (`ulimit -s 64`) overflowed the main thread: then the work runs on a
+    // thread with the stack it needs. Otherwise on the main thread, as always (a second thread
+    // would change what a forked child copies).
+    // SAFETY: getrlimit fills the struct we pass.
+    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+    let small = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } == 0
+        && limit.rlim_cur != libc::RLIM_INFINITY
+        && (limit.rlim_cur as usize) < STACK;
+    if small {
+        let worker = std::thread::Builder::new()
+            .name("main".into())
+            .stack_size(STACK)
+            .spawn(oslab);
+        return match worker.map(|w| w.join()) {
+            Ok(Ok(code)) => code,
+            Ok(Err(_)) => ExitCode::from(101), // it panicked, and said so
+            Err(e) => {
+                cmd::say(&format!(
+                    "oslab: cannot start with a stack of {STACK} bytes: {e}"
+                ));
+                ExitCode::from(1)
+            }
+        };
+    }
+    oslab()
+}
+
+/// The stack oslab's work needs (clap's parser and the report's views are deep).
+const STACK: usize = 8 << 20;
+
+fn oslab() -> ExitCode {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
         // `oslab run -V` is oslab's version too (clap would name it `oslab-run`).

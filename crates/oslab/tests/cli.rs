@@ -2656,6 +2656,13 @@ fn info_says_what_the_process_may_use_and_the_memory_pools() {
     }
 }
 
+/// What `oslab ARGS` prints on a terminal 80 columns wide.
+fn text_at_80(args: &[&str]) -> String {
+    let out = oslab().args(args).env("COLUMNS", "80").output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn an_odd_environment_gets_a_sensible_answer() {
     let (dir, db) = temp_db();
@@ -2702,6 +2709,26 @@ fn an_odd_environment_gets_a_sensible_answer() {
         .success();
     assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
     assert!(home.path().join(".local/share/oslab/oslab.db").exists());
+    // A 300-character tag once drew the list of runs' rule across three screens.
+    let tag = format!("k={}", "v".repeat(300));
+    stdout(&["run", "--quick", "timer.rdtsc", "--tag", &tag, "--db", db_s]);
+    let listed = text_at_80(&["runs", "--db", db_s]);
+    let wide: Vec<&str> = listed.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(wide.is_empty() && listed.contains("k=vvv"), "{listed}");
+    // A small stack limit once overflowed the main thread (abort, exit 134).
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -s 64 && exec '{}' run --quick timer.rdtsc --db '{db_s}'",
+            assert_cmd::cargo::cargo_bin("oslab").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Standard output that cannot be written is named as such.
     let full = std::fs::OpenOptions::new()
         .write(true)
@@ -2826,4 +2853,75 @@ fn a_copy_whose_samples_changed_is_imported_as_another_run() {
         said.contains("imported") && said.contains("as run 2"),
         "{said}"
     );
+}
+
+#[test]
+fn an_import_says_what_it_does_not_know_and_refuses_an_end_before_the_start() {
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let file = dir.path().join("doc.json");
+    let import = |doc: &Value| {
+        std::fs::write(&file, doc.to_string()).unwrap();
+        oslab()
+            .args(["import", file.to_str().unwrap(), "--db", db])
+            .output()
+            .unwrap()
+    };
+    let mut doc = document(serde_json::json!({}));
+    doc["measurements"][0]["probe"] = Value::from("no.such.probe");
+    let out = import(&doc);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("does not know (no.such.probe)"), "{said}");
+    let mut doc = document(serde_json::json!({}));
+    doc["run"]["finished"] = Value::from("2025-12-31T23:59:59Z");
+    let out = import(&doc);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("before it started"), "{said}");
+    assert_eq!(stored_runs(Path::new(db)).len(), 1);
+}
+
+#[test]
+fn a_stop_of_oslab_is_called_a_stop_not_contention() {
+    // A 10 s SIGSTOP read as `contention`.
+    let _turn = exclusive();
+    let (_dir, db) = temp_db();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args(["run", "--quick", "switch.thread.pipe", "--db"])
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _child = KillOnDrop(child);
+    // The probe runs once its partner thread does.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probe never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(2));
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let mut child = _child;
+    assert!(child.0.wait().unwrap().success());
+    let run = json(&stdout(&[
+        "show",
+        "latest",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]));
+    let rows = run["measurements"].as_array().unwrap();
+    // Each row says the stop, or was measured again after it.
+    for m in rows {
+        let again = m["attempts"].as_u64().unwrap_or(1) > 1;
+        assert!(m["reason"] == "stopped" || again, "{m}");
+    }
 }

@@ -806,3 +806,30 @@ fn an_archive_trace_simulates_as_it_is() {
     );
     assert!(e.contains("line 2") && e.contains("mergesort"), "{e}");
 }
+
+#[test]
+fn a_cpu_given_away_is_left_at_once() {
+    // A cooperative job reads its cpus between iterations only: a shrunk job once ran on the cpu
+    // it had given up for 5.6 s while the job it went to had none. The manager now confines
+    // its threads at once and says any time its samples saw a job where it held no cpu.
+    let _t = turn();
+    let (_dir, db) = temp_db();
+    let out = oslab()
+        .args(["cpuman", "run", "--workload", "W3", "--jobs", "4"])
+        .args(["--time-scale", "0.002", "--policy", "pdpa", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("makespan"), "{text}");
+    let overlaps: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("no longer held"))
+        .collect();
+    assert!(overlaps.is_empty(), "{overlaps:?}");
+}

@@ -4,6 +4,9 @@ use crate::table::*;
 use oslab_core::units::{num, scale_for};
 use oslab_store::RunSummary;
 
+/// The most of one tag the list of runs shows.
+const TAG_SHOWN: usize = 32;
+
 /// One line per stored run: id, start (UTC, to the minute), status, host, how many results,
 /// wall time, tags (when any run has them) and the command, the program named without its
 /// directory and shortened to what the other columns leave on the line.
@@ -17,7 +20,19 @@ pub fn runs(rows: &[RunSummary]) -> String {
     let mut cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            // Each tag at most TAG_SHOWN characters here (a 300-character one drew the table's
+            // rule across three screens); `oslab show` has them whole.
+            let tags: Vec<String> = r
+                .tags
+                .iter()
+                .map(|(k, v)| {
+                    let tag = format!("{k}={v}");
+                    match tag.char_indices().nth(TAG_SHOWN) {
+                        Some((cut, _)) => format!("{}…", &tag[..cut]),
+                        None => tag,
+                    }
+                })
+                .collect();
             let mut row = vec![
                 r.id.to_string(),
                 r.started.replacen('T', " ", 1).chars().take(16).collect(),
@@ -65,7 +80,10 @@ pub fn runs(rows: &[RunSummary]) -> String {
         add(&mut t, row);
     }
     right(&mut t, &[0, 4, 5]);
-    whole(&mut t, &(0..header.len()).collect::<Vec<_>>());
+    // Every column whole but the tags, which wrap to what the line leaves.
+    let tags_at = header.iter().position(|h| *h == "tags");
+    let kept: Vec<usize> = (0..header.len()).filter(|c| Some(*c) != tags_at).collect();
+    whole(&mut t, &kept);
     t.to_string()
 }
 

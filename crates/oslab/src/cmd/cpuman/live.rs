@@ -22,10 +22,12 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut session = RecordedSession::open(true, None, None, &args.out)?;
     let program = std::env::current_exe()?;
+    // `_balancing` holds NUMA balancing as the run needs it until the run is stored.
     let manager::Prepared {
         config,
         jobs,
         notes,
+        balancing: _balancing,
     } = req
         .prepare(
             &session.machine.topology,

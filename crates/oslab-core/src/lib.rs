@@ -33,6 +33,7 @@ pub mod args;
 pub mod beyond_cache;
 pub mod catalog;
 pub mod clock;
+pub mod conditions;
 pub mod cpulist;
 pub mod cpuset;
 pub mod dmi;

@@ -69,6 +69,16 @@ pub struct Fingerprint {
     pub mitigations: Vec<(String, String)>,
     /// Transparent huge pages mode.
     pub thp: Option<String>,
+    /// When a page fault may compact memory for a transparent huge page (THP defrag).
+    #[serde(default)]
+    pub thp_defrag: Option<String>,
+    /// The kernel's command line (mitigations=off, isolcpus, clocksource=, ...).
+    #[serde(default)]
+    pub cmdline: Option<String>,
+    /// This process's seccomp mode (0 none, 1 strict, 2 filter): a filter taxes every system
+    /// call.
+    #[serde(default)]
+    pub seccomp: Option<String>,
     /// The kernel's timer tick rate in Hz (CONFIG_HZ): from its configuration, else from how far
     /// jiffies have counted since boot.
     pub tick_hz: Option<u32>,

@@ -438,6 +438,9 @@ mod tests {
             hypervisor: None,
             mitigations: Vec::new(),
             thp: None,
+            thp_defrag: None,
+            cmdline: None,
+            seccomp: None,
             tick_hz: None,
         };
         fp.cpu_vendor = Some("GenuineIntel".into());

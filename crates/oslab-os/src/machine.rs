@@ -230,12 +230,21 @@ fn hz_from_jiffies(jiffies: u64, uptime_s: f64) -> Option<u32> {
         .find(|&h| (hz / f64::from(h) - 1.0).abs() < 0.01)
 }
 
-fn thp_mode() -> Option<String> {
-    let s = read_trim("/sys/kernel/mm/transparent_hugepage/enabled")?;
-    // "always [madvise] never" -> "madvise"
-    s.split_whitespace()
+/// The chosen word of a sysfs choice such as THP's: "always [madvise] never" -> "madvise".
+fn chosen(path: &str) -> Option<String> {
+    read_trim(path)?
+        .split_whitespace()
         .find(|w| w.starts_with('['))
         .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+}
+
+/// This process's seccomp mode, from /proc/self/status.
+fn seccomp() -> Option<String> {
+    fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Seccomp:"))
+        .map(|v| v.trim().to_string())
 }
 
 /// Reads the fingerprint of this machine, with the clock already calibrated.
@@ -281,7 +290,10 @@ pub fn fingerprint(topology: &Topology, clock: &Clock) -> Fingerprint {
         smt: read_trim("/sys/devices/system/cpu/smt/control"),
         hypervisor: hypervisor(),
         mitigations: mitigations(),
-        thp: thp_mode(),
+        thp: chosen("/sys/kernel/mm/transparent_hugepage/enabled"),
+        thp_defrag: chosen("/sys/kernel/mm/transparent_hugepage/defrag"),
+        cmdline: read_trim("/proc/cmdline"),
+        seccomp: seccomp(),
         tick_hz: tick_hz(),
     }
 }

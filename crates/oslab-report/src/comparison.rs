@@ -12,16 +12,6 @@ use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 /// How far apart two sides' core-to-core latencies must be to say their cpus sat differently.
 const PLACEMENT_APART: f64 = 1.5;
 
-/// Fingerprint fields worth showing when the sides come from different machines.
-const MACHINE: &[&str] = &[
-    "hostname",
-    "cpu_model",
-    "microcode",
-    "kernel",
-    "governor",
-    "threads",
-];
-
 /// How often the verdicts cry wolf, as `scripts/false-alarms` measured it: two identical runs
 /// (`--quick --repeat 3`) compared, every regression, improvement or change a false alarm.
 pub const FALSE_ALARMS: &str = "False alarms on identical runs (scripts/false-alarms, 3 repetitions a side, a 2-vCPU KVM guest, 2026-11-27): single runs without history 0-0.5% of rows quiet, 0-1.1% beside stress-ng --cpu 2 (9.9% once, on 2026-11-26, when the host moved the vCPUs between the runs, which is then said); with earlier runs as history 0-0.3%; 5 runs a side taken alternately 0%. Rows where the cache moved between the sides (up to 7 of 373) are said, not called changes. A getppid made 14% slower on purpose was found each time, and no other row.";
@@ -360,9 +350,12 @@ impl Comparison<'_> {
             .count()
     }
 
-    /// Whether a row is worth showing by default: it changed, cannot be compared, or (unjudged)
-    /// its ratio lies beyond the threshold.
+    /// Whether a row is worth showing by default: it changed, cannot be compared, what it got
+    /// moved (its pages), or (unjudged) its ratio lies beyond the threshold.
     fn notable(&self, r: &Row) -> bool {
+        if !r.got_moved.is_empty() {
+            return true;
+        }
         match r.judgement.verdict {
             Verdict::Same => false,
             Verdict::RatioOnly => r
@@ -388,8 +381,12 @@ impl Comparison<'_> {
             0 => String::new(),
             n => format!(" {n} where the cache moved,"),
         };
+        let got = match self.rows.iter().filter(|r| !r.got_moved.is_empty()).count() {
+            0 => String::new(),
+            n => format!(" ({n} whose pages or placement moved)"),
+        };
         format!(
-            "{} compared: {} regressions, {} better, {} changed (no better direction),{moved} {} no difference shown, {} ratio only, {} not comparable",
+            "{} compared{got}: {} regressions, {} better, {} changed (no better direction),{moved} {} no difference shown, {} ratio only, {} not comparable",
             self.rows.len(),
             self.count(Verdict::Regression),
             self.count(Verdict::Better),
@@ -400,33 +397,30 @@ impl Comparison<'_> {
         )
     }
 
-    /// Machine settings that differ between the sides' first runs.
-    fn machine_differences(&self) -> Vec<String> {
-        let (Some((a, _)), Some((b, _))) = (self.a.runs.first(), self.b.runs.first()) else {
-            return Vec::new();
+    /// The settings that change costs and differ between the sides (conditions::diff).
+    pub fn moved(&self) -> Vec<oslab_core::conditions::Moved> {
+        let settings = |s: &Side| -> Vec<Vec<oslab_core::conditions::Setting>> {
+            s.runs
+                .iter()
+                .map(|(r, _)| oslab_core::conditions::configuration(&r.fingerprint, &r.environment))
+                .collect()
         };
-        let null = serde_json::Value::Null;
-        MACHINE
-            .iter()
-            .filter(|k| a.fingerprint.get(**k) != b.fingerprint.get(**k))
-            .map(|k| {
-                format!(
-                    "  {k}: {} -> {}",
-                    a.fingerprint.get(*k).unwrap_or(&null),
-                    b.fingerprint.get(*k).unwrap_or(&null)
-                )
-            })
-            .collect()
+        oslab_core::conditions::diff(&settings(&self.a), &settings(&self.b))
     }
 
     /// The comparison as text: sides, method, table, tally.
     pub fn text(&self, all: bool) -> String {
         let mut out = format!("A: {}\nB: {}\n", self.a.describe(), self.b.describe());
-        let differs = self.machine_differences();
-        if !differs.is_empty() {
+        // What moved between the sides comes first: a difference below may be its doing.
+        let moved = self.moved();
+        if !moved.is_empty() {
+            let lines: Vec<String> = moved
+                .iter()
+                .map(|m| format!("  {}", oslab_core::text::one_line(&m.to_string())))
+                .collect();
             out.push_str(&format!(
-                "different machines or settings:\n{}\n",
-                differs.join("\n")
+                "what moved between A and B (a difference below may be theirs, not your change's):\n{}\n",
+                lines.join("\n")
             ));
         }
         if let (Some(a), Some(b)) = (self.a.core_clock(), self.b.core_clock()) {
@@ -574,6 +568,7 @@ impl Comparison<'_> {
             "history_runs": self.history,
             "cpu_pair_latency_ns": [self.a.cpu_pair_latency(), self.b.cpu_pair_latency()],
             "notes": self.notes(),
+            "moved": self.moved(),
             "a": side(&self.a),
             "b": side(&self.b),
             "rows": self.rows,
@@ -768,7 +763,15 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
         moved,
         interval,
         p,
-        verdict_text(r).to_string(),
+        // What the row got that moved between the sides comes with its verdict.
+        std::iter::once(verdict_text(r).to_string())
+            .chain(
+                r.got_moved
+                    .iter()
+                    .map(|m| oslab_core::text::one_line(&m.to_string()).into_owned()),
+            )
+            .collect::<Vec<_>>()
+            .join("\n"),
     ]
 }
 

@@ -364,3 +364,63 @@ fn runs_of_different_commands_are_refused_in_one_line() {
         );
     }
 }
+
+#[test]
+fn what_moved_between_the_sides_is_said_first_and_with_the_rows_it_moved() {
+    // THP switched off read as 7 unrelated rows changed, while the THP-backed row that moved
+    // (its pages thp -> 4k) said `same`, and nothing named THP.
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&[
+        "run",
+        "--quick",
+        "memory.latency.pages",
+        "timer.rdtsc",
+        "--db",
+        db,
+    ]);
+    let mut doc = json(&stdout(&["export", "1", "--db", db]));
+    let thp = doc["run"]["fingerprint"]["thp"].clone();
+    doc["run"]["fingerprint"]["thp"] = Value::from("never");
+    let mut moved_rows = 0;
+    for m in doc["measurements"].as_array_mut().unwrap() {
+        if m["context"]["pages"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("thp"))
+        {
+            m["context"]["pages"] = Value::from("4k");
+            moved_rows += 1;
+        }
+    }
+    let file = dir.path().join("thp-off.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    stdout(&["import", file.to_str().unwrap(), "--db", db]);
+    let text = String::from_utf8(stdout(&["compare", "1", "2", "--db", db])).unwrap();
+    let first = text
+        .lines()
+        .position(|l| l.starts_with("what moved between A and B"))
+        .unwrap_or_else(|| panic!("nothing said to have moved: {text}"));
+    let thp = thp.as_str().unwrap_or("unknown");
+    assert_eq!(
+        text.lines().nth(first + 1).map(str::trim),
+        Some(format!("THP {thp} -> never").as_str()),
+        "{text}"
+    );
+    let j = json(&stdout(&["compare", "1", "2", "--json", "--db", db]));
+    assert_eq!(j["comparisons"][0]["moved"][0]["name"], "THP", "{j}");
+    let rows = j["comparisons"][0]["rows"].as_array().unwrap();
+    let with_pages = rows
+        .iter()
+        .filter(|r| r["got_moved"][0]["name"] == "pages")
+        .count();
+    if moved_rows == 0 {
+        oslab_testkit::skip("no THP-backed latency row here (THP never, or no huge page given)");
+        return;
+    }
+    assert_eq!(with_pages, moved_rows, "{j}");
+    assert!(text.contains("-> 4k"), "{text}");
+    // The same run against itself: nothing moved.
+    let same = String::from_utf8(stdout(&["compare", "1", "1", "--db", db])).unwrap();
+    assert!(!same.contains("what moved"), "{same}");
+}

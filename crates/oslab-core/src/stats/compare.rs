@@ -97,6 +97,10 @@ pub struct Row {
     /// moved between the sides, when this row's lies there ([`moved_cache`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_edge: Option<[f64; 2]>,
+    /// What this row's measurements got that differs between the sides (pages thp 100% -> 4k):
+    /// its verdict stands on its own evidence, and this says what moved with it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub got_moved: Vec<crate::conditions::Moved>,
     /// The judgement.
     #[serde(flatten)]
     pub judgement: Judgement,
@@ -333,6 +337,9 @@ struct PerRun {
     slowed: HashMap<Key, usize>,
     /// The working set of each key that has one (bytes).
     sets: HashMap<Key, f64>,
+    /// What each key's measurements got ([`crate::conditions::GOT`]: the pages the kernel gave,
+    /// where memory was placed), every value its repetitions found.
+    got: HashMap<Key, Vec<crate::conditions::Setting>>,
 }
 
 impl PerRun {
@@ -341,6 +348,7 @@ impl PerRun {
         let mut values: HashMap<Key, Vec<Vec<f64>>> = HashMap::new();
         let mut slowed: HashMap<Key, usize> = HashMap::new();
         let mut sets = HashMap::new();
+        let mut got: HashMap<Key, Vec<crate::conditions::Setting>> = HashMap::new();
         for (run_no, run) in runs.iter().enumerate() {
             let mut seen = HashSet::new();
             for m in run.iter() {
@@ -351,6 +359,9 @@ impl PerRun {
                 if let Some(set) = working_set(m) {
                     sets.insert(k.clone(), set);
                 }
+                got.entry(k.clone())
+                    .or_default()
+                    .extend(crate::conditions::got(m));
                 let v = values.entry(k.clone()).or_insert_with(|| {
                     order.push((
                         k,
@@ -374,6 +385,7 @@ impl PerRun {
             values,
             slowed,
             sets,
+            got,
         }
     }
 
@@ -620,6 +632,10 @@ pub fn compare(
                 .unjudged_if(unknown)
                 .at_cache_edge(cache_edge.is_some()),
                 cache_edge,
+                got_moved: crate::conditions::diff(
+                    &[sides[0].got.get(&k).cloned().unwrap_or_default()],
+                    &[sides[1].got.get(&k).cloned().unwrap_or_default()],
+                ),
             }
         })
         .collect()

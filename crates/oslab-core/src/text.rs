@@ -176,6 +176,20 @@ pub fn message(s: &str, max: usize) -> String {
     shortened(&out, max)
 }
 
+/// An error's message and its causes, each said once: a cause whose text the message already
+/// holds (a library error that quotes SQLite's, then SQLite's itself) is not repeated.
+pub fn once_each(causes: impl IntoIterator<Item = String>) -> String {
+    let mut text = String::new();
+    for cause in causes {
+        if text.is_empty() {
+            text = cause;
+        } else if !text.contains(&cause) {
+            text = format!("{text}: {cause}");
+        }
+    }
+    text
+}
+
 /// What someone typed, short enough to repeat: beyond `max` characters, the first `max` and how
 /// many there were (a 100k-character argument is not echoed or stored whole).
 pub fn shortened(s: &str, max: usize) -> String {
@@ -226,6 +240,20 @@ pub fn wrap(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_not_repeated() {
+        let full = "database or disk is full".to_string();
+        let said = |m: &str| once_each([m.to_string(), full.clone()]);
+        assert_eq!(
+            said("result store error: database or disk is full"),
+            "result store error: database or disk is full"
+        );
+        assert_eq!(
+            said("cannot store run 3"),
+            "cannot store run 3: database or disk is full"
+        );
+    }
 
     #[test]
     fn text_from_outside_cannot_act_on_a_terminal() {

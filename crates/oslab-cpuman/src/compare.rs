@@ -162,7 +162,11 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
                     Verdict::Better => "better",
                     Verdict::Regression => "worse",
                     Verdict::Changed => "changed",
-                    Verdict::Unknown | Verdict::RatioOnly | Verdict::CacheMoved => "too few jobs",
+                    Verdict::CannotTell => "cannot tell",
+                    Verdict::Unknown
+                    | Verdict::RatioOnly
+                    | Verdict::CacheMoved
+                    | Verdict::LoadMoved => "too few jobs",
                 },
             });
         }

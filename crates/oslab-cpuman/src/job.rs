@@ -1,5 +1,6 @@
 //! The inside of a cooperative job process (`oslab cpuman job`): run the kernel's outer
-//! iterations, reading the manager's assignment at each boundary and reporting each time.
+//! iterations, reading the manager's thread count at each boundary and its cpus as each thread
+//! starts, and reporting each time.
 
 use super::channel::Channel;
 use super::work::Work;
@@ -15,12 +16,12 @@ pub fn run(kind: Kind, iterations: u64, l2_bytes: u64, channel: &Channel) -> u64
         if channel.stop_requested() {
             return i;
         }
-        let (mut threads, cpus) = channel.assignment();
+        let (mut threads, _) = channel.assignment();
         if (1..=channel.baseline_iterations()).contains(&i) && channel.baseline() > 0 {
             threads = channel.baseline();
         }
         let t = Instant::now();
-        work.iteration(threads, &cpus);
+        work.iteration(threads, &|| channel.assignment().1);
         channel.report(t.elapsed().as_nanos() as u64, threads);
     }
     iterations

@@ -80,9 +80,11 @@ impl Work {
         }
     }
 
-    /// One outer iteration with `threads` threads, member k pinned to `cpus[k % len]` (unpinned
-    /// when `cpus` is empty).
-    pub fn iteration(&mut self, threads: usize, cpus: &[usize]) {
+    /// One outer iteration with `threads` threads, member k pinned to `cpus()[k % len]` as it
+    /// starts (unpinned when it is empty): read as each member starts, not once per iteration,
+    /// so that a cpu the manager took away meanwhile is not taken again by a member started
+    /// after (a job once ran on a cpu it had given up for 5.6 s).
+    pub fn iteration(&mut self, threads: usize, cpus: Cpus) {
         let t = threads.max(1);
         match self.kind {
             Kind::Swim => self.stencil(t, cpus),
@@ -96,7 +98,7 @@ impl Work {
         sweep(&mut self.data, t, cpus);
     }
 
-    fn stencil(&mut self, t: usize, cpus: &[usize]) {
+    fn stencil(&mut self, t: usize, cpus: Cpus) {
         let n = self.side;
         let (a, b) = (Shared(self.a.as_mut_ptr()), Shared(self.b.as_mut_ptr()));
         let barrier = Barrier::new(t);
@@ -134,11 +136,11 @@ pub fn calibrate(l2_bytes: u64) -> std::collections::BTreeMap<&'static str, f64>
         .iter()
         .map(|&k| {
             let mut w = Work::new(k, l2_bytes);
-            w.iteration(1, &[]);
+            w.iteration(1, &anywhere);
             let best = (0..2)
                 .map(|_| {
                     let t = std::time::Instant::now();
-                    w.iteration(1, &[]);
+                    w.iteration(1, &anywhere);
                     t.elapsed().as_secs_f64()
                 })
                 .fold(f64::INFINITY, f64::min);
@@ -149,8 +151,17 @@ pub fn calibrate(l2_bytes: u64) -> std::collections::BTreeMap<&'static str, f64>
 
 /// Runs `f(k)` for k in 0..t: member 0 on the calling thread, the others on scoped threads,
 /// each pinned to its CPU first.
-fn team(t: usize, cpus: &[usize], f: impl Fn(usize) + Sync) {
+/// Where a job may run now: the manager's current assignment (empty: anywhere).
+pub type Cpus<'a> = &'a (dyn Fn() -> Vec<usize> + Sync);
+
+/// Anywhere: a job that is not managed (calibration, tests).
+pub fn anywhere() -> Vec<usize> {
+    Vec::new()
+}
+
+fn team(t: usize, cpus: Cpus, f: impl Fn(usize) + Sync) {
     let pin = |k: usize| {
+        let cpus = cpus();
         if !cpus.is_empty() {
             let set = oslab_core::CpuSet::single(cpus[k % cpus.len()]);
             // A CPU outside our cpuset is refused: the member then runs where it may.
@@ -177,7 +188,7 @@ fn split(len: usize, t: usize, k: usize) -> (usize, usize) {
 
 /// Independent recurrences over `data`: the first `serial` fraction by member 0 alone (while the
 /// others spin on `spin` when given, or before they start when not), the rest split.
-fn compute(data: &mut [f64], serial: f64, t: usize, cpus: &[usize], spin: Option<&AtomicBool>) {
+fn compute(data: &mut [f64], serial: f64, t: usize, cpus: Cpus, spin: Option<&AtomicBool>) {
     let cut = (data.len() as f64 * serial) as usize;
     let (head, tail) = data.split_at_mut(cut);
     let p = Shared(tail.as_mut_ptr());
@@ -206,7 +217,7 @@ fn compute(data: &mut [f64], serial: f64, t: usize, cpus: &[usize], spin: Option
 
 /// Reads and writes one value per cache line of `data`, the team splitting it: every page of
 /// the job's memory used once an iteration, by the member that first touched it.
-fn sweep(data: &mut [f64], t: usize, cpus: &[usize]) {
+fn sweep(data: &mut [f64], t: usize, cpus: Cpus) {
     if data.is_empty() {
         return;
     }
@@ -240,9 +251,9 @@ mod tests {
 
     fn seconds(kind: Kind, threads: usize) -> f64 {
         let mut w = Work::new(kind, 256 << 10);
-        w.iteration(threads, &[]);
+        w.iteration(threads, &anywhere);
         let t = Instant::now();
-        w.iteration(threads, &[]);
+        w.iteration(threads, &anywhere);
         t.elapsed().as_secs_f64()
     }
 
@@ -250,7 +261,7 @@ mod tests {
     fn every_kind_computes_and_changes_its_data() {
         for kind in Kind::ALL {
             let mut w = Work::new(kind, 64 << 10);
-            w.iteration(2, &[0]);
+            w.iteration(2, &|| vec![0]);
             assert!(w.a.iter().any(|&v| v != 0.0), "{kind:?}");
             assert!(w.a.iter().all(|v| v.is_finite()));
         }

@@ -41,5 +41,6 @@ pub mod perf;
 pub mod placement;
 pub mod restorer;
 pub mod signals;
+pub mod stack;
 pub mod topology;
 pub mod tree;

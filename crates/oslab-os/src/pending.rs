@@ -454,6 +454,16 @@ pub fn restore(file: &Path, path: &Path) -> std::io::Result<()> {
     save(file, &changes)
 }
 
+/// What `oslab restore --after PID` (the guard of [`crate::restorer`]) does: waits (up to 10 s)
+/// for that oslab to be gone, then restores what the default record holds of any oslab that
+/// is; what was restored, in words.
+pub fn restore_after(pid: Option<u32>) -> Vec<String> {
+    if let Some(pid) = pid {
+        crate::restorer::wait_gone(pid, std::time::Duration::from_secs(10));
+    }
+    recover(&default_file())
+}
+
 /// Restores every change whose owner is gone (killed, or from an earlier boot); returns what was
 /// restored, in words, for the user. Changes of a live oslab are kept; a record or an entry that
 /// oslab cannot have written is ignored, and said.

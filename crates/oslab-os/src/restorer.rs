@@ -8,7 +8,6 @@
 //! nothing.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Once, OnceLock};
 
 /// The program and arguments (before `--after PID`) that restore; set by the CLI only, so a
@@ -44,23 +43,11 @@ fn start(program: &CString, args: &[CString]) -> std::io::Result<()> {
         .map(|a| a.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect();
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors of ours.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: the child runs only async-signal-safe calls, then execs or exits.
-    match unsafe { libc::fork() } {
-        -1 => Err(std::io::Error::last_os_error()),
-        0 => unsafe { guard(read.as_raw_fd(), program, &argv) },
-        _ => {
-            // Our write end stays open as long as this process: its closing is the signal.
-            std::mem::forget(write);
-            Ok(())
-        }
-    }
+    // SAFETY: guard runs only async-signal-safe calls, then execs or exits.
+    let (_, write) = crate::tree::fork_watching(|read| unsafe { guard(read, program, &argv) })?;
+    // Our write end stays open as long as this process: its closing is the signal.
+    std::mem::forget(write);
+    Ok(())
 }
 
 /// The guard: out of oslab's process group and deaf to the signals that end oslab, with the

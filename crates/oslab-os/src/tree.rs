@@ -137,6 +137,18 @@ impl Drop for Tree {
 
 /// Forks the guard of group `pgid`; returns its pid and the pipe's write end.
 fn start_guard(pgid: i32) -> std::io::Result<(i32, OwnedFd)> {
+    // SAFETY: guard runs only async-signal-safe calls and never returns.
+    fork_watching(|read| unsafe { guard(read, pgid) })
+}
+
+/// Forks a process that runs `child` with the read end of a pipe whose only write end is ours,
+/// returned with its pid: when this process ends in any way, SIGKILL included, the kernel
+/// closes that end and the child reads end-of-file. The two guards (of a process group, and of
+/// the settings to restore) are both made here.
+///
+/// `child` runs in a forked child of a multithreaded process: async-signal-safe calls only;
+/// the child ends when it returns.
+pub(crate) fn fork_watching(child: impl FnOnce(i32)) -> std::io::Result<(i32, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two descriptors.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -144,10 +156,14 @@ fn start_guard(pgid: i32) -> std::io::Result<(i32, OwnedFd)> {
     }
     // SAFETY: both are fresh descriptors of ours.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: the child runs only async-signal-safe calls (guard) and never returns.
+    // SAFETY: the child runs `child`, which the caller keeps to async-signal-safe calls.
     match unsafe { libc::fork() } {
         -1 => Err(std::io::Error::last_os_error()),
-        0 => unsafe { guard(read.as_raw_fd(), pgid) },
+        0 => {
+            child(read.as_raw_fd());
+            // SAFETY: _exit is async-signal-safe; a child that returns ends here.
+            unsafe { libc::_exit(127) }
+        }
         pid => Ok((pid, write)),
     }
 }

@@ -264,7 +264,7 @@ fn rows(n: usize) -> String {
 }
 
 /// A row's verdict in words.
-pub fn verdict_text(r: &Row) -> &'static str {
+pub fn verdict_text(r: &Row) -> String {
     match r.judgement.verdict {
         Verdict::Better => "better",
         Verdict::Regression => "REGRESSION",
@@ -272,6 +272,16 @@ pub fn verdict_text(r: &Row) -> &'static str {
         Verdict::Same => r.judgement.no_difference_text(),
         Verdict::RatioOnly => "ratio only",
         Verdict::CacheMoved => "cache moved",
+        // The side where more repetitions had other work beside them.
+        Verdict::LoadMoved => {
+            match r.contended[0][1] * r.contended[1][0] > r.contended[1][1] * r.contended[0][0] {
+                true => "other work in A",
+                false => "other work in B",
+            }
+        }
+        Verdict::CannotTell => {
+            return format!("cannot tell (±{:.0}%)", r.judgement.band * 100.0);
+        }
         Verdict::Unknown => match r.present {
             [true, false] => "only in A",
             [false, true] => "only in B",
@@ -282,6 +292,7 @@ pub fn verdict_text(r: &Row) -> &'static str {
             _ => "no ratio (values <= 0)",
         },
     }
+    .to_string()
 }
 
 /// What a CI gate (`compare --fail-on-regression`) makes of comparisons: regressions beyond the
@@ -302,10 +313,12 @@ pub fn gate(comparisons: &[Comparison]) -> Gate {
         .iter()
         .map(|c| c.count(Verdict::Regression))
         .sum();
-    let judged = comparisons
-        .iter()
-        .flat_map(|c| &c.rows)
-        .any(|r| !matches!(r.judgement.verdict, Verdict::RatioOnly | Verdict::Unknown));
+    let judged = comparisons.iter().flat_map(|c| &c.rows).any(|r| {
+        !matches!(
+            r.judgement.verdict,
+            Verdict::RatioOnly | Verdict::Unknown | Verdict::CannotTell
+        )
+    });
     match (regressions, judged) {
         (0, false) => Gate::Unjudged,
         (0, true) => Gate::Pass,
@@ -357,7 +370,8 @@ impl Comparison<'_> {
             return true;
         }
         match r.judgement.verdict {
-            Verdict::Same => false,
+            // Counted in the tally and said in a note; `--all` lists them.
+            Verdict::Same | Verdict::CannotTell => false,
             Verdict::RatioOnly => r
                 .judgement
                 .ratio
@@ -376,11 +390,20 @@ impl Comparison<'_> {
 
     /// How many rows got each verdict, in a line.
     pub fn tally(&self) -> String {
-        // Said only where it happened: most comparisons have no moved cache.
-        let moved = match self.count(Verdict::CacheMoved) {
-            0 => String::new(),
-            n => format!(" {n} where the cache moved,"),
-        };
+        // Said only where it happened: most comparisons have no moved cache or load.
+        let mut moved = String::new();
+        for (v, what) in [
+            (Verdict::CacheMoved, "where the cache moved"),
+            (
+                Verdict::LoadMoved,
+                "where other work competed on one side only",
+            ),
+            (Verdict::CannotTell, "that cannot tell (a band too wide)"),
+        ] {
+            if self.count(v) > 0 {
+                moved += &format!(" {} {what},", self.count(v));
+            }
+        }
         let got = match self.rows.iter().filter(|r| !r.got_moved.is_empty()).count() {
             0 => String::new(),
             n => format!(" ({n} whose pages or placement moved)"),
@@ -545,6 +568,21 @@ impl Comparison<'_> {
                 if moved == 1 { "reads" } else { "read" }
             ));
         }
+        let loaded = self.count(Verdict::LoadMoved);
+        if loaded > 0 {
+            notes.push(format!(
+                "Other work competed for the cpus on one side's repetitions and not on the other's in {}: beyond the band there, the difference is the load's, not what was compared (`other work in A/B`). Measure both sides alike: quiet, or beside the same load, taken alternately.",
+                rows(loaded)
+            ));
+        }
+        let blind = self.count(Verdict::CannotTell);
+        if blind > 0 {
+            notes.push(format!(
+                "{} cannot tell: no difference was shown, but their band is wider than ±{:.0}% (their replicates' spread, or how far runs drift), so a change of the size that counts could not have been seen; more runs a side narrow it.",
+                rows(blind),
+                oslab_core::stats::compare::BLIND_BAND * 100.0
+            ));
+        }
         if few > 0 {
             notes.push(format!(
                 "Too few repetitions to judge in {} (3 a side are needed): measure with `oslab run --repeat 3`, or give several runs a side (`compare 1,2,3 4,5,6`, `tag:KEY=VALUE`).",
@@ -619,7 +657,7 @@ pub fn cells(r: &Row) -> [String; 11] {
         },
         format!("{}/{}", j.n[0], j.n[1]),
         j.p.map_or("-".into(), |p| format!("{p:.2}")),
-        verdict_text(r).to_string(),
+        verdict_text(r),
     ]
 }
 
@@ -730,8 +768,8 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
     };
     let moved = match (j.verdict, j.ratio) {
         // benchstat's `~`: no change told apart from none (the size is still shown).
-        (Verdict::Same, Some(x)) => format!("~{}", change(x - 1.0)),
-        (Verdict::Same, None) => "~0".to_string(),
+        (Verdict::Same | Verdict::CannotTell, Some(x)) => format!("~{}", change(x - 1.0)),
+        (Verdict::Same | Verdict::CannotTell, None) => "~0".to_string(),
         (Verdict::Unknown, _) => "-".to_string(),
         (_, Some(x)) => change(x - 1.0),
         (_, None) => shift,
@@ -764,7 +802,7 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
         interval,
         p,
         // What the row got that moved between the sides comes with its verdict.
-        std::iter::once(verdict_text(r).to_string())
+        std::iter::once(verdict_text(r))
             .chain(
                 r.got_moved
                     .iter()

@@ -21,35 +21,12 @@ fn main() -> ExitCode {
             std::env::remove_var(var);
         }
     }
-    // A small stack limit (`ulimit -s 64`) overflowed the main thread: then the work runs on a
-    // thread with the stack it needs. Otherwise on the main thread, as always (a second thread
-    // would change what a forked child copies).
-    // SAFETY: getrlimit fills the struct we pass.
-    let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
-    let small = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut limit) } == 0
-        && limit.rlim_cur != libc::RLIM_INFINITY
-        && (limit.rlim_cur as usize) < STACK;
-    if small {
-        let worker = std::thread::Builder::new()
-            .name("main".into())
-            .stack_size(STACK)
-            .spawn(oslab);
-        return match worker.map(|w| w.join()) {
-            Ok(Ok(code)) => code,
-            Ok(Err(_)) => ExitCode::from(101), // it panicked, and said so
-            Err(e) => {
-                cmd::say(&format!(
-                    "oslab: cannot start with a stack of {STACK} bytes: {e}"
-                ));
-                ExitCode::from(1)
-            }
-        };
-    }
-    oslab()
+    // A small stack limit (`ulimit -s 64`) once overflowed the main thread.
+    oslab_os::stack::with_stack(8 << 20, oslab).unwrap_or_else(|e| {
+        cmd::say(&format!("oslab: cannot start with the stack it needs: {e}"));
+        ExitCode::from(1)
+    })
 }
-
-/// The stack oslab's work needs (clap's parser and the report's views are deep).
-const STACK: usize = 8 << 20;
 
 fn oslab() -> ExitCode {
     let args = match cli::Cli::try_parse() {
@@ -87,7 +64,8 @@ fn oslab() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            cmd::say(&format!("oslab: {}", once_each(&e)));
+            let causes = e.chain().map(|c| c.to_string());
+            cmd::say(&format!("oslab: {}", oslab_core::text::once_each(causes)));
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
@@ -97,50 +75,9 @@ fn oslab() -> ExitCode {
     }
 }
 
-/// An error and its causes, each said once: a cause whose text the message already holds (a
-/// library error that quotes SQLite's, then SQLite's itself) is not repeated.
-fn once_each(e: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in e.chain().map(|c| c.to_string()) {
-        if text.is_empty() {
-            text = cause;
-        } else if !text.contains(&cause) {
-            text = format!("{text}: {cause}");
-        }
-    }
-    text
-}
-
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cause_the_message_already_quotes_is_not_repeated() {
-        #[derive(Debug)]
-        struct Full;
-        impl std::fmt::Display for Full {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("database or disk is full")
-            }
-        }
-        impl std::error::Error for Full {}
-        let e = anyhow::Error::new(Full).context("result store error: database or disk is full");
-        assert_eq!(
-            once_each(&e),
-            "result store error: database or disk is full"
-        );
-        let e = anyhow::Error::new(Full).context("cannot store run 3");
-        assert_eq!(
-            once_each(&e),
-            "cannot store run 3: database or disk is full"
-        );
-    }
 }

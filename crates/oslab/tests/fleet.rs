@@ -412,11 +412,7 @@ fn collect_follows_no_links_out_of_the_results() {
         .arg(&db)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::printed(&out);
     assert!(!text.contains("TOPSECRET"), "{text}");
     assert!(text.contains("symbolic link"), "{text}");
     std::os::unix::fs::symlink(&secret, job.join("node-n3.json")).unwrap();

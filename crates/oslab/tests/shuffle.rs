@@ -221,8 +221,34 @@ fn threads(pid: u32) -> Vec<i32> {
         .unwrap_or_default()
 }
 
+/// The processes whose parent is `pid` (an oslab's guards).
+fn children(pid: u32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = s.rsplit_once(')')?.1.to_string();
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
 #[test]
-fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
+fn threads_a_killed_shuffler_left_pinned_are_put_back_by_its_guard_or_the_next_oslab() {
+    // Its guard puts them back as soon as it is gone; with the guard killed too, the next oslab
+    // to start (any command) does, and says so.
+    for guard_killed in [false, true] {
+        killed_shuffler_restored(guard_killed);
+    }
+}
+
+fn killed_shuffler_restored(guard_killed: bool) {
     let (dir, db) = temp_db();
     let state = dir.path().join("state");
     let bin = assert_cmd::cargo::cargo_bin("oslab");
@@ -278,29 +304,54 @@ fn threads_a_killed_shuffler_left_pinned_are_put_back_by_the_next_oslab() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
-    shuffler.kill().unwrap(); // SIGKILL: no chance to restore
-    shuffler.wait().unwrap();
-    assert!(record.exists(), "the shuffler never moved a thread");
-    let moved = before
+    let pinned = before
         .iter()
         .filter(|(t, set)| oslab_os::affinity::get_affinity(*t).ok().as_ref() != Some(set))
         .count();
-    // The next oslab to start (any command) puts them back and says so.
-    let said = restoring(&state, &["list"]);
+    let guards = children(shuffler.id());
+    if guard_killed {
+        for g in &guards {
+            // SAFETY: signalling the guard the shuffler forked.
+            unsafe { libc::kill(*g, libc::SIGKILL) };
+        }
+    }
+    shuffler.kill().unwrap(); // SIGKILL: no chance to restore
+    shuffler.wait().unwrap();
+    assert!(
+        record.exists() || !guard_killed,
+        "the shuffler never moved a thread"
+    );
+    // With more than one cpu allowed, pinning a thread to one cpu changed its affinity.
+    if before.iter().any(|(_, set)| set.len() > 1) {
+        assert!(pinned > 0, "no thread was pinned");
+        assert!(
+            !guards.is_empty(),
+            "no guard was started with the first pin"
+        );
+    }
+    let said = match guard_killed {
+        // The next oslab to start (any command) puts them back and says so.
+        true => restoring(&state, &["list"]),
+        false => {
+            let t = std::time::Instant::now();
+            while record.exists() && t.elapsed() < std::time::Duration::from_secs(15) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            String::new()
+        }
+    };
     let after: Vec<(i32, oslab_core::CpuSet)> = before
         .iter()
         .filter_map(|(t, _)| Some((*t, oslab_os::affinity::get_affinity(*t).ok()?)))
         .collect();
     drop(target);
-    // With more than one cpu allowed, pinning a thread to one cpu changed its affinity.
-    if before.iter().any(|(_, set)| set.len() > 1) {
-        assert!(moved > 0, "no thread was left pinned");
+    if guard_killed && pinned > 0 {
         assert!(
             said.contains("restored the cpu affinity of thread"),
             "{said}"
         );
     }
-    assert_eq!(after, before, "{said}");
+    assert_eq!(after, before, "guard killed: {guard_killed}: {said}");
     assert!(!record.exists());
 }
 

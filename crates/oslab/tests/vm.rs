@@ -570,18 +570,20 @@ fn affinities<'a>(text: &'a str, step: &str) -> Vec<&'a str> {
 #[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
 fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_undone() {
     // Attached to a running lockbench: its threads are pinned inside cache domains while the
-    // daemon runs; SIGKILL leaves them pinned; the next oslab puts every affinity back.
+    // daemon runs; after SIGKILL its guard puts every affinity back, and says so.
     let script = "\
         aff() { for t in /proc/$1/task/*; do echo \"$2 $(basename $t) $(grep Cpus_allowed_list $t/status | cut -f2)\"; done; }
         oslab lockbench --threads 4 --locks 2 --iterations 3000000 > /dev/null &
         lb=$!; sleep 1; aff $lb before
-        oslab shuffle --pid $lb --interval 200ms --grouping lock --db /tmp/o.db > /dev/null 2>&1 &
+        oslab shuffle --pid $lb --interval 200ms --grouping lock --db /tmp/o.db > /dev/null 2> /tmp/sh.err &
         sh=$!
         # Under a busy host the guest is slow: wait until the daemon has pinned (up to 2 min).
         n=0; while [ $n -lt 120 ] && ! grep -q 'Cpus_allowed_list:[[:space:]]*[0-9]*$' /proc/$lb/task/*/status; do sleep 1; n=$((n + 1)); done
         sleep 2; aff $lb during
-        kill -9 $sh; wait $sh; aff $lb killed
-        oslab runs --db /tmp/o.db > /dev/null; aff $lb restored
+        kill -9 $sh; wait $sh
+        # Its guard puts them back once it is gone (a slow guest: up to 30 s).
+        n=0; while [ $n -lt 30 ] && grep -q 'Cpus_allowed_list:[[:space:]]*[0-9]*$' /proc/$lb/task/*/status; do sleep 1; n=$((n + 1)); done
+        aff $lb restored; cat /tmp/sh.err >&2
         kill $lb
         oslab shuffle --interval 200ms --grouping lock --json --db /tmp/o.db -- oslab lockbench --threads 4 --locks 2 --iterations 150000 > /out/shuffle.json";
     let Some(g) = parallel_guest("4n-cxl", script) else {
@@ -609,7 +611,6 @@ fn shuffling_pins_lock_bound_threads_to_cache_domains_and_a_killed_daemon_is_und
         socket[0] == socket[2] && socket[1] == socket[3] && socket[0] != socket[1],
         "sockets of workers 0-3: {socket:?}\n{said}"
     );
-    assert_eq!(affinities(said, "killed"), during, "{said}");
     assert!(
         affinities(said, "restored").iter().all(|a| *a == "0-7"),
         "{said}"

@@ -68,9 +68,20 @@ pub enum Verdict {
     /// between the sides ([`Row::cache_edge`]): the figure shows how much cache the cpu had,
     /// not what was compared.
     CacheMoved,
+    /// Beyond the band, but other work competed for the cpus on one side's repetitions and
+    /// not on the other's ([`Row::contended`]): the difference is the load's (identical runs,
+    /// one beside two cpu hogs, once read 2-thread bandwidth 3-8x "better").
+    LoadMoved,
+    /// No difference shown, but the band is wider than [`BLIND_BAND`]: a change of the size
+    /// asked for could not have been seen (171 of 353 rows once read `same` with bands over
+    /// ±25%, 85 capped at ±99%).
+    CannotTell,
     /// Cannot compare: missing on one side, or without a value there.
     Unknown,
 }
+
+/// The widest band a verdict of no difference stands for: beyond it, a row cannot tell.
+pub const BLIND_BAND: f64 = 0.25;
 
 /// One row of a comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -97,6 +108,9 @@ pub struct Row {
     /// moved between the sides, when this row's lies there ([`moved_cache`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_edge: Option<[f64; 2]>,
+    /// Repetitions measured while other work competed for the cpus (status `contention`), of
+    /// those with a value, on each side.
+    pub contended: [[usize; 2]; 2],
     /// What this row's measurements got that differs between the sides (pages thp 100% -> 4k):
     /// its verdict stands on its own evidence, and this says what moved with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -170,6 +184,35 @@ impl Judgement {
                 }
             }
             _ => self,
+        }
+    }
+
+    /// A change found where the load moved between the sides is the load's
+    /// ([`Verdict::LoadMoved`]).
+    fn at_load_shift(self, shifted: bool) -> Judgement {
+        match shifted {
+            true if matches!(
+                self.verdict,
+                Verdict::Better | Verdict::Regression | Verdict::Changed
+            ) =>
+            {
+                Judgement {
+                    verdict: Verdict::LoadMoved,
+                    ..self
+                }
+            }
+            _ => self,
+        }
+    }
+
+    /// No difference under a band wider than [`BLIND_BAND`] is no verdict: it cannot tell.
+    fn blind_if_wide(self) -> Judgement {
+        match self.verdict == Verdict::Same && self.band > BLIND_BAND {
+            true => Judgement {
+                verdict: Verdict::CannotTell,
+                ..self
+            },
+            false => self,
         }
     }
 
@@ -340,6 +383,8 @@ struct PerRun {
     /// What each key's measurements got ([`crate::conditions::GOT`]: the pages the kernel gave,
     /// where memory was placed), every value its repetitions found.
     got: HashMap<Key, Vec<crate::conditions::Setting>>,
+    /// Repetitions with a value, and those of them measured while other work competed.
+    contended: HashMap<Key, [usize; 2]>,
 }
 
 impl PerRun {
@@ -349,6 +394,7 @@ impl PerRun {
         let mut slowed: HashMap<Key, usize> = HashMap::new();
         let mut sets = HashMap::new();
         let mut got: HashMap<Key, Vec<crate::conditions::Setting>> = HashMap::new();
+        let mut contended: HashMap<Key, [usize; 2]> = HashMap::new();
         for (run_no, run) in runs.iter().enumerate() {
             let mut seen = HashSet::new();
             for m in run.iter() {
@@ -377,6 +423,9 @@ impl PerRun {
                     *slowed.entry(key(m)).or_default() += 1;
                 } else if let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) {
                     v[run_no].push(s.median);
+                    let c = contended.entry(key(m)).or_default();
+                    c[0] += 1;
+                    c[1] += usize::from(m.status.is_contended());
                 }
             }
         }
@@ -386,6 +435,7 @@ impl PerRun {
             slowed,
             sets,
             got,
+            contended,
         }
     }
 
@@ -531,6 +581,17 @@ impl Drift {
     }
 }
 
+/// Whether the load moved between the sides for a row: most of one side's repetitions were
+/// measured while other work competed, and at most a few of the other's ([value, contended] a
+/// side).
+fn load_moved(contended: [[usize; 2]; 2]) -> bool {
+    let share = |[n, c]: [usize; 2]| (n > 0).then(|| c as f64 / n as f64);
+    match (share(contended[0]), share(contended[1])) {
+        (Some(a), Some(b)) => (a - b).abs() >= 0.5,
+        _ => false,
+    }
+}
+
 /// The core clock a side ran at, GHz: the median over its runs of the clock each run measured
 /// for its predictions (the `core_ghz` input); None when no run has it.
 pub fn core_clock(runs: &[&[Measurement]]) -> Option<f64> {
@@ -616,6 +677,7 @@ pub fn compare(
                         .is_some_and(|&set| (*lo..=*hi).contains(&set))
                 })
             });
+            let contended = [0, 1].map(|i| sides[i].contended.get(&k).copied().unwrap_or_default());
             Row {
                 probe,
                 params,
@@ -630,7 +692,10 @@ pub fn compare(
                     false => judge(&va, &vb, unit, band),
                 }
                 .unjudged_if(unknown)
-                .at_cache_edge(cache_edge.is_some()),
+                .at_cache_edge(cache_edge.is_some())
+                .at_load_shift(load_moved(contended))
+                .blind_if_wide(),
+                contended,
                 cache_edge,
                 got_moved: crate::conditions::diff(
                     &[sides[0].got.get(&k).cloned().unwrap_or_default()],
@@ -763,6 +828,35 @@ mod tests {
     }
 
     #[test]
+    fn a_change_where_other_work_competed_on_one_side_only_is_the_loads() {
+        let quiet = run(1, Unit::GBps, &[10.0, 10.1, 10.2]);
+        let mut busy = run(1, Unit::GBps, &[40.0, 41.0, 42.0]);
+        // Beside no load on either side: a change.
+        assert_eq!(verdict(&quiet, &busy).judgement.verdict, Verdict::Better);
+        busy.iter_mut()
+            .for_each(|m| m.status = Status::noisy(crate::model::cause::CONTENTION));
+        let r = verdict(&quiet, &busy);
+        assert_eq!(r.judgement.verdict, Verdict::LoadMoved);
+        assert_eq!(r.contended, [[3, 0], [3, 3]]);
+        // The same load on both sides: the change stands.
+        let mut both = quiet.clone();
+        both.iter_mut()
+            .for_each(|m| m.status = Status::noisy(crate::model::cause::CONTENTION));
+        assert_eq!(verdict(&both, &busy).judgement.verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn no_difference_under_a_band_too_wide_to_see_one_cannot_tell() {
+        let a = run(1, Unit::Ns, &[100.0, 140.0, 70.0]);
+        let b = run(1, Unit::Ns, &[105.0, 150.0, 68.0]);
+        let r = verdict(&a, &b);
+        assert!(r.judgement.band > BLIND_BAND, "{r:?}");
+        assert_eq!(r.judgement.verdict, Verdict::CannotTell);
+        let narrow = run(1, Unit::Ns, &[100.0, 101.0, 102.0]);
+        assert_eq!(verdict(&narrow, &narrow).judgement.verdict, Verdict::Same);
+    }
+
+    #[test]
     fn a_slowdown_in_every_repetition_is_a_regression_and_faster_rates_are_better() {
         let base = run(1, Unit::Ns, &[100.0, 101.0, 102.0]);
         // Different cpus still line up: placement is not part of the key.
@@ -853,7 +947,8 @@ mod tests {
         let d = rows[0].drift.unwrap();
         assert!(d > 0.62 && d < 0.64, "{d}");
         assert_eq!(rows[0].drift_from, Some(DriftFrom::History));
-        assert_eq!(rows[0].judgement.verdict, Verdict::Same);
+        // A drift of 63% hides any change of the threshold's size: it cannot tell.
+        assert_eq!(rows[0].judgement.verdict, Verdict::CannotTell);
         // A run far out of the history (a regressed build) is left out of it.
         let regressed = run(1, Unit::Ns, &[300.0, 301.0, 302.0]);
         let with = Drift::from_runs(&[&a1, &b1, &a2, &b2, &a3, &b3, &regressed]);
@@ -937,7 +1032,10 @@ mod tests {
         assert_eq!(row.judgement.verdict, Verdict::Changed);
         assert_eq!(row.judgement.ratio, None);
         let row = verdict(&diff(&[-0.1, 0.2, 0.05]), &diff(&[0.1, -0.05, 0.15]));
-        assert_eq!(row.judgement.verdict, Verdict::Same);
+        assert!(matches!(
+            row.judgement.verdict,
+            Verdict::Same | Verdict::CannotTell
+        ));
         // A shift that excludes zero but stays within the band of the values' size (5% here) is
         // no change, one beyond it is.
         let row = verdict(&diff(&[318.0, 320.0, 322.0]), &diff(&[328.0, 330.0, 332.0]));
@@ -981,7 +1079,8 @@ mod tests {
         let b = run(1, Unit::Ns, &[131.0, 145.0, 160.0]);
         let r = verdict(&a, &b);
         assert!((r.judgement.band - 30.0 / 115.0).abs() < 1e-9, "{r:?}");
-        assert_eq!(r.judgement.verdict, Verdict::Same);
+        // Not called; and a band of 26% could not have seen a 5% change: it cannot tell.
+        assert_eq!(r.judgement.verdict, Verdict::CannotTell);
     }
 
     /// `rows` measurements of one run, each repeated three times: row `i` at `value(i)`
@@ -1008,7 +1107,12 @@ mod tests {
         let rows = compare(&[&a], &[&b], 0.05, &Drift::default());
         let called = rows
             .iter()
-            .filter(|r| r.judgement.verdict != Verdict::Same)
+            .filter(|r| {
+                matches!(
+                    r.judgement.verdict,
+                    Verdict::Better | Verdict::Regression | Verdict::Changed
+                )
+            })
             .count();
         assert!(called <= 4, "{called} of 200 called");
         assert!(rows.iter().all(|r| r.drift_from == Some(DriftFrom::Rows)));

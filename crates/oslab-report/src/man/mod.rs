@@ -36,6 +36,52 @@ with too few repetitions to judge); 1 with --fail-on-regression when a measureme
 128 + the signal that interrupted it: 130 Ctrl-C, 143 SIGTERM, 129 a hang-up; every signal that \
 ends a process is handled as SIGTERM (what completed is stored, marked interrupted).";
 
+/// The page of `oslab PATH...` among `pages`, or why there is none.
+pub fn page<'a>(pages: &'a [(String, Vec<u8>)], path: &[String]) -> Result<&'a [u8], String> {
+    let wanted = std::iter::once("oslab".to_string())
+        .chain(path.iter().cloned())
+        .collect::<Vec<_>>()
+        .join("-")
+        + ".1";
+    pages
+        .iter()
+        .find(|(name, _)| *name == wanted)
+        .map(|(_, page)| page.as_slice())
+        .ok_or_else(|| {
+            format!(
+                "no manual page for `oslab {}`: `oslab --help` lists the subcommands",
+                path.join(" ")
+            )
+        })
+}
+
+/// Why `dir` cannot take the pages, if it cannot: it is no directory.
+pub fn check_dir(dir: &std::path::Path) -> Result<(), String> {
+    match (dir.is_dir(), dir.exists()) {
+        (true, _) => Ok(()),
+        (false, true) => Err(format!("--dir {}: not a directory", dir.display())),
+        (false, false) => Err(format!(
+            "--dir {}: no such directory (create it first)",
+            dir.display()
+        )),
+    }
+}
+
+/// Writes every page into the directory `dir` (all or none, as every output file); how many.
+pub fn write_all(
+    pages: &[(String, Vec<u8>)],
+    dir: &std::path::Path,
+) -> Result<usize, oslab_files::FileError> {
+    let named: Vec<(std::path::PathBuf, &[u8])> = pages
+        .iter()
+        .map(|(name, page)| (dir.join(name), page.as_slice()))
+        .collect();
+    let set: Vec<(&std::path::Path, &[u8])> =
+        named.iter().map(|(p, b)| (p.as_path(), *b)).collect();
+    oslab_files::write_set(&set)?;
+    Ok(pages.len())
+}
+
 /// Every manual page of `cli` (oslab's command line), each command's with its subcommands' after
 /// it: (file name, roff).
 pub fn pages(cli: clap::Command) -> std::io::Result<Vec<(String, Vec<u8>)>> {

@@ -88,49 +88,21 @@ fn completed() -> clap::Command {
 fn man(path: &[String], dir: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
     let pages = oslab_report::man::pages(<crate::cli::Cli as clap::CommandFactory>::command())?;
     if let Some(dir) = dir {
-        if !dir.is_dir() {
-            let what = match dir.exists() {
-                true => "not a directory",
-                false => "no such directory (create it first)",
-            };
-            return Err(crate::error::usage(format!(
-                "--dir {}: {what}",
-                dir.display()
-            )));
-        }
-        let named: Vec<(std::path::PathBuf, &[u8])> = pages
-            .iter()
-            .map(|(name, page)| (dir.join(name), page.as_slice()))
-            .collect();
-        let set: Vec<(&std::path::Path, &[u8])> =
-            named.iter().map(|(p, b)| (p.as_path(), *b)).collect();
-        oslab_files::write_set(&set)?;
-        eprintln!("{} manual pages written to {}", pages.len(), dir.display());
+        oslab_report::man::check_dir(dir).map_err(crate::error::usage)?;
+        let written = oslab_report::man::write_all(&pages, dir)?;
+        eprintln!("{written} manual pages written to {}", dir.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let wanted = std::iter::once("oslab".to_string())
-        .chain(path.iter().cloned())
-        .collect::<Vec<_>>()
-        .join("-")
-        + ".1";
-    let Some((_, page)) = pages.iter().find(|(name, _)| *name == wanted) else {
-        return Err(crate::error::usage(format!(
-            "no manual page for `oslab {}`: `oslab --help` lists the subcommands",
-            path.join(" ")
-        )));
-    };
+    let page = oslab_report::man::page(&pages, path).map_err(crate::error::usage)?;
     to_stdout(&mut std::io::stdout().lock(), page)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// What an oslab that ended (SIGKILL included) left changed, put back once it is gone, and said.
 fn restore(after: Option<u32>) -> anyhow::Result<ExitCode> {
-    if let Some(pid) = after {
-        oslab_os::restorer::wait_gone(pid, std::time::Duration::from_secs(10));
-    }
-    for line in oslab_os::pending::recover(&oslab_os::pending::default_file()) {
-        say(&format!("note: {line}"));
-    }
+    oslab_os::pending::restore_after(after)
+        .iter()
+        .for_each(|l| say(&format!("note: {l}")));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -54,3 +54,12 @@ pub fn oslab_as_nobody() -> std::process::Command {
         .arg(assert_cmd::cargo::cargo_bin("oslab"));
     c
 }
+
+/// What a finished command printed, its standard output then its error output.
+pub fn printed(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

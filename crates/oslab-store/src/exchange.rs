@@ -137,6 +137,9 @@ impl<'de> serde::de::Visitor<'de> for Streamed<'_> {
         let (mut rest, mut measurements, mut timeline) = (serde_json::Map::new(), None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
+                "measurements" | "timeline" if rest.contains_key(&key) => {
+                    return Err(duplicate(&key));
+                }
                 "measurements" => {
                     measurements = Some(map.next_value_seed(Elements::new(
                         self.0,
@@ -151,8 +154,10 @@ impl<'de> serde::de::Visitor<'de> for Streamed<'_> {
                     rest.insert(key, serde_json::Value::Array(Vec::new()));
                 }
                 _ => {
-                    let v = map.next_value()?;
-                    rest.insert(key, v);
+                    let v = map.next_value_seed(Strict)?;
+                    if rest.insert(key.clone(), v).is_some() {
+                        return Err(duplicate(&key));
+                    }
                 }
             }
         }
@@ -162,6 +167,75 @@ impl<'de> serde::de::Visitor<'de> for Streamed<'_> {
             timeline.unwrap_or_default(),
         ))
     }
+}
+
+/// A JSON value read as `serde_json::Value` is, but an object that names a key twice is an
+/// error (a Value keeps the last silently, and oslab never writes one: a duplicate is a file
+/// edited or made by hand, which says so).
+struct Strict;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Strict {
+    type Value = serde_json::Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Strict {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Strict)? {
+            out.push(v);
+        }
+        Ok(out.into())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let v = map.next_value_seed(Strict)?;
+            if out.insert(key.clone(), v).is_some() {
+                return Err(duplicate(&key));
+            }
+        }
+        Ok(out.into())
+    }
+}
+
+/// The error of a key named twice in one object.
+fn duplicate<E: serde::de::Error>(key: &str) -> E {
+    E::custom(format!(
+        "the key {:?} appears twice in one object (oslab never writes that: the file was edited)",
+        oslab_core::text::shortened(key, 40)
+    ))
 }
 
 /// One of the document's arrays, read element by element.
@@ -209,7 +283,7 @@ impl<'de, T: serde::de::DeserializeOwned> serde::de::Visitor<'de> for Elements<'
             .unwrap_or(u64::MAX);
         let mut out = Vec::new();
         let mut i = 0u64;
-        while let Some(v) = seq.next_element::<serde_json::Value>()? {
+        while let Some(v) = seq.next_element_seed(Strict)? {
             if i >= most {
                 let at = format!("at /{}: more than {most} items", self.name);
                 self.problems.borrow_mut().push(at);

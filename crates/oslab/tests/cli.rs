@@ -2879,6 +2879,30 @@ fn an_import_says_what_it_does_not_know_and_refuses_an_end_before_the_start() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("before it started"), "{said}");
+    // A key named twice in one object (a Value would keep the last, silently).
+    let doc = document(serde_json::json!({})).to_string();
+    for twice in [
+        doc.replacen(
+            "\"status\":\"ok\"",
+            "\"status\":\"ok\",\"status\":\"failed\"",
+            1,
+        ),
+        doc.replacen(
+            "\"measurements\":",
+            "\"measurements\":[],\"measurements\":",
+            1,
+        ),
+    ] {
+        assert_ne!(twice, doc);
+        std::fs::write(&file, &twice).unwrap();
+        let out = oslab()
+            .args(["import", file.to_str().unwrap(), "--db", db])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{said}");
+        assert!(said.contains("appears twice"), "{said}");
+    }
     assert_eq!(stored_runs(Path::new(db)).len(), 1);
 }
 

@@ -2860,24 +2860,27 @@ fn an_import_says_what_it_does_not_know_and_refuses_an_end_before_the_start() {
     let (dir, db) = temp_db();
     let db = db.to_str().unwrap();
     let file = dir.path().join("doc.json");
-    let import = |doc: &Value| {
-        std::fs::write(&file, doc.to_string()).unwrap();
-        oslab()
+    // Imports `text`: its exit and what it said.
+    let import = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        let out = oslab()
             .args(["import", file.to_str().unwrap(), "--db", db])
             .output()
-            .unwrap()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let mut doc = document(serde_json::json!({}));
     doc["measurements"][0]["probe"] = Value::from("no.such.probe");
-    let out = import(&doc);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    let (code, said) = import(&doc.to_string());
+    assert_eq!(code, Some(0), "{said}");
     assert!(said.contains("does not know (no.such.probe)"), "{said}");
     let mut doc = document(serde_json::json!({}));
     doc["run"]["finished"] = Value::from("2025-12-31T23:59:59Z");
-    let out = import(&doc);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    let (code, said) = import(&doc.to_string());
+    assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("before it started"), "{said}");
     // A key named twice in one object (a Value would keep the last, silently).
     let doc = document(serde_json::json!({})).to_string();
@@ -2894,13 +2897,8 @@ fn an_import_says_what_it_does_not_know_and_refuses_an_end_before_the_start() {
         ),
     ] {
         assert_ne!(twice, doc);
-        std::fs::write(&file, &twice).unwrap();
-        let out = oslab()
-            .args(["import", file.to_str().unwrap(), "--db", db])
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{said}");
+        let (code, said) = import(&twice);
+        assert_eq!(code, Some(1), "{said}");
         assert!(said.contains("appears twice"), "{said}");
     }
     assert_eq!(stored_runs(Path::new(db)).len(), 1);

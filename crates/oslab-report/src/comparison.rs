@@ -537,6 +537,7 @@ impl Comparison<'_> {
         let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
         let single = self.a.runs.len() == 1 || self.b.runs.len() == 1;
         let mut notes: Vec<String> = self.placement_note().into_iter().collect();
+        notes.extend(self.why_only_one_side());
         if called > 0 && single && self.history.is_none() && self.scatter().is_none() {
             notes.push("Judged without history: a side of one run has only its repetitions as replicates, which show the noise within a run, not how far the machine drifts between runs. On a shared host, confirm with runs taken alternately and compared as groups (`oslab compare 1,3,5 2,4,6`).".to_string());
         }
@@ -597,6 +598,40 @@ impl Comparison<'_> {
             ));
         }
         notes
+    }
+
+    /// For a probe measured on one side only, why the other has none: its skip or failure
+    /// there (`faults.thp` with THP off read `only in A` without the kernel's answer).
+    fn why_only_one_side(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.rows.iter().filter(|r| r.present.contains(&false)) {
+            let (side, name) = match r.present {
+                [true, false] => (&self.b, "B"),
+                _ => (&self.a, "A"),
+            };
+            use oslab_core::model::Status;
+            let why = side
+                .runs
+                .iter()
+                .flat_map(|(_, ms)| ms.iter())
+                .filter(|m| m.probe == r.probe)
+                .find_map(|m| match &m.status {
+                    Status::Skipped(why) => Some(("skipped", why)),
+                    Status::Failed(why) => Some(("failed", why)),
+                    _ => None,
+                });
+            if let Some((what, why)) = why {
+                let line = format!(
+                    "{} has no value in {name}: {what} there: {}",
+                    r.probe,
+                    oslab_core::text::one_line(why)
+                );
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+        out
     }
 
     /// The comparison as JSON (schema `oslab.compare/2`).

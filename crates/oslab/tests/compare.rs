@@ -393,6 +393,13 @@ fn what_moved_between_the_sides_is_said_first_and_with_the_rows_it_moved() {
             moved_rows += 1;
         }
     }
+    // And the timer probe skipped in B, as a probe the machine cannot run is stored.
+    let ms = doc["measurements"].as_array_mut().unwrap();
+    ms.retain(|m| m["probe"] != "timer.rdtsc");
+    ms.push(serde_json::json!({
+        "probe": "timer.rdtsc", "params": {}, "metric": "-", "unit": "ns",
+        "status": "skipped", "reason": "no invariant TSC here",
+    }));
     let file = dir.path().join("thp-off.json");
     std::fs::write(&file, doc.to_string()).unwrap();
     stdout(&["import", file.to_str().unwrap(), "--db", db]);
@@ -401,6 +408,11 @@ fn what_moved_between_the_sides_is_said_first_and_with_the_rows_it_moved() {
         .lines()
         .position(|l| l.starts_with("what moved between A and B"))
         .unwrap_or_else(|| panic!("nothing said to have moved: {text}"));
+    // A probe with no value on one side says why.
+    assert!(
+        text.contains("timer.rdtsc has no value in B: skipped there: no invariant TSC here"),
+        "{text}"
+    );
     let thp = thp.as_str().unwrap_or("unknown");
     assert_eq!(
         text.lines().nth(first + 1).map(str::trim),

@@ -501,7 +501,8 @@ mod tests {
 
     #[test]
     fn pmu_terms_are_placed_by_the_sysfs_format() {
-        let dir = std::env::temp_dir().join(format!("oslab-pmu-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         let cpu_pmu = dir.join("cpu");
         std::fs::create_dir_all(cpu_pmu.join("format")).unwrap();
         std::fs::write(cpu_pmu.join("type"), "4\n").unwrap();

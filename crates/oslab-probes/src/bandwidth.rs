@@ -421,11 +421,11 @@ mod tests {
 
     #[test]
     fn threads_fill_cores_before_smt_siblings() {
-        let dir = std::env::temp_dir().join(format!("oslab-bw-{}", std::process::id()));
-        write_fake_sysfs(&dir, 2, 2, 2, 1).unwrap();
-        let topo = oslab_os::topology::read_from(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        write_fake_sysfs(dir, 2, 2, 2, 1).unwrap();
+        let topo = oslab_os::topology::read_from(dir).unwrap();
         let order = thread_order(&topo, &topo.online());
-        std::fs::remove_dir_all(&dir).ok();
         // 8 cpus: 2 packages x 2 cores x 2 threads. First one thread per core, packages alternating.
         let first: Vec<_> = order[..4].iter().map(|&c| topo.cpu(c).unwrap()).collect();
         assert!(

@@ -701,8 +701,8 @@ mod tests {
 
     #[test]
     fn unnamed_files_leave_no_name_behind() {
-        let dir = std::env::temp_dir().join(format!("oslab-faults-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         {
             let f = TempFile::create(&dir, 3 << 20).unwrap();
             let map = f.map().unwrap();

@@ -161,8 +161,12 @@ pub struct MachineLock(std::fs::File);
 
 /// Takes the machine-wide lock named `name` (e.g. "numa_balancing"), waiting for it.
 pub fn machine_lock(name: &str) -> MachineLock {
+    // A fixed name on purpose: every test process of this machine must find the same lock. It
+    // is only locked, never written, and never opened through a link.
     let path = std::env::temp_dir().join(format!("oslab-test-{name}.lock"));
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
+        .custom_flags(libc::O_NOFOLLOW)
         .create(true)
         .truncate(false)
         .write(true)
@@ -227,15 +231,13 @@ mod tests {
 
     #[test]
     fn a_skip_is_written_to_the_list() {
-        let dir = std::env::temp_dir().join(format!("oslab-testkit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let list = dir.join("skips");
+        let dir = tempfile::tempdir().unwrap();
+        let list = dir.path().join("skips");
         // The variable is read at each skip; set for this process only while this test runs.
         std::env::set_var("OSLAB_TEST_SKIPS", &list);
         assert!(!require(&["no-such-command-oslab"]));
         std::env::remove_var("OSLAB_TEST_SKIPS");
         let text = std::fs::read_to_string(&list).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             text.contains("a_skip_is_written_to_the_list\tneeds no-such-command-oslab"),
             "{text}"

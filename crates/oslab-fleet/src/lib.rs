@@ -103,9 +103,7 @@ impl JobRef {
 
     /// A fresh submission token: 8 hex digits from the kernel's random source.
     pub fn draw_token() -> std::io::Result<String> {
-        let mut b = [0u8; 4];
-        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut b)?;
-        Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+        Ok(oslab_files::private::random_token()?[..8].to_string())
     }
 }
 

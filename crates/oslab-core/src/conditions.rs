@@ -80,6 +80,16 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
     ] {
         from(name, v);
     }
+    // The command line without what names this machine's disk and image: nodes of one fleet
+    // boot from their own, and a root= is no configuration that changes a cost.
+    if let Some(line) = out.iter_mut().find(|(n, _)| n == "kernel command line") {
+        line.1 = line
+            .1
+            .split_whitespace()
+            .filter(|t| !PER_MACHINE_BOOT.iter().any(|p| t.starts_with(p)))
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
     // Each mitigation on its own: one switched off is named, not a list that differs.
     if let Some(ms) = fingerprint["mitigations"].as_array() {
         for m in ms {
@@ -90,6 +100,9 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
     }
     out
 }
+
+/// Boot parameters that name a machine's own disk and image (left out of its command line).
+const PER_MACHINE_BOOT: [&str; 4] = ["BOOT_IMAGE=", "root=", "initrd=", "resume="];
 
 /// What a measurement found it got that changes its cost, by the key it records it under: the
 /// pages the kernel gave (`thp 100%`, `4k`), where its memory was placed, the disk behind a file.
@@ -136,6 +149,84 @@ pub fn diff(a: &[Vec<Setting>], b: &[Vec<Setting>]) -> Vec<Moved> {
         .collect()
 }
 
+/// A setting in which one machine differs from most of the others (fleet drift: a node booted
+/// with another clocksource, a kernel left behind).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Odd {
+    /// The machine (a node's name).
+    pub machine: String,
+    /// The setting.
+    pub name: String,
+    /// Its value there.
+    pub value: String,
+    /// The value most machines have.
+    pub usual: String,
+    /// How many machines have it.
+    pub others: usize,
+}
+
+impl std::fmt::Display for Odd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} ({} other{}: {})",
+            self.name,
+            self.value,
+            self.others,
+            if self.others == 1 { "" } else { "s" },
+            self.usual
+        )
+    }
+}
+
+/// Settings that name the machine rather than configure it: they differ on every node.
+const OWN: [&str; 1] = ["host"];
+
+/// Where machines differ from the majority of those that recorded a setting: each machine whose
+/// value is not the value more than half of them share. A setting with no such majority (two
+/// kernels, two nodes each) names no one: there is no usual value to drift from.
+pub fn odd_ones(machines: &[(String, Vec<Setting>)]) -> Vec<Odd> {
+    let mut names: Vec<&str> = Vec::new();
+    for (n, _) in machines.iter().flat_map(|(_, s)| s) {
+        if !names.contains(&n.as_str()) && !OWN.contains(&n.as_str()) {
+            names.push(n);
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let values: Vec<(&str, &str)> = machines
+            .iter()
+            .filter_map(|(m, s)| {
+                let v = s.iter().find(|(n, _)| n == name)?;
+                Some((m.as_str(), v.1.as_str()))
+            })
+            .collect();
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for (_, v) in &values {
+            *counts.entry(v).or_default() += 1;
+        }
+        let Some((usual, n)) = counts.into_iter().max_by_key(|(_, n)| *n) else {
+            continue;
+        };
+        if 2 * n <= values.len() {
+            continue;
+        }
+        out.extend(
+            values
+                .iter()
+                .filter(|(_, v)| *v != usual)
+                .map(|(m, v)| Odd {
+                    machine: m.to_string(),
+                    name: name.to_string(),
+                    value: v.to_string(),
+                    usual: usual.to_string(),
+                    others: n,
+                }),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +255,34 @@ mod tests {
             "mitigation spectre_v2 Mitigation: Retpolines -> Vulnerable"
         );
         assert!(diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn a_machine_unlike_most_is_named_with_its_setting_and_the_usual_one() {
+        let node = |name: &str, clock: &str| {
+            let mut s = run("always", "x");
+            s.push(("clocksource".into(), clock.into()));
+            (name.to_string(), s)
+        };
+        let fleet = [
+            node("n1", "tsc"),
+            node("n2", "tsc"),
+            node("n3", "hpet"),
+            node("n4", "tsc"),
+        ];
+        let odd = odd_ones(&fleet);
+        assert_eq!(odd.len(), 1, "{odd:?}");
+        assert_eq!(odd[0].machine, "n3");
+        assert_eq!(odd[0].to_string(), "clocksource hpet (3 others: tsc)");
+        // Two against two: no usual value, no one drifted; host names never drift.
+        assert!(odd_ones(&[node("a", "tsc"), node("b", "hpet")]).is_empty());
+        let halves = [
+            fleet[0].clone(),
+            fleet[2].clone(),
+            node("n5", "hpet"),
+            fleet[1].clone(),
+        ];
+        assert!(odd_ones(&halves).is_empty());
     }
 
     #[test]

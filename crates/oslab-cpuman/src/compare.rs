@@ -107,6 +107,11 @@ pub struct Ratio {
     pub ratio: f64,
     /// Mann-Whitney p-value over the jobs, when both runs have enough.
     pub p: Option<f64>,
+    /// The interval of the ratio and its confidence, when both runs have enough jobs: the
+    /// verdict is read from it.
+    pub interval: Option<[f64; 2]>,
+    /// Its confidence.
+    pub confidence: Option<f64>,
     /// The comparison's verdict.
     pub verdict: Verdict,
     /// The verdict in words ("~": not told apart).
@@ -140,7 +145,8 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
             let (Some(w), Some(wo)) = (with.cpu_time(&kind), without.cpu_time(&kind)) else {
                 continue;
             };
-            // Each job is an independent replicate: its CPU time is one value.
+            // Each job is an independent replicate: its CPU time is one value. Unpaired: the
+            // runs keep their jobs' values in the order they finished, not job by job.
             let jobs = |m: &Measurement| m.samples.clone().unwrap_or_default();
             let row = judge(&jobs(&wo), &jobs(&w), Unit::Ns, 0.05);
             let (Some(without_ns), Some(with_ns), Some(ratio)) = (row.a, row.b, row.ratio) else {
@@ -156,6 +162,8 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
                 without_ns,
                 ratio,
                 p: row.p,
+                interval: row.interval,
+                confidence: row.confidence,
                 verdict: row.verdict,
                 verdict_text: match row.verdict {
                     Verdict::Same => row.no_difference_text(),
@@ -166,7 +174,8 @@ pub fn migration_ratios(runs: &[StoredRun]) -> Vec<Ratio> {
                     Verdict::Unknown
                     | Verdict::RatioOnly
                     | Verdict::CacheMoved
-                    | Verdict::LoadMoved => "too few jobs",
+                    | Verdict::LoadMoved
+                    | Verdict::PlacementMoved => "too few jobs",
                 },
             });
         }
@@ -234,11 +243,12 @@ pub fn doc(runs: &[StoredRun], ratios: &[Ratio]) -> Doc {
         return doc;
     }
     doc.push(Block::Text(
-        "\nmedian CPU time per job with page migration / without (the paper's ratio; < 1: migration helps; same: equal within 5%, ~: not told apart):".into(),
+        "\nmedian CPU time per job with page migration / without (the paper's ratio; < 1: migration helps), with the interval of the ratio over the jobs (unpaired); same: the interval lies within ±5%; ~: it reaches beyond, not told apart (more jobs narrow it):".into(),
     ));
     let mut t = Table::new(
         &[
-            "policy", "workload", "load", "kind", "mode", "cpu time", "without", "ratio", "verdict",
+            "policy", "workload", "load", "kind", "mode", "cpu time", "without", "ratio",
+            "interval", "verdict",
         ],
         &[2, 5, 6, 7],
     );
@@ -253,6 +263,10 @@ pub fn doc(runs: &[StoredRun], ratios: &[Ratio]) -> Doc {
             value(r.with_ns, Unit::Ns),
             value(r.without_ns, Unit::Ns),
             format!("{:.3}", r.ratio),
+            match (r.interval, r.confidence) {
+                (Some([lo, hi]), Some(c)) => format!("{lo:.3}-{hi:.3} ({:.0}%)", c * 100.0),
+                _ => "-".into(),
+            },
             verdict.into(),
         ]);
     }

@@ -64,8 +64,18 @@ pub struct FleetCollectArgs {
 pub struct FleetSummaryArgs {
     /// The job: its Slurm id, or JOB.TOKEN (as its results directory is named) where the store
     /// holds several submissions that got one id.
+    /// Or the job's results directory (RESULTS/JOB.TOKEN): its nodes that handed in nothing,
+    /// or crashed or failed, are judged too.
     #[arg(value_name = "JOB")]
     pub job: String,
+    /// Exit 1 when any node is not healthy (an outlier, drifted, partial, crashed, failed or
+    /// missing): a node health check's answer.
+    #[arg(long)]
+    pub fail_on_outlier: bool,
+    /// Print, not run, the `scontrol update ... State=DRAIN Reason=...` line of every node that
+    /// is not healthy, and nothing else.
+    #[arg(long, conflicts_with = "json")]
+    pub drain: bool,
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
     #[arg(long)]
     pub all: bool,

@@ -533,9 +533,95 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
             state: NodeState::of_run(record.status),
             measurements,
             shape,
+            settings: oslab_core::conditions::configuration(
+                &record.fingerprint,
+                &record.environment,
+            ),
         });
     }
     Ok((job, runs))
+}
+
+/// The summary of one job, named by its id (JOB or JOB.TOKEN) or by its results directory: with a
+/// directory, the nodes listed there that have no stored run are judged too (missing, crashed,
+/// failed, with what their files say). Ok(None) when the store holds no run of the job.
+pub fn job_summary(
+    store: &Store,
+    job: &str,
+    min_effect: f64,
+) -> Result<Option<(JobRef, summary::FleetSummary)>, JobSummaryError> {
+    let dir = Path::new(job);
+    let listed = match dir.is_dir() {
+        true => {
+            let dirs = job_dirs(dir)?;
+            let [(job, at)] = &dirs[..] else {
+                return Err(JobSummaryError::Usage(format!(
+                    "{} holds {} submissions: name one (RESULTS/JOB.TOKEN)",
+                    dir.display(),
+                    dirs.len()
+                )));
+            };
+            Some(read_job(job, at)?)
+        }
+        false => None,
+    };
+    let name = listed
+        .as_ref()
+        .map_or(job.to_string(), |j| j.job.to_string());
+    let (job, runs) = node_runs(store, &name).map_err(|e| match e {
+        NodeRunsError::Ambiguous(m) => JobSummaryError::Usage(m),
+        NodeRunsError::Store(e) => JobSummaryError::Store(e),
+    })?;
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    let mut s = summarize(&runs, min_effect);
+    for (node, state, detail) in listed.iter().flat_map(|j| j.states()) {
+        if !runs.iter().any(|r| r.node == node) {
+            s.verdicts
+                .push(summary::NodeVerdict::absent(&node, state, &detail));
+        }
+    }
+    Ok(Some((job, s)))
+}
+
+/// Why a job's summary cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum JobSummaryError {
+    /// The request names no one job.
+    #[error("{0}")]
+    Usage(String),
+    /// The results directory could not be read.
+    #[error(transparent)]
+    Files(#[from] FileError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The `scontrol` line that drains each node not healthy, with the verdict and its reasons as
+/// Slurm's reason, a line each (printed for a person or a script to run; oslab changes no
+/// node's state).
+pub fn drain_script(job: &JobRef, s: &summary::FleetSummary) -> String {
+    s.verdicts
+        .iter()
+        .filter(|v| v.verdict != summary::Health::Healthy)
+        .map(|v| {
+            let why =
+                oslab_core::text::one_line(&v.why.join("; ")).replace(['"', '\\', '$', '`'], "'");
+            format!(
+                "scontrol update NodeName={} State=DRAIN Reason=\"oslab fleet {job}: {}{}\"",
+                v.node,
+                v.verdict.as_str(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                }
+            )
+        })
+        .map(|line| line + "\n")
+        .collect()
 }
 
 /// A node's part of a fleet job, once its `oslab run` ended: the latest run of the private store

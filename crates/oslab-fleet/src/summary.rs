@@ -50,6 +50,73 @@ pub struct NodeRun {
     pub measurements: Vec<Measurement>,
     /// Its machine's shape (`Topology::shape`), when the run recorded it.
     pub shape: Option<String>,
+    /// Its configuration ([`oslab_core::conditions::configuration`]): a node unlike most is
+    /// drifted, however healthy its figures.
+    pub settings: Vec<oslab_core::conditions::Setting>,
+}
+
+/// What the fleet makes of one node: the answer a scheduler acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Health {
+    /// Its figures and its configuration are the fleet's.
+    Healthy,
+    /// Its configuration differs from most nodes' (its figures may be fine).
+    Drifted,
+    /// Its figures stand apart ([`FleetSummary::outlier_nodes`]) or one mechanism collapsed.
+    Outlier,
+    /// Its run was stopped and holds part of the suite.
+    Partial,
+    /// Its run or the node died.
+    Crashed,
+    /// Its task could not run the suite.
+    Failed,
+    /// Listed for the job, nothing from it.
+    Missing,
+}
+
+impl Health {
+    /// The verdict's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::Healthy => "healthy",
+            Health::Drifted => "drifted",
+            Health::Outlier => "outlier",
+            Health::Partial => "partial",
+            Health::Crashed => "crashed",
+            Health::Failed => "failed",
+            Health::Missing => "missing",
+        }
+    }
+
+    /// The verdict of a node whose run ended in `state`, before its figures are judged.
+    fn of_state(state: &crate::NodeState) -> Health {
+        match state {
+            crate::NodeState::Ok => Health::Healthy,
+            crate::NodeState::Partial => Health::Partial,
+            crate::NodeState::Crashed => Health::Crashed,
+            crate::NodeState::Failed => Health::Failed,
+            crate::NodeState::Missing => Health::Missing,
+        }
+    }
+}
+
+/// How far off every row of one mechanism must be, at least, for the mechanism to have
+/// collapsed on a node: twice or half the fleet's value (a runaway process made every cross-cpu
+/// wake-up 190-550x slower; a healthy node's single values have read +68,581% alone).
+pub const COLLAPSED: f64 = 1.0;
+
+/// A mechanism (a probe family's metric: every `switch` wake-up) off by far on a node: at least
+/// two of its rows outliers there, all one way, each at least [`COLLAPSED`] off, and at least
+/// half the node's rows of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Collapsed {
+    /// The family and metric (`switch wake_up`).
+    pub mechanism: String,
+    /// Its rows apart, and its rows the node measured.
+    pub rows: [usize; 2],
+    /// The smallest and largest deviation of those apart.
+    pub deviation: [f64; 2],
 }
 
 /// One node's value of one measurement.
@@ -100,10 +167,18 @@ impl FleetRow {
 pub struct NodeVerdict {
     /// Node name.
     pub node: String,
-    /// Its run id.
-    pub run_id: i64,
+    /// Its run id; none for a node listed for the job that handed in nothing.
+    pub run_id: Option<i64>,
     /// How its run ended.
     pub state: crate::NodeState,
+    /// The fleet's verdict on it.
+    pub verdict: Health,
+    /// Why, in short clauses (`clocksource hpet (3 others: tsc)`); empty when healthy.
+    pub why: Vec<String>,
+    /// Its settings unlike most nodes'.
+    pub drift: Vec<oslab_core::conditions::Odd>,
+    /// Its mechanisms that collapsed.
+    pub collapsed: Vec<Collapsed>,
     /// Measurements with a value.
     pub measured: usize,
     /// Measurements where it is an outlier.
@@ -178,13 +253,118 @@ impl FleetSummary {
     pub fn outlier_nodes(&self) -> Vec<&str> {
         self.verdicts
             .iter()
-            .filter(|v| {
-                !v.shifts.is_empty()
-                    || (v.outliers > 0 && v.outliers as f64 >= OUTLIER_SHARE * v.measured as f64)
-            })
+            .filter(|v| v.verdict == Health::Outlier)
             .map(|v| v.node.as_str())
             .collect()
     }
+}
+
+impl NodeVerdict {
+    /// Sets the verdict and its reasons from what was found: a run that did not complete says
+    /// so first; figures apart make an outlier; a configuration unlike most, drifted.
+    fn judge(&mut self, min_effect: f64) {
+        let mut why = Vec::new();
+        let share =
+            self.outliers > 0 && self.outliers as f64 >= OUTLIER_SHARE * self.measured as f64;
+        for f in &self.shifts {
+            why.push(format!(
+                "{} {:+.1}% from the fleet median",
+                f.family,
+                f.deviation * 100.0
+            ));
+        }
+        for c in &self.collapsed {
+            why.push(format!(
+                "{}: {} of {} rows {:+.0}%..{:+.0}%",
+                c.mechanism,
+                c.rows[0],
+                c.rows[1],
+                c.deviation[0] * 100.0,
+                c.deviation[1] * 100.0
+            ));
+        }
+        if share {
+            why.push(format!(
+                "{} of {} values apart (at least {} off and beyond the noise)",
+                self.outliers,
+                self.measured,
+                oslab_core::units::percent(min_effect)
+            ));
+        }
+        let outlier = !why.is_empty();
+        why.extend(self.drift.iter().map(|d| d.to_string()));
+        if self.verdict == Health::Healthy {
+            self.verdict = match (outlier, self.drift.is_empty()) {
+                (true, _) => Health::Outlier,
+                (false, false) => Health::Drifted,
+                (false, true) => Health::Healthy,
+            };
+        } else {
+            why.insert(0, format!("run {}", self.state.as_str()));
+        }
+        self.why = why;
+    }
+
+    /// A node listed for the job with no run stored: its state there and why.
+    pub fn absent(node: &str, state: crate::NodeState, detail: &str) -> NodeVerdict {
+        let verdict = match Health::of_state(&state) {
+            Health::Healthy | Health::Partial => Health::Missing,
+            h => h,
+        };
+        NodeVerdict {
+            node: node.to_string(),
+            run_id: None,
+            state,
+            verdict,
+            why: (!detail.is_empty())
+                .then(|| detail.to_string())
+                .into_iter()
+                .collect(),
+            drift: Vec::new(),
+            collapsed: Vec::new(),
+            measured: 0,
+            outliers: 0,
+            worst: None,
+            shifts: Vec::new(),
+        }
+    }
+}
+
+/// The mechanisms that collapsed on a node, from its cells ([`Collapsed`]).
+fn collapsed<'a>(cells: impl Iterator<Item = (&'a FleetRow, &'a Cell)>) -> Vec<Collapsed> {
+    let mut by: Vec<(String, Vec<&Cell>)> = Vec::new();
+    for (row, cell) in cells {
+        let family = row.probe.split('.').next().unwrap_or(&row.probe);
+        let mechanism = format!("{family} {}", row.metric);
+        match by.iter_mut().find(|(m, _)| *m == mechanism) {
+            Some((_, v)) => v.push(cell),
+            None => by.push((mechanism, vec![cell])),
+        }
+    }
+    by.into_iter()
+        .filter_map(|(mechanism, cells)| {
+            let far: Vec<f64> = cells
+                .iter()
+                .filter(|c| c.outlier && far_off(c.value, c.deviation))
+                .map(|c| c.deviation)
+                .collect();
+            let one_way = far.iter().all(|d| *d > 0.0) || far.iter().all(|d| *d < 0.0);
+            (far.len() >= 2 && one_way && 2 * far.len() >= cells.len()).then(|| Collapsed {
+                mechanism,
+                rows: [far.len(), cells.len()],
+                deviation: [
+                    far.iter().copied().fold(f64::INFINITY, f64::min),
+                    far.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                ],
+            })
+        })
+        .collect()
+}
+
+/// Whether a value lies [`COLLAPSED`] or more from the fleet's, either way (twice or half).
+fn far_off(value: f64, deviation: f64) -> bool {
+    let median = value / (1.0 + deviation);
+    deviation >= COLLAPSED || (median > 0.0 && value > 0.0 && median / value >= 1.0 + COLLAPSED)
 }
 
 /// The rule the outliers were called by.
@@ -474,6 +654,12 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
         )
         .collect();
     let (mut shifted, sign_level) = shifts(&keys, &values, runs.len(), min_effect);
+    let drift = oslab_core::conditions::odd_ones(
+        &runs
+            .iter()
+            .map(|r| (r.node.clone(), r.settings.clone()))
+            .collect::<Vec<_>>(),
+    );
     let verdicts = runs
         .iter()
         .enumerate()
@@ -481,17 +667,27 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
             let mine = rows
                 .iter()
                 .filter_map(|row| row.cells[i].as_ref().map(|c| (row, c)));
-            NodeVerdict {
+            let mut v = NodeVerdict {
                 node: r.node.clone(),
-                run_id: r.run_id,
+                run_id: Some(r.run_id),
                 state: r.state.clone(),
+                verdict: Health::of_state(&r.state),
+                why: Vec::new(),
+                drift: drift
+                    .iter()
+                    .filter(|d| d.machine == r.node)
+                    .cloned()
+                    .collect(),
+                collapsed: collapsed(mine.clone()),
                 measured: mine.clone().count(),
                 outliers: mine.clone().filter(|(_, c)| c.outlier).count(),
                 worst: mine
                     .filter_map(|(row, c)| c.z.map(|z| (row.label(), c.deviation, z)))
                     .max_by(|a, b| a.2.abs().total_cmp(&b.2.abs())),
                 shifts: std::mem::take(&mut shifted[i]),
-            }
+            };
+            v.judge(min_effect);
+            v
         })
         .collect();
     let mut shapes: Vec<(String, Vec<String>)> = Vec::new();
@@ -562,6 +758,7 @@ mod tests {
                     m("fork", 0, 50_000.0 * (1.0 + 0.004 * i as f64)),
                 ],
                 shape: Some("1 socket x 2 cores x 1 thread, 1 NUMA node".into()),
+                settings: Vec::new(),
             })
             .collect();
         let s = summarize(&runs, DEFAULT_MIN_EFFECT);
@@ -622,6 +819,7 @@ mod tests {
                     })
                     .collect(),
                 shape: None,
+                settings: Vec::new(),
             })
             .collect()
     }
@@ -720,6 +918,7 @@ mod tests {
             state: crate::NodeState::Ok,
             measurements: ms,
             shape: None,
+            settings: Vec::new(),
         };
         // Node c's first repetition is 30% off, its other two agree with the fleet: its value
         // is the median of the three.
@@ -756,6 +955,67 @@ mod tests {
     }
 
     #[test]
+    fn every_node_has_a_verdict_and_the_reason_a_scheduler_acts_on() {
+        // Eight nodes, 40 rows of 4 probes each 2% noisy; n03's six `switch` wake-up rows are
+        // 50x (a runaway process), n05 booted with another clocksource.
+        let mut rows: Vec<(String, f64)> = (0..40)
+            .map(|r| {
+                (
+                    format!(
+                        "{}.p{}",
+                        ["memory", "syscall", "task", "timer"][r % 4],
+                        r % 4
+                    ),
+                    0.02,
+                )
+            })
+            .collect();
+        rows.extend((0..6).map(|r| (format!("switch.p{r}"), 0.02)));
+        let mut runs = fleet_of(8, &rows, 7, None);
+        for r in &mut runs {
+            r.settings = vec![("clocksource".into(), "tsc".into())];
+            for m in r
+                .measurements
+                .iter_mut()
+                .filter(|m| m.probe.starts_with("switch"))
+            {
+                m.metric = "wake_up".into();
+            }
+        }
+        runs[5].settings[0].1 = "hpet".into();
+        for m in runs[3]
+            .measurements
+            .iter_mut()
+            .filter(|m| m.metric == "wake_up")
+        {
+            let v = m.summary.as_ref().unwrap().median * 50.0;
+            m.summary = Summary::new(&[v, v * 1.01, v * 0.99]);
+        }
+        let s = summarize(&runs, DEFAULT_MIN_EFFECT);
+        let verdict = |n: usize| (s.verdicts[n].verdict, s.verdicts[n].why.join("; "));
+        // Six rows of 46 are under a quarter: the collapsed mechanism makes it an outlier.
+        assert!(s.verdicts[3].outliers * 4 < s.verdicts[3].measured);
+        let (v, why) = verdict(3);
+        assert_eq!(v, Health::Outlier, "{why}");
+        assert!(why.starts_with("switch wake_up: 6 of 6 rows +4"), "{why}");
+        let (v, why) = verdict(5);
+        assert_eq!(v, Health::Drifted);
+        assert_eq!(why, "clocksource hpet (7 others: tsc)");
+        for n in [0, 1, 2, 4, 6, 7] {
+            assert_eq!(verdict(n).0, Health::Healthy, "{n}: {:?}", verdict(n));
+        }
+        assert_eq!(s.outlier_nodes(), vec!["n03"]);
+        // A listed node that handed in nothing has a verdict too.
+        let gone = NodeVerdict::absent("n08", crate::NodeState::Missing, "no result yet");
+        assert_eq!(
+            (gone.verdict, gone.why.join("")),
+            (Health::Missing, "no result yet".into())
+        );
+        let dead = NodeVerdict::absent("n09", crate::NodeState::Crashed, "NODE_FAIL");
+        assert_eq!(dead.verdict, Health::Crashed);
+    }
+
+    #[test]
     fn two_nodes_or_missing_values_never_invent_an_outlier() {
         let mut failed = m("syscall", 0, 1.0);
         failed.status = Status::Failed("no".into());
@@ -767,6 +1027,7 @@ mod tests {
                 state: crate::NodeState::Ok,
                 measurements: vec![m("syscall", 0, 100.0)],
                 shape: Some("2 sockets".into()),
+                settings: Vec::new(),
             },
             NodeRun {
                 node: "a".into(),
@@ -774,6 +1035,7 @@ mod tests {
                 state: crate::NodeState::Ok,
                 measurements: vec![m("syscall", 0, 300.0)],
                 shape: Some("1 socket".into()),
+                settings: Vec::new(),
             },
             NodeRun {
                 node: "c".into(),
@@ -781,6 +1043,7 @@ mod tests {
                 state: crate::NodeState::Ok,
                 measurements: vec![failed],
                 shape: None,
+                settings: Vec::new(),
             },
         ];
         let s = summarize(&runs, DEFAULT_MIN_EFFECT);

@@ -4,13 +4,12 @@
 
 use oslab_core::catalog;
 use oslab_core::model::Measurement;
-use oslab_core::stats::compare::{compare, Drift, DriftFrom, Row, Verdict, DEFAULT_THRESHOLD};
+use oslab_core::stats::compare::{
+    compare, Drift, DriftFrom, Replicates, Row, Verdict, DEFAULT_THRESHOLD, PLACEMENT_APART,
+};
 use oslab_core::text::Table;
 use oslab_core::units::{bytes, figure, num, percent, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
-
-/// How far apart two sides' core-to-core latencies must be to say their cpus sat differently.
-const PLACEMENT_APART: f64 = 1.5;
 
 /// How often the verdicts cry wolf, as `scripts/false-alarms` measured it: two identical runs
 /// (`--quick --repeat 3`) compared, every regression, improvement or change a false alarm.
@@ -75,7 +74,7 @@ impl Sides {
         let history = match &judging.history {
             _ if judging.no_history => None,
             Some(set) => Some(store.load_set(set)?),
-            None => Some(same_machine(store, &loaded[0][0].0, &compared)?),
+            None => Some(same_machine(store, &loaded[0], &compared)?),
         };
         let drift = match history {
             None => Drift::default(),
@@ -135,10 +134,21 @@ impl Sides {
     }
 }
 
-/// Recent runs of the machine and suite (`--quick` or not) of `like`, newest first, none of
-/// `compared`: what this machine does between runs when nothing changed.
-fn same_machine(store: &Store, like: &RunRecord, compared: &[i64]) -> Result<Loaded, StoreError> {
+/// Recent runs of the machine and suite (`--quick` or not, and sharing a probe) of the baseline
+/// `side`, in its configuration, newest first, none of `compared`: what this machine does
+/// between runs when nothing changed. A run of another command (`cpuman simulate`) shares no
+/// row, and is no history; nor is a run with THP off when the baseline had it on (runs of both
+/// states made every THP-backed row's drift the change itself).
+fn same_machine(store: &Store, side: &Loaded, compared: &[i64]) -> Result<Loaded, StoreError> {
+    let like = &side[0].0;
+    let probes: std::collections::HashSet<&str> = side
+        .iter()
+        .flat_map(|(_, ms)| ms.iter().map(|m| m.probe.as_str()))
+        .collect();
     let cpu = |r: &RunRecord| r.fingerprint.get("cpu_model").cloned();
+    let settings =
+        |r: &RunRecord| oslab_core::conditions::configuration(&r.fingerprint, &r.environment);
+    let configured = [settings(like)];
     let mut out = Vec::new();
     for summary in store.runs()? {
         if out.len() == HISTORY_RUNS {
@@ -148,7 +158,9 @@ fn same_machine(store: &Store, like: &RunRecord, compared: &[i64]) -> Result<Loa
             continue;
         }
         let (record, ms) = store.load_run_summaries(&RunRef::Id(summary.id))?;
-        if record.quick == like.quick && cpu(&record) == cpu(like) {
+        let shares = ms.iter().any(|m| probes.contains(m.probe.as_str()));
+        let alike = oslab_core::conditions::diff(&configured, &[settings(&record)]).is_empty();
+        if record.quick == like.quick && cpu(&record) == cpu(like) && shares && alike {
             out.push((record, ms));
         }
     }
@@ -163,29 +175,6 @@ pub struct Side<'a> {
     pub runs: &'a Loaded,
 }
 
-/// How far apart a side's two cpus sat, as the guest can see it: the median over its runs of
-/// the one-way core-to-core latency (`c2c.latency`), ns. On a VM the vCPUs' placement on the
-/// host can change between runs (the same two vCPUs: 23 ns one run, 111 ns the next), and every
-/// figure that crosses cpus (a wake-up on another cpu, core-to-core latency, cross-cpu switches)
-/// moves with it. Every repetition counts (the first alone once contradicted the table).
-fn cpu_pair_latency(runs: &[&[oslab_core::model::Measurement]]) -> Option<f64> {
-    let per_run: Vec<f64> = runs
-        .iter()
-        .filter_map(|ms| {
-            let all: Vec<f64> = ms
-                .iter()
-                .filter(|m| {
-                    m.probe == oslab_core::catalog::id::C2C_LATENCY && m.metric == "one_way"
-                })
-                .filter(|m| m.status.has_value())
-                .filter_map(|m| m.summary.as_ref().map(|s| s.median))
-                .collect();
-            oslab_core::stats::median(&all)
-        })
-        .collect();
-    oslab_core::stats::median(&per_run)
-}
-
 impl Side<'_> {
     /// The core clock its runs measured (median), GHz.
     fn core_clock(&self) -> Option<f64> {
@@ -197,7 +186,7 @@ impl Side<'_> {
     fn cpu_pair_latency(&self) -> Option<f64> {
         let runs: Vec<&[oslab_core::model::Measurement]> =
             self.runs.iter().map(|(_, m)| &m[..]).collect();
-        cpu_pair_latency(&runs)
+        oslab_core::stats::compare::cpu_pair_latency(&runs)
     }
 
     fn ids(&self) -> Vec<i64> {
@@ -272,6 +261,7 @@ pub fn verdict_text(r: &Row) -> String {
         Verdict::Same => r.judgement.no_difference_text(),
         Verdict::RatioOnly => "ratio only",
         Verdict::CacheMoved => "cache moved",
+        Verdict::PlacementMoved => "cpus sat differently",
         // The side where more repetitions had other work beside them.
         Verdict::LoadMoved => {
             match r.contended[0][1] * r.contended[1][0] > r.contended[1][1] * r.contended[0][0] {
@@ -398,6 +388,10 @@ impl Comparison<'_> {
                 Verdict::LoadMoved,
                 "where other work competed on one side only",
             ),
+            (
+                Verdict::PlacementMoved,
+                "crossing cpus that sat differently",
+            ),
             (Verdict::CannotTell, "that cannot tell (a band too wide)"),
         ] {
             if self.count(v) > 0 {
@@ -479,15 +473,23 @@ impl Comparison<'_> {
     /// How a change is called, and how often the rule cries wolf on identical runs.
     pub fn method(&self) -> String {
         format!(
-            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (its runs, or the repetitions of a single run; never the samples within one){}{}.\n{FALSE_ALARMS}",
+            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (one per run from 3 runs a side; else the repetitions of its one or two runs pooled; never the samples within one){}{}{}.\n{FALSE_ALARMS}",
             self.threshold * 100.0,
             match self.history {
-                Some(runs) if runs >= 3 => format!(" and, for a single run, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine)"),
+                Some(runs) if runs >= 3 => format!(" and, for a side of repetitions, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine and suite)"),
                 _ => String::new(),
+            },
+            match self.drift_taken(DriftFrom::Machine) {
+                Some((d, n)) => format!(
+                    "; in {} the history does not show, to how far its other measurements drift (±{}, their upper quartile)",
+                    rows(n),
+                    percent(d)
+                ),
+                None => String::new(),
             },
             match self.scatter() {
                 Some((d, n)) => format!(
-                    "; in {} of a single run that no earlier runs show, to how far this comparison's rows scatter about their common ratio (±{}, 99% of rows)",
+                    "; in {} of one or two runs that no earlier runs show, to how far this comparison's rows scatter about their common ratio (±{}, 99% of rows)",
                     rows(n),
                     percent(d)
                 ),
@@ -499,13 +501,19 @@ impl Comparison<'_> {
     /// The band the rows' scatter gave the rows of a single run no earlier run showed, and how
     /// many rows took it.
     fn scatter(&self) -> Option<(f64, usize)> {
-        let from_rows: Vec<f64> = self
+        self.drift_taken(DriftFrom::Rows)
+    }
+
+    /// The drift taken from `from` (one figure for all the rows that took it) and how many rows
+    /// took it.
+    fn drift_taken(&self, from: DriftFrom) -> Option<(f64, usize)> {
+        let taken: Vec<f64> = self
             .rows
             .iter()
-            .filter(|r| r.drift_from == Some(DriftFrom::Rows))
+            .filter(|r| r.drift_from == Some(from))
             .filter_map(|r| r.drift)
             .collect();
-        Some((*from_rows.first()?, from_rows.len()))
+        Some((*taken.first()?, taken.len()))
     }
 
     /// Whether the sides' two cpus sat differently on the host (core-to-core latency more than
@@ -513,8 +521,16 @@ impl Comparison<'_> {
     fn placement_note(&self) -> Option<String> {
         let (a, b) = (self.a.cpu_pair_latency()?, self.b.cpu_pair_latency()?);
         let apart = (b / a).max(a / b);
+        let moved = match self.count(Verdict::PlacementMoved) {
+            0 => String::new(),
+            n => format!(
+                " Beyond the band, {} crossing cpus {} `cpus sat differently`, not better or worse.",
+                rows(n),
+                if n == 1 { "reads" } else { "read" }
+            ),
+        };
         (apart > PLACEMENT_APART).then(|| format!(
-            "The cpus sat differently: core-to-core latency A {} ns, B {} ns ({apart:.1}x). On a VM the host places its vCPUs anew (sharing a core, a cache, or neither): what crosses cpus (wake-ups on another cpu, core-to-core latency, cross-cpu switches, the NUMA matrix) moves with it, whatever the software did.",
+            "The cpus sat differently: core-to-core latency A {} ns, B {} ns ({apart:.1}x). On a VM the host places its vCPUs anew (sharing a core, a cache, or neither): what crosses cpus (wake-ups on another cpu, core-to-core latency, cross-cpu switches, the NUMA matrix) moves with it, whatever the software did.{moved}",
             num(a),
             num(b)
         ))
@@ -535,7 +551,10 @@ impl Comparison<'_> {
                 }
             });
         let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
-        let single = self.a.runs.len() == 1 || self.b.runs.len() == 1;
+        let single = self
+            .rows
+            .iter()
+            .any(|r| r.replicates.contains(&Replicates::Repetitions));
         let mut notes: Vec<String> = self.placement_note().into_iter().collect();
         notes.extend(self.why_only_one_side());
         if called > 0 && single && self.history.is_none() && self.scatter().is_none() {
@@ -869,7 +888,7 @@ mod tests {
             x
         };
         let run = [c2c(1, 23.0), c2c(2, 111.0), c2c(3, 111.0)];
-        let latency = super::cpu_pair_latency(&[&run[..]]).unwrap();
+        let latency = oslab_core::stats::compare::cpu_pair_latency(&[&run[..]]).unwrap();
         assert!((latency - 111.0).abs() < 5.0, "{latency}");
     }
 }

@@ -201,6 +201,10 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         if *node == "eps" {
             doc["run"]["status"] = "crashed".into();
         }
+        // gamma booted with another clocksource: drifted, whatever its figures.
+        if *node == "gamma" {
+            doc["run"]["fingerprint"]["clocksource"] = "hpet".into();
+        }
         std::fs::write(job.join(format!("node-{node}.json")), doc.to_string()).unwrap();
     }
     std::fs::write(
@@ -302,6 +306,57 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     assert!(text.contains("%!") && text.contains("slow"), "{text}");
     let e = fails(&["fleet", "summary", "778", "--db", db_s], 2);
     assert!(e.contains("no runs of fleet job 778"), "{e}");
+    // Every listed node has a verdict when the summary is of the job's directory, and the
+    // health check's exit status and drain lines follow them.
+    let dir = job.to_str().unwrap();
+    let s = json(&stdout(&["fleet", "summary", dir, "--json", "--db", db_s]));
+    let verdict = |node: &str| -> (String, String) {
+        let v = s["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["node"] == node)
+            .unwrap_or_else(|| panic!("no verdict for {node}: {s}"));
+        let why: Vec<&str> = v["why"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w.as_str())
+            .collect();
+        (v["verdict"].as_str().unwrap().to_string(), why.join("; "))
+    };
+    for (node, want, why) in [
+        ("alpha", "healthy", ""),
+        ("beta", "healthy", ""),
+        ("delta", "healthy", ""),
+        ("slow", "outlier", "values apart"),
+        ("gamma", "drifted", "clocksource hpet"),
+        ("eps", "crashed", "run crashed"),
+        ("dead", "failed", "signal 9"),
+        ("late", "missing", "no result yet"),
+        ("lost", "crashed", "DOWN+NOT_RESPONDING"),
+    ] {
+        let (v, w) = verdict(node);
+        assert_eq!(v, want, "{node}: {w}");
+        assert!(w.contains(why), "{node}: {w}");
+    }
+    let text = String::from_utf8(stdout(&["fleet", "summary", dir, "--db", db_s])).unwrap();
+    assert!(text.contains("6 of 9 nodes not healthy"), "{text}");
+    assert!(
+        text.contains("gamma drifted: clocksource hpet (5 others: tsc)"),
+        "{text}"
+    );
+    fails(
+        &["fleet", "summary", dir, "--fail-on-outlier", "--db", db_s],
+        1,
+    );
+    let drain =
+        String::from_utf8(stdout(&["fleet", "summary", dir, "--drain", "--db", db_s])).unwrap();
+    assert_eq!(drain.lines().count(), 6, "{drain}");
+    assert!(
+        drain.contains("scontrol update NodeName=late State=DRAIN Reason=\"oslab fleet 777.0a1b2c3d: missing: no result yet\""),
+        "{drain}"
+    );
     // Slurm gives id 777 again (a controller that lost its state): the new submission is
     // collected beside the first, never into it, and the id alone no longer names one.
     let again = results.path().join("777.ffff0000");

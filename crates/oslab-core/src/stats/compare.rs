@@ -72,6 +72,10 @@ pub enum Verdict {
     /// not on the other's ([`Row::contended`]): the difference is the load's (identical runs,
     /// one beside two cpu hogs, once read 2-thread bandwidth 3-8x "better").
     LoadMoved,
+    /// Beyond the band, on a row whose work crosses cpus ([`crosses_cpus`]), where the two
+    /// cpus sat differently on the host between the sides ([`placement_moved`]): core-to-core
+    /// latency read 100 ns on one side and 32.9 ns on the other of identical runs, `better`.
+    PlacementMoved,
     /// No difference shown, but the band is wider than [`BLIND_BAND`]: a change of the size
     /// asked for could not have been seen (171 of 353 rows once read `same` with bands over
     /// ±25%, 85 capped at ±99%).
@@ -115,10 +119,28 @@ pub struct Row {
     /// its verdict stands on its own evidence, and this says what moved with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub got_moved: Vec<crate::conditions::Moved>,
+    /// What each side's replicates are: its repetitions (pooled over its runs, fewer than 3),
+    /// or one per run (3 runs or more).
+    pub replicates: [Replicates; 2],
     /// The judgement.
     #[serde(flatten)]
     pub judgement: Judgement,
 }
+
+/// What a side's replicates are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replicates {
+    /// Its repetitions, pooled over its runs: a side of one or two runs, whose few runs cannot
+    /// show the drift between runs (the band is widened by it, [`DriftFrom`]).
+    Repetitions,
+    /// The median of each run's repetitions: a side of 3 runs or more, the drift between runs
+    /// in the replicates themselves.
+    Runs,
+}
+
+/// Runs a side needs before each counts as one replicate (3 give the 90% interval).
+pub const RUNS_AS_REPLICATES: usize = 3;
 
 /// What showed how far a single run drifts from another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -130,6 +152,10 @@ pub enum DriftFrom {
     OtherSide,
     /// How far this comparison's rows scatter about their common ratio ([`scatter`]).
     Rows,
+    /// How far this machine's earlier runs drift on the measurements they show (the upper
+    /// quartile of their drifts, [`Drift::typical`]): a focused run of a few rows the history
+    /// lacks.
+    Machine,
 }
 
 /// Two sets of independent replicate values judged against each other.
@@ -172,37 +198,38 @@ impl Judgement {
     /// A change found where the cache moved between the sides is the cache's
     /// ([`Verdict::CacheMoved`]); no difference stays one.
     fn at_cache_edge(self, edge: bool) -> Judgement {
-        match edge {
-            true if matches!(
-                self.verdict,
-                Verdict::Better | Verdict::Regression | Verdict::Changed
-            ) =>
-            {
-                Judgement {
-                    verdict: Verdict::CacheMoved,
-                    ..self
-                }
-            }
-            _ => self,
-        }
+        self.moved_by(edge, Verdict::CacheMoved)
     }
 
     /// A change found where the load moved between the sides is the load's
     /// ([`Verdict::LoadMoved`]).
     fn at_load_shift(self, shifted: bool) -> Judgement {
-        match shifted {
-            true if matches!(
-                self.verdict,
-                Verdict::Better | Verdict::Regression | Verdict::Changed
-            ) =>
-            {
-                Judgement {
-                    verdict: Verdict::LoadMoved,
-                    ..self
-                }
-            }
-            _ => self,
+        self.moved_by(shifted, Verdict::LoadMoved)
+    }
+
+    /// A change found on a row crossing cpus that sat differently is the placement's
+    /// ([`Verdict::PlacementMoved`]).
+    fn at_placement_shift(self, shifted: bool) -> Judgement {
+        self.moved_by(shifted, Verdict::PlacementMoved)
+    }
+
+    /// A change found when `moved` is `cause`'s, not what was compared.
+    fn moved_by(self, moved: bool, cause: Verdict) -> Judgement {
+        match moved && self.changed() {
+            true => Judgement {
+                verdict: cause,
+                ..self
+            },
+            false => self,
         }
+    }
+
+    /// Whether the verdict is a change (better, regression, changed).
+    fn changed(&self) -> bool {
+        matches!(
+            self.verdict,
+            Verdict::Better | Verdict::Regression | Verdict::Changed
+        )
     }
 
     /// No difference under a band wider than [`BLIND_BAND`] is no verdict: it cannot tell.
@@ -385,6 +412,8 @@ struct PerRun {
     got: HashMap<Key, Vec<crate::conditions::Setting>>,
     /// Repetitions with a value, and those of them measured while other work competed.
     contended: HashMap<Key, [usize; 2]>,
+    /// The values of the repetitions measured with no other work competing.
+    calm: HashMap<Key, Vec<f64>>,
 }
 
 impl PerRun {
@@ -395,6 +424,7 @@ impl PerRun {
         let mut sets = HashMap::new();
         let mut got: HashMap<Key, Vec<crate::conditions::Setting>> = HashMap::new();
         let mut contended: HashMap<Key, [usize; 2]> = HashMap::new();
+        let mut calm: HashMap<Key, Vec<f64>> = HashMap::new();
         for (run_no, run) in runs.iter().enumerate() {
             let mut seen = HashSet::new();
             for m in run.iter() {
@@ -426,6 +456,9 @@ impl PerRun {
                     let c = contended.entry(key(m)).or_default();
                     c[0] += 1;
                     c[1] += usize::from(m.status.is_contended());
+                    if !m.status.is_contended() {
+                        calm.entry(key(m)).or_default().push(s.median);
+                    }
                 }
             }
         }
@@ -436,6 +469,7 @@ impl PerRun {
             sets,
             got,
             contended,
+            calm,
         }
     }
 
@@ -447,17 +481,25 @@ impl PerRun {
             .unwrap_or_default()
     }
 
-    /// The replicates of `k`: each repetition when one run has a value, else one value per run
-    /// (the median of its repetitions); and how many runs have a value.
-    fn replicates(&self, k: &Key) -> (Vec<f64>, usize) {
+    /// The replicates of `k` and what they are: one value per run (the median of its
+    /// repetitions) from [`RUNS_AS_REPLICATES`] runs with a value, else every repetition of the
+    /// runs that have one, pooled (two runs of 3 repetitions each judged nothing as 2 per-run
+    /// medians).
+    fn replicates(&self, k: &Key) -> (Vec<f64>, Replicates) {
         let runs: Vec<&Vec<f64>> = self
             .values
             .get(k)
             .map(|v| v.iter().filter(|r| !r.is_empty()).collect())
             .unwrap_or_default();
-        match runs.as_slice() {
-            [one] => (one.to_vec(), 1),
-            many => (many.iter().filter_map(|v| median(v)).collect(), many.len()),
+        match runs.len() >= RUNS_AS_REPLICATES {
+            true => (
+                runs.iter().filter_map(|v| median(v)).collect(),
+                Replicates::Runs,
+            ),
+            false => (
+                runs.iter().flat_map(|v| v.iter().copied()).collect(),
+                Replicates::Repetitions,
+            ),
         }
     }
 }
@@ -579,7 +621,23 @@ impl Drift {
     fn of(&self, k: &Key) -> Option<f64> {
         self.per_key.get(k).copied()
     }
+
+    /// How far this machine's runs typically drift, for a measurement the history lacks: the
+    /// upper quartile of the drifts it shows (a quiet row drifts 1%, a bandwidth row 50%: the
+    /// quartile leans to the wide side, where a false alarm costs more than a missed change).
+    /// None without [`DRIFT_MIN_KNOWN`] measurements known.
+    pub fn typical(&self) -> Option<f64> {
+        let mut all: Vec<f64> = self.per_key.values().copied().collect();
+        if all.len() < DRIFT_MIN_KNOWN {
+            return None;
+        }
+        all.sort_by(f64::total_cmp);
+        Some(all[(all.len() * 3) / 4])
+    }
 }
+
+/// Measurements a history must show the drift of before their typical drift stands for others.
+pub const DRIFT_MIN_KNOWN: usize = 20;
 
 /// Whether the load moved between the sides for a row: most of one side's repetitions were
 /// measured while other work competed, and at most a few of the other's ([value, contended] a
@@ -590,6 +648,68 @@ fn load_moved(contended: [[usize; 2]; 2]) -> bool {
         (Some(a), Some(b)) => (a - b).abs() >= 0.5,
         _ => false,
     }
+}
+
+/// Whether a change stands without the load: the repetitions each side measured with no other
+/// work competing lie apart beyond the band, every one of them (a syscall audit rule made
+/// getppid 27x slower; two of B's three repetitions had other work beside them, the third alone
+/// showed the change).
+fn apart_when_calm(calm: [&[f64]; 2], band: f64) -> bool {
+    let range = |v: &[f64]| -> Option<(f64, f64)> {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo > 0.0 && hi.is_finite()).then_some((lo, hi))
+    };
+    match (range(calm[0]), range(calm[1])) {
+        (Some((alo, ahi)), Some((blo, bhi))) => blo / ahi > 1.0 + band || bhi / alo < 1.0 - band,
+        _ => false,
+    }
+}
+
+/// How far apart two sides' core-to-core latencies must be to say their cpus sat differently.
+pub const PLACEMENT_APART: f64 = 1.5;
+
+/// How far apart a side's two cpus sat, as the guest can see it: the median over its runs of
+/// the one-way core-to-core latency (`c2c.latency`), ns. On a VM the vCPUs' placement on the
+/// host can change between runs (the same two vCPUs: 23 ns one run, 111 ns the next), and every
+/// figure that crosses cpus moves with it. Every repetition counts (the first alone once
+/// contradicted the table).
+pub fn cpu_pair_latency(runs: &[&[Measurement]]) -> Option<f64> {
+    let per_run: Vec<f64> = runs
+        .iter()
+        .filter_map(|ms| {
+            let all: Vec<f64> = ms
+                .iter()
+                .filter(|m| m.probe == crate::catalog::id::C2C_LATENCY && m.metric == "one_way")
+                .filter(|m| m.status.has_value())
+                .filter_map(|m| m.summary.as_ref().map(|s| s.median))
+                .collect();
+            median(&all)
+        })
+        .collect();
+    median(&per_run)
+}
+
+/// Whether the sides' cpus sat differently on the host: their core-to-core latencies more than
+/// [`PLACEMENT_APART`] apart.
+pub fn placement_moved(a: &[&[Measurement]], b: &[&[Measurement]]) -> bool {
+    match (cpu_pair_latency(a), cpu_pair_latency(b)) {
+        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => (y / x).max(x / y) > PLACEMENT_APART,
+        _ => false,
+    }
+}
+
+/// Whether a measurement's work crosses cpus (a wake-up, a cache line or a thread moved from
+/// one cpu to another): its placement names two different cpus, or a list of several.
+pub fn crosses_cpus(m: &Measurement) -> bool {
+    let p = &m.params;
+    let two_ends = matches!((p.get("from"), p.get("to")), (Some(f), Some(t)) if f != t);
+    let several = p
+        .get("cpus")
+        .and_then(|c| c.as_str())
+        .and_then(|c| crate::cpuset::CpuSet::parse_list(c).ok())
+        .is_some_and(|cpus| cpus.len() > 1);
+    two_ends || several || p.contains_key("peer_cpu")
 }
 
 /// The core clock a side ran at, GHz: the median over its runs of the clock each run measured
@@ -622,6 +742,13 @@ pub fn compare(
     drift: &Drift,
 ) -> Vec<Row> {
     let sides = [PerRun::of(a), PerRun::of(b)];
+    let crosses: HashSet<Key> = a
+        .iter()
+        .chain(b)
+        .flat_map(|run| run.iter())
+        .filter(|m| crosses_cpus(m))
+        .map(key)
+        .collect();
     let mut order = sides[0].order.clone();
     order.extend(
         sides[1]
@@ -643,15 +770,18 @@ pub fn compare(
         })
         .collect();
     let scattered = scatter(&ratios);
+    let typical = drift.typical();
     let edge = moved_cache(a, b);
+    let placement = placement_moved(a, b);
     order
         .into_iter()
         .map(|(k, unit, params, difference)| {
-            let (va, runs_a) = sides[0].replicates(&k);
-            let (vb, runs_b) = sides[1].replicates(&k);
-            // A single run's drift: from the history, else from the other side's runs, else
-            // from how far this comparison's rows scatter.
-            let single = runs_a == 1 || runs_b == 1;
+            let (va, kind_a) = sides[0].replicates(&k);
+            let (vb, kind_b) = sides[1].replicates(&k);
+            // The drift between runs of a side whose replicates are repetitions: from the
+            // history, else from the other side's runs, else from how far this comparison's rows
+            // scatter, else from how far the history's other measurements drift.
+            let single = kind_a == Replicates::Repetitions || kind_b == Replicates::Repetitions;
             let learnt = single && drift.learnt;
             let found = learnt
                 .then(|| drift.of(&k).map(|d| (d, DriftFrom::History)))
@@ -660,7 +790,8 @@ pub fn compare(
                     let other = sides.iter().find_map(|s| apart(&s.run_medians(&k)));
                     learnt.then_some(other?).map(|d| (d, DriftFrom::OtherSide))
                 })
-                .or_else(|| single.then_some(scattered?).map(|d| (d, DriftFrom::Rows)));
+                .or_else(|| single.then_some(scattered?).map(|d| (d, DriftFrom::Rows)))
+                .or_else(|| learnt.then_some(typical?).map(|d| (d, DriftFrom::Machine)));
             // Without a history asked for (`--no-history`), a single run with nothing to show
             // its drift is judged by its repetitions alone, as the user chose.
             let unknown = learnt && found.is_none();
@@ -678,6 +809,8 @@ pub fn compare(
                 })
             });
             let contended = [0, 1].map(|i| sides[i].contended.get(&k).copied().unwrap_or_default());
+            let calm = [0, 1].map(|i| sides[i].calm.get(&k).map_or(&[][..], |v| &v[..]));
+            let load_shift = load_moved(contended) && !apart_when_calm(calm, band);
             Row {
                 probe,
                 params,
@@ -693,8 +826,10 @@ pub fn compare(
                 }
                 .unjudged_if(unknown)
                 .at_cache_edge(cache_edge.is_some())
-                .at_load_shift(load_moved(contended))
+                .at_load_shift(load_shift)
+                .at_placement_shift(placement && crosses.contains(&k))
                 .blind_if_wide(),
+                replicates: [kind_a, kind_b],
                 contended,
                 cache_edge,
                 got_moved: crate::conditions::diff(
@@ -843,6 +978,12 @@ mod tests {
         both.iter_mut()
             .for_each(|m| m.status = Status::noisy(crate::model::cause::CONTENTION));
         assert_eq!(verdict(&both, &busy).judgement.verdict, Verdict::Better);
+        // A repetition measured alone on the busy side still shows the change: it stands.
+        busy[2].status = Status::Ok;
+        assert_eq!(verdict(&quiet, &busy).judgement.verdict, Verdict::Better);
+        // One that does not (the load's doing) leaves it unclaimed.
+        busy[2].summary = Summary::new(&[10.1; 40]);
+        assert_ne!(verdict(&quiet, &busy).judgement.verdict, Verdict::Better);
     }
 
     #[test]
@@ -969,6 +1110,95 @@ mod tests {
         let expected = apart(&[100.5, 121.5, 110.5]);
         assert!(expected.is_some() && rows[0].drift == expected, "{rows:?}");
         assert_ne!(rows[0].judgement.verdict, Verdict::RatioOnly);
+    }
+
+    #[test]
+    fn two_runs_a_side_pool_their_repetitions_and_are_judged() {
+        // Two runs of 3 repetitions a side were 2 per-run medians: no interval, nothing judged.
+        let (a1, a2) = (
+            run(1, Unit::Ns, &[100.0, 100.5, 101.0]),
+            run(1, Unit::Ns, &[101.0, 101.5, 102.0]),
+        );
+        let (b1, b2) = (
+            run(1, Unit::Ns, &[130.0, 130.5, 131.0]),
+            run(1, Unit::Ns, &[131.0, 131.5, 132.0]),
+        );
+        let rows = compare(&[&a1, &a2], &[&b1, &b2], 0.05, &Drift::default());
+        assert_eq!(rows[0].judgement.n, [6, 6]);
+        assert_eq!(rows[0].replicates, [Replicates::Repetitions; 2]);
+        assert_eq!(rows[0].judgement.verdict, Verdict::Regression);
+        let rows = compare(&[&a1, &b1], &[&a2, &b2], 0.05, &Drift::default());
+        // The runs' own difference (30%) is in the pooled spread: not a change.
+        assert!(rows[0].judgement.band > 0.25, "{rows:?}");
+        assert_eq!(rows[0].judgement.verdict, Verdict::CannotTell);
+        // Three runs a side are one replicate each.
+        let rows = compare(&[&a1, &a2, &a1], &[&b1, &b2, &b1], 0.05, &Drift::default());
+        assert_eq!(rows[0].replicates, [Replicates::Runs; 2]);
+        assert_eq!(rows[0].judgement.n, [3, 3]);
+    }
+
+    #[test]
+    fn a_measurement_the_history_lacks_takes_how_far_the_machines_others_drift() {
+        // A history of 30 measurements, none the one compared now (a focused run).
+        let earlier: Vec<Vec<Measurement>> = (0..4)
+            .map(|r| many(30, |i| 100.0 + i as f64 + 4.0 * f64::from(r % 2 == 0)))
+            .collect();
+        let drift = Drift::from_runs(&views(&earlier));
+        let typical = drift.typical().unwrap();
+        assert!(typical > 0.05 && typical < 0.5, "{typical}");
+        let (a, b) = (
+            run(1, Unit::Ns, &[100.0, 100.5, 101.0]),
+            run(1, Unit::Ns, &[200.0, 200.5, 201.0]),
+        );
+        let rows = compare(&[&a], &[&b], 0.05, &drift);
+        assert_eq!(rows[0].drift_from, Some(DriftFrom::Machine));
+        assert_eq!(rows[0].drift, Some(typical));
+        assert_eq!(rows[0].judgement.verdict, Verdict::Regression);
+        // Too few measurements known say nothing of the machine: not judged.
+        let little = Drift::from_runs(&views(
+            &earlier.iter().map(|r| r[..9].to_vec()).collect::<Vec<_>>(),
+        ));
+        assert!(little.typical().is_none());
+        let rows = compare(&[&a], &[&b], 0.05, &little);
+        assert_eq!(rows[0].judgement.verdict, Verdict::RatioOnly);
+    }
+
+    #[test]
+    fn a_change_crossing_cpus_that_sat_differently_is_the_placements() {
+        use crate::catalog::id::C2C_LATENCY;
+        let c2c = |from: usize, to: usize, values: &[f64]| -> Vec<Measurement> {
+            run(0, Unit::Ns, values)
+                .into_iter()
+                .map(|mut x| {
+                    x.probe = C2C_LATENCY.into();
+                    x.metric = "one_way".into();
+                    x.params = params! {"from" => from, "to" => to};
+                    x
+                })
+                .collect()
+        };
+        let (a, b) = (
+            c2c(1, 0, &[100.0, 101.0, 102.0]),
+            c2c(1, 0, &[32.9, 33.0, 33.1]),
+        );
+        assert!(crosses_cpus(&a[0]));
+        assert!(!crosses_cpus(&run(1, Unit::Ns, &[1.0])[0]));
+        let rows = compare(&[&a], &[&b], 0.05, &Drift::default());
+        assert_eq!(rows[0].judgement.verdict, Verdict::PlacementMoved);
+        // A row on one cpu keeps its verdict.
+        let (mut a1, mut b1) = (a.clone(), b.clone());
+        a1.extend(run(1, Unit::Ns, &[100.0, 100.5, 101.0]));
+        b1.extend(run(1, Unit::Ns, &[150.0, 150.5, 151.0]));
+        let rows = compare(&[&a1], &[&b1], 0.05, &Drift::default());
+        assert_eq!(rows[1].judgement.verdict, Verdict::Regression);
+        // Cpus that sat alike leave the change a change.
+        let rows = compare(
+            &[&a],
+            &[&c2c(1, 0, &[130.0, 131.0, 132.0])],
+            0.05,
+            &Drift::default(),
+        );
+        assert_eq!(rows[0].judgement.verdict, Verdict::Regression);
     }
 
     /// Runs as the comparison takes them.

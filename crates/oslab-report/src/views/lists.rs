@@ -159,7 +159,7 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     for v in s
         .verdicts
         .iter()
-        .filter(|v| v.state != oslab_fleet::NodeState::Ok)
+        .filter(|v| v.state != oslab_fleet::NodeState::Ok && v.run_id.is_some())
     {
         text += &format!(
             "note: {}'s run is {} ({} measured): what it holds is judged, the rest is missing\n",
@@ -173,6 +173,24 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
         0 => "no outlier nodes".to_string(),
         _ => format!("outlier nodes: {}", flagged.join(", ")),
     };
+    // Every node's verdict, the unhealthy ones with why: what a scheduler drains.
+    let sick: Vec<&oslab_fleet::summary::NodeVerdict> = s
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict != oslab_fleet::summary::Health::Healthy)
+        .collect();
+    end += &match sick.len() {
+        0 => format!("\nevery node healthy ({})", s.verdicts.len()),
+        n => format!("\n{} of {} nodes not healthy:", n, s.verdicts.len()),
+    };
+    for v in &sick {
+        end += &format!(
+            "\n  {} {}: {}",
+            v.node,
+            v.verdict.as_str(),
+            oslab_core::text::one_line(&v.why.join("; "))
+        );
+    }
     let apart: Vec<String> = s
         .verdicts
         .iter()
@@ -217,7 +235,7 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let mut nodes = new_table(&[
         "node",
         "run",
-        "state",
+        "verdict",
         "measured",
         "outliers",
         "largest deviation",
@@ -230,8 +248,8 @@ fn fleet_tables(s: &oslab_fleet::FleetSummary, all: bool) -> String {
             &mut nodes,
             [
                 v.node.clone(),
-                v.run_id.to_string(),
-                v.state.as_str().to_string(),
+                v.run_id.map_or("-".into(), |id| id.to_string()),
+                v.verdict.as_str().to_string(),
                 v.measured.to_string(),
                 if v.outliers > 0 {
                     format!("{} !", v.outliers)

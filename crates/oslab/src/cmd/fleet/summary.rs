@@ -1,31 +1,36 @@
-//! `oslab fleet summary JOB`: the collected runs of one job side by side.
+//! `oslab fleet summary JOB`: the collected runs of one job side by side, and every node's
+//! verdict (healthy, outlier, drifted, partial, crashed, failed, missing).
 
 use crate::cli::FleetSummaryArgs;
 use crate::cmd::{print_json, print_text};
 use crate::error::usage;
-use oslab_fleet::{self as fleet, summarize};
+use oslab_fleet::{self as fleet, summary::Health, JobSummaryError};
 use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
     let store = crate::cmd::store().open_to_read()?;
-    let (job, runs) = fleet::node_runs(&store, &args.job).map_err(|e| match e {
-        fleet::NodeRunsError::Ambiguous(m) => usage(m),
-        other => other.into(),
-    })?;
-    if runs.is_empty() {
+    let Some((job, s)) =
+        fleet::job_summary(&store, &args.job, args.min_effect).map_err(|e| match e {
+            JobSummaryError::Usage(m) => usage(m),
+            other => other.into(),
+        })?
+    else {
         return Err(usage(format!(
             "no runs of fleet job {} in {} (collect them first: oslab fleet collect RESULTS/{})",
             args.job,
             store.path().display(),
             args.job
         )));
-    }
-    let s = summarize(&runs, args.min_effect);
-    if args.out.json {
+    };
+    if args.drain {
+        // Whole lines, never wrapped: they are for a shell.
+        let lines = fleet::drain_script(&job, &s);
+        crate::cmd::to_stdout(&mut std::io::stdout().lock(), lines.as_bytes())?;
+    } else if args.out.json {
         print_json(&s)?;
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        print_text(&oslab_report::views::fleet(&job.to_string(), &s, args.all))?;
     }
-    let text = oslab_report::views::fleet(&job.to_string(), &s, args.all);
-    print_text(&text)?;
-    Ok(ExitCode::SUCCESS)
+    let sick = s.verdicts.iter().any(|v| v.verdict != Health::Healthy);
+    Ok(ExitCode::from(u8::from(args.fail_on_outlier && sick)))
 }

@@ -69,6 +69,7 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
         ("THP", "thp"),
         ("THP defrag", "thp_defrag"),
         ("seccomp mode", "seccomp"),
+        ("syscall audit", "audit"),
     ] {
         from(name, &fingerprint[key]);
     }

@@ -79,6 +79,10 @@ pub struct Fingerprint {
     /// call.
     #[serde(default)]
     pub seccomp: Option<String>,
+    /// The kernel's system-call audit: "off", or "on, N rules" (a rule sends every system call
+    /// through the audit path); none where it cannot be asked (not root).
+    #[serde(default)]
+    pub audit: Option<String>,
     /// The kernel's timer tick rate in Hz (CONFIG_HZ): from its configuration, else from how far
     /// jiffies have counted since boot.
     pub tick_hz: Option<u32>,

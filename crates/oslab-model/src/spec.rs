@@ -441,6 +441,7 @@ mod tests {
             thp_defrag: None,
             cmdline: None,
             seccomp: None,
+            audit: None,
             tick_hz: None,
         };
         fp.cpu_vendor = Some("GenuineIntel".into());

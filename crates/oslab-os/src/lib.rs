@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod affinity;
+pub mod audit;
 pub mod balancing;
 pub mod cgroup;
 pub mod clock;

@@ -294,6 +294,7 @@ pub fn fingerprint(topology: &Topology, clock: &Clock) -> Fingerprint {
         thp_defrag: chosen("/sys/kernel/mm/transparent_hugepage/defrag"),
         cmdline: read_trim("/proc/cmdline"),
         seccomp: seccomp(),
+        audit: crate::audit::state(),
         tick_hz: tick_hz(),
     }
 }

@@ -13,7 +13,7 @@ use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
 /// How often the verdicts cry wolf, as `scripts/false-alarms` measured it: two identical runs
 /// (`--quick --repeat 3`) compared, every regression, improvement or change a false alarm.
-pub const FALSE_ALARMS: &str = "False alarms on identical runs (scripts/false-alarms, 3 repetitions a side, a 2-vCPU KVM guest, 2026-11-27): single runs without history 0-0.5% of rows quiet, 0-1.1% beside stress-ng --cpu 2 (9.9% once, on 2026-11-26, when the host moved the vCPUs between the runs, which is then said); with earlier runs as history 0-0.3%; 5 runs a side taken alternately 0%. Rows where the cache moved between the sides (up to 7 of 373) are said, not called changes. A getppid made 14% slower on purpose was found each time, and no other row.";
+pub const FALSE_ALARMS: &str = "False alarms (scripts/false-alarms, 3 repetitions a side, 2-vCPU KVM guests, 2026-11-26/27): identical runs, single runs without history 0-0.5% of rows quiet, 0-1.1% beside stress-ng --cpu 2; with earlier runs as history 0-0.3%; 5 runs a side taken alternately 0%. One side quiet, the other beside stress-ng --cpu 2: 0-0.6% single runs, 0% with history, two runs a side or alternated groups (the rows the load moved read `other work in B`). THP always -> never: 52-55 of 65-69 THP-backed rows flagged or saying their pages moved; 1.0-3.7% of the other rows single runs, 0.4% two runs a side, 1.1% alternated groups (two of them in every pair: THP's doing on rows that record no pages). A syscall audit rule: 15-17 system-call rows, 0-1.1% of the others. A getppid made 14% slower on purpose was found each time, and no other row. Rows where the cache moved between the sides are said, not called changes.";
 
 /// Earlier runs looked at, at most, for the drift between runs.
 const HISTORY_RUNS: usize = 20;
@@ -473,7 +473,7 @@ impl Comparison<'_> {
     /// How a change is called, and how often the rule cries wolf on identical runs.
     pub fn method(&self) -> String {
         format!(
-            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (one per run from 3 runs a side; else the repetitions of its one or two runs pooled; never the samples within one){}{}{}.\n{FALSE_ALARMS}",
+            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (one per run from 3 runs a side; else the repetitions of its one or two runs pooled; never the samples within one){}{}{}{}.\n{FALSE_ALARMS}",
             self.threshold * 100.0,
             match self.history {
                 Some(runs) if runs >= 3 => format!(" and, for a side of repetitions, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine and suite)"),
@@ -482,6 +482,14 @@ impl Comparison<'_> {
             match self.drift_taken(DriftFrom::Machine) {
                 Some((d, n)) => format!(
                     "; in {} the history does not show, to how far its other measurements drift (±{}, their upper quartile)",
+                    rows(n),
+                    percent(d)
+                ),
+                None => String::new(),
+            },
+            match self.drift_taken(DriftFrom::Assumed) {
+                Some((d, n)) => format!(
+                    "; in {} that neither earlier runs nor enough rows show, to an assumed ±{} (how far runs of a shared 2-vCPU guest drift: keep a few runs in the store, or give 3 runs a side, to judge by this machine's own)",
                     rows(n),
                     percent(d)
                 ),
@@ -539,17 +547,8 @@ impl Comparison<'_> {
     /// What a reader needs to know about the verdicts: rows left unjudged and why, and
     /// verdicts reached without knowing how far runs drift apart.
     pub fn notes(&self) -> Vec<String> {
-        // Unjudged for too few repetitions, or (single runs with enough) for a drift unknown.
-        let (few, undrifted) = self
-            .rows
-            .iter()
-            .filter(|r| r.judgement.verdict == Verdict::RatioOnly)
-            .fold((0, 0), |(f, u), r| {
-                match r.judgement.n.iter().all(|n| *n >= 3) {
-                    true => (f, u + 1),
-                    false => (f + 1, u),
-                }
-            });
+        // Unjudged for too few repetitions.
+        let few = self.count(Verdict::RatioOnly);
         let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
         let single = self
             .rows
@@ -607,13 +606,6 @@ impl Comparison<'_> {
             notes.push(format!(
                 "Too few repetitions to judge in {} (3 a side are needed): measure with `oslab run --repeat 3`, or give several runs a side (`compare 1,2,3 4,5,6`, `tag:KEY=VALUE`).",
                 rows(few)
-            ));
-        }
-        if undrifted > 0 {
-            notes.push(format!(
-                "Not judged in {} of a single run: fewer than 3 earlier runs of this machine in the store show how far its runs drift apart, the comparison has too few rows ({}) to read it from their scatter, and its repetitions cannot (on a shared host, back-to-back identical runs often differ by 10-50%). Give several runs a side (`compare 1,3,5 2,4,6`: 3 a side give a verdict), keep a few runs in the store, or judge by repetitions alone with `--no-history`.",
-                rows(undrifted),
-                oslab_core::stats::compare::SCATTER_MIN_ROWS
             ));
         }
         notes

@@ -548,7 +548,15 @@ impl Comparison<'_> {
     /// verdicts reached without knowing how far runs drift apart.
     pub fn notes(&self) -> Vec<String> {
         // Unjudged for too few repetitions.
-        let few = self.count(Verdict::RatioOnly);
+        // Too few repetitions: measured so, or left out for a slowed core (each says why).
+        let (slowed, few) = self
+            .rows
+            .iter()
+            .filter(|r| r.judgement.verdict == Verdict::RatioOnly)
+            .fold((0, 0), |(s, f), r| match r.slowed.iter().any(|n| *n > 0) {
+                true => (s + 1, f),
+                false => (s, f + 1),
+            });
         let called = self.count(Verdict::Regression) + self.count(Verdict::Better);
         let single = self
             .rows
@@ -600,6 +608,12 @@ impl Comparison<'_> {
                 "{} cannot tell: no difference was shown, but their band is wider than ±{:.0}% (their replicates' spread, or how far runs drift), so a change of the size that counts could not have been seen; more runs a side narrow it.",
                 rows(blind),
                 oslab_core::stats::compare::BLIND_BAND * 100.0
+            ));
+        }
+        if slowed > 0 {
+            notes.push(format!(
+                "Too few replicates to judge in {}: some of their repetitions were measured on a slowed core (another guest on the same physical core) and are left out (`n` says how many); measure again when the host is quieter, or give several runs a side.",
+                rows(slowed)
             ));
         }
         if few > 0 {

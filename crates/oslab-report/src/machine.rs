@@ -130,7 +130,7 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
         dies(t),
         fp.cores,
         fp.threads,
-        opt(&fp.smt)
+        smt(fp.smt.as_deref())
     );
     let _ = writeln!(o, "caches");
     o.push_str(&caches(&t.caches));
@@ -309,6 +309,17 @@ pub fn counters(rows: &[oslab_core::machine::Availability]) -> String {
         ));
     }
     out
+}
+
+/// The kernel's SMT control in words (`notsupported` is sysfs's spelling).
+fn smt(control: Option<&str>) -> &str {
+    match control {
+        Some("notsupported") => "not supported by this cpu",
+        Some("notimplemented") => "not implemented by this kernel",
+        Some("forceoff") => "off (forced at boot)",
+        Some(other) => other,
+        None => "unknown",
+    }
 }
 
 #[cfg(test)]

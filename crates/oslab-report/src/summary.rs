@@ -148,10 +148,15 @@ fn model_range(ms: &[&Measurement]) -> String {
     }
 }
 
-/// `ok`, or how many points are noisy, failed or skipped.
+/// `ok`, or how many points are noisy, tight (busy yet holding), failed or skipped.
 fn status_counts(ms: &[&Measurement]) -> String {
-    let count = |word: &str| ms.iter().filter(|m| m.status.word() == word).count();
-    let parts: Vec<String> = ["noisy", "failed", "skipped"]
+    // A busy figure that still holds reads `tight` here as in the headline: one word per row.
+    let word = |m: &Measurement| match still_holds(m) {
+        true => "tight",
+        false => m.status.word(),
+    };
+    let count = |w: &str| ms.iter().filter(|m| word(m) == w).count();
+    let parts: Vec<String> = ["noisy", "tight", "failed", "skipped"]
         .iter()
         .filter_map(|w| match count(w) {
             0 => None,

@@ -27,8 +27,14 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
         .sources
         .values()
         .any(|s| s.as_str().is_some_and(|s| s.starts_with("table")));
-    if let Some(presented) = presented_core(spec).filter(|_| from_table) {
-        why = format!("{presented}; {why}");
+    // The core a hypervisor may present speaks for rows the core's own tables price (caches,
+    // timers, bandwidth), after the row's own reason: a kernel path's gap is the kernel's.
+    let core_priced = !matches!(
+        Family::of(&m.probe),
+        Some(Family::Syscall | Family::Switch | Family::Task | Family::Faults)
+    );
+    if let Some(presented) = presented_core(spec).filter(|_| from_table && core_priced) {
+        why = format!("{why}; {presented}");
     }
     if p.kind == oslab_core::ModelKind::Composed {
         why = format!(
@@ -55,6 +61,9 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
             .filter(|(_, s)| s.as_str().is_some_and(|s| s.starts_with("estimate")))
             .map(|(k, _)| k.as_str())
             .collect();
+        if let Some(serial) = serial_misses(m) {
+            return serial;
+        }
         return match family {
             Some(Family::Memory) if m.probe == id::MEMORY_LATENCY_STRIDE || m.probe == id::MEMORY_LATENCY_SEQUENTIAL => {
                 "the prefetchers fetch more of the chain ahead, or from nearer, than the model counts".into()
@@ -68,7 +77,7 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
     let mut why: Vec<String> = Vec::new();
     match family {
         Some(Family::Timer) => why.push(match vm {
-            Some(h) if m.probe == id::TIMER_CPUID_RDTSC => format!("cpuid exits to the hypervisor ({h}), and an exit costs more on this host than the estimate"),
+            Some(h) if m.probe == id::TIMER_CPUID_RDTSC => vm_exit(m, h),
             _ => "the table's cycle counts come from older cores; reading the time stamp counter takes longer on some recent ones".into(),
         }),
         Some(Family::Activity) => why.push(match vm {
@@ -93,6 +102,8 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
             }
         }
         Some(Family::Syscall) | Some(Family::Switch) | Some(Family::Task) | Some(Family::Faults) => {
+            // Configuration that taxes every system call and that no model input counts.
+            why.extend(spec.syscall_tax.iter().cloned());
             if !mitigations.starts_with("none") {
                 why.push(format!("mitigations at kernel entry: {mitigations}"));
             }
@@ -113,6 +124,50 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
         });
     }
     why.join("; ")
+}
+
+/// A figure of the prediction's inputs.
+fn input(m: &Measurement, key: &str) -> Option<f64> {
+    m.prediction.as_ref()?.inputs.get(key)?.as_f64()
+}
+
+/// Why `cpuid; rdtsc` under a hypervisor is slower than its model: the exit it took, as the
+/// measurement less the instructions' own cycles, against the exit the model assumed.
+fn vm_exit(m: &Measurement, hypervisor: &str) -> String {
+    let measured = m.summary.as_ref().map(|s| s.median);
+    let parts = (|| {
+        let ghz = input(m, "core_ghz")?;
+        let bare = input(m, "cpuid_cycles")? + input(m, "rdtsc_cycles")?;
+        let assumed = input(m, "vm_exit_cycles")?;
+        let exit_ns = measured? - bare / ghz;
+        (exit_ns > 0.0).then_some((exit_ns, exit_ns * ghz, assumed))
+    })();
+    match parts {
+        Some((ns, cycles, assumed)) => format!(
+            "cpuid exits to the hypervisor ({hypervisor}): the exit and re-entry took about {} here ({cycles:.0} cycles: the measurement less cpuid's and rdtsc's own), against the {assumed:.0} cycles of a recent host's exit the model assumes; this host handles the exit slowly (nested virtualization, or an exit its user-space monitor serves)",
+            oslab_core::units::value(ns, oslab_core::model::Unit::Ns)
+        ),
+        None => format!("cpuid exits to the hypervisor ({hypervisor}), and an exit costs more on this host than the estimate"),
+    }
+}
+
+/// Why a cold system call costs less than its model: the model takes its lines and page walks
+/// from memory one after another, an upper bound the core beats by overlapping the misses and
+/// keeping the upper page-table levels cached. None for other rows.
+fn serial_misses(m: &Measurement) -> Option<String> {
+    if Family::of(&m.probe) != Some(Family::Syscall)
+        || param(&m.params, "cache").as_deref() != Some("cold")
+    {
+        return None;
+    }
+    let lines = input(m, "lines")?;
+    let walks = input(m, "page_walks")?;
+    let refs = input(m, "walk_references")?;
+    let refill = input(m, "refill_ns")?;
+    Some(format!(
+        "the model fetches the call's {lines:.0} lines and {walks:.0} page walks of {refs:.0} references each from memory one after another ({} ns each): an upper bound; the core overlaps those misses and the page tables' upper levels stay cached, so the evicted call costs a fraction of it",
+        oslab_core::units::num(refill)
+    ))
 }
 
 /// Under a hypervisor that names no product (no model number: "Intel(R) Xeon(R) Processor"),

@@ -173,6 +173,9 @@ pub struct Spec {
     pub cpu_model: Option<String>,
     /// Active mitigations that cost at every kernel entry: (name, cycles, what it does).
     pub entry_mitigations: Vec<(String, f64, &'static str)>,
+    /// What else the configuration adds to every system call and no input counts, in words: a
+    /// syscall audit rule, a seccomp filter.
+    pub syscall_tax: Vec<String>,
     /// CONFIG_HZ, when the kernel's configuration is readable.
     pub tick_hz: Option<u32>,
     /// The kernel's clocksource.
@@ -181,6 +184,24 @@ pub struct Spec {
     pub idle_exit_us: Result<Figure, String>,
     /// SLIT distances, node x node.
     pub distances: Vec<Vec<u32>>,
+}
+
+/// The configuration's tax on every system call, in words ([`Spec::syscall_tax`]).
+fn syscall_tax(fingerprint: &Fingerprint) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(a) = fingerprint
+        .audit
+        .as_deref()
+        .filter(|a| a.starts_with("on, ") && *a != "on, 0 rules")
+    {
+        out.push(format!(
+            "syscall audit {a}: every system call takes the audit path on entry and exit"
+        ));
+    }
+    if fingerprint.seccomp.as_deref() == Some("2") {
+        out.push("a seccomp filter: every system call runs it first".to_string());
+    }
+    out
 }
 
 impl Spec {
@@ -237,6 +258,7 @@ impl Spec {
             hypervisor: fingerprint.hypervisor.clone(),
             cpu_model: fingerprint.cpu_model.clone(),
             entry_mitigations,
+            syscall_tax: syscall_tax(fingerprint),
             tick_hz: fingerprint.tick_hz,
             clocksource: fingerprint.clocksource.clone(),
             idle_exit_us,

@@ -35,6 +35,7 @@ fn spec() -> Spec {
         hypervisor: None,
         cpu_model: Some("Intel(R) Xeon(R) Platinum 8480+".into()),
         entry_mitigations: Vec::new(),
+        syscall_tax: Vec::new(),
         tick_hz: Some(250),
         clocksource: Some("tsc".into()),
         idle_exit_us: Ok(Figure::new(2.0, "kernel: test")),
@@ -468,6 +469,60 @@ fn far_gaps_are_explained_near_ones_are_not() {
         .unwrap();
     assert!(gap.starts_with("measured 10.0x the prediction"), "{gap}");
     assert!(gap.contains("mds") && gap.contains("KVM"), "{gap}");
+}
+
+#[test]
+fn a_miss_names_the_input_it_rests_on() {
+    let mut s = spec();
+    s.hypervisor = Some("KVM".into());
+    s.cpu_model = Some("Intel(R) Xeon(R) Processor".into());
+    let gap = |s: &Spec, m: Measurement| predicted(s, vec![m]).prediction.unwrap().gap.unwrap();
+    // cpuid under KVM: the exit this host took, from the measurement, against the one assumed.
+    let cpuid = || {
+        measured(
+            id::TIMER_CPUID_RDTSC,
+            params! {},
+            "per_read",
+            Unit::Ns,
+            4600.0,
+        )
+    };
+    let why = gap(&s, cpuid());
+    assert!(
+        why.contains("the exit and re-entry took about 4.")
+            && why.contains("against the 1200 cycles"),
+        "{why}"
+    );
+    // A cold call below its serial upper bound says that is what it is.
+    let cold = || {
+        measured(
+            id::SYSCALL_GETPPID,
+            params! {"cache" => "cold", "evicted" => "private"},
+            "per_call",
+            Unit::Ns,
+            200.0,
+        )
+    };
+    let why = gap(&s, cold());
+    assert!(
+        why.contains("one after another") && why.contains("upper bound"),
+        "{why}"
+    );
+    // A kernel path's miss is not the presented core's: that clause is for the core's tables.
+    assert!(!why.contains("names no product"), "{why}");
+    // An audit rule taxes every call, and a slow call says so first.
+    s.syscall_tax = vec![
+        "syscall audit on, 1 rule: every system call takes the audit path on entry and exit".into(),
+    ];
+    let slow = measured(
+        id::SYSCALL_GETPPID,
+        params! {"cache" => "hot"},
+        "per_call",
+        Unit::Ns,
+        5000.0,
+    );
+    let why = gap(&s, slow);
+    assert!(why.contains(": syscall audit on, 1 rule"), "{why}");
 }
 
 #[test]

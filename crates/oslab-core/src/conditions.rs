@@ -81,6 +81,14 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
     ] {
         from(name, v);
     }
+    // Memory to the GiB: what the kernel keeps for itself moves MemTotal by megabytes between
+    // boots of one machine; a node with four times the others' is a different machine.
+    if let Some(bytes) = fingerprint["memory"].as_u64() {
+        out.push((
+            "memory".to_string(),
+            format!("{:.0} GiB", bytes as f64 / f64::from(1u32 << 30)),
+        ));
+    }
     // The command line without what names this machine's disk and image: nodes of one fleet
     // boot from their own, and a root= is no configuration that changes a cost.
     if let Some(line) = out.iter_mut().find(|(n, _)| n == "kernel command line") {

@@ -194,11 +194,14 @@ pub fn script(o: &ScriptOptions) -> String {
     if let Some(t) = o.time {
         s += &format!("#SBATCH --time={t}\n");
     }
+    // Each node starts in the results directory, which every node mounts: the submitter's own
+    // directory may exist on no node ("couldn't chdir" in every job's output).
     s += &format!(
-        "#SBATCH --output={}/slurm-%j.{}.out\nset -u\nresults={}\nbin={}\ntoken={}\n\
+        "#SBATCH --output={}/slurm-%j.{}.out\n#SBATCH --chdir={}\nset -u\nresults={}\nbin={}\ntoken={}\n\
          dir=\"$results/$SLURM_JOB_ID.$token\"\nfirst=$(hostname)\n",
         o.results.display(),
         o.token,
+        o.results.display(),
         quote(&o.results.to_string_lossy()),
         quote(&o.binary.to_string_lossy()),
         o.token,
@@ -484,6 +487,7 @@ mod tests {
             "#SBATCH --no-requeue",
             "#SBATCH --no-kill",
             "#SBATCH --output=/shared/res/slurm-%j.0a1b2c3d.out",
+            "#SBATCH --chdir=/shared/res",
         ] {
             assert!(s.lines().any(|l| l == line), "{line} missing:\n{s}");
         }

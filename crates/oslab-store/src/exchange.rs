@@ -618,7 +618,7 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
     for m in ms {
         let s = m.summary.as_ref();
         let measured = [
-            m.unit.name(),
+            csv_unit(m.unit).to_string(),
             m.status.word().to_string(),
             // Why it was skipped or failed, or the cause of its noise.
             match &m.status {
@@ -682,10 +682,26 @@ pub fn csv_samples(run: &RunRecord, ms: &[Measurement]) -> String {
             out.push_str(&row(run_cells(run, m)
                 .into_iter()
                 .chain(keys.cells(m))
-                .chain([m.unit.name(), i.to_string(), v.to_string()])));
+                .chain([csv_unit(m.unit).to_string(), i.to_string(), v.to_string()])));
         }
     }
     out
+}
+
+/// A unit as a CSV column spells it for a person or pandas: `GB/s`, not the stored `gbps` (read
+/// as gigabits); a share is a fraction of 1, as its values are.
+fn csv_unit(u: oslab_core::model::Unit) -> &'static str {
+    use oslab_core::model::Unit;
+    match u {
+        Unit::Ns => "ns",
+        Unit::Cycles => "cycles",
+        Unit::GBps => "GB/s",
+        Unit::Bytes => "bytes",
+        Unit::Count => "count",
+        Unit::Hz => "Hz",
+        Unit::Ratio => "ratio",
+        Unit::Share => "fraction",
+    }
 }
 
 /// A CSV field: on one line with nothing in it that acts on a terminal (control characters and

@@ -1307,6 +1307,33 @@ fn export_and_import_move_a_run_between_stores_and_refuse_bad_files() {
         header.contains(",tsc_ticks,") && !header.contains("cycles"),
         "{header}"
     );
+    // What a data frame reads as numbers is numbers (or empty) in every row, and the unit a
+    // person reads as one: GB/s, never the stored `gbps` (gigabits?).
+    let names: Vec<&str> = header.split(',').collect();
+    let numeric = [
+        "n",
+        "min",
+        "median",
+        "max",
+        "ci_low",
+        "ci_high",
+        "predicted",
+        "tsc_ticks",
+    ];
+    for line in csv.lines().skip(1).filter(|l| !l.contains('"')) {
+        let cells: Vec<&str> = line.split(',').collect();
+        for (name, cell) in names.iter().zip(&cells) {
+            if numeric.contains(name) {
+                assert!(
+                    cell.is_empty() || cell.parse::<f64>().is_ok(),
+                    "{name}={cell}: {line}"
+                );
+            }
+            if *name == "unit" {
+                assert!(*cell != "gbps", "{line}");
+            }
+        }
+    }
     let long = String::from_utf8(stdout(&[
         "export",
         "1",

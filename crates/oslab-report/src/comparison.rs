@@ -472,37 +472,25 @@ impl Comparison<'_> {
 
     /// How a change is called, and how often the rule cries wolf on identical runs.
     pub fn method(&self) -> String {
+        let history = match self.history {
+            Some(runs) if runs >= 3 => format!(" and, for a side of repetitions, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine and suite)"),
+            _ => String::new(),
+        };
+        // Where the drift of rows no earlier run shows came from, each said once with its rows.
+        let stand_ins: String = [
+            (DriftFrom::Rows, "of one or two runs that no earlier runs show, to how far this comparison's rows scatter about their common ratio (±{d}, 99% of rows)"),
+            (DriftFrom::Machine, "the history does not show, to how far its other measurements drift (±{d}, their upper quartile)"),
+            (DriftFrom::Assumed, "that neither earlier runs nor enough rows show, to an assumed ±{d} (how far runs of a shared 2-vCPU guest drift: keep a few runs in the store, or give 3 runs a side, to judge by this machine's own)"),
+        ]
+        .iter()
+        .filter_map(|(from, what)| {
+            let (d, n) = self.drift_taken(*from)?;
+            Some(format!("; in {} {}", rows(n), what.replace("{d}", &percent(d))))
+        })
+        .collect();
         format!(
-            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (one per run from 3 runs a side; else the repetitions of its one or two runs pooled; never the samples within one){}{}{}{}.\n{FALSE_ALARMS}",
+            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (one per run from 3 runs a side; else the repetitions of its one or two runs pooled; never the samples within one){history}{stand_ins}.\n{FALSE_ALARMS}",
             self.threshold * 100.0,
-            match self.history {
-                Some(runs) if runs >= 3 => format!(" and, for a side of repetitions, to how far its runs drift apart (99% of pairs, from {runs} earlier runs of this machine and suite)"),
-                _ => String::new(),
-            },
-            match self.drift_taken(DriftFrom::Machine) {
-                Some((d, n)) => format!(
-                    "; in {} the history does not show, to how far its other measurements drift (±{}, their upper quartile)",
-                    rows(n),
-                    percent(d)
-                ),
-                None => String::new(),
-            },
-            match self.drift_taken(DriftFrom::Assumed) {
-                Some((d, n)) => format!(
-                    "; in {} that neither earlier runs nor enough rows show, to an assumed ±{} (how far runs of a shared 2-vCPU guest drift: keep a few runs in the store, or give 3 runs a side, to judge by this machine's own)",
-                    rows(n),
-                    percent(d)
-                ),
-                None => String::new(),
-            },
-            match self.scatter() {
-                Some((d, n)) => format!(
-                    "; in {} of one or two runs that no earlier runs show, to how far this comparison's rows scatter about their common ratio (±{}, 99% of rows)",
-                    rows(n),
-                    percent(d)
-                ),
-                None => String::new(),
-            }
         )
     }
 

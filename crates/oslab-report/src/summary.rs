@@ -78,9 +78,20 @@ pub fn probes(ms: &[Measurement]) -> String {
                 // Points within the printed precision of each other read as one value
                 // (timeslice's 4 points read '3.993 – 3.993 ms').
                 let one = (hi - lo).abs() <= 5e-4 * hi.abs().max(lo.abs());
+                // Ends three orders of magnitude apart each get their own scale (`90.1 ns –
+                // 2.19 ms`, not `9.01e-5 – 2.19 ms`).
+                let apart = lo > 0.0 && hi / lo > 1e3;
                 match (near_zero, one) {
                     (true, _) => format!("≈0 – {} {sym}", figure(hi / div, ms[0].unit)),
                     (false, true) => format!("{} {sym}", figure(hi / div, ms[0].unit)),
+                    (false, false) if apart => {
+                        let (lo_div, lo_sym) = scale_for(ms[0].unit, lo);
+                        format!(
+                            "{} {lo_sym} – {} {sym}",
+                            figure(lo / lo_div, ms[0].unit),
+                            figure(hi / div, ms[0].unit)
+                        )
+                    }
                     (false, false) => format!(
                         "{} – {} {sym}",
                         figure(lo / div, ms[0].unit),
@@ -318,5 +329,26 @@ mod tests {
             "{text}"
         );
         assert!(!distrust(&[row(2, &wide)]).contains("of them within"));
+        // The probe list says of them what the headline does: tight where busy yet tight.
+        let list = probes(&[row(1, &tight), row(3, &tight)]);
+        assert!(list.contains("tight") && !list.contains("noisy"), "{list}");
+    }
+
+    #[test]
+    fn a_range_whose_ends_are_far_apart_scales_each() {
+        let point = |k: usize, ns: f64| {
+            let mut m = Measurement::not_taken(
+                id::SYSCALL_GETPPID,
+                params! {"k" => k},
+                "per_call",
+                Unit::Ns,
+                Status::Ok,
+            );
+            m.summary = Summary::new(&[ns, ns, ns]);
+            m
+        };
+        let list = probes(&[point(1, 90.1), point(2, 2.19e6)]);
+        assert!(list.contains("90.1 ns – 2.19 ms"), "{list}");
+        assert!(!list.contains("e-"), "{list}");
     }
 }

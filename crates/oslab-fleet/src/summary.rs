@@ -332,21 +332,24 @@ impl NodeVerdict {
 
 /// The mechanisms that collapsed on a node, from its cells ([`Collapsed`]).
 fn collapsed<'a>(cells: impl Iterator<Item = (&'a FleetRow, &'a Cell)>) -> Vec<Collapsed> {
-    let mut by: Vec<(String, Vec<&Cell>)> = Vec::new();
+    // Each cell with whether it lies [`COLLAPSED`] or more from the fleet's value, either way.
+    let mut by: Vec<(String, Vec<(&Cell, bool)>)> = Vec::new();
     for (row, cell) in cells {
         let family = row.probe.split('.').next().unwrap_or(&row.probe);
         let mechanism = format!("{family} {}", row.metric);
+        let far = cell.value >= row.median * (1.0 + COLLAPSED)
+            || cell.value * (1.0 + COLLAPSED) <= row.median;
         match by.iter_mut().find(|(m, _)| *m == mechanism) {
-            Some((_, v)) => v.push(cell),
-            None => by.push((mechanism, vec![cell])),
+            Some((_, v)) => v.push((cell, far)),
+            None => by.push((mechanism, vec![(cell, far)])),
         }
     }
     by.into_iter()
         .filter_map(|(mechanism, cells)| {
             let far: Vec<f64> = cells
                 .iter()
-                .filter(|c| c.outlier && far_off(c.value, c.deviation))
-                .map(|c| c.deviation)
+                .filter(|(c, far)| c.outlier && *far)
+                .map(|(c, _)| c.deviation)
                 .collect();
             let one_way = far.iter().all(|d| *d > 0.0) || far.iter().all(|d| *d < 0.0);
             (far.len() >= 2 && one_way && 2 * far.len() >= cells.len()).then(|| Collapsed {
@@ -359,12 +362,6 @@ fn collapsed<'a>(cells: impl Iterator<Item = (&'a FleetRow, &'a Cell)>) -> Vec<C
             })
         })
         .collect()
-}
-
-/// Whether a value lies [`COLLAPSED`] or more from the fleet's, either way (twice or half).
-fn far_off(value: f64, deviation: f64) -> bool {
-    let median = value / (1.0 + deviation);
-    deviation >= COLLAPSED || (median > 0.0 && value > 0.0 && median / value >= 1.0 + COLLAPSED)
 }
 
 /// The rule the outliers were called by.

@@ -161,9 +161,13 @@ pub struct MachineLock(std::fs::File);
 
 /// Takes the machine-wide lock named `name` (e.g. "numa_balancing"), waiting for it.
 pub fn machine_lock(name: &str) -> MachineLock {
-    // A fixed name on purpose: every test process of this machine must find the same lock. It
-    // is only locked, never written, and never opened through a link.
-    let path = std::env::temp_dir().join(format!("oslab-test-{name}.lock"));
+    // A fixed name on purpose: every test process of this user must find the same lock. It
+    // lives in oslab's own private directory (0700, refused if another user made or linked
+    // it), never in the shared temp directory; it is only locked, never written.
+    let dir = oslab_files::paths::homeless_dir();
+    oslab_files::paths::create_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot make {}: {e}", dir.display()));
+    let path = dir.join(format!("test-{name}.lock"));
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .custom_flags(libc::O_NOFOLLOW)

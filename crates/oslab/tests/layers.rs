@@ -56,7 +56,7 @@ fn no_crate_depends_on_one_the_map_does_not_allow() {
             "oslab-report",
             &["oslab-core", "oslab-files", "oslab-store", "oslab-fleet"][..],
         ),
-        ("oslab-testkit", &[][..]),
+        ("oslab-testkit", &["oslab-files"][..]),
     ]);
     for (name, deps) in arrows() {
         if name == "oslab" {

@@ -31,6 +31,7 @@
 #[cfg(feature = "clap")]
 pub mod args;
 pub mod beyond_cache;
+pub mod binding;
 pub mod catalog;
 pub mod clock;
 pub mod conditions;

@@ -37,6 +37,7 @@ pub mod dmi;
 pub mod interrupts;
 pub mod machine;
 pub mod numa;
+pub mod pager;
 pub mod pending;
 pub mod perf;
 pub mod placement;

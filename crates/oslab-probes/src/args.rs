@@ -167,6 +167,27 @@ pub struct InfoArgs {
     pub counters: bool,
 }
 
+/// `oslab bind`.
+#[derive(Debug, Args)]
+pub struct BindArgs {
+    /// Ranks (processes) of the program.
+    #[arg(long, default_value_t = 1)]
+    pub ranks: usize,
+    /// Threads per rank (default: as many as there are cores for each rank).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// How ranks are laid out: compact (side by side), spread (one per package, node or L3),
+    /// by-cost (spread, on the costs `oslab c2c` and `oslab numa` measured on this machine).
+    #[arg(long, value_enum, default_value = "spread")]
+    pub policy: oslab_core::binding::Policy,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The program and its arguments, for the lines printed (after `--`).
+    #[arg(last = true)]
+    pub program: Vec<String>,
+}
+
 /// `oslab list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {

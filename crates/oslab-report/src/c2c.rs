@@ -2,6 +2,7 @@
 //! the pairs grouped by topology class with the model's prediction beside each class.
 
 use crate::table::{add, new_table, right};
+use oslab_core::binding;
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 use oslab_core::units::num;
@@ -103,5 +104,34 @@ pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
     }
     right(&mut t, &[1, 2, 3, 4, 5, 6]);
     out.push_str(&format!("\nby topology class, ns\n{t}\n"));
+    out.push_str(&hidden_siblings(&ms));
     out
+}
+
+/// A line per pair of cpus that hands a line over far faster than its class: two hardware
+/// threads of one core the topology does not show.
+fn hidden_siblings(ms: &[&Measurement]) -> String {
+    let mut pairs = BTreeMap::new();
+    let mut classes = BTreeMap::new();
+    for m in ms {
+        if let (Some(a), Some(b), Some(v)) = (cpu(m, "from"), cpu(m, "to"), median(m)) {
+            let class = m
+                .params
+                .get("class")
+                .and_then(|c| c.as_str())
+                .unwrap_or("?");
+            pairs.insert((a.min(b), a.max(b)), v);
+            classes.insert((a.min(b), a.max(b)), class.to_string());
+        }
+    }
+    let class = |a: usize, b: usize| classes.get(&(a, b)).cloned().unwrap_or_default();
+    binding::hidden_siblings(&pairs, class)
+        .iter()
+        .map(|h| {
+            format!(
+                "cpus {} and {} hand a line over in {} ns, {:.2}x the {} ns of the other {} pairs: likely two hardware threads of one core the topology does not show (a VM's vCPUs on host SMT siblings, which the host may move); `oslab bind --policy by-cost` keeps them apart\n",
+                h.cpus.0, h.cpus.1, num(h.ns), h.ns / h.class_ns, num(h.class_ns), h.class
+            )
+        })
+        .collect()
 }

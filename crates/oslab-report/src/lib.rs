@@ -19,6 +19,7 @@
 pub mod activity;
 #[cfg(feature = "clap")]
 pub mod args;
+pub mod binding;
 pub mod c2c;
 pub mod charts;
 pub mod comparison;

@@ -64,6 +64,9 @@ pub enum Command {
     /// Core-to-core latency: a cache line handed back and forth between every pair of cpus, as a
     /// matrix and by topology class (SMT sibling, shared L2/L3, other package or node).
     C2c(C2cArgs),
+    /// Where each rank and thread of a parallel program should run here (compact, spread or by
+    /// measured cost), and the numactl, srun, OpenMP and likwid-pin lines that put them there.
+    Bind(BindArgs),
     /// Write a self-contained HTML report (or Markdown with SVG files) of a stored run.
     Report(ReportArgs),
     /// Compare runs measurement by measurement: medians, ratio, significance, regressions.

@@ -50,7 +50,7 @@ fn oslab() -> ExitCode {
         oslab_report::table::set_width(None);
     }
     if args.no_pager {
-        cmd::no_pager();
+        oslab_os::pager::no_pager();
     }
     // Settings a killed oslab left changed are put back first, and said; and once this one has
     // changed any, a guard puts them back after it, however it ends.

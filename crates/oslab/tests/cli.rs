@@ -2974,3 +2974,66 @@ fn a_stop_of_oslab_is_called_a_stop_not_contention() {
         assert!(m["reason"] == "stopped" || again, "{m}");
     }
 }
+
+#[test]
+fn bind_places_ranks_on_this_machine_and_its_numactl_line_puts_them_there() {
+    let _turn = shared();
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&["c2c", "--quick", "--db", db]);
+    let v = json(&stdout(&[
+        "bind",
+        "--policy",
+        "by-cost",
+        "--db",
+        db,
+        "--json",
+        "--",
+        "grep",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]));
+    assert!(
+        v["costs"]
+            .as_str()
+            .unwrap()
+            .starts_with("core-to-core of run 1"),
+        "{v}"
+    );
+    let rank = &v["plan"]["ranks"][0];
+    let cpus: Vec<u64> = rank["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert!(!cpus.is_empty(), "{v}");
+    let line = v["lines"]["numactl"][0].as_str().unwrap();
+    assert!(
+        line.ends_with("-- grep Cpus_allowed_list /proc/self/status"),
+        "{line}"
+    );
+    if oslab_testkit::require(&["numactl"]) {
+        let out = std::process::Command::new("sh")
+            .args(["-c", line])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        let allowed = said
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        let list: Vec<String> = cpus.iter().map(u64::to_string).collect();
+        assert!(
+            allowed == list.join(",") || allowed == format!("{}-{}", cpus[0], cpus[cpus.len() - 1]),
+            "{line}: {said} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let err = fails(
+        &["bind", "--ranks", "4096", "--threads", "2", "--db", db],
+        2,
+    );
+    assert!(err.contains("need 8192 cpus"), "{err}");
+}

@@ -178,11 +178,13 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
     let Some(g) = guest(
         "2s",
         "oslab info --json > /out/info.json && oslab c2c --quick --sample 24 --json --db /tmp/o.db > /out/c2c.json \
-         && oslab run bandwidth.threads --quick --json --db /tmp/o.db > /out/bw.json",
+         && oslab run bandwidth.threads --quick --json --db /tmp/o.db > /out/bw.json \
+         && oslab bind --ranks 2 --threads 4 --json > /out/bind.json",
     ) else {
         return;
     };
     let info = g.json("info.json");
+    ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "package");
     let cpus = topology(&info)["cpus"].as_array().unwrap();
     assert_eq!(cpus.len(), 16);
     bandwidth_threads_spread_over_sockets_then_siblings(&info, &g.json("bw.json"));
@@ -214,6 +216,47 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
         "{classes:?}"
     );
     timings_are_not_trusted(&c2c);
+}
+
+/// `oslab bind`'s plan as an HPC engineer would check it: each rank within one `domain`
+/// (package or node) and no two ranks in one, every thread on its own core, memory on the
+/// rank's node, and the numactl line naming those cpus and that node.
+fn ranks_apart_on_distinct_cores(info: &Value, bind: &Value, domain: &str) {
+    let cpus = topology(info)["cpus"].as_array().unwrap();
+    let cpu = |id: u64| cpus.iter().find(|c| c["id"] == id).unwrap();
+    let mut domains = std::collections::BTreeSet::new();
+    let mut cores = std::collections::BTreeSet::new();
+    for (r, rank) in bind["plan"]["ranks"].as_array().unwrap().iter().enumerate() {
+        let ids: Vec<u64> = rank["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        let of: std::collections::BTreeSet<String> =
+            ids.iter().map(|&c| cpu(c)[domain].to_string()).collect();
+        assert_eq!(of.len(), 1, "rank {r} spans {domain}s {of:?}: {bind}");
+        assert!(
+            domains.insert(of.into_iter().next().unwrap()),
+            "two ranks in one {domain}: {bind}"
+        );
+        for &c in &ids {
+            let core = (cpu(c)["package"].to_string(), cpu(c)["core"].to_string());
+            assert!(cores.insert(core), "cpu {c} shares a core: {bind}");
+            assert_eq!(cpu(c)["node"], rank["memory"], "{bind}");
+        }
+        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        let line = bind["lines"]["likwid_pin"][r].as_str().unwrap();
+        assert!(
+            line.starts_with(&format!("likwid-pin -c {} ", list.join(","))),
+            "{line}"
+        );
+        let line = bind["lines"]["numactl"][r].as_str().unwrap();
+        assert!(
+            line.contains(&format!("--membind={} ", rank["memory"])),
+            "{line}"
+        );
+    }
 }
 
 /// `bandwidth.threads` as documented: a thread per core first, the sockets taking turns, then
@@ -880,6 +923,7 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     // confines a job: a cgroup whose cpuset allows cpus 0-3 and memory nodes 0-1 only.
     let script = "\
         oslab info --json > /out/info.json && oslab c2c --quick --json --db /tmp/o.db > /out/c2c.json || exit 1
+        oslab bind --ranks 4 --threads 2 --json > /out/bind.json || exit 1
         grep -q cgroup2 /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
         echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir /sys/fs/cgroup/job
         echo 0-3 > /sys/fs/cgroup/job/cpuset.cpus && echo 0-1 > /sys/fs/cgroup/job/cpuset.mems
@@ -893,6 +937,7 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     let info = g.json("info.json");
     assert_eq!(distinct(&info, "package"), 2);
     assert_eq!(distinct(&info, "node"), 4);
+    ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "node");
     assert_eq!(
         distances(&info),
         vec![

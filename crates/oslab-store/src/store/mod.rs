@@ -599,6 +599,43 @@ impl Store {
         Ok(ids.collect::<Result<_, _>>()?)
     }
 
+    /// The newest core-to-core and NUMA-matrix figures stored for a machine (its host name and
+    /// `topology`, which a renamed or resized machine does not share), and the runs they are
+    /// from in words ("core-to-core of run 12"): what `oslab bind --policy by-cost` places by.
+    pub fn measured_costs(
+        &self,
+        host: &str,
+        topology: &oslab_core::topology::Topology,
+    ) -> Result<oslab_core::binding::Costs, StoreError> {
+        use oslab_core::catalog::id;
+        let here = serde_json::to_value(topology).ok();
+        let mut costs = oslab_core::binding::Costs::default();
+        for (probe, what) in [
+            (id::C2C_LATENCY, "core-to-core"),
+            (id::NUMA_MATRIX, "NUMA matrix"),
+        ] {
+            let mut stmt = self.conn.prepare(
+                "SELECT r.id FROM runs r WHERE r.hostname = ?1 AND EXISTS
+                   (SELECT 1 FROM measurements m WHERE m.run_id = r.id AND m.probe = ?2)
+                 ORDER BY r.id DESC LIMIT 5",
+            )?;
+            let ids: Vec<i64> = stmt
+                .query_map([host, probe], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for run in ids {
+                let (record, ms) = self.load_run(&RunRef::Id(run))?;
+                if record.fingerprint.get("topology") == here.as_ref() {
+                    let found = oslab_core::binding::Costs::from_measurements(&ms);
+                    costs.pairs.extend(found.pairs);
+                    costs.memory.extend(found.memory);
+                    costs.from.push(format!("{what} of run {run}"));
+                    break;
+                }
+            }
+        }
+        Ok(costs)
+    }
+
     /// The stored run that is `run` with `measurements`: the same host, command, start, end,
     /// machine and environment, and the same figures and samples (where the document has them:
     /// an export may leave them out). Importing a file twice, or a run exported from this store,

@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit code.
 
 mod activity;
+mod bind;
 mod c2c;
 mod compare;
 mod cpuman;
@@ -42,6 +43,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(a) => run::run(a),
         Command::Numa(a) => run::run(a.into()),
         Command::C2c(a) => c2c::run(a),
+        Command::Bind(a) => bind::run(a),
         Command::Cpuman(a) => cpuman::run(a),
         Command::Fleet(a) => fleet::run(a),
         Command::Activity(a) => activity::run(a),
@@ -162,46 +164,11 @@ pub fn say(text: &str) {
 /// The most characters of one message: a hostile input of megabytes is never echoed whole.
 pub const MESSAGE_CHARS: usize = 2000;
 
-static PAGING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-
-/// `--no-pager`: long output is printed as it is.
-pub fn no_pager() {
-    let _ = PAGING.set(false);
-}
-
-/// `s` through a pager when standard output is a terminal, as git does: $PAGER, else `less`
-/// with LESS=FRX (it quits at once when the text fits the screen, leaves it there, passes
-/// colour); None where there is none (`--no-pager`, PAGER empty or `cat`, or no such program:
-/// the text is then printed as it is).
-fn paged(s: &str) -> Option<anyhow::Result<()>> {
-    use std::io::{IsTerminal, Write};
-    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less".into());
-    let wanted = PAGING.get().copied().unwrap_or(true) && !["", "cat"].contains(&pager.trim());
-    if !wanted || !std::io::stdout().is_terminal() {
-        return None;
-    }
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", &pager])
-        .env(
-            "LESS",
-            std::env::var("LESS").unwrap_or_else(|_| "FRX".into()),
-        )
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .ok()?;
-    // A pager quit before the end is no error.
-    let _ = child.stdin.take()?.write_all(s.as_bytes());
-    match child.wait() {
-        Ok(status) if status.code() == Some(127) => None, // sh found no such pager
-        done => Some(done.map(|_| ()).map_err(Into::into)),
-    }
-}
-
 /// Prints `s` (paged on a terminal), ending with a newline; a closed pipe is an error main
 /// treats as success.
 fn print_raw(s: &str) -> anyhow::Result<()> {
-    if let Some(done) = paged(s) {
-        return done;
+    if let Some(done) = oslab_os::pager::page(s) {
+        return done.map_err(Into::into);
     }
     let mut out = std::io::stdout().lock();
     let newline: &[u8] = if s.ends_with('\n') { b"" } else { b"\n" };

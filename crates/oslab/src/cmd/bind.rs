@@ -1,0 +1,24 @@
+//! `oslab bind`: where R ranks x T threads should run here, and the lines that put them there.
+
+use super::{print_json, print_text, store};
+use crate::cli::BindArgs;
+use crate::error::usage;
+use oslab_core::binding;
+use std::process::ExitCode;
+
+pub fn run(args: BindArgs) -> anyhow::Result<ExitCode> {
+    let topology = oslab_os::topology::read()?;
+    let allowed = oslab_os::affinity::get_affinity(0)?.intersection(&topology.online());
+    let host = oslab_os::machine::hostname();
+    let costs = store().open_to_read()?.measured_costs(&host, &topology)?;
+    let (ranks, threads, policy) = (args.ranks, args.threads, args.policy);
+    let plan = binding::plan(&topology, &allowed, ranks, threads, policy, &costs)
+        .map_err(|e| usage(e.to_string()))?;
+    let (lines, from) = (binding::lines(&plan, &args.program), costs.describe());
+    if args.json {
+        print_json(&serde_json::json!({ "plan": plan, "lines": lines, "costs": from }))?;
+    } else {
+        print_text(&oslab_report::binding::text(&plan, &lines, &from))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -159,6 +159,12 @@ pub fn comparison_report(
     for c in comparisons {
         h.push_str(&comparison_table(c));
     }
+    let changed: std::collections::BTreeSet<&str> = comparisons
+        .iter()
+        .flat_map(|c| c.rows.iter())
+        .filter(|r| r.judgement.verdict.is_change())
+        .map(|r| catalog::prefix(&r.probe))
+        .collect();
     let pooled: Vec<Vec<&Measurement>> = sides.iter().map(|s| s.2.iter().collect()).collect();
     for family in catalog::families(pooled.iter().flatten().map(|m| m.probe.as_str())) {
         let drawn: Vec<Drawn> = sides
@@ -177,10 +183,12 @@ pub fn comparison_report(
         if figures.is_empty() {
             continue;
         }
+        // Charts fold under their family, open only where a row changed: the answer stays on
+        // the first screens (13 screens at 1,280 px when every chart was open).
+        let figs: String = figures.iter().map(|f| figure_html(f)).collect();
         let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
-        for f in &figures {
-            h.push_str(&figure_html(f));
-        }
+        let what = format!("{} chart(s), the sides overlaid", figures.len());
+        h.push_str(&folded(&what, &figs, changed.contains(family)));
     }
     h.push_str("</body></html>\n");
     h
@@ -204,36 +212,64 @@ fn contents(sections: &[&str]) -> String {
     )
 }
 
-/// One comparison as an HTML table: the rows `oslab compare` shows by default.
+/// One comparison as a reader needs it first: what moved between the sides, then the rows
+/// that changed, open; the other notable rows, and how the verdicts were reached, folded.
 fn comparison_table(c: &crate::comparison::Comparison) -> String {
     let mut h = format!(
-        "<p>{} against {}: {}</p>\n",
+        "<p><b>{} against {}</b>: {}</p>\n",
         escape(&c.b.set),
         escape(&c.a.set),
         escape(&c.tally())
     );
-    for line in c.method().lines() {
-        let _ = writeln!(h, "<p>{}</p>", escape(line));
+    let moved = c.moved();
+    if moved.is_empty() {
+        h.push_str("<p>No recorded condition moved between the sides.</p>\n");
+    } else {
+        h.push_str("<p class=\"warn\">What moved between A and B (a difference below may be theirs, not your change's):</p>\n<ul>\n");
+        for m in &moved {
+            let _ = writeln!(h, "<li>{}</li>", escape(&m.to_string()));
+        }
+        h.push_str("</ul>\n");
     }
     let shown = c.shown(false);
-    if shown.is_empty() {
-        h.push_str("<p>No row changed, and none unjudged moved beyond the threshold.</p>\n");
-    } else if shown.len() <= OPEN_ROWS {
-        h.push_str(&rows_table(&shown));
-    } else {
-        // Hundreds of rows (single runs: every ratio beyond the band) would push every chart
-        // off the first screens: the table waits under a click, the charts come first.
-        let summary = format!("{} rows beyond the band or judged changed", shown.len());
-        h.push_str(&folded(&summary, &rows_table(&shown), false));
+    let (open, rest): (Vec<_>, Vec<_>) =
+        shown.iter().partition(|r| r.judgement.verdict.is_change());
+    match open.len() {
+        0 => h.push_str("<p>No row judged changed.</p>\n"),
+        n if n <= OPEN_ROWS => h.push_str(&rows_table(&open)),
+        n => h.push_str(&folded(
+            &format!("{n} rows judged changed"),
+            &rows_table(&open),
+            false,
+        )),
+    }
+    if !rest.is_empty() {
+        // Moved cache, load or placement, and ratios beyond the band that could not be judged:
+        // worth a look, not the answer.
+        let summary = format!(
+            "{} more rows beyond the band (cache, load or placement moved; ratio only)",
+            rest.len()
+        );
+        h.push_str(&folded(&summary, &rows_table(&rest), false));
     }
     for note in c.notes() {
         let _ = writeln!(h, "<p class=\"warn\">{}</p>", escape(&note));
     }
+    let method: String = c
+        .method()
+        .lines()
+        .map(|l| format!("<p>{}</p>\n", escape(l)))
+        .collect();
+    h.push_str(&folded(
+        "how these verdicts were reached, and how often they cry wolf",
+        &method,
+        false,
+    ));
     h
 }
 
 /// Comparison rows as an HTML table.
-fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> String {
+fn rows_table(shown: &[&&oslab_core::stats::compare::Row]) -> String {
     use crate::comparison::{cells, COLUMNS};
     let mut h = String::from("<table><tr>");
     for name in COLUMNS {

@@ -268,7 +268,13 @@ fn a_headless_browser_renders_the_report() {
     // The page as the browser built it.
     let dom = |page: &Path| {
         let out = std::process::Command::new(browser)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--window-size=1280,800",
+            ])
+            .arg("--dump-dom")
             .arg(format!("file://{}", page.display()))
             .output()
             .unwrap();
@@ -285,5 +291,28 @@ fn a_headless_browser_renders_the_report() {
     assert!(
         text.contains("run 1 vs run 2") && text.contains("(run 2)"),
         "{text}"
+    );
+    // Two whole `--quick` runs compared: what moved and what changed lead, the rest folded, so
+    // the page is at most 6 screens of a 1,280 x 800 window (13.3 with every chart open).
+    oslab(&["run", "--quick", "--db", db]);
+    oslab(&["run", "--quick", "--db", db]);
+    oslab(&["report", "3", "4", "-o", both.to_str().unwrap(), "--db", db]);
+    let page = std::fs::read_to_string(&both).unwrap().replace(
+        "</body></html>",
+        "<script>document.title = 'height ' + document.documentElement.scrollHeight</script></body></html>",
+    );
+    let measured = dir.path().join("measured.html");
+    std::fs::write(&measured, page).unwrap();
+    let text = dom(&measured);
+    let height: f64 = text
+        .split("<title>height ")
+        .nth(1)
+        .and_then(|t| t.split('<').next())
+        .and_then(|h| h.parse().ok())
+        .unwrap_or_else(|| panic!("no height in {}", &text[..text.len().min(400)]));
+    assert!(
+        height <= 6.0 * 800.0,
+        "the comparison report is {:.1} screens of 800 px",
+        height / 800.0
     );
 }

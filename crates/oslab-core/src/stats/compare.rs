@@ -84,6 +84,17 @@ pub enum Verdict {
     Unknown,
 }
 
+impl Verdict {
+    /// Whether the row was judged changed (better, a regression, or changed): the answer a
+    /// comparison leads with.
+    pub fn is_change(self) -> bool {
+        matches!(
+            self,
+            Verdict::Better | Verdict::Regression | Verdict::Changed
+        )
+    }
+}
+
 /// The widest band a verdict of no difference stands for: beyond it, a row cannot tell.
 pub const BLIND_BAND: f64 = 0.25;
 

@@ -185,7 +185,7 @@ pub fn comparison_report(
         }
         // Charts fold under their family, open only where a row changed: the answer stays on
         // the first screens (13 screens at 1,280 px when every chart was open).
-        let figs: String = figures.iter().map(|f| figure_html(f)).collect();
+        let figs: String = figures.iter().map(figure_html).collect();
         let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
         let what = format!("{} chart(s), the sides overlaid", figures.len());
         h.push_str(&folded(&what, &figs, changed.contains(family)));

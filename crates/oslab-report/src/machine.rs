@@ -189,6 +189,18 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
         }
     );
     let _ = writeln!(o, "thp         {}", opt(&fp.thp));
+    // Which cpus the kernel keeps quiet, as booted: oslab measures on an isolated cpu first.
+    let _ = writeln!(
+        o,
+        "isolation   {}",
+        match env.isolation.is_empty() {
+            true => "none (no isolcpus, nohz_full, rcu_nocbs or irqaffinity at boot)".to_string(),
+            false => format!(
+                "{} (oslab measures on an isolated cpu first)",
+                env.isolation.join(" ")
+            ),
+        }
+    );
     let _ = writeln!(
         o,
         "hypervisor  {}",

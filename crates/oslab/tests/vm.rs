@@ -1009,7 +1009,7 @@ fn isolated_cpus_are_where_oslab_measures() {
     let Some(g) = boot(
         "ccx",
         &["--append", "isolcpus=6-7"],
-        "cat /proc/self/status | grep Cpus_allowed_list > /out/mask.txt; \
+        "cat /proc/self/status | grep Cpus_allowed_list > /out/mask.txt; oslab info > /out/info.txt; \
          oslab run --quick timer.rdtsc switch.thread.futex --json --db /tmp/o.db > /out/run.json",
     ) else {
         return;
@@ -1019,6 +1019,9 @@ fn isolated_cpus_are_where_oslab_measures() {
         mask.contains("0-5"),
         "the default mask leaves 6-7 out: {mask}"
     );
+    // `info` says it in text, not only in its JSON.
+    let info = std::fs::read_to_string(g.out.path().join("info.txt")).unwrap_or_default();
+    assert!(info.contains("isolation   isolcpus=6-7"), "{info}");
     let run = g.json("run.json");
     let ms = run["measurements"].as_array().unwrap();
     let rdtsc = ms

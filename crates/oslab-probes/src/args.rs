@@ -165,6 +165,10 @@ pub struct InfoArgs {
     /// defined on this CPU and whether it can be opened here.
     #[arg(long)]
     pub counters: bool,
+    /// Print the topology as hwloc's XML instead (`lstopo --input`, `hwloc-calc --input`,
+    /// Slurm and MPI read it).
+    #[arg(long, conflicts_with_all = ["json", "counters"])]
+    pub hwloc: bool,
 }
 
 /// `oslab bind`.

@@ -26,6 +26,7 @@ pub mod comparison;
 pub mod export;
 pub mod headline;
 pub mod html;
+pub mod hwloc;
 pub mod machine;
 #[cfg(feature = "clap")]
 pub mod man;

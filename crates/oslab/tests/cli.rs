@@ -3037,3 +3037,39 @@ fn bind_places_ranks_on_this_machine_and_its_numactl_line_puts_them_there() {
     );
     assert!(err.contains("need 8192 cpus"), "{err}");
 }
+
+#[test]
+fn info_hwloc_is_this_machine_as_hwloc_reads_it() {
+    let _turn = shared();
+    if !oslab_testkit::require(&["hwloc-info"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("topo.xml");
+    std::fs::write(&xml, stdout(&["info", "--hwloc"])).unwrap();
+    // Every level hwloc finds on this machine, with as many objects, from our file (I/O and
+    // the special depths aside: we describe cpus, caches and memory).
+    let levels = |args: &[&str]| {
+        let out = std::process::Command::new("hwloc-info")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.trim_start().starts_with("depth") || l.contains("NUMANode"))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+    };
+    let ours = levels(&["--input", xml.to_str().unwrap()]);
+    assert_eq!(
+        ours,
+        levels(&[]),
+        "{}",
+        std::fs::read_to_string(&xml).unwrap()
+    );
+}

@@ -179,12 +179,16 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
         "2s",
         "oslab info --json > /out/info.json && oslab c2c --quick --sample 24 --json --db /tmp/o.db > /out/c2c.json \
          && oslab run bandwidth.threads --quick --json --db /tmp/o.db > /out/bw.json \
-         && oslab bind --ranks 2 --threads 4 --json > /out/bind.json",
+         && oslab bind --ranks 2 --threads 4 --json > /out/bind.json && oslab info --hwloc > /out/topo.xml",
     ) else {
         return;
     };
     let info = g.json("info.json");
     ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "package");
+    hwloc_reads(
+        &g,
+        &[("package", 2), ("core", 8), ("pu", 16), ("numanode", 2)],
+    );
     let cpus = topology(&info)["cpus"].as_array().unwrap();
     assert_eq!(cpus.len(), 16);
     bandwidth_threads_spread_over_sockets_then_siblings(&info, &g.json("bw.json"));
@@ -216,6 +220,34 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
         "{classes:?}"
     );
     timings_are_not_trusted(&c2c);
+}
+
+/// hwloc reads the guest's `oslab info --hwloc` (topo.xml) with `counts` objects of each type
+/// and the SLIT distances (where hwloc is installed on the host).
+fn hwloc_reads(g: &Guest, counts: &[(&str, u64)]) {
+    if !oslab_testkit::require(&["hwloc-calc", "lstopo-no-graphics"]) {
+        return;
+    }
+    let xml = g.out.path().join("topo.xml");
+    for (kind, n) in counts {
+        let out = Command::new("hwloc-calc")
+            .args(["--input", xml.to_str().unwrap(), "--number-of", kind, "all"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert_eq!(
+            said,
+            n.to_string(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new("lstopo-no-graphics")
+        .args(["--input", xml.to_str().unwrap(), "--distances"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("21"), "no SLIT distances read back: {said}");
 }
 
 /// `oslab bind`'s plan as an HPC engineer would check it: each rank within one `domain`
@@ -923,7 +955,7 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     // confines a job: a cgroup whose cpuset allows cpus 0-3 and memory nodes 0-1 only.
     let script = "\
         oslab info --json > /out/info.json && oslab c2c --quick --json --db /tmp/o.db > /out/c2c.json || exit 1
-        oslab bind --ranks 4 --threads 2 --json > /out/bind.json || exit 1
+        oslab bind --ranks 4 --threads 2 --json > /out/bind.json && oslab info --hwloc > /out/topo.xml || exit 1
         grep -q cgroup2 /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
         echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir /sys/fs/cgroup/job
         echo 0-3 > /sys/fs/cgroup/job/cpuset.cpus && echo 0-1 > /sys/fs/cgroup/job/cpuset.mems
@@ -938,6 +970,7 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     assert_eq!(distinct(&info, "package"), 2);
     assert_eq!(distinct(&info, "node"), 4);
     ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "node");
+    hwloc_reads(&g, &[("package", 2), ("core", 8), ("numanode", 4)]);
     assert_eq!(
         distances(&info),
         vec![

@@ -2,12 +2,17 @@
 
 use super::{print_json, print_text};
 use crate::cli::InfoArgs;
-use oslab_os::counters;
+use oslab_os::{counters, machine};
 use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    let m = oslab_os::machine::read(Duration::from_millis(200))?;
+    if args.hwloc {
+        let xml = oslab_report::hwloc::xml(&oslab_os::topology::read()?, &machine::hostname());
+        super::to_stdout(&mut std::io::stdout().lock(), xml.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let m = machine::read(Duration::from_millis(200))?;
     // What the predictions of a run would rest on (the core clock measured on this cpu now).
     let cpu = oslab_os::affinity::current_cpu().unwrap_or(0);
     let memory = std::env::var("OSLAB_MEMORY").ok();

@@ -1,0 +1,249 @@
+//! The machine's topology as hwloc's XML (version 2): what `lstopo --input`, `hwloc-calc
+//! --input`, Slurm and MPI libraries read. Objects nest by their cpus (Machine, Package,
+//! caches, Core, PU; a Group where a NUMA node covers part of one), each NUMA node a memory
+//! child of the object whose cpus are its own; the SLIT distances as a latency matrix.
+
+use crate::markup::escape;
+use oslab_core::cpuset::CpuSet;
+use oslab_core::topology::{CacheKind, Topology};
+use std::fmt::Write;
+
+/// One object of the tree.
+struct Object {
+    /// hwloc's type name ("Package", "L3Cache", "L1iCache", "Core", "PU", "Group").
+    kind: String,
+    /// Outer before inner among objects of the same cpus.
+    rank: u8,
+    os_index: Option<usize>,
+    cpus: CpuSet,
+    /// Attributes beyond the common ones, in order.
+    extra: Vec<(&'static str, String)>,
+    children: Vec<usize>,
+    /// NUMA nodes attached here (indexes into the topology's nodes).
+    memory: Vec<usize>,
+}
+
+/// A cpu or node set as hwloc writes it: hexadecimal, 32 bits a word, most significant first,
+/// words joined by commas ("0x00000003", "0x00000001,0xffffffff").
+pub fn hex_set(ids: impl Iterator<Item = usize>) -> String {
+    let ids: Vec<usize> = ids.collect();
+    let words = ids.iter().max().map_or(1, |m| m / 32 + 1);
+    let mut w = vec![0u32; words];
+    for i in ids {
+        w[i / 32] |= 1 << (i % 32);
+    }
+    let parts: Vec<String> = w.iter().rev().map(|x| format!("0x{x:08x}")).collect();
+    parts.join(",")
+}
+
+/// The objects with cpus, outer first: packages, groups for nodes no other object matches,
+/// caches, cores, cpus.
+fn objects(t: &Topology) -> Vec<Object> {
+    let obj = |kind: &str, rank, os_index, cpus: CpuSet, extra| Object {
+        kind: kind.to_string(),
+        rank,
+        os_index,
+        cpus,
+        extra,
+        children: vec![],
+        memory: vec![],
+    };
+    let mut out = Vec::new();
+    let mut packages: Vec<usize> = t.cpus.iter().map(|c| c.package).collect();
+    packages.dedup();
+    packages.sort_unstable();
+    packages.dedup();
+    for p in packages {
+        let cpus = t
+            .cpus
+            .iter()
+            .filter(|c| c.package == p)
+            .map(|c| c.id)
+            .collect();
+        out.push(obj("Package", 1, Some(p), cpus, vec![]));
+    }
+    for c in &t.caches {
+        let (kind, cache_type) = match (c.level, c.kind) {
+            (1, CacheKind::Instruction) => ("L1iCache".to_string(), 2),
+            (l, CacheKind::Instruction) => (format!("L{l}iCache"), 2),
+            (l, CacheKind::Data) => (format!("L{l}Cache"), 1),
+            (l, CacheKind::Unified) => (format!("L{l}Cache"), 0),
+        };
+        // Larger levels outside smaller ones; an instruction cache inside its data twin.
+        let rank = 10 - c.level.min(5) + u8::from(cache_type == 2);
+        let extra = vec![
+            ("cache_size", c.size.to_string()),
+            ("depth", c.level.to_string()),
+            ("cache_linesize", c.line.unwrap_or(0).to_string()),
+            ("cache_associativity", c.ways.unwrap_or(0).to_string()),
+            ("cache_type", cache_type.to_string()),
+        ];
+        out.push(obj(&kind, rank, None, c.cpus.clone(), extra));
+    }
+    let mut cores: Vec<(usize, usize)> = t.cpus.iter().map(|c| (c.package, c.core)).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    for (p, core) in cores {
+        let cpus = t
+            .cpus
+            .iter()
+            .filter(|c| (c.package, c.core) == (p, core))
+            .map(|c| c.id)
+            .collect();
+        out.push(obj("Core", 20, Some(core), cpus, vec![]));
+    }
+    for c in &t.cpus {
+        out.push(obj("PU", 30, Some(c.id), CpuSet::single(c.id), vec![]));
+    }
+    // A node with cpus no object has exactly (a sub-NUMA cluster) gets a Group of them, as
+    // hwloc makes one.
+    for n in t.nodes.iter().filter(|n| !n.cpus.is_empty()) {
+        if !out.iter().any(|o| o.cpus == n.cpus) {
+            out.push(obj("Group", 2, None, n.cpus.clone(), vec![]));
+        }
+    }
+    out
+}
+
+/// The topology as an hwloc v2 XML document.
+pub fn xml(t: &Topology, host: &str) -> String {
+    let mut objs = objects(t);
+    objs.sort_by(|a, b| b.cpus.len().cmp(&a.cpus.len()).then(a.rank.cmp(&b.rank)));
+    let all = t.online();
+    let mut tree = vec![Object {
+        kind: "Machine".into(),
+        rank: 0,
+        os_index: Some(0),
+        cpus: all.clone(),
+        extra: vec![],
+        children: vec![],
+        memory: vec![],
+    }];
+    for o in objs {
+        // The innermost object placed so far that holds all its cpus (placed outer first).
+        let parent = (0..tree.len())
+            .rev()
+            .find(|&i| o.cpus.is_subset(&tree[i].cpus))
+            .unwrap_or(0);
+        tree.push(o);
+        let me = tree.len() - 1;
+        tree[parent].children.push(me);
+    }
+    for (i, n) in t.nodes.iter().enumerate() {
+        let home = match n.cpus.is_empty() {
+            true => 0,
+            false => (0..tree.len())
+                .rev()
+                .find(|&j| tree[j].kind != "PU" && n.cpus.is_subset(&tree[j].cpus))
+                .map(|j| {
+                    // The outermost object of exactly those cpus (a Package before its L3).
+                    (1..=j).find(|&k| tree[k].cpus == tree[j].cpus).unwrap_or(j)
+                })
+                .unwrap_or(0),
+        };
+        tree[home].memory.push(i);
+    }
+    let mut gp = 0usize;
+    let mut body = String::new();
+    write_object(t, &tree, 0, 1, &mut gp, host, &mut body);
+    let mut doc = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology version=\"2.0\">\n",
+    );
+    doc.push_str(&body);
+    doc.push_str(&distances(t));
+    doc.push_str("</topology>\n");
+    doc
+}
+
+/// The nodes with cpus among `cpus` (at the machine: every node).
+fn nodeset(t: &Topology, cpus: &CpuSet, machine: bool) -> String {
+    let near = |n: &&oslab_core::topology::Node| machine || n.cpus.iter().any(|c| cpus.contains(c));
+    hex_set(t.nodes.iter().filter(near).map(|n| n.id))
+}
+
+fn write_object(
+    t: &Topology,
+    tree: &[Object],
+    i: usize,
+    depth: usize,
+    gp: &mut usize,
+    host: &str,
+    out: &mut String,
+) {
+    let o = &tree[i];
+    let pad = "  ".repeat(depth);
+    let cpus = hex_set(o.cpus.iter());
+    let nodes = nodeset(t, &o.cpus, i == 0);
+    *gp += 1;
+    let _ = write!(out, "{pad}<object type=\"{}\"", o.kind);
+    if let Some(x) = o.os_index {
+        let _ = write!(out, " os_index=\"{x}\"");
+    }
+    let _ = write!(
+        out,
+        " cpuset=\"{cpus}\" complete_cpuset=\"{cpus}\"{} nodeset=\"{nodes}\" complete_nodeset=\"{nodes}\"{} gp_index=\"{gp}\"",
+        if i == 0 { format!(" allowed_cpuset=\"{cpus}\"") } else { String::new() },
+        if i == 0 { format!(" allowed_nodeset=\"{nodes}\"") } else { String::new() },
+    );
+    for (k, v) in &o.extra {
+        let _ = write!(out, " {k}=\"{}\"", escape(v));
+    }
+    out.push_str(">\n");
+    if i == 0 {
+        let _ = writeln!(out, "{pad}  <info name=\"Backend\" value=\"oslab\"/>");
+        let _ = writeln!(
+            out,
+            "{pad}  <info name=\"HostName\" value=\"{}\"/>",
+            escape(host)
+        );
+    }
+    // Memory children first, as hwloc writes them.
+    for &n in &o.memory {
+        let node = &t.nodes[n];
+        let node_cpus = hex_set(node.cpus.iter());
+        *gp += 1;
+        let _ = writeln!(
+            out,
+            "{pad}  <object type=\"NUMANode\" os_index=\"{}\" cpuset=\"{node_cpus}\" complete_cpuset=\"{node_cpus}\" nodeset=\"{ns}\" complete_nodeset=\"{ns}\" gp_index=\"{gp}\" local_memory=\"{}\"/>",
+            node.id,
+            node.memory.unwrap_or(0),
+            ns = hex_set(std::iter::once(node.id)),
+        );
+    }
+    for &c in &o.children {
+        write_object(t, tree, c, depth + 1, gp, host, out);
+    }
+    let _ = writeln!(out, "{pad}</object>");
+}
+
+/// The SLIT distances between NUMA nodes, as hwloc's latency matrix from the OS.
+fn distances(t: &Topology) -> String {
+    let n = t.nodes.len();
+    if n < 2 || t.nodes.iter().any(|x| x.distances.len() != n) {
+        return String::new();
+    }
+    let indexes: String = t.nodes.iter().map(|x| format!("{} ", x.id)).collect();
+    let values: String = t
+        .nodes
+        .iter()
+        .flat_map(|x| x.distances.iter().map(|d| format!("{d} ")))
+        .collect();
+    // kind 5: from the OS (1), meaning latency (4).
+    format!(
+        "  <distances2 type=\"NUMANode\" nbobjs=\"{n}\" kind=\"5\" name=\"NUMALatency\" indexing=\"os\">\n    <indexes length=\"{}\">{indexes}</indexes>\n    <u64values length=\"{}\">{values}</u64values>\n  </distances2>\n",
+        indexes.len(),
+        values.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_are_hwlocs_32_bit_words() {
+        assert_eq!(hex_set([0, 1].into_iter()), "0x00000003");
+        assert_eq!(hex_set([0, 32].into_iter()), "0x00000001,0x00000001");
+        assert_eq!(hex_set(std::iter::empty()), "0x00000000");
+    }
+}

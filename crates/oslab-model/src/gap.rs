@@ -151,9 +151,8 @@ fn vm_exit(m: &Measurement, hypervisor: &str) -> String {
     }
 }
 
-/// Why a cold system call costs less than its model: the model takes its lines and page walks
-/// from memory one after another, an upper bound the core beats by overlapping the misses and
-/// keeping the upper page-table levels cached. None for other rows.
+/// Why a cold system call misses its model: the lines and page walks it fetches, and how many
+/// of them overlap, are estimates. None for other rows.
 fn serial_misses(m: &Measurement) -> Option<String> {
     if Family::of(&m.probe) != Some(Family::Syscall)
         || param(&m.params, "cache").as_deref() != Some("cold")
@@ -164,8 +163,9 @@ fn serial_misses(m: &Measurement) -> Option<String> {
     let walks = input(m, "page_walks")?;
     let refs = input(m, "walk_references")?;
     let refill = input(m, "refill_ns")?;
+    let overlap = input(m, "misses_in_flight").unwrap_or(1.0);
     Some(format!(
-        "the model fetches the call's {lines:.0} lines and {walks:.0} page walks of {refs:.0} references each from memory one after another ({} ns each): an upper bound; the core overlaps those misses and the page tables' upper levels stay cached, so the evicted call costs a fraction of it",
+        "the model fetches the call's {lines:.0} lines and {walks:.0} page walks of {refs:.0} references each ({} ns each), {overlap:.0} at a time: how many overlap, and how many walk references the paging-structure caches answer, depend on the core and on where the eviction left the page tables",
         oslab_core::units::num(refill)
     ))
 }

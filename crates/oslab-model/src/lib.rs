@@ -27,6 +27,7 @@ mod hierarchy;
 mod run;
 mod tasks;
 
+use memory::MemorySpec;
 pub use spec::{Figure, Source, Spec};
 
 use oslab_core::catalog::{self, Family};
@@ -166,6 +167,64 @@ pub fn predict(spec: &Spec, measurements: &mut [Measurement]) {
             }
         }
     }
+}
+
+/// Predicts a stored run again with today's model: what the run measured for the spec (the
+/// core clock, the memory's peak, the idle state's exit) is read back from its stored
+/// predictions' inputs, the rest from its fingerprint. A model fix then reaches old runs, and a
+/// model is judged on machines it was not written on (`oslab show --repredict`). `fingerprint`
+/// is the run's as stored; one this oslab cannot read is an error.
+pub fn repredict(fingerprint: &Value, measurements: &mut [Measurement]) -> Result<(), String> {
+    let fingerprint: oslab_core::machine::Fingerprint = serde_json::from_value(fingerprint.clone())
+        .map_err(|e| format!("cannot predict this run again: its machine record is not one this oslab reads ({e})"))?;
+    let stored = |key: &str| -> Option<Figure> {
+        measurements.iter().find_map(|m| {
+            let p = m.prediction.as_ref()?;
+            let value = p.inputs.get(key)?.as_f64()?;
+            let source = p
+                .sources
+                .get(key)
+                .and_then(|s| s.as_str())
+                .unwrap_or("stored with the run");
+            Some(Figure::new(
+                value,
+                format!("{source} (stored with the run)"),
+            ))
+        })
+    };
+    let missing = |what: &str| format!("not stored with the run: no prediction of it used {what}");
+    let core_ghz = stored("core_ghz").ok_or_else(|| missing("the core clock"));
+    let memory = stored("peak_gbps")
+        .map(|f| MemorySpec {
+            // One 64-bit channel at the rate that gives the stored peak.
+            mts: (f.value * 125.0).round() as u32,
+            channels: 1,
+            width_bits: 64,
+            source: f.source.text,
+        })
+        .ok_or_else(|| missing("the memory's peak"));
+    let idle = stored("idle_exit_us").ok_or_else(|| missing("an idle state"));
+    let mut cpus: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+    for m in measurements.iter() {
+        if let Some(c) = m.params.get("cpu").and_then(|c| c.as_u64()) {
+            *cpus.entry(c).or_default() += 1;
+        }
+    }
+    let cpu = cpus
+        .into_iter()
+        .max_by_key(|&(_, n)| n)
+        .map_or(0, |(c, _)| c as usize);
+    let spec = Spec::from_parts(&fingerprint, cpu, core_ghz, memory, idle);
+    for m in measurements.iter_mut() {
+        if m.prediction
+            .as_ref()
+            .is_some_and(|p| p.kind != ModelKind::Reference)
+        {
+            m.prediction = None;
+        }
+    }
+    predict(&spec, measurements);
+    Ok(())
 }
 
 /// The model of one measurement: the catalog says whether there is one (or why not), the family

@@ -493,19 +493,19 @@ fn a_miss_names_the_input_it_rests_on() {
             && why.contains("against the 1200 cycles"),
         "{why}"
     );
-    // A cold call below its serial upper bound says that is what it is.
+    // A cold call's miss names the estimates it rests on: its misses and their overlap.
     let cold = || {
         measured(
             id::SYSCALL_GETPPID,
             params! {"cache" => "cold", "evicted" => "private"},
             "per_call",
             Unit::Ns,
-            200.0,
+            50.0,
         )
     };
     let why = gap(&s, cold());
     assert!(
-        why.contains("one after another") && why.contains("upper bound"),
+        why.contains("40 lines") && why.contains("6 at a time"),
         "{why}"
     );
     // A kernel path's miss is not the presented core's: that clause is for the core's tables.

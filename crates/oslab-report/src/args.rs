@@ -128,6 +128,10 @@ pub struct ShowArgs {
     /// first view has the headline and a line per probe).
     #[arg(long)]
     pub details: bool,
+    /// Predict again with this oslab's model (stored predictions are the model of the day the
+    /// run was measured; the core clock and memory it measured are reused).
+    #[arg(long)]
+    pub repredict: bool,
     /// Text or JSON.
     #[command(flatten)]
     pub out: Output,

@@ -3073,3 +3073,37 @@ fn info_hwloc_is_this_machine_as_hwloc_reads_it() {
         std::fs::read_to_string(&xml).unwrap()
     );
 }
+
+#[test]
+fn a_stored_run_predicted_again_by_the_same_model_gets_the_same_predictions() {
+    let _turn = shared();
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&["run", "--quick", "timer", "syscall", "--db", db]);
+    let stored = json(&stdout(&["show", "latest", "--json", "--db", db]));
+    let again = json(&stdout(&[
+        "show",
+        "latest",
+        "--repredict",
+        "--json",
+        "--db",
+        db,
+    ]));
+    let predictions = |doc: &Value| -> Vec<Option<f64>> {
+        doc["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["prediction"]["value"].as_f64())
+            .collect()
+    };
+    let (a, b) = (predictions(&stored), predictions(&again));
+    assert!(a.iter().flatten().count() >= 10, "{a:?}");
+    for (x, y) in a.iter().zip(&b) {
+        match (x, y) {
+            // The core clock is stored rounded to four digits.
+            (Some(x), Some(y)) => assert!((x / y - 1.0).abs() < 1e-3, "{a:?}\n{b:?}"),
+            (x, y) => assert_eq!(x, y, "{a:?}\n{b:?}"),
+        }
+    }
+}

@@ -48,6 +48,9 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         true => store.load_run(&run)?,
         false => store.load_run_summaries(&run)?,
     };
+    if args.repredict {
+        oslab_model::repredict(&record.fingerprint, &mut ms).map_err(anyhow::Error::msg)?;
+    }
     // A run stored by an older oslab is held to today's contract too.
     oslab_core::relations::check(&mut ms, Some(record.wall_s * 1e9));
     if args.out.json {

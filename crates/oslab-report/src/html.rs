@@ -20,7 +20,7 @@ h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-to
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.warn{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;margin:.3em 0}
 .noisy,.changed{color:#a15c00;font-weight:600}.regression{color:#b00020;font-weight:700}.better{color:#1b7a2a;font-weight:700}.skipped{color:#666;font-style:italic}.failed{color:#b00020;font-weight:600}
-nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}.meta td:first-child{color:#666}
+nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}p.note{margin:.15em 0;font-size:.9em}.meta td:first-child{color:#666}
 .families{columns:2 520px;column-gap:2em}.family{break-inside:avoid;min-width:0;overflow:hidden}.family h2{margin-top:.6em}
 .models{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:0 1em}.models details{min-width:0}.models details[open]{grid-column:1/-1}
 @media print{body{max-width:none}figure{break-inside:avoid}}";
@@ -59,13 +59,24 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
     if let Some(t) = headline {
         h.push_str("<h2 id=\"headline\">headline</h2>\n");
         h.push_str(&text_table(&t));
-        let notes = crate::headline::notes(ms);
-        if !notes.is_empty() {
-            let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(notes.trim_end()));
+        // A footnote a line, as the terminal prints them (in one paragraph they ran together).
+        for note in crate::headline::notes(ms).lines().filter(|l| !l.trim().is_empty()) {
+            let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(note.trim()));
         }
     }
     h.push_str(&metadata(record));
     h.push_str(&warnings(record));
+    let topology = serde_json::from_value(record.fingerprint["topology"].clone()).ok();
+    if let Some((svg, caption)) = topology.and_then(|t| crate::machine_map::figure(&t, ms)) {
+        // Drawn open where there is more than one package or node to tell apart.
+        let several = svg.matches("package ").count() > 1 || caption.contains("NUMA nodes");
+        let drawn = figure_html(&(svg, caption));
+        h.push_str(&folded(
+            "the machine drawn, with its measured costs",
+            &drawn,
+            several,
+        ));
+    }
     // The families in two columns where the page is wide enough, flowing down the first, then
     // the second (a default run's report was 11,050 px, 12 screens, one family under another;
     // in a grid, each pair took its taller one's height).

@@ -28,6 +28,7 @@ pub mod headline;
 pub mod html;
 pub mod hwloc;
 pub mod machine;
+pub mod machine_map;
 #[cfg(feature = "clap")]
 pub mod man;
 pub mod markdown;

@@ -6,12 +6,14 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Width and height of a line chart, in pixels: as wide as the report's column.
-const SIZE: (u32, u32) = (1100, 370);
+/// Width and height of a line chart, in pixels: about the width it is shown at in the report's
+/// column (570-760 px at 1,280), so its text reads at the size it is set in (drawn 1,100 wide, the
+/// 11-12 px labels were shown at 5-6 px).
+const SIZE: (u32, u32) = (760, 340);
 
 /// Width of the band right of a line chart's plot that holds its legend, so no legend sits
 /// over the data.
-const LEGEND: u32 = 210;
+const LEGEND: u32 = 250;
 
 /// Distinct colours for series.
 const PALETTE: [RGBColor; 8] = [
@@ -125,7 +127,9 @@ impl XAxis {
 }
 
 /// Marks placed on the axis, sorted, each with the row its label takes: the first row where no
-/// label within an eighth of the axis `span` already is (at most four rows).
+/// label within 45% of the axis `span` already is (at most four rows). A label of 16-20
+/// characters at 14 px takes a third of the plot: within an eighth, "L2 2 MiB (sysfs)" was
+/// printed over "L3 32 MiB (sysfs)", the one running right into the other running left.
 fn label_rows(marks: &[Mark], x_axis: XAxis, span: f64) -> Vec<(Mark, usize)> {
     let mut placed: Vec<Mark> = marks
         .iter()
@@ -141,7 +145,7 @@ fn label_rows(marks: &[Mark], x_axis: XAxis, span: f64) -> Vec<(Mark, usize)> {
         .map(|m| {
             let row = last_in_row
                 .iter()
-                .position(|&x| m.x - x >= span / 8.0)
+                .position(|&x| m.x - x >= span * 0.45)
                 .unwrap_or(last_in_row.len())
                 .min(3);
             if row == last_in_row.len() {
@@ -199,7 +203,7 @@ pub fn lines(
         draw_legend(&legend, series)?;
         let mut builder = ChartBuilder::on(&plot);
         builder
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", 20))
             .margin(12)
             .margin_right(28)
             .x_label_area_size(40)
@@ -226,7 +230,7 @@ pub fn lines(
                         .map_err(err)?;
                     // Near the right end a label runs leftwards from its line, not off the chart.
                     let right = m.x > xmin + span * 0.8;
-                    let font = ("sans-serif", 11).into_font().into_text_style(root);
+                    let font = ("sans-serif", 14).into_font().into_text_style(root);
                     let font = if right {
                         font.pos(Pos::new(HPos::Right, VPos::Top))
                     } else {
@@ -327,7 +331,7 @@ fn colour_of(series: &[Series], s: &Series) -> RGBColor {
 /// The legend in its own band: a line sample (dashed for a model) and the name of each series.
 fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Result<(), String> {
     for (k, s) in series.iter().enumerate() {
-        let y = 50 + 20 * k as i32;
+        let y = 50 + 24 * k as i32;
         let (color, dash) = style_of(series, s);
         let model = s.name.starts_with(MODEL);
         // A sample of the line: a model's dashed thin, a run's series in its dash.
@@ -347,13 +351,13 @@ fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Resu
             x = end + off.max(1);
         }
         let mut name = s.name.clone();
-        if name.chars().count() > 28 {
-            name = name.chars().take(27).collect::<String>() + "…";
+        if name.chars().count() > 26 {
+            name = name.chars().take(25).collect::<String>() + "…";
         }
         area.draw(&Text::new(
             name,
             (28, y - 6),
-            ("sans-serif", 12).into_font(),
+            ("sans-serif", 15).into_font(),
         ))
         .map_err(err)?;
     }
@@ -439,9 +443,9 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     let n = bars.len() as u32;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
-    let label_area = (widest as u32 * 7 + 16).clamp(60, 420);
+    let label_area = (widest as u32 * 9 + 16).clamp(60, 360);
     // Two bars' height at least: one bar's chart had no room for its axis's numbers.
-    let height = 96 + 22 * n.max(2);
+    let height = 110 + 26 * n.max(2);
     // Bar i fills [n-1-i, n-i] of a 0..n axis: the first at the top, labels at the centres.
     let slot = |i: usize| (n - 1 - i as u32) as f64;
     let from_top: Vec<String> = labels.iter().rev().cloned().collect();
@@ -449,7 +453,7 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     draw_sized((SIZE.0, height), |root| {
         let mut builder = ChartBuilder::on(root);
         builder
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", 20))
             .margin(12)
             .margin_right(70)
             .x_label_area_size(40)
@@ -461,11 +465,11 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                     .configure_mesh()
                     .disable_y_mesh()
                     .y_labels(2 * n as usize + 1)
-                    .y_label_style(("sans-serif", 12))
+                    .y_label_style(("sans-serif", 15))
                     // Fixed sizes: plotters scales them with the chart's height, and the numbers
                     // of a short chart's axis were 5 px tall.
-                    .x_label_style(("sans-serif", 12))
-                    .axis_desc_style(("sans-serif", 12))
+                    .x_label_style(("sans-serif", 15))
+                    .axis_desc_style(("sans-serif", 15))
                     .y_label_formatter(&|y| label_at(&from_top, *y))
                     .x_desc(x_desc.as_str())
                     .x_label_formatter(&|x| plain(*x))
@@ -501,7 +505,7 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                             chart
                                 .draw_series(std::iter::once(
                                     EmptyElement::at((end, at + 0.5))
-                                        + Text::new(reach, (0, 4), ("sans-serif", 10).into_font()),
+                                        + Text::new(reach, (0, 4), ("sans-serif", 13).into_font()),
                                 ))
                                 .map_err(err)?;
                         }
@@ -511,7 +515,7 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                     chart
                         .draw_series(std::iter::once(
                             EmptyElement::at((value, at + 0.5))
-                                + Text::new(text, (4, -13), ("sans-serif", 11).into_font()),
+                                + Text::new(text, (4, -13), ("sans-serif", 14).into_font()),
                         ))
                         .map_err(err)?;
                 }
@@ -551,7 +555,7 @@ pub fn heatmap(
         let (plot, scale) = root.split_horizontally(size.0 - scale_w);
         draw_scale(&scale, lo, hi, text)?;
         let mut chart = ChartBuilder::on(&plot)
-            .caption(title, ("sans-serif", 16))
+            .caption(title, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(70)
@@ -582,7 +586,7 @@ pub fn heatmap(
                     .draw_series(std::iter::once(Text::new(
                         text(r, c, *v),
                         (c as f64 + 0.5, r as f64 + 0.5),
-                        ("sans-serif", 13)
+                        ("sans-serif", 15)
                             .into_font()
                             .color(&ink)
                             .pos(Pos::new(HPos::Center, VPos::Center)),
@@ -620,7 +624,7 @@ fn draw_scale(
             .draw(&Text::new(
                 label(hi),
                 (30, top + 2),
-                ("sans-serif", 11).into_font(),
+                ("sans-serif", 14).into_font(),
             ))
             .map_err(err);
     }
@@ -638,13 +642,13 @@ fn draw_scale(
     area.draw(&Text::new(
         label(hi),
         (30, top - 6),
-        ("sans-serif", 11).into_font(),
+        ("sans-serif", 14).into_font(),
     ))
     .map_err(err)?;
     area.draw(&Text::new(
         label(lo),
         (30, bottom - 6),
-        ("sans-serif", 11).into_font(),
+        ("sans-serif", 14).into_font(),
     ))
     .map_err(err)?;
     Ok(())
@@ -682,7 +686,7 @@ pub fn timeline(
     let n = tracks.len();
     draw(|root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(150)
@@ -756,7 +760,9 @@ mod tests {
             .iter()
             .map(|(_, r)| *r)
             .collect();
-        assert_eq!(rows, [0, 1, 0, 1, 2]);
+        // A row holds labels 45% of the axis apart: 2 MiB's label shares no row with 32 KiB's
+        // (6 of the axis's 14 doublings away), 2.5 MiB's does (6.3).
+        assert_eq!(rows, [0, 1, 2, 0, 3]);
     }
 
     #[test]

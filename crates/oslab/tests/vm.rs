@@ -179,7 +179,8 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
         "2s",
         "oslab info --json > /out/info.json && oslab c2c --quick --sample 24 --json --db /tmp/o.db > /out/c2c.json \
          && oslab run bandwidth.threads --quick --json --db /tmp/o.db > /out/bw.json \
-         && oslab bind --ranks 2 --threads 4 --json > /out/bind.json && oslab info --hwloc > /out/topo.xml",
+         && oslab bind --ranks 2 --threads 4 --json > /out/bind.json && oslab info --hwloc > /out/topo.xml \
+         && oslab report 1 --db /tmp/o.db -o /out/report.html",
     ) else {
         return;
     };

@@ -60,7 +60,10 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         h.push_str("<h2 id=\"headline\">headline</h2>\n");
         h.push_str(&text_table(&t));
         // A footnote a line, as the terminal prints them (in one paragraph they ran together).
-        for note in crate::headline::notes(ms).lines().filter(|l| !l.trim().is_empty()) {
+        for note in crate::headline::notes(ms)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
             let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(note.trim()));
         }
     }

@@ -30,13 +30,13 @@ fn grid(
     cols: &[u64],
     value: impl Fn(u64, u64) -> Option<String>,
 ) -> String {
-    let mut out = format!("{title}\n{:>10}", "");
+    let mut out = format!("{title}\n{:>14}", "");
     for c in cols {
         out.push_str(&format!("{:>10}", format!("mem {c}")));
     }
     out.push('\n');
     for &r in rows {
-        out.push_str(&format!("{:>10}", format!("cpu {r}")));
+        out.push_str(&format!("{:>14}", format!("cpu node {r}")));
         for &c in cols {
             out.push_str(&format!(
                 "{:>10}",
@@ -48,8 +48,45 @@ fn grid(
     out
 }
 
+/// What the memory the matrix measured runs on: why a firmware table's order may not show in
+/// the measured latencies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// A software-emulated cpu (QEMU TCG): every node's memory is the emulator's, all one.
+    Emulated,
+    /// A virtual machine: its nodes may lie on one host node, or move between them.
+    Virtual,
+    /// The machine itself.
+    Metal,
+}
+
+impl Host {
+    /// From a stored run: emulated where the environment warned so, virtual under a hypervisor.
+    pub fn of(
+        fingerprint: &serde_json::Value,
+        env: Option<&oslab_core::machine::Environment>,
+    ) -> Host {
+        if env.is_some_and(|e| e.warnings.iter().any(|w| w.kind == "emulated")) {
+            Host::Emulated
+        } else if fingerprint.get("hypervisor").is_some_and(|h| !h.is_null()) {
+            Host::Virtual
+        } else {
+            Host::Metal
+        }
+    }
+
+    /// Why the measured order and the table's differ, most likely.
+    fn why_not_seen(self) -> &'static str {
+        match self {
+            Host::Emulated => "the emulator (QEMU TCG) serves every node's memory alike, so no latency here can show the table's order: the table may well be right",
+            Host::Virtual => "a virtual machine's nodes may share one host node (or move between them), which the table the hypervisor presents does not say",
+            Host::Metal => "the firmware's table does not describe this machine's memory (common under SNC/NPS modes)",
+        }
+    }
+}
+
 /// The matrix views of a run's `numa.matrix` measurements, or None when it has none.
-pub fn matrix(ms: &[Measurement]) -> Option<String> {
+pub fn matrix(ms: &[Measurement], host: Host) -> Option<String> {
     let bw = cells(ms, "bandwidth", Some("average"));
     let lat = cells(ms, "latency", None);
     let distance: Cells = ms
@@ -121,7 +158,7 @@ pub fn matrix(ms: &[Measurement]) -> Option<String> {
         ));
     }
     for (source, reference) in [("SLIT", &distance), ("HMAT", &hmat)] {
-        if let Some(line) = order_not_seen(source, reference, &lat) {
+        if let Some(line) = order_not_seen(source, reference, &lat, host) {
             out.push_str(&line);
         }
     }
@@ -142,7 +179,7 @@ const SEEN: f64 = 1.05;
 /// least [`SEEN`] times slower), as a warning line; None when every ordered pair is borne out.
 /// A firmware table that disagrees with the machine is common under sub-NUMA clustering and NPS
 /// modes, and in virtual machines, whose tables describe memory that is all one.
-fn order_not_seen(source: &str, reference: &Cells, lat: &Cells) -> Option<String> {
+fn order_not_seen(source: &str, reference: &Cells, lat: &Cells, host: Host) -> Option<String> {
     let mut ordered = 0;
     let mut not_seen: Vec<String> = Vec::new();
     for (&(r, a), &ref_a) in reference {
@@ -156,7 +193,7 @@ fn order_not_seen(source: &str, reference: &Cells, lat: &Cells) -> Option<String
             ordered += 1;
             if far / near < SEEN {
                 not_seen.push(format!(
-                    "from cpu {r}, mem {b} ({ref_b:.0}) reads {:.2}x mem {a} ({ref_a:.0})",
+                    "from cpu node {r}, mem {b} ({ref_b:.0}) reads {:.2}x mem {a} ({ref_a:.0})",
                     far / near
                 ));
             }
@@ -167,10 +204,11 @@ fn order_not_seen(source: &str, reference: &Cells, lat: &Cells) -> Option<String
     }
     let shown = not_seen.len().min(3);
     Some(format!(
-        "warning: the measured latency does not bear out {source}'s order in {} of {ordered} pairs: {}{}; the firmware's table does not describe this machine's memory (common under SNC/NPS modes and in virtual machines)\n",
+        "warning: the measured latency does not bear out {source}'s order in {} of {ordered} pairs: {}{}; {}\n",
         not_seen.len(),
         not_seen[..shown].join("; "),
-        if shown < not_seen.len() { "; ..." } else { "" }
+        if shown < not_seen.len() { "; ..." } else { "" },
+        host.why_not_seen()
     ))
 }
 
@@ -204,7 +242,7 @@ mod tests {
             m("bandwidth", 1, 0, 16.0),
             m("bandwidth", 1, 1, 32.0),
         ];
-        let text = matrix(&ms).unwrap();
+        let text = matrix(&ms, Host::Metal).unwrap();
         assert!(text.contains("mem 2"), "{text}");
         assert!(!text.contains("cpu 2"), "{text}");
         assert!(
@@ -214,7 +252,7 @@ mod tests {
         assert!(text.contains("SLIT"));
         // SLIT's order (10 < 20) is borne out: 150 ns against 100.
         assert!(!text.contains("warning"), "{text}");
-        assert!(matrix(&[]).is_none());
+        assert!(matrix(&[], Host::Metal).is_none());
     }
 
     #[test]
@@ -229,12 +267,13 @@ mod tests {
         for (x, v) in ms.iter_mut().zip([80, 250, 250, 80]) {
             x.context.insert(HMAT_LATENCY.into(), v.into());
         }
-        let text = matrix(&ms).unwrap();
+        let text = matrix(&ms, Host::Emulated).unwrap();
         assert!(text.contains("HMAT read latency"), "{text}");
         assert!(
             text.contains("does not bear out SLIT's order in 2 of 2 pairs")
-                && text.contains("from cpu 0, mem 1 (20) reads 1.01x mem 0 (10)")
-                && text.contains("does not bear out HMAT's order in 2 of 2 pairs"),
+                && text.contains("from cpu node 0, mem 1 (20) reads 1.01x mem 0 (10)")
+                && text.contains("does not bear out HMAT's order in 2 of 2 pairs")
+                && text.contains("the emulator (QEMU TCG) serves every node's memory alike"),
             "{text}"
         );
     }

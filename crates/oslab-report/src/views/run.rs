@@ -71,7 +71,9 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -
     out.push_str(&swept);
     out.push_str(&measurements(&rest));
     out.push('\n');
-    if let Some(matrix) = crate::numa::matrix(ms) {
+    if let Some(matrix) =
+        crate::numa::matrix(ms, crate::numa::Host::of(&record.fingerprint, env.as_ref()))
+    {
         out.push('\n');
         out.push_str(&matrix);
     }
@@ -112,7 +114,9 @@ fn summary(
     out.push_str(&summary::model_line(ms));
     let numa = ms.iter().any(|m| m.probe == id::NUMA_MATRIX);
     if summary::several_nodes(ms) {
-        if let Some(matrix) = crate::numa::matrix(ms) {
+        if let Some(matrix) =
+            crate::numa::matrix(ms, crate::numa::Host::of(&record.fingerprint, env))
+        {
             out.push('\n');
             out.push_str(&matrix);
         }

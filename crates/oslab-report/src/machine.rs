@@ -106,6 +106,67 @@ fn hmat(h: &oslab_core::topology::Hmat) -> String {
     )
 }
 
+/// Which cpus share a package, a last-level cache and a core (what binding needs, as lstopo
+/// shows it), and whether nodes divide a package (sub-NUMA clustering, NPS): lines only where
+/// there is something to tell apart.
+fn cpu_sets(t: &oslab_core::topology::Topology) -> String {
+    use oslab_core::cpuset::CpuSet;
+    let mut o = String::new();
+    let mut packages: std::collections::BTreeMap<usize, CpuSet> = Default::default();
+    for c in &t.cpus {
+        packages.entry(c.package).or_default().insert(c.id);
+    }
+    let list = |sets: Vec<String>, most: usize| {
+        let more = sets.len().saturating_sub(most);
+        let mut shown: Vec<String> = sets.into_iter().take(most).collect();
+        if more > 0 {
+            shown.push(format!("... ({more} more)"));
+        }
+        shown.join(" | ")
+    };
+    if packages.len() > 1 {
+        let sets = packages.iter().map(|(p, c)| format!("{p}: {c}")).collect();
+        let _ = writeln!(o, "packages    {}", list(sets, 8));
+    }
+    if let Some(level) = t.last_level_cache().map(|c| c.level) {
+        let llcs: Vec<String> = t
+            .caches
+            .iter()
+            .filter(|c| c.level == level && c.kind != CacheKind::Instruction)
+            .map(|c| c.cpus.to_string())
+            .collect();
+        if llcs.len() > 1 {
+            let _ = writeln!(o, "L{level} domains  {}", list(llcs, 8));
+        }
+    }
+    let mut cores: Vec<String> = t
+        .cpus
+        .iter()
+        .filter(|c| c.smt_siblings.len() > 1 && c.smt_siblings.first() == Some(c.id))
+        .map(|c| c.smt_siblings.to_string())
+        .collect();
+    cores.dedup();
+    if !cores.is_empty() {
+        let _ = writeln!(o, "smt cores   {}", list(cores, 8));
+    }
+    let nodes_per: std::collections::BTreeSet<usize> = packages
+        .values()
+        .map(|cpus| {
+            t.nodes
+                .iter()
+                .filter(|n| n.cpus.iter().any(|c| cpus.contains(c)))
+                .count()
+        })
+        .collect();
+    if let Some(&n) = nodes_per.iter().max().filter(|&&n| n > 1) {
+        let _ = writeln!(
+            o,
+            "numa mode   {n} nodes in a package: sub-NUMA clustering (Intel SNC-{n}) or NPS{n} (AMD)"
+        );
+    }
+    o
+}
+
 /// Renders the fingerprint and environment.
 pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     let mut o = String::new();
@@ -132,6 +193,7 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
         fp.threads,
         smt(fp.smt.as_deref())
     );
+    o.push_str(&cpu_sets(t));
     let _ = writeln!(o, "caches");
     o.push_str(&caches(&t.caches));
     let _ = writeln!(

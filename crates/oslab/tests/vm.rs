@@ -180,6 +180,7 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
         "oslab info --json > /out/info.json && oslab c2c --quick --sample 24 --json --db /tmp/o.db > /out/c2c.json \
          && oslab run bandwidth.threads --quick --json --db /tmp/o.db > /out/bw.json \
          && oslab bind --ranks 2 --threads 4 --json > /out/bind.json && oslab info --hwloc > /out/topo.xml \
+         && oslab info > /out/info.txt \
          && oslab report 1 --db /tmp/o.db -o /out/report.html",
     ) else {
         return;
@@ -957,6 +958,7 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     let script = "\
         oslab info --json > /out/info.json && oslab c2c --quick --json --db /tmp/o.db > /out/c2c.json || exit 1
         oslab bind --ranks 4 --threads 2 --json > /out/bind.json && oslab info --hwloc > /out/topo.xml || exit 1
+        oslab info | grep 'numa mode' > /out/mode.txt
         grep -q cgroup2 /proc/mounts || mount -t cgroup2 none /sys/fs/cgroup
         echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control && mkdir /sys/fs/cgroup/job
         echo 0-3 > /sys/fs/cgroup/job/cpuset.cpus && echo 0-1 > /sys/fs/cgroup/job/cpuset.mems
@@ -971,6 +973,11 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     assert_eq!(distinct(&info, "package"), 2);
     assert_eq!(distinct(&info, "node"), 4);
     ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "node");
+    let mode = std::fs::read_to_string(g.out.path().join("mode.txt")).unwrap_or_default();
+    assert!(
+        mode.contains("2 nodes in a package: sub-NUMA clustering"),
+        "{mode}"
+    );
     hwloc_reads(&g, &[("package", 2), ("core", 8), ("numanode", 4)]);
     assert_eq!(
         distances(&info),

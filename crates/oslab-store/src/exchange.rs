@@ -518,12 +518,116 @@ pub fn read_file(path: &std::path::Path, links: Links) -> Result<RunDocument, Fi
 /// Columns every row has, before the parameters: the run, then what was measured.
 const RUN_COLUMNS: [&str; 6] = ["run", "host", "started", "repetition", "probe", "metric"];
 
-/// A JSON value as a CSV cell: numbers as numbers, strings bare.
-fn cell(v: Option<&serde_json::Value>) -> String {
+/// One value of a parameter or finding, as a data frame should read it: a number (a share like
+/// "100%" as the fraction 1), a text, or a text with a share ("thp 100%": "thp" and 1).
+enum Cell {
+    Empty,
+    Number(String),
+    Text(String),
+    Labelled(String, String),
+}
+
+/// "100%" as "1", "37.5%" as "0.375".
+fn share(s: &str) -> Option<String> {
+    let p: f64 = s.strip_suffix('%')?.parse().ok()?;
+    Some((p / 100.0).to_string())
+}
+
+/// `v` as a cell; a string that reads as a number is one where `numeric_strings` (a key whose
+/// texts are no lists: `pause` "2000", not `cpus` "1" beside "1,0").
+fn classify(v: Option<&serde_json::Value>, numeric_strings: bool) -> Cell {
     match v {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(serde_json::Value::Null) | None => String::new(),
-        Some(v) => v.to_string(),
+        None | Some(serde_json::Value::Null) => Cell::Empty,
+        Some(serde_json::Value::Number(n)) => Cell::Number(n.to_string()),
+        Some(serde_json::Value::String(s)) => match (share(s), s.rsplit_once(' ')) {
+            (Some(f), _) => Cell::Number(f),
+            _ if numeric_strings && s.parse::<f64>().is_ok_and(f64::is_finite) => {
+                Cell::Number(s.clone())
+            }
+            (None, Some((word, p))) if share(p).is_some() => {
+                Cell::Labelled(word.to_string(), share(p).unwrap_or_default())
+            }
+            _ => Cell::Text(s.clone()),
+        },
+        Some(v) => Cell::Text(v.to_string()),
+    }
+}
+
+/// A key's columns: `name` (its numbers; its texts where it has no numbers), `name_text` (the
+/// texts of a key that also has numbers: `args` 0..7 and "0-7", `pause` 2000 and "idle"), and
+/// `name_share` (the share of a labelled text: `found_pages` "thp 100%" is "thp" and 1), so a
+/// data frame reads every column of numbers as numbers (the README's export paragraph).
+struct Column {
+    key: String,
+    name: String,
+    found: bool,
+    numeric_strings: bool,
+    split_text: bool,
+    share: bool,
+}
+
+impl Column {
+    fn of(ms: &[Measurement], key: &str, name: String, found: bool) -> Column {
+        let value = |m: &'_ Measurement| -> Option<serde_json::Value> {
+            match found {
+                true => m.context.get(key).cloned(),
+                false => m.params.get(key).cloned(),
+            }
+        };
+        let numeric_strings = !ms
+            .iter()
+            .any(|m| value(m).is_some_and(|v| v.as_str().is_some_and(|s| s.contains(','))));
+        let (mut numbers, mut texts, mut labelled) = (false, false, false);
+        for m in ms {
+            match classify(value(m).as_ref(), numeric_strings) {
+                Cell::Number(_) => numbers = true,
+                Cell::Text(_) => texts = true,
+                Cell::Labelled(..) => labelled = true,
+                Cell::Empty => {}
+            }
+        }
+        Column {
+            key: key.to_string(),
+            name,
+            found,
+            numeric_strings,
+            split_text: numbers && (texts || labelled),
+            share: labelled,
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut out = vec![self.name.clone()];
+        if self.split_text {
+            out.push(format!("{}_text", self.name));
+        }
+        if self.share {
+            out.push(format!("{}_share", self.name));
+        }
+        out
+    }
+
+    fn cells(&self, m: &Measurement) -> Vec<String> {
+        let v = match self.found {
+            true => m.context.get(&self.key),
+            false => m.params.get(&self.key),
+        };
+        let (main, text, share) = match classify(v, self.numeric_strings) {
+            Cell::Empty => (String::new(), String::new(), String::new()),
+            Cell::Number(n) => (n, String::new(), String::new()),
+            Cell::Text(t) if self.split_text => (String::new(), t, String::new()),
+            Cell::Text(t) => (t, String::new(), String::new()),
+            Cell::Labelled(w, f) if self.split_text => (String::new(), w, f),
+            Cell::Labelled(w, f) => (w, String::new(), f),
+        };
+        let mut out = vec![main];
+        if self.split_text {
+            out.push(text);
+        }
+        if self.share {
+            out.push(share);
+        }
+        out
     }
 }
 
@@ -532,8 +636,7 @@ fn cell(v: Option<&serde_json::Value>) -> String {
 /// placed, a parent's resident size), each named `found_KEY`. A parameter key that is also a
 /// fixed column gets a `param_` prefix.
 struct KeyColumns {
-    params: Vec<(String, String)>,
-    found: Vec<(String, String)>,
+    columns: Vec<Column>,
 }
 
 impl KeyColumns {
@@ -542,34 +645,27 @@ impl KeyColumns {
             ms.iter().flat_map(|m| m.params.keys()).collect();
         let found: std::collections::BTreeSet<&String> =
             ms.iter().flat_map(|m| m.context.keys()).collect();
+        let params = params.into_iter().map(|k| {
+            let name = match fixed.contains(&k.as_str()) {
+                true => format!("param_{k}"),
+                false => k.clone(),
+            };
+            Column::of(ms, k, name, false)
+        });
+        let found = found
+            .into_iter()
+            .map(|k| Column::of(ms, k, format!("found_{k}"), true));
         KeyColumns {
-            params: params
-                .into_iter()
-                .map(|k| {
-                    let name = match fixed.contains(&k.as_str()) {
-                        true => format!("param_{k}"),
-                        false => k.clone(),
-                    };
-                    (k.clone(), name)
-                })
-                .collect(),
-            found: found
-                .into_iter()
-                .map(|k| (k.clone(), format!("found_{k}")))
-                .collect(),
+            columns: params.chain(found).collect(),
         }
     }
 
     fn names(&self) -> impl Iterator<Item = String> + '_ {
-        self.params
-            .iter()
-            .chain(&self.found)
-            .map(|(_, n)| n.clone())
+        self.columns.iter().flat_map(Column::names)
     }
 
     fn cells<'a>(&'a self, m: &'a Measurement) -> impl Iterator<Item = String> + 'a {
-        let params = self.params.iter().map(|(k, _)| cell(m.params.get(k)));
-        params.chain(self.found.iter().map(|(k, _)| cell(m.context.get(k))))
+        self.columns.iter().flat_map(move |c| c.cells(m))
     }
 }
 
@@ -864,12 +960,14 @@ mod tests {
         f.measurements[0] = f.measurements[0].clone().found("pages", "thp 91%");
         let text = csv(&f.run, &f.measurements);
         let header = text.lines().next().unwrap();
+        // A labelled share is its label and the fraction, so a data frame reads a number.
         assert!(
-            header.contains(",metric,cpu,found_pages,unit,") && !header.contains(",pages,"),
+            header.contains(",metric,cpu,found_pages,found_pages_share,unit,")
+                && !header.contains(",pages,"),
             "{header}"
         );
         assert!(
-            text.lines().nth(1).unwrap().contains(",1,thp 91%,ns,"),
+            text.lines().nth(1).unwrap().contains(",1,thp,0.91,ns,"),
             "{text}"
         );
         // One row per sample in the long form.

@@ -3107,3 +3107,72 @@ fn a_stored_run_predicted_again_by_the_same_model_gets_the_same_predictions() {
         }
     }
 }
+
+#[test]
+fn pandas_reads_every_column_of_numbers_in_an_export_as_numbers() {
+    let _turn = shared();
+    // The system's python with pandas (scripts/test installs python3-pandas).
+    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
+        std::process::Command::new(p)
+            .args(["-c", "import pandas"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(python) = python else {
+        return oslab_testkit::skip(
+            "needs python3 with pandas (scripts/test installs python3-pandas)",
+        );
+    };
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    // Probes whose parameters and findings mix numbers and words: call arguments 0..7 and
+    // their fit over "0-7", loaded latency's pause ("idle"), pages found ("thp 100%"), a share
+    // placed ("100%"), cpu lists.
+    stdout(&[
+        "run",
+        "--quick",
+        "call",
+        "memory.latency.pages",
+        "memory.latency.loaded",
+        "switch.thread.pipe",
+        "numa.matrix",
+        "--db",
+        db,
+    ]);
+    let csv = dir.path().join("run.csv");
+    stdout(&[
+        "export",
+        "latest",
+        "--format",
+        "csv",
+        "-o",
+        csv.to_str().unwrap(),
+        "--db",
+        db,
+    ]);
+    let script = r#"
+import sys, pandas as pd
+df = pd.read_csv(sys.argv[1], parse_dates=["started"])
+assert str(df["started"].dtype).startswith("datetime64"), df["started"].dtype
+bad = []
+for c in df.columns:
+    if df[c].dtype == object and c != "cpus":
+        v = df[c].dropna().astype(str)
+        if pd.to_numeric(v, errors="coerce").notna().any():
+            bad.append((c, list(v.unique()[:4])))
+for c in ["median", "ci_low", "ci_high", "n", "predicted"]:
+    assert df[c].dtype.kind in "fi", (c, df[c].dtype)
+assert not bad, bad
+print("ok", len(df), "rows", len(df.columns), "columns")
+"#;
+    let out = std::process::Command::new(python)
+        .args(["-c", script, csv.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -917,6 +917,10 @@ fn c2c(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
             let mut cpus: Vec<u64> = cells.iter().flat_map(|c| [c.0, c.1]).collect();
             cpus.sort_unstable();
             cpus.dedup();
+            // One pair is a number, which the table gives: a 2x2 heatmap says nothing more.
+            if cpus.len() < 3 {
+                return None;
+            }
             let values: Vec<Vec<Option<f64>>> = cpus
                 .iter()
                 .map(|&r| {

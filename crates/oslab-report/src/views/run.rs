@@ -13,13 +13,16 @@ use oslab_core::text::one_line;
 /// model's reasons per probe and the warnings with their fixes.
 pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -> String {
     let mut out = format!(
-        "run {}  {}  {}  host {}  oslab {}{}  wall {:.1} s\n{}\n",
+        // The wall time before the version: at 80 columns the line wraps at the version's end,
+        // not between "wall" and its value.
+        "run {}  {}  {}  wall {:.1} s  host {}  oslab {}{}\n{}\n",
         record
             .id
             .map(|i| i.to_string())
             .unwrap_or_else(|| "-".into()),
         one_line(&record.started),
         record.status.as_str(),
+        record.wall_s,
         one_line(&record.hostname),
         one_line(&record.oslab_version),
         record
@@ -27,7 +30,6 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -
             .as_deref()
             .map(|r| format!(" ({})", one_line(r)))
             .unwrap_or_default(),
-        record.wall_s,
         one_line(&record.command),
     );
     if let Some(clock) = record

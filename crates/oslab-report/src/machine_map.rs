@@ -33,14 +33,18 @@ pub fn figure(t: &Topology, ms: &[Measurement]) -> Option<(String, String)> {
     }
     let per_row = packages.len().clamp(1, 2);
     let box_w = (WIDTH - PAD * (per_row as f64 + 1.0)) / per_row as f64;
-    let mut body = String::new();
+    let mut canvas = Canvas {
+        t,
+        marked,
+        out: String::new(),
+    };
     let (mut x, mut y, mut row_h) = (PAD, PAD, 0.0f64);
     for (i, (p, cpus)) in packages.iter().enumerate() {
         if i > 0 && i % per_row == 0 {
             (x, y) = (PAD, y + row_h + PAD);
             row_h = 0.0;
         }
-        let h = package(t, *p, cpus, &marked, x, y, box_w, &mut body);
+        let h = canvas.package(*p, cpus, At { x, y, w: box_w });
         row_h = row_h.max(h);
         x += box_w + PAD;
     }
@@ -55,6 +59,7 @@ pub fn figure(t: &Topology, ms: &[Measurement]) -> Option<(String, String)> {
             pairs.join(", ")
         ));
     }
+    let mut body = canvas.out;
     let mut ty = y + row_h + PAD + FONT;
     for l in &lines {
         let _ = writeln!(
@@ -79,69 +84,116 @@ pub fn figure(t: &Topology, ms: &[Measurement]) -> Option<(String, String)> {
     Some((svg, caption))
 }
 
-/// One package's box at (x, y), `w` wide: its nodes (where it has several), each node's or the
-/// package's last-level cache domains, and their cores. Returns its height.
-#[allow(clippy::too_many_arguments)]
-fn package(
-    t: &Topology,
-    p: usize,
-    cpus: &[usize],
-    marked: &CpuSet,
+/// Where a box goes: its top left corner and its width (its height is what it holds).
+#[derive(Clone, Copy)]
+struct At {
     x: f64,
     y: f64,
     w: f64,
-    out: &mut String,
-) -> f64 {
-    let nodes: Vec<&oslab_core::topology::Node> = t
-        .nodes
-        .iter()
-        .filter(|n| n.cpus.iter().any(|c| cpus.contains(&c)))
-        .collect();
-    let node_label = nodes
-        .iter()
-        .map(|n| n.id.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut inner_y = y + FONT * 1.8;
-    let groups: Vec<(String, Vec<usize>)> = if nodes.len() > 1 {
-        nodes
+}
+
+/// The drawing as it is made: the machine, the cpus to mark, the SVG so far.
+struct Canvas<'a> {
+    t: &'a Topology,
+    marked: CpuSet,
+    out: String,
+}
+
+impl Canvas<'_> {
+    /// One package's box: its nodes (where it has several), each node's or the package's
+    /// last-level cache domains, and their cores. Returns its height.
+    fn package(&mut self, p: usize, cpus: &[usize], at: At) -> f64 {
+        let t = self.t;
+        let nodes: Vec<&oslab_core::topology::Node> = t
+            .nodes
             .iter()
-            .map(|n| {
-                let mine: Vec<usize> = cpus
-                    .iter()
-                    .copied()
-                    .filter(|&c| n.cpus.contains(c))
-                    .collect();
-                (format!("node {}", n.id), mine)
-            })
-            .collect()
-    } else {
-        llc_domains(t, cpus)
-    };
-    let mut body = String::new();
-    for (label, group) in &groups {
-        let h = domain(
-            t,
-            label,
-            group,
-            marked,
-            x + PAD,
-            inner_y,
-            w - 2.0 * PAD,
-            &mut body,
+            .filter(|n| n.cpus.iter().any(|c| cpus.contains(&c)))
+            .collect();
+        let node_label = nodes
+            .iter()
+            .map(|n| n.id.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let groups: Vec<(String, Vec<usize>)> = if nodes.len() > 1 {
+            nodes
+                .iter()
+                .map(|n| {
+                    let mine = cpus
+                        .iter()
+                        .copied()
+                        .filter(|&c| n.cpus.contains(c))
+                        .collect();
+                    (format!("node {}", n.id), mine)
+                })
+                .collect()
+        } else {
+            llc_domains(t, cpus)
+        };
+        // The package's box goes under what it holds: drawn after them, it would cover them.
+        let outer = std::mem::take(&mut self.out);
+        let mut inner_y = at.y + FONT * 1.8;
+        for (label, group) in &groups {
+            let inside = At {
+                x: at.x + PAD,
+                y: inner_y,
+                w: at.w - 2.0 * PAD,
+            };
+            inner_y += self.domain(label, group, inside) + PAD;
+        }
+        let h = inner_y - at.y;
+        let held = std::mem::replace(&mut self.out, outer);
+        let _ = writeln!(
+            self.out,
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{h}\" rx=\"6\" fill=\"#f4f6fa\" stroke=\"#556\"/>\n<text x=\"{}\" y=\"{}\" font-size=\"{FONT}\" font-weight=\"bold\">package {p} · NUMA node {}</text>",
+            at.x,
+            at.y,
+            at.w,
+            at.x + PAD,
+            at.y + FONT * 1.3,
+            escape(&node_label)
         );
-        inner_y += h + PAD;
+        self.out.push_str(&held);
+        h
     }
-    let h = inner_y - y;
-    let _ = writeln!(
-        out,
-        "<rect x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\" rx=\"6\" fill=\"#f4f6fa\" stroke=\"#556\"/>\n<text x=\"{}\" y=\"{}\" font-size=\"{FONT}\" font-weight=\"bold\">package {p} · NUMA node {}</text>",
-        x + PAD,
-        y + FONT * 1.3,
-        escape(&node_label)
-    );
-    out.push_str(&body);
-    h
+
+    /// A labelled box of cores. Returns its height.
+    fn domain(&mut self, label: &str, cpus: &[usize], at: At) -> f64 {
+        let mut cores: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+        for &c in cpus {
+            if let Some(cpu) = self.t.cpu(c) {
+                cores.entry((cpu.package, cpu.core)).or_default().push(c);
+            }
+        }
+        let per_line = (((at.w - PAD) / (CORE_W + 6.0)).floor() as usize).max(1);
+        let rows = cores.len().div_ceil(per_line);
+        let h = FONT * 1.6 + rows as f64 * (CORE_H + 6.0) + PAD;
+        let _ = writeln!(
+            self.out,
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{h}\" rx=\"4\" fill=\"#fff\" stroke=\"#99a\"/>\n<text x=\"{}\" y=\"{}\" font-size=\"{FONT}\">{}</text>",
+            at.x,
+            at.y,
+            at.w,
+            at.x + PAD,
+            at.y + FONT * 1.2,
+            escape(label)
+        );
+        for (i, core) in cores.values().enumerate() {
+            let cx = at.x + PAD + (i % per_line) as f64 * (CORE_W + 6.0);
+            let cy = at.y + FONT * 1.6 + (i / per_line) as f64 * (CORE_H + 6.0);
+            let hot = core.iter().any(|&c| self.marked.contains(c));
+            let ids: Vec<String> = core.iter().map(usize::to_string).collect();
+            let _ = writeln!(
+                self.out,
+                "<rect x=\"{cx}\" y=\"{cy}\" width=\"{CORE_W}\" height=\"{CORE_H}\" rx=\"3\" fill=\"#dde6f3\" stroke=\"{}\" stroke-width=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"{FONT}\" text-anchor=\"middle\">{}</text>",
+                if hot { "#c0392b" } else { "#7a8aa6" },
+                if hot { 3 } else { 1 },
+                cx + CORE_W / 2.0,
+                cy + CORE_H / 2.0 + FONT / 3.0,
+                ids.join(" ")
+            );
+        }
+        h
+    }
 }
 
 /// The last-level cache domains among `cpus`, labelled with their size.
@@ -165,52 +217,6 @@ fn llc_domains(t: &Topology, cpus: &[usize]) -> Vec<(String, Vec<usize>)> {
         out.push((String::new(), cpus.to_vec()));
     }
     out
-}
-
-/// A labelled box of cores at (x, y), `w` wide. Returns its height.
-#[allow(clippy::too_many_arguments)]
-fn domain(
-    t: &Topology,
-    label: &str,
-    cpus: &[usize],
-    marked: &CpuSet,
-    x: f64,
-    y: f64,
-    w: f64,
-    out: &mut String,
-) -> f64 {
-    let mut cores: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
-    for &c in cpus {
-        if let Some(cpu) = t.cpu(c) {
-            cores.entry((cpu.package, cpu.core)).or_default().push(c);
-        }
-    }
-    let per_line = (((w - PAD) / (CORE_W + 6.0)).floor() as usize).max(1);
-    let rows = cores.len().div_ceil(per_line);
-    let h = FONT * 1.6 + rows as f64 * (CORE_H + 6.0) + PAD;
-    let _ = writeln!(
-        out,
-        "<rect x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\" rx=\"4\" fill=\"#fff\" stroke=\"#99a\"/>\n<text x=\"{}\" y=\"{}\" font-size=\"{FONT}\">{}</text>",
-        x + PAD,
-        y + FONT * 1.2,
-        escape(label)
-    );
-    for (i, core) in cores.values().enumerate() {
-        let cx = x + PAD + (i % per_line) as f64 * (CORE_W + 6.0);
-        let cy = y + FONT * 1.6 + (i / per_line) as f64 * (CORE_H + 6.0);
-        let hot = core.iter().any(|&c| marked.contains(c));
-        let ids: Vec<String> = core.iter().map(usize::to_string).collect();
-        let _ = writeln!(
-            out,
-            "<rect x=\"{cx}\" y=\"{cy}\" width=\"{CORE_W}\" height=\"{CORE_H}\" rx=\"3\" fill=\"#dde6f3\" stroke=\"{}\" stroke-width=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"{FONT}\" text-anchor=\"middle\">{}</text>",
-            if hot { "#c0392b" } else { "#7a8aa6" },
-            if hot { 3 } else { 1 },
-            cx + CORE_W / 2.0,
-            cy + CORE_H / 2.0 + FONT / 3.0,
-            ids.join(" ")
-        );
-    }
-    h
 }
 
 /// The costs measured on the machine, a line per kind: core to core by topology class, memory

@@ -7,13 +7,17 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Width and height of a line chart, in pixels: about the width it is shown at in the report's
-/// column (570-760 px at 1,280), so its text reads at the size it is set in (drawn 1,100 wide, the
-/// 11-12 px labels were shown at 5-6 px).
-const SIZE: (u32, u32) = (760, 340);
+/// column (570 px at 1,280), so its text reads near the size it is set in (drawn 1,100 wide, the
+/// 11-12 px labels were shown at 5-6 px). plotters sets text at 0.8 of the size asked: [`TEXT`]
+/// is 16, 12.9 px drawn, 11.5 px shown.
+const SIZE: (u32, u32) = (640, 320);
 
 /// Width of the band right of a line chart's plot that holds its legend, so no legend sits
 /// over the data.
-const LEGEND: u32 = 250;
+const LEGEND: u32 = 220;
+
+/// The size of a chart's labels, ticks and legend (see [`SIZE`]).
+const TEXT: u32 = 16;
 
 /// Distinct colours for series.
 const PALETTE: [RGBColor; 8] = [
@@ -126,15 +130,17 @@ impl XAxis {
     }
 }
 
-/// Marks placed on the axis, sorted, each with the row its label takes: the first row where no
-/// label within 45% of the axis `span` already is (at most four rows). A label of 16-20
-/// characters at 14 px takes a third of the plot: within an eighth, "L2 2 MiB (sysfs)" was
-/// printed over "L3 32 MiB (sysfs)", the one running right into the other running left.
-fn label_rows(marks: &[Mark], x_axis: XAxis, span: f64) -> Vec<(Mark, usize)> {
+/// Marks placed on the axis (one beyond an end at that end, where its label is drawn), sorted,
+/// each with the row its label takes: the first row where no label within 80% of the axis
+/// `range` already is (at most six rows). A label of 16-20 characters takes 40% of the plot, and
+/// two in a row may run towards each other (one left of its line near the right end): within an
+/// eighth, "L2 2 MiB (sysfs)" was printed over "L3 32 MiB (sysfs)".
+fn label_rows(marks: &[Mark], x_axis: XAxis, (lo, hi): (f64, f64)) -> Vec<(Mark, usize)> {
+    let span = hi - lo;
     let mut placed: Vec<Mark> = marks
         .iter()
         .map(|m| Mark {
-            x: x_axis.place(m.x),
+            x: x_axis.place(m.x).clamp(lo, hi),
             label: m.label.clone(),
         })
         .collect();
@@ -145,9 +151,9 @@ fn label_rows(marks: &[Mark], x_axis: XAxis, span: f64) -> Vec<(Mark, usize)> {
         .map(|m| {
             let row = last_in_row
                 .iter()
-                .position(|&x| m.x - x >= span * 0.45)
+                .position(|&x| m.x - x >= span * 0.8)
                 .unwrap_or(last_in_row.len())
-                .min(3);
+                .min(5);
             if row == last_in_row.len() {
                 last_in_row.push(m.x);
             } else {
@@ -213,6 +219,8 @@ pub fn lines(
                 let mut chart = $chart;
                 chart
                     .configure_mesh()
+                    .label_style(("sans-serif", TEXT))
+                    .axis_desc_style(("sans-serif", TEXT))
                     .x_desc(x_desc)
                     .y_desc(y_desc)
                     .x_labels(x_axis.ticks(xmin, xmax).len())
@@ -220,7 +228,7 @@ pub fn lines(
                     .y_label_formatter(&|y| plain(*y))
                     .draw()
                     .map_err(err)?;
-                for (m, row) in label_rows(marks, x_axis, xmax - xmin) {
+                for (m, row) in label_rows(marks, x_axis, (xmin, xmax)) {
                     let style = ShapeStyle::from(&BLACK.mix(0.35)).stroke_width(1);
                     chart
                         .draw_series(std::iter::once(PathElement::new(
@@ -230,7 +238,7 @@ pub fn lines(
                         .map_err(err)?;
                     // Near the right end a label runs leftwards from its line, not off the chart.
                     let right = m.x > xmin + span * 0.8;
-                    let font = ("sans-serif", 14).into_font().into_text_style(root);
+                    let font = ("sans-serif", TEXT).into_font().into_text_style(root);
                     let font = if right {
                         font.pos(Pos::new(HPos::Right, VPos::Top))
                     } else {
@@ -331,7 +339,7 @@ fn colour_of(series: &[Series], s: &Series) -> RGBColor {
 /// The legend in its own band: a line sample (dashed for a model) and the name of each series.
 fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Result<(), String> {
     for (k, s) in series.iter().enumerate() {
-        let y = 50 + 24 * k as i32;
+        let y = 50 + 22 * k as i32;
         let (color, dash) = style_of(series, s);
         let model = s.name.starts_with(MODEL);
         // A sample of the line: a model's dashed thin, a run's series in its dash.
@@ -357,7 +365,7 @@ fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Resu
         area.draw(&Text::new(
             name,
             (28, y - 6),
-            ("sans-serif", 15).into_font(),
+            ("sans-serif", TEXT).into_font(),
         ))
         .map_err(err)?;
     }
@@ -443,7 +451,7 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
     let n = bars.len() as u32;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
-    let label_area = (widest as u32 * 9 + 16).clamp(60, 360);
+    let label_area = (widest as u32 * 8 + 16).clamp(60, 300);
     // Two bars' height at least: one bar's chart had no room for its axis's numbers.
     let height = 110 + 26 * n.max(2);
     // Bar i fills [n-1-i, n-i] of a 0..n axis: the first at the top, labels at the centres.
@@ -465,11 +473,11 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                     .configure_mesh()
                     .disable_y_mesh()
                     .y_labels(2 * n as usize + 1)
-                    .y_label_style(("sans-serif", 15))
+                    .y_label_style(("sans-serif", TEXT))
                     // Fixed sizes: plotters scales them with the chart's height, and the numbers
                     // of a short chart's axis were 5 px tall.
-                    .x_label_style(("sans-serif", 15))
-                    .axis_desc_style(("sans-serif", 15))
+                    .x_label_style(("sans-serif", TEXT))
+                    .axis_desc_style(("sans-serif", TEXT))
                     .y_label_formatter(&|y| label_at(&from_top, *y))
                     .x_desc(x_desc.as_str())
                     .x_label_formatter(&|x| plain(*x))
@@ -505,7 +513,11 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                             chart
                                 .draw_series(std::iter::once(
                                     EmptyElement::at((end, at + 0.5))
-                                        + Text::new(reach, (0, 4), ("sans-serif", 13).into_font()),
+                                        + Text::new(
+                                            reach,
+                                            (0, 4),
+                                            ("sans-serif", TEXT).into_font(),
+                                        ),
                                 ))
                                 .map_err(err)?;
                         }
@@ -515,7 +527,7 @@ pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
                     chart
                         .draw_series(std::iter::once(
                             EmptyElement::at((value, at + 0.5))
-                                + Text::new(text, (4, -13), ("sans-serif", 14).into_font()),
+                                + Text::new(text, (4, -13), ("sans-serif", TEXT).into_font()),
                         ))
                         .map_err(err)?;
                 }
@@ -586,7 +598,7 @@ pub fn heatmap(
                     .draw_series(std::iter::once(Text::new(
                         text(r, c, *v),
                         (c as f64 + 0.5, r as f64 + 0.5),
-                        ("sans-serif", 15)
+                        ("sans-serif", TEXT)
                             .into_font()
                             .color(&ink)
                             .pos(Pos::new(HPos::Center, VPos::Center)),
@@ -624,7 +636,7 @@ fn draw_scale(
             .draw(&Text::new(
                 label(hi),
                 (30, top + 2),
-                ("sans-serif", 14).into_font(),
+                ("sans-serif", TEXT).into_font(),
             ))
             .map_err(err);
     }
@@ -642,13 +654,13 @@ fn draw_scale(
     area.draw(&Text::new(
         label(hi),
         (30, top - 6),
-        ("sans-serif", 14).into_font(),
+        ("sans-serif", TEXT).into_font(),
     ))
     .map_err(err)?;
     area.draw(&Text::new(
         label(lo),
         (30, bottom - 6),
-        ("sans-serif", 14).into_font(),
+        ("sans-serif", TEXT).into_font(),
     ))
     .map_err(err)?;
     Ok(())
@@ -694,6 +706,8 @@ pub fn timeline(
             .map_err(err)?;
         chart
             .configure_mesh()
+            .label_style(("sans-serif", TEXT))
+            .axis_desc_style(("sans-serif", TEXT))
             .disable_y_mesh()
             .y_labels(n * 2 + 1)
             .y_label_formatter(&|y| label_at(&names, *y))
@@ -756,13 +770,12 @@ mod tests {
             mark(2621440.0, "L2 seen"),
             mark(3145728.0, "L3 seen"),
         ];
-        let rows: Vec<usize> = label_rows(&marks, XAxis::Bytes, 14.0)
+        let rows: Vec<usize> = label_rows(&marks, XAxis::Bytes, (12.0, 26.0))
             .iter()
             .map(|(_, r)| *r)
             .collect();
-        // A row holds labels 45% of the axis apart: 2 MiB's label shares no row with 32 KiB's
-        // (6 of the axis's 14 doublings away), 2.5 MiB's does (6.3).
-        assert_eq!(rows, [0, 1, 2, 0, 3]);
+        // A row holds labels 80% of the axis apart: none of these five share one.
+        assert_eq!(rows, [0, 1, 2, 3, 4]);
     }
 
     #[test]

@@ -181,11 +181,7 @@ fn cores(t: &Topology, allowed: &CpuSet, join: &[HiddenSibling]) -> Vec<Core> {
             .and_then(|c| c.cpus.first())
             .unwrap_or(0)
     };
-    let mut by_core: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
-    for c in t.cpus.iter().filter(|c| allowed.contains(c.id)) {
-        by_core.entry((c.package, c.core)).or_default().push(c.id);
-    }
-    let mut groups: Vec<Vec<usize>> = by_core.into_values().collect();
+    let mut groups = t.cores_among(allowed);
     for h in join {
         let (a, b) = h.cpus;
         let ia = groups.iter().position(|g| g.contains(&a));
@@ -291,13 +287,7 @@ fn nearest(cores: &[Core], chosen: &[Core], costs: &Costs) -> usize {
 /// The threads each of `ranks` ranks gets when the user names none: the allowed cores shared
 /// out (at least 1).
 pub fn threads_per_rank(t: &Topology, allowed: &CpuSet, ranks: usize) -> usize {
-    let cores: std::collections::BTreeSet<(usize, usize)> = t
-        .cpus
-        .iter()
-        .filter(|c| allowed.contains(c.id))
-        .map(|c| (c.package, c.core))
-        .collect();
-    (cores.len() / ranks.max(1)).max(1)
+    (t.cores_among(allowed).len() / ranks.max(1)).max(1)
 }
 
 /// Why a plan cannot be made.
@@ -584,6 +574,23 @@ mod tests {
         }
     }
 
+    /// `ranks` x `threads` on every cpu of `t`, by topology alone.
+    fn plan_on(
+        t: &Topology,
+        ranks: usize,
+        threads: usize,
+        policy: Policy,
+    ) -> Result<Plan, PlanError> {
+        plan(
+            t,
+            &t.online(),
+            ranks,
+            Some(threads),
+            policy,
+            &Costs::default(),
+        )
+    }
+
     fn package_of(t: &Topology, cpu: usize) -> usize {
         t.cpu(cpu).unwrap().package
     }
@@ -596,15 +603,7 @@ mod tests {
     #[test]
     fn spread_puts_one_rank_per_package_and_each_thread_on_its_own_core() {
         let t = machine(2, 1, 4, 2);
-        let p = plan(
-            &t,
-            &t.online(),
-            2,
-            Some(4),
-            Policy::Spread,
-            &Costs::default(),
-        )
-        .unwrap();
+        let p = plan_on(&t, 2, 4, Policy::Spread).unwrap();
         assert_eq!(p.ranks.len(), 2);
         for (r, rank) in p.ranks.iter().enumerate() {
             assert!(rank.cpus.iter().all(|&c| package_of(&t, c) == r), "{p:?}");
@@ -633,15 +632,7 @@ mod tests {
     #[test]
     fn sub_numa_clusters_get_a_rank_per_node_when_there_are_more_ranks_than_packages() {
         let t = machine(2, 2, 2, 1);
-        let p = plan(
-            &t,
-            &t.online(),
-            4,
-            Some(2),
-            Policy::Spread,
-            &Costs::default(),
-        )
-        .unwrap();
+        let p = plan_on(&t, 4, 2, Policy::Spread).unwrap();
         let nodes: Vec<usize> = p.ranks.iter().map(|r| r.memory).collect();
         assert_eq!(nodes, [0, 1, 2, 3]);
         assert!(p.ranks.iter().all(|r| r.domain.starts_with("node ")));
@@ -650,37 +641,13 @@ mod tests {
     #[test]
     fn compact_fills_the_first_package_and_siblings_only_when_cores_run_out() {
         let t = machine(2, 1, 4, 2);
-        let p = plan(
-            &t,
-            &t.online(),
-            2,
-            Some(2),
-            Policy::Compact,
-            &Costs::default(),
-        )
-        .unwrap();
+        let p = plan_on(&t, 2, 2, Policy::Compact).unwrap();
         assert_eq!(p.ranks[0].cpus, [0, 1]);
         assert_eq!(p.ranks[1].cpus, [2, 3]);
-        let p = plan(
-            &t,
-            &t.online(),
-            2,
-            Some(8),
-            Policy::Spread,
-            &Costs::default(),
-        )
-        .unwrap();
+        let p = plan_on(&t, 2, 8, Policy::Spread).unwrap();
         assert_eq!(p.shared_cores, 8);
         assert_eq!(p.ranks[0].cpus, [0, 8, 1, 9, 2, 10, 3, 11]);
-        let err = plan(
-            &t,
-            &t.online(),
-            3,
-            Some(8),
-            Policy::Spread,
-            &Costs::default(),
-        )
-        .unwrap_err();
+        let err = plan_on(&t, 3, 8, Policy::Spread).unwrap_err();
         assert!(err.to_string().contains("need 24 cpus"), "{err}");
     }
 

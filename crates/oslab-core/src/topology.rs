@@ -155,6 +155,23 @@ impl Topology {
         c.len()
     }
 
+    /// The cpus of `cpus` grouped by the physical core they are threads of, in (package, core)
+    /// order, each group ascending: what places one thread per core.
+    pub fn cores_among(&self, cpus: &CpuSet) -> Vec<Vec<usize>> {
+        let mut by_core: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+            Default::default();
+        for c in self.cpus.iter().filter(|c| cpus.contains(c.id)) {
+            by_core.entry((c.package, c.core)).or_default().push(c.id);
+        }
+        by_core
+            .into_values()
+            .map(|mut v| {
+                v.sort_unstable();
+                v
+            })
+            .collect()
+    }
+
     /// The machine's shape in words: sockets, cores, threads and NUMA nodes (those without cpus
     /// counted apart), e.g. "2 sockets x 4 cores x 2 threads, 2 NUMA nodes". Two machines of one
     /// shape can be compared measurement by measurement; two of different shapes cannot.

@@ -14,7 +14,7 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
         Policy::ByCost => "by cost: spread, on the measured hand-over and memory latencies",
     };
     let mut out = format!(
-        "{} rank(s) x {threads} thread(s), {policy}; {}\n",
+        "{} rank(s) x {threads} thread(s), {policy}\n{}\n",
         plan.ranks.len(),
         match plan.shared_cores {
             0 => "each thread its own core".to_string(),

@@ -21,6 +21,7 @@ fn median(m: &Measurement) -> Option<f64> {
 
 /// The text of `oslab c2c`: the matrix, the classes, and how many pairs of how many were measured.
 pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
+    let hidden = hidden_siblings(ms);
     let ms: Vec<&Measurement> = ms
         .iter()
         .filter(|m| m.probe == id::C2C_LATENCY && m.status.has_value())
@@ -104,27 +105,22 @@ pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
     }
     right(&mut t, &[1, 2, 3, 4, 5, 6]);
     out.push_str(&format!("\nby topology class, ns\n{t}\n"));
-    out.push_str(&hidden_siblings(&ms));
+    out.push_str(&hidden);
     out
 }
 
 /// A line per pair of cpus that hands a line over far faster than its class: two hardware
 /// threads of one core the topology does not show.
-fn hidden_siblings(ms: &[&Measurement]) -> String {
-    let mut pairs = BTreeMap::new();
-    let mut classes = BTreeMap::new();
-    for m in ms {
-        if let (Some(a), Some(b), Some(v)) = (cpu(m, "from"), cpu(m, "to"), median(m)) {
-            let class = m
-                .params
-                .get("class")
-                .and_then(|c| c.as_str())
-                .unwrap_or("?");
-            pairs.insert((a.min(b), a.max(b)), v);
-            classes.insert((a.min(b), a.max(b)), class.to_string());
-        }
-    }
-    let class = |a: usize, b: usize| classes.get(&(a, b)).cloned().unwrap_or_default();
+fn hidden_siblings(ms: &[Measurement]) -> String {
+    let pairs = binding::Costs::from_measurements(ms).pairs;
+    let classes: BTreeMap<(usize, usize), &str> = ms
+        .iter()
+        .filter_map(|m| {
+            let (a, b) = (cpu(m, "from")?, cpu(m, "to")?);
+            Some(((a.min(b), a.max(b)), m.params.get("class")?.as_str()?))
+        })
+        .collect();
+    let class = |a: usize, b: usize| classes.get(&(a, b)).copied().unwrap_or("?").to_string();
     binding::hidden_siblings(&pairs, class)
         .iter()
         .map(|h| {
@@ -134,4 +130,40 @@ fn hidden_siblings(ms: &[&Measurement]) -> String {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_core::model::{Status, Unit};
+    use oslab_core::params;
+    use oslab_core::Summary;
+
+    #[test]
+    fn a_pair_far_faster_than_its_class_is_named_as_hidden_siblings() {
+        let pair = |from: u64, to: u64, ns: f64| {
+            let mut m = Measurement::not_taken(
+                id::C2C_LATENCY,
+                params! {"from" => from, "to" => to, "class" => "shared L3"},
+                "one_way",
+                Unit::Ns,
+                Status::Ok,
+            );
+            m.summary = Summary::new(&[ns, ns, ns]);
+            m
+        };
+        let ms = vec![
+            pair(0, 1, 8.0),
+            pair(0, 2, 60.0),
+            pair(0, 3, 62.0),
+            pair(1, 2, 64.0),
+            pair(2, 3, 66.0),
+        ];
+        let text = text(&ms, 6);
+        assert!(
+            text.contains("cpus 0 and 1 hand a line over in 8"),
+            "{text}"
+        );
+        assert_eq!(text.matches("hand a line over").count(), 1, "{text}");
+    }
 }

@@ -69,11 +69,15 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
     }
     h.push_str(&metadata(record));
     h.push_str(&warnings(record));
-    let topology = serde_json::from_value(record.fingerprint["topology"].clone()).ok();
-    if let Some((svg, caption)) = topology.and_then(|t| crate::machine_map::figure(&t, ms)) {
+    let topology: Option<oslab_core::topology::Topology> =
+        serde_json::from_value(record.fingerprint["topology"].clone()).ok();
+    if let Some((t, figure)) = topology
+        .as_ref()
+        .and_then(|t| Some((t, crate::machine_map::figure(t, ms)?)))
+    {
         // Drawn open where there is more than one package or node to tell apart.
-        let several = svg.matches("package ").count() > 1 || caption.contains("NUMA nodes");
-        let drawn = figure_html(&(svg, caption));
+        let several = t.packages() > 1 || t.nodes.len() > 1;
+        let drawn = figure_html(&figure);
         h.push_str(&folded(
             "the machine drawn, with its measured costs",
             &drawn,
@@ -246,8 +250,9 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
         h.push_str("</ul>\n");
     }
     let shown = c.shown(false);
-    let (open, rest): (Vec<_>, Vec<_>) =
-        shown.iter().partition(|r| r.judgement.verdict.is_change());
+    let (open, rest): (Vec<_>, Vec<_>) = shown
+        .into_iter()
+        .partition(|r| r.judgement.verdict.is_change());
     match open.len() {
         0 => h.push_str("<p>No row judged changed.</p>\n"),
         n if n <= OPEN_ROWS => h.push_str(&rows_table(&open)),
@@ -283,7 +288,7 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
 }
 
 /// Comparison rows as an HTML table.
-fn rows_table(shown: &[&&oslab_core::stats::compare::Row]) -> String {
+fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> String {
     use crate::comparison::{cells, COLUMNS};
     let mut h = String::from("<table><tr>");
     for name in COLUMNS {

@@ -50,7 +50,6 @@ fn objects(t: &Topology) -> Vec<Object> {
     };
     let mut out = Vec::new();
     let mut packages: Vec<usize> = t.cpus.iter().map(|c| c.package).collect();
-    packages.dedup();
     packages.sort_unstable();
     packages.dedup();
     for p in packages {
@@ -80,17 +79,9 @@ fn objects(t: &Topology) -> Vec<Object> {
         ];
         out.push(obj(&kind, rank, None, c.cpus.clone(), extra));
     }
-    let mut cores: Vec<(usize, usize)> = t.cpus.iter().map(|c| (c.package, c.core)).collect();
-    cores.sort_unstable();
-    cores.dedup();
-    for (p, core) in cores {
-        let cpus = t
-            .cpus
-            .iter()
-            .filter(|c| (c.package, c.core) == (p, core))
-            .map(|c| c.id)
-            .collect();
-        out.push(obj("Core", 20, Some(core), cpus, vec![]));
+    for cpus in t.cores_among(&t.online()) {
+        let core = t.cpu(cpus[0]).map(|c| c.core);
+        out.push(obj("Core", 20, core, cpus.into_iter().collect(), vec![]));
     }
     for c in &t.cpus {
         out.push(obj("PU", 30, Some(c.id), CpuSet::single(c.id), vec![]));

@@ -158,12 +158,7 @@ impl Canvas<'_> {
 
     /// A labelled box of cores. Returns its height.
     fn domain(&mut self, label: &str, cpus: &[usize], at: At) -> f64 {
-        let mut cores: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
-        for &c in cpus {
-            if let Some(cpu) = self.t.cpu(c) {
-                cores.entry((cpu.package, cpu.core)).or_default().push(c);
-            }
-        }
+        let cores = self.t.cores_among(&cpus.iter().copied().collect());
         let per_line = (((at.w - PAD) / (CORE_W + 6.0)).floor() as usize).max(1);
         let rows = cores.len().div_ceil(per_line);
         let h = FONT * 1.6 + rows as f64 * (CORE_H + 6.0) + PAD;
@@ -177,7 +172,7 @@ impl Canvas<'_> {
             at.y + FONT * 1.2,
             escape(label)
         );
-        for (i, core) in cores.values().enumerate() {
+        for (i, core) in cores.iter().enumerate() {
             let cx = at.x + PAD + (i % per_line) as f64 * (CORE_W + 6.0);
             let cy = at.y + FONT * 1.6 + (i / per_line) as f64 * (CORE_H + 6.0);
             let hot = core.iter().any(|&c| self.marked.contains(c));

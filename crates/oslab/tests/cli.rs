@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fails, oslab, stdout, temp_db};
+use common::{fails, oslab, stdout, temp_db, tool};
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -3031,6 +3031,19 @@ fn bind_places_ranks_on_this_machine_and_its_numactl_line_puts_them_there() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The lines are copied into job scripts: never wrapped, however narrow the terminal.
+    let narrow = oslab()
+        .args(["bind", "--ranks", "1", "--threads", "1", "--db", db])
+        .env("COLUMNS", "40")
+        .output()
+        .unwrap();
+    let narrow = String::from_utf8_lossy(&narrow.stdout);
+    assert!(
+        narrow
+            .lines()
+            .any(|l| l.trim_start().starts_with("srun ") && l.ends_with(" PROGRAM")),
+        "{narrow}"
+    );
     let err = fails(
         &["bind", "--ranks", "4096", "--threads", "2", "--db", db],
         2,
@@ -3050,16 +3063,7 @@ fn info_hwloc_is_this_machine_as_hwloc_reads_it() {
     // Every level hwloc finds on this machine, with as many objects, from our file (I/O and
     // the special depths aside: we describe cpus, caches and memory).
     let levels = |args: &[&str]| {
-        let out = std::process::Command::new("hwloc-info")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
+        tool("hwloc-info", args)
             .lines()
             .filter(|l| l.trim_start().starts_with("depth") || l.contains("NUMANode"))
             .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
@@ -3165,14 +3169,5 @@ for c in ["median", "ci_low", "ci_high", "n", "predicted"]:
 assert not bad, bad
 print("ok", len(df), "rows", len(df.columns), "columns")
 "#;
-    let out = std::process::Command::new(python)
-        .args(["-c", script, csv.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    tool(python, &["-c", script, csv.to_str().unwrap()]);
 }

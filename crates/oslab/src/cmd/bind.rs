@@ -1,6 +1,6 @@
 //! `oslab bind`: where R ranks x T threads should run here, and the lines that put them there.
 
-use super::{print_json, print_text, store};
+use super::{print_json, print_raw, store};
 use crate::cli::BindArgs;
 use crate::error::usage;
 use oslab_core::binding;
@@ -18,7 +18,9 @@ pub fn run(args: BindArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         print_json(&serde_json::json!({ "plan": plan, "lines": lines, "costs": from }))?;
     } else {
-        print_text(&oslab_report::binding::text(&plan, &lines, &from))?;
+        // Escaped as all text, never wrapped: the lines are copied into job scripts.
+        let text = oslab_report::binding::text(&plan, &lines, &from);
+        print_raw(&oslab_core::text::for_terminal(&text))?;
     }
     Ok(ExitCode::SUCCESS)
 }

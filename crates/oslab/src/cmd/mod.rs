@@ -166,7 +166,7 @@ pub const MESSAGE_CHARS: usize = 2000;
 
 /// Prints `s` (paged on a terminal), ending with a newline; a closed pipe is an error main
 /// treats as success.
-fn print_raw(s: &str) -> anyhow::Result<()> {
+pub(crate) fn print_raw(s: &str) -> anyhow::Result<()> {
     if let Some(done) = oslab_os::pager::page(s) {
         return done.map_err(Into::into);
     }

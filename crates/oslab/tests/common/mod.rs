@@ -55,6 +55,21 @@ pub fn oslab_as_nobody() -> std::process::Command {
     c
 }
 
+/// Runs `program` (another tool: hwloc, python) with `args`, expects success, returns its
+/// standard output; a failure shows everything it printed.
+pub fn tool(program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        printed(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// What a finished command printed, its standard output then its error output.
 pub fn printed(out: &std::process::Output) -> String {
     format!(

@@ -81,13 +81,11 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
     ] {
         from(name, v);
     }
-    // Memory to the GiB: what the kernel keeps for itself moves MemTotal by megabytes between
-    // boots of one machine; a node with four times the others' is a different machine.
+    // Memory to the GiB (the quarter GiB under 4): what the kernel keeps for itself moves
+    // MemTotal by megabytes between boots of one machine; a node with four times the others'
+    // is a different machine.
     if let Some(bytes) = fingerprint["memory"].as_u64() {
-        out.push((
-            "memory".to_string(),
-            format!("{:.0} GiB", bytes as f64 / f64::from(1u32 << 30)),
-        ));
+        out.push(("memory".to_string(), memory(bytes)));
     }
     // The command line without what names this machine's disk and image: nodes of one fleet
     // boot from their own, and a root= is no configuration that changes a cost.
@@ -108,6 +106,16 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
         }
     }
     out
+}
+
+/// Memory as a setting: whole GiB, or quarters under 4 GiB (a 512 MiB guest's 455 MiB reads
+/// `0.5 GiB`, not `0 GiB`).
+fn memory(bytes: u64) -> String {
+    let gib = bytes as f64 / f64::from(1u32 << 30);
+    match gib < 4.0 {
+        true => format!("{} GiB", (gib * 4.0).round().max(1.0) / 4.0),
+        false => format!("{:.0} GiB", gib),
+    }
 }
 
 /// Boot parameters that name a machine's own disk and image (left out of its command line).
@@ -264,6 +272,15 @@ mod tests {
             "mitigation spectre_v2 Mitigation: Retpolines -> Vulnerable"
         );
         assert!(diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn memory_reads_in_quarters_under_4_gib_and_whole_gib_above() {
+        let gib = 1u64 << 30;
+        assert_eq!(memory(455 << 20), "0.5 GiB");
+        assert_eq!(memory(20 << 20), "0.25 GiB");
+        assert_eq!(memory(gib - (60 << 20)), "1 GiB");
+        assert_eq!(memory(24 * gib - (300 << 20)), "24 GiB");
     }
 
     #[test]

@@ -150,6 +150,53 @@ pub struct Environment {
     /// What this process may use, and how the kernel pools and tiers memory.
     #[serde(default)]
     pub limits: Limits,
+    /// Other work on the machine as the run began (none when /proc could not be read).
+    #[serde(default)]
+    pub other_work: Option<OtherWork>,
+}
+
+/// The cpu time other processes took over a short window as a run began: a runaway process or
+/// a job beside the run, named, where a load average says only that something ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OtherWork {
+    /// The window, in seconds.
+    pub window_s: f64,
+    /// The cpus' worth of time every other process took in it (1.0: one cpu busy throughout).
+    pub cpus: f64,
+    /// The busiest of them, most first: those that took at least [`OtherWork::NAMED`].
+    pub busiest: Vec<BusyProcess>,
+}
+
+/// One process that took cpu time beside a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BusyProcess {
+    /// Its pid.
+    pub pid: u32,
+    /// Its command name (the kernel's comm).
+    pub command: String,
+    /// The cpus' worth of time it took.
+    pub cpus: f64,
+}
+
+impl OtherWork {
+    /// The least cpus' worth a process takes to be named (a tenth of a cpu).
+    pub const NAMED: f64 = 0.1;
+    /// The other work that competes with a run: a third of a cpu or more, as a probe counts
+    /// contention.
+    pub const COMPETES: f64 = 0.3;
+
+    /// "runaway (pid 149) 0.98 cpus; 1.02 cpus in all": the busiest named, and the total.
+    pub fn describe(&self) -> String {
+        let named: Vec<String> = self
+            .busiest
+            .iter()
+            .map(|p| format!("{} (pid {}) {:.2} cpus", p.command, p.pid, p.cpus))
+            .collect();
+        match named.is_empty() {
+            true => format!("{:.2} cpus in all", self.cpus),
+            false => format!("{}; {:.2} cpus in all", named.join(", "), self.cpus),
+        }
+    }
 }
 
 /// What the process may use and how the kernel pools and tiers memory, as a run found them.

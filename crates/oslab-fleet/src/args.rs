@@ -68,7 +68,7 @@ pub struct FleetSummaryArgs {
     /// or crashed or failed, are judged too.
     #[arg(value_name = "JOB")]
     pub job: String,
-    /// Exit 1 when any node is not healthy (an outlier, drifted, partial, crashed, failed or
+    /// Exit 1 when any node is not healthy (busy, an outlier, drifted, partial, crashed, failed or
     /// missing): a node health check's answer.
     #[arg(long)]
     pub fail_on_outlier: bool,

@@ -537,6 +537,9 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
                 &record.fingerprint,
                 &record.environment,
             ),
+            other_work: serde_json::from_value(record.environment["other_work"].clone())
+                .ok()
+                .flatten(),
         });
     }
     Ok((job, runs))

@@ -17,7 +17,8 @@
 //!
 //! Every repetition counts: a node's value is the median of its repetitions' medians.
 
-use oslab_core::model::{Measurement, Unit};
+use oslab_core::machine::OtherWork;
+use oslab_core::model::{cause, Measurement, Status, Unit};
 use oslab_core::stats::compare::key;
 use oslab_core::stats::median;
 use oslab_core::stats::ranks::normal_quantile_upper;
@@ -53,6 +54,8 @@ pub struct NodeRun {
     /// Its configuration ([`oslab_core::conditions::configuration`]): a node unlike most is
     /// drifted, however healthy its figures.
     pub settings: Vec<oslab_core::conditions::Setting>,
+    /// Other work on the node as its run began, when the run recorded it.
+    pub other_work: Option<OtherWork>,
 }
 
 /// What the fleet makes of one node: the answer a scheduler acts on.
@@ -61,10 +64,14 @@ pub struct NodeRun {
 pub enum Health {
     /// Its figures and its configuration are the fleet's.
     Healthy,
-    /// Its configuration differs from most nodes' (its figures may be fine).
+    /// Its configuration differs from most nodes' (its figures may be fine, or apart for it).
     Drifted,
-    /// Its figures stand apart ([`FleetSummary::outlier_nodes`]) or one mechanism collapsed.
+    /// Its figures stand apart ([`FleetSummary::outlier_nodes`]) or one mechanism collapsed,
+    /// with no other work or drifted setting to explain it.
     Outlier,
+    /// Other work ran on it as it measured ([`Busy`]): whatever its figures, they are not the
+    /// node's own.
+    Busy,
     /// Its run was stopped and holds part of the suite.
     Partial,
     /// Its run or the node died.
@@ -82,6 +89,7 @@ impl Health {
             Health::Healthy => "healthy",
             Health::Drifted => "drifted",
             Health::Outlier => "outlier",
+            Health::Busy => "busy",
             Health::Partial => "partial",
             Health::Crashed => "crashed",
             Health::Failed => "failed",
@@ -117,6 +125,48 @@ pub struct Collapsed {
     pub rows: [usize; 2],
     /// The smallest and largest deviation of those apart.
     pub deviation: [f64; 2],
+}
+
+/// The share of a node's measurements taken beside other work that makes the node busy: most of
+/// them (a probe counts contention as other work keeping [`OtherWork::COMPETES`] cpus busy, or
+/// its thread preempted, or its cpu stolen).
+pub const BUSY_SHARE: f64 = 0.5;
+
+/// Other work on a node, from its run: what ran as the run began (named), and how many of its
+/// measurements were taken beside other work. A stray busy loop left by an earlier job is the
+/// case a site meets most; its node measures slow cross-cpu wake-ups first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Busy {
+    /// What ran as the run began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_start: Option<OtherWork>,
+    /// Its measurements marked contended, and its measurements with a value.
+    pub contended: [usize; 2],
+}
+
+impl Busy {
+    /// Why the node counts as busy, or None: other work at the start beyond
+    /// [`OtherWork::COMPETES`], or [`BUSY_SHARE`] of its measurements contended.
+    fn why(&self) -> Option<String> {
+        let start = self
+            .at_start
+            .as_ref()
+            .filter(|o| o.cpus >= OtherWork::COMPETES);
+        let [c, n] = self.contended;
+        let most = n > 0 && c as f64 >= BUSY_SHARE * n as f64;
+        let during = format!("{c} of {n} measurements taken beside other work");
+        // None marked is no evidence of none beside: an emulated cpu's rows are marked for
+        // that, not for contention.
+        match (start, most) {
+            (Some(o), _) if c > 0 => Some(format!(
+                "other work as it began: {}; {during}",
+                o.describe()
+            )),
+            (Some(o), _) => Some(format!("other work as it began: {}", o.describe())),
+            (None, true) => Some(during),
+            (None, false) => None,
+        }
+    }
 }
 
 /// One node's value of one measurement.
@@ -187,6 +237,8 @@ pub struct NodeVerdict {
     pub worst: Option<(String, f64, f64)>,
     /// The probe families in which it stands apart as a whole ([`Shift`]).
     pub shifts: Vec<Shift>,
+    /// Other work on it ([`Busy`]).
+    pub busy: Busy,
 }
 
 /// A node apart from the others across a whole probe family: its typical deviation from the
@@ -274,13 +326,17 @@ impl NodeVerdict {
             ));
         }
         for c in &self.collapsed {
+            let [low, high] = c.deviation.map(|d| format!("{:+.0}%", d * 100.0));
             why.push(format!(
-                "{}: {} of {} rows {:+.0}%..{:+.0}%",
+                "{}: {} of {} rows {}",
                 c.mechanism,
                 c.rows[0],
                 c.rows[1],
-                c.deviation[0] * 100.0,
-                c.deviation[1] * 100.0
+                if low == high {
+                    low
+                } else {
+                    format!("{low}..{high}")
+                }
             ));
         }
         if share {
@@ -292,12 +348,22 @@ impl NodeVerdict {
             ));
         }
         let outlier = !why.is_empty();
-        why.extend(self.drift.iter().map(|d| d.to_string()));
+        // What explains the figures comes first: other work on the node, then a setting unlike
+        // the others' (a clocksource is why its clock reads are slow).
+        let busy = self.busy.why();
+        let causes = busy
+            .iter()
+            .cloned()
+            .chain(self.drift.iter().map(|d| d.to_string()));
+        why.splice(0..0, causes);
         if self.verdict == Health::Healthy {
-            self.verdict = match (outlier, self.drift.is_empty()) {
-                (true, _) => Health::Outlier,
-                (false, false) => Health::Drifted,
-                (false, true) => Health::Healthy,
+            // The cause before the figures it explains: a node with another clocksource whose
+            // clock reads are 40x is drifted (fix its boot), not an outlier to investigate.
+            self.verdict = match (busy.is_some(), !self.drift.is_empty(), outlier) {
+                (true, ..) => Health::Busy,
+                (false, true, _) => Health::Drifted,
+                (false, false, true) => Health::Outlier,
+                (false, false, false) => Health::Healthy,
             };
         } else {
             why.insert(0, format!("run {}", self.state.as_str()));
@@ -326,6 +392,10 @@ impl NodeVerdict {
             outliers: 0,
             worst: None,
             shifts: Vec::new(),
+            busy: Busy {
+                at_start: None,
+                contended: [0, 0],
+            },
         }
     }
 }
@@ -682,6 +752,19 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
                     .filter_map(|(row, c)| c.z.map(|z| (row.label(), c.deviation, z)))
                     .max_by(|a, b| a.2.abs().total_cmp(&b.2.abs())),
                 shifts: std::mem::take(&mut shifted[i]),
+                busy: Busy {
+                    at_start: r.other_work.clone(),
+                    contended: [
+                        r.measurements
+                            .iter()
+                            .filter(|m| m.status == Status::noisy(cause::CONTENTION))
+                            .count(),
+                        r.measurements
+                            .iter()
+                            .filter(|m| m.status.has_value())
+                            .count(),
+                    ],
+                },
             };
             v.judge(min_effect);
             v
@@ -756,6 +839,7 @@ mod tests {
                 ],
                 shape: Some("1 socket x 2 cores x 1 thread, 1 NUMA node".into()),
                 settings: Vec::new(),
+                other_work: None,
             })
             .collect();
         let s = summarize(&runs, DEFAULT_MIN_EFFECT);
@@ -817,6 +901,7 @@ mod tests {
                     .collect(),
                 shape: None,
                 settings: Vec::new(),
+                other_work: None,
             })
             .collect()
     }
@@ -916,6 +1001,7 @@ mod tests {
             measurements: ms,
             shape: None,
             settings: Vec::new(),
+            other_work: None,
         };
         // Node c's first repetition is 30% off, its other two agree with the fleet: its value
         // is the median of the three.
@@ -980,6 +1066,22 @@ mod tests {
             }
         }
         runs[5].settings[0].1 = "hpet".into();
+        // n06 began beside a stray busy loop, n07 measured most rows beside other work; a
+        // twentieth of a cpu of daemons on n00 is no finding.
+        let work = |cpus: f64, command: &str| OtherWork {
+            window_s: 0.2,
+            cpus,
+            busiest: vec![oslab_core::machine::BusyProcess {
+                pid: 149,
+                command: command.into(),
+                cpus,
+            }],
+        };
+        runs[6].other_work = Some(work(0.98, "runaway"));
+        runs[0].other_work = Some(work(0.05, "slurmd"));
+        for m in runs[7].measurements.iter_mut().skip(10) {
+            m.status = Status::noisy(cause::CONTENTION);
+        }
         for m in runs[3]
             .measurements
             .iter_mut()
@@ -998,7 +1100,16 @@ mod tests {
         let (v, why) = verdict(5);
         assert_eq!(v, Health::Drifted);
         assert_eq!(why, "clocksource hpet (7 others: tsc)");
-        for n in [0, 1, 2, 4, 6, 7] {
+        let (v, why) = verdict(6);
+        assert_eq!(v, Health::Busy);
+        assert_eq!(
+            why,
+            "other work as it began: runaway (pid 149) 0.98 cpus; 0.98 cpus in all"
+        );
+        let (v, why) = verdict(7);
+        assert_eq!(v, Health::Busy);
+        assert_eq!(why, "36 of 46 measurements taken beside other work");
+        for n in [0, 1, 2, 4] {
             assert_eq!(verdict(n).0, Health::Healthy, "{n}: {:?}", verdict(n));
         }
         assert_eq!(s.outlier_nodes(), vec!["n03"]);
@@ -1025,6 +1136,7 @@ mod tests {
                 measurements: vec![m("syscall", 0, 100.0)],
                 shape: Some("2 sockets".into()),
                 settings: Vec::new(),
+                other_work: None,
             },
             NodeRun {
                 node: "a".into(),
@@ -1033,6 +1145,7 @@ mod tests {
                 measurements: vec![m("syscall", 0, 300.0)],
                 shape: Some("1 socket".into()),
                 settings: Vec::new(),
+                other_work: None,
             },
             NodeRun {
                 node: "c".into(),
@@ -1041,6 +1154,7 @@ mod tests {
                 measurements: vec![failed],
                 shape: None,
                 settings: Vec::new(),
+                other_work: None,
             },
         ];
         let s = summarize(&runs, DEFAULT_MIN_EFFECT);

@@ -23,6 +23,7 @@
 //! - [`balancing`]: the kernel's automatic NUMA balancing switched for a run and put back.
 //! - [`cgroup`]: the memory this process's cgroup and its parents still allow.
 //! - [`cpuinfo`]: /proc/cpuinfo's first block.
+//! - [`others`]: the cpu time other processes take as a run begins, the busiest named.
 //! - [`tree`]: a started command's process group, ended as a whole, also when oslab dies.
 #![deny(missing_docs)]
 
@@ -37,6 +38,7 @@ pub mod dmi;
 pub mod interrupts;
 pub mod machine;
 pub mod numa;
+pub mod others;
 pub mod pager;
 pub mod pending;
 pub mod perf;

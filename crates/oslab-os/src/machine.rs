@@ -406,6 +406,7 @@ pub fn environment(fp: &Fingerprint) -> Environment {
         isolation,
         warnings: Vec::new(),
         limits: limits(),
+        other_work: crate::others::other_work(crate::others::WINDOW),
     };
     env.warnings = warnings(fp, &env);
     env
@@ -457,7 +458,17 @@ fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
             "results are in ns from clock_gettime; cycle counts are not available",
         ));
     }
-    if let (Some(la), threads) = (env.loadavg, fp.threads) {
+    if let Some(o) = env
+        .other_work
+        .as_ref()
+        .filter(|o| o.cpus >= OtherWork::COMPETES)
+    {
+        w.push(warn(
+            "other-work",
+            format!("other processes were busy as oslab began ({}): they compete for the cpus, caches and memory", o.describe()),
+            "stop it (a stray process left by an earlier job is a common cause), or pin oslab with --cpu to a cpu it does not use",
+        ));
+    } else if let (Some(la), threads) = (env.loadavg, fp.threads) {
         if la > threads as f64 * 0.25 {
             w.push(warn(
                 "load",

@@ -1,8 +1,10 @@
 //! `oslab fleet` on a real Slurm cluster of QEMU guests (`scripts/cluster`): slurmctld on this
-//! host, slurmd in each guest, a network that exists only in a namespace the rig made. Three
-//! healthy nodes have no outlier node; a fourth 20% slower is the one outlier among four; a node
-//! killed mid-run is reported crashed, `--wait` fails, and the other nodes'
-//! results stand alone, never mixed with another submission's.
+//! host, slurmd in each guest, a network that exists only in a namespace the rig made. The sick
+//! nodes a site meets, each with the verdict and reason a health check must give: three healthy
+//! nodes are each `healthy` and `--fail-on-outlier` passes; a node booted with another
+//! clocksource is `drifted` and says so; a node with a busy loop left by an earlier job is
+//! `busy` and names it; a node killed mid-run is `crashed` with Slurm's word on it, `--wait`
+//! fails, and the other nodes' results stand alone, never mixed with another submission's.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -28,17 +30,16 @@ impl Cluster {
         c
     }
 
-    /// `nodes` guests, those of `slower` slower by a factor as they measure themselves.
-    fn up(nodes: usize, slower: &[(usize, f64)]) -> Cluster {
+    /// `nodes` guests, with the rig's settings `env` (`OSLAB_CLUSTER_CMDLINE_n3`: node 3's
+    /// kernel command line).
+    fn up(nodes: usize, env: &[(&str, &str)]) -> Cluster {
         let id = std::process::id();
         let c = Cluster {
             dir: PathBuf::from(format!("/tmp/oslab-cluster-test-{id}")),
             ns: format!("oslt{id}"),
         };
         let mut up = c.command(&["up", &nodes.to_string()]);
-        for (i, factor) in slower {
-            up.env(format!("OSLAB_CLUSTER_SLOWER_n{i}"), factor.to_string());
-        }
+        up.envs(env.iter().copied());
         let out = up.stdin(Stdio::null()).output().unwrap();
         assert!(
             out.status.success(),
@@ -105,6 +106,58 @@ impl Cluster {
             .unwrap();
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
     }
+
+    /// The results directory of `job` (RESULTS/JOB.TOKEN): its summary judges every node
+    /// listed for the job, those with no run too.
+    fn job_dir(&self, job: &str) -> String {
+        std::fs::read_dir(self.shared().join("results"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.is_dir()
+                    && p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{job}.")))
+            })
+            .unwrap_or_else(|| panic!("no results directory of job {job}"))
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Each node's verdict and why from the summary of `job`'s directory, its text (printed,
+    /// for the record), and the exit status of `--fail-on-outlier`.
+    fn verdicts(&self, job: &str, db: &str) -> (Vec<(String, String, String)>, i32) {
+        let dir = self.job_dir(job);
+        let s = self.summary(&dir, db);
+        let said = self
+            .oslab(&["fleet", "summary", &dir, "--db", db])
+            .output()
+            .unwrap();
+        eprintln!("fleet summary of job {job}:\n{}", text(&said));
+        let check = self
+            .oslab(&["fleet", "summary", &dir, "--fail-on-outlier", "--db", db])
+            .output()
+            .unwrap();
+        let verdicts = s["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                let why: Vec<&str> = v["why"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                (
+                    v["node"].as_str().unwrap().to_string(),
+                    v["verdict"].as_str().unwrap().to_string(),
+                    why.join("; "),
+                )
+            })
+            .collect();
+        (verdicts, check.status.code().unwrap_or(-1))
+    }
 }
 
 impl Drop for Cluster {
@@ -151,7 +204,8 @@ fn a_fleet_on_a_cluster_of_guests() {
         oslab_testkit::skip(&why);
         return;
     }
-    let cluster = Cluster::up(4, &[(4, 1.2)]);
+    // n3 boots with another clocksource: the later clocksource= on its command line wins.
+    let cluster = Cluster::up(4, &[("OSLAB_CLUSTER_CMDLINE_n3", "clocksource=hpet")]);
     std::fs::create_dir_all(cluster.shared().join("bin")).unwrap();
     std::fs::copy(
         assert_cmd::cargo::cargo_bin("oslab"),
@@ -160,32 +214,24 @@ fn a_fleet_on_a_cluster_of_guests() {
     .unwrap();
     let db = cluster.shared().join("store.db");
     let db_s = db.to_str().unwrap();
+    let results = cluster.shared().join("results");
 
-    // A healthy fleet: the job completes, every node is ok, no node is an outlier.
-    let healthy = cluster.submit("n[1-3]").output().unwrap();
+    // A healthy fleet: the job completes, every node is ok and healthy, the check passes.
+    let healthy = cluster.submit("n[1-2],n4").output().unwrap();
     let said = text(&healthy);
     assert!(healthy.status.success(), "{said}");
-    for n in ["n1", "n2", "n3"] {
+    for n in ["n1", "n2", "n4"] {
         assert_eq!(state(&said, n), "ok", "{said}");
     }
     let job1 = String::from_utf8_lossy(&healthy.stdout).trim().to_string();
-    let results = cluster.shared().join("results");
     cluster.collect(&results, db_s);
-    let s = cluster.summary(&job1, db_s);
-    assert_eq!(s["nodes"], serde_json::json!(["n1", "n2", "n3"]), "{s}");
-    let shifted: Vec<&Value> = s["verdicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|v| {
-            !v["shifts"].as_array().unwrap().is_empty()
-                || v["outliers"].as_f64().unwrap() >= 0.25 * v["measured"].as_f64().unwrap()
-        })
-        .collect();
-    assert!(
-        shifted.is_empty(),
-        "healthy nodes called outliers: {shifted:?}"
-    );
+    let (verdicts, check) = cluster.verdicts(&job1, db_s);
+    for (node, verdict, why) in &verdicts {
+        assert_eq!(verdict, "healthy", "{node}: {why}");
+    }
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
+    assert_eq!(check, 0, "--fail-on-outlier on a healthy fleet");
+
     // A step bound as asked (srun --cpu-bind, the rig's slurmd with task/affinity): each node's
     // run records the cpuset it got.
     let bound = cluster
@@ -226,97 +272,54 @@ fn a_fleet_on_a_cluster_of_guests() {
         );
     }
 
-    // n4 is 20% slower as it measures itself (its clock runs 1.2x fast): among the healthy
-    // nodes it stands apart, and no healthy node is called; it is the one outlier node in most
-    // jobs where the healthy nodes' own spread leaves a 20% shift visible (their typical cell
-    // within 5% of the median). A shared host can move
-    // a whole guest for a whole job (a healthy one read -10% across its probes in one job of
-    // four, its process-creation rows swinging ±100%): then n4 must still stand apart.
-    let four = cluster.submit("n[1-4]").output().unwrap();
-    assert!(four.status.success(), "{}", text(&four));
-    let job4 = String::from_utf8_lossy(&four.stdout).trim().to_string();
+    // A busy loop left on n4 by a job (it escaped the step's process group), and n3's other
+    // clocksource among four nodes: each is named with its cause, the others are healthy, the
+    // check fails and the drain lines name the two.
+    let left = cluster.command(&["runaway", "4"]).output().unwrap();
+    assert!(left.status.success(), "{}", text(&left));
+    let sick = cluster.submit("n[1-4]").output().unwrap();
+    assert!(sick.status.success(), "{}", text(&sick));
+    let job4 = String::from_utf8_lossy(&sick.stdout).trim().to_string();
     cluster.collect(&results, db_s);
-    let s = cluster.summary(&job4, db_s);
-    let healthy = |i: usize| s["nodes"][i] != "n4";
-    // A node's deviations from the fleet median, row by row, and the middle of some values.
-    let deviations = |node: usize| -> Vec<f64> {
-        s["rows"]
-            .as_array()
-            .unwrap()
+    let (verdicts, check) = cluster.verdicts(&job4, db_s);
+    let of = |node: &str| {
+        verdicts
             .iter()
-            .filter_map(|r| r["cells"][node]["deviation"].as_f64())
-            .collect()
+            .find(|v| v.0 == node)
+            .unwrap_or_else(|| panic!("no verdict for {node}: {verdicts:?}"))
+            .clone()
     };
-    let middle = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
-    let typical = middle(
-        (0..4)
-            .filter(|i| healthy(*i))
-            .flat_map(deviations)
-            .map(f64::abs)
-            .collect(),
-    )
-    .unwrap_or(1.0);
-    // Whether n4 is also called an outlier node is the rule's power, not a certainty: on this
-    // rig it was called in 3 jobs of 4 (an uncalled job had 9 of 41 values apart, under the
-    // quarter the rule asks, and no family one way beyond the level). Apart it must be wherever
-    // the healthy nodes' noise lets a 20% shift show: beside other work, with 3 healthy nodes
-    // at ±2%, a +17% row read z 2.5-2.9 against the 3.6 the fleet's many values ask (beside
-    // stress-ng --cpu 2). n4 must then still read the largest typical deviation by far, and
-    // is recorded as not apart with its figures.
-    let typical_of = |node: usize| middle(deviations(node)).unwrap_or(0.0);
-    let mut uncalled = None;
-    let mut hidden = None;
-    for (i, v) in s["verdicts"].as_array().unwrap().iter().enumerate() {
-        let apart =
-            v["outliers"].as_u64().unwrap() > 0 || !v["shifts"].as_array().unwrap().is_empty();
-        let called = !v["shifts"].as_array().unwrap().is_empty()
-            || v["outliers"].as_f64().unwrap() >= 0.25 * v["measured"].as_f64().unwrap();
-        match v["node"].as_str().unwrap() {
-            "n4" if !apart => {
-                let own = typical_of(i);
-                let most = (0..4)
-                    .filter(|j| healthy(*j))
-                    .map(|j| typical_of(j).abs())
-                    .fold(0.0, f64::max);
-                // Where a healthy node itself reads 5% or more off the median typically (a
-                // busy host once moved one by 9.2%, and n4 read +10.0%), a 20% shift can hide
-                // in that noise: recorded with its figures below, never failed for the load.
-                if most < 0.05 {
-                    assert!(
-                        own > 0.10 && own > 2.0 * most,
-                        "n4 neither apart nor the slowest by far ({own:+.3} against {most:.3}): {s}"
-                    );
-                }
-                hidden = Some(format!(
-                    "n4 read {:+.0}% typically, the healthy nodes within {:.0}%",
-                    own * 100.0,
-                    most * 100.0
-                ));
-            }
-            "n4" if !called => {
-                uncalled = Some(format!("{} of {} values", v["outliers"], v["measured"]));
-            }
-            "n4" => {}
-            healthy => assert!(!called, "{healthy} called an outlier: {s}"),
-        }
+    let (_, v, why) = of("n3");
+    assert_eq!(v, "drifted", "n3: {why}");
+    assert!(
+        why.starts_with("clocksource hpet (3 others: tsc)"),
+        "n3: {why}"
+    );
+    let (_, v, why) = of("n4");
+    assert_eq!(v, "busy", "n4: {why}");
+    assert!(why.contains("runaway (pid "), "n4: {why}");
+    for n in ["n1", "n2"] {
+        let (_, v, why) = of(n);
+        assert_eq!(v, "healthy", "{n}: {why}");
     }
-    if let Some(figures) = hidden {
-        oslab_testkit::skip(&format!(
-            "the 20% node stood apart by its values ({figures}) but not beyond the healthy nodes' noise in this job (load beside the guests); no healthy node was called"
-        ));
-    } else if typical > 0.05 {
-        oslab_testkit::skip(&format!(
-            "calling the 20% node: the healthy fleet's typical cell is {:.0}% from its median, too noisy to find 20% in (it was required apart only)",
-            typical * 100.0
-        ));
-    } else if let Some(apart) = uncalled {
-        oslab_testkit::skip(&format!(
-            "calling the 20% node: it stood apart ({apart}) but was not called an outlier node in this job (the rule finds it in about 3 jobs of 4 here); no healthy node was called"
-        ));
-    }
+    assert_eq!(check, 1, "--fail-on-outlier with a drifted and a busy node");
+    let drain = cluster
+        .oslab(&[
+            "fleet",
+            "summary",
+            &cluster.job_dir(&job4),
+            "--drain",
+            "--db",
+            db_s,
+        ])
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&drain.stdout).into_owned();
+    let drained: Vec<&str> = lines
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.strip_prefix("NodeName="))
+        .collect();
+    assert_eq!(drained, ["n3", "n4"], "{lines}");
 
     // A node lost mid-run: reported crashed, --wait fails, the others hand in.
     let lost = cluster
@@ -340,7 +343,7 @@ fn a_fleet_on_a_cluster_of_guests() {
     {
         assert!(
             t.elapsed() < Duration::from_secs(120),
-            "the second job did not start"
+            "the third job did not start"
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -359,9 +362,15 @@ fn a_fleet_on_a_cluster_of_guests() {
         .find(&format!("job {job2}."))
         .unwrap_or_else(|| panic!("{said}"))..];
     assert_eq!(state(of_job2, "n2"), "crashed", "{said}");
-    // Each job's summary holds its own nodes only.
+    let (verdicts, check) = cluster.verdicts(&job2, db_s);
+    let n2 = verdicts.iter().find(|v| v.0 == "n2").unwrap();
+    assert_eq!(n2.1, "crashed", "{verdicts:?}");
+    assert!(n2.2.contains("Slurm"), "n2: {}", n2.2);
+    assert_eq!(check, 1, "--fail-on-outlier with a crashed node");
+    // Each job's runs are its own nodes' only.
     for (job, nodes) in [
-        (&job1, serde_json::json!(["n1", "n2", "n3"])),
+        (&job1, serde_json::json!(["n1", "n2", "n4"])),
+        (&job4, serde_json::json!(["n1", "n2", "n3", "n4"])),
         (&job2, serde_json::json!(["n1", "n3"])),
     ] {
         let s = cluster.summary(job, db_s);

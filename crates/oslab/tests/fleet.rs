@@ -188,9 +188,12 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
             .file_name()
             .to_string_lossy()
             .starts_with("oslab-fleet-777")));
-    // Five more nodes: within 2% of alpha, except "slow" at +60%; "dead" failed; "eps" crashed
-    // after its measurements; "lost" ended with no word, which the job noted.
-    for (i, node) in ["beta", "gamma", "delta", "eps", "slow"].iter().enumerate() {
+    // Seven more nodes: within 2% of alpha, except "slow" at +60% and "spike", whose cold
+    // system calls (one mechanism) are 50x; "dead" failed; "eps" crashed after its
+    // measurements; "lost" ended with no word, which the job noted; "hog" began beside a stray
+    // busy loop.
+    let nodes = ["beta", "gamma", "delta", "eps", "slow", "spike", "hog"];
+    for (i, node) in nodes.iter().enumerate() {
         let k = if *node == "slow" {
             1.6
         } else {
@@ -200,6 +203,20 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
             oslab_testkit::scaled_run(&alpha, node, |m| k * (1.0 + 0.001 * (m % 3) as f64));
         if *node == "eps" {
             doc["run"]["status"] = "crashed".into();
+        }
+        if *node == "spike" {
+            for m in doc["measurements"].as_array_mut().unwrap() {
+                if m["params"]["cache"] == "cold" {
+                    let s = m["summary"].as_object_mut().unwrap();
+                    for v in s.values_mut().filter(|v| v.is_f64()) {
+                        *v = (v.as_f64().unwrap() * 50.0).into();
+                    }
+                }
+            }
+        }
+        if *node == "hog" {
+            doc["run"]["environment"]["other_work"] = serde_json::json!({"window_s": 0.2,
+                "cpus": 0.98, "busiest": [{"pid": 149, "command": "runaway", "cpus": 0.97}]});
         }
         // gamma booted with another clocksource: drifted, whatever its figures.
         if *node == "gamma" {
@@ -219,7 +236,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     .unwrap();
     std::fs::write(
         job.join("fleet.json"),
-        r#"{"job": "777", "token": "0a1b2c3d", "nodes": ["alpha","beta","gamma","delta","eps","slow","dead","late","lost"]}"#,
+        r#"{"job": "777", "token": "0a1b2c3d", "nodes": ["alpha","beta","gamma","delta","eps","slow","spike","hog","dead","late","lost"]}"#,
     )
     .unwrap();
     // What collecting every job under the results said.
@@ -235,7 +252,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let err = collect_all();
-    assert!(err.contains("collected 6 runs"), "{err}");
+    assert!(err.contains("collected 8 runs"), "{err}");
     // Every node's state, one line each.
     let state = |node: &str| {
         err.lines()
@@ -266,10 +283,10 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         .get_output()
         .clone();
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("collected 0 runs; 6 already in the store")
+        String::from_utf8_lossy(&out.stderr).contains("collected 0 runs; 8 already in the store")
     );
     let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(said["jobs"][0]["already"], 6, "{said}");
+    assert_eq!(said["jobs"][0]["already"], 8, "{said}");
     let late = said["jobs"][0]["nodes"]
         .as_array()
         .unwrap()
@@ -287,8 +304,8 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(tagged, 6);
-    // The summary flags the slow node, and only it.
+    assert_eq!(tagged, 8);
+    // The summary flags the slow node and the one with a collapsed mechanism, only them.
     let s = json(&stdout(&[
         "fleet", "summary", "777", "--json", "--db", db_s,
     ]));
@@ -299,9 +316,9 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         .filter(|v| v["outliers"].as_u64().unwrap() > 0)
         .map(|v| v["node"].as_str().unwrap())
         .collect();
-    assert_eq!(flagged, vec!["slow"]);
+    assert_eq!(flagged, vec!["slow", "spike"]);
     let text = String::from_utf8(stdout(&["fleet", "summary", "777", "--db", db_s])).unwrap();
-    assert!(text.contains("outlier nodes: slow"), "{text}");
+    assert!(text.contains("\n  slow outlier: "), "{text}");
     assert!(text.contains("note: eps's run is crashed"), "{text}");
     assert!(text.contains("%!") && text.contains("slow"), "{text}");
     let e = fails(&["fleet", "summary", "778", "--db", db_s], 2);
@@ -330,6 +347,12 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         ("beta", "healthy", ""),
         ("delta", "healthy", ""),
         ("slow", "outlier", "values apart"),
+        ("spike", "outlier", "syscall per_call: 2 of 4 rows +4"),
+        (
+            "hog",
+            "busy",
+            "runaway (pid 149) 0.97 cpus; 0.98 cpus in all",
+        ),
         ("gamma", "drifted", "clocksource hpet"),
         ("eps", "crashed", "run crashed"),
         ("dead", "failed", "signal 9"),
@@ -341,9 +364,9 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         assert!(w.contains(why), "{node}: {w}");
     }
     let text = String::from_utf8(stdout(&["fleet", "summary", dir, "--db", db_s])).unwrap();
-    assert!(text.contains("6 of 9 nodes not healthy"), "{text}");
+    assert!(text.contains("8 of 11 nodes not healthy"), "{text}");
     assert!(
-        text.contains("gamma drifted: clocksource hpet (5 others: tsc)"),
+        text.contains("gamma drifted: clocksource hpet (7 others: tsc)"),
         "{text}"
     );
     fails(
@@ -352,7 +375,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     );
     let drain =
         String::from_utf8(stdout(&["fleet", "summary", dir, "--drain", "--db", db_s])).unwrap();
-    assert_eq!(drain.lines().count(), 6, "{drain}");
+    assert_eq!(drain.lines().count(), 8, "{drain}");
     assert!(
         drain.contains("scontrol update NodeName=late State=DRAIN Reason=\"oslab fleet 777.0a1b2c3d: missing: no result yet\""),
         "{drain}"

@@ -135,7 +135,7 @@ pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: none in 1,00
 
 /// The fleet view of job `job`: what the columns mean, one line per node (its outliers and
 /// largest deviation), then the node x measurement matrix of deviations from the fleet median
-/// ("!" marks an outlier), and the outlier nodes. With more than 12 nodes, only measurements
+/// ("!" marks an outlier), and every node not healthy with why. With more than 12 nodes, only measurements
 /// with an outlier are listed unless `all`.
 pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let mut text = format!(
@@ -168,20 +168,15 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
             v.measured
         );
     }
-    let flagged = s.outlier_nodes();
-    let mut end = match flagged.len() {
-        0 => "no outlier nodes".to_string(),
-        _ => format!("outlier nodes: {}", flagged.join(", ")),
-    };
     // Every node's verdict, the unhealthy ones with why: what a scheduler drains.
     let sick: Vec<&oslab_fleet::summary::NodeVerdict> = s
         .verdicts
         .iter()
         .filter(|v| v.verdict != oslab_fleet::summary::Health::Healthy)
         .collect();
-    end += &match sick.len() {
-        0 => format!("\nevery node healthy ({})", s.verdicts.len()),
-        n => format!("\n{} of {} nodes not healthy:", n, s.verdicts.len()),
+    let mut end = match sick.len() {
+        0 => format!("every node healthy ({})", s.verdicts.len()),
+        n => format!("{} of {} nodes not healthy:", n, s.verdicts.len()),
     };
     for v in &sick {
         end += &format!(
@@ -194,7 +189,7 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let apart: Vec<String> = s
         .verdicts
         .iter()
-        .filter(|v| v.outliers > 0 && !flagged.contains(&v.node.as_str()))
+        .filter(|v| v.outliers > 0 && v.verdict == oslab_fleet::summary::Health::Healthy)
         .map(|v| format!("{} {} of {}", v.node, v.outliers, v.measured))
         .collect();
     if !apart.is_empty() {

@@ -1,5 +1,5 @@
 //! `oslab fleet summary JOB`: the collected runs of one job side by side, and every node's
-//! verdict (healthy, outlier, drifted, partial, crashed, failed, missing).
+//! verdict (healthy, busy, outlier, drifted, partial, crashed, failed, missing).
 
 use crate::cli::FleetSummaryArgs;
 use crate::cmd::{print_json, print_text};

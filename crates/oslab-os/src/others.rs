@@ -1,0 +1,143 @@
+//! Other work on the machine, read from every process's cpu time over a short window: what a
+//! run begins beside, named (a stray busy loop left by an earlier job reads `runaway (pid 149)
+//! 0.98 cpus`), where the load average says only that something ran.
+
+use oslab_core::machine::{BusyProcess, OtherWork};
+use std::time::{Duration, Instant};
+
+/// How long other work is watched as a run begins.
+pub const WINDOW: Duration = Duration::from_millis(200);
+
+/// The cpu time other processes take over `window` (this process and its threads left out);
+/// None when /proc cannot be listed.
+pub fn other_work(window: Duration) -> Option<OtherWork> {
+    let before = cpu_ticks()?;
+    let t = Instant::now();
+    std::thread::sleep(window);
+    let after = cpu_ticks()?;
+    let seconds = t.elapsed().as_secs_f64();
+    Some(between(&before, &after, seconds, ticks_per_s()))
+}
+
+/// One process's command name and cpu ticks (user + system, all its threads), by pid.
+type Ticks = std::collections::BTreeMap<u32, (String, u64)>;
+
+/// What the processes took between two readings `seconds` apart. A process that began in the
+/// window counts from nothing; one that ended, not at all (its time is gone with it).
+fn between(before: &Ticks, after: &Ticks, seconds: f64, hz: f64) -> OtherWork {
+    let mut busy: Vec<BusyProcess> = after
+        .iter()
+        .map(|(pid, (command, t1))| {
+            let t0 = before.get(pid).map_or(0, |(_, t)| *t);
+            BusyProcess {
+                pid: *pid,
+                command: command.clone(),
+                cpus: t1.saturating_sub(t0) as f64 / hz / seconds.max(1e-9),
+            }
+        })
+        .filter(|p| p.cpus > 0.0)
+        .collect();
+    busy.sort_by(|a, b| b.cpus.total_cmp(&a.cpus));
+    // Folded from +0.0: an empty f64 sum is -0.0.
+    let cpus = busy.iter().map(|p| p.cpus).fold(0.0, |a, b| a + b);
+    busy.retain(|p| p.cpus >= OtherWork::NAMED);
+    busy.truncate(3);
+    OtherWork {
+        window_s: seconds,
+        cpus,
+        busiest: busy,
+    }
+}
+
+/// Every other process's ticks now.
+fn cpu_ticks() -> Option<Ticks> {
+    let me = std::process::id();
+    let mut out = Ticks::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        // Gone since the listing, or not ours to read: not counted.
+        if let Some(p) = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| parse_stat(&s))
+        {
+            out.insert(pid, p);
+        }
+    }
+    Some(out)
+}
+
+/// The command name and user + system ticks of a /proc/PID/stat line. The name sits in
+/// parentheses and may hold spaces and parentheses itself: the fields follow the last `)`.
+fn parse_stat(line: &str) -> Option<(String, u64)> {
+    let open = line.find('(')?;
+    let close = line.rfind(')')?;
+    let command = line.get(open + 1..close)?.to_string();
+    let fields: Vec<&str> = line.get(close + 1..)?.split_whitespace().collect();
+    // Field 3 (state) is the first after the name; utime and stime are fields 14 and 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((command, utime + stime))
+}
+
+fn ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as f64
+    } else {
+        100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_with_spaces_and_parentheses_is_read_whole() {
+        let line = "149 (run (a) way) R 1 149 149 0 -1 4194304 100 0 0 0 250 7 0 0 20 0 1 0 5";
+        assert_eq!(parse_stat(line), Some(("run (a) way".to_string(), 257)));
+        assert_eq!(parse_stat("12 (x) R 1"), None);
+    }
+
+    #[test]
+    fn the_busiest_are_named_and_every_process_counted() {
+        let before: Ticks = [(1, ("init".into(), 5)), (149, ("runaway".into(), 100))].into();
+        let after: Ticks = [
+            (1, ("init".into(), 6)),
+            (149, ("runaway".into(), 120)),
+            (300, ("new".into(), 3)),
+        ]
+        .into();
+        let w = between(&before, &after, 0.2, 100.0);
+        assert!((w.cpus - 1.2).abs() < 1e-9, "{w:?}");
+        assert_eq!(w.busiest.len(), 2, "{w:?}");
+        assert_eq!(w.busiest[0].command, "runaway");
+        assert!((w.busiest[0].cpus - 1.0).abs() < 1e-9);
+        assert_eq!(
+            w.describe(),
+            "runaway (pid 149) 1.00 cpus, new (pid 300) 0.15 cpus; 1.20 cpus in all"
+        );
+    }
+
+    #[test]
+    fn a_busy_loop_beside_us_is_seen_and_named() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let w = other_work(Duration::from_millis(300)).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        // A shared host may take the loop's cpu for part of the window; a tenth is the floor.
+        let spin = w.busiest.iter().find(|p| p.pid == child.id());
+        assert!(spin.is_some_and(|p| p.cpus > 0.1), "{w:?}");
+        assert!(w.cpus >= spin.unwrap().cpus);
+    }
+}

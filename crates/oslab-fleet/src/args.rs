@@ -1,4 +1,4 @@
-//! Arguments of `oslab fleet`: submit, collect, summary and the nodes' task.
+//! Arguments of `oslab fleet`: submit, collect, summary, history and the nodes' task.
 
 use clap::{Args, Subcommand};
 use oslab_core::args::Output;
@@ -22,6 +22,8 @@ pub enum FleetCommand {
     Collect(FleetCollectArgs),
     /// Node x measurement table of a collected job: fleet median, each node's deviation, outliers.
     Summary(FleetSummaryArgs),
+    /// One node across every collected job: its verdict in each, oldest first.
+    History(FleetHistoryArgs),
     /// (internal) One node's share of a fleet job, started by the sbatch script.
     #[command(hide = true)]
     Task(FleetTaskArgs),
@@ -76,11 +78,31 @@ pub struct FleetSummaryArgs {
     /// is not healthy, and nothing else.
     #[arg(long, conflicts_with = "json")]
     pub drain: bool,
+    /// An earlier job (JOB or JOB.TOKEN) whose healthy nodes count as references, NODE@JOB, in
+    /// every median and majority: a job whose nodes are mostly sick, or that moved as a whole
+    /// (a kernel update, every node slower), is judged against what the fleet was.
+    #[arg(long, value_name = "JOB")]
+    pub baseline: Option<String>,
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
     #[arg(long)]
     pub all: bool,
     /// The smallest deviation from the fleet median called an outlier, e.g. 5% or 0.05 (a node
     /// is called only beyond this, its own interval and the noise between nodes).
+    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
+        value_parser = oslab_core::units::parse_fraction)]
+    pub min_effect: f64,
+    /// Text or JSON.
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab fleet history`.
+#[derive(Debug, Args)]
+pub struct FleetHistoryArgs {
+    /// The node (its Slurm name).
+    #[arg(value_name = "NODE")]
+    pub node: String,
+    /// The smallest deviation from each job's fleet median called an outlier (as summary's).
     #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
         value_parser = oslab_core::units::parse_fraction)]
     pub min_effect: f64,

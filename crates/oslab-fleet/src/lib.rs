@@ -540,6 +540,7 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
             other_work: serde_json::from_value(record.environment["other_work"].clone())
                 .ok()
                 .flatten(),
+            reference: false,
         });
     }
     Ok((job, runs))
@@ -547,12 +548,16 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
 
 /// The summary of one job, named by its id (JOB or JOB.TOKEN) or by its results directory: with a
 /// directory, the nodes listed there that have no stored run are judged too (missing, crashed,
-/// failed, with what their files say). Ok(None) when the store holds no run of the job.
+/// failed, with what their files say). With a `baseline` job, its nodes that were healthy there
+/// count as references in every median and majority (`n1@4711`): a job whose nodes are mostly
+/// sick, or that moved as a whole (a new kernel everywhere, every node slower), is judged
+/// against what the fleet was. A job the store holds no run of is a usage error.
 pub fn job_summary(
     store: &Store,
     job: &str,
+    baseline: Option<&str>,
     min_effect: f64,
-) -> Result<Option<(JobRef, summary::FleetSummary)>, JobSummaryError> {
+) -> Result<(JobRef, summary::FleetSummary), JobSummaryError> {
     let dir = Path::new(job);
     let listed = match dir.is_dir() {
         true => {
@@ -571,12 +576,15 @@ pub fn job_summary(
     let name = listed
         .as_ref()
         .map_or(job.to_string(), |j| j.job.to_string());
-    let (job, runs) = node_runs(store, &name).map_err(|e| match e {
-        NodeRunsError::Ambiguous(m) => JobSummaryError::Usage(m),
-        NodeRunsError::Store(e) => JobSummaryError::Store(e),
-    })?;
+    let (job, mut runs) = node_runs(store, &name)?;
     if runs.is_empty() {
-        return Ok(None);
+        return Err(JobSummaryError::Usage(format!(
+            "no runs of fleet job {name} in {} (collect them first: oslab fleet collect RESULTS/{name})",
+            store.path().display()
+        )));
+    }
+    if let Some(b) = baseline {
+        runs.extend(references(store, b, min_effect)?);
     }
     let mut s = summarize(&runs, min_effect);
     for (node, state, detail) in listed.iter().flat_map(|j| j.states()) {
@@ -585,7 +593,103 @@ pub fn job_summary(
                 .push(summary::NodeVerdict::absent(&node, state, &detail));
         }
     }
-    Ok(Some((job, s)))
+    Ok((job, s))
+}
+
+/// One job as one node lived it (`oslab fleet history NODE`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NodeInJob {
+    /// The job (JOB.TOKEN).
+    pub job: String,
+    /// When the node's run began.
+    pub started: String,
+    /// The node's run in the store.
+    pub run_id: i64,
+    /// How many nodes of the job were judged with it.
+    pub nodes: usize,
+    /// Its verdict there, and why.
+    pub verdict: summary::Health,
+    /// Why, in short clauses.
+    pub why: Vec<String>,
+}
+
+/// Every collected job `node` ran in, oldest first, with its verdict there (each job judged as
+/// `fleet summary JOB` judges it): when it drifted, when it first went slow.
+pub fn node_history(
+    store: &Store,
+    node: &str,
+    min_effect: f64,
+) -> Result<Vec<NodeInJob>, JobSummaryError> {
+    let mut jobs = BTreeSet::new();
+    for run in store.tagged(NODE_TAG, node)? {
+        let tags = store.tags(run)?;
+        if let Some(job) = tags.get(JOB_TAG) {
+            jobs.insert(JobRef {
+                job: job.clone(),
+                token: tags.get(SUBMISSION_TAG).cloned(),
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for job in jobs {
+        let (_, runs) = node_runs(store, &job.to_string())?;
+        let Some(run) = runs.iter().find(|r| r.node == node) else {
+            continue;
+        };
+        let record = store.load_run(&RunRef::Id(run.run_id))?.0;
+        let s = summarize(&runs, min_effect);
+        if let Some(v) = s.verdicts.into_iter().find(|v| v.node == node) {
+            out.push(NodeInJob {
+                job: job.to_string(),
+                started: record.started,
+                run_id: run.run_id,
+                nodes: runs.len(),
+                verdict: v.verdict,
+                why: v.why,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.started.cmp(&b.started));
+    Ok(out)
+}
+
+/// The nodes of job `baseline` that its own summary called healthy, renamed `NODE@JOB`, as
+/// references for another job.
+fn references(
+    store: &Store,
+    baseline: &str,
+    min_effect: f64,
+) -> Result<Vec<NodeRun>, JobSummaryError> {
+    let (job, runs) = node_runs(store, baseline)?;
+    if runs.is_empty() {
+        return Err(JobSummaryError::Usage(format!(
+            "no runs of baseline job {baseline} in the store (collect it first)"
+        )));
+    }
+    let own = summarize(&runs, min_effect);
+    let healthy = |node: &str| {
+        own.verdicts
+            .iter()
+            .any(|v| v.node == node && v.verdict == summary::Health::Healthy)
+    };
+    Ok(runs
+        .into_iter()
+        .filter(|r| healthy(&r.node))
+        .map(|mut r| {
+            r.node = format!("{}@{}", r.node, job.job);
+            r.reference = true;
+            r
+        })
+        .collect())
+}
+
+impl From<NodeRunsError> for JobSummaryError {
+    fn from(e: NodeRunsError) -> Self {
+        match e {
+            NodeRunsError::Ambiguous(m) => JobSummaryError::Usage(m),
+            NodeRunsError::Store(e) => JobSummaryError::Store(e),
+        }
+    }
 }
 
 /// Why a job's summary cannot be made.

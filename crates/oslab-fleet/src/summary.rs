@@ -56,6 +56,9 @@ pub struct NodeRun {
     pub settings: Vec<oslab_core::conditions::Setting>,
     /// Other work on the node as its run began, when the run recorded it.
     pub other_work: Option<OtherWork>,
+    /// A node of an earlier job judged healthy then (`fleet summary --baseline`): it counts in
+    /// every median and majority, and gets no verdict of its own.
+    pub reference: bool,
 }
 
 /// What the fleet makes of one node: the answer a scheduler acts on.
@@ -292,8 +295,11 @@ pub struct FleetSummary {
     pub shapes: Vec<(String, Vec<String>)>,
     /// One row per measurement, in first-seen order.
     pub rows: Vec<FleetRow>,
-    /// One verdict per node, in `nodes` order.
+    /// One verdict per node of the job (references have none), in `nodes` order.
     pub verdicts: Vec<NodeVerdict>,
+    /// The nodes of an earlier job judged with these as a reference (`n1@4711`), when asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
 }
 
 impl FleetSummary {
@@ -730,6 +736,7 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
     let verdicts = runs
         .iter()
         .enumerate()
+        .filter(|(_, r)| !r.reference)
         .map(|(i, r)| {
             let mine = rows
                 .iter()
@@ -795,6 +802,11 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
         nodes: runs.iter().map(|r| r.node.clone()).collect(),
         rows,
         verdicts,
+        references: runs
+            .iter()
+            .filter(|r| r.reference)
+            .map(|r| r.node.clone())
+            .collect(),
     }
 }
 
@@ -840,6 +852,7 @@ mod tests {
                 shape: Some("1 socket x 2 cores x 1 thread, 1 NUMA node".into()),
                 settings: Vec::new(),
                 other_work: None,
+                reference: false,
             })
             .collect();
         let s = summarize(&runs, DEFAULT_MIN_EFFECT);
@@ -902,6 +915,7 @@ mod tests {
                 shape: None,
                 settings: Vec::new(),
                 other_work: None,
+                reference: false,
             })
             .collect()
     }
@@ -1002,6 +1016,7 @@ mod tests {
             shape: None,
             settings: Vec::new(),
             other_work: None,
+            reference: false,
         };
         // Node c's first repetition is 30% off, its other two agree with the fleet: its value
         // is the median of the three.
@@ -1124,6 +1139,57 @@ mod tests {
     }
 
     #[test]
+    fn an_earlier_jobs_healthy_nodes_find_a_job_mostly_sick_or_moved_as_a_whole() {
+        // A job of three nodes, two of them 40% slower everywhere; an earlier job of five
+        // healthy nodes on the old kernel, where the three now run a new one.
+        let rows: Vec<(String, f64)> = (0..24)
+            .map(|r| {
+                (
+                    format!("{}.p{}", ["memory", "syscall", "task"][r % 3], r % 6),
+                    0.02,
+                )
+            })
+            .collect();
+        let mut job = fleet_of(3, &rows, 11, None);
+        for r in job.iter_mut().skip(1) {
+            for m in &mut r.measurements {
+                let v = m.summary.as_ref().unwrap().median * 1.4;
+                m.summary = Summary::new(&[v, v * 1.01, v * 0.99]);
+            }
+        }
+        for r in &mut job {
+            r.settings = vec![("kernel".into(), "6.18".into())];
+        }
+        // Alone, the two sick nodes are the median: the healthy one stands apart, if anyone.
+        let alone = summarize(&job, DEFAULT_MIN_EFFECT);
+        assert!(
+            alone.verdicts[1].verdict == Health::Healthy
+                && alone.verdicts[2].verdict == Health::Healthy
+        );
+        let mut earlier = fleet_of(5, &rows, 12, None);
+        for r in &mut earlier {
+            r.node = format!("{}@41", r.node);
+            r.reference = true;
+            r.settings = vec![("kernel".into(), "6.12".into())];
+        }
+        job.extend(earlier);
+        let s = summarize(&job, DEFAULT_MIN_EFFECT);
+        assert_eq!(s.verdicts.len(), 3, "references get no verdict");
+        assert_eq!(s.references.len(), 5);
+        assert_eq!(s.nodes.len(), 8);
+        // Every node of the job runs a kernel the fleet did not: named, with the old one.
+        for v in &s.verdicts {
+            assert_eq!(v.verdict, Health::Drifted, "{}: {:?}", v.node, v.why);
+            assert!(v.why[0] == "kernel 6.18 (5 others: 6.12)", "{:?}", v.why);
+        }
+        // The sick two stand apart from the references, the healthy one does not.
+        assert_eq!(s.verdicts[0].why.len(), 1, "{:?}", s.verdicts[0].why);
+        for v in &s.verdicts[1..] {
+            assert_eq!(v.outliers, v.measured, "{}: {:?}", v.node, v.why);
+        }
+    }
+
+    #[test]
     fn two_nodes_or_missing_values_never_invent_an_outlier() {
         let mut failed = m("syscall", 0, 1.0);
         failed.status = Status::Failed("no".into());
@@ -1137,6 +1203,7 @@ mod tests {
                 shape: Some("2 sockets".into()),
                 settings: Vec::new(),
                 other_work: None,
+                reference: false,
             },
             NodeRun {
                 node: "a".into(),
@@ -1146,6 +1213,7 @@ mod tests {
                 shape: Some("1 socket".into()),
                 settings: Vec::new(),
                 other_work: None,
+                reference: false,
             },
             NodeRun {
                 node: "c".into(),
@@ -1155,6 +1223,7 @@ mod tests {
                 shape: None,
                 settings: Vec::new(),
                 other_work: None,
+                reference: false,
             },
         ];
         let s = summarize(&runs, DEFAULT_MIN_EFFECT);

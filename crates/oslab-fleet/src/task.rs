@@ -90,6 +90,15 @@ fn kernel_hostname() -> Option<String> {
         .map(|h| h.trim().to_string())
 }
 
+/// Removes the copy of the binary that `srun --bcast` staged for this task, and the private
+/// directory the job made for it, once the run it started has ended.
+pub fn remove_staged(program: &Path) {
+    let _ = std::fs::remove_file(program);
+    if let Some(dir) = program.parent() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,8 @@
 //! Other work on the machine, read from every process's cpu time over a short window: what a
 //! run begins beside, named (a stray busy loop left by an earlier job reads `runaway (pid 149)
-//! 0.98 cpus`), where the load average says only that something ran.
+//! 0.98 cpus`), where the load average says only that something ran. Inside a Slurm job, the
+//! job's own processes are not other work: the batch script's sruns starting the other nodes'
+//! steps took 0.35 cpus of a guest as its step began.
 
 use oslab_core::machine::{BusyProcess, OtherWork};
 use std::time::{Duration, Instant};
@@ -16,15 +18,32 @@ pub fn other_work(window: Duration) -> Option<OtherWork> {
     std::thread::sleep(window);
     let after = cpu_ticks()?;
     let seconds = t.elapsed().as_secs_f64();
-    Some(between(&before, &after, seconds, ticks_per_s()))
+    let job = std::env::var("SLURM_JOB_ID").ok();
+    let ours = |pid: u32| job.as_deref().is_some_and(|j| in_job(pid, j));
+    Some(between(&before, &after, seconds, ticks_per_s(), ours))
+}
+
+/// Whether process `pid` belongs to Slurm job `job` (its environment names it). A process
+/// whose environment cannot be read (another user's) is not ours.
+fn in_job(pid: u32, job: &str) -> bool {
+    let want = format!("SLURM_JOB_ID={job}");
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
 }
 
 /// One process's command name and cpu ticks (user + system, all its threads), by pid.
 type Ticks = std::collections::BTreeMap<u32, (String, u64)>;
 
-/// What the processes took between two readings `seconds` apart. A process that began in the
-/// window counts from nothing; one that ended, not at all (its time is gone with it).
-fn between(before: &Ticks, after: &Ticks, seconds: f64, hz: f64) -> OtherWork {
+/// What the processes not `ours` took between two readings `seconds` apart. A process that
+/// began in the window counts from nothing; one that ended, not at all (its time is gone with
+/// it).
+fn between(
+    before: &Ticks,
+    after: &Ticks,
+    seconds: f64,
+    hz: f64,
+    ours: impl Fn(u32) -> bool,
+) -> OtherWork {
     let mut busy: Vec<BusyProcess> = after
         .iter()
         .map(|(pid, (command, t1))| {
@@ -35,7 +54,7 @@ fn between(before: &Ticks, after: &Ticks, seconds: f64, hz: f64) -> OtherWork {
                 cpus: t1.saturating_sub(t0) as f64 / hz / seconds.max(1e-9),
             }
         })
-        .filter(|p| p.cpus > 0.0)
+        .filter(|p| p.cpus > 0.0 && !ours(p.pid))
         .collect();
     busy.sort_by(|a, b| b.cpus.total_cmp(&a.cpus));
     // Folded from +0.0: an empty f64 sum is -0.0.
@@ -114,7 +133,7 @@ mod tests {
             (300, ("new".into(), 3)),
         ]
         .into();
-        let w = between(&before, &after, 0.2, 100.0);
+        let w = between(&before, &after, 0.2, 100.0, |_| false);
         assert!((w.cpus - 1.2).abs() < 1e-9, "{w:?}");
         assert_eq!(w.busiest.len(), 2, "{w:?}");
         assert_eq!(w.busiest[0].command, "runaway");
@@ -123,6 +142,23 @@ mod tests {
             w.describe(),
             "runaway (pid 149) 1.00 cpus, new (pid 300) 0.15 cpus; 1.20 cpus in all"
         );
+        // The job's own processes are not other work.
+        let w = between(&before, &after, 0.2, 100.0, |pid| pid == 149);
+        assert!((w.cpus - 0.2).abs() < 1e-9, "{w:?}");
+    }
+
+    #[test]
+    fn a_process_of_our_slurm_job_is_told_by_its_environment() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .env("SLURM_JOB_ID", "4711")
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let (yes, no) = (in_job(child.id(), "4711"), in_job(child.id(), "471"));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(yes && !no);
     }
 
     #[test]

@@ -57,7 +57,8 @@ pub enum Command {
     /// allocation, with page migration; workloads, live runs, comparisons.
     Cpuman(CpumanArgs),
     /// Run the suite on every node of a Slurm cluster and see the nodes side by side: submit,
-    /// collect, summary (every node healthy, busy, an outlier, drifted or missing, and why: a health check).
+    /// collect, summary (every node healthy, busy, an outlier, drifted or missing, and why: a
+    /// health check), history (one node across jobs).
     Fleet(FleetArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),

@@ -320,6 +320,41 @@ fn a_fleet_on_a_cluster_of_guests() {
         .filter_map(|l| l.split_whitespace().nth(2)?.strip_prefix("NodeName="))
         .collect();
     assert_eq!(drained, ["n3", "n4"], "{lines}");
+    // Judged against the healthy job as well (its three nodes as references), the verdicts hold.
+    let out = cluster
+        .oslab(&[
+            "fleet",
+            "summary",
+            &job4,
+            "--baseline",
+            &job1,
+            "--json",
+            "--db",
+            db_s,
+        ])
+        .output()
+        .unwrap();
+    let s: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let n = |node: &str| {
+        s["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["node"] == node)
+            .map(|v| v["verdict"].clone())
+    };
+    assert_eq!(s["references"].as_array().map(Vec::len), Some(3), "{s}");
+    assert_eq!(
+        (n("n1"), n("n2")),
+        (Some("healthy".into()), Some("healthy".into())),
+        "{s}"
+    );
+    assert_eq!(
+        (n("n3"), n("n4")),
+        (Some("drifted".into()), Some("busy".into())),
+        "{s}"
+    );
 
     // A node lost mid-run: reported crashed, --wait fails, the others hand in.
     let lost = cluster

@@ -406,6 +406,65 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         db_s,
     ]));
     assert_eq!(one["nodes"], serde_json::json!(["alpha"]), "{one}");
+    // Alone it is one node, too few to judge; against the first submission's healthy nodes as
+    // references it is judged, and they get no verdict of their own.
+    let text = String::from_utf8(stdout(&[
+        "fleet",
+        "summary",
+        "777.ffff0000",
+        "--baseline",
+        "777.0a1b2c3d",
+        "--db",
+        db_s,
+    ]))
+    .unwrap();
+    assert!(
+        text.contains("1 node, 4 measurements")
+            && text.contains("judged with 3 nodes of an earlier job as references")
+            && ["alpha@777", "beta@777", "delta@777"]
+                .iter()
+                .all(|n| text.contains(n)),
+        "{text}"
+    );
+    assert!(text.contains("every node healthy (1)"), "{text}");
+    let e = fails(
+        &[
+            "fleet",
+            "summary",
+            "777.ffff0000",
+            "--baseline",
+            "778",
+            "--db",
+            db_s,
+        ],
+        2,
+    );
+    assert!(e.contains("no runs of baseline job 778"), "{e}");
+    // One node across the jobs: alpha in both submissions, gamma drifted in the one it ran in.
+    let h = json(&stdout(&[
+        "fleet", "history", "alpha", "--json", "--db", db_s,
+    ]));
+    let jobs: Vec<&str> = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(jobs.len(), 2, "{h}");
+    assert!(
+        jobs.contains(&"777.0a1b2c3d") && jobs.contains(&"777.ffff0000"),
+        "{h}"
+    );
+    let text = String::from_utf8(stdout(&["fleet", "history", "gamma", "--db", db_s])).unwrap();
+    assert!(
+        text.contains("node gamma in 1 collected job") && text.contains("drifted"),
+        "{text}"
+    );
+    let text = String::from_utf8(stdout(&["fleet", "history", "zeta", "--db", db_s])).unwrap();
+    assert!(
+        text.contains("no collected fleet job holds a run of node zeta"),
+        "{text}"
+    );
     // A manifest of another submission in a job's directory is refused, not mixed.
     std::fs::write(
         again.join("fleet.json"),

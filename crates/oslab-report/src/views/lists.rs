@@ -140,13 +140,20 @@ pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: none in 1,00
 pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
     let mut text = format!(
         "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier: at least {} off, beyond the node's own interval and the noise between nodes (|z| > {:.2}, corrected for {} values judged); a node is also apart when its probes, of a family or of all, deviate one way by at least as much (sign test, p <= {:.1e}: corrected for the families that could pass) and beyond the other nodes' typical deviations\n{FALSE_OUTLIERS}\n",
-        oslab_core::units::counted(s.nodes.len(), "node"),
+        oslab_core::units::counted(s.nodes.len() - s.references.len(), "node"),
         s.rows.len(),
         oslab_core::units::percent(s.rule.min_effect),
         s.rule.z,
         s.rule.comparisons,
         s.rule.sign_level,
     );
+    if !s.references.is_empty() {
+        text += &format!(
+            "judged with {} of an earlier job as references, each healthy there (no verdict of their own): {}\n",
+            oslab_core::units::counted(s.references.len(), "node"),
+            s.references.join(", ")
+        );
+    }
     if s.nodes.len() < 3 {
         text += "note: outliers need at least 3 nodes; none can be flagged here\n";
     }
@@ -217,6 +224,36 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
         }
     }
     format!("{text}{}\n{end}", fleet_tables(s, all))
+}
+
+/// `oslab fleet history NODE`: one line per job the node ran in, oldest first, with its verdict
+/// there and why.
+pub fn fleet_history(node: &str, jobs: &[oslab_fleet::NodeInJob]) -> String {
+    if jobs.is_empty() {
+        return format!("no collected fleet job holds a run of node {node}\n");
+    }
+    let mut t = new_table(&["job", "started", "run", "nodes", "verdict", "why"]);
+    for j in jobs {
+        add(
+            &mut t,
+            [
+                j.job.clone(),
+                j.started.clone(),
+                j.run_id.to_string(),
+                j.nodes.to_string(),
+                j.verdict.as_str().to_string(),
+                oslab_core::text::one_line(&j.why.join("; ")).into_owned(),
+            ],
+        );
+    }
+    let healthy = jobs
+        .iter()
+        .filter(|j| j.verdict == oslab_fleet::summary::Health::Healthy)
+        .count();
+    format!(
+        "node {node} in {}, each judged among that job's nodes: healthy in {healthy}\n{t}\n",
+        oslab_core::units::counted(jobs.len(), "collected job")
+    )
 }
 
 /// A deviation from the fleet median as a signed percentage, one decimal; a deviation that

@@ -14,6 +14,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
         FleetCommand::Submit(a) => submit::run(a),
         FleetCommand::Collect(a) => collect::run(a),
         FleetCommand::Summary(a) => summary::run(a),
+        FleetCommand::History(a) => summary::history(a),
         FleetCommand::Task(a) => task::run(a),
     }
 }

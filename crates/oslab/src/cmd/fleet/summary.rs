@@ -9,19 +9,11 @@ use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
     let store = crate::cmd::store().open_to_read()?;
-    let Some((job, s)) =
-        fleet::job_summary(&store, &args.job, args.min_effect).map_err(|e| match e {
-            JobSummaryError::Usage(m) => usage(m),
-            other => other.into(),
-        })?
-    else {
-        return Err(usage(format!(
-            "no runs of fleet job {} in {} (collect them first: oslab fleet collect RESULTS/{})",
-            args.job,
-            store.path().display(),
-            args.job
-        )));
-    };
+    let found = fleet::job_summary(&store, &args.job, args.baseline.as_deref(), args.min_effect);
+    let (job, s) = found.map_err(|e| match e {
+        JobSummaryError::Usage(m) => usage(m),
+        other => other.into(),
+    })?;
     if args.drain {
         // Whole lines, never wrapped: they are for a shell.
         let lines = fleet::drain_script(&job, &s);
@@ -33,4 +25,15 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
     }
     let sick = s.verdicts.iter().any(|v| v.verdict != Health::Healthy);
     Ok(ExitCode::from(u8::from(args.fail_on_outlier && sick)))
+}
+
+/// `oslab fleet history NODE`: its verdict in every collected job, oldest first.
+pub fn history(args: crate::cli::FleetHistoryArgs) -> anyhow::Result<ExitCode> {
+    let store = crate::cmd::store().open_to_read()?;
+    let jobs = fleet::node_history(&store, &args.node, args.min_effect)?;
+    match args.out.json {
+        true => print_json(&jobs)?,
+        false => print_text(&oslab_report::views::fleet_history(&args.node, &jobs))?,
+    }
+    Ok(ExitCode::SUCCESS)
 }

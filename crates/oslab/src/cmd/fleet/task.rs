@@ -15,12 +15,7 @@ pub fn run(args: FleetTaskArgs) -> anyhow::Result<ExitCode> {
         |cmd| oslab_os::tree::run_contained(cmd, oslab_os::signals::interrupted),
     );
     if args.staged {
-        // The copy srun --bcast left on this node, and the private directory the job made for
-        // it; the run it started has ended.
-        let _ = std::fs::remove_file(&program);
-        if let Some(dir) = program.parent() {
-            let _ = std::fs::remove_dir(dir);
-        }
+        oslab_fleet::task::remove_staged(&program);
     }
     let (code, handed) = code.map_err(anyhow::Error::msg)?;
     eprintln!(

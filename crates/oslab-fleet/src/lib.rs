@@ -523,20 +523,25 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
     let mut runs = Vec::new();
     for (node, id) in collected_nodes(store, &job)? {
         let (record, measurements) = store.load_run(&RunRef::Id(id))?;
+        let settings =
+            oslab_core::conditions::configuration(&record.fingerprint, &record.environment);
+        // A machine's shape is its topology and its memory: nodes of one shape are judged
+        // together.
+        let memory = settings.iter().find(|(n, _)| n == "memory").map(|m| &m.1);
         let shape =
             serde_json::from_value::<oslab_core::Topology>(record.fingerprint["topology"].clone())
                 .ok()
-                .map(|t| t.shape());
+                .map(|t| match memory {
+                    Some(m) => format!("{}, {m}", t.shape()),
+                    None => t.shape(),
+                });
         runs.push(NodeRun {
             node,
             run_id: id,
             state: NodeState::of_run(record.status),
             measurements,
             shape,
-            settings: oslab_core::conditions::configuration(
-                &record.fingerprint,
-                &record.environment,
-            ),
+            settings,
             other_work: serde_json::from_value(record.environment["other_work"].clone())
                 .ok()
                 .flatten(),
@@ -586,7 +591,7 @@ pub fn job_summary(
     if let Some(b) = baseline {
         runs.extend(references(store, b, min_effect)?);
     }
-    let mut s = summarize(&runs, min_effect);
+    let mut s = summary::summarize_by_shape(&runs, min_effect);
     for (node, state, detail) in listed.iter().flat_map(|j| j.states()) {
         if !runs.iter().any(|r| r.node == node) {
             s.verdicts
@@ -637,7 +642,7 @@ pub fn node_history(
             continue;
         };
         let record = store.load_run(&RunRef::Id(run.run_id))?.0;
-        let s = summarize(&runs, min_effect);
+        let s = summary::summarize_by_shape(&runs, min_effect);
         if let Some(v) = s.verdicts.into_iter().find(|v| v.node == node) {
             out.push(NodeInJob {
                 job: job.to_string(),
@@ -666,7 +671,7 @@ fn references(
             "no runs of baseline job {baseline} in the store (collect it first)"
         )));
     }
-    let own = summarize(&runs, min_effect);
+    let own = summary::summarize_by_shape(&runs, min_effect);
     let healthy = |node: &str| {
         own.verdicts
             .iter()

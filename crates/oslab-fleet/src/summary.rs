@@ -300,6 +300,55 @@ pub struct FleetSummary {
     /// The nodes of an earlier job judged with these as a reference (`n1@4711`), when asked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<String>,
+    /// Where the nodes are of several shapes: each shape's nodes judged among themselves (the
+    /// verdicts above are theirs; rows are then empty here).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<ShapeGroup>,
+}
+
+/// The nodes of one shape, judged among themselves ([`summarize_by_shape`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct ShapeGroup {
+    /// The shape (topology and memory).
+    pub shape: String,
+    /// Its nodes' summary.
+    pub summary: FleetSummary,
+}
+
+/// The fleet view, each machine shape judged on its own: a node with four times the others'
+/// memory or twice their cores differs by design, and judged against them it reads as an
+/// outlier (or hides one: two shapes split the median). One shape: [`summarize`].
+pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
+    let whole = summarize(runs, min_effect);
+    if whole.shapes.is_empty() {
+        return whole;
+    }
+    let groups: Vec<ShapeGroup> = whole
+        .shapes
+        .iter()
+        .map(|(shape, nodes)| {
+            let mine: Vec<NodeRun> = runs
+                .iter()
+                .filter(|r| nodes.contains(&r.node))
+                .cloned()
+                .collect();
+            ShapeGroup {
+                shape: shape.clone(),
+                summary: summarize(&mine, min_effect),
+            }
+        })
+        .collect();
+    let mut verdicts: Vec<NodeVerdict> = groups
+        .iter()
+        .flat_map(|g| g.summary.verdicts.iter().cloned())
+        .collect();
+    verdicts.sort_by(|a, b| a.node.cmp(&b.node));
+    FleetSummary {
+        rows: Vec::new(),
+        verdicts,
+        groups,
+        ..whole
+    }
 }
 
 impl FleetSummary {
@@ -807,6 +856,7 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
             .filter(|r| r.reference)
             .map(|r| r.node.clone())
             .collect(),
+        groups: Vec::new(),
     }
 }
 
@@ -1187,6 +1237,53 @@ mod tests {
         for v in &s.verdicts[1..] {
             assert_eq!(v.outliers, v.measured, "{}: {:?}", v.node, v.why);
         }
+    }
+
+    #[test]
+    fn each_shape_is_judged_among_its_own_nodes() {
+        // Four small nodes, and four with twice the cores whose values are 30% lower; one of
+        // those 40% slower than its kind (which, among all eight, sits near the median).
+        let rows: Vec<(String, f64)> = (0..24)
+            .map(|r| {
+                (
+                    format!("{}.p{}", ["memory", "syscall", "task"][r % 3], r % 6),
+                    0.02,
+                )
+            })
+            .collect();
+        let mut runs = fleet_of(8, &rows, 21, Some((6, 0.4)));
+        for (i, r) in runs.iter_mut().enumerate() {
+            let big = i >= 4;
+            r.shape = Some(
+                if big {
+                    "1 socket x 8 cores"
+                } else {
+                    "1 socket x 4 cores"
+                }
+                .into(),
+            );
+            if big {
+                for m in &mut r.measurements {
+                    let v = m.summary.as_ref().unwrap().median * 0.7;
+                    m.summary = Summary::new(&[v, v * 1.01, v * 0.99]);
+                }
+            }
+        }
+        let s = summarize_by_shape(&runs, DEFAULT_MIN_EFFECT);
+        assert_eq!(s.groups.len(), 2);
+        assert!(s.rows.is_empty());
+        assert_eq!(s.groups[1].summary.nodes, ["n04", "n05", "n06", "n07"]);
+        let sick: Vec<(&str, Health)> = s
+            .verdicts
+            .iter()
+            .filter(|v| v.verdict != Health::Healthy)
+            .map(|v| (v.node.as_str(), v.verdict))
+            .collect();
+        assert_eq!(sick, [("n06", Health::Outlier)], "{:?}", s.verdicts);
+        // One shape: the plain summary.
+        assert!(summarize_by_shape(&runs[..4], DEFAULT_MIN_EFFECT)
+            .groups
+            .is_empty());
     }
 
     #[test]

@@ -138,8 +138,29 @@ pub const FALSE_OUTLIERS: &str = "false outliers on healthy fleets: none in 1,00
 /// ("!" marks an outlier), and every node not healthy with why. With more than 12 nodes, only measurements
 /// with an outlier are listed unless `all`.
 pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
+    // Several shapes: each one's view, judged among its own nodes, then every verdict.
+    if s.groups.is_empty() {
+        return one_fleet(job, s, all, &format!("{FALSE_OUTLIERS}\n"));
+    }
     let mut text = format!(
-        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier: at least {} off, beyond the node's own interval and the noise between nodes (|z| > {:.2}, corrected for {} values judged); a node is also apart when its probes, of a family or of all, deviate one way by at least as much (sign test, p <= {:.1e}: corrected for the families that could pass) and beyond the other nodes' typical deviations\n{FALSE_OUTLIERS}\n",
+        "fleet job {job}: nodes of {} shapes, each judged among its own (a machine of another shape differs by design)\n{FALSE_OUTLIERS}\n",
+        s.groups.len()
+    );
+    for g in &s.groups {
+        text += &format!(
+            "\n== {}: {} ==\n{}\n",
+            g.shape,
+            g.summary.nodes.join(", "),
+            one_fleet(job, &g.summary, all, "")
+        );
+    }
+    text + "\nin all: " + &verdict_lines(s)
+}
+
+/// [`fleet`] of nodes of one shape, `said` (how often it cries wolf, a line) under its first.
+fn one_fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool, said: &str) -> String {
+    let mut text = format!(
+        "fleet job {job}: {}, {} measurements; deviation from the fleet median, ! = outlier: at least {} off, beyond the node's own interval and the noise between nodes (|z| > {:.2}, corrected for {} values judged); a node is also apart when its probes, of a family or of all, deviate one way by at least as much (sign test, p <= {:.1e}: corrected for the families that could pass) and beyond the other nodes' typical deviations\n{said}",
         oslab_core::units::counted(s.nodes.len() - s.references.len(), "node"),
         s.rows.len(),
         oslab_core::units::percent(s.rule.min_effect),
@@ -175,24 +196,7 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
             v.measured
         );
     }
-    // Every node's verdict, the unhealthy ones with why: what a scheduler drains.
-    let sick: Vec<&oslab_fleet::summary::NodeVerdict> = s
-        .verdicts
-        .iter()
-        .filter(|v| v.verdict != oslab_fleet::summary::Health::Healthy)
-        .collect();
-    let mut end = match sick.len() {
-        0 => format!("every node healthy ({})", s.verdicts.len()),
-        n => format!("{} of {} nodes not healthy:", n, s.verdicts.len()),
-    };
-    for v in &sick {
-        end += &format!(
-            "\n  {} {}: {}",
-            v.node,
-            v.verdict.as_str(),
-            oslab_core::text::one_line(&v.why.join("; "))
-        );
-    }
+    let mut end = verdict_lines(s);
     let apart: Vec<String> = s
         .verdicts
         .iter()
@@ -224,6 +228,28 @@ pub fn fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool) -> String {
         }
     }
     format!("{text}{}\n{end}", fleet_tables(s, all))
+}
+
+/// Every node's verdict, the unhealthy ones with why: what a scheduler drains.
+fn verdict_lines(s: &oslab_fleet::FleetSummary) -> String {
+    let sick: Vec<&oslab_fleet::summary::NodeVerdict> = s
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict != oslab_fleet::summary::Health::Healthy)
+        .collect();
+    let mut end = match sick.len() {
+        0 => format!("every node healthy ({})", s.verdicts.len()),
+        n => format!("{} of {} nodes not healthy:", n, s.verdicts.len()),
+    };
+    for v in &sick {
+        end += &format!(
+            "\n  {} {}: {}",
+            v.node,
+            v.verdict.as_str(),
+            oslab_core::text::one_line(&v.why.join("; "))
+        );
+    }
+    end
 }
 
 /// `oslab fleet history NODE`: one line per job the node ran in, oldest first, with its verdict

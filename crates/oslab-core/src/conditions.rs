@@ -118,6 +118,33 @@ fn memory(bytes: u64) -> String {
     }
 }
 
+/// Other work as a run began, as a condition: `none` under a third of a cpu, else the whole
+/// cpus it took and the commands that took a third or more (`2 cpus: stress-ng-cpu`), so that
+/// two runs beside one load read alike. None when the run did not record it.
+pub fn other_work(environment: &Value) -> Option<Setting> {
+    let o: crate::machine::OtherWork =
+        serde_json::from_value(environment.get("other_work")?.clone()).ok()?;
+    let value = match o.cpus < crate::machine::OtherWork::COMPETES {
+        true => "none".to_string(),
+        false => {
+            let mut names: Vec<&str> = o
+                .busiest
+                .iter()
+                .filter(|p| p.cpus >= crate::machine::OtherWork::COMPETES)
+                .map(|p| p.command.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            let cpus = crate::units::counted(o.cpus.round().max(1.0) as usize, "cpu");
+            match names.is_empty() {
+                true => cpus,
+                false => format!("{cpus}: {}", names.join(", ")),
+            }
+        }
+    };
+    Some(("other work at the start".to_string(), value))
+}
+
 /// Boot parameters that name a machine's own disk and image (left out of its command line).
 const PER_MACHINE_BOOT: [&str; 4] = ["BOOT_IMAGE=", "root=", "initrd=", "resume="];
 
@@ -272,6 +299,20 @@ mod tests {
             "mitigation spectre_v2 Mitigation: Retpolines -> Vulnerable"
         );
         assert!(diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn other_work_reads_alike_for_one_load_and_none_below_a_third_of_a_cpu() {
+        let env = |cpus: f64, top: f64| {
+            json!({"other_work": {"window_s": 0.2, "cpus": cpus, "busiest": [
+                {"pid": 7, "command": "stress-ng-cpu", "cpus": top},
+                {"pid": 8, "command": "kworker", "cpus": 0.1}]}})
+        };
+        let of = |e: &Value| other_work(e).unwrap().1;
+        assert_eq!(of(&env(1.96, 0.95)), "2 cpus: stress-ng-cpu");
+        assert_eq!(of(&env(2.1, 1.0)), of(&env(1.96, 0.95)));
+        assert_eq!(of(&env(0.2, 0.15)), "none");
+        assert_eq!(other_work(&json!({})), None);
     }
 
     #[test]

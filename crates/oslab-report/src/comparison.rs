@@ -414,12 +414,18 @@ impl Comparison<'_> {
         )
     }
 
-    /// The settings that change costs and differ between the sides (conditions::diff).
+    /// The settings that change costs and differ between the sides (conditions::diff), and
+    /// the other work each side's runs began beside.
     pub fn moved(&self) -> Vec<oslab_core::conditions::Moved> {
         let settings = |s: &Side| -> Vec<Vec<oslab_core::conditions::Setting>> {
             s.runs
                 .iter()
-                .map(|(r, _)| oslab_core::conditions::configuration(&r.fingerprint, &r.environment))
+                .map(|(r, _)| {
+                    let mut c =
+                        oslab_core::conditions::configuration(&r.fingerprint, &r.environment);
+                    c.extend(oslab_core::conditions::other_work(&r.environment));
+                    c
+                })
                 .collect()
         };
         oslab_core::conditions::diff(&settings(&self.a), &settings(&self.b))

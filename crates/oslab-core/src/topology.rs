@@ -6,6 +6,8 @@
 
 use crate::cpuset::CpuSet;
 
+pub mod hwloc;
+
 use serde::{Deserialize, Serialize};
 
 use std::path::PathBuf;
@@ -129,6 +131,54 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// `packages` x `nodes_per` nodes x `cores_per` cores x `smt` threads, cpus numbered core by
+    /// core across the machine first (as Linux numbers a two-socket SMT server: siblings last),
+    /// one L3 per node: a machine no host here is, for tests and examples.
+    pub fn synthetic(packages: usize, nodes_per: usize, cores_per: usize, smt: usize) -> Topology {
+        let cores = packages * nodes_per * cores_per;
+        let mut cpus = Vec::new();
+        for t in 0..smt {
+            for core in 0..cores {
+                let siblings: CpuSet = (0..smt).map(|s| s * cores + core).collect();
+                cpus.push(Cpu {
+                    id: t * cores + core,
+                    package: core / (nodes_per * cores_per),
+                    die: 0,
+                    core,
+                    node: core / cores_per,
+                    smt_siblings: siblings,
+                });
+            }
+        }
+        let nodes = packages * nodes_per;
+        let node_cpus =
+            |n: usize| -> CpuSet { cpus.iter().filter(|c| c.node == n).map(|c| c.id).collect() };
+        let caches = (0..nodes)
+            .map(|n| Cache {
+                level: 3,
+                kind: CacheKind::Unified,
+                size: 32 << 20,
+                line: Some(64),
+                ways: None,
+                cpus: node_cpus(n),
+            })
+            .collect();
+        let nodes = (0..nodes)
+            .map(|n| Node {
+                id: n,
+                cpus: node_cpus(n),
+                memory: None,
+                distances: vec![],
+                hmat: None,
+            })
+            .collect();
+        Topology {
+            cpus,
+            caches,
+            nodes,
+        }
+    }
+
     /// Every online CPU.
     pub fn online(&self) -> CpuSet {
         self.cpus.iter().map(|c| c.id).collect()

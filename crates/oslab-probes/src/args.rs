@@ -184,6 +184,10 @@ pub struct BindArgs {
     /// by-cost (spread, on the costs `oslab c2c` and `oslab numa` measured on this machine).
     #[arg(long, value_enum, default_value = "spread")]
     pub policy: oslab_core::binding::Policy,
+    /// Plan for the machine an hwloc XML describes (`lstopo --of xml`, `oslab info --hwloc`
+    /// on a compute node), not this one; by-cost uses what the store measured on that host.
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<std::path::PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

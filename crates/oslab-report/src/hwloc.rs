@@ -236,5 +236,40 @@ mod tests {
         assert_eq!(hex_set([0, 1].into_iter()), "0x00000003");
         assert_eq!(hex_set([0, 32].into_iter()), "0x00000001,0x00000001");
         assert_eq!(hex_set(std::iter::empty()), "0x00000000");
+        let back = oslab_core::topology::hwloc::parse_hex_set(&hex_set([0, 1, 32].into_iter()));
+        assert_eq!(back.iter().collect::<Vec<_>>(), [0, 1, 32]);
+    }
+
+    #[test]
+    fn a_machine_written_as_hwlocs_xml_reads_back_as_itself() {
+        let mut t = Topology::synthetic(2, 2, 3, 2);
+        for n in &mut t.nodes {
+            n.distances = (0..4).map(|m| if m == n.id { 10 } else { 21 }).collect();
+        }
+        let (back, host) = oslab_core::topology::hwloc::read(&xml(&t, "node7")).unwrap();
+        assert_eq!(host.as_deref(), Some("node7"));
+        assert_eq!(back.cpus, t.cpus);
+        let sets = |t: &Topology| t.nodes.iter().map(|n| n.cpus.clone()).collect::<Vec<_>>();
+        assert_eq!(sets(&back), sets(&t));
+        assert_eq!(back.nodes[0].distances, t.nodes[0].distances);
+        let l3 = |t: &Topology| {
+            t.caches
+                .iter()
+                .filter(|c| c.level == 3)
+                .map(|c| c.cpus.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(l3(&back), l3(&t));
+        // A plan for the machine read back: a rank per package, each thread on its own core.
+        let all = back.online();
+        let costs = oslab_core::binding::Costs::default();
+        let spread = oslab_core::binding::Policy::Spread;
+        let plan = oslab_core::binding::plan(&back, &all, 2, Some(6), spread, &costs).unwrap();
+        for (r, rank) in plan.ranks.iter().enumerate() {
+            assert!(
+                rank.cpus.iter().all(|c| back.cpu(*c).unwrap().package == r),
+                "{plan:?}"
+            );
+        }
     }
 }

@@ -66,11 +66,8 @@ fn oslab() -> ExitCode {
             }
             let causes = e.chain().map(|c| c.to_string());
             cmd::say(&format!("oslab: {}", oslab_core::text::once_each(causes)));
-            if e.downcast_ref::<UsageError>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+            // 2 for a usage error, else 1.
+            ExitCode::from(1 + u8::from(e.downcast_ref::<UsageError>().is_some()))
         }
     }
 }

@@ -3052,6 +3052,34 @@ fn bind_places_ranks_on_this_machine_and_its_numactl_line_puts_them_there() {
 }
 
 #[test]
+fn bind_plans_a_machine_it_is_not_on_from_hwlocs_xml() {
+    let _turn = shared();
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["bind", "--ranks", "1", "--json", "--db", db];
+        args.extend_from_slice(extra);
+        json(&stdout(&args))["plan"]["ranks"].clone()
+    };
+    // This machine written as hwloc's XML and read back plans as this machine does; so does
+    // hwloc's own description of it, where hwloc is installed.
+    let ours = dir.path().join("ours.xml");
+    std::fs::write(&ours, stdout(&["info", "--hwloc"])).unwrap();
+    let here = plan(&[]);
+    assert_eq!(plan(&["--topology", ours.to_str().unwrap()]), here);
+    if oslab_testkit::require(&["lstopo-no-graphics"]) {
+        let theirs = dir.path().join("theirs.xml");
+        std::fs::write(&theirs, tool("lstopo-no-graphics", &["--of", "xml", "-"])).unwrap();
+        assert_eq!(plan(&["--topology", theirs.to_str().unwrap()]), here);
+    }
+    // What is no machine is refused with why, as a usage error.
+    let e = fails(&["bind", "--topology", "Cargo.toml", "--db", db], 2);
+    assert!(e.contains("no PU objects"), "{e}");
+    let e = fails(&["bind", "--topology", "/dev/null", "--db", db], 2);
+    assert!(e.contains("/dev/null"), "{e}");
+}
+
+#[test]
 fn info_hwloc_is_this_machine_as_hwloc_reads_it() {
     let _turn = shared();
     if !oslab_testkit::require(&["hwloc-info"]) {

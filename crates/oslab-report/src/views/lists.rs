@@ -264,7 +264,8 @@ pub fn fleet_history(node: &str, jobs: &[oslab_fleet::NodeInJob]) -> String {
             &mut t,
             [
                 j.job.clone(),
-                j.started.clone(),
+                // To the minute: `2026-11-28 04:21`.
+                j.started.replace('T', " ").chars().take(16).collect(),
                 j.run_id.to_string(),
                 j.nodes.to_string(),
                 j.verdict.as_str().to_string(),
@@ -272,6 +273,7 @@ pub fn fleet_history(node: &str, jobs: &[oslab_fleet::NodeInJob]) -> String {
             ],
         );
     }
+    whole(&mut t, &[0, 1, 2, 3, 4]);
     let healthy = jobs
         .iter()
         .filter(|j| j.verdict == oslab_fleet::summary::Health::Healthy)

@@ -7,9 +7,10 @@ use oslab_core::binding;
 use std::process::ExitCode;
 
 pub fn run(args: BindArgs) -> anyhow::Result<ExitCode> {
-    let topology = oslab_os::topology::read()?;
-    let allowed = oslab_os::affinity::get_affinity(0)?.intersection(&topology.online());
-    let host = oslab_os::machine::hostname();
+    let (topology, host, allowed) = match oslab_os::topology::planned(args.topology.as_deref()) {
+        Err(oslab_os::topology::PlannedError::File(why)) => return Err(usage(why)),
+        planned => planned?,
+    };
     let costs = store().open_to_read()?.measured_costs(&host, &topology)?;
     let (ranks, threads, policy) = (args.ranks, args.threads, args.policy);
     let plan = binding::plan(&topology, &allowed, ranks, threads, policy, &costs)

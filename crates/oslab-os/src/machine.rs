@@ -515,6 +515,43 @@ fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
     w
 }
 
+/// The machine a placement is planned for, its host name and the cpus a plan may use: the one
+/// an hwloc XML `file` describes (`lstopo --of xml`, `oslab info --hwloc`; every cpu, its host
+/// name or the file's), else this one (the cpus this process may use). A file that is no
+/// machine is refused with why.
+pub fn planned(
+    file: Option<&std::path::Path>,
+) -> Result<(Topology, String, oslab_core::cpuset::CpuSet), PlannedError> {
+    let Some(file) = file else {
+        let t = crate::topology::read()?;
+        let allowed = crate::affinity::get_affinity(0)?.intersection(&t.online());
+        return Ok((t, hostname(), allowed));
+    };
+    /// hwloc's XML of a thousand-cpu machine is a few MB.
+    const LIMIT: u64 = 64 << 20;
+    let bytes = oslab_files::read_bounded(file, LIMIT, oslab_files::Links::Follow)
+        .map_err(|e| PlannedError::File(e.to_string()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let (t, host) = oslab_core::topology::hwloc::read(&text)
+        .map_err(|why| PlannedError::File(format!("{}: {why}", file.display())))?;
+    let all = t.online();
+    Ok((t, host.unwrap_or_else(|| file.display().to_string()), all))
+}
+
+/// Why the machine to plan for cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum PlannedError {
+    /// The file named is unreadable or no machine (the user's to mend).
+    #[error("{0}")]
+    File(String),
+    /// This machine's topology could not be read.
+    #[error(transparent)]
+    Topology(#[from] oslab_core::topology::TopologyError),
+    /// This process's affinity could not be read.
+    #[error("reading this process's cpu affinity: {0}")]
+    Affinity(#[from] std::io::Error),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

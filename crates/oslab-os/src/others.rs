@@ -103,7 +103,9 @@ fn parse_stat(line: &str) -> Option<(String, u64)> {
     Some((command, utime + stime))
 }
 
-fn ticks_per_s() -> f64 {
+/// The kernel's clock ticks a second (USER_HZ: /proc's cpu times count them), 100 where
+/// sysconf cannot say.
+pub fn ticks_per_s() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if hz > 0 {

@@ -36,41 +36,6 @@ pub fn read() -> Result<Topology, TopologyError> {
     read_from(Path::new("/sys/devices/system"))
 }
 
-/// The machine a placement is planned for, its host name and the cpus a plan may use: the one
-/// an hwloc XML `file` describes (`lstopo --of xml`, `oslab info --hwloc`; every cpu, its host
-/// name or the file's), else this one (the cpus this process may use). A file that is no
-/// machine is refused with why.
-pub fn planned(file: Option<&Path>) -> Result<(Topology, String, CpuSet), PlannedError> {
-    let Some(file) = file else {
-        let t = read()?;
-        let allowed = crate::affinity::get_affinity(0)?.intersection(&t.online());
-        return Ok((t, crate::machine::hostname(), allowed));
-    };
-    /// hwloc's XML of a thousand-cpu machine is a few MB.
-    const LIMIT: u64 = 64 << 20;
-    let bytes = oslab_files::read_bounded(file, LIMIT, oslab_files::Links::Follow)
-        .map_err(|e| PlannedError::File(e.to_string()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let (t, host) = oslab_core::topology::hwloc::read(&text)
-        .map_err(|why| PlannedError::File(format!("{}: {why}", file.display())))?;
-    let all = t.online();
-    Ok((t, host.unwrap_or_else(|| file.display().to_string()), all))
-}
-
-/// Why the machine to plan for cannot be had.
-#[derive(Debug, thiserror::Error)]
-pub enum PlannedError {
-    /// The file named is unreadable or no machine (the user's to mend).
-    #[error("{0}")]
-    File(String),
-    /// This machine's topology could not be read.
-    #[error(transparent)]
-    Topology(#[from] TopologyError),
-    /// This process's affinity could not be read.
-    #[error("reading this process's cpu affinity: {0}")]
-    Affinity(#[from] std::io::Error),
-}
-
 /// Reads a machine described below `root` (a copy of `/sys/devices/system`).
 pub fn read_from(root: &Path) -> Result<Topology, TopologyError> {
     let online = read_cpuset(&root.join("cpu/online"))?;

@@ -67,7 +67,7 @@ impl Snapshot {
         if wall <= 0.0 {
             return None;
         }
-        let tick_ns = 1e9 / clock_ticks_per_s();
+        let tick_ns = 1e9 / oslab_os::others::ticks_per_s();
         let delta = |i: usize| -> Option<(f64, f64)> {
             let (b0, s0) = (*self.cpus.get(i)?)?;
             let (b1, s1) = (*later.cpus.get(i)?)?;
@@ -198,16 +198,6 @@ fn parse_stat(stat: &str) -> Vec<Option<(u64, u64)>> {
         cpus[n] = Some((v[0] + v[1] + v[2], v[7]));
     }
     cpus
-}
-
-fn clock_ticks_per_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as f64
-    } else {
-        100.0
-    }
 }
 
 fn rusage(who: libc::c_int) -> libc::rusage {

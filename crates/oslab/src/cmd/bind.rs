@@ -7,8 +7,8 @@ use oslab_core::binding;
 use std::process::ExitCode;
 
 pub fn run(args: BindArgs) -> anyhow::Result<ExitCode> {
-    let (topology, host, allowed) = match oslab_os::topology::planned(args.topology.as_deref()) {
-        Err(oslab_os::topology::PlannedError::File(why)) => return Err(usage(why)),
+    let (topology, host, allowed) = match oslab_os::machine::planned(args.topology.as_deref()) {
+        Err(oslab_os::machine::PlannedError::File(why)) => return Err(usage(why)),
         planned => planned?,
     };
     let costs = store().open_to_read()?.measured_costs(&host, &topology)?;

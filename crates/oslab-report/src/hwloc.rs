@@ -96,8 +96,9 @@ fn objects(t: &Topology) -> Vec<Object> {
     out
 }
 
-/// The topology as an hwloc v2 XML document.
-pub fn xml(t: &Topology, host: &str) -> String {
+/// The topology as an hwloc v2 XML document, with what oslab measured of it (`costs`) as
+/// distance matrices of its own.
+pub fn xml(t: &Topology, host: &str, costs: &oslab_core::binding::Costs) -> String {
     let mut objs = objects(t);
     objs.sort_by(|a, b| b.cpus.len().cmp(&a.cpus.len()).then(a.rank.cmp(&b.rank)));
     let all = t.online();
@@ -142,6 +143,7 @@ pub fn xml(t: &Topology, host: &str) -> String {
     );
     doc.push_str(&body);
     doc.push_str(&distances(t));
+    doc.push_str(&measured(t, costs));
     doc.push_str("</topology>\n");
     doc
 }
@@ -213,15 +215,61 @@ fn distances(t: &Topology) -> String {
     if n < 2 || t.nodes.iter().any(|x| x.distances.len() != n) {
         return String::new();
     }
-    let indexes: String = t.nodes.iter().map(|x| format!("{} ", x.id)).collect();
-    let values: String = t
+    let ids: Vec<usize> = t.nodes.iter().map(|x| x.id).collect();
+    let values: Vec<u64> = t
         .nodes
         .iter()
-        .flat_map(|x| x.distances.iter().map(|d| format!("{d} ")))
+        .flat_map(|x| x.distances.iter().map(|d| u64::from(*d)))
         .collect();
     // kind 5: from the OS (1), meaning latency (4).
+    matrix("NUMANode", 5, "NUMALatency", &ids, &values)
+}
+
+/// What oslab measured, as hwloc distance matrices from the user (kind 6: from the user (2),
+/// meaning latency (4)), in ns: `oslab:MemoryLatency` between the nodes with cpus where every
+/// pair was measured (`numa`), `oslab:CoreToCore` between the PUs where every pair was
+/// (`c2c`: 0 from a PU to itself). A matrix with a pair missing is left out: hwloc's are whole.
+fn measured(t: &Topology, costs: &oslab_core::binding::Costs) -> String {
+    let mut out = String::new();
+    let nodes: Vec<usize> = t
+        .nodes
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
+    let memory: Option<Vec<u64>> = nodes
+        .iter()
+        .flat_map(|a| nodes.iter().map(move |b| (*a, *b)))
+        .map(|k| costs.memory.get(&k).map(|ns| ns.round() as u64))
+        .collect();
+    if let Some(values) = memory.filter(|_| nodes.len() >= 2) {
+        out += &matrix("NUMANode", 6, "oslab:MemoryLatency", &nodes, &values);
+    }
+    let pus: Vec<usize> = t.online().iter().collect();
+    let pairs: Option<Vec<u64>> = pus
+        .iter()
+        .flat_map(|a| pus.iter().map(move |b| (*a, *b)))
+        .map(|(a, b)| match a == b {
+            true => Some(0),
+            false => costs
+                .pairs
+                .get(&(a.min(b), a.max(b)))
+                .map(|ns| ns.round() as u64),
+        })
+        .collect();
+    if let Some(values) = pairs.filter(|_| pus.len() >= 2) {
+        out += &matrix("PU", 6, "oslab:CoreToCore", &pus, &values);
+    }
+    out
+}
+
+/// One `distances2` matrix over objects of `kind` by os index, `values` row by row.
+fn matrix(kind: &str, flags: u8, name: &str, ids: &[usize], values: &[u64]) -> String {
+    let indexes: String = ids.iter().map(|x| format!("{x} ")).collect();
+    let values: String = values.iter().map(|v| format!("{v} ")).collect();
     format!(
-        "  <distances2 type=\"NUMANode\" nbobjs=\"{n}\" kind=\"5\" name=\"NUMALatency\" indexing=\"os\">\n    <indexes length=\"{}\">{indexes}</indexes>\n    <u64values length=\"{}\">{values}</u64values>\n  </distances2>\n",
+        "  <distances2 type=\"{kind}\" nbobjs=\"{}\" kind=\"{flags}\" name=\"{name}\" indexing=\"os\">\n    <indexes length=\"{}\">{indexes}</indexes>\n    <u64values length=\"{}\">{values}</u64values>\n  </distances2>\n",
+        ids.len(),
         indexes.len(),
         values.len()
     )
@@ -246,7 +294,24 @@ mod tests {
         for n in &mut t.nodes {
             n.distances = (0..4).map(|m| if m == n.id { 10 } else { 21 }).collect();
         }
-        let (back, host) = oslab_core::topology::hwloc::read(&xml(&t, "node7")).unwrap();
+        // What was measured rides along as matrices of oslab's own, which reading leaves out.
+        let mut costs = oslab_core::binding::Costs::default();
+        for a in 0..4 {
+            for b in 0..4 {
+                costs
+                    .memory
+                    .insert((a, b), if a == b { 90.0 } else { 140.0 });
+            }
+        }
+        let cpus: Vec<usize> = t.online().iter().collect();
+        for a in &cpus {
+            for b in cpus.iter().filter(|b| *b > a) {
+                costs.pairs.insert((*a, *b), 60.0);
+            }
+        }
+        let doc = xml(&t, "node7", &costs);
+        assert!(doc.contains("oslab:MemoryLatency") && doc.contains("oslab:CoreToCore"));
+        let (back, host) = oslab_core::topology::hwloc::read(&doc).unwrap();
         assert_eq!(host.as_deref(), Some("node7"));
         assert_eq!(back.cpus, t.cpus);
         let sets = |t: &Topology| t.nodes.iter().map(|n| n.cpus.clone()).collect::<Vec<_>>();

@@ -56,6 +56,19 @@ impl Location {
         Ok(store)
     }
 
+    /// What the store holds of `host`'s core-to-core and NUMA costs on `topology`
+    /// ([`Store::measured_costs`]); none where the store cannot be read, so a command that
+    /// only uses them where they exist (a placement, an export) never fails for them.
+    pub fn measured_costs(
+        &self,
+        host: &str,
+        topology: &oslab_core::topology::Topology,
+    ) -> oslab_core::binding::Costs {
+        self.open_to_read()
+            .and_then(|s| s.measured_costs(host, topology))
+            .unwrap_or_default()
+    }
+
     /// Opens the store for a command that only reads it: with write access when there is (so an
     /// older store is upgraded), else read-only (a store on read-only media or another user's).
     /// Where no store exists yet, an empty one that is never written: looking creates nothing.

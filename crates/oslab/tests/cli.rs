@@ -3049,6 +3049,20 @@ fn bind_places_ranks_on_this_machine_and_its_numactl_line_puts_them_there() {
         2,
     );
     assert!(err.contains("need 8192 cpus"), "{err}");
+    // The hwloc XML carries the measured hand-overs as a distance matrix of its own, which
+    // hwloc reads.
+    let xml = String::from_utf8(stdout(&["info", "--hwloc", "--db", db])).unwrap();
+    assert!(xml.contains("name=\"oslab:CoreToCore\""), "{xml}");
+    if oslab_testkit::require(&["lstopo-no-graphics"]) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("measured.xml");
+        std::fs::write(&file, &xml).unwrap();
+        let read = tool(
+            "lstopo-no-graphics",
+            &["--input", file.to_str().unwrap(), "--distances"],
+        );
+        assert!(read.contains("name oslab:CoreToCore"), "{read}");
+    }
 }
 
 #[test]

@@ -21,6 +21,7 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
     let mut nodes: Vec<super::Node> = Vec::new();
     let mut host = None;
     let mut distances: Option<(Vec<usize>, Vec<u32>)> = None;
+    let mut slit = false;
     let mut rest = xml;
     while let Some(at) = rest.find('<') {
         let end = rest[at..].find('>').ok_or("a tag is not closed")? + at;
@@ -45,7 +46,13 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
                 host = get("value").map(str::to_string);
             }
             continue;
-        } else if tag.starts_with("indexes") || tag.starts_with("u64values") {
+        } else if tag.starts_with("distances2") {
+            // The firmware's node distances (kind from the OS, bit 1), not a matrix a user
+            // added (oslab's measured ones, in ns) nor one between other objects.
+            let kind: u32 = get("kind").and_then(|k| k.parse().ok()).unwrap_or(0);
+            slit = get("type") == Some("NUMANode") && kind & 1 == 1 && distances.is_none();
+            continue;
+        } else if (tag.starts_with("indexes") || tag.starts_with("u64values")) && slit {
             let text = &rest[..rest.find('<').unwrap_or(rest.len())];
             let d = distances.get_or_insert_with(Default::default);
             let numbers = text

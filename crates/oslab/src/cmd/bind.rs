@@ -11,7 +11,7 @@ pub fn run(args: BindArgs) -> anyhow::Result<ExitCode> {
         Err(oslab_os::machine::PlannedError::File(why)) => return Err(usage(why)),
         planned => planned?,
     };
-    let costs = store().open_to_read()?.measured_costs(&host, &topology)?;
+    let costs = store().measured_costs(&host, &topology);
     let (ranks, threads, policy) = (args.ranks, args.threads, args.policy);
     let plan = binding::plan(&topology, &allowed, ranks, threads, policy, &costs)
         .map_err(|e| usage(e.to_string()))?;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     if args.hwloc {
-        let xml = oslab_report::hwloc::xml(&oslab_os::topology::read()?, &machine::hostname());
+        let (t, host) = (oslab_os::topology::read()?, machine::hostname());
+        let xml = oslab_report::hwloc::xml(&t, &host, &super::store().measured_costs(&host, &t));
         super::to_stdout(&mut std::io::stdout().lock(), xml.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -187,6 +187,7 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
     };
     let info = g.json("info.json");
     ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "package");
+    planned_here_as_there(&g, "2", "4");
     hwloc_reads(
         &g,
         &[("package", 2), ("core", 8), ("pu", 16), ("numanode", 2)],
@@ -222,6 +223,35 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
         "{classes:?}"
     );
     timings_are_not_trusted(&c2c);
+}
+
+/// The guest's placement planned on this host from its hwloc XML (`bind --topology`) is the
+/// one the guest made for itself (bind.json): ranks, cpus, memory.
+fn planned_here_as_there(g: &Guest, ranks: &str, threads: &str) {
+    let xml = g.out.path().join("topo.xml");
+    let db = g.out.path().join("here.db");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args([
+            "bind",
+            "--ranks",
+            ranks,
+            "--threads",
+            threads,
+            "--json",
+            "--topology",
+        ])
+        .arg(&xml)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let here: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        here["plan"]["ranks"],
+        g.json("bind.json")["plan"]["ranks"],
+        "{here}"
+    );
 }
 
 /// hwloc reads the guest's `oslab info --hwloc` (topo.xml) with `counts` objects of each type
@@ -982,6 +1012,7 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     assert_eq!(distinct(&info, "package"), 2);
     assert_eq!(distinct(&info, "node"), 4);
     ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "node");
+    planned_here_as_there(&g, "4", "2");
     let mode = std::fs::read_to_string(g.out.path().join("mode.txt")).unwrap_or_default();
     assert!(
         mode.contains("2 nodes in a package: sub-NUMA clustering"),

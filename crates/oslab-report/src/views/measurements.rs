@@ -34,21 +34,28 @@ pub(crate) fn model_notes(ms: &[Measurement]) -> String {
     }
     let mut out = String::new();
     if !far.is_empty() {
-        out.push_str(
-            "
-more than 2x from the model (measured/predicted):
-",
-        );
+        // By cause: the probes one reason is given for, under it, said once (a reason only
+        // one probe has stays on its line).
+        let mut causes: Vec<(&str, Vec<String>)> = Vec::new();
         for (probe, why, lo, hi, n) in far {
             let range = if n == 1 {
                 format!("{lo:.2}x")
             } else {
                 format!("{n} rows, {lo:.2}x to {hi:.2}x")
             };
-            out.push_str(&format!(
-                "  {probe} ({range}): {why}
-"
-            ));
+            let entry = format!("{probe} ({range})");
+            match causes.iter_mut().find(|c| c.0 == why) {
+                Some(c) if !c.1.contains(&entry) => c.1.push(entry),
+                Some(_) => {}
+                None => causes.push((why, vec![entry])),
+            }
+        }
+        out.push_str("\nmore than 2x from the model (measured/predicted), by cause:\n");
+        for (why, probes) in causes {
+            match &probes[..] {
+                [one] => out.push_str(&format!("  {one}: {why}\n")),
+                many => out.push_str(&format!("  {why}:\n    {}\n", many.join("; "))),
+            }
         }
     }
     if !none.is_empty() {

@@ -43,6 +43,25 @@ pub struct Costs {
 }
 
 impl Costs {
+    /// `t` with the cpu pairs these costs show sharing a core the topology says they do not
+    /// ([`hidden_siblings`]: a host's SMT pair a guest hides) made siblings of one core, for
+    /// what places threads by the topology's cores (shuffle, cpuman) as bind does by cost.
+    pub fn with_hidden_siblings(&self, t: &Topology) -> Topology {
+        let mut out = t.clone();
+        for h in hidden_siblings(&self.pairs, |a, b| t.pair_class(a, b)) {
+            let (Some(a), Some(b)) = (out.cpu(h.cpus.0).cloned(), out.cpu(h.cpus.1).cloned())
+            else {
+                continue;
+            };
+            let siblings: CpuSet = a.smt_siblings.iter().chain(b.smt_siblings.iter()).collect();
+            for c in out.cpus.iter_mut().filter(|c| siblings.contains(c.id)) {
+                (c.package, c.die, c.core) = (a.package, a.die, a.core);
+                c.smt_siblings = siblings.clone();
+            }
+        }
+        out
+    }
+
     /// The costs in measurements of `c2c.latency` and `numa.matrix` (others are ignored).
     pub fn from_measurements(ms: &[Measurement]) -> Costs {
         let mut costs = Costs::default();
@@ -625,6 +644,11 @@ mod tests {
         assert!(p.notes.iter().any(|n| n.contains("cpus 0 and 1")), "{p:?}");
         let plain = plan(&t, &t.online(), 1, Some(4), Policy::Spread, &costs).unwrap();
         assert_eq!(plain.ranks[0].cpus, [0, 1, 2, 3]);
+        // For shuffle and cpuman, the topology with the pair made one core.
+        let merged = costs.with_hidden_siblings(&t);
+        assert_eq!(merged.cpu(1).unwrap().core, merged.cpu(0).unwrap().core);
+        assert!(merged.cpu(0).unwrap().smt_siblings.contains(1));
+        assert_eq!(merged.cores(), t.cores() - 1);
     }
 
     #[test]

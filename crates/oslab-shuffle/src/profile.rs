@@ -101,6 +101,23 @@ impl Profile {
         })
     }
 
+    /// In a line: its threads and locks, each lock's waiting, what was left out.
+    pub fn describe(&self) -> String {
+        let per_lock: Vec<String> = self
+            .per_lock()
+            .iter()
+            .map(|(n, w)| format!("{n} threads waiting {:.0}%", w * 100.0))
+            .collect();
+        format!(
+            "{} contending threads on {} locks ({}), {} left out (never waited on a lock, or waited all along), {} intervals",
+            self.threads.len(),
+            self.locks,
+            per_lock.join(", "),
+            self.left_out,
+            self.intervals
+        )
+    }
+
     /// Each lock's threads and their mean wait.
     pub fn per_lock(&self) -> Vec<(usize, f64)> {
         (0..self.locks)

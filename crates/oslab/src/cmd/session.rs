@@ -127,6 +127,15 @@ impl RecordedSession {
         Ok(placement)
     }
 
+    /// The topology to place threads by: cpus the store measured sharing a core (a host's SMT
+    /// pair a guest hides) made one core, as `bind --policy by-cost` takes them.
+    pub fn placement_topology(&self) -> oslab_core::Topology {
+        let (t, host) = (&self.machine.topology, oslab_os::machine::hostname());
+        super::store()
+            .measured_costs(&host, t)
+            .with_hidden_siblings(t)
+    }
+
     /// Prints every row, the sweeps and the model's reasons at the end (`--details`).
     pub fn details(mut self, on: bool) -> RecordedSession {
         self.details = on;

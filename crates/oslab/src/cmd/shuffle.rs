@@ -19,11 +19,10 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         Some(t) => t,
         None => Process::start(&args.command, args.out.json).map_err(usage)?,
     };
-    let topology = &session.machine.topology;
     let w = live::live(
         &args.watch,
         target,
-        topology,
+        &session.placement_topology(),
         &signals::interrupted,
         &mut |l| eprintln!("{l}"),
     )
@@ -39,19 +38,7 @@ fn simulate(mut a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
         let id = store.load_run(&run)?.0.id.unwrap_or_default();
         let profile = Profile::from_timeline(&store.load_timeline(&run)?)
             .map_err(|e| usage(format!("--profile {r}: run {id}: {e}")))?;
-        let per_lock: Vec<String> = profile
-            .per_lock()
-            .iter()
-            .map(|(n, w)| format!("{n} threads waiting {:.0}%", w * 100.0))
-            .collect();
-        eprintln!(
-            "profile of run {id}: {} contending threads on {} locks ({}), {} left out (never waited on a lock, or waited all along), {} intervals",
-            profile.threads.len(),
-            profile.locks,
-            per_lock.join(", "),
-            profile.left_out,
-            profile.intervals
-        );
+        eprintln!("profile of run {id}: {}", profile.describe());
         a.request.recorded = Some(profile);
     }
     let mut session = RecordedSession::open(true, None, None, &a.out)?.simulation();

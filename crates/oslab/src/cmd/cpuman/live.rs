@@ -30,7 +30,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
         balancing: _balancing,
     } = req
         .prepare(
-            &session.machine.topology,
+            &session.placement_topology(),
             &session.allowed,
             program,
             &mut |l| eprintln!("{l}"),

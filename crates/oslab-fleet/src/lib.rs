@@ -538,6 +538,7 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
         runs.push(NodeRun {
             node,
             run_id: id,
+            started: record.started,
             state: NodeState::of_run(record.status),
             measurements,
             shape,
@@ -641,12 +642,11 @@ pub fn node_history(
         let Some(run) = runs.iter().find(|r| r.node == node) else {
             continue;
         };
-        let record = store.load_run(&RunRef::Id(run.run_id))?.0;
         let s = summary::summarize_by_shape(&runs, min_effect);
         if let Some(v) = s.verdicts.into_iter().find(|v| v.node == node) {
             out.push(NodeInJob {
                 job: job.to_string(),
-                started: record.started,
+                started: run.started.clone(),
                 run_id: run.run_id,
                 nodes: runs.len(),
                 verdict: v.verdict,

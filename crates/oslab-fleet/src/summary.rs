@@ -45,6 +45,8 @@ pub struct NodeRun {
     pub node: String,
     /// Its run id in the store.
     pub run_id: i64,
+    /// When its run began (RFC 3339).
+    pub started: String,
     /// How its run ended: a partial or crashed run's values are judged, and its state said.
     pub state: crate::NodeState,
     /// Its measurements.
@@ -157,18 +159,16 @@ impl Busy {
             .filter(|o| o.cpus >= OtherWork::COMPETES);
         let [c, n] = self.contended;
         let most = n > 0 && c as f64 >= BUSY_SHARE * n as f64;
-        let during = format!("{c} of {n} measurements taken beside other work");
-        // None marked is no evidence of none beside: an emulated cpu's rows are marked for
-        // that, not for contention.
-        match (start, most) {
-            (Some(o), _) if c > 0 => Some(format!(
-                "other work as it began: {}; {during}",
-                o.describe()
-            )),
-            (Some(o), _) => Some(format!("other work as it began: {}", o.describe())),
-            (None, true) => Some(during),
-            (None, false) => None,
+        let mut why: Vec<String> = start
+            .map(|o| format!("other work as it began: {}", o.describe()))
+            .into_iter()
+            .collect();
+        // None marked is no evidence of none beside (an emulated cpu's rows are marked for
+        // that, not for contention): the count is said where some were.
+        if c > 0 && (most || start.is_some()) {
+            why.push(format!("{c} of {n} measurements taken beside other work"));
         }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 }
 
@@ -315,16 +315,33 @@ pub struct ShapeGroup {
     pub summary: FleetSummary,
 }
 
+/// Each machine shape and its nodes, in the order met.
+fn shapes(runs: &[&NodeRun]) -> Vec<(String, Vec<String>)> {
+    let mut shapes: Vec<(String, Vec<String>)> = Vec::new();
+    for r in runs {
+        let shape = r
+            .shape
+            .clone()
+            .unwrap_or_else(|| "shape not recorded".into());
+        match shapes.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, nodes)) => nodes.push(r.node.clone()),
+            None => shapes.push((shape, vec![r.node.clone()])),
+        }
+    }
+    shapes
+}
+
 /// The fleet view, each machine shape judged on its own: a node with four times the others'
 /// memory or twice their cores differs by design, and judged against them it reads as an
 /// outlier (or hides one: two shapes split the median). One shape: [`summarize`].
 pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
-    let whole = summarize(runs, min_effect);
-    if whole.shapes.is_empty() {
-        return whole;
+    let mut sorted: Vec<&NodeRun> = runs.iter().collect();
+    sorted.sort_by(|a, b| a.node.cmp(&b.node));
+    let shapes = shapes(&sorted);
+    if shapes.len() < 2 {
+        return summarize(runs, min_effect);
     }
-    let groups: Vec<ShapeGroup> = whole
-        .shapes
+    let groups: Vec<ShapeGroup> = shapes
         .iter()
         .map(|(shape, nodes)| {
             let mine: Vec<NodeRun> = runs
@@ -344,10 +361,18 @@ pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
         .collect();
     verdicts.sort_by(|a, b| a.node.cmp(&b.node));
     FleetSummary {
+        // Each group's own rule is in its summary; the first stands for the whole.
+        rule: groups[0].summary.rule.clone(),
+        nodes: sorted.iter().map(|r| r.node.clone()).collect(),
+        shapes,
         rows: Vec::new(),
         verdicts,
+        references: sorted
+            .iter()
+            .filter(|r| r.reference)
+            .map(|r| r.node.clone())
+            .collect(),
         groups,
-        ..whole
     }
 }
 
@@ -826,17 +851,7 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
             v
         })
         .collect();
-    let mut shapes: Vec<(String, Vec<String>)> = Vec::new();
-    for r in &runs {
-        let shape = r
-            .shape
-            .clone()
-            .unwrap_or_else(|| "shape not recorded".into());
-        match shapes.iter_mut().find(|(s, _)| *s == shape) {
-            Some((_, nodes)) => nodes.push(r.node.clone()),
-            None => shapes.push((shape, vec![r.node.clone()])),
-        }
-    }
+    let mut shapes = shapes(&runs);
     if shapes.len() < 2 {
         shapes.clear();
     }
@@ -885,6 +900,7 @@ mod tests {
             .map(|i| NodeRun {
                 node: format!("n{i:02}"),
                 run_id: i + 1,
+                started: String::new(),
                 state: crate::NodeState::Ok,
                 measurements: vec![
                     // n05 is 40% slower at syscalls; everyone is within 2% otherwise.
@@ -947,6 +963,7 @@ mod tests {
             .map(|n| NodeRun {
                 node: format!("n{n:02}"),
                 run_id: n as i64 + 1,
+                started: String::new(),
                 state: crate::NodeState::Ok,
                 measurements: rows
                     .iter()
@@ -1061,6 +1078,7 @@ mod tests {
         let node = |name: &str, ms: Vec<Measurement>| NodeRun {
             node: name.into(),
             run_id: 1,
+            started: String::new(),
             state: crate::NodeState::Ok,
             measurements: ms,
             shape: None,
@@ -1295,6 +1313,7 @@ mod tests {
             NodeRun {
                 node: "b".into(),
                 run_id: 2,
+                started: String::new(),
                 state: crate::NodeState::Ok,
                 measurements: vec![m("syscall", 0, 100.0)],
                 shape: Some("2 sockets".into()),
@@ -1305,6 +1324,7 @@ mod tests {
             NodeRun {
                 node: "a".into(),
                 run_id: 1,
+                started: String::new(),
                 state: crate::NodeState::Ok,
                 measurements: vec![m("syscall", 0, 300.0)],
                 shape: Some("1 socket".into()),
@@ -1315,6 +1335,7 @@ mod tests {
             NodeRun {
                 node: "c".into(),
                 run_id: 3,
+                started: String::new(),
                 state: crate::NodeState::Ok,
                 measurements: vec![failed],
                 shape: None,

@@ -35,7 +35,7 @@ pub fn runs(rows: &[RunSummary]) -> String {
                 .collect();
             let mut row = vec![
                 r.id.to_string(),
-                r.started.replacen('T', " ", 1).chars().take(16).collect(),
+                to_the_minute(&r.started),
                 r.status.as_str().to_string(),
                 oslab_core::text::one_line(&r.hostname).into_owned(),
                 r.measurements.to_string(),
@@ -252,20 +252,24 @@ fn verdict_lines(s: &oslab_fleet::FleetSummary) -> String {
     end
 }
 
+/// An RFC 3339 time to the minute: `2026-11-28 04:21`.
+fn to_the_minute(t: &str) -> String {
+    t.replacen('T', " ", 1).chars().take(16).collect()
+}
+
 /// `oslab fleet history NODE`: one line per job the node ran in, oldest first, with its verdict
 /// there and why.
 pub fn fleet_history(node: &str, jobs: &[oslab_fleet::NodeInJob]) -> String {
     if jobs.is_empty() {
         return format!("no collected fleet job holds a run of node {node}\n");
     }
-    let mut t = new_table(&["job", "started", "run", "nodes", "verdict", "why"]);
+    let mut t = new_table(&["job", "started (UTC)", "run", "nodes", "verdict", "why"]);
     for j in jobs {
         add(
             &mut t,
             [
                 j.job.clone(),
-                // To the minute: `2026-11-28 04:21`.
-                j.started.replace('T', " ").chars().take(16).collect(),
+                to_the_minute(&j.started),
                 j.run_id.to_string(),
                 j.nodes.to_string(),
                 j.verdict.as_str().to_string(),

@@ -6,6 +6,7 @@
 
 use crate::cpuset::CpuSet;
 
+pub mod acpi_hmat;
 pub mod hwloc;
 
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,25 @@ pub struct Node {
     /// What the firmware's HMAT says of this node's memory, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hmat: Option<Hmat>,
+    /// What the firmware's whole table says of this node's memory from every initiator, one
+    /// entry each (root reads `/sys/firmware/acpi/tables/HMAT`; empty where it was not read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hmat_table: Vec<Hmat>,
+}
+
+impl Node {
+    /// The firmware's figures for this node's memory from cpu node `initiator`: the whole table's
+    /// pair where it was read, else the kernel's when that initiator is among the best.
+    pub fn hmat_from(&self, initiator: usize) -> Option<&Hmat> {
+        self.hmat_table
+            .iter()
+            .find(|h| h.initiators == [initiator])
+            .or_else(|| {
+                self.hmat
+                    .as_ref()
+                    .filter(|h| h.initiators.contains(&initiator))
+            })
+    }
 }
 
 /// The memory performance the firmware's Heterogeneous Memory Attribute Table gives for one
@@ -170,6 +190,7 @@ impl Topology {
                 memory: None,
                 distances: vec![],
                 hmat: None,
+                hmat_table: vec![],
             })
             .collect();
         Topology {

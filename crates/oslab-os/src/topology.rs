@@ -31,9 +31,17 @@ fn read_hmat(node_dir: &Path) -> Option<Hmat> {
     })
 }
 
-/// Reads the running machine.
+/// Reads the running machine, with the firmware's whole HMAT where root can read it.
 pub fn read() -> Result<Topology, TopologyError> {
-    read_from(Path::new("/sys/devices/system"))
+    let mut t = read_from(Path::new("/sys/devices/system"))?;
+    // Without the table (not root, no HMAT, or one refused) each node keeps the kernel's
+    // figures from its best initiators, which say so.
+    if let Ok(bytes) = fs::read("/sys/firmware/acpi/tables/HMAT") {
+        if let Ok(table) = oslab_core::topology::acpi_hmat::HmatTable::parse(&bytes) {
+            let _ = table.attach(&mut t.nodes);
+        }
+    }
+    Ok(t)
 }
 
 /// Reads a machine described below `root` (a copy of `/sys/devices/system`).
@@ -186,6 +194,7 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
             memory: None,
             distances: vec![10],
             hmat: None,
+            hmat_table: vec![],
         }]);
     }
     let mut nodes = Vec::new();
@@ -207,6 +216,7 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
         });
         nodes.push(Node {
             hmat: read_hmat(&dir),
+            hmat_table: vec![],
             id,
             cpus,
             memory,

@@ -400,15 +400,14 @@ fn average(params: &serde_json::Map<String, Value>, per_kernel: &[Vec<f64>]) -> 
 }
 
 /// The firmware's HMAT figures for memory node `mem` from cpu node `cpu`, in the cell's context
-/// where the table gives them (the kernel says them only for each memory's best initiators).
+/// where the firmware gives them (`Node::hmat_from`).
 fn with_hmat(m: Measurement, cx: &Context, cpu: usize, mem: usize) -> Measurement {
     let Some(h) = cx
         .topology
         .nodes
         .iter()
         .find(|n| n.id == mem)
-        .and_then(|n| n.hmat.as_ref())
-        .filter(|h| h.initiators.contains(&cpu))
+        .and_then(|n| n.hmat_from(cpu))
     else {
         return m;
     };

@@ -210,9 +210,24 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
             n.memory.map(bytes).unwrap_or_else(|| "?".into()),
             n.distances
         );
-        if let Some(h) = &n.hmat {
+        let table = if n.hmat_table.is_empty() {
+            n.hmat.as_slice()
+        } else {
+            &n.hmat_table
+        };
+        for h in table {
             let _ = writeln!(o, "          {}", hmat(h));
         }
+    }
+    if t.nodes
+        .iter()
+        .any(|n| n.hmat.is_some() && n.hmat_table.is_empty())
+    {
+        let _ = writeln!(
+            o,
+            "          (HMAT from each memory's best initiators only, as the kernel gives it: \
+             the firmware's whole table is read as root)"
+        );
     }
     let _ = writeln!(
         o,

@@ -150,12 +150,14 @@ pub fn matrix(ms: &[Measurement], host: Host) -> Option<String> {
         })
         .collect();
     if !hmat.is_empty() {
-        out.push_str(&grid(
-            "HMAT read latency, ns (firmware; given from each memory's nearest cpus only)",
-            &rows,
-            &cols,
-            |r, c| hmat.get(&(r, c)).map(|d| format!("{d:.0}")),
-        ));
+        let title = if hmat.len() == lat.len() {
+            "HMAT read latency, ns (firmware, every pair)"
+        } else {
+            "HMAT read latency, ns (firmware; as the kernel gives it, from each memory's nearest cpus)"
+        };
+        out.push_str(&grid(title, &rows, &cols, |r, c| {
+            hmat.get(&(r, c)).map(|d| format!("{d:.0}"))
+        }));
     }
     for (source, reference) in [("SLIT", &distance), ("HMAT", &hmat)] {
         if let Some(line) = order_not_seen(source, reference, &lat, host) {

@@ -1147,10 +1147,39 @@ fn the_firmwares_hmat_is_read_and_checked_against_the_matrix() {
     assert_eq!(hmat(2)["initiators"], serde_json::json!([0]), "{nodes:?}");
     assert_eq!(hmat(2)["read_latency_ns"], 250, "{nodes:?}");
     assert!(hmat(2)["read_bandwidth_mbs"].as_u64().unwrap() > 0);
+    // The firmware's whole table (root reads it): every initiator's pair, not only the best.
+    let far: Vec<_> = nodes[2]["hmat_table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["initiators"][0].clone(), h["read_latency_ns"].clone()))
+        .collect();
+    assert_eq!(
+        far,
+        [(0.into(), 250.into()), (1.into(), 320.into())],
+        "{nodes:?}"
+    );
+    assert_eq!(
+        nodes[0]["hmat_table"][1]["read_latency_ns"], 140,
+        "{nodes:?}"
+    );
     let text = std::fs::read_to_string(g.out.path().join("info.txt")).unwrap();
     assert!(text.contains("HMAT from node 0: read 250 ns"), "{text}");
+    assert!(
+        text.contains("HMAT from node 1: read 320 ns, 5.12 GB/s"),
+        "{text}"
+    );
     let numa = std::fs::read_to_string(g.out.path().join("numa.txt")).unwrap();
-    assert!(numa.contains("HMAT read latency"), "{numa}");
+    let table = numa
+        .split("HMAT read latency, ns (firmware, every pair)")
+        .nth(1);
+    let row = |cpu: &str| {
+        table?
+            .lines()
+            .find(|l| l.trim_start().starts_with(cpu))
+            .map(|l| l.split_whitespace().skip(3).collect::<Vec<_>>().join(" "))
+    };
+    assert_eq!(row("cpu node 1").as_deref(), Some("140 80 320"), "{numa}");
     assert!(
         numa.contains("does not bear out HMAT's order")
             && numa.contains("does not bear out SLIT's order"),

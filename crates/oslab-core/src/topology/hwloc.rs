@@ -97,6 +97,7 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
                 memory: attr("local_memory").and_then(|m| m.parse().ok()),
                 distances: Vec::new(),
                 hmat: None,
+                hmat_table: vec![],
             }),
             kind if kind.starts_with('L') && kind.ends_with("Cache") => {
                 let level = kind[1..2]
@@ -140,6 +141,7 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
             memory: None,
             distances: vec![10],
             hmat: None,
+            hmat_table: vec![],
         });
     }
     nodes.sort_by_key(|n| n.id);

@@ -93,10 +93,10 @@ impl Costs {
         self.pairs.is_empty() && self.memory.is_empty()
     }
 
-    /// Where the costs are from, in words.
-    pub fn describe(&self) -> String {
+    /// Where the costs are from, in words (`host`: the machine they were looked up for).
+    pub fn describe(&self, host: &str) -> String {
         match self.from.is_empty() {
-            true => "none stored for this machine".to_string(),
+            true => format!("none stored for {host}"),
             false => format!(
                 "{} ({} cpu pairs, {} memory cells)",
                 self.from.join(", "),

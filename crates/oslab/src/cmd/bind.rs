@@ -15,7 +15,7 @@ pub fn run(args: BindArgs) -> anyhow::Result<ExitCode> {
     let (ranks, threads, policy) = (args.ranks, args.threads, args.policy);
     let plan = binding::plan(&topology, &allowed, ranks, threads, policy, &costs)
         .map_err(|e| usage(e.to_string()))?;
-    let (lines, from) = (binding::lines(&plan, &args.program), costs.describe());
+    let (lines, from) = (binding::lines(&plan, &args.program), costs.describe(&host));
     if args.json {
         print_json(&serde_json::json!({ "plan": plan, "lines": lines, "costs": from }))?;
     } else {

@@ -30,7 +30,7 @@ mod tasks;
 use memory::MemorySpec;
 pub use spec::{Figure, Source, Spec};
 
-use oslab_core::catalog::{self, Family};
+use oslab_core::catalog::{self, id::Probe};
 use oslab_core::model::{Measurement, ModelKind, Prediction};
 use run::Run;
 use serde_json::{Map, Value};
@@ -227,31 +227,74 @@ pub fn repredict(fingerprint: &Value, measurements: &mut [Measurement]) -> Resul
     Ok(())
 }
 
-/// The model of one measurement: the catalog says whether there is one (or why not), the family
-/// which module has it.
+/// The model of one measurement: the catalog says whether there is one (or why not); the match
+/// names every probe's model, with no wildcard, so a probe added to the catalog without one
+/// does not compile.
 fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
+    let not_known = || format!("{} {} is not in this version's catalog", m.probe, m.metric);
+    let probe: Probe = m.probe.parse().map_err(|_| not_known())?;
     match catalog::prediction_of(&m.probe, &m.metric) {
         Some(catalog::Predicted::Yes) => {}
         Some(catalog::Predicted::No(why)) => return Err(why.to_string()),
-        None => {
-            return Err(format!(
-                "{} {} is not in this version's catalog",
-                m.probe, m.metric
-            ))
-        }
+        None => return Err(not_known()),
     }
-    match Family::of(&m.probe) {
-        Some(Family::Timer | Family::Loop | Family::Call) => cpu::model(spec, run, m),
-        Some(Family::Syscall) => cpu::syscall(spec, m),
-        Some(Family::Task) => tasks::creation(spec, run, m),
-        Some(Family::Switch) => tasks::switch(spec, m),
-        Some(Family::Migration) => tasks::migration(spec, run, m),
-        Some(Family::C2c) => hierarchy::core_to_core(spec, m),
-        Some(Family::Memory) => hierarchy::model(spec, run, m),
-        Some(Family::Bandwidth | Family::Numa) => bandwidth::model(spec, run, m),
-        Some(Family::Faults) => faults::model(spec, run, m),
-        Some(Family::Activity) => activity::model(spec, run, m),
-        _ => Err(unmodelled(m)),
+    use Probe as P;
+    match probe {
+        P::TimerRdtsc
+        | P::TimerRdtscp
+        | P::TimerLfenceRdtsc
+        | P::TimerCpuidRdtsc
+        | P::TimerClockGettime
+        | P::TimerClockGettimeSyscall
+        | P::LoopEmpty
+        | P::CallArgs => cpu::model(spec, run, m),
+        P::SyscallGetpid
+        | P::SyscallGetppid
+        | P::SyscallTimeVdso
+        | P::SyscallTimeRaw
+        | P::SyscallReadDevzero
+        | P::SyscallWriteDevnull => cpu::syscall(spec, m),
+        P::TaskFork
+        | P::TaskVfork
+        | P::TaskPosixSpawn
+        | P::TaskForkExec
+        | P::TaskPthread
+        | P::TaskStdThread => tasks::creation(spec, run, m),
+        P::SwitchProcessPipe
+        | P::SwitchProcessFutex
+        | P::SwitchProcessEventfd
+        | P::SwitchThreadPipe
+        | P::SwitchThreadFutex
+        | P::SwitchThreadEventfd
+        | P::SwitchOneshot => tasks::switch(spec, m),
+        P::MigrationCost => tasks::migration(spec, run, m),
+        P::C2cLatency => hierarchy::core_to_core(spec, m),
+        P::MemoryLatencyChunk
+        | P::MemoryLatencyRandom
+        | P::MemoryLatencySequential
+        | P::MemoryLatencyStride
+        | P::MemoryLatencyPages
+        | P::MemoryLatencyParallel
+        | P::MemoryLatencyLoaded => hierarchy::model(spec, run, m),
+        P::BandwidthStream
+        | P::BandwidthThreads
+        | P::BandwidthMix
+        | P::BandwidthSweep
+        | P::NumaMatrix => bandwidth::model(spec, run, m),
+        P::FaultsAnon | P::FaultsThp | P::FaultsPopulate | P::FaultsFile => {
+            faults::model(spec, run, m)
+        }
+        P::ActivityNoise | P::Activity => activity::model(spec, run, m),
+        // The experiments' results: the catalog says why none is predicted.
+        P::Timeslice
+        | P::Migrate
+        | P::CpumanJob
+        | P::CpumanRun
+        | P::CpumanSpeedup
+        | P::Shuffle
+        | P::ShuffleEval
+        | P::ShuffleSim
+        | P::Host => Err(unmodelled(m)),
     }
 }
 

@@ -1,114 +1,133 @@
-//! Probe ids, as `&str` constants (usable as match patterns).
+//! Probe ids: the [`Probe`] enum (a `match` on it without a wildcard names every probe, so a new
+//! probe the model does not place does not compile) and the same ids as `&str` constants (usable
+//! as match patterns on stored text). Stored and foreign runs keep their ids as text; an id this
+//! version does not know parses to no `Probe` and still loads.
 
-/// `timer.rdtsc`.
-pub const TIMER_RDTSC: &str = "timer.rdtsc";
-/// `timer.rdtscp`.
-pub const TIMER_RDTSCP: &str = "timer.rdtscp";
-/// `timer.lfence-rdtsc`.
-pub const TIMER_LFENCE_RDTSC: &str = "timer.lfence-rdtsc";
-/// `timer.cpuid-rdtsc`.
-pub const TIMER_CPUID_RDTSC: &str = "timer.cpuid-rdtsc";
-/// `timer.clock_gettime`.
-pub const TIMER_CLOCK_GETTIME: &str = "timer.clock_gettime";
-/// `timer.clock_gettime.syscall`.
-pub const TIMER_CLOCK_GETTIME_SYSCALL: &str = "timer.clock_gettime.syscall";
-/// `loop.empty`.
-pub const LOOP_EMPTY: &str = "loop.empty";
-/// `call.args`.
-pub const CALL_ARGS: &str = "call.args";
-/// `syscall.getpid`.
-pub const SYSCALL_GETPID: &str = "syscall.getpid";
-/// `syscall.getppid`.
-pub const SYSCALL_GETPPID: &str = "syscall.getppid";
-/// `syscall.time.vdso`.
-pub const SYSCALL_TIME_VDSO: &str = "syscall.time.vdso";
-/// `syscall.time.raw`.
-pub const SYSCALL_TIME_RAW: &str = "syscall.time.raw";
-/// `syscall.read.devzero`.
-pub const SYSCALL_READ_DEVZERO: &str = "syscall.read.devzero";
-/// `syscall.write.devnull`.
-pub const SYSCALL_WRITE_DEVNULL: &str = "syscall.write.devnull";
-/// `task.fork`.
-pub const TASK_FORK: &str = "task.fork";
-/// `task.vfork`.
-pub const TASK_VFORK: &str = "task.vfork";
-/// `task.posix_spawn`.
-pub const TASK_POSIX_SPAWN: &str = "task.posix_spawn";
-/// `task.fork-exec`.
-pub const TASK_FORK_EXEC: &str = "task.fork-exec";
-/// `task.pthread`.
-pub const TASK_PTHREAD: &str = "task.pthread";
-/// `task.std-thread`.
-pub const TASK_STD_THREAD: &str = "task.std-thread";
-/// `switch.process.pipe`.
-pub const SWITCH_PROCESS_PIPE: &str = "switch.process.pipe";
-/// `switch.process.futex`.
-pub const SWITCH_PROCESS_FUTEX: &str = "switch.process.futex";
-/// `switch.process.eventfd`.
-pub const SWITCH_PROCESS_EVENTFD: &str = "switch.process.eventfd";
-/// `switch.thread.pipe`.
-pub const SWITCH_THREAD_PIPE: &str = "switch.thread.pipe";
-/// `switch.thread.futex`.
-pub const SWITCH_THREAD_FUTEX: &str = "switch.thread.futex";
-/// `switch.thread.eventfd`.
-pub const SWITCH_THREAD_EVENTFD: &str = "switch.thread.eventfd";
-/// `switch.oneshot`.
-pub const SWITCH_ONESHOT: &str = "switch.oneshot";
-/// `memory.latency.chunk`.
-pub const MEMORY_LATENCY_CHUNK: &str = "memory.latency.chunk";
-/// `memory.latency.random`.
-pub const MEMORY_LATENCY_RANDOM: &str = "memory.latency.random";
-/// `memory.latency.sequential`.
-pub const MEMORY_LATENCY_SEQUENTIAL: &str = "memory.latency.sequential";
-/// `memory.latency.stride`.
-pub const MEMORY_LATENCY_STRIDE: &str = "memory.latency.stride";
-/// `memory.latency.pages`.
-pub const MEMORY_LATENCY_PAGES: &str = "memory.latency.pages";
-/// `memory.latency.parallel`.
-pub const MEMORY_LATENCY_PARALLEL: &str = "memory.latency.parallel";
-/// `memory.latency.loaded`.
-pub const MEMORY_LATENCY_LOADED: &str = "memory.latency.loaded";
-/// `bandwidth.stream`.
-pub const BANDWIDTH_STREAM: &str = "bandwidth.stream";
-/// `bandwidth.threads`.
-pub const BANDWIDTH_THREADS: &str = "bandwidth.threads";
-/// `bandwidth.mix`.
-pub const BANDWIDTH_MIX: &str = "bandwidth.mix";
-/// `bandwidth.sweep`.
-pub const BANDWIDTH_SWEEP: &str = "bandwidth.sweep";
-/// `faults.anon`.
-pub const FAULTS_ANON: &str = "faults.anon";
-/// `faults.thp`.
-pub const FAULTS_THP: &str = "faults.thp";
-/// `faults.populate`.
-pub const FAULTS_POPULATE: &str = "faults.populate";
-/// `faults.file`.
-pub const FAULTS_FILE: &str = "faults.file";
-/// `numa.matrix`.
-pub const NUMA_MATRIX: &str = "numa.matrix";
-/// `activity.noise`.
-pub const ACTIVITY_NOISE: &str = "activity.noise";
-/// `migration.cost`.
-pub const MIGRATION_COST: &str = "migration.cost";
-/// `c2c.latency`.
-pub const C2C_LATENCY: &str = "c2c.latency";
-/// `activity`.
-pub const ACTIVITY: &str = "activity";
-/// `timeslice`.
-pub const TIMESLICE: &str = "timeslice";
-/// `migrate`.
-pub const MIGRATE: &str = "migrate";
-/// `cpuman.job`.
-pub const CPUMAN_JOB: &str = "cpuman.job";
-/// `cpuman.run`.
-pub const CPUMAN_RUN: &str = "cpuman.run";
-/// `cpuman.speedup`.
-pub const CPUMAN_SPEEDUP: &str = "cpuman.speedup";
-/// `shuffle`.
-pub const SHUFFLE: &str = "shuffle";
-/// `shuffle-eval`.
-pub const SHUFFLE_EVAL: &str = "shuffle-eval";
-/// `shuffle-sim`.
-pub const SHUFFLE_SIM: &str = "shuffle-sim";
-/// `host`.
-pub const HOST: &str = "host";
+use std::str::FromStr;
+
+/// Declares each probe once: its variant, its constant and its id.
+macro_rules! probes {
+    ($($variant:ident $constant:ident = $id:literal;)*) => {
+        /// Every probe this version knows.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Probe {
+            $(#[doc = concat!("`", $id, "`.")] $variant,)*
+        }
+
+        impl Probe {
+            /// Every probe, in declaration order.
+            pub const ALL: &'static [Probe] = &[$(Probe::$variant,)*];
+
+            /// Its id, as runs store it.
+            pub const fn id(self) -> &'static str {
+                match self {
+                    $(Probe::$variant => $id,)*
+                }
+            }
+        }
+
+        $(#[doc = concat!("`", $id, "`.")] pub const $constant: &str = $id;)*
+    };
+}
+
+probes! {
+    TimerRdtsc TIMER_RDTSC = "timer.rdtsc";
+    TimerRdtscp TIMER_RDTSCP = "timer.rdtscp";
+    TimerLfenceRdtsc TIMER_LFENCE_RDTSC = "timer.lfence-rdtsc";
+    TimerCpuidRdtsc TIMER_CPUID_RDTSC = "timer.cpuid-rdtsc";
+    TimerClockGettime TIMER_CLOCK_GETTIME = "timer.clock_gettime";
+    TimerClockGettimeSyscall TIMER_CLOCK_GETTIME_SYSCALL = "timer.clock_gettime.syscall";
+    LoopEmpty LOOP_EMPTY = "loop.empty";
+    CallArgs CALL_ARGS = "call.args";
+    SyscallGetpid SYSCALL_GETPID = "syscall.getpid";
+    SyscallGetppid SYSCALL_GETPPID = "syscall.getppid";
+    SyscallTimeVdso SYSCALL_TIME_VDSO = "syscall.time.vdso";
+    SyscallTimeRaw SYSCALL_TIME_RAW = "syscall.time.raw";
+    SyscallReadDevzero SYSCALL_READ_DEVZERO = "syscall.read.devzero";
+    SyscallWriteDevnull SYSCALL_WRITE_DEVNULL = "syscall.write.devnull";
+    TaskFork TASK_FORK = "task.fork";
+    TaskVfork TASK_VFORK = "task.vfork";
+    TaskPosixSpawn TASK_POSIX_SPAWN = "task.posix_spawn";
+    TaskForkExec TASK_FORK_EXEC = "task.fork-exec";
+    TaskPthread TASK_PTHREAD = "task.pthread";
+    TaskStdThread TASK_STD_THREAD = "task.std-thread";
+    SwitchProcessPipe SWITCH_PROCESS_PIPE = "switch.process.pipe";
+    SwitchProcessFutex SWITCH_PROCESS_FUTEX = "switch.process.futex";
+    SwitchProcessEventfd SWITCH_PROCESS_EVENTFD = "switch.process.eventfd";
+    SwitchThreadPipe SWITCH_THREAD_PIPE = "switch.thread.pipe";
+    SwitchThreadFutex SWITCH_THREAD_FUTEX = "switch.thread.futex";
+    SwitchThreadEventfd SWITCH_THREAD_EVENTFD = "switch.thread.eventfd";
+    SwitchOneshot SWITCH_ONESHOT = "switch.oneshot";
+    MemoryLatencyChunk MEMORY_LATENCY_CHUNK = "memory.latency.chunk";
+    MemoryLatencyRandom MEMORY_LATENCY_RANDOM = "memory.latency.random";
+    MemoryLatencySequential MEMORY_LATENCY_SEQUENTIAL = "memory.latency.sequential";
+    MemoryLatencyStride MEMORY_LATENCY_STRIDE = "memory.latency.stride";
+    MemoryLatencyPages MEMORY_LATENCY_PAGES = "memory.latency.pages";
+    MemoryLatencyParallel MEMORY_LATENCY_PARALLEL = "memory.latency.parallel";
+    MemoryLatencyLoaded MEMORY_LATENCY_LOADED = "memory.latency.loaded";
+    BandwidthStream BANDWIDTH_STREAM = "bandwidth.stream";
+    BandwidthThreads BANDWIDTH_THREADS = "bandwidth.threads";
+    BandwidthMix BANDWIDTH_MIX = "bandwidth.mix";
+    BandwidthSweep BANDWIDTH_SWEEP = "bandwidth.sweep";
+    FaultsAnon FAULTS_ANON = "faults.anon";
+    FaultsThp FAULTS_THP = "faults.thp";
+    FaultsPopulate FAULTS_POPULATE = "faults.populate";
+    FaultsFile FAULTS_FILE = "faults.file";
+    NumaMatrix NUMA_MATRIX = "numa.matrix";
+    ActivityNoise ACTIVITY_NOISE = "activity.noise";
+    MigrationCost MIGRATION_COST = "migration.cost";
+    C2cLatency C2C_LATENCY = "c2c.latency";
+    Activity ACTIVITY = "activity";
+    Timeslice TIMESLICE = "timeslice";
+    Migrate MIGRATE = "migrate";
+    CpumanJob CPUMAN_JOB = "cpuman.job";
+    CpumanRun CPUMAN_RUN = "cpuman.run";
+    CpumanSpeedup CPUMAN_SPEEDUP = "cpuman.speedup";
+    Shuffle SHUFFLE = "shuffle";
+    ShuffleEval SHUFFLE_EVAL = "shuffle-eval";
+    ShuffleSim SHUFFLE_SIM = "shuffle-sim";
+    Host HOST = "host";
+}
+
+/// An id no probe of this version has (an imported run's, or a typo).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a probe of this version")]
+pub struct UnknownProbe(pub String);
+
+impl FromStr for Probe {
+    type Err = UnknownProbe;
+
+    fn from_str(s: &str) -> Result<Probe, UnknownProbe> {
+        Probe::ALL
+            .iter()
+            .copied()
+            .find(|p| p.id() == s)
+            .ok_or_else(|| UnknownProbe(s.to_string()))
+    }
+}
+
+impl std::fmt::Display for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_parses_back_to_its_probe_and_no_two_share_one() {
+        for p in Probe::ALL {
+            assert_eq!(p.id().parse::<Probe>(), Ok(*p));
+        }
+        let mut ids: Vec<&str> = Probe::ALL.iter().map(|p| p.id()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), Probe::ALL.len());
+        assert_eq!(
+            "syscall.nosuch".parse::<Probe>(),
+            Err(UnknownProbe("syscall.nosuch".into()))
+        );
+    }
+}

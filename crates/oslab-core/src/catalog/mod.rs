@@ -489,6 +489,20 @@ mod tests {
     }
 
     #[test]
+    fn every_probe_of_the_enum_has_an_entry_and_every_entry_is_a_probe() {
+        for p in id::Probe::ALL {
+            assert!(entry(p.id()).is_some(), "{p} has no catalog entry");
+        }
+        for e in all() {
+            assert!(
+                e.id.parse::<id::Probe>().is_ok(),
+                "{} is not in id::Probe",
+                e.id
+            );
+        }
+    }
+
+    #[test]
     fn every_family_has_a_probe_and_the_suite_runs_in_family_order() {
         for f in Family::ALL {
             assert!(all().any(|e| e.family() == f), "{f:?} has no probe");

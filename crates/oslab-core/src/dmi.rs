@@ -112,18 +112,25 @@ fn device(s: &[u8], strings: &[String]) -> Option<MemoryDevice> {
     })
 }
 
+crate::reason! {
+    /// Why a machine's memory peak is not known from its SMBIOS table.
+    NoPeak
+}
+
 /// The peak of these devices, or why there is none.
-pub fn peak(devices: &[MemoryDevice]) -> Result<Peak, String> {
+pub fn peak(devices: &[MemoryDevice]) -> Result<Peak, NoPeak> {
     if devices.is_empty() {
-        return Err("SMBIOS lists no populated memory device".into());
+        return Err(NoPeak("SMBIOS lists no populated memory device".into()));
     }
     let mts = devices.iter().map(|d| d.mts).min().unwrap_or(0);
     if mts == 0 {
-        return Err("SMBIOS gives no memory speed (virtual machine?)".into());
+        return Err(NoPeak(
+            "SMBIOS gives no memory speed (virtual machine?)".into(),
+        ));
     }
     let width = devices.iter().map(|d| d.data_width).min().unwrap_or(0);
     if width == 0 || width == 0xFFFF {
-        return Err("SMBIOS gives no memory data width".into());
+        return Err(NoPeak("SMBIOS gives no memory data width".into()));
     }
     let mut channels: Vec<&str> = devices
         .iter()
@@ -190,6 +197,7 @@ mod tests {
         let t = table(&[dimm("DIMM 0", 8192, 0, 64)]);
         assert!(peak(&memory_devices(&t))
             .unwrap_err()
+            .0
             .contains("no memory speed"));
         assert!(peak(&[]).is_err());
         // Truncated tables end the walk instead of reading past the end.

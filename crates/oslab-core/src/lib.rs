@@ -24,6 +24,8 @@
 //! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB), three
 //!   significant figures, fewer when the interval is wide.
 //! - [`notices`]: what a library must tell a person and cannot return, through the CLI's sink.
+//! - [`input`]: reasons as types ([`input::BadValue`], [`input::Unavailable`], `reason!` for
+//!   more).
 //! - [`tags`]: the labels a run carries and their rules; [`time`]: timestamps as text.
 //! - `args` (feature `clap`): what several commands' command lines share.
 #![deny(missing_docs)]
@@ -38,6 +40,7 @@ pub mod conditions;
 pub mod cpulist;
 pub mod cpuset;
 pub mod dmi;
+pub mod input;
 pub mod machine;
 pub mod model;
 pub mod notices;

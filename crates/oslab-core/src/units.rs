@@ -1,6 +1,7 @@
 //! Units chosen for reading: nanoseconds scale to µs, ms and s; numbers keep three significant
 //! figures, fewer when their interval is wide.
 
+use crate::input::BadValue;
 use serde::{Deserialize, Serialize};
 
 /// Unit of a measured value.
@@ -236,7 +237,7 @@ pub fn bytes(bytes: u64) -> String {
 // what was expected.
 
 /// Parses "5%" or "0.05" into 0.05.
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
+pub fn parse_fraction(s: &str) -> Result<f64, BadValue> {
     let t = s.trim();
     let v = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
@@ -244,41 +245,39 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     }
     .map_err(|_| format!("{s:?} is not a fraction (5% or 0.05)"))?;
     if !(0.0..10.0).contains(&v) {
-        return Err(format!("{s:?}: give a fraction between 0% and 1000%"));
+        return Err(format!("{s:?}: give a fraction between 0% and 1000%").into());
     }
     Ok(v)
 }
 
 /// A factor someone types (a time scale): a finite number above 0 and at most a million.
-pub fn parse_scale(s: &str) -> Result<f64, String> {
+pub fn parse_scale(s: &str) -> Result<f64, BadValue> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 1e6 => Ok(v),
-        _ => Err(format!("{s:?}: give a number above 0 and at most 1000000")),
+        _ => Err(format!("{s:?}: give a number above 0 and at most 1000000").into()),
     }
 }
 
 /// A growth someone types (each further lock's sections this much longer): a finite number from
 /// 0 to a thousand.
-pub fn parse_growth(s: &str) -> Result<f64, String> {
+pub fn parse_growth(s: &str) -> Result<f64, BadValue> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=1000.0).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?}: give a number from 0 to 1000")),
+        _ => Err(format!("{s:?}: give a number from 0 to 1000").into()),
     }
 }
 
 /// A share of a whole, `10%` or `0.1`: above 0 and at most 100%.
-pub fn parse_share(s: &str) -> Result<f64, String> {
+pub fn parse_share(s: &str) -> Result<f64, BadValue> {
     let v = parse_fraction(s)?;
     if v <= 0.0 || v > 1.0 {
-        return Err(format!(
-            "{s:?}: a share of thread time is above 0% and at most 100%"
-        ));
+        return Err(format!("{s:?}: a share of thread time is above 0% and at most 100%").into());
     }
     Ok(v)
 }
 
 /// Parses a byte size: "4096", "512K", "2.8G", "1GiB", "64MB" (binary multiples).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, BadValue> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -293,17 +292,17 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
         "t" | "tb" | "tib" => 1 << 40,
-        _ => return Err(format!("{s:?}: unknown unit (use K, M, G or T)")),
+        _ => return Err(format!("{s:?}: unknown unit (use K, M, G or T)").into()),
     };
     let bytes = n * mult as f64;
     if !(1.0..=(1u64 << 50) as f64).contains(&bytes) {
-        return Err(format!("{s:?}: size must be between 1 byte and 1 PiB"));
+        return Err(format!("{s:?}: size must be between 1 byte and 1 PiB").into());
     }
     Ok(bytes as u64)
 }
 
 /// Parses a duration: "2s", "500ms", "250us", "80ns", "1.5" (seconds), "1m".
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, BadValue> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -319,19 +318,17 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         "ns" => n / 1e9,
         "m" | "min" => n * 60.0,
         other => {
-            return Err(format!(
-                "{s:?}: unknown unit {other:?} (use s, ms, us, ns or m)"
-            ))
+            return Err(format!("{s:?}: unknown unit {other:?} (use s, ms, us, ns or m)").into())
         }
     };
     if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!("{s:?}: must be more than 0 and at most a day"));
+        return Err(format!("{s:?}: must be more than 0 and at most a day").into());
     }
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// A threshold in ns: cycles ("2000", at `ticks_per_ns`) or a time ("3us", "800ns").
-pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
+pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, BadValue> {
     let t = s.trim();
     // (number, ns per unit); cycles are divided by the rate, not multiplied by its inverse.
     let (num, to_ns): (&str, &dyn Fn(f64) -> f64) = if let Some(n) = t.strip_suffix("ns") {
@@ -348,14 +345,15 @@ pub fn parse_threshold_ns(s: &str, ticks_per_ns: f64) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("--threshold {s:?}: give cycles (2000) or a time (3us, 800ns)"))?;
     if !v.is_finite() || v <= 0.0 {
-        return Err(format!("--threshold {s:?}: must be a positive number"));
+        return Err(format!("--threshold {s:?}: must be a positive number").into());
     }
     let ns = to_ns(v);
     // A longer gap is no jitter of a busy loop: such a threshold would count nothing.
     if ns > 1e9 {
         return Err(format!(
             "--threshold {s:?}: at most 1 s (a longer threshold counts no interruption)"
-        ));
+        )
+        .into());
     }
     Ok(ns)
 }

@@ -19,6 +19,8 @@ use super::{mapping, work};
 use crate::jobs::Kind;
 use crate::policy::PageMigration;
 use crate::policy::{Policy, PolicyOptions};
+use oslab_core::input::BadValue;
+use oslab_core::input::Unavailable;
 use oslab_core::model::{EventKind, TimelineEvent};
 use oslab_core::CpuSet;
 use oslab_os::perf::{self, Counter};
@@ -108,7 +110,7 @@ pub struct Prepared {
 
 impl Request {
     /// Why this run cannot be done here, found before anything is measured or started.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Unavailable> {
         match self.policy.migration {
             PageMigration::Kernel => observe::balancing_check(),
             _ => Ok(()),
@@ -123,7 +125,7 @@ impl Request {
         allowed: &CpuSet,
         program: PathBuf,
         say: &mut dyn FnMut(&str),
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, BadValue> {
         let order = mapping::managed(topology, allowed, self.cpus.as_deref())?;
         let src = Source {
             external: self.external.clone(),
@@ -556,10 +558,10 @@ impl<'a> Live<'a> {
     /// The pages moved over the run: the manager's own moves job by job under manual
     /// migration (with the kernel's counts beside them in the notes), else the kernel's count,
     /// which is system-wide (compaction, khugepaged and other processes' moves in it).
-    fn pages_moved(&mut self, before: Option<u64>) -> Result<u64, String> {
+    fn pages_moved(&mut self, before: Option<u64>) -> Result<u64, Unavailable> {
         let system = match (before, observe::pages_migrated()) {
             (Some(a), Some(b)) => Ok(b.saturating_sub(a)),
-            _ => Err("/proc/vmstat has no pgmigrate_success".to_string()),
+            _ => Err(Unavailable::from("/proc/vmstat has no pgmigrate_success")),
         };
         let ours: Option<u64> = self
             .finished
@@ -590,8 +592,8 @@ impl<'a> Live<'a> {
         policy: &dyn Policy,
         core: &Core,
         first_arrival: f64,
-        bursts: Result<BurstCounter, String>,
-        pages: Result<u64, String>,
+        bursts: Result<BurstCounter, Unavailable>,
+        pages: Result<u64, Unavailable>,
     ) -> RunOutcome {
         close_spans(&mut self.spans, &mut self.timeline, None);
         for (job, s) in &self.outside {

@@ -5,6 +5,7 @@
 //! (fewest nodes, then shortest span). More processors allocated than exist (each running job
 //! holds at least one) shares the least-used CPUs.
 
+use oslab_core::input::BadValue;
 use oslab_core::topology::Topology;
 use oslab_core::CpuSet;
 use std::collections::BTreeMap;
@@ -15,14 +16,14 @@ pub fn managed(
     topology: &Topology,
     allowed: &CpuSet,
     list: Option<&str>,
-) -> Result<Vec<(usize, usize)>, String> {
+) -> Result<Vec<(usize, usize)>, BadValue> {
     let set = match list {
         Some(list) => {
             let set = CpuSet::parse(list, topology).map_err(|e| format!("--cpus: {e}"))?;
             if !set.is_subset(allowed) {
-                return Err(format!(
-                    "--cpus {set} is not within the cpus we may use ({allowed})"
-                ));
+                return Err(
+                    format!("--cpus {set} is not within the cpus we may use ({allowed})").into(),
+                );
             }
             set
         }
@@ -182,12 +183,12 @@ pub fn reallocate(
 }
 
 /// Whether no cpu is in two jobs' sets; the first that is, when one is.
-pub fn space_shared(mapping: &BTreeMap<u64, Vec<usize>>) -> Result<(), String> {
+pub fn space_shared(mapping: &BTreeMap<u64, Vec<usize>>) -> Result<(), BadValue> {
     let mut owner: BTreeMap<usize, u64> = BTreeMap::new();
     for (&id, cpus) in mapping {
         for &c in cpus {
             if let Some(other) = owner.insert(c, id) {
-                return Err(format!("cpu {c} given to jobs {other} and {id}"));
+                return Err(format!("cpu {c} given to jobs {other} and {id}").into());
             }
         }
     }

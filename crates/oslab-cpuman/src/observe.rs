@@ -4,6 +4,7 @@
 //! and the automatic NUMA balancing switch, restored when the guard drops.
 
 use super::outcome::CpuBursts;
+use oslab_core::input::Unavailable;
 use oslab_os::perf::{self, Counter};
 use std::collections::BTreeMap;
 use std::fs;
@@ -107,7 +108,7 @@ pub struct BurstCounter {
 
 impl BurstCounter {
     /// Starts counting sched_switch on `cpus`; the error says why it cannot (permission).
-    pub fn start(cpus: &[usize]) -> Result<BurstCounter, String> {
+    pub fn start(cpus: &[usize]) -> Result<BurstCounter, Unavailable> {
         let id = perf::tracepoint_id("sched", "sched_switch")
             .map_err(|e| format!("no sched:sched_switch tracepoint: {e}"))?;
         let mut counters = Vec::new();
@@ -124,7 +125,7 @@ impl BurstCounter {
     }
 
     /// The counts since `start`.
-    pub fn finish(self) -> Result<Vec<CpuBursts>, String> {
+    pub fn finish(self) -> Result<Vec<CpuBursts>, Unavailable> {
         let busy = busy_ticks();
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
@@ -159,16 +160,16 @@ const BALANCING: &str = oslab_os::pending::NUMA_BALANCING;
 pub use oslab_os::balancing::BalancingGuard;
 
 /// Why automatic NUMA balancing could not be switched on here, found before anything starts.
-pub fn balancing_check() -> Result<(), String> {
+pub fn balancing_check() -> Result<(), Unavailable> {
     let path = std::ffi::CString::new(BALANCING).map_err(|e| e.to_string())?;
     if !std::path::Path::new(BALANCING).exists() {
-        return Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)"));
+        return Err(format!("{BALANCING} does not exist (a kernel without CONFIG_NUMA_BALANCING cannot migrate pages automatically)").into());
     }
     // SAFETY: a valid C string; access only reads it.
     if unsafe { libc::access(path.as_ptr(), libc::W_OK) } != 0 {
         return Err(format!(
             "--migration kernel switches automatic NUMA balancing on for the run, and this user may not write {BALANCING} (run as root, or use --migration manual or off)"
-        ));
+        ).into());
     }
     Ok(())
 }

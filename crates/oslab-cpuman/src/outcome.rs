@@ -5,6 +5,7 @@
 use crate::jobs::Kind;
 use crate::tally::{valued, Tally, JOBS_SHOWN, METRICS, PAGES_MOVED};
 use oslab_core::catalog::id;
+use oslab_core::input::Unavailable;
 use oslab_core::model::{self, judged, Judge, Measurement, Status, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
@@ -38,9 +39,9 @@ pub struct RunOutcome {
     /// Every job that ended, folded into per-kind statistics.
     pub jobs: Tally,
     /// Per-CPU bursts, or why they were not measured.
-    pub bursts: Result<Vec<CpuBursts>, String>,
+    pub bursts: Result<Vec<CpuBursts>, Unavailable>,
     /// Pages migrated, or why not counted.
-    pub page_migrations: Result<u64, String>,
+    pub page_migrations: Result<u64, Unavailable>,
     /// First arrival to last end, s.
     pub makespan_s: f64,
     /// Allocation changes, job spans, threads on CPUs.
@@ -236,7 +237,7 @@ impl RunOutcome {
                 &[*p as f64],
                 note("pages migrated between nodes"),
             ),
-            Err(why) => skipped(self.params(None), "page_migrations", Unit::Count, why),
+            Err(why) => skipped(self.params(None), "page_migrations", Unit::Count, &why.0),
         });
         match &self.bursts {
             Ok(b) => {
@@ -264,7 +265,7 @@ impl RunOutcome {
                 ));
             }
             Err(why) => {
-                out.push(skipped(self.params(None), "burst_length", Unit::Ns, why));
+                out.push(skipped(self.params(None), "burst_length", Unit::Ns, &why.0));
             }
         }
         out

@@ -23,6 +23,7 @@
 //! performs badly and gives processors back). As jobs finish the level falls back towards the
 //! base. Native and equipartition keep the base level fixed.
 
+use oslab_core::input::BadValue;
 use std::collections::BTreeMap;
 
 /// Page migration mode.
@@ -136,11 +137,11 @@ impl PolicyOptions {
 }
 
 /// An efficiency in (0, 1].
-pub fn parse_efficiency(s: &str) -> Result<f64, String> {
+pub fn parse_efficiency(s: &str) -> Result<f64, BadValue> {
     s.parse::<f64>()
         .ok()
         .filter(|v| *v > 0.0 && *v <= 1.0)
-        .ok_or_else(|| format!("{s:?}: an efficiency in (0, 1]"))
+        .ok_or_else(|| BadValue(format!("{s:?}: an efficiency in (0, 1]")))
 }
 
 /// Native: everyone gets its request.

@@ -46,6 +46,7 @@ use super::workload::{trace_machine, JobSpec, Jobs, Resolved, Source};
 use crate::jobs::{Below8, Kind};
 use crate::policy::Policy;
 use crate::speedups::Speedups;
+use oslab_core::input::BadValue;
 use std::time::Duration;
 
 /// Where a job's pages are first touched.
@@ -184,25 +185,25 @@ pub struct Request {
 
 /// A share from 0 to 1.
 #[cfg(feature = "clap")]
-fn parse_share(s: &str) -> Result<f64, String> {
+fn parse_share(s: &str) -> Result<f64, BadValue> {
     s.parse::<f64>()
         .ok()
         .filter(|v| (0.0..=1.0).contains(v))
-        .ok_or_else(|| format!("{s:?}: a share from 0 to 1"))
+        .ok_or_else(|| BadValue(format!("{s:?}: a share from 0 to 1")))
 }
 
 /// A finite number above 0.
 #[cfg(feature = "clap")]
-fn parse_positive(s: &str) -> Result<f64, String> {
+fn parse_positive(s: &str) -> Result<f64, BadValue> {
     s.parse::<f64>()
         .ok()
         .filter(|v| *v > 0.0 && v.is_finite())
-        .ok_or_else(|| format!("{s:?}: a number above 0"))
+        .ok_or_else(|| BadValue(format!("{s:?}: a number above 0")))
 }
 
 impl Request {
     /// The simulated machine's processors, and what gave them when the trace's header did.
-    pub fn cpus(&self) -> Result<(usize, Option<&'static str>), String> {
+    pub fn cpus(&self) -> Result<(usize, Option<&'static str>), BadValue> {
         Ok(match (self.cpus, trace_machine(&self.source)?) {
             (Some(c), _) => (c, None),
             (None, Some((c, from))) => (c, Some(from)),
@@ -218,7 +219,7 @@ impl Request {
         jobs: &Resolved,
         mut speedups: Speedups,
         topology: &oslab_core::Topology,
-    ) -> Result<SimConfig, String> {
+    ) -> Result<SimConfig, BadValue> {
         speedups.below8 = self.below_8;
         Ok(SimConfig {
             cpus,
@@ -803,7 +804,7 @@ fn move_pages(pages: &mut [f64], want: &[f64], share: f64, cap: f64) -> f64 {
 
 /// Remote over local memory access cost: a number >= 1, or "slit" for the nearest remote
 /// node's SLIT distance over the local one on this machine.
-pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, String> {
+pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, BadValue> {
     if arg == "slit" {
         return topology
             .nodes
@@ -824,7 +825,7 @@ pub fn remote_ratio(arg: &str, topology: &oslab_core::Topology) -> Result<f64, S
     arg.parse::<f64>()
         .ok()
         .filter(|v| *v >= 1.0 && v.is_finite())
-        .ok_or_else(|| format!("--remote-ratio {arg:?}: a number >= 1, or 'slit'"))
+        .ok_or_else(|| BadValue(format!("--remote-ratio {arg:?}: a number >= 1, or 'slit'")))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 use crate::jobs::{mix, Kind};
 use crate::swf::{self, SwfJob};
+use oslab_core::input::BadValue;
 use oslab_core::stats::SplitMix64;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,10 +69,10 @@ pub fn executable_of(kind: Kind) -> u64 {
 }
 
 /// The workload as SWF jobs, or why not.
-pub fn generate(g: &Generate) -> Result<Vec<SwfJob>, String> {
+pub fn generate(g: &Generate) -> Result<Vec<SwfJob>, BadValue> {
     let shares = mix(&g.mix).ok_or_else(|| format!("unknown mix {:?}: W1, W2, W3 or W4", g.mix))?;
     if !(g.load > 0.0 && g.load <= 1000.0) {
-        return Err(format!("load {}% must be above 0 and at most 1000", g.load));
+        return Err(format!("load {}% must be above 0 and at most 1000", g.load).into());
     }
     if g.jobs == 0 || g.cpus == 0 || g.time_scale.is_nan() || g.time_scale <= 0.0 {
         return Err("jobs, cpus and time scale must be positive".into());
@@ -167,7 +168,7 @@ impl KindMap {
     }
 
     /// Reads an application map: lines `EXECUTABLE KIND` (`12 swim`), `#` comments.
-    pub fn read(path: &Path) -> Result<KindMap, String> {
+    pub fn read(path: &Path) -> Result<KindMap, BadValue> {
         let bytes = oslab_files::read_bounded(path, 1 << 20, oslab_files::Links::Follow)
             .map_err(|e| format!("--app-map {}: {e}", path.display()))?;
         let text = String::from_utf8_lossy(&bytes);
@@ -186,7 +187,7 @@ impl KindMap {
             };
             let mut words = t.split_whitespace();
             let (Some(exe), Some(kind), None) = (words.next(), words.next(), words.next()) else {
-                return Err(bad());
+                return Err(bad().into());
             };
             let exe: u64 = exe.parse().map_err(|_| bad())?;
             apps.insert(exe, Kind::parse(kind).ok_or_else(bad)?);
@@ -262,7 +263,7 @@ pub fn spec(job: &SwfJob, kinds: &KindMap) -> Result<(JobSpec, bool), Skip> {
 
 /// The machine size a trace's header gives: `MaxProcs`, else `MaxNodes` (one processor per
 /// node), with where it came from; None for a generated mix or a header that says neither.
-pub fn trace_machine(src: &Source) -> Result<Option<(usize, &'static str)>, String> {
+pub fn trace_machine(src: &Source) -> Result<Option<(usize, &'static str)>, BadValue> {
     let Some(path) = &src.trace else {
         return Ok(None);
     };
@@ -378,7 +379,7 @@ pub struct Resolved {
 }
 
 /// The jobs of a run on `cpus` processors. External commands start at time 0, before the rest.
-pub fn resolve(src: &Source, cpus: usize) -> Result<Resolved, String> {
+pub fn resolve(src: &Source, cpus: usize) -> Result<Resolved, BadValue> {
     let mut externals = Vec::new();
     for cmd in &src.external {
         let argv: Vec<String> = cmd.split_whitespace().map(String::from).collect();
@@ -449,7 +450,7 @@ fn read_trace(
     path: &Path,
     app_map: Option<&Path>,
     cpus: usize,
-) -> Result<(Jobs, Vec<String>), String> {
+) -> Result<(Jobs, Vec<String>), BadValue> {
     let open = |path: &Path| {
         oslab_files::open_regular(path, oslab_files::Links::Follow)
             .map(std::io::BufReader::new)
@@ -464,7 +465,7 @@ fn read_trace(
     let (mut count, mut max_id, mut sized, mut oversized) = (0usize, 0u64, 0usize, 0usize);
     for job in swf::read(open(path)?) {
         if oslab_os::signals::interrupted() {
-            return Err(format!("interrupted while reading {}", path.display()));
+            return Err(format!("interrupted while reading {}", path.display()).into());
         }
         let job = job.map_err(|e| format!("{}: {e}", path.display()))?;
         match replayed(&job, &kinds, cpus) {
@@ -491,7 +492,7 @@ fn read_trace(
         ));
     }
     if count == 0 {
-        return Err(format!("{} holds no jobs to replay", path.display()));
+        return Err(format!("{} holds no jobs to replay", path.display()).into());
     }
     if sized > 0 {
         let why = if kinds.apps.is_empty() {
@@ -671,7 +672,7 @@ mod archive {
         let e = resolve(&source("/dev/zero".into(), None), 16)
             .err()
             .unwrap();
-        assert!(e.contains("not a regular file"), "{e}");
+        assert!(e.0.contains("not a regular file"), "{e}");
         assert!(trace_machine(&source("/dev/zero".into(), None)).is_err());
         // 4 GiB of NULs with no line end: refused at the first line, in a moment.
         let sparse = dir.path().join("sparse.swf");
@@ -680,7 +681,7 @@ mod archive {
             .set_len(4 << 30)
             .unwrap();
         let e = resolve(&source(sparse, None), 16).err().unwrap();
-        assert!(e.contains("line 1") && e.contains("longer than"), "{e}");
+        assert!(e.0.contains("line 1") && e.0.contains("longer than"), "{e}");
     }
 
     #[test]
@@ -731,7 +732,7 @@ mod archive {
         );
         std::fs::write(&map, "12 swim\n7 quicksort\n").unwrap();
         let e = resolve(&source(trace(&dir), Some(map)), 16).err().unwrap();
-        assert!(e.contains("line 2") && e.contains("quicksort"), "{e}");
+        assert!(e.0.contains("line 2") && e.0.contains("quicksort"), "{e}");
     }
 
     #[test]
@@ -740,7 +741,7 @@ mod archive {
         let p = dir.path().join("none.swf");
         std::fs::write(&p, "2 5 -1 -1 -1 -1 -1 8 -1 -1 5 3 1 12 1 -1 -1 -1\n").unwrap();
         let e = resolve(&source(p, None), 16).err().unwrap();
-        assert!(e.contains("no jobs to replay"), "{e}");
+        assert!(e.0.contains("no jobs to replay"), "{e}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use clap::{Args, Subcommand};
 use oslab_core::args::Output;
+use oslab_core::input::BadValue;
 use std::path::PathBuf;
 
 /// `oslab fleet`.
@@ -128,8 +129,8 @@ pub struct FleetTaskArgs {
     pub run_args: Vec<String>,
 }
 
-fn parse_token(s: &str) -> Result<String, String> {
+fn parse_token(s: &str) -> Result<String, BadValue> {
     crate::is_token(s)
         .then(|| s.to_string())
-        .ok_or_else(|| format!("{s:?}: a submission token is letters and digits"))
+        .ok_or_else(|| BadValue(format!("{s:?}: a submission token is letters and digits")))
 }

@@ -1,5 +1,6 @@
 //! The Slurm side: the batch script, and the client commands (sinfo, scontrol, sbatch, squeue).
 
+use oslab_core::input::BadValue;
 use std::path::Path;
 use std::process::Command;
 
@@ -34,21 +35,23 @@ pub struct ScriptOptions<'a> {
 
 /// Checks a partition name for an `#SBATCH` line: letters, digits, `_`, `-` and `.`, not
 /// starting with `-` (nothing a shell or Slurm's own option parser could read as more).
-pub fn check_partition(p: &str) -> Result<(), String> {
+pub fn check_partition(p: &str) -> Result<(), BadValue> {
     let ok = !p.is_empty()
         && p.len() <= 128
         && !p.starts_with('-')
         && p.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
     ok.then_some(()).ok_or_else(|| {
-        format!("--partition {p:?}: a partition name is letters, digits, '_', '-' and '.'")
+        BadValue::from(format!(
+            "--partition {p:?}: a partition name is letters, digits, '_', '-' and '.'"
+        ))
     })
 }
 
 /// Checks an srun binding (`flag` is --cpu-bind or --mem-bind): optional `quiet,`/`verbose,`
 /// then one of Slurm's types, a list type taking a `:` and a list of numbers or masks (letters,
 /// digits, `,`, `*`). Nothing a shell or srun could read as more.
-pub fn check_bind(flag: &str, bind: &str) -> Result<(), String> {
+pub fn check_bind(flag: &str, bind: &str) -> Result<(), BadValue> {
     let types: &[&str] = match flag {
         "--cpu-bind" => &[
             "none",
@@ -80,10 +83,10 @@ pub fn check_bind(flag: &str, bind: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || ",*".contains(c));
     ok.then_some(()).ok_or_else(|| {
-        format!(
+        BadValue::from(format!(
             "{flag} {bind:?}: srun takes [quiet,|verbose,]TYPE, TYPE one of {} (map_*/mask_* with :LIST)",
             types.join(", ")
-        )
+        ))
     })
 }
 
@@ -92,7 +95,7 @@ pub const MAX_TIME_S: u64 = 366 * 86400;
 
 /// Checks a Slurm time limit: `MIN`, `MIN:SEC`, `H:MIN:SEC`, `D-H`, `D-H:MIN`, `D-H:MIN:SEC`,
 /// or `UNLIMITED` / `INFINITE`; at most [`MAX_TIME_S`], and more than nothing.
-pub fn check_time(t: &str) -> Result<(), String> {
+pub fn check_time(t: &str) -> Result<(), BadValue> {
     if ["unlimited", "infinite"].contains(&t.to_ascii_lowercase().as_str()) {
         return Ok(());
     }
@@ -122,20 +125,20 @@ pub fn check_time(t: &str) -> Result<(), String> {
         (None, [m]) => m * 60,
         (None, [m, s]) => m * 60 + s,
         (None, [h, m, s]) => h * 3600 + m * 60 + s,
-        _ => return Err(syntax()),
+        _ => return Err(syntax().into()),
     };
     if seconds == 0 || seconds > MAX_TIME_S {
         return Err(format!(
             "--time {t:?}: {} (a time limit is more than nothing and at most 366 days; UNLIMITED for none)",
             if seconds == 0 { "no time at all" } else { "longer than a year" }
-        ));
+        ).into());
     }
     Ok(())
 }
 
 /// Checks a hostlist (`n[01-16,20],gpu3`): host names of letters, digits, `_`, `-` and `.`, with
 /// bracketed ranges of digits, `-` and `,`, separated by commas.
-pub fn check_hostlist(list: &str) -> Result<(), String> {
+pub fn check_hostlist(list: &str) -> Result<(), BadValue> {
     let mut depth = 0;
     let mut ok = !list.is_empty() && list.len() <= 65536 && !list.starts_with(['-', ',']);
     for c in list.chars() {
@@ -157,10 +160,10 @@ pub fn check_hostlist(list: &str) -> Result<(), String> {
     }
     (ok && depth == 0).then_some(()).ok_or_else(|| {
         let shown: String = list.chars().take(60).collect();
-        format!(
+        BadValue::from(format!(
             "--nodes {shown:?}{}: a Slurm hostlist is node names (letters, digits, '_', '-', '.') with ranges in brackets, e.g. n[01-16],gpu3",
             if list.chars().count() > 60 { "..." } else { "" }
-        )
+        ))
     })
 }
 

@@ -105,20 +105,20 @@ impl Request {
         // Every value that goes into an #SBATCH line follows Slurm's syntax, or nothing is written.
         let invalid = SubmitError::Invalid;
         if let Some(p) = &self.partition {
-            slurm::check_partition(p).map_err(invalid)?;
+            slurm::check_partition(p).map_err(|e| invalid(e.0))?;
         }
         if let Some(t) = &self.time {
-            slurm::check_time(t).map_err(invalid)?;
+            slurm::check_time(t).map_err(|e| invalid(e.0))?;
         }
         if self.nodes != "all" {
-            slurm::check_hostlist(&self.nodes).map_err(invalid)?;
+            slurm::check_hostlist(&self.nodes).map_err(|e| invalid(e.0))?;
         }
         for (flag, bind) in [
             ("--cpu-bind", &self.cpu_bind),
             ("--mem-bind", &self.mem_bind),
         ] {
             if let Some(b) = bind {
-                slurm::check_bind(flag, b).map_err(invalid)?;
+                slurm::check_bind(flag, b).map_err(|e| invalid(e.0))?;
             }
         }
         let results = std::path::absolute(&self.results)

@@ -182,7 +182,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 mem.source.clone(),
             )
         }
-        Err(why) => model = model.input("peak_gbps", "unknown", why.clone()),
+        Err(why) => model = model.input("peak_gbps", "unknown", why.to_string()),
     }
     if m.probe == id::NUMA_MATRIX {
         let d = number(&m.params, "distance").unwrap_or(10.0);

@@ -5,6 +5,7 @@
 use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::run::{number, param, Run};
 use crate::spec::Source;
+use crate::NoModel;
 use crate::{Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::{Measurement, DEVICE, DEVICE_CLASS};
@@ -36,7 +37,7 @@ fn device_read_us(class: &str) -> Option<(f64, &'static str)> {
 
 /// The rate at which one core writes with plain stores: this run's measurement from memory when
 /// present, else half of Little's law (write-allocate).
-fn write_rate(spec: &Spec, run: &Run, m: &Measurement) -> Result<Figure, String> {
+fn write_rate(spec: &Spec, run: &Run, m: &Measurement) -> Result<Figure, NoModel> {
     if let Ok(w) = run.median(m, id::BANDWIDTH_STREAM, metric::BANDWIDTH, |p| {
         param(p, "kernel").as_deref() == Some("write")
             && param(p, "stores").as_deref() == Some("plain")

@@ -3,6 +3,7 @@
 //! share for orders that leave its reach.
 
 use crate::run::{number, param, Run};
+use crate::NoModel;
 use crate::{Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
@@ -12,7 +13,7 @@ const LINE: f64 = 64.0;
 const PAGE: f64 = 4096.0;
 
 /// Latency of cache level `level` (1-based) at the measured clock.
-pub(crate) fn level_latency(spec: &Spec, level: usize) -> Result<Figure, String> {
+pub(crate) fn level_latency(spec: &Spec, level: usize) -> Result<Figure, NoModel> {
     let u = spec.uarch()?;
     let ghz = spec.ghz()?;
     let cycles = *u
@@ -32,7 +33,7 @@ pub(crate) fn level_latency(spec: &Spec, level: usize) -> Result<Figure, String>
 }
 
 /// Idle DRAM latency: the figure typical of the core's platforms.
-pub(crate) fn dram_latency(spec: &Spec) -> Result<Figure, String> {
+pub(crate) fn dram_latency(spec: &Spec) -> Result<Figure, NoModel> {
     let u = spec.uarch()?;
     Ok(Figure::new(
         u.dram_ns,
@@ -44,7 +45,7 @@ pub(crate) fn dram_latency(spec: &Spec) -> Result<Figure, String> {
 }
 
 /// The level a working set of `size` bytes lives in: its name and latency.
-pub(crate) fn level_of(spec: &Spec, size: f64) -> Result<(String, Figure), String> {
+pub(crate) fn level_of(spec: &Spec, size: f64) -> Result<(String, Figure), NoModel> {
     match spec.caches.iter().position(|c| size <= c.size as f64) {
         Some(i) => Ok((
             format!("L{}", spec.caches[i].level),
@@ -57,7 +58,7 @@ pub(crate) fn level_of(spec: &Spec, size: f64) -> Result<(String, Figure), Strin
 /// Bytes per ns the core reads from the level a working set of `size` lives in (for the
 /// sequential chase and the bandwidth kernels): L1 loads, L2 and L3 fills at the table's bytes
 /// per cycle, memory by Little's law over the fill buffers.
-pub(crate) fn level_read_rate(spec: &Spec, size: f64) -> Result<Figure, String> {
+pub(crate) fn level_read_rate(spec: &Spec, size: f64) -> Result<Figure, NoModel> {
     let u = spec.uarch()?;
     let ghz = spec.ghz()?.value;
     let (name, _) = level_of(spec, size)?;
@@ -85,7 +86,7 @@ pub(crate) fn level_read_rate(spec: &Spec, size: f64) -> Result<Figure, String> 
 
 /// What a load beyond the TLB's reach adds: an STLB hit past the first level, and a page walk
 /// (reading the page-table entry from where the tables live) past the second.
-fn tlb_share(spec: &Spec, size: f64, page: f64) -> Result<(f64, String), String> {
+fn tlb_share(spec: &Spec, size: f64, page: f64) -> Result<(f64, String), NoModel> {
     let u = spec.uarch()?;
     let ghz = spec.ghz()?.value;
     let pages = size / page;

@@ -120,7 +120,13 @@ impl Model {
 }
 
 /// A model, or why there is none: which input is missing and how to supply it.
-pub(crate) type Outcome = Result<Model, String>;
+pub(crate) type Outcome = Result<Model, NoModel>;
+
+oslab_core::reason! {
+    /// Why a measurement has no prediction, or an input of one is unknown: a sentence for a
+    /// person, stored with the run (`Measurement::no_model`) and shown beside the row.
+    NoModel
+}
 
 /// Four significant digits, so inputs read as figures rather than float noise.
 pub(crate) fn round(x: f64) -> f64 {
@@ -161,7 +167,7 @@ pub fn predict(spec: &Spec, measurements: &mut [Measurement]) {
                     model.name, model.formula
                 ));
             }
-            Err(why) => {
+            Err(NoModel(why)) => {
                 m.prediction = None;
                 m.no_model = Some(why);
             }
@@ -174,7 +180,7 @@ pub fn predict(spec: &Spec, measurements: &mut [Measurement]) {
 /// predictions' inputs, the rest from its fingerprint. A model fix then reaches old runs, and a
 /// model is judged on machines it was not written on (`oslab show --repredict`). `fingerprint`
 /// is the run's as stored; one this oslab cannot read is an error.
-pub fn repredict(fingerprint: &Value, measurements: &mut [Measurement]) -> Result<(), String> {
+pub fn repredict(fingerprint: &Value, measurements: &mut [Measurement]) -> Result<(), NoModel> {
     let fingerprint: oslab_core::machine::Fingerprint = serde_json::from_value(fingerprint.clone())
         .map_err(|e| format!("cannot predict this run again: its machine record is not one this oslab reads ({e})"))?;
     let stored = |key: &str| -> Option<Figure> {
@@ -192,7 +198,11 @@ pub fn repredict(fingerprint: &Value, measurements: &mut [Measurement]) -> Resul
             ))
         })
     };
-    let missing = |what: &str| format!("not stored with the run: no prediction of it used {what}");
+    let missing = |what: &str| {
+        NoModel(format!(
+            "not stored with the run: no prediction of it used {what}"
+        ))
+    };
     let core_ghz = stored("core_ghz").ok_or_else(|| missing("the core clock"));
     let memory = stored("peak_gbps")
         .map(|f| MemorySpec {
@@ -231,11 +241,16 @@ pub fn repredict(fingerprint: &Value, measurements: &mut [Measurement]) -> Resul
 /// names every probe's model, with no wildcard, so a probe added to the catalog without one
 /// does not compile.
 fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
-    let not_known = || format!("{} {} is not in this version's catalog", m.probe, m.metric);
+    let not_known = || {
+        NoModel(format!(
+            "{} {} is not in this version's catalog",
+            m.probe, m.metric
+        ))
+    };
     let probe: Probe = m.probe.parse().map_err(|_| not_known())?;
     match catalog::prediction_of(&m.probe, &m.metric) {
         Some(catalog::Predicted::Yes) => {}
-        Some(catalog::Predicted::No(why)) => return Err(why.to_string()),
+        Some(catalog::Predicted::No(why)) => return Err(why.into()),
         None => return Err(not_known()),
     }
     use Probe as P;
@@ -303,8 +318,8 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
 pub(crate) const UNMODELLED: &str = "no model arm for";
 
 /// What a model module answers for a metric it has no arm for.
-pub(crate) fn unmodelled(m: &Measurement) -> String {
-    format!("{UNMODELLED} {} {}", m.probe, m.metric)
+pub(crate) fn unmodelled(m: &Measurement) -> NoModel {
+    NoModel(format!("{UNMODELLED} {} {}", m.probe, m.metric))
 }
 
 /// Cycles at the measured core clock, in ns, recording the clock as an input.

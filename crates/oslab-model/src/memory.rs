@@ -2,7 +2,9 @@
 //! From the firmware's SMBIOS memory devices when exposed, else from the user's description
 //! (`--memory DDR5-4800x12`), else there is none and the models that need it say how to supply it.
 
+use crate::NoModel;
 use oslab_core::dmi;
+use oslab_core::input::BadValue;
 
 /// What the memory is, and where that was learned.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,11 +35,11 @@ impl MemorySpec {
 
     /// Parses a description such as `DDR5-4800x12` (type, transfer rate, channels). DDR3/4/5
     /// channels are 64 bits wide, LPDDR4/5 channels 16 bits.
-    pub fn parse(text: &str) -> Result<MemorySpec, String> {
+    pub fn parse(text: &str) -> Result<MemorySpec, BadValue> {
         let bad = || {
-            format!(
+            BadValue(format!(
                 "--memory {text:?}: expected TYPE-RATExCHANNELS, e.g. DDR5-4800x12 or DDR4-3200x2"
-            )
+            ))
         };
         let (kind, rest) = text.trim().split_once('-').ok_or_else(bad)?;
         let (rate, channels) = rest.split_once(['x', 'X']).ok_or_else(bad)?;
@@ -47,15 +49,15 @@ impl MemorySpec {
             "DDR3" | "DDR4" | "DDR5" => 64,
             "LPDDR4" | "LPDDR4X" | "LPDDR5" | "LPDDR5X" => 16,
             other => {
-                return Err(format!(
+                return Err(BadValue(format!(
                     "--memory {text:?}: unknown memory type {other:?} (DDR3, DDR4, DDR5, LPDDR4(X), LPDDR5(X))"
-                ))
+                )))
             }
         };
         if !(100..=20_000).contains(&mts) || !(1..=64).contains(&channels) {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "--memory {text:?}: {mts} MT/s x {channels} channels is not a memory system"
-            ));
+            )));
         }
         Ok(MemorySpec {
             mts,
@@ -69,10 +71,10 @@ impl MemorySpec {
     /// devices' peak, or why there is none), else why neither.
     pub fn described(
         user: Option<&str>,
-        smbios: Result<dmi::Peak, String>,
-    ) -> Result<MemorySpec, String> {
+        smbios: Result<dmi::Peak, dmi::NoPeak>,
+    ) -> Result<MemorySpec, NoModel> {
         if let Some(text) = user {
-            return MemorySpec::parse(text);
+            return MemorySpec::parse(text).map_err(|BadValue(why)| NoModel(why));
         }
         match smbios {
             Ok(p) => Ok(MemorySpec {
@@ -81,9 +83,9 @@ impl MemorySpec {
                 width_bits: p.width_bits as u32,
                 source: format!("SMBIOS memory devices: {}", p.model()),
             }),
-            Err(why) => Err(format!(
+            Err(why) => Err(NoModel(format!(
                 "memory speed unknown ({why}): describe it with oslab run --memory TYPE-RATExCHANNELS (or OSLAB_MEMORY), e.g. --memory DDR5-4800x12"
-            )),
+            ))),
         }
     }
 }
@@ -114,7 +116,7 @@ mod tests {
             "DDR4-9x2",
         ] {
             let e = MemorySpec::parse(bad).unwrap_err();
-            assert!(e.contains("--memory"), "{bad}: {e}");
+            assert!(e.0.contains("--memory"), "{bad}: {e}");
         }
     }
 }

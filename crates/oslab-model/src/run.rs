@@ -1,6 +1,7 @@
 //! The other measurements of a run, for composed models: found by probe, metric and parameters,
 //! the same repetition preferred.
 
+use crate::NoModel;
 use oslab_core::model::Measurement;
 use serde_json::{Map, Value};
 
@@ -44,7 +45,7 @@ impl Run {
         probe: &str,
         metric: &str,
         keep: impl Fn(&Map<String, Value>) -> bool,
-    ) -> Result<Measured, String> {
+    ) -> Result<Measured, NoModel> {
         let found: Vec<&Measurement> = self.all(probe, metric, keep).collect();
         let m = found
             .iter()

@@ -3,6 +3,7 @@
 
 use crate::memory::MemorySpec;
 use crate::uarch::{self, Uarch};
+use crate::NoModel;
 use oslab_core::machine::Fingerprint;
 use oslab_core::topology::CacheKind;
 
@@ -156,16 +157,16 @@ const ENTRY_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
 #[derive(Debug, Clone)]
 pub struct Spec {
     /// The core's published figures, or why there are none.
-    pub cpu: Result<&'static Uarch, String>,
+    pub cpu: Result<&'static Uarch, NoModel>,
     /// Why `cpu` is not the core cpuid's model number names: a hypervisor presents a client
     /// core's number under a server's name.
     pub presented: Option<String>,
     /// The core clock measured on the measuring cpu, or why not.
-    pub core_ghz: Result<Figure, String>,
+    pub core_ghz: Result<Figure, NoModel>,
     /// Data and unified caches of the measuring cpu, smallest first.
     pub caches: Vec<CacheLevel>,
     /// The memory's rate and channels, or why unknown and how to supply it.
-    pub memory: Result<MemorySpec, String>,
+    pub memory: Result<MemorySpec, NoModel>,
     /// The hypervisor, when virtualized.
     pub hypervisor: Option<String>,
     /// The cpu's name as cpuid gives it ("AMD EPYC 9654", or a hypervisor's generic "Intel(R)
@@ -181,7 +182,7 @@ pub struct Spec {
     /// The kernel's clocksource.
     pub clocksource: Option<String>,
     /// Exit latency of the deepest idle state enabled, µs (cpuidle), or why unknown.
-    pub idle_exit_us: Result<Figure, String>,
+    pub idle_exit_us: Result<Figure, NoModel>,
     /// SLIT distances, node x node.
     pub distances: Vec<Vec<u32>>,
 }
@@ -211,9 +212,9 @@ impl Spec {
     pub fn from_parts(
         fingerprint: &Fingerprint,
         cpu: usize,
-        core_ghz: Result<Figure, String>,
-        memory: Result<MemorySpec, String>,
-        idle_exit_us: Result<Figure, String>,
+        core_ghz: Result<Figure, NoModel>,
+        memory: Result<MemorySpec, NoModel>,
+        idle_exit_us: Result<Figure, NoModel>,
     ) -> Spec {
         let topology = &fingerprint.topology;
         let mut caches: Vec<CacheLevel> = topology
@@ -267,17 +268,19 @@ impl Spec {
     }
 
     /// The core clock, or why there is none.
-    pub fn ghz(&self) -> Result<&Figure, String> {
+    pub fn ghz(&self) -> Result<&Figure, NoModel> {
         self.core_ghz
             .as_ref()
-            .map_err(|why| format!("core clock unknown: {why}"))
+            .map_err(|why| NoModel(format!("core clock unknown: {why}")))
     }
 
     /// The core's published figures, or why there are none and what that means.
-    pub fn uarch(&self) -> Result<&'static Uarch, String> {
-        self.cpu
-            .clone()
-            .map_err(|why| format!("{why}; add the core to crates/oslab-model/src/uarch.rs"))
+    pub fn uarch(&self) -> Result<&'static Uarch, NoModel> {
+        self.cpu.clone().map_err(|why| {
+            NoModel(format!(
+                "{why}; add the core to crates/oslab-model/src/uarch.rs"
+            ))
+        })
     }
 
     /// Cycles a kernel entry and exit cost for the active mitigations, and what they are.
@@ -333,7 +336,7 @@ impl Spec {
                     m.peak_gbps(),
                     m.source
                 ),
-                Err(why) => why.clone(),
+                Err(why) => why.to_string(),
             },
         ));
         let (cycles, what) = self.mitigation_cycles();
@@ -356,7 +359,7 @@ impl Spec {
 /// says a server ("Intel(R) Xeon(R) Processor") while cpuid's model number is a client core's,
 /// the number is one the hypervisor presents: the server core of that generation is taken, and
 /// the second value says so.
-fn core_of(fingerprint: &Fingerprint) -> (Result<&'static Uarch, String>, Option<String>) {
+fn core_of(fingerprint: &Fingerprint) -> (Result<&'static Uarch, NoModel>, Option<String>) {
     let found = uarch::lookup(
         fingerprint.cpu_vendor.as_deref(),
         fingerprint.cpu_signature.as_deref(),

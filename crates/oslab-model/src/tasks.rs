@@ -7,6 +7,7 @@ use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::hierarchy::{dram_latency, level_latency, level_read_rate};
 use crate::run::{number, param, Run};
 use crate::spec::Source;
+use crate::NoModel;
 use crate::{at_clock, Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric, SWITCH_PAIRS};
 use oslab_core::model::{Measurement, PARENT_COPIED, PARENT_VMAS};
@@ -100,7 +101,7 @@ fn measured(
     probe: &str,
     metric: &str,
     keep: impl Fn(&serde_json::Map<String, serde_json::Value>) -> bool,
-) -> Result<Figure, String> {
+) -> Result<Figure, NoModel> {
     let m = run.median(like, probe, metric, keep)?;
     Ok(Figure::new(m.value, m.source))
 }
@@ -176,7 +177,7 @@ impl Work {
 
     /// `lines` cache lines of page metadata from memory, one per page touched: the memory's
     /// latency over the misses the core keeps in flight (the pages are walked in order).
-    fn page_lines(mut self, spec: &Spec, lines: f64) -> Result<Work, String> {
+    fn page_lines(mut self, spec: &Spec, lines: f64) -> Result<Work, NoModel> {
         if lines == 0.0 {
             return Ok(self);
         }
@@ -220,7 +221,7 @@ struct ParentMap {
 }
 
 impl ParentMap {
-    fn of(m: &Measurement) -> Result<ParentMap, String> {
+    fn of(m: &Measurement) -> Result<ParentMap, NoModel> {
         let get = |k: &str| m.context.get(k).and_then(serde_json::Value::as_f64);
         match (get(PARENT_VMAS), get(PARENT_COPIED)) {
             (Some(vmas), Some(bytes)) => Ok(ParentMap {
@@ -234,7 +235,7 @@ impl ParentMap {
 
 /// fork until it returns in the parent: a kernel entry, a new task and process, each mapping
 /// and each copied entry.
-fn fork_work(spec: &Spec, name: &'static str, parent: &ParentMap) -> Result<Work, String> {
+fn fork_work(spec: &Spec, name: &'static str, parent: &ParentMap) -> Result<Work, NoModel> {
     Work::new(name)
         .entry(spec, 1.0, "entry")
         .step(1.0, &TASK)
@@ -247,7 +248,7 @@ fn fork_work(spec: &Spec, name: &'static str, parent: &ParentMap) -> Result<Work
 
 /// After fork returned: the switch to the child, its first write, its exit and teardown of what
 /// fork copied, the parent woken and the zombie reaped.
-fn exit_and_reap(spec: &Spec, work: Work, parent: &ParentMap) -> Result<Work, String> {
+fn exit_and_reap(spec: &Spec, work: Work, parent: &ParentMap) -> Result<Work, NoModel> {
     work.step(2.0, &THREAD_SWITCH)
         .step(2.0, &ADDRESS_SPACE)
         .step(1.0, &COW)

@@ -7,6 +7,7 @@
 //! machines: it is the least certain figure here). The sources are vendors' optimization manuals,
 //! Agner Fog's instruction tables and microarchitecture guide, and published microbenchmark
 //! surveys (Chips and Cheese, 7-cpu.com); each entry names those it rests on.
+use crate::NoModel;
 
 /// How a core is identified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,7 +297,7 @@ pub fn server_sibling(client: &Uarch) -> Option<&'static Uarch> {
 
 /// The entry for a CPU, from the vendor string and the signature oslab's fingerprint records
 /// ("family/model/stepping" on x86, "0xIMPL/0xPART/..." on Arm).
-pub fn lookup(vendor: Option<&str>, signature: Option<&str>) -> Result<&'static Uarch, String> {
+pub fn lookup(vendor: Option<&str>, signature: Option<&str>) -> Result<&'static Uarch, NoModel> {
     let (Some(vendor), Some(signature)) = (vendor, signature) else {
         return Err("the cpu's vendor or signature is not exposed".into());
     };
@@ -319,7 +320,9 @@ pub fn lookup(vendor: Option<&str>, signature: Option<&str>) -> Result<&'static 
             _ => false,
         })
         .ok_or_else(|| {
-            format!("{vendor} {signature} is not in oslab's table of microarchitectures")
+            NoModel(format!(
+                "{vendor} {signature} is not in oslab's table of microarchitectures"
+            ))
         })
 }
 
@@ -339,6 +342,7 @@ mod tests {
         assert!(lookup(Some("AuthenticAMD"), Some("6/143/8")).is_err());
         assert!(lookup(Some("GenuineIntel"), Some("6/1/0"))
             .unwrap_err()
+            .0
             .contains("not in oslab's table"));
         assert!(lookup(None, Some("6/143/8")).is_err());
     }

@@ -9,6 +9,7 @@
 //! opened is reported with the reason and never given a number.
 
 use crate::perf;
+use oslab_core::input::BadValue;
 use oslab_core::machine::Availability;
 use std::io;
 use std::path::Path;
@@ -121,14 +122,12 @@ const INTEL_L2_RQSTS_MODELS: &[(u32, &str)] = &[
 ];
 
 /// The definition of `L2_TCM` / `L2_TCA` on `cpu`, or why there is none.
-pub fn preset(name: &str, cpu: &CpuId) -> Result<Preset, String> {
+pub fn preset(name: &str, cpu: &CpuId) -> Result<Preset, BadValue> {
     let (name, miss): (&'static str, bool) = match name {
         "L2_TCM" => ("L2_TCM", true),
         "L2_TCA" => ("L2_TCA", false),
         other => {
-            return Err(format!(
-                "{other} is not a preset oslab knows (L2_TCM, L2_TCA)"
-            ))
+            return Err(format!("{other} is not a preset oslab knows (L2_TCM, L2_TCA)").into())
         }
     };
     match cpu.vendor.as_str() {
@@ -144,7 +143,7 @@ pub fn preset(name: &str, cpu: &CpuId) -> Result<Preset, String> {
                 None => Err(format!(
                     "Intel family 6 model {:#x} is not in oslab's preset table; find its L2_RQSTS encodings (perf list, Intel perfmon) and pass them as raw events, e.g. r2724",
                     cpu.model
-                )),
+                ).into()),
             }
         }
         "AuthenticAMD" | "HygonGenuine" if cpu.family >= 0x17 => Ok(Preset {
@@ -160,18 +159,18 @@ pub fn preset(name: &str, cpu: &CpuId) -> Result<Preset, String> {
         v => Err(format!(
             "{v} family {:#x} model {:#x} is not in oslab's preset table; pass a raw event (rXXXX) for its L2 events",
             cpu.family, cpu.model
-        )),
+        ).into()),
     }
 }
 
 /// Parses one counter name: generic, software, generic cache, raw (`r<hex>`),
 /// `pmu/term=value,.../`, or a preset (`L2_TCM`, `L2_TCA`).
-pub fn parse(name: &str, cpu: &CpuId) -> Result<Spec, String> {
+pub fn parse(name: &str, cpu: &CpuId) -> Result<Spec, BadValue> {
     parse_with(name, cpu, Path::new("/sys/bus/event_source/devices"))
 }
 
 /// As [`parse`], reading PMU descriptions under `pmus` (tests pass a fake sysfs).
-pub fn parse_with(name: &str, cpu: &CpuId, pmus: &Path) -> Result<Spec, String> {
+pub fn parse_with(name: &str, cpu: &CpuId, pmus: &Path) -> Result<Spec, BadValue> {
     let name = name.trim();
     if let Some(&(n, kind, config)) = GENERIC.iter().find(|g| g.0 == name) {
         return Ok(Spec {
@@ -226,11 +225,11 @@ pub fn parse_with(name: &str, cpu: &CpuId, pmus: &Path) -> Result<Spec, String> 
     }
     Err(format!(
         "unknown counter {name:?}: use a generic name (cycles, instructions, cache-misses, L1-dcache-load-misses, page-faults, ...), a raw event (r01c4), pmu/event=..,umask=../, or L2_TCM / L2_TCA"
-    ))
+    ).into())
 }
 
 /// Builds the config of `term=value,...` for `pmu` from its sysfs format description.
-fn pmu_event(pmus: &Path, pmu: &str, terms: &str) -> Result<(u32, u64), String> {
+fn pmu_event(pmus: &Path, pmu: &str, terms: &str) -> Result<(u32, u64), BadValue> {
     let dir = pmus.join(pmu);
     let kind: u32 = std::fs::read_to_string(dir.join("type"))
         .map_err(|_| {
@@ -420,7 +419,7 @@ pub fn availability(cpu: &CpuId) -> Vec<Availability> {
             Err(why) => Availability {
                 name: name.to_string(),
                 definition: "no definition for this cpu".into(),
-                unavailable: Some(why),
+                unavailable: Some(why.0),
             },
         })
         .collect()
@@ -463,6 +462,7 @@ mod tests {
         assert_eq!(parse("r01c4", &cpu).unwrap().events[0].config, 0x01c4);
         assert!(parse("bogus", &cpu)
             .unwrap_err()
+            .0
             .contains("unknown counter"));
     }
 
@@ -494,7 +494,7 @@ mod tests {
         assert_eq!(parse("L2_TCM", &arm).unwrap().events[0].config, 0x17);
         let e = parse("L2_TCM", &intel(0xA7)).unwrap_err();
         assert!(
-            e.contains("not in oslab's preset table") && e.contains("raw"),
+            e.0.contains("not in oslab's preset table") && e.0.contains("raw"),
             "{e}"
         );
     }
@@ -513,6 +513,7 @@ mod tests {
         assert!(parse_with("cpu/event=0x24,flavour=2/", &intel(0x55), &dir).is_err());
         assert!(parse_with("nopmu/event=1/", &intel(0x55), &dir)
             .unwrap_err()
+            .0
             .contains("no PMU"));
         std::fs::remove_dir_all(&dir).ok();
     }

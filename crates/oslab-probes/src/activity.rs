@@ -7,6 +7,7 @@
 use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self};
+use oslab_core::input::BadValue;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
 use oslab_core::{params, Clock, Status};
 use oslab_os::clock::Ticks;
@@ -46,7 +47,7 @@ pub struct Threshold {
 impl Threshold {
     /// The threshold a user gave (cycles, "2000", or a time, "3us"), or one chosen from the
     /// loop's own back-to-back reads.
-    pub fn from_arg(given: Option<&str>, clock: &Clock) -> Result<Threshold, String> {
+    pub fn from_arg(given: Option<&str>, clock: &Clock) -> Result<Threshold, BadValue> {
         Ok(match given {
             Some(t) => {
                 let given = Threshold::given_ns(
@@ -60,7 +61,7 @@ impl Threshold {
                     return Err(format!(
                         "--threshold {t:?}: below twice this loop's own read-to-read time ({:.1} ns): every read would count as an interruption",
                         clock.ticks_to_ns(loop_ticks as f64)
-                    ));
+                    ).into());
                 }
                 given
             }
@@ -186,7 +187,7 @@ pub struct Options {
 
 impl Options {
     /// When to stop recording, or why the request cannot be.
-    pub fn limit(&self) -> Result<Limit, String> {
+    pub fn limit(&self) -> Result<Limit, BadValue> {
         match self.samples {
             Some(0) => Err("--samples must be at least 1".into()),
             Some(n) => Ok(Limit::Samples(n)),

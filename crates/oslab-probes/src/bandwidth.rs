@@ -141,7 +141,7 @@ pub fn bandwidth_measurements(
 }
 
 fn single(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
-    kernels::available().map_err(ProbeError::Unsupported)?;
+    kernels::available()?;
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
     let arrays = Arrays::new(bytes, Pages::Default)?;
     let mut jobs = vec![(Kernel::Read, Stores::Plain)];
@@ -215,7 +215,7 @@ pub fn thread_counts(cores: usize, cpus: usize) -> Vec<usize> {
 const MIXES: [(u8, u8); 5] = [(1, 0), (3, 1), (2, 1), (1, 1), (0, 1)];
 
 fn mixes(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
-    kernels::available().map_err(ProbeError::Unsupported)?;
+    kernels::available()?;
     let order = thread_order(cx.topology, &cx.allowed);
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
     let mix = |(reads, writes): (u8, u8)| Kernel::Mix { reads, writes };
@@ -311,7 +311,7 @@ fn plan_mixes(cx: &Context) -> Plan {
 }
 
 fn threads(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
-    kernels::available().map_err(ProbeError::Unsupported)?;
+    kernels::available()?;
     let (order, cores) = team_cpus(cx);
     let (bytes, note) = array_bytes(cx.topology, cx.memory_budget());
     let jobs = [
@@ -362,7 +362,7 @@ fn threads(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeEr
 }
 
 fn sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
-    kernels::available().map_err(ProbeError::Unsupported)?;
+    kernels::available()?;
     let caches = cx.cache_sizes();
     // Past a quarter of the memory budget the curve is flat (RAM): stop there.
     let max = cx.memory_budget() / 4;

@@ -14,6 +14,12 @@ pub enum ProbeError {
     Failed(String),
 }
 
+impl From<oslab_core::input::Unavailable> for ProbeError {
+    fn from(why: oslab_core::input::Unavailable) -> ProbeError {
+        ProbeError::Unsupported(why.0)
+    }
+}
+
 impl ProbeError {
     /// A failure from the last OS error, naming what was attempted.
     pub fn os(what: &str) -> ProbeError {

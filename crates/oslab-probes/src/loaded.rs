@@ -80,7 +80,7 @@ fn plan(cx: &Context) -> Plan {
 }
 
 fn run(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError> {
-    kernels::available().map_err(ProbeError::Unsupported)?;
+    kernels::available()?;
     let loaders: Vec<usize> = cx.allowed.iter().filter(|&c| c != cx.cpu).collect();
     if loaders.is_empty() {
         return Err(ProbeError::Unsupported(

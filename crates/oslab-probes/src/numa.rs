@@ -62,7 +62,7 @@ fn plan(cx: &Context) -> crate::probe::Plan {
 
 /// Runs every cell of the matrix on `numa`.
 pub fn matrix(cx: &Context, numa: &dyn Numa) -> Result<Vec<Measurement>, ProbeError> {
-    kernels::available().map_err(ProbeError::Unsupported)?;
+    kernels::available()?;
     let nodes = numa.nodes();
     // A cpuset may restrict the memory nodes (Slurm, containers: cpuset.mems): binding to one
     // outside fails, so those columns are said skipped, with the cpuset's list.

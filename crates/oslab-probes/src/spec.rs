@@ -5,7 +5,7 @@
 use crate::core_clock::CoreClock;
 use oslab_core::machine::Fingerprint;
 use oslab_model::memory::MemorySpec;
-use oslab_model::{Figure, Spec};
+use oslab_model::{Figure, NoModel, Spec};
 
 /// The model of this machine, measuring the core clock on the calling thread's cpu (pinned
 /// to `cpu`); `memory` is the user's description, if any.
@@ -23,10 +23,10 @@ pub fn read(fingerprint: &Fingerprint, cpu: usize, memory: Option<&str>) -> Spec
     }
     let core_ghz = match clock {
         Some(c) if c.spread < 0.5 => Ok(Figure::new(c.ghz, c.describe())),
-        Some(c) => Err(format!(
+        Some(c) => Err(NoModel(format!(
             "the core clock could not be measured steadily ({}): the cpu was shared or changed speed",
             c.describe()
-        )),
+        ))),
         None => Err("no dependent-operation chain is written for this architecture".into()),
     };
     Spec::from_parts(
@@ -39,7 +39,7 @@ pub fn read(fingerprint: &Fingerprint, cpu: usize, memory: Option<&str>) -> Spec
 }
 
 /// The exit latency of the deepest enabled idle state of `cpu`, from cpuidle.
-fn idle_exit(cpu: usize) -> Result<Figure, String> {
+fn idle_exit(cpu: usize) -> Result<Figure, NoModel> {
     let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
     let read = |p: String| {
         std::fs::read_to_string(p)
@@ -64,6 +64,8 @@ fn idle_exit(cpu: usize) -> Result<Figure, String> {
             us,
             format!("kernel: cpuidle state {name}, exit latency {us} µs"),
         )),
-        None => Err(format!("{dir} lists no idle states (no cpuidle driver)")),
+        None => Err(NoModel(format!(
+            "{dir} lists no idle states (no cpuidle driver)"
+        ))),
     }
 }

@@ -7,6 +7,7 @@
 use crate::child::{Child, SharedPage};
 use crate::harness::check_interrupt;
 use crate::probe::ProbeError;
+use oslab_core::input::Unavailable;
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{EventKind, Measurement, TimelineEvent, Unit};
 use oslab_core::text::{Block, Doc, Table};
@@ -66,7 +67,7 @@ pub struct Schedule {
     /// The common start, in ticks.
     pub origin: u64,
     /// Context switches on the CPU counted by the kernel over the recording, or why not.
-    pub kernel_switches: Result<u64, String>,
+    pub kernel_switches: Result<u64, Unavailable>,
     /// The quantum the kernel reports for the processes (sched_rr_get_interval), in ns.
     pub rr_interval_ns: Option<f64>,
 }
@@ -156,7 +157,8 @@ pub fn record(
         check_interrupt()?; // dropping the children kills and reaps them
         std::thread::sleep(Duration::from_millis(5).min(until - Instant::now()));
     }
-    let kernel_switches = counter.and_then(|c| c.stop().map_err(|e| perf::explain(&e)));
+    let kernel_switches =
+        counter.and_then(|c| c.stop().map_err(|e| Unavailable(perf::explain(&e))));
     let mut processes = Vec::with_capacity(n);
     for (k, child) in children.into_iter().enumerate() {
         let pid = child.pid();
@@ -192,10 +194,10 @@ pub fn record(
     })
 }
 
-fn switch_counter(cpu: usize) -> Result<Counter, String> {
+fn switch_counter(cpu: usize) -> Result<Counter, Unavailable> {
     let id = perf::tracepoint_id("sched", "sched_switch")
         .map_err(|e| format!("sched:sched_switch: {e}"))?;
-    Counter::open_cpu(perf::TYPE_TRACEPOINT, id, cpu).map_err(|e| perf::explain(&e))
+    Counter::open_cpu(perf::TYPE_TRACEPOINT, id, cpu).map_err(|e| Unavailable(perf::explain(&e)))
 }
 
 /// A stretch one process held the CPU (ticks).
@@ -425,7 +427,7 @@ pub struct Options {
 impl Options {
     /// The process counts to record, or why they cannot be (also when the scheduling class
     /// asked for is not permitted here).
-    pub fn counts(&self) -> Result<Vec<usize>, String> {
+    pub fn counts(&self) -> Result<Vec<usize>, Unavailable> {
         if self.policy == SchedClass::RoundRobin && !oslab_os::affinity::fifo_permitted() {
             return Err("--policy rr needs permission for real-time scheduling (root, CAP_SYS_NICE or an RLIMIT_RTPRIO)".into());
         }

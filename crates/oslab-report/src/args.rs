@@ -3,6 +3,7 @@
 use crate::export::Format;
 use clap::Args;
 use oslab_core::args::Output;
+use oslab_core::input::BadValue;
 use oslab_store::RunSet;
 use std::path::PathBuf;
 
@@ -38,11 +39,11 @@ impl ReportArgs {
 }
 
 /// The formats a report is written in.
-fn report_format(s: &str) -> Result<Format, String> {
+fn report_format(s: &str) -> Result<Format, BadValue> {
     match s {
         "html" => Ok(Format::Html),
         "md" => Ok(Format::Md),
-        _ => Err(format!("{s:?}: html or md")),
+        _ => Err(format!("{s:?}: html or md").into()),
     }
 }
 

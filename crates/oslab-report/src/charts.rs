@@ -37,7 +37,7 @@ fn bandwidth_of(sides: &[Drawn], probe: &str) -> &'static str {
     }
 }
 
-fn figure(svg: Result<String, String>, caption: &str) -> Option<Figure> {
+fn figure(svg: Result<String, crate::plots::PlotError>, caption: &str) -> Option<Figure> {
     svg.ok().map(|s| (s, caption.to_string()))
 }
 

@@ -3,6 +3,11 @@
 //! self-contained HTML report and Markdown with SVG charts. `oslab export` and `oslab report`
 //! both go through [`exporter`]; a new format is one more implementation here.
 
+oslab_core::reason! {
+    /// Why a run cannot be written in a format.
+    NoExport
+}
+
 use crate::{html, paraver, trace};
 use oslab_files::{write_set, FileError};
 use oslab_store::exchange::{self, RunDocument};
@@ -137,7 +142,7 @@ pub trait Exporter {
         false
     }
     /// The files, the main one first; or why this run cannot be written so.
-    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String>;
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, NoExport>;
 }
 
 /// The exporter of a format.
@@ -162,7 +167,7 @@ impl Exporter for Json {
     fn extension(&self) -> &'static str {
         "json"
     }
-    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, NoExport> {
         let bytes = serde_json::to_vec(doc).map_err(|e| e.to_string())?;
         Ok(vec![File::main(bytes)])
     }
@@ -175,7 +180,7 @@ impl Exporter for Csv {
     fn extension(&self) -> &'static str {
         "csv"
     }
-    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, NoExport> {
         let text = match self.samples {
             true => exchange::csv_samples(&doc.run, &doc.measurements),
             false => exchange::csv(&doc.run, &doc.measurements),
@@ -189,12 +194,12 @@ impl Exporter for Perfetto {
     fn extension(&self) -> &'static str {
         "json"
     }
-    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, NoExport> {
         if doc.timeline.is_empty() {
             return Err(format!(
                 "run {} has no timeline to export (runs of `oslab activity` and `oslab timeslice` have one); use --format json or csv",
                 run_id(doc)
-            ));
+            ).into());
         }
         let title = format!("oslab run {} ({})", run_id(doc), doc.run.command);
         let bytes = serde_json::to_vec(&trace::chrome_trace(&title, &doc.timeline))
@@ -211,7 +216,7 @@ impl Exporter for Paraver {
     fn needs_output(&self) -> bool {
         true
     }
-    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, NoExport> {
         // The machine the jobs ran on: a simulated one's size is in its measurements.
         let cpus = doc
             .measurements
@@ -249,7 +254,7 @@ impl Exporter for Html {
     fn needs_output(&self) -> bool {
         true
     }
-    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, NoExport> {
         let page = html::report(&doc.run, &doc.measurements, &doc.timeline);
         Ok(vec![File::main(page)])
     }
@@ -263,7 +268,7 @@ impl Exporter for Markdown {
     fn needs_output(&self) -> bool {
         true
     }
-    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, String> {
+    fn export(&self, doc: &RunDocument) -> Result<Vec<File>, NoExport> {
         let (text, figures) = crate::markdown::markdown(&doc.run, &doc.measurements, &doc.timeline);
         let mut files = vec![File::main(text)];
         files.extend(figures.into_iter().map(|(name, svg)| File {

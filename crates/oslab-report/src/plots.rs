@@ -2,6 +2,11 @@
 //! timeline. Each function returns a complete `<svg>` element to inline in a report, or an error
 //! text when there is nothing to draw.
 
+oslab_core::reason! {
+    /// Why a chart could not be drawn (plotters' error, or values no chart can show).
+    PlotError
+}
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -55,15 +60,15 @@ pub struct Mark {
 }
 
 fn draw(
-    f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
-) -> Result<String, String> {
+    f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), PlotError>,
+) -> Result<String, PlotError> {
     draw_sized(SIZE, f)
 }
 
 fn draw_sized(
     size: (u32, u32),
-    f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
-) -> Result<String, String> {
+    f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), PlotError>,
+) -> Result<String, PlotError> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -74,8 +79,8 @@ fn draw_sized(
     Ok(svg)
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
+fn err(e: impl std::fmt::Display) -> PlotError {
+    PlotError(e.to_string())
 }
 
 /// An axis value as people write it: `250000`, `10`, `2.5`, `0.8`, never `250000.0` or `0.8000`.
@@ -173,7 +178,7 @@ pub fn lines(
     series: &[Series],
     marks: &[Mark],
     log_y: bool,
-) -> Result<String, String> {
+) -> Result<String, PlotError> {
     // Two points make a line that says nothing a table does not: a curve needs three.
     if series.iter().all(|s| s.points.len() < 3) {
         return Err("fewer than 3 points: the table shows them".into());
@@ -337,7 +342,7 @@ fn colour_of(series: &[Series], s: &Series) -> RGBColor {
 }
 
 /// The legend in its own band: a line sample (dashed for a model) and the name of each series.
-fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Result<(), String> {
+fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Result<(), PlotError> {
     for (k, s) in series.iter().enumerate() {
         let y = 50 + 22 * k as i32;
         let (color, dash) = style_of(series, s);
@@ -378,7 +383,7 @@ fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Resu
 const DRAWABLE: f64 = 1e30;
 
 /// Whether values can be placed on an axis ([`DRAWABLE`]); why not, as an error.
-fn drawable(values: &[f64]) -> Result<(), String> {
+fn drawable(values: &[f64]) -> Result<(), PlotError> {
     match values
         .iter()
         .all(|v| v.is_finite() && (*v == 0.0 || (1.0 / DRAWABLE..=DRAWABLE).contains(&v.abs())))
@@ -416,7 +421,7 @@ pub struct Bar {
 /// Horizontal bars with whiskers, labelled at their left in full and valued at their end, the
 /// first at the top; as tall as the bars need; the axis linear from zero. An axis of times (`x_desc` starting with "ns") takes the unit its
 /// values read best in.
-pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, String> {
+pub fn bars(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, PlotError> {
     if bars.is_empty() {
         return Err("no bars to draw".into());
     }
@@ -547,7 +552,7 @@ pub fn heatmap(
     cols: &[String],
     values: &[Vec<Option<f64>>],
     text: &dyn Fn(usize, usize, f64) -> String,
-) -> Result<String, String> {
+) -> Result<String, PlotError> {
     let all: Vec<f64> = values.iter().flatten().flatten().copied().collect();
     if all.is_empty() {
         return Err("no cells to draw".into());
@@ -617,7 +622,7 @@ fn draw_scale(
     lo: f64,
     hi: f64,
     text: &dyn Fn(usize, usize, f64) -> String,
-) -> Result<(), String> {
+) -> Result<(), PlotError> {
     let (_, h) = area.dim_in_pixel();
     let (top, bottom) = (40i32, h as i32 - 40);
     let label = |v: f64| {
@@ -690,7 +695,7 @@ pub fn timeline(
     tracks: &[Track],
     end_ns: f64,
     legend: &[&str],
-) -> Result<String, String> {
+) -> Result<String, PlotError> {
     if tracks.is_empty() || end_ns <= 0.0 || drawable(&[end_ns]).is_err() {
         return Err("no spans to draw".into());
     }

@@ -2,6 +2,7 @@
 //! lock waits (by lock, or by lock time as the paper does).
 
 use super::locks::ThreadWait;
+use oslab_core::input::BadValue;
 use oslab_core::{CpuSet, Topology};
 use std::collections::BTreeMap;
 
@@ -67,12 +68,12 @@ impl Grouping {
 }
 
 impl std::str::FromStr for Grouping {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<Self, BadValue> {
         match s {
             "lock" => Ok(Grouping::Lock),
             "lock-time" => Ok(Grouping::LockTime),
-            _ => Err(format!("{s:?}: expected lock or lock-time")),
+            _ => Err(format!("{s:?}: expected lock or lock-time").into()),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! that share a lock benefit from sharing a cache): T threads, K mutexes, thread i uses lock
 //! i mod K, each acquisition holding the lock for a while and working outside it for a while.
 
+use oslab_core::input::BadValue;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,12 +34,12 @@ pub struct Lockbench {
 
 /// A number of microseconds, not negative.
 #[cfg(feature = "clap")]
-fn micros(s: &str) -> Result<Duration, String> {
+fn micros(s: &str) -> Result<Duration, BadValue> {
     s.parse::<f64>()
         .ok()
         .filter(|v| v.is_finite() && *v >= 0.0)
         .map(|v| Duration::from_secs_f64(v / 1e6))
-        .ok_or_else(|| format!("{s:?}: a non-negative number of microseconds"))
+        .ok_or_else(|| BadValue(format!("{s:?}: a non-negative number of microseconds")))
 }
 
 /// Spins for about `d`, touching `data` so the lock's cache line and its data move with it.
@@ -55,7 +56,7 @@ fn work(d: Duration, data: &mut u64) {
 struct Line(Mutex<u64>);
 
 /// Runs it; returns the seconds from just before the threads start to the last one's end.
-pub fn run(b: &Lockbench) -> Result<f64, String> {
+pub fn run(b: &Lockbench) -> Result<f64, BadValue> {
     let locks: Arc<Vec<Line>> =
         Arc::new((0..b.locks.max(1)).map(|_| Line(Mutex::new(0))).collect());
     let start = Arc::new(Barrier::new(b.threads + 1));

@@ -6,6 +6,7 @@ use super::simulate::{
     simulate, Costs, DaemonSettings, LockProgram, SimulatedMachine, SimulatedRun,
 };
 use oslab_core::catalog::id;
+use oslab_core::input::BadValue;
 use oslab_core::model::{self, judged, Judge, Measurement, Unit};
 use oslab_core::params;
 use oslab_core::stats::Summary;
@@ -148,7 +149,7 @@ pub struct Request {
 }
 
 /// A duration, or zero for "0" (never, none).
-pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, BadValue> {
     if s.trim() == "0" {
         return Ok(Duration::ZERO);
     }

@@ -1,6 +1,7 @@
 //! What the store holds of a run: its record, its status (and how a crashed one is told from a
 //! running one), its tags, a summary for listing, and how a command names a run.
 
+use oslab_core::input::BadValue;
 use oslab_core::tags::{check_tag, MAX_TAGS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -116,13 +117,14 @@ impl RunRecord {
     /// dates in RFC 3339, the end not before the start, a positive id, at most [`MAX_TAGS`] tags that pass [`check_tag`], a
     /// wall time that is a time. The schema says the same of a document; this also holds for a
     /// run `oslab run` is about to store, so what it stores always imports again.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BadValue> {
         for (what, t) in [("started", &self.started), ("finished", &self.finished)] {
             if !oslab_core::time::is_rfc3339(t) {
                 return Err(format!(
                     "{what} is {:?}: not an RFC 3339 date and time",
                     oslab_core::text::shortened(t, 40)
-                ));
+                )
+                .into());
             }
         }
         let at = oslab_core::time::epoch_seconds;
@@ -131,20 +133,20 @@ impl RunRecord {
                 return Err(format!(
                     "finished ({}) before it started ({})",
                     self.finished, self.started
-                ));
+                )
+                .into());
             }
         }
         if self.id.is_some_and(|id| id < 1) {
-            return Err(format!("run id {}: ids start at 1", self.id.unwrap_or(0)));
+            return Err(format!("run id {}: ids start at 1", self.id.unwrap_or(0)).into());
         }
         if !(self.wall_s.is_finite() && self.wall_s >= 0.0) {
-            return Err(format!("wall_s is {}: not a duration", self.wall_s));
+            return Err(format!("wall_s is {}: not a duration", self.wall_s).into());
         }
         if self.tags.len() > MAX_TAGS {
-            return Err(format!(
-                "{} tags: a run carries at most {MAX_TAGS}",
-                self.tags.len()
-            ));
+            return Err(
+                format!("{} tags: a run carries at most {MAX_TAGS}", self.tags.len()).into(),
+            );
         }
         for (k, v) in &self.tags {
             check_tag(k, v)
@@ -186,8 +188,8 @@ pub enum RunRef {
 }
 
 impl std::str::FromStr for RunRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RunRef, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<RunRef, BadValue> {
         match s {
             "latest" | "last" => Ok(RunRef::Latest),
             _ => s
@@ -195,7 +197,11 @@ impl std::str::FromStr for RunRef {
                 .ok()
                 .filter(|&v| v > 0)
                 .map(RunRef::Id)
-                .ok_or_else(|| format!("{s:?} is not a run id (a positive number, or 'latest')")),
+                .ok_or_else(|| {
+                    BadValue(format!(
+                        "{s:?} is not a run id (a positive number, or 'latest')"
+                    ))
+                }),
         }
     }
 }

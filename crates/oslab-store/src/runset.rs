@@ -2,6 +2,7 @@
 //! `3,4,5`, `3-5`, or `tag:kernel=6.18` (every run so labelled).
 
 use crate::{RunRecord, RunRef, Store, StoreError};
+use oslab_core::input::BadValue;
 use oslab_core::model::Measurement;
 use std::fmt;
 
@@ -21,14 +22,14 @@ pub type Loaded = Vec<(RunRecord, Vec<Measurement>)>;
 const MAX_RANGE: i64 = 1000;
 
 impl std::str::FromStr for RunSet {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RunSet, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<RunSet, BadValue> {
         if let Some(tag) = s.strip_prefix("tag:") {
             return match tag.split_once('=') {
                 Some((k, v)) if !k.is_empty() && !v.is_empty() => {
                     Ok(RunSet::Tag(k.to_string(), v.to_string()))
                 }
-                _ => Err(format!("{s:?}: a tag selector is tag:KEY=VALUE")),
+                _ => Err(format!("{s:?}: a tag selector is tag:KEY=VALUE").into()),
             };
         }
         let mut runs = Vec::new();
@@ -37,13 +38,13 @@ impl std::str::FromStr for RunSet {
                 Some((lo, hi)) => {
                     let bound = |b: &str| match b.parse::<RunRef>()? {
                         RunRef::Id(id) => Ok(id),
-                        RunRef::Latest => Err(format!("{part:?}: a range is of run ids")),
+                        RunRef::Latest => Err(BadValue(format!("{part:?}: a range is of run ids"))),
                     };
                     let (lo, hi) = (bound(lo)?, bound(hi)?);
                     if hi < lo || hi - lo >= MAX_RANGE {
                         return Err(format!(
                             "{part:?}: a range runs from a lower id to a higher one, at most {MAX_RANGE} runs"
-                        ));
+                        ).into());
                     }
                     runs.extend((lo..=hi).map(RunRef::Id));
                 }

@@ -13,6 +13,6 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 /// Shorthand: `Err(usage("..."))?`.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
+pub fn usage(msg: impl std::fmt::Display) -> anyhow::Error {
+    UsageError(msg.to_string()).into()
 }

@@ -5,6 +5,7 @@
 use super::matmul::{run_matmul, Matmul, MatmulKernel, PageMove, RunResult, Variant};
 use crate::probe::ProbeError;
 use oslab_core::catalog::metric;
+use oslab_core::input::BadValue;
 use oslab_core::model::{judged, Judge, Measurement, Unit};
 use oslab_core::stats::paired::{self, Arm, Pairs};
 use oslab_core::text::{Block, Doc, Table};
@@ -115,7 +116,7 @@ impl Options {
         allowed: &oslab_core::CpuSet,
         from: usize,
         to: Option<usize>,
-    ) -> Result<Request, String> {
+    ) -> Result<Request, BadValue> {
         let (counters, undefined) = counters_of(&self.counters)?;
         let to = to
             .or_else(|| oslab_os::placement::farthest(topology, allowed, from))
@@ -129,7 +130,7 @@ impl Options {
                 oslab_core::units::bytes(need),
                 oslab_core::units::bytes(free),
                 n = self.size
-            ));
+            ).into());
         }
         let (size, kernels, runs) = (self.size, self.kernels(), self.runs);
         let node = |c: usize| topology.cpu(c).map(|c| c.node);
@@ -181,7 +182,7 @@ impl Options {
 
 /// The counters named in `list` (comma-separated). A preset this cpu has no definition for is
 /// reported in the request's `undefined`, not fatal; a misspelled name is an error.
-pub fn counters_of(list: &str) -> Result<(Vec<Spec>, Vec<String>), String> {
+pub fn counters_of(list: &str) -> Result<(Vec<Spec>, Vec<String>), BadValue> {
     let cpu = CpuId::read();
     let mut specs = Vec::new();
     let mut undefined = Vec::new();

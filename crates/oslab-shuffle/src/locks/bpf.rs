@@ -9,6 +9,7 @@ use super::{proxy, threads, MonitorError, ThreadWait};
 use aya::maps::HashMap;
 use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
+use oslab_core::input::Unavailable;
 use oslab_os::clock::monotonic_ns;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -80,7 +81,7 @@ impl Drop for FutexWaits {
 
 impl FutexWaits {
     /// Loads the program for process `pid` and attaches it to the futex tracepoints.
-    pub fn attach(pid: i32) -> Result<FutexWaits, String> {
+    pub fn attach(pid: i32) -> Result<FutexWaits, Unavailable> {
         let tgid = pid as u32;
         let mut ebpf = EbpfLoader::new()
             // The program reads no kernel structure (tracepoint records only), so it needs no CO-RE
@@ -116,7 +117,7 @@ impl FutexWaits {
                 match p.attach("syscalls", tp) {
                     Ok(_) => {}
                     Err(e) if required => {
-                        return Err(format!("attach to syscalls:{tp}: {}", explain(&e)))
+                        return Err(format!("attach to syscalls:{tp}: {}", explain(&e)).into())
                     }
                     Err(_) => {}
                 }
@@ -281,7 +282,7 @@ fn forget<K: aya::Pod, V: aya::Pod>(ebpf: &mut Ebpf, map: &str, gone: impl Fn(&K
 }
 
 /// An error with its causes, and what to do about a permission error.
-fn explain(e: &dyn std::error::Error) -> String {
+fn explain(e: &dyn std::error::Error) -> Unavailable {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -295,5 +296,5 @@ fn explain(e: &dyn std::error::Error) -> String {
     if text.contains("Operation not permitted") || text.contains("EPERM") {
         text.push_str(" (loading BPF needs CAP_BPF and CAP_PERFMON, or root)");
     }
-    text
+    Unavailable(text)
 }

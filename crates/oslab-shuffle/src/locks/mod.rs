@@ -15,6 +15,8 @@
 pub mod bpf;
 pub mod proxy;
 
+use oslab_core::input::BadValue;
+use oslab_core::input::Unavailable;
 use std::time::Duration;
 
 /// One thread over one interval.
@@ -60,7 +62,7 @@ pub enum MonitorError {
     },
     /// eBPF was asked for and cannot be used.
     #[error("the eBPF lock monitor cannot start: {0}")]
-    Bpf(String),
+    Bpf(Unavailable),
 }
 
 /// The thread ids of `pid`, or why not.
@@ -108,13 +110,13 @@ pub enum Choice {
 }
 
 impl std::str::FromStr for Choice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadValue;
+    fn from_str(s: &str) -> Result<Self, BadValue> {
         match s {
             "auto" => Ok(Choice::Auto),
             "ebpf" | "bpf" => Ok(Choice::Ebpf),
             "proxy" => Ok(Choice::Proxy),
-            _ => Err(format!("{s:?}: expected auto, ebpf or proxy")),
+            _ => Err(format!("{s:?}: expected auto, ebpf or proxy").into()),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A run's rows: the record, measurements and timeline written to and read from SQL.
 
 use super::*;
+use oslab_core::input::BadValue;
 
 /// Inserts the run row; `pid` marks a run being written by this process.
 pub(crate) fn insert_run(
@@ -8,7 +9,8 @@ pub(crate) fn insert_run(
     run: &RunRecord,
     pid: Option<u32>,
 ) -> Result<i64, StoreError> {
-    run.check().map_err(StoreError::Refused)?;
+    run.check()
+        .map_err(|BadValue(why)| StoreError::Refused(why))?;
     tx.execute(
         "INSERT INTO runs (started, finished, status, oslab_version, git_rev, command, hostname, quick, wall_s, fingerprint, environment, pid, boot_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",

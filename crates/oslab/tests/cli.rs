@@ -3120,21 +3120,17 @@ fn info_hwloc_is_this_machine_as_hwloc_reads_it() {
     );
 }
 
+/// `show --repredict`: the same model gives a stored run the same predictions, and a run whose
+/// stored predictions an older model made (here: every one tripled) gets today's instead, with
+/// a line saying which model made them.
 #[test]
-fn a_stored_run_predicted_again_by_the_same_model_gets_the_same_predictions() {
+fn a_stored_run_predicted_again_gets_todays_models_predictions() {
     let _turn = shared();
-    let (_dir, db) = temp_db();
+    let (dir, db) = temp_db();
     let db = db.to_str().unwrap();
     stdout(&["run", "--quick", "timer", "syscall", "--db", db]);
     let stored = json(&stdout(&["show", "latest", "--json", "--db", db]));
-    let again = json(&stdout(&[
-        "show",
-        "latest",
-        "--repredict",
-        "--json",
-        "--db",
-        db,
-    ]));
+    let show_again = |run: &str| json(&stdout(&["show", run, "--repredict", "--json", "--db", db]));
     let predictions = |doc: &Value| -> Vec<Option<f64>> {
         doc["measurements"]
             .as_array()
@@ -3143,15 +3139,40 @@ fn a_stored_run_predicted_again_by_the_same_model_gets_the_same_predictions() {
             .map(|m| m["prediction"]["value"].as_f64())
             .collect()
     };
-    let (a, b) = (predictions(&stored), predictions(&again));
-    assert!(a.iter().flatten().count() >= 10, "{a:?}");
-    for (x, y) in a.iter().zip(&b) {
-        match (x, y) {
-            // The core clock is stored rounded to four digits.
-            (Some(x), Some(y)) => assert!((x / y - 1.0).abs() < 1e-3, "{a:?}\n{b:?}"),
-            (x, y) => assert_eq!(x, y, "{a:?}\n{b:?}"),
+    let same = |a: &[Option<f64>], b: &[Option<f64>]| {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            match (x, y) {
+                // The core clock is stored rounded to four digits.
+                (Some(x), Some(y)) => assert!((x / y - 1.0).abs() < 1e-3, "{a:?}\n{b:?}"),
+                (x, y) => assert_eq!(x, y, "{a:?}\n{b:?}"),
+            }
+        }
+    };
+    let today = predictions(&stored);
+    assert!(today.iter().flatten().count() >= 10, "{today:?}");
+    same(&today, &predictions(&show_again("latest")));
+    // The same run as an older model would have stored it, exported and imported back.
+    let mut old = json(&stdout(&["export", "latest", "--db", db]));
+    for m in old["measurements"].as_array_mut().unwrap() {
+        if let Some(v) = m["prediction"]["value"].as_f64() {
+            m["prediction"]["value"] = (v * 3.0).into();
         }
     }
+    let file = dir.path().join("old.json");
+    std::fs::write(&file, old.to_string()).unwrap();
+    stdout(&["import", file.to_str().unwrap(), "--db", db]);
+    let tripled: Vec<Option<f64>> = today.iter().map(|p| p.map(|v| v * 3.0)).collect();
+    same(
+        &tripled,
+        &predictions(&json(&stdout(&["show", "latest", "--json", "--db", db]))),
+    );
+    same(&today, &predictions(&show_again("latest")));
+    let text = String::from_utf8(stdout(&["show", "latest", "--repredict", "--db", db])).unwrap();
+    assert!(
+        text.starts_with("predictions: made again by this oslab's model"),
+        "{text}"
+    );
 }
 
 #[test]

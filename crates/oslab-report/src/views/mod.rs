@@ -8,4 +8,4 @@ mod run;
 pub(crate) use lists::program_named;
 pub use lists::{fleet, fleet_history, plan, probes, runs};
 pub use measurements::measurements;
-pub use run::run;
+pub use run::{repredicted, run};

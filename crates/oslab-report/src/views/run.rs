@@ -7,7 +7,16 @@ use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 use oslab_core::text::one_line;
 
-/// A run as text: header, table, warnings.
+/// Which model judged a run shown with `--repredict`: this oslab's (`version`, `rev`), not the
+/// one the run's header names, which measured it and stored its first predictions.
+pub fn repredicted(version: &str, rev: &str) -> String {
+    let rev = Some(rev).filter(|r| !r.is_empty());
+    format!(
+        "predictions: made again by this oslab's model ({version}{}), not those stored with the run\n",
+        rev.map(|r| format!(", {r}")).unwrap_or_default()
+    )
+}
+
 /// A run as text: by default the headline, a line per probe, what to distrust, the model in a
 /// line and the warnings ([`crate::summary`]); with `details` every row, the sweeps, the
 /// model's reasons per probe and the warnings with their fixes.

@@ -26,6 +26,7 @@
 //! - [`notices`]: what a library must tell a person and cannot return, through the CLI's sink.
 //! - [`input`]: reasons as types ([`input::BadValue`], [`input::Unavailable`], `reason!` for
 //!   more).
+//! - [`pace::Pace`]: `--quick` or not, decided once and passed down.
 //! - [`tags`]: the labels a run carries and their rules; [`time`]: timestamps as text.
 //! - `args` (feature `clap`): what several commands' command lines share.
 #![deny(missing_docs)]
@@ -44,6 +45,7 @@ pub mod input;
 pub mod machine;
 pub mod model;
 pub mod notices;
+pub mod pace;
 pub mod relations;
 pub mod stats;
 pub mod tags;

@@ -24,6 +24,14 @@ pub fn check_tag(key: &str, value: &str) -> Result<(), BadValue> {
     }
 }
 
+/// Whether a run may carry `n` tags (at most [`MAX_TAGS`]).
+pub fn check_count(n: usize) -> Result<(), BadValue> {
+    match n > MAX_TAGS {
+        true => Err(format!("{n} tags: a run carries at most {MAX_TAGS}").into()),
+        false => Ok(()),
+    }
+}
+
 /// `KEY=VALUE` as a command line gives it, checked by [`check_tag`].
 pub fn parse_tag(s: &str) -> Result<(String, String), BadValue> {
     let (k, v) = s.split_once('=').unwrap_or((s, ""));

@@ -12,6 +12,7 @@ use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self, Entry};
 use oslab_core::model::{judged, Judge, Measurement, Unit};
+use oslab_core::pace::Pace;
 use oslab_core::{params, CpuSet, Topology};
 use oslab_os::affinity::AffinityGuard;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -268,6 +269,11 @@ impl Chosen {
 }
 
 impl Request {
+    /// The budgets `--quick` asks for.
+    pub fn pace(&self) -> Pace {
+        Pace::of(self.quick)
+    }
+
     /// The pairs of `cpus` to measure: `--sample` of them, or without it a big machine's pairs
     /// (2016 for 64 cpus) sampled to what fits the time a suite allows (every topology class
     /// first, then pairs spread over the rest).
@@ -275,9 +281,9 @@ impl Request {
     /// ([`chosen_cpus`]).
     pub fn chosen(&self, topology: &Topology, allowed: &CpuSet) -> Result<Chosen, String> {
         let cpus = &chosen_cpus(self.cpus.as_deref(), topology, allowed)?;
-        let budget = Budget::of(&crate::HarnessConfig::suite(self.quick));
+        let budget = Budget::of(&crate::HarnessConfig::suite(self.pace()));
         let per_pair = budget.time.as_secs_f64().max(0.01);
-        let target = default_seconds(self.quick);
+        let target = default_seconds(self.pace());
         let fits = ((target / per_pair) as usize).max(2);
         let (pairs, total) = pairs(topology, cpus, self.sample.or(Some(fits)));
         let deadline = self
@@ -294,11 +300,10 @@ impl Request {
 }
 
 /// How long `oslab c2c` without `--sample` may take: pairs beyond it are sampled.
-pub fn default_seconds(quick: bool) -> f64 {
-    if quick {
-        15.0
-    } else {
-        60.0
+pub fn default_seconds(pace: Pace) -> f64 {
+    match pace {
+        Pace::Quick => 15.0,
+        Pace::Full => 60.0,
     }
 }
 

@@ -10,6 +10,7 @@
 use crate::error::ProbeError;
 use crate::gate::{self, Fastest, Gate};
 use oslab_core::model::join_notes;
+use oslab_core::pace::Pace;
 use oslab_core::Clock;
 use oslab_os::clock::Ticks;
 use oslab_os::signals;
@@ -30,9 +31,9 @@ pub struct HarnessConfig {
     pub target_batch: Duration,
     /// Warm-up time per body.
     pub warmup: Duration,
-    /// `--quick`: the probes' shorter sweeps and fewer points (decided here, once, never
-    /// guessed from another budget).
-    pub quick: bool,
+    /// `--quick`'s pace: the probes' shorter sweeps and fewer points (decided here, once,
+    /// never guessed from another budget).
+    pub pace: Pace,
     /// Largest working set the memory probes sweep to, in bytes.
     pub memory_max: usize,
     /// Time the runner may spend measuring noisy results again at the end of a run.
@@ -68,7 +69,7 @@ impl HarnessConfig {
             max_samples: 20_000,
             target_batch: Duration::from_micros(50),
             warmup: Duration::from_millis(30),
-            quick: false,
+            pace: Pace::Full,
             memory_max: 1 << 30,
             retry_budget: Duration::from_secs(4),
             suite_target: Duration::from_secs(56),
@@ -78,11 +79,10 @@ impl HarnessConfig {
     }
 
     /// The budgets of the default suite, or of `--quick`.
-    pub fn suite(quick: bool) -> HarnessConfig {
-        if quick {
-            HarnessConfig::quick()
-        } else {
-            HarnessConfig::full()
+    pub fn suite(pace: Pace) -> HarnessConfig {
+        match pace {
+            Pace::Quick => HarnessConfig::quick(),
+            Pace::Full => HarnessConfig::full(),
         }
     }
 
@@ -94,7 +94,7 @@ impl HarnessConfig {
             max_samples: 5_000,
             target_batch: Duration::from_micros(30),
             warmup: Duration::from_millis(10),
-            quick: true,
+            pace: Pace::Quick,
             memory_max: 64 << 20,
             retry_budget: Duration::from_millis(1500),
             suite_target: Duration::from_secs(15),

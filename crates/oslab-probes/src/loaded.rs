@@ -58,7 +58,7 @@ impl Traffic {
 
 /// The loaders' pauses, the idle point first.
 fn pauses(cx: &Context) -> &'static [Option<u64>] {
-    if cx.harness.config.quick {
+    if cx.harness.config.pace.is_quick() {
         &QUICK_PAUSES
     } else {
         &PAUSES
@@ -87,7 +87,7 @@ fn run(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError>
             "needs a second cpu to load memory from".into(),
         ));
     }
-    let quick = cx.harness.config.quick;
+    let quick = cx.harness.config.pace.is_quick();
     // The idle chase's memory: loaded latency is compared with idle, so both chase the same
     // working set (a 32 MiB chase read 99 ns loaded beside 140 ns idle from 256 MiB).
     let size = crate::memory::idle_chase_bytes(cx);

@@ -513,7 +513,7 @@ fn claim_note(level: u8, claimed: u64, last_in: usize, first_out: usize) -> Stri
 pub fn idle_chase_bytes(cx: &Context) -> usize {
     let llc = cx.cache_sizes().into_iter().max().unwrap_or(0) as usize;
     let available = crate::buffer::available_memory().map_or(usize::MAX, |a| a as usize / 2);
-    let most = if cx.harness.config.quick {
+    let most = if cx.harness.config.pace.is_quick() {
         256 << 20
     } else {
         1 << 30

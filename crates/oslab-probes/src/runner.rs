@@ -37,6 +37,22 @@ pub trait Sink {
     fn retrying(&mut self, _probe: &Probe, _attempt: u32) {}
 }
 
+/// Two sinks, each told everything (the CLI's bar, and its session storing the results).
+impl<A: Sink, B: Sink> Sink for (A, B) {
+    fn started(&mut self, probe: &Probe, index: usize, total: usize) {
+        self.0.started(probe, index, total);
+        self.1.started(probe, index, total);
+    }
+    fn finished(&mut self, probe: &Probe, results: &[Measurement]) {
+        self.0.finished(probe, results);
+        self.1.finished(probe, results);
+    }
+    fn retrying(&mut self, probe: &Probe, attempt: u32) {
+        self.0.retrying(probe, attempt);
+        self.1.retrying(probe, attempt);
+    }
+}
+
 /// Attempts at most per probe (the first included).
 pub const MAX_ATTEMPTS: u32 = 3;
 

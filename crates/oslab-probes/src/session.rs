@@ -4,6 +4,7 @@
 
 use crate::{Context, Harness, HarnessConfig, Options};
 use oslab_core::machine::Machine;
+use oslab_core::pace::Pace;
 use oslab_core::topology::TopologyError;
 use oslab_core::CpuSet;
 use oslab_os::affinity::{get_affinity, AffinityGuard, PlacementError, SchedGuard};
@@ -38,8 +39,8 @@ pub struct Session {
     pub cpu: usize,
     /// The peer CPU, when there is one.
     pub peer_cpu: Option<usize>,
-    /// Shorter budgets (`--quick`).
-    pub quick: bool,
+    /// Its budgets.
+    pub pace: Pace,
 }
 
 /// Guards that undo the pinning and priority change when dropped, and what was not permitted.
@@ -54,11 +55,15 @@ impl Session {
     /// Reads the machine and chooses the measuring cpu and its peer (as the user named them, or
     /// [`placement::choose`]'s defaults: isolated cpus first, the affinity widened to them).
     pub fn open(
-        quick: bool,
+        pace: Pace,
         cpu: Option<placement::Named>,
         peer: Option<placement::Named>,
     ) -> Result<Session, SessionError> {
-        let machine = oslab_os::machine::read(Duration::from_millis(if quick { 50 } else { 200 }))?;
+        let calibration = match pace {
+            Pace::Quick => Duration::from_millis(50),
+            Pace::Full => Duration::from_millis(200),
+        };
+        let machine = oslab_os::machine::read(calibration)?;
         let allowed = get_affinity(0).map_err(SessionError::Affinity)?;
         let (allowed, isolated) = oslab_os::affinity::widened_to_isolated(allowed);
         let (cpu, peer_cpu) = placement::choose(&machine.topology, &allowed, &isolated, cpu, peer)?;
@@ -67,7 +72,7 @@ impl Session {
             allowed,
             cpu,
             peer_cpu,
-            quick,
+            pace,
         })
     }
 
@@ -91,7 +96,7 @@ impl Session {
 
     /// A harness with this session's budgets.
     pub fn harness(&self) -> Harness {
-        self.harness_with(HarnessConfig::suite(self.quick))
+        self.harness_with(HarnessConfig::suite(self.pace))
     }
 
     /// A harness with other budgets (tests use short ones).

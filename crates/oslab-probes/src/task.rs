@@ -413,7 +413,7 @@ fn fork_with_sweep(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>,
     if cx.options.helper.is_none() {
         return Ok(out);
     }
-    let sizes = if cx.harness.config.quick {
+    let sizes = if cx.harness.config.pace.is_quick() {
         SWEEP_MIB_QUICK
     } else {
         SWEEP_MIB

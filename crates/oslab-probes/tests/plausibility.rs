@@ -62,7 +62,7 @@ fn with_budget<T: Send + 'static>(
     f: impl FnOnce(&Context) -> T + Send + 'static,
 ) -> T {
     std::thread::spawn(move || {
-        let session = Session::open(true, None, None).unwrap();
+        let session = Session::open(oslab_core::pace::Pace::Quick, None, None).unwrap();
         let _placed = session.place(true).unwrap();
         let mut cfg = HarnessConfig::quick();
         cfg.budget = budget;
@@ -245,7 +245,7 @@ fn context_switches_take_between_100ns_and_1ms() {
 fn the_fallback_clock_times_every_interval_on_itself() {
     let _turn = serial();
     let ms = std::thread::spawn(|| {
-        let session = Session::open(true, None, None).unwrap();
+        let session = Session::open(oslab_core::pace::Pace::Quick, None, None).unwrap();
         let _placed = session.place(true).unwrap();
         let mut cfg = HarnessConfig::quick();
         cfg.budget = Duration::from_millis(40);

@@ -6,6 +6,7 @@ use crate::exchange::RunDocument;
 use crate::{RunRecord, RunStatus, Store, StoreError};
 use oslab_core::machine::Machine;
 use oslab_core::model::{Measurement, TimelineEvent};
+use oslab_core::pace::Pace;
 use std::cell::Cell;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -52,7 +53,7 @@ pub struct Recorder {
     program: Program,
     started: String,
     wall: Instant,
-    quick: bool,
+    pace: Pace,
     tags: std::collections::BTreeMap<String, String>,
     run_id: Cell<Option<i64>>,
 }
@@ -60,13 +61,13 @@ pub struct Recorder {
 impl Recorder {
     /// A run about to start (nothing is written until [`Recorder::begin`] or
     /// [`Recorder::finish`]).
-    pub fn new(store: Store, program: Program, quick: bool) -> Recorder {
+    pub fn new(store: Store, program: Program, pace: Pace) -> Recorder {
         Recorder {
             store,
             program,
             started: oslab_core::time::utc_now(),
             wall: Instant::now(),
-            quick,
+            pace,
             tags: Default::default(),
             run_id: Cell::new(None),
         }
@@ -116,7 +117,7 @@ impl Recorder {
             git_rev: self.program.git_rev.clone(),
             command: self.program.command.clone(),
             hostname: machine.fingerprint.hostname.clone(),
-            quick: self.quick,
+            quick: self.pace.is_quick(),
             wall_s: self.wall_s(),
             fingerprint: serde_json::to_value(&machine.fingerprint)
                 .unwrap_or(serde_json::Value::Null),

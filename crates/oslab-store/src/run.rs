@@ -2,7 +2,7 @@
 //! running one), its tags, a summary for listing, and how a command names a run.
 
 use oslab_core::input::BadValue;
-use oslab_core::tags::{check_tag, MAX_TAGS};
+use oslab_core::tags::{check_count, check_tag};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -143,11 +143,7 @@ impl RunRecord {
         if !(self.wall_s.is_finite() && self.wall_s >= 0.0) {
             return Err(format!("wall_s is {}: not a duration", self.wall_s).into());
         }
-        if self.tags.len() > MAX_TAGS {
-            return Err(
-                format!("{} tags: a run carries at most {MAX_TAGS}", self.tags.len()).into(),
-            );
-        }
+        check_count(self.tags.len())?;
         for (k, v) in &self.tags {
             check_tag(k, v)
                 .map_err(|e| format!("tag {:?}: {e}", oslab_core::text::shortened(k, 40)))?;

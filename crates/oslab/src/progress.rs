@@ -1,7 +1,5 @@
-//! Progress on stderr while probes run: a bar on a terminal, nothing otherwise; and each probe's
-//! results stored as soon as it completes.
+//! Progress on stderr while probes run: a bar on a terminal, a line every 10 s otherwise.
 
-use crate::cmd::session::RecordedSession;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use oslab_core::model::Measurement;
 use oslab_probes::registry::Remaining;
@@ -9,10 +7,9 @@ use oslab_probes::runner::Sink;
 use oslab_probes::Probe;
 use std::io::IsTerminal;
 
-/// Draws one bar over the probes of a run, and stores their results as they complete.
-pub struct Progress<'a> {
+/// Draws one bar over the probes of a run.
+pub struct Progress {
     bar: ProgressBar,
-    session: &'a RecordedSession,
     /// Without a terminal: when the last progress line was written (a CI log is not silent for
     /// minutes), or None on a terminal, where the bar says it.
     logged: Option<std::time::Instant>,
@@ -28,15 +25,14 @@ const LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 /// Bar units per planned second.
 const SCALE: f64 = 100.0;
 
-impl<'a> Progress<'a> {
+impl Progress {
     /// A bar over `probes` (planned with `cx`), advancing by each one's planned seconds;
     /// hidden when stderr is not a terminal.
     pub fn new(
         probes: &[&'static Probe],
         repetitions: u32,
         cx: &oslab_probes::Context,
-        session: &'a RecordedSession,
-    ) -> Progress<'a> {
+    ) -> Progress {
         let remaining = Remaining::new(&oslab_probes::registry::plan(probes, cx), repetitions);
         let total = remaining.total();
         let bar = ProgressBar::new((total * SCALE) as u64);
@@ -55,7 +51,6 @@ impl<'a> Progress<'a> {
         }
         Progress {
             bar,
-            session,
             logged: (!terminal).then(std::time::Instant::now),
             remaining,
             message: String::new(),
@@ -80,7 +75,7 @@ impl<'a> Progress<'a> {
     }
 }
 
-impl Sink for Progress<'_> {
+impl Sink for Progress {
     fn started(&mut self, probe: &Probe, index: usize, total: usize) {
         self.message = format!("{}/{total} {}", index + 1, probe.id());
         self.show();
@@ -96,8 +91,7 @@ impl Sink for Progress<'_> {
         }
     }
 
-    fn finished(&mut self, probe: &Probe, results: &[Measurement]) {
-        self.session.append(results);
+    fn finished(&mut self, probe: &Probe, _results: &[Measurement]) {
         let elapsed = self.bar.elapsed().as_secs_f64();
         let planned = self.remaining.finished(probe.id(), elapsed);
         self.bar.inc((planned * SCALE) as u64);

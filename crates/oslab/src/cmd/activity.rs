@@ -1,6 +1,6 @@
 //! `oslab activity`: the busy-loop tracker on one CPU, its periods stored as a timeline.
 
-use super::session::RecordedSession;
+use super::session::{Pace, RecordedSession};
 use crate::cli::ActivityArgs;
 use crate::error::usage;
 use oslab_core::catalog::id;
@@ -15,7 +15,7 @@ pub fn run(args: ActivityArgs) -> anyhow::Result<ExitCode> {
         oslab_files::check_writable(path).map_err(|e| usage(format!("--trace {e}")))?;
     }
     let mut session = RecordedSession::open(
-        false,
+        Pace::Full,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         None,
         &args.out,

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let req = &args.request;
-    let mut session = RecordedSession::open(req.quick, None, None, &args.out)?;
+    let mut session = RecordedSession::open(req.pace(), None, None, &args.out)?;
     let topology = session.machine.topology.clone();
     let chosen = req.chosen(&topology, &session.allowed).map_err(usage)?;
     let (pairs, total) = (&chosen.pairs, chosen.total);

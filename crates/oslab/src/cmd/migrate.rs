@@ -1,7 +1,7 @@
 //! `oslab migrate`: the matrix-multiply migration experiment
 //! ([`oslab_probes::migration::experiment`]) on the cpus the user chose.
 
-use super::session::RecordedSession;
+use super::session::{Pace, RecordedSession};
 use crate::cli::MigrateArgs;
 use crate::error::usage;
 use oslab_os::affinity::{get_affinity, AffinityGuard};
@@ -25,7 +25,7 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let allowed = get_affinity(0)?;
     let from = o.from_cpu(&allowed);
     let mut session = RecordedSession::open(
-        false,
+        Pace::Full,
         Some(("--from", &from)),
         o.to.as_deref().map(|t| ("--to", t)),
         &args.out,

@@ -1,6 +1,6 @@
 //! `oslab run`: select probes, place ourselves, measure, store, print.
 
-use super::session::RecordedSession;
+use super::session::{Pace, RecordedSession};
 use crate::cli::RunArgs;
 use crate::error::usage;
 use crate::progress::Progress;
@@ -20,20 +20,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return plan(&probes, &args, &options);
     }
     // The run's budgets, decided once.
-    let config = HarnessConfig::suite(args.quick);
+    let pace = Pace::of(args.quick);
+    let config = HarnessConfig::suite(pace);
     if probes.iter().any(|p| p.id() == id::FAULTS_FILE) {
         faults::check_request(&options, config.memory_max).map_err(usage)?;
     }
-    if args.tag.len() > oslab_store::MAX_TAGS {
-        return Err(usage(format!(
-            "{} --tag options: a run carries at most {}",
-            args.tag.len(),
-            oslab_store::MAX_TAGS
-        )));
-    }
+    oslab_core::tags::check_count(args.tag.len()).map_err(usage)?;
     let [cpu, peer] = args.named_cpus();
-    let mut session =
-        RecordedSession::open(args.quick, cpu, peer, &args.out)?.details(args.details);
+    let mut session = RecordedSession::open(pace, cpu, peer, &args.out)?.details(args.details);
     for (k, v) in &args.tag {
         session.tag(k, v);
     }
@@ -43,9 +37,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let _placed = session.place(args.no_rt)?;
         let harness = session.harness();
         let cx = session.context(&harness, &options);
-        let mut progress = Progress::new(&probes, args.repeat, &cx, &session);
-        let outcome = runner::run(&probes, args.repeat, &cx, &mut progress);
-        progress.finish();
+        // The bar shows; the session stores each probe's results as it completes.
+        let mut sinks = (Progress::new(&probes, args.repeat, &cx), &session);
+        let outcome = runner::run(&probes, args.repeat, &cx, &mut sinks);
+        sinks.0.finish();
         outcome
     };
     for w in outcome.warnings() {
@@ -64,7 +59,7 @@ fn plan(
     options: &Options,
 ) -> anyhow::Result<ExitCode> {
     let [cpu, peer] = args.named_cpus();
-    let session = super::session::machine_session(args.quick, cpu, peer)?;
+    let session = super::session::machine_session(Pace::of(args.quick), cpu, peer)?;
     let harness = session.harness();
     let cx = session.context(&harness, options);
     let planned = registry::plan(probes, &cx);

@@ -6,6 +6,7 @@ use super::{print_json, print_text};
 use crate::cli::Output;
 use crate::error::usage;
 use oslab_core::model::{Measurement, TimelineEvent};
+pub use oslab_core::pace::Pace;
 use oslab_os::placement::Named;
 use oslab_os::signals;
 use oslab_probes::session::{self, Placement, SessionError};
@@ -60,11 +61,11 @@ fn program() -> Program {
 
 /// Reads the machine and checks the cpus asked for (a wrong one is a usage error).
 pub fn machine_session(
-    quick: bool,
+    pace: Pace,
     cpu: Option<Named>,
     peer: Option<Named>,
 ) -> anyhow::Result<session::Session> {
-    session::Session::open(quick, cpu, peer).map_err(|e| match e {
+    session::Session::open(pace, cpu, peer).map_err(|e| match e {
         SessionError::Misplaced(m) => usage(m.0),
         other => other.into(),
     })
@@ -73,13 +74,13 @@ pub fn machine_session(
 impl RecordedSession {
     /// Reads the machine and checks the request; opens the store. Installs the Ctrl-C handler.
     pub fn open(
-        quick: bool,
+        pace: Pace,
         cpu: Option<Named>,
         peer: Option<Named>,
         out: &Output,
     ) -> anyhow::Result<RecordedSession> {
-        let inner = machine_session(quick, cpu, peer)?;
-        let recorder = Recorder::new(super::store().open()?, program(), quick);
+        let inner = machine_session(pace, cpu, peer)?;
+        let recorder = Recorder::new(super::store().open()?, program(), pace);
         signals::install();
         Ok(RecordedSession {
             inner,
@@ -205,5 +206,12 @@ impl RecordedSession {
             return Ok(ExitCode::from(oslab_os::signals::exit_status()));
         }
         Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// Each probe's results stored as soon as it completes ([`RecordedSession::append`]).
+impl oslab_probes::runner::Sink for &RecordedSession {
+    fn finished(&mut self, _probe: &oslab_probes::Probe, results: &[Measurement]) {
+        self.append(results);
     }
 }

@@ -1,6 +1,6 @@
 //! `oslab shuffle`: the lock-contention shuffler on a live process.
 
-use super::session::RecordedSession;
+use super::session::{Pace, RecordedSession};
 use crate::cli::{ShuffleArgs, ShuffleCommand, ShuffleSimulateArgs};
 use crate::error::usage;
 use oslab_os::signals;
@@ -14,7 +14,7 @@ pub fn run(args: ShuffleArgs) -> anyhow::Result<ExitCode> {
         return simulate(a);
     }
     let running = args.pid.map(Process::running).transpose().map_err(usage)?;
-    let mut session = RecordedSession::open(false, None, None, &args.out)?;
+    let mut session = RecordedSession::open(Pace::Full, None, None, &args.out)?;
     let target = match running {
         Some(t) => t,
         None => Process::start(&args.command, args.out.json).map_err(usage)?,
@@ -41,7 +41,7 @@ fn simulate(mut a: ShuffleSimulateArgs) -> anyhow::Result<ExitCode> {
         eprintln!("profile of run {id}: {}", profile.describe());
         a.request.recorded = Some(profile);
     }
-    let mut session = RecordedSession::open(true, None, None, &a.out)?.simulation();
+    let mut session = RecordedSession::open(Pace::Quick, None, None, &a.out)?.simulation();
     let t = std::time::Instant::now();
     let study = oslab_shuffle::study::study(&a.request, &signals::interrupted);
     eprintln!("simulated in {:.1} s", t.elapsed().as_secs_f64());

@@ -1,7 +1,7 @@
 //! `oslab shuffle-eval`: workloads run with and without shuffling
 //! ([`oslab_shuffle::eval::evaluate`]).
 
-use super::session::RecordedSession;
+use super::session::{Pace, RecordedSession};
 use crate::cli::ShuffleEvalArgs;
 use crate::error::usage;
 use oslab_os::signals;
@@ -9,7 +9,7 @@ use oslab_shuffle::eval;
 use std::process::ExitCode;
 
 pub fn run(args: ShuffleEvalArgs) -> anyhow::Result<ExitCode> {
-    let mut session = RecordedSession::open(false, None, None, &args.out)?;
+    let mut session = RecordedSession::open(Pace::Full, None, None, &args.out)?;
     let me = std::env::current_exe()?.to_string_lossy().to_string();
     let (req, threads) = args
         .options

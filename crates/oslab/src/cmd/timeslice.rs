@@ -1,6 +1,6 @@
 //! `oslab timeslice`: N processes on one CPU, their schedule, slices and switches.
 
-use super::session::RecordedSession;
+use super::session::{Pace, RecordedSession};
 use crate::cli::TimesliceArgs;
 use crate::error::usage;
 use oslab_core::CpuSet;
@@ -17,7 +17,7 @@ pub fn run(args: TimesliceArgs) -> anyhow::Result<ExitCode> {
     }
     let counts = o.counts().map_err(usage)?;
     let mut session = RecordedSession::open(
-        false,
+        Pace::Full,
         args.cpu.as_deref().map(|c| ("--cpu", c)),
         None,
         &args.out,

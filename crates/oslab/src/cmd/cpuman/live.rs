@@ -1,7 +1,7 @@
 //! `oslab cpuman run`: a workload live on this machine's cpus
 //! ([`oslab_cpuman::manager::Request`]).
 
-use super::super::session::RecordedSession;
+use super::super::session::{Pace, RecordedSession};
 use crate::cli::CpumanRunArgs;
 use crate::error::usage;
 use oslab_core::model::Unit;
@@ -20,7 +20,7 @@ pub fn run(args: CpumanRunArgs) -> anyhow::Result<ExitCode> {
         oslab_files::check_writable(&base.with_extension("prv"))
             .map_err(|e| usage(format!("--paraver {e}")))?;
     }
-    let mut session = RecordedSession::open(true, None, None, &args.out)?;
+    let mut session = RecordedSession::open(Pace::Quick, None, None, &args.out)?;
     let program = std::env::current_exe()?;
     // `_balancing` holds NUMA balancing as the run needs it until the run is stored.
     let manager::Prepared {

@@ -3,7 +3,7 @@
 
 mod live;
 
-use super::session::RecordedSession;
+use super::session::{Pace, RecordedSession};
 use super::{print_json, print_text};
 use crate::cli::{
     CpumanArgs, CpumanCommand, CpumanCompareArgs, CpumanJobArgs, CpumanSimulateArgs,
@@ -51,7 +51,7 @@ fn speedups(run: Option<&str>, store: &Location) -> anyhow::Result<Speedups> {
 fn simulate(a: CpumanSimulateArgs) -> anyhow::Result<ExitCode> {
     let r = &a.request;
     let speedups = speedups(r.speedups.as_deref(), super::store())?;
-    let mut session = RecordedSession::open(true, None, None, &a.out)?;
+    let mut session = RecordedSession::open(Pace::Quick, None, None, &a.out)?;
     let (cpus, from) = r.cpus().map_err(usage)?;
     if let Some(from) = from {
         eprintln!("{cpus} cpus: {from}");

@@ -4,9 +4,11 @@
 //! that writes to standard error. Without one, notices are kept (the most recent
 //! [`KEPT_AT_MOST`]) for [`drain`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 static SINK: OnceLock<fn(&str)> = OnceLock::new();
+static DETAILS: AtomicBool = AtomicBool::new(false);
 static KEPT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Notices kept without a sink, the oldest dropped first.
@@ -28,6 +30,19 @@ pub fn say(message: &str) {
             }
             kept.push(message.to_string());
         }
+    }
+}
+
+/// Whether [`detail`] says anything from now on (`-v`).
+pub fn show_details(on: bool) {
+    DETAILS.store(on, Ordering::Relaxed);
+}
+
+/// Tells a person a decision made while working (a batch's size, a retry, a budget), only when
+/// details were asked for ([`show_details`]); prefixed with who decided (`harness: ...`).
+pub fn detail(who: &str, message: &str) {
+    if DETAILS.load(Ordering::Relaxed) {
+        say(&format!("{who}: {message}"));
     }
 }
 

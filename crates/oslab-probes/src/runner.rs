@@ -223,6 +223,7 @@ pub fn run(
     let mut done: Vec<(&'static Probe, Vec<Measurement>, Duration)> = Vec::new();
     let total = probes.len() * repetitions.max(1) as usize;
     outcome.planned = total;
+    detail(&cx.harness.config.describe());
     'passes: for repetition in 1..=repetitions.max(1) {
         for probe in probes {
             sink.started(probe, done.len(), total);
@@ -235,6 +236,12 @@ pub fn run(
                 m.repetition = repetition;
             }
             sink.finished(probe, &results);
+            detail(&format!(
+                "{} (repetition {repetition}) took {:.2} s: {}",
+                probe.id(),
+                began.elapsed().as_secs_f64(),
+                statuses(&results)
+            ));
             done.push((probe, results, began.elapsed()));
         }
     }
@@ -271,6 +278,33 @@ pub fn run(
     let host = outcome.host();
     outcome.measurements.extend(host);
     outcome
+}
+
+/// Says a decision of the runner's (`-v`).
+fn detail(message: &str) {
+    oslab_core::notices::detail("harness", message);
+}
+
+/// How many of `results` are ok, noisy (with their causes), skipped and failed, in words.
+fn statuses(results: &[Measurement]) -> String {
+    let mut noisy: std::collections::BTreeMap<String, usize> = Default::default();
+    let (mut ok, mut skipped, mut failed) = (0, 0, 0);
+    for m in results {
+        match &m.status {
+            Status::Ok => ok += 1,
+            Status::Skipped(_) => skipped += 1,
+            Status::Failed(_) => failed += 1,
+            Status::Noisy(why) => *noisy.entry(format!("noisy ({why})")).or_default() += 1,
+        }
+    }
+    let mut parts = vec![format!("{ok} ok")];
+    parts.extend(noisy.iter().map(|(s, n)| format!("{n} {s}")));
+    for (n, what) in [(skipped, "skipped"), (failed, "failed")] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    parts.join(", ")
 }
 
 /// Time left for retries after the passes took `elapsed`: the retry budget, but never past the
@@ -358,7 +392,14 @@ fn retry_noisy(
         order.sort_by_key(|&i| done[i].2);
         for i in order {
             let (probe, ref mut kept, cost) = done[i];
-            if started.elapsed() + cost > budget {
+            let left = budget.saturating_sub(started.elapsed());
+            if cost > left {
+                detail(&format!(
+                    "{} not measured again (attempt {attempt_no}): it takes {:.2} s, {:.2} s of the retry budget left",
+                    probe.id(),
+                    cost.as_secs_f64(),
+                    left.as_secs_f64()
+                ));
                 continue;
             }
             sink.retrying(probe, attempt_no);
@@ -366,6 +407,11 @@ fn retry_noisy(
                 return true;
             };
             merge_attempt(kept, again, attempt_no);
+            detail(&format!(
+                "{} measured again (attempt {attempt_no}), the better supported kept: {}",
+                probe.id(),
+                statuses(kept)
+            ));
         }
     }
     false

@@ -24,6 +24,10 @@ pub struct Cli {
     /// Print long output as it is (default on a terminal: through $PAGER, else `less`).
     #[arg(long, global = true)]
     pub no_pager: bool,
+    /// Say the harness's decisions on stderr: its budgets, each probe's time and statuses, what
+    /// was measured again and what was not, and why.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// The store (`--db`, `--db-timeout`): before or after the subcommand.
     #[command(flatten)]
     pub store: Location,

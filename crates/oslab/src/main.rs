@@ -46,6 +46,7 @@ fn oslab() -> ExitCode {
     // The libraries' notices (a store another process holds, a setting not put back) are said
     // here, as every message: bounded and made printable.
     oslab_core::notices::install(cmd::say);
+    oslab_core::notices::show_details(args.verbose);
     if args.wide {
         oslab_report::table::set_width(None);
     }

@@ -113,7 +113,10 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
         assert!(median > 1.0 && median < 1e6, "{m}");
         assert!(m["cycles"].as_f64().is_some());
     }
-    assert!(String::from_utf8_lossy(&out.stderr).contains("stored as run 1"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("stored as run 1"), "{said}");
+    // The harness's decisions only with -v.
+    assert!(!said.contains("harness:"), "{said}");
     assert_eq!(stored_runs(&db), vec![(1, "complete".to_string(), 3)]);
 
     let shown = json(&stdout(&["show", "1", "--json", "--db", dbs]));
@@ -126,6 +129,19 @@ fn run_stores_what_it_prints_and_show_reprints_it() {
     );
     let runs = json(&stdout(&["runs", "--json", "--db", dbs]));
     assert_eq!(runs[0]["measurements"], 3);
+    let verbose = oslab()
+        .args(["run", "--quick", "timer.rdtsc", "-v", "--db", dbs])
+        .assert()
+        .success()
+        .get_output()
+        .stderr
+        .clone();
+    let verbose = String::from_utf8_lossy(&verbose);
+    assert!(
+        verbose.contains("harness: --quick budgets: 70 ms per measurement")
+            && verbose.contains("harness: timer.rdtsc (repetition 1) took"),
+        "{verbose}"
+    );
 }
 
 #[test]

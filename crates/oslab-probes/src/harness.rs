@@ -104,23 +104,28 @@ impl HarnessConfig {
     }
 
     /// The budgets in words (`-v`).
-    pub fn describe(&self) -> String {
+    pub fn describe(&self) -> [String; 2] {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        format!(
-            "{} budgets: {:.0} ms per measurement, {}-{} samples in batches of about {:.0} µs after {:.0} ms of warm-up; working sets up to {}; noisy results measured again within {:.1} s; a pass aims at {} s",
-            match self.pace {
-                Pace::Quick => "--quick",
-                Pace::Full => "full",
-            },
-            ms(self.budget),
-            self.min_samples,
-            self.max_samples,
-            ms(self.target_batch) * 1e3,
-            ms(self.warmup),
-            oslab_core::units::bytes(self.memory_max as u64),
-            self.retry_budget.as_secs_f64(),
-            self.suite_target.as_secs()
-        )
+        let pace = match self.pace {
+            Pace::Quick => "--quick",
+            Pace::Full => "full",
+        };
+        [
+            format!(
+                "{pace} budgets: {:.0} ms a measurement, {}-{} samples, batches of {:.0} µs, {:.0} ms warm-up",
+                ms(self.budget),
+                self.min_samples,
+                self.max_samples,
+                ms(self.target_batch) * 1e3,
+                ms(self.warmup),
+            ),
+            format!(
+                "{pace} budgets: working sets up to {}, retries within {:.1} s, a pass in {} s",
+                oslab_core::units::bytes(self.memory_max as u64),
+                self.retry_budget.as_secs_f64(),
+                self.suite_target.as_secs()
+            ),
+        ]
     }
 }
 

@@ -223,7 +223,9 @@ pub fn run(
     let mut done: Vec<(&'static Probe, Vec<Measurement>, Duration)> = Vec::new();
     let total = probes.len() * repetitions.max(1) as usize;
     outcome.planned = total;
-    detail(&cx.harness.config.describe());
+    for line in cx.harness.config.describe() {
+        detail(&line);
+    }
     'passes: for repetition in 1..=repetitions.max(1) {
         for probe in probes {
             sink.started(probe, done.len(), total);

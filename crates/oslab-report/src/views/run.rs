@@ -12,7 +12,7 @@ use oslab_core::text::one_line;
 pub fn repredicted(version: &str, rev: &str) -> String {
     let rev = Some(rev).filter(|r| !r.is_empty());
     format!(
-        "predictions: made again by this oslab's model ({version}{}), not those stored with the run\n",
+        "predictions: by this oslab's model ({version}{}), not the run's own\n",
         rev.map(|r| format!(", {r}")).unwrap_or_default()
     )
 }

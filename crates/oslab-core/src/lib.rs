@@ -24,7 +24,7 @@
 //! - [`units`]: values and sizes printed for reading (ns to µs/ms/s, KiB/MiB/GiB), three
 //!   significant figures, fewer when the interval is wide.
 //! - [`notices`]: what a library must tell a person and cannot return, through the CLI's sink.
-//! - [`input`]: reasons as types ([`input::BadValue`], [`input::Unavailable`], `reason!` for
+//! - [`reason`]: reasons as types ([`reason::BadValue`], [`reason::Unavailable`], `reason!` for
 //!   more).
 //! - [`pace::Pace`]: `--quick` or not, decided once and passed down.
 //! - [`tags`]: the labels a run carries and their rules; [`time`]: timestamps as text.
@@ -41,11 +41,11 @@ pub mod conditions;
 pub mod cpulist;
 pub mod cpuset;
 pub mod dmi;
-pub mod input;
 pub mod machine;
 pub mod model;
 pub mod notices;
 pub mod pace;
+pub mod reason;
 pub mod relations;
 pub mod stats;
 pub mod tags;

@@ -1,7 +1,7 @@
 //! The labels a run carries (`--tag kernel=6.18`, a fleet job and node): the rules every stored
 //! run keeps, checked where a tag is typed as well as where it is stored.
 
-use crate::input::BadValue;
+use crate::reason::BadValue;
 
 /// The most tags a run carries (the schema's `maxProperties`).
 pub const MAX_TAGS: usize = 256;

@@ -1,7 +1,7 @@
 //! Units chosen for reading: nanoseconds scale to µs, ms and s; numbers keep three significant
 //! figures, fewer when their interval is wide.
 
-use crate::input::BadValue;
+use crate::reason::BadValue;
 use serde::{Deserialize, Serialize};
 
 /// Unit of a measured value.

@@ -5,7 +5,7 @@
 //! (fewest nodes, then shortest span). More processors allocated than exist (each running job
 //! holds at least one) shares the least-used CPUs.
 
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use oslab_core::topology::Topology;
 use oslab_core::CpuSet;
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! and the automatic NUMA balancing switch, restored when the guard drops.
 
 use super::outcome::CpuBursts;
-use oslab_core::input::Unavailable;
+use oslab_core::reason::Unavailable;
 use oslab_os::perf::{self, Counter};
 use std::collections::BTreeMap;
 use std::fs;

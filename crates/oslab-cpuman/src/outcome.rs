@@ -5,8 +5,8 @@
 use crate::jobs::Kind;
 use crate::tally::{valued, Tally, JOBS_SHOWN, METRICS, PAGES_MOVED};
 use oslab_core::catalog::id;
-use oslab_core::input::Unavailable;
 use oslab_core::model::{self, judged, Judge, Measurement, Status, TimelineEvent, Unit};
+use oslab_core::reason::Unavailable;
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use serde_json::{Map, Value};

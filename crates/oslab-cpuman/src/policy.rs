@@ -23,7 +23,7 @@
 //! performs badly and gives processors back). As jobs finish the level falls back towards the
 //! base. Native and equipartition keep the base level fixed.
 
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use std::collections::BTreeMap;
 
 /// Page migration mode.

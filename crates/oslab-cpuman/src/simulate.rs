@@ -46,7 +46,7 @@ use super::workload::{trace_machine, JobSpec, Jobs, Resolved, Source};
 use crate::jobs::{Below8, Kind};
 use crate::policy::Policy;
 use crate::speedups::Speedups;
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use std::time::Duration;
 
 /// Where a job's pages are first touched.

@@ -12,7 +12,7 @@
 
 use crate::jobs::{mix, Kind};
 use crate::swf::{self, SwfJob};
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use oslab_core::stats::SplitMix64;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

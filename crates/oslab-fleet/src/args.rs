@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 use oslab_core::args::Output;
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use std::path::PathBuf;
 
 /// `oslab fleet`.

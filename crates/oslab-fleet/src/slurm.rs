@@ -1,6 +1,6 @@
 //! The Slurm side: the batch script, and the client commands (sinfo, scontrol, sbatch, squeue).
 
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use std::path::Path;
 use std::process::Command;
 

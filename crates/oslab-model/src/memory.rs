@@ -4,7 +4,7 @@
 
 use crate::NoModel;
 use oslab_core::dmi;
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 
 /// What the memory is, and where that was learned.
 #[derive(Debug, Clone, PartialEq)]

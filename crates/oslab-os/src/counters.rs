@@ -9,8 +9,8 @@
 //! opened is reported with the reason and never given a number.
 
 use crate::perf;
-use oslab_core::input::BadValue;
 use oslab_core::machine::Availability;
+use oslab_core::reason::BadValue;
 use std::io;
 use std::path::Path;
 

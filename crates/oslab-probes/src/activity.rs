@@ -7,8 +7,8 @@
 use crate::harness::check_interrupt;
 use crate::probe::{Context, Probe, ProbeError};
 use oslab_core::catalog::{self};
-use oslab_core::input::BadValue;
 use oslab_core::model::{judged, EventKind, Judge, Measurement, TimelineEvent, Unit};
+use oslab_core::reason::BadValue;
 use oslab_core::{params, Clock, Status};
 use oslab_os::clock::Ticks;
 use oslab_os::interrupts;

@@ -14,8 +14,8 @@ pub enum ProbeError {
     Failed(String),
 }
 
-impl From<oslab_core::input::Unavailable> for ProbeError {
-    fn from(why: oslab_core::input::Unavailable) -> ProbeError {
+impl From<oslab_core::reason::Unavailable> for ProbeError {
+    fn from(why: oslab_core::reason::Unavailable) -> ProbeError {
         ProbeError::Unsupported(why.0)
     }
 }

@@ -144,7 +144,7 @@ impl Kernel {
 }
 
 /// Whether the assembly kernels can run on this CPU.
-pub fn available() -> Result<(), oslab_core::input::Unavailable> {
+pub fn available() -> Result<(), oslab_core::reason::Unavailable> {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx") {

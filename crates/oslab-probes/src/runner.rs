@@ -287,25 +287,17 @@ fn detail(message: &str) {
     oslab_core::notices::detail("harness", message);
 }
 
-/// How many of `results` are ok, noisy (with their causes), skipped and failed, in words.
+/// How many of `results` are ok, noisy (by cause), skipped and failed, in words.
 fn statuses(results: &[Measurement]) -> String {
-    let mut noisy: std::collections::BTreeMap<String, usize> = Default::default();
-    let (mut ok, mut skipped, mut failed) = (0, 0, 0);
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for m in results {
-        match &m.status {
-            Status::Ok => ok += 1,
-            Status::Skipped(_) => skipped += 1,
-            Status::Failed(_) => failed += 1,
-            Status::Noisy(why) => *noisy.entry(format!("noisy ({why})")).or_default() += 1,
-        }
+        let key = match &m.status {
+            Status::Noisy(why) => format!("noisy ({why})"),
+            s => s.word().to_string(),
+        };
+        *counts.entry(key).or_default() += 1;
     }
-    let mut parts = vec![format!("{ok} ok")];
-    parts.extend(noisy.iter().map(|(s, n)| format!("{n} {s}")));
-    for (n, what) in [(skipped, "skipped"), (failed, "failed")] {
-        if n > 0 {
-            parts.push(format!("{n} {what}"));
-        }
-    }
+    let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
     parts.join(", ")
 }
 

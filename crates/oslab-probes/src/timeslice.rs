@@ -7,9 +7,9 @@
 use crate::child::{Child, SharedPage};
 use crate::harness::check_interrupt;
 use crate::probe::ProbeError;
-use oslab_core::input::Unavailable;
 use oslab_core::model::{judged, Judge};
 use oslab_core::model::{EventKind, Measurement, TimelineEvent, Unit};
+use oslab_core::reason::Unavailable;
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;
 use oslab_core::{params, Clock, CpuSet, Status};

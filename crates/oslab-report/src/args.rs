@@ -3,7 +3,7 @@
 use crate::export::Format;
 use clap::Args;
 use oslab_core::args::Output;
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use oslab_store::RunSet;
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! lock waits (by lock, or by lock time as the paper does).
 
 use super::locks::ThreadWait;
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use oslab_core::{CpuSet, Topology};
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! that share a lock benefit from sharing a cache): T threads, K mutexes, thread i uses lock
 //! i mod K, each acquisition holding the lock for a while and working outside it for a while.
 
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 

@@ -6,9 +6,9 @@ use super::simulate::{
     simulate, Costs, DaemonSettings, LockProgram, SimulatedMachine, SimulatedRun,
 };
 use oslab_core::catalog::id;
-use oslab_core::input::BadValue;
 use oslab_core::model::{self, judged, Judge, Measurement, Unit};
 use oslab_core::params;
+use oslab_core::reason::BadValue;
 use oslab_core::stats::Summary;
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::setting;

@@ -1,7 +1,7 @@
 //! What the store holds of a run: its record, its status (and how a crashed one is told from a
 //! running one), its tags, a summary for listing, and how a command names a run.
 
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 use oslab_core::tags::{check_count, check_tag};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -2,8 +2,8 @@
 //! `3,4,5`, `3-5`, or `tag:kernel=6.18` (every run so labelled).
 
 use crate::{RunRecord, RunRef, Store, StoreError};
-use oslab_core::input::BadValue;
 use oslab_core::model::Measurement;
+use oslab_core::reason::BadValue;
 use std::fmt;
 
 /// Runs chosen together.

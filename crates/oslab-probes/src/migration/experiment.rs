@@ -5,8 +5,8 @@
 use super::matmul::{run_matmul, Matmul, MatmulKernel, PageMove, RunResult, Variant};
 use crate::probe::ProbeError;
 use oslab_core::catalog::metric;
-use oslab_core::input::BadValue;
 use oslab_core::model::{judged, Judge, Measurement, Unit};
+use oslab_core::reason::BadValue;
 use oslab_core::stats::paired::{self, Arm, Pairs};
 use oslab_core::text::{Block, Doc, Table};
 use oslab_core::units::value;

@@ -6,7 +6,7 @@
 //! difference is what the move cost in lost cache state, per distance class (SMT sibling, shared
 //! L2, shared L3, same package, other package / node). Writing, not reading, is what warms it:
 //! a read leaves B the copies its last re-touch made, and B then re-touched from its own cache
-//! (1 MiB read 1.5-4 us after a move where its transfer from A takes about 20 us here).
+//! (1 MiB read 1.5-4 us after a move where its transfer from A takes about 34 us here).
 
 pub mod experiment;
 pub mod matmul;

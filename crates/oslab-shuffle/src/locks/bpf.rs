@@ -9,7 +9,7 @@ use super::{proxy, threads, MonitorError, ThreadWait};
 use aya::maps::HashMap;
 use aya::programs::TracePoint;
 use aya::{Ebpf, EbpfLoader};
-use oslab_core::input::Unavailable;
+use oslab_core::reason::Unavailable;
 use oslab_os::clock::monotonic_ns;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -15,8 +15,8 @@
 pub mod bpf;
 pub mod proxy;
 
-use oslab_core::input::BadValue;
-use oslab_core::input::Unavailable;
+use oslab_core::reason::BadValue;
+use oslab_core::reason::Unavailable;
 use std::time::Duration;
 
 /// One thread over one interval.

@@ -1,7 +1,7 @@
 //! A run's rows: the record, measurements and timeline written to and read from SQL.
 
 use super::*;
-use oslab_core::input::BadValue;
+use oslab_core::reason::BadValue;
 
 /// Inserts the run row; `pid` marks a run being written by this process.
 pub(crate) fn insert_run(

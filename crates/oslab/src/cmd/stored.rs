@@ -57,10 +57,10 @@ pub fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         let timeline = store.load_timeline(&run)?;
         print_json(&RunDocument::new(record, ms, timeline))?;
     } else {
-        let by = (env!("CARGO_PKG_VERSION"), env!("OSLAB_GIT_REV"));
+        let (version, rev) = (env!("CARGO_PKG_VERSION"), env!("OSLAB_GIT_REV"));
         let note = args
             .repredict
-            .then(|| oslab_report::views::repredicted(by.0, by.1));
+            .then(|| oslab_report::views::repredicted(version, rev));
         let text = oslab_report::views::run(&record, &ms, args.details);
         print_text(&(note.unwrap_or_default() + &text))?;
     }

@@ -270,7 +270,7 @@ pub fn verdict_text(r: &Row) -> String {
             }
         }
         Verdict::CannotTell => {
-            return format!("cannot tell (±{:.0}%)", r.judgement.band * 100.0);
+            return format!("cannot tell (±{:.0}%)", r.judgement.unseen() * 100.0);
         }
         Verdict::Unknown => match r.present {
             [true, false] => "only in A",
@@ -495,7 +495,7 @@ impl Comparison<'_> {
         })
         .collect();
         format!(
-            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (one per run from 3 runs a side; else the repetitions of its one or two runs pooled; never the samples within one){history}{stand_ins}.\n{FALSE_ALARMS}",
+            "A change is called when the interval of B/A (90% from 3 replicates a side, 95% from 4, 99% from 5) lies beyond the band: ±{:.1}%, widened to the spread of a side's replicates (one per run from 3 runs a side; else the repetitions of its one or two runs, pooled, the spread taken within a run; never the samples within one){history}{stand_ins}.\n{FALSE_ALARMS}",
             self.threshold * 100.0,
         )
     }
@@ -599,7 +599,7 @@ impl Comparison<'_> {
         let blind = self.count(Verdict::CannotTell);
         if blind > 0 {
             notes.push(format!(
-                "{} cannot tell: no difference was shown, but their band is wider than ±{:.0}% (their replicates' spread, or how far runs drift), so a change of the size that counts could not have been seen; more runs a side narrow it.",
+                "{} cannot tell: no difference was shown, but their band or interval reaches beyond ±{:.0}% (their replicates' spread, or how far runs drift), so a change of the size that counts could not have been seen; more runs a side narrow it.",
                 rows(blind),
                 oslab_core::stats::compare::BLIND_BAND * 100.0
             ));

@@ -25,7 +25,9 @@
 //! than 3 repetitions a side no interval reaches the confidence: the ratio is shown, unjudged.
 //! Placement parameters (which cpu) are left out of the match, so runs from different machines
 //! or cpus line up. A repetition whose samples were all taken on a slowed core
-//! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was.
+//! ([`Measurement::slowed_core`]) is not a replicate: it says how busy the host was; unless,
+//! without such repetitions, a side has too few to judge: then both sides keep theirs, and a
+//! slowed core counts as other work beside them ([`Verdict::LoadMoved`] where it moved).
 
 use crate::beyond_cache::{reaches, working_set, Reach};
 use crate::model::{pairs_text, readable_pairs, Measurement, Unit};
@@ -76,8 +78,8 @@ pub enum Verdict {
     /// cpus sat differently on the host between the sides ([`placement_moved`]): core-to-core
     /// latency read 100 ns on one side and 32.9 ns on the other of identical runs, `better`.
     PlacementMoved,
-    /// No difference shown, but the band is wider than [`BLIND_BAND`]: a change of the size
-    /// asked for could not have been seen (171 of 353 rows once read `same` with bands over
+    /// No difference shown, but the band or the interval reaches beyond [`BLIND_BAND`]
+    /// ([`Judgement::unseen`]): a change of the size asked for could not have been seen (171 of 353 rows once read `same` with bands over
     /// ±25%, 85 capped at ±99%).
     CannotTell,
     /// Cannot compare: missing on one side, or without a value there.
@@ -152,6 +154,9 @@ pub enum Replicates {
 
 /// Runs a side needs before each counts as one replicate (3 give the 90% interval).
 pub const RUNS_AS_REPLICATES: usize = 3;
+
+/// Replicates a side needs for an interval (the lowest of [`CONFIDENCES`]).
+const JUDGED_FROM: usize = 3;
 
 /// What showed how far a single run drifts from another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -245,9 +250,18 @@ impl Judgement {
         )
     }
 
-    /// No difference under a band wider than [`BLIND_BAND`] is no verdict: it cannot tell.
+    /// The largest change that could have gone unseen: the band, or how far the interval
+    /// reaches from no change when it reaches farther.
+    pub fn unseen(&self) -> f64 {
+        let [lo, hi] = self.interval.unwrap_or([1.0, 1.0]);
+        self.band.max(hi - 1.0).max(1.0 - lo)
+    }
+
+    /// No difference under a band, or with an interval, reaching beyond [`BLIND_BAND`] is no
+    /// verdict: it cannot tell (two runs a side whose runs drift 30% apart give an interval of
+    /// -22..+30% around no change: not `same`).
     fn blind_if_wide(self) -> Judgement {
-        match self.verdict == Verdict::Same && self.band > BLIND_BAND {
+        match self.verdict == Verdict::Same && self.unseen() > BLIND_BAND {
             true => Judgement {
                 verdict: Verdict::CannotTell,
                 ..self
@@ -398,34 +412,35 @@ fn spread(v: &[f64]) -> f64 {
 /// What lines measurements up.
 type Key = (String, String, String);
 
-/// The values of some runs: per key (in order of first appearance), per run, the medians of its
-/// repetitions (the first value of each repetition; none when the measurement has no value).
+/// One repetition's value and what it was measured beside.
+#[derive(Debug, Clone, Copy)]
+struct Rep {
+    value: f64,
+    /// Its samples were taken on a slowed core ([`Measurement::slowed_core`]).
+    slowed: bool,
+    /// Other work competed for the cpus (status `contention`).
+    contended: bool,
+}
+
+/// The values of some runs: per key (in order of first appearance), per run, its repetitions
+/// (the first value of each repetition; none when the measurement has no value).
 struct PerRun {
     /// Keys with their unit, their parameters for reading and whether they are differences.
     order: Vec<(Key, Unit, String, bool)>,
-    values: HashMap<Key, Vec<Vec<f64>>>,
-    /// Repetitions left out for being measured on a slowed core.
-    slowed: HashMap<Key, usize>,
+    reps: HashMap<Key, Vec<Vec<Rep>>>,
     /// The working set of each key that has one (bytes).
     sets: HashMap<Key, f64>,
     /// What each key's measurements got ([`crate::conditions::GOT`]: the pages the kernel gave,
     /// where memory was placed), every value its repetitions found.
     got: HashMap<Key, Vec<crate::conditions::Setting>>,
-    /// Repetitions with a value, and those of them measured while other work competed.
-    contended: HashMap<Key, [usize; 2]>,
-    /// The values of the repetitions measured with no other work competing.
-    calm: HashMap<Key, Vec<f64>>,
 }
 
 impl PerRun {
     fn of(runs: &[&[Measurement]]) -> PerRun {
         let mut order = Vec::new();
-        let mut values: HashMap<Key, Vec<Vec<f64>>> = HashMap::new();
-        let mut slowed: HashMap<Key, usize> = HashMap::new();
+        let mut reps: HashMap<Key, Vec<Vec<Rep>>> = HashMap::new();
         let mut sets = HashMap::new();
         let mut got: HashMap<Key, Vec<crate::conditions::Setting>> = HashMap::new();
-        let mut contended: HashMap<Key, [usize; 2]> = HashMap::new();
-        let mut calm: HashMap<Key, Vec<f64>> = HashMap::new();
         for (run_no, run) in runs.iter().enumerate() {
             let mut seen = HashSet::new();
             for m in run.iter() {
@@ -439,7 +454,7 @@ impl PerRun {
                 got.entry(k.clone())
                     .or_default()
                     .extend(crate::conditions::got(m));
-                let v = values.entry(k.clone()).or_insert_with(|| {
+                let v = reps.entry(k.clone()).or_insert_with(|| {
                     order.push((
                         k,
                         m.unit,
@@ -449,59 +464,112 @@ impl PerRun {
                     Vec::new()
                 });
                 v.resize(runs.len(), Vec::new());
-                // A repetition measured on a slowed core shows the host, not what is compared.
-                if m.status.has_value() && m.slowed_core() {
-                    *slowed.entry(key(m)).or_default() += 1;
-                } else if let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) {
-                    v[run_no].push(s.median);
-                    let c = contended.entry(key(m)).or_default();
-                    c[0] += 1;
-                    c[1] += usize::from(m.status.is_contended());
-                    if !m.status.is_contended() {
-                        calm.entry(key(m)).or_default().push(s.median);
-                    }
+                if let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) {
+                    v[run_no].push(Rep {
+                        value: s.median,
+                        slowed: m.slowed_core(),
+                        contended: m.status.is_contended(),
+                    });
                 }
             }
         }
         PerRun {
             order,
-            values,
-            slowed,
+            reps,
             sets,
             got,
-            contended,
-            calm,
         }
     }
 
-    /// The median of each run's repetitions of `k`, for the runs with a value.
-    fn run_medians(&self, k: &Key) -> Vec<f64> {
-        self.values
+    /// Each run's values of `k` (empty for a run without one): those measured on a slowed core
+    /// too when `slowed_too`.
+    fn values(&self, k: &Key, slowed_too: bool) -> Vec<Vec<f64>> {
+        self.reps
             .get(k)
-            .map(|v| v.iter().filter_map(|r| median(r)).collect())
+            .map(|runs| {
+                runs.iter()
+                    .map(|r| {
+                        r.iter()
+                            .filter(|x| slowed_too || !x.slowed)
+                            .map(|x| x.value)
+                            .collect()
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
+    }
+
+    /// The median of each run's repetitions of `k` measured at full speed, for the runs with
+    /// one.
+    fn run_medians(&self, k: &Key) -> Vec<f64> {
+        self.values(k, false)
+            .iter()
+            .filter_map(|r| median(r))
+            .collect()
     }
 
     /// The replicates of `k` and what they are: one value per run (the median of its
     /// repetitions) from [`RUNS_AS_REPLICATES`] runs with a value, else every repetition of the
     /// runs that have one, pooled (two runs of 3 repetitions each judged nothing as 2 per-run
     /// medians).
-    fn replicates(&self, k: &Key) -> (Vec<f64>, Replicates) {
-        let runs: Vec<&Vec<f64>> = self
-            .values
-            .get(k)
-            .map(|v| v.iter().filter(|r| !r.is_empty()).collect())
-            .unwrap_or_default();
+    fn replicates(&self, k: &Key, slowed_too: bool) -> (Vec<f64>, Replicates) {
+        let runs: Vec<Vec<f64>> = self
+            .values(k, slowed_too)
+            .into_iter()
+            .filter(|r| !r.is_empty())
+            .collect();
         match runs.len() >= RUNS_AS_REPLICATES {
             true => (
                 runs.iter().filter_map(|v| median(v)).collect(),
                 Replicates::Runs,
             ),
-            false => (
-                runs.iter().flat_map(|v| v.iter().copied()).collect(),
-                Replicates::Repetitions,
-            ),
+            false => (runs.concat(), Replicates::Repetitions),
         }
+    }
+
+    /// How far `k`'s repetitions spread within a run: the largest [`spread`] of one run's. The
+    /// drift between runs is the band's other part, so two runs a side are not judged by it
+    /// twice (their pooled range held both, and 153 of 290 rows of identical runs could not
+    /// tell).
+    fn spread_within(&self, k: &Key, slowed_too: bool) -> f64 {
+        self.values(k, slowed_too)
+            .iter()
+            .map(|r| spread(r))
+            .fold(0.0, f64::max)
+    }
+
+    /// Repetitions of `k` measured on a slowed core.
+    fn slowed(&self, k: &Key) -> usize {
+        self.reps
+            .get(k)
+            .map_or(0, |runs| runs.iter().flatten().filter(|x| x.slowed).count())
+    }
+
+    /// Repetitions of `k` with a value, and those of them beside other work: other work
+    /// measured, or (when they are replicates, `slowed_too`) a slowed core.
+    fn contended(&self, k: &Key, slowed_too: bool) -> [usize; 2] {
+        let all: Vec<&Rep> = self.reps.get(k).map_or(Vec::new(), |runs| {
+            runs.iter()
+                .flatten()
+                .filter(|x| slowed_too || !x.slowed)
+                .collect()
+        });
+        let beside = all
+            .iter()
+            .filter(|x| x.contended || (slowed_too && x.slowed))
+            .count();
+        [all.len(), beside]
+    }
+
+    /// The values of `k`'s repetitions measured with no other work competing, at full speed.
+    fn calm(&self, k: &Key) -> Vec<f64> {
+        self.reps.get(k).map_or(Vec::new(), |runs| {
+            runs.iter()
+                .flatten()
+                .filter(|x| !x.contended && !x.slowed)
+                .map(|x| x.value)
+                .collect()
+        })
     }
 }
 
@@ -543,7 +611,8 @@ pub fn moved_cache(a: &[&[Measurement]], b: &[&[Measurement]]) -> Option<[f64; 2
 /// nor the other side shows in enough runs is not judged: nothing says how far it drifts.
 #[derive(Debug, Default)]
 pub struct Drift {
-    per_key: HashMap<Key, f64>,
+    /// Per measurement, the median of each earlier run that has it.
+    per_key: HashMap<Key, Vec<f64>>,
     /// How many runs it was learnt from.
     pub runs: usize,
     /// Learnt from a history (a single run is judged only where the drift is known).
@@ -560,16 +629,41 @@ const DRIFT_MIN_RUNS: usize = 3;
 /// regressed build in the history) is left out, so that it does not hide the next one: far out
 /// by robust z, and farther than that z puts a run when runs spread by the default threshold
 /// (29%). On a row whose runs agree within 1%, a run 20% off is a state the host takes (another
-/// guest, another clock), and the drift must keep it. None with fewer than 3 runs left.
-fn apart(run_medians: &[f64]) -> Option<f64> {
+/// guest, another clock), and the drift must keep it.
+///
+/// Several groups of runs, each of one setting (the history, each side's own runs), pool their
+/// spreads, each about its own centre: a side's two runs show the drift as the history's do,
+/// and add to how sure it is (3 earlier runs and two a side: t of 4 degrees of freedom, 4.6,
+/// not 9.9). None with fewer than 2 degrees of freedom left (3 runs of one group).
+fn apart(groups: &[Vec<f64>]) -> Option<f64> {
+    let (mut squares, mut freedom) = (0.0, 0usize);
+    for logs in groups.iter().map(|g| kept_logs(g)) {
+        if logs.len() >= 2 {
+            let (mean, _) = mean_sd(&logs);
+            squares += logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>();
+            freedom += logs.len() - 1;
+        }
+    }
+    if freedom + 1 < DRIFT_MIN_RUNS {
+        return None;
+    }
+    let sd = (squares / freedom as f64).sqrt();
+    Some((student_t(freedom, TwoSided::P99) * std::f64::consts::SQRT_2 * sd).exp() - 1.0)
+}
+
+/// The logarithms of one group's run medians, a run far out left out ([`apart`]) where the
+/// group has the [`DRIFT_MIN_RUNS`] that tell one out.
+fn kept_logs(run_medians: &[f64]) -> Vec<f64> {
     let logs: Vec<f64> = run_medians
         .iter()
         .filter(|v| **v > 0.0 && v.is_finite())
         .map(|v| v.ln())
         .collect();
-    let centre = median(&logs)?;
+    let Some(centre) = median(&logs).filter(|_| logs.len() >= DRIFT_MIN_RUNS) else {
+        return logs;
+    };
     let least = OUTLIER_Z * (1.0 + DEFAULT_THRESHOLD).ln() / 0.6745;
-    let kept: Vec<f64> = match robust_z(&logs) {
+    match robust_z(&logs) {
         Some(z) => logs
             .iter()
             .zip(z)
@@ -577,12 +671,7 @@ fn apart(run_medians: &[f64]) -> Option<f64> {
             .map(|(l, _)| *l)
             .collect(),
         None => logs,
-    };
-    if kept.len() < DRIFT_MIN_RUNS {
-        return None;
     }
-    let (_, sd) = mean_sd(&kept);
-    Some((student_t(kept.len() - 1, TwoSided::P99) * std::f64::consts::SQRT_2 * sd).exp() - 1.0)
 }
 
 /// Rows a comparison needs before their scatter stands for the drift between two runs.
@@ -610,7 +699,7 @@ impl Drift {
         let per_key = per
             .order
             .iter()
-            .filter_map(|(k, ..)| Some((k.clone(), apart(&per.run_medians(k))?)))
+            .map(|(k, ..)| (k.clone(), per.run_medians(k)))
             .collect();
         Drift {
             per_key,
@@ -619,8 +708,13 @@ impl Drift {
         }
     }
 
-    fn of(&self, k: &Key) -> Option<f64> {
-        self.per_key.get(k).copied()
+    /// The drift of `k`, its history's runs pooled with `own` (each side's runs, when a side
+    /// has several); None where the history has too few runs with it.
+    fn of(&self, k: &Key, own: &[Vec<f64>]) -> Option<f64> {
+        let history = self.per_key.get(k)?;
+        (kept_logs(history).len() >= DRIFT_MIN_RUNS)
+            .then(|| apart(&[&[history.clone()][..], own].concat()))
+            .flatten()
     }
 
     /// How far this machine's runs typically drift, for a measurement the history lacks: the
@@ -628,7 +722,11 @@ impl Drift {
     /// quartile leans to the wide side, where a false alarm costs more than a missed change).
     /// None without [`DRIFT_MIN_KNOWN`] measurements known: then [`ASSUMED_DRIFT`] stands in.
     pub fn typical(&self) -> Option<f64> {
-        let mut all: Vec<f64> = self.per_key.values().copied().collect();
+        let mut all: Vec<f64> = self
+            .per_key
+            .keys()
+            .filter_map(|k| self.of(k, &[]))
+            .collect();
         if all.len() < DRIFT_MIN_KNOWN {
             return None;
         }
@@ -762,17 +860,27 @@ pub fn compare(
         sides[1]
             .order
             .iter()
-            .filter(|(k, ..)| !sides[0].values.contains_key(k))
+            .filter(|(k, ..)| !sides[0].reps.contains_key(k))
             .cloned(),
     );
+    // Repetitions on a slowed core are replicates only where, without them, a side has too few
+    // to judge: then both sides keep theirs, and a slowed core counts as other work beside
+    // them (on a host whose siblings were busy all along, a fifth of a suite's rows were
+    // slowed in every run, and left out they left those rows unjudged between identical runs).
+    let slowed_too = |k: &Key| {
+        sides.iter().any(|s| s.slowed(k) > 0)
+            && sides
+                .iter()
+                .any(|s| s.replicates(k, false).0.len() < JUDGED_FROM)
+    };
     // Every row's ratio of medians, for the scatter that stands in for an unknown drift.
     let ratios: Vec<f64> = order
         .iter()
         .filter(|(.., difference)| !difference)
         .filter_map(|(k, ..)| {
             let (a, b) = (
-                median(&sides[0].replicates(k).0)?,
-                median(&sides[1].replicates(k).0)?,
+                median(&sides[0].replicates(k, slowed_too(k)).0)?,
+                median(&sides[1].replicates(k, slowed_too(k)).0)?,
             );
             (a > 0.0 && b > 0.0).then(|| b / a)
         })
@@ -784,28 +892,42 @@ pub fn compare(
     order
         .into_iter()
         .map(|(k, unit, params, difference)| {
-            let (va, kind_a) = sides[0].replicates(&k);
-            let (vb, kind_b) = sides[1].replicates(&k);
+            let slowed = slowed_too(&k);
+            let (va, kind_a) = sides[0].replicates(&k, slowed);
+            let (vb, kind_b) = sides[1].replicates(&k, slowed);
             // The drift between runs of a side whose replicates are repetitions: from the
-            // history, else from the other side's runs, else from how far this comparison's rows
-            // scatter, else from how far the history's other measurements drift.
+            // history (with each side's own runs), else from the other side's runs, else from
+            // how far this comparison's rows scatter, else from how far the history's other
+            // measurements drift.
             let single = kind_a == Replicates::Repetitions || kind_b == Replicates::Repetitions;
             let learnt = single && drift.learnt;
+            let own: Vec<Vec<f64>> = sides
+                .iter()
+                .map(|s| s.run_medians(&k))
+                .filter(|m| m.len() >= 2)
+                .collect();
             let found = learnt
-                .then(|| drift.of(&k).map(|d| (d, DriftFrom::History)))
+                .then(|| drift.of(&k, &own).map(|d| (d, DriftFrom::History)))
                 .flatten()
                 .or_else(|| {
-                    let other = sides.iter().find_map(|s| apart(&s.run_medians(&k)));
+                    let other = sides.iter().find_map(|s| apart(&[s.run_medians(&k)]));
                     learnt.then_some(other?).map(|d| (d, DriftFrom::OtherSide))
                 })
                 .or_else(|| single.then_some(scattered?).map(|d| (d, DriftFrom::Rows)))
                 .or_else(|| learnt.then_some(typical?).map(|d| (d, DriftFrom::Machine)))
                 .or_else(|| learnt.then_some((ASSUMED_DRIFT, DriftFrom::Assumed)));
             // Without a history asked for (`--no-history`), a single run with nothing to show
-            // its drift is judged by its repetitions alone, as the user chose.
+            // its drift is judged by its repetitions alone, as the user chose. The spread that
+            // widens the band is that of the replicates: of the runs' medians where runs are
+            // the replicates, else of the repetitions within a run (the drift between runs is
+            // the band's other part).
+            let within = |i: usize, v: &[f64], kind| match kind {
+                Replicates::Runs => spread(v),
+                Replicates::Repetitions => sides[i].spread_within(&k, slowed),
+            };
             let band = threshold
-                .max(spread(&va))
-                .max(spread(&vb))
+                .max(within(0, &va, kind_a))
+                .max(within(1, &vb, kind_b))
                 .max(found.map_or(0.0, |(d, _)| d))
                 .min(0.99);
             let (probe, _, metric) = k.clone();
@@ -816,18 +938,21 @@ pub fn compare(
                         .is_some_and(|&set| (*lo..=*hi).contains(&set))
                 })
             });
-            let contended = [0, 1].map(|i| sides[i].contended.get(&k).copied().unwrap_or_default());
-            let calm = [0, 1].map(|i| sides[i].calm.get(&k).map_or(&[][..], |v| &v[..]));
-            let load_shift = load_moved(contended) && !apart_when_calm(calm, band);
+            let contended = [0, 1].map(|i| sides[i].contended(&k, slowed));
+            let calm = [0, 1].map(|i| sides[i].calm(&k));
+            let load_shift = load_moved(contended) && !apart_when_calm([&calm[0], &calm[1]], band);
             Row {
                 probe,
                 params,
                 metric,
                 unit,
-                present: [0, 1].map(|i| sides[i].values.contains_key(&k)),
+                present: [0, 1].map(|i| sides[i].reps.contains_key(&k)),
                 drift: found.map(|(d, _)| d),
                 drift_from: found.map(|(_, f)| f),
-                slowed: [0, 1].map(|i| sides[i].slowed.get(&k).copied().unwrap_or(0)),
+                slowed: match slowed {
+                    true => [0, 0],
+                    false => [0, 1].map(|i| sides[i].slowed(&k)),
+                },
                 judgement: match difference {
                     true => judge_shift(&va, &vb, band),
                     false => judge(&va, &vb, unit, band),
@@ -1114,7 +1239,7 @@ mod tests {
         );
         // A single run against several: their runs show how far runs drift apart.
         let rows = compare(&[&a1, &a2, &a3], &[&b1], 0.05, &Drift::from_runs(&[]));
-        let expected = apart(&[100.5, 121.5, 110.5]);
+        let expected = apart(&[vec![100.5, 121.5, 110.5]]);
         assert!(expected.is_some() && rows[0].drift == expected, "{rows:?}");
         assert_ne!(rows[0].judgement.verdict, Verdict::RatioOnly);
     }
@@ -1135,13 +1260,58 @@ mod tests {
         assert_eq!(rows[0].replicates, [Replicates::Repetitions; 2]);
         assert_eq!(rows[0].judgement.verdict, Verdict::Regression);
         let rows = compare(&[&a1, &b1], &[&a2, &b2], 0.05, &Drift::default());
-        // The runs' own difference (30%) is in the pooled spread: not a change.
-        assert!(rows[0].judgement.band > 0.25, "{rows:?}");
+        // The runs' own difference (30%) is in the interval, not in the band (the band is the
+        // repetitions' spread within a run): not a change, and not `same` either.
+        assert!(rows[0].judgement.band < 0.1, "{rows:?}");
+        assert!(rows[0].judgement.unseen() > 0.25, "{rows:?}");
         assert_eq!(rows[0].judgement.verdict, Verdict::CannotTell);
         // Three runs a side are one replicate each.
         let rows = compare(&[&a1, &a2, &a1], &[&b1, &b2, &b1], 0.05, &Drift::default());
         assert_eq!(rows[0].replicates, [Replicates::Runs; 2]);
         assert_eq!(rows[0].judgement.n, [3, 3]);
+    }
+
+    #[test]
+    fn a_sides_own_runs_add_to_what_the_history_says_of_the_drift() {
+        let history: Vec<Vec<Measurement>> = [100.0, 106.0, 103.0]
+            .iter()
+            .map(|&v| run(1, Unit::Ns, &[v, v, v]))
+            .collect();
+        let drift = Drift::from_runs(&views(&history));
+        let (a1, a2) = (
+            run(1, Unit::Ns, &[100.0, 100.0, 100.0]),
+            run(1, Unit::Ns, &[103.0, 103.0, 103.0]),
+        );
+        let (b1, b2) = (
+            run(1, Unit::Ns, &[101.0, 101.0, 101.0]),
+            run(1, Unit::Ns, &[104.0, 104.0, 104.0]),
+        );
+        let one = compare(&[&a1], &[&b1], 0.05, &drift)[0].drift.unwrap();
+        let two = &compare(&[&a1, &a2], &[&b1, &b2], 0.05, &drift)[0];
+        // 2 more degrees of freedom (t 9.9 -> 4.6) for a spread alike: a narrower band.
+        assert_eq!(two.drift_from, Some(DriftFrom::History));
+        assert!(two.drift.unwrap() < 0.7 * one, "{one} {two:?}");
+        assert_eq!(two.judgement.verdict, Verdict::Same, "{two:?}");
+    }
+
+    #[test]
+    fn a_slowed_core_on_every_repetition_is_compared_as_other_work() {
+        let slowed = |values: &[f64]| -> Vec<Measurement> {
+            let mut ms = run(1, Unit::Ns, values);
+            for m in &mut ms {
+                m.note = Some(format!("around 40 of 40 samples, {SLOWED_CORE}"));
+            }
+            ms
+        };
+        // Every repetition of both sides slowed alike: compared, not dropped.
+        let (a, b) = (
+            slowed(&[100.0, 101.0, 102.0]),
+            slowed(&[100.5, 101.5, 102.5]),
+        );
+        let row = &compare(&[&a], &[&b], 0.05, &Drift::default())[0];
+        assert_eq!(row.judgement.n, [3, 3]);
+        assert_eq!(row.judgement.verdict, Verdict::Same, "{row:?}");
+        assert_eq!(row.slowed, [0, 0]);
     }
 
     #[test]
@@ -1234,8 +1404,8 @@ mod tests {
         // A build twice as slow in the history is left out of it, so it hides nothing.
         history.push(run(1, Unit::Ns, &[200.0, 201.0, 202.0]));
         assert_eq!(
-            Drift::from_runs(&views(&history)).of(&key(&a[0])),
-            drift.of(&key(&a[0]))
+            Drift::from_runs(&views(&history)).of(&key(&a[0]), &[]),
+            drift.of(&key(&a[0]), &[])
         );
         // The same spread seen in fewer runs is known less well: the band is wider.
         let few = Drift::from_runs(&views(&[
@@ -1252,7 +1422,7 @@ mod tests {
         ));
         let k = key(&a[0]);
         assert!(
-            few.of(&k).unwrap() > 2.0 * many.of(&k).unwrap(),
+            few.of(&k, &[]).unwrap() > 2.0 * many.of(&k, &[]).unwrap(),
             "{few:?} {many:?}"
         );
     }
@@ -1399,7 +1569,7 @@ mod tests {
     }
 
     #[test]
-    fn repetitions_measured_on_a_slowed_core_are_not_replicates() {
+    fn repetitions_measured_on_a_slowed_core_are_replicates_only_when_too_few_are_left() {
         let base = run(1, Unit::Ns, &[100.0, 101.0, 102.0]);
         let mut slowed = run(1, Unit::Ns, &[160.0, 161.0, 162.0]);
         assert_eq!(
@@ -1411,15 +1581,31 @@ mod tests {
                 "the core ran slow around 40 of 40 samples, {SLOWED_CORE}"
             ));
         }
+        // Every repetition of B slowed, none of A's: the slowed core's doing, not a regression.
         let r = verdict(&base, &slowed);
         assert_eq!(
-            (r.judgement.verdict, r.present, r.slowed),
-            (Verdict::Unknown, [true, true], [0, 3])
+            (r.judgement.verdict, r.judgement.n, r.slowed),
+            (Verdict::LoadMoved, [3, 3], [0, 0])
         );
-        // One slowed repetition of three: the other two still judge.
+        assert_eq!(r.contended, [[3, 0], [3, 3]]);
+        // One slowed repetition of three: kept, since two are too few, and the change shows.
         slowed[1].note = None;
         slowed[2].note = None;
-        assert_eq!(verdict(&base, &slowed).judgement.n, [3, 2]);
+        let r = verdict(&base, &slowed);
+        assert_eq!(
+            (r.judgement.verdict, r.judgement.n),
+            (Verdict::Regression, [3, 3])
+        );
+        // With enough at full speed on both sides, the slowed ones are left out and counted.
+        let mut four = slowed.clone();
+        four.push(m(1, Unit::Ns, 4, 161.0));
+        let r = compare(
+            &[&[base.clone(), vec![m(1, Unit::Ns, 4, 101.0)]].concat()],
+            &[&four],
+            0.05,
+            &Drift::default(),
+        );
+        assert_eq!((r[0].judgement.n, r[0].slowed), ([4, 3], [0, 1]));
     }
 
     #[test]

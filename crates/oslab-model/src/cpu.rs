@@ -41,9 +41,11 @@ const MISSES_IN_FLIGHT: f64 = 6.0;
 /// Copying a result to user space: stac/clac around the access (SMAP) and the copy.
 const COPY_OUT_CYCLES: f64 = 40.0;
 
-/// A kernel entry and exit: the null system call with the active entry mitigations.
+/// A kernel entry and exit: the null system call with the active entry mitigations, and those
+/// paid at each of its returns.
 pub(crate) fn null_syscall(spec: &Spec, model: Model) -> (Model, f64) {
     let (mitigation, what) = spec.mitigation_cycles();
+    let (model, returns) = spec.return_tax(model, NULL_SYSCALL_CYCLES);
     let model = model
         .input(
             "null_syscall_cycles",
@@ -55,7 +57,7 @@ pub(crate) fn null_syscall(spec: &Spec, model: Model) -> (Model, f64) {
             mitigation,
             format!("kernel: /sys/devices/system/cpu/vulnerabilities: {what}"),
         );
-    (model, NULL_SYSCALL_CYCLES + mitigation)
+    (model, NULL_SYSCALL_CYCLES + mitigation + returns)
 }
 
 pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {

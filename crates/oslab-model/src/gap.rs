@@ -46,7 +46,11 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
 }
 
 fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
-    let family = Family::of(&m.probe);
+    // clock_gettime through the system call is a kernel path: its gap is the kernel's.
+    let family = match m.probe.as_str() {
+        id::TIMER_CLOCK_GETTIME_SYSCALL => Some(Family::Syscall),
+        _ => Family::of(&m.probe),
+    };
     let vm = spec.hypervisor.as_deref();
     let (_, mitigations) = spec.mitigation_cycles();
     let shrunk = shrunk_cache(spec, run, m);
@@ -78,6 +82,11 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
     match family {
         Some(Family::Timer) => why.push(match vm {
             Some(h) if m.probe == id::TIMER_CPUID_RDTSC => vm_exit(m, h),
+            _ if m.probe == id::TIMER_LFENCE_RDTSC => format!(
+                "lfence holds each rdtsc until every earlier instruction has completed, the previous rdtsc among them, so the reads run one after another: the model adds {} cycles of ordering to rdtsc's throughput ({} cycles, the table's), where the wait is rdtsc's whole latency",
+                input(m, "ordering_cycles").unwrap_or(f64::NAN),
+                input(m, "rdtsc_cycles").unwrap_or(f64::NAN)
+            ),
             _ => "the table's cycle counts come from older cores; reading the time stamp counter takes longer on some recent ones".into(),
         }),
         Some(Family::Activity) => why.push(match vm {
@@ -104,11 +113,20 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
         Some(Family::Syscall) | Some(Family::Switch) | Some(Family::Task) | Some(Family::Faults) => {
             // Configuration that taxes every system call and that no model input counts.
             why.extend(spec.syscall_tax.iter().cloned());
+            // What the model missed by, in the cycles its kernel estimates are counted in.
+            why.extend(kernel_excess(m));
             if !mitigations.starts_with("none") {
                 why.push(format!("mitigations at kernel entry: {mitigations}"));
             }
+            if let (Some(returns), Some((name, each, _))) =
+                (input(m, "kernel_cycles_per_return"), &spec.return_mitigation)
+            {
+                why.push(format!("{name}'s safe return mispredicts every kernel return, counted as one per {returns:.0} cycles of kernel work at {each:.0} cycles each: a path of more, shorter functions returns more often"));
+            }
+            let same_cpu = param(&m.params, "placement").as_deref() == Some("same-cpu");
             if let Some(h) = vm {
                 why.push(match family {
+                    Some(Family::Switch) if same_cpu => format!("under a hypervisor ({h}) the host may preempt the vcpu between the two tasks' turns"),
                     Some(Family::Switch) => format!("under a hypervisor ({h}) an IPI and an idle vcpu's wake-up go through the host's scheduler"),
                     Some(Family::Faults) | Some(Family::Task) => format!("under a hypervisor ({h}) page-table updates and new guest pages cost two-dimensional page walks and host faults"),
                     _ => format!("under a hypervisor ({h}) the host may preempt the vcpu"),
@@ -129,6 +147,54 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
 /// A figure of the prediction's inputs.
 fn input(m: &Measurement, key: &str) -> Option<f64> {
     m.prediction.as_ref()?.inputs.get(key)?.as_f64()
+}
+
+/// How far a kernel path's measurement is above its model in cycles, beside the model's largest
+/// estimated step: which estimate would have to grow, and by how much, for the row to fit
+/// ("2,900 cycles over the model; its largest estimate, thread_switch, is 1,500 cycles").
+fn kernel_excess(m: &Measurement) -> Option<String> {
+    let p = m.prediction.as_ref()?;
+    let ghz = input(m, "core_ghz")?;
+    let over = (m.summary.as_ref()?.median - p.value) * ghz;
+    let (name, cycles) = p
+        .inputs
+        .iter()
+        .filter(|(k, _)| k.ends_with("_cycles"))
+        .filter(|(k, _)| {
+            p.sources
+                .get(*k)
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| s.starts_with("estimate"))
+        })
+        .filter_map(|(k, v)| Some((k.trim_end_matches("_cycles"), v.as_f64()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (over > 0.0).then(|| {
+        format!(
+            "{} over the model at {ghz:.2} GHz (its largest estimated step: {name}, {}): the kernel's steps were estimated on an Intel guest (docs/models.md), and this core or kernel runs the path slower",
+            cycles_text(over),
+            cycles_text(cycles)
+        )
+    })
+}
+
+/// Cycles for reading: `3,420 cycles`, `46.7 million cycles`.
+fn cycles_text(c: f64) -> String {
+    match c >= 1e6 {
+        true => format!("{} million cycles", oslab_core::units::num(c / 1e6)),
+        false => {
+            let whole = format!("{:.0}", c);
+            let n = whole.len();
+            let grouped: String = whole
+                .chars()
+                .enumerate()
+                .flat_map(|(i, d)| {
+                    let comma = i > 0 && (n - i) % 3 == 0 && d.is_ascii_digit();
+                    comma.then_some(',').into_iter().chain(std::iter::once(d))
+                })
+                .collect();
+            format!("{grouped} cycles")
+        }
+    }
 }
 
 /// Why `cpuid; rdtsc` under a hypervisor is slower than its model: the exit it took, as the

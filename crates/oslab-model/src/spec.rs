@@ -3,7 +3,7 @@
 
 use crate::memory::MemorySpec;
 use crate::uarch::{self, Uarch};
-use crate::NoModel;
+use crate::{Model, NoModel};
 use oslab_core::machine::Fingerprint;
 use oslab_core::topology::CacheKind;
 
@@ -137,21 +137,40 @@ const ENTRY_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
         40.0,
         "return thunks on the kernel's returns",
     ),
+];
+
+/// What a mitigation costs at every return the kernel executes, not once per entry: (the
+/// vulnerability file, text of its state that means it, cycles per return, what it does).
+/// SRSO's Safe RET sends each kernel `ret` through a thunk that calls a second one and drops the
+/// address that call pushed: the return-address stack then predicts the thunk, never the
+/// caller, so every return is a misprediction (Linux's arch/x86/lib/retpoline.S,
+/// srso_safe_ret; Documentation/admin-guide/hw-vuln/srso.rst). A misprediction costs about 13
+/// cycles on Zen 3 and 4 (AMD's Software Optimization Guide for family 19h; Agner Fog's
+/// microarchitecture guide).
+const RETURN_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
     (
         "spec_rstack_overflow",
         "Safe RET",
-        60.0,
-        "safe-return sequences on the kernel's returns",
+        13.0,
+        "SRSO's safe return: every kernel return mispredicted",
     ),
     (
         // The kernel applied Safe RET but lacks the microcode that completes it (user space stays
         // exposed): the kernel's returns pay all the same.
         "spec_rstack_overflow",
         "Vulnerable: Safe RET, no microcode",
-        60.0,
-        "safe-return sequences on the kernel's returns, applied without the microcode that completes them",
+        13.0,
+        "SRSO's safe return, applied without the microcode that completes it: every kernel return mispredicted",
     ),
 ];
+
+/// Cycles of kernel work per return it executes, for a mitigation paid at every return: the null
+/// system call's path in Linux 6.x returns about 10 times (do_syscall_64, the entry and exit
+/// work, the dispatch, the call itself and its helpers: counted in the source, inlined ones
+/// left out) in its 150 cycles ([`crate::cpu`]); the scheduler's and fork's paths are of the
+/// same small functions.
+pub const KERNEL_CYCLES_PER_RETURN: f64 = 15.0;
+const KERNEL_RETURNS_SOURCE: &str = "estimate: a return per 15 cycles of kernel work (the null system call's path in Linux 6.x: about 10 returns in 150 cycles)";
 
 /// Everything the models know about the machine.
 #[derive(Debug, Clone)]
@@ -174,6 +193,9 @@ pub struct Spec {
     pub cpu_model: Option<String>,
     /// Active mitigations that cost at every kernel entry: (name, cycles, what it does).
     pub entry_mitigations: Vec<(String, f64, &'static str)>,
+    /// An active mitigation that costs at every return the kernel executes: (name, cycles per
+    /// return, what it does).
+    pub return_mitigation: Option<(String, f64, &'static str)>,
     /// What else the configuration adds to every system call and no input counts, in words: a
     /// syscall audit rule, a seccomp filter.
     pub syscall_tax: Vec<String>,
@@ -249,6 +271,12 @@ impl Spec {
                 new
             })
             .collect();
+        let return_mitigation = fingerprint.mitigations.iter().find_map(|(name, state)| {
+            RETURN_MITIGATIONS
+                .iter()
+                .find(|(n, text, _, _)| n == name && costly(state, text))
+                .map(|(n, _, cycles, what)| (n.to_string(), *cycles, *what))
+        });
         let (cpu, presented) = core_of(fingerprint);
         Spec {
             cpu,
@@ -259,6 +287,7 @@ impl Spec {
             hypervisor: fingerprint.hypervisor.clone(),
             cpu_model: fingerprint.cpu_model.clone(),
             entry_mitigations,
+            return_mitigation,
             syscall_tax: syscall_tax(fingerprint),
             tick_hz: fingerprint.tick_hz,
             clocksource: fingerprint.clocksource.clone(),
@@ -281,6 +310,29 @@ impl Spec {
                 "{why}; add the core to crates/oslab-model/src/uarch.rs"
             ))
         })
+    }
+
+    /// What a mitigation paid at every kernel return adds to `kernel_cycles` of kernel work: the
+    /// model with the returns and their cost as inputs, and the cycles added (0 without one).
+    pub(crate) fn return_tax(&self, model: Model, kernel_cycles: f64) -> (Model, f64) {
+        match &self.return_mitigation {
+            Some((name, each, what)) if kernel_cycles > 0.0 => {
+                let returns = kernel_cycles / KERNEL_CYCLES_PER_RETURN;
+                let model = model
+                    .input(
+                        "kernel_cycles_per_return",
+                        KERNEL_CYCLES_PER_RETURN,
+                        KERNEL_RETURNS_SOURCE,
+                    )
+                    .input(
+                        "return_mitigation_cycles",
+                        *each,
+                        format!("kernel: /sys/devices/system/cpu/vulnerabilities: {name} ({what})"),
+                    );
+                (model, returns * each)
+            }
+            _ => (model, 0.0),
+        }
     }
 
     /// Cycles a kernel entry and exit cost for the active mitigations, and what they are.
@@ -344,6 +396,12 @@ impl Spec {
             "kernel entry",
             format!("+{cycles:.0} cycles for mitigations: {what}"),
         ));
+        if let Some((name, cycles, what)) = &self.return_mitigation {
+            out.push((
+                "kernel returns",
+                format!("+{cycles:.0} cycles each, 1 per {KERNEL_CYCLES_PER_RETURN:.0} cycles of kernel work: {name} ({what})"),
+            ));
+        }
         out.push((
             "idle exit",
             match &self.idle_exit_us {

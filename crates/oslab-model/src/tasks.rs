@@ -12,15 +12,31 @@ use crate::{at_clock, Figure, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric, SWITCH_PAIRS};
 use oslab_core::model::{Measurement, PARENT_COPIED, PARENT_VMAS};
 
-/// A step of the kernel's work: its name, its cycles and what it does (the estimate's source).
+/// A step of the work: its name, its cycles, what it does (the estimate's source) and whether
+/// the kernel does it (a mitigation paid at each kernel return adds to it).
 struct Step {
     name: &'static str,
     cycles: f64,
     what: &'static str,
+    kernel: bool,
 }
 
+/// A step of the kernel's.
 const fn step(name: &'static str, cycles: f64, what: &'static str) -> Step {
-    Step { name, cycles, what }
+    Step {
+        name,
+        cycles,
+        what,
+        kernel: true,
+    }
+}
+
+/// A step of a library's, in user space.
+const fn user_step(name: &'static str, cycles: f64, what: &'static str) -> Step {
+    Step {
+        kernel: false,
+        ..step(name, cycles, what)
+    }
 }
 
 const TASK: Step = step("task", 7000.0, "copy_process for a task that shares everything with its creator: the task_struct copied with its FPU state, a kernel stack from the per-cpu cache, credentials, pid, cgroup, scheduler and perf setup, wake_up_new_task");
@@ -59,13 +75,13 @@ const WAKE: Step = step(
     1500.0,
     "try_to_wake_up of a sleeping task: its runqueue locked, the task enqueued, preemption checked",
 );
-const PTHREAD: Step = step("pthread", 2000.0, "glibc's pthread_create around clone3: a stack from its cache, the thread descriptor and TLS set up");
-const THREAD_RUN: Step = step(
+const PTHREAD: Step = user_step("pthread", 2000.0, "glibc's pthread_create around clone3: a stack from its cache, the thread descriptor and TLS set up");
+const THREAD_RUN: Step = user_step(
     "thread run",
     1000.0,
     "the new thread's start and exit wrappers in glibc (TLS destructors, the descriptor released)",
 );
-const STD_SPAWN: Step = step("std spawn", 1000.0, "std::thread::spawn around pthread_create: the shared result packet, the thread handle and the boxed closure allocated");
+const STD_SPAWN: Step = user_step("std spawn", 1000.0, "std::thread::spawn around pthread_create: the shared result packet, the thread handle and the boxed closure allocated");
 const STD_ALTSTACK: Step = step("std altstack", 8000.0, "std's new thread installs a guard page and alternate signal stack (mmap, mprotect, sigaltstack) and removes them at its exit (sigaltstack, munmap)");
 const THREAD_SWITCH: Step = step("thread switch", 1500.0, "the scheduler's share of a switch between two threads: dequeue, pick, enqueue, switch_to, the FPU/vector state saved and restored");
 const ADDRESS_SPACE: Step = step(
@@ -115,6 +131,8 @@ fn plain(p: &serde_json::Map<String, serde_json::Value>) -> bool {
 struct Work {
     model: Model,
     cycles: f64,
+    /// Of `cycles`, the kernel's steps' (entries count their own returns).
+    kernel_cycles: f64,
     ns: f64,
     /// The formula's terms in cycles, and those in time.
     cycle_terms: Vec<String>,
@@ -126,6 +144,7 @@ impl Work {
         Work {
             model: Model::spec(name, 0.0, ""),
             cycles: 0.0,
+            kernel_cycles: 0.0,
             ns: 0.0,
             cycle_terms: Vec::new(),
             time_terms: Vec::new(),
@@ -140,7 +159,10 @@ impl Work {
     }
 
     /// `count` times a step.
-    fn step(self, count: f64, s: &Step) -> Work {
+    fn step(mut self, count: f64, s: &Step) -> Work {
+        if s.kernel {
+            self.kernel_cycles += count * s.cycles;
+        }
         self.term(s.name, count, s.cycles, Some(s.what))
     }
 
@@ -197,7 +219,14 @@ impl Work {
         Ok(self)
     }
 
-    fn done(self, spec: &Spec) -> Outcome {
+    fn done(mut self, spec: &Spec) -> Outcome {
+        let (model, returns) = spec.return_tax(self.model, self.kernel_cycles);
+        self.model = model;
+        if returns > 0.0 {
+            self.cycles += returns;
+            self.cycle_terms
+                .push(format!("{returns:.0} at kernel returns"));
+        }
         let mut model = at_clock(spec, self.model, self.cycles)?;
         model.formula = format!(
             "({}) cycles{}{}",

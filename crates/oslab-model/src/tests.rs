@@ -35,6 +35,7 @@ fn spec() -> Spec {
         hypervisor: None,
         cpu_model: Some("Intel(R) Xeon(R) Platinum 8480+".into()),
         entry_mitigations: Vec::new(),
+        return_mitigation: None,
         syscall_tax: Vec::new(),
         tick_hz: Some(250),
         clocksource: Some("tsc".into()),
@@ -124,6 +125,11 @@ fn a_null_system_call_pays_its_mitigations() {
     // Page-table isolation adds two CR3 writes: (150 + 200) / 2 = 175 ns.
     s.entry_mitigations = vec![("meltdown".into(), 200.0, "page-table isolation")];
     assert!(close(value(&predicted(&s, vec![hot()])), 175.0));
+    // SRSO's safe return is paid at each of the path's 10 returns: (350 + 10 x 13) / 2 = 240 ns.
+    s.return_mitigation = Some(("spec_rstack_overflow".into(), 13.0, "safe return"));
+    let p = predicted(&s, vec![hot()]).prediction.unwrap();
+    assert!(close(p.value, 240.0), "{p:?}");
+    assert!(p.inputs.contains_key("kernel_cycles_per_return"), "{p:?}");
 }
 
 #[test]
@@ -523,6 +529,24 @@ fn a_miss_names_the_input_it_rests_on() {
     );
     let why = gap(&s, slow);
     assert!(why.contains(": syscall audit on, 1 rule"), "{why}");
+    // A same-cpu switch far above its model: by how many cycles, beside its largest estimated
+    // step, and SRSO's returns where they are paid; no IPI, which a same-cpu switch never sends.
+    s.syscall_tax.clear();
+    s.return_mitigation = Some(("spec_rstack_overflow".into(), 13.0, "safe return"));
+    let switch = measured(
+        id::SWITCH_THREAD_PIPE,
+        params! {"placement" => "same-cpu", "sched" => "other"},
+        "switch",
+        Unit::Ns,
+        20000.0,
+    );
+    let why = gap(&s, switch);
+    assert!(
+        why.contains("cycles over the model at 2.00 GHz (its largest estimated step: thread_switch, 1,500 cycles)")
+            && why.contains("spec_rstack_overflow's safe return")
+            && !why.contains("IPI"),
+        "{why}"
+    );
 }
 
 #[test]

@@ -561,6 +561,16 @@ impl PerRun {
         [all.len(), beside]
     }
 
+    /// Repetitions with a value, and those beside other work, over every row whose work stays
+    /// on one cpu (not in `crossing`): how busy the side's cpus were.
+    fn busy(&self, crossing: &HashSet<Key>) -> [usize; 2] {
+        self.reps
+            .iter()
+            .filter(|(k, _)| !crossing.contains(*k))
+            .flat_map(|(_, runs)| runs.iter().flatten())
+            .fold([0, 0], |[n, c], x| [n + 1, c + usize::from(x.contended)])
+    }
+
     /// The values of `k`'s repetitions measured with no other work competing, at full speed.
     fn calm(&self, k: &Key) -> Vec<f64> {
         self.reps.get(k).map_or(Vec::new(), |runs| {
@@ -889,6 +899,11 @@ pub fn compare(
     let typical = drift.typical();
     let edge = moved_cache(a, b);
     let placement = placement_moved(a, b);
+    // A row crossing cpus has its own partner beside it on both sides, so its repetitions say
+    // contended either way: whether other work moved shows on the rows that stay on one cpu.
+    // Where it did, a wake-up found the other cpu busy on one side and idle on the other (2x
+    // faster beside two cpu hogs: no idle exit), a change of the load's.
+    let load_moved_at_all = load_moved([0, 1].map(|i| sides[i].busy(&crosses)));
     order
         .into_iter()
         .map(|(k, unit, params, difference)| {
@@ -940,7 +955,10 @@ pub fn compare(
             });
             let contended = [0, 1].map(|i| sides[i].contended(&k, slowed));
             let calm = [0, 1].map(|i| sides[i].calm(&k));
-            let load_shift = load_moved(contended) && !apart_when_calm([&calm[0], &calm[1]], band);
+            let load_shift = match crosses.contains(&k) {
+                true => load_moved_at_all,
+                false => load_moved(contended) && !apart_when_calm([&calm[0], &calm[1]], band),
+            };
             Row {
                 probe,
                 params,
@@ -1116,6 +1134,46 @@ mod tests {
         // One that does not (the load's doing) leaves it unclaimed.
         busy[2].summary = Summary::new(&[10.1; 40]);
         assert_ne!(verdict(&quiet, &busy).judgement.verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn a_wake_up_across_cpus_on_a_side_beside_other_work_is_the_loads() {
+        // A cross-cpu wake-up says contended on both sides (its partner runs beside it); beside
+        // two cpu hogs it read 2x faster (the other cpu busy, not idle). The rows that stay on
+        // one cpu show the load moved.
+        let contended = |mut ms: Vec<Measurement>| -> Vec<Measurement> {
+            ms.iter_mut()
+                .for_each(|m| m.status = Status::noisy(crate::model::cause::CONTENTION));
+            ms
+        };
+        let wake = |values: &[f64]| -> Vec<Measurement> {
+            let mut ms = contended(run(0, Unit::Ns, values));
+            ms.iter_mut().for_each(|m| {
+                m.probe = "switch.thread.pipe".into();
+                m.params = params! {"cpus" => "0,1"};
+            });
+            ms
+        };
+        let quiet = [
+            wake(&[26.0, 26.5, 27.0]),
+            run(1, Unit::Ns, &[100.0, 100.5, 101.0]),
+        ]
+        .concat();
+        let busy = [
+            wake(&[13.0, 13.2, 13.4]),
+            contended(run(1, Unit::Ns, &[100.0, 100.5, 101.0])),
+        ]
+        .concat();
+        let rows = compare(&[&quiet], &[&busy], 0.05, &Drift::default());
+        assert_eq!(rows[0].judgement.verdict, Verdict::LoadMoved, "{rows:?}");
+        // Both sides beside their partner only: the change stands.
+        let calm = [
+            wake(&[13.0, 13.2, 13.4]),
+            run(1, Unit::Ns, &[100.0, 100.5, 101.0]),
+        ]
+        .concat();
+        let rows = compare(&[&quiet], &[&calm], 0.05, &Drift::default());
+        assert_eq!(rows[0].judgement.verdict, Verdict::Better, "{rows:?}");
     }
 
     #[test]

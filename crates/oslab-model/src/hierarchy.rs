@@ -55,6 +55,21 @@ pub(crate) fn level_of(spec: &Spec, size: f64) -> Result<(String, Figure), NoMod
     }
 }
 
+/// What each load of a chain the prefetchers follow waits for, over a working set of
+/// `footprint` bytes: the L1's latency where the set fits the L1, or where the L1's prefetchers
+/// run ahead of the chain; else ([`crate::uarch::Uarch::l1_prefetch_runs_ahead`]) the L2's,
+/// which its streamer keeps ahead.
+pub(crate) fn chain_floor(spec: &Spec, footprint: f64) -> Result<(&'static str, Figure), NoModel> {
+    let fits_l1 = spec
+        .caches
+        .first()
+        .is_some_and(|c| c.level == 1 && footprint <= c.size as f64);
+    match fits_l1 || spec.uarch()?.l1_prefetch_runs_ahead() {
+        true => Ok(("L1", level_latency(spec, 1)?)),
+        false => Ok(("L2", level_latency(spec, 2)?)),
+    }
+}
+
 /// Bytes per ns the core reads from the level a working set of `size` lives in (for the
 /// sequential chase and the bandwidth kernels): L1 loads, L2 and L3 fills at the table's bytes
 /// per cycle, memory by Little's law over the fill buffers.
@@ -204,13 +219,15 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             .figure("latency_ns", &lat);
             match order.as_str() {
                 "sequential" => {
-                    let l1 = level_latency(spec, 1)?;
+                    let (floor_level, floor) = chain_floor(spec, size)?;
                     let rate = level_read_rate(spec, size)?;
                     let per_line = LINE / rate.value;
-                    let mut model = model.figure("l1_ns", &l1).figure("read_rate_gbps", &rate);
+                    let mut model = model
+                        .figure("floor_ns", &floor)
+                        .figure("read_rate_gbps", &rate);
                     model.name = "prefetched load";
-                    model.value = l1.value.max(per_line);
-                    model.formula = format!("max(L1 {:.2} ns, 64 B / {:.1} GB/s from {level}): the prefetchers run ahead of the chain", l1.value, rate.value);
+                    model.value = floor.value.max(per_line);
+                    model.formula = format!("max({floor_level} {:.2} ns, 64 B / {:.1} GB/s from {level}): the prefetchers run ahead of the chain", floor.value, rate.value);
                     Ok(model)
                 }
                 "random" => {
@@ -260,20 +277,22 @@ fn stride(spec: &Spec, m: &Measurement) -> Outcome {
     if stride < PAGE {
         let rate = level_read_rate(spec, footprint)?;
         let (level, _) = level_of(spec, footprint)?;
+        let (floor_level, floor) = chain_floor(spec, footprint)?;
         let starts = (stride / LINE).min(1.0);
         let fetched = stride.clamp(LINE, 2.0 * LINE);
-        let per_line = l1.value.max(fetched / rate.value);
+        let per_line = floor.value.max(fetched / rate.value);
         let value = starts * per_line + (1.0 - starts) * l1.value;
         return Ok(model(
             value,
             format!(
-                "{starts:.3} x max(L1 {:.2} ns, {fetched:.0} B / {:.1} GB/s from {level}) + {:.3} x L1: the prefetchers follow the stride",
-                l1.value,
+                "{starts:.3} x max({floor_level} {:.2} ns, {fetched:.0} B / {:.1} GB/s from {level}) + {:.3} x L1: the prefetchers follow the stride",
+                floor.value,
                 rate.value,
                 1.0 - starts
             ),
         )
         .figure("read_rate_gbps", &rate)
+        .figure("floor_ns", &floor)
         .figure("l1_ns", &l1));
     }
     let (level, lat) = level_of(spec, footprint)?;

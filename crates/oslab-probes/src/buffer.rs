@@ -32,6 +32,9 @@ impl Pages {
 
 const HUGE: usize = 2 << 20;
 
+/// A page of no access at each end of a buffer's mapping, so that no neighbour merges with it.
+const GUARD: usize = 4096;
+
 /// The memory this process may still use, in bytes: MemAvailable from /proc/meminfo, or less
 /// where its memory cgroup allows less (in a 1 GiB container the suite was OOM-killed, sized by
 /// the host's memory).
@@ -99,10 +102,20 @@ impl Buffer {
         let len = len.max(1).next_multiple_of(4096);
         // Hugetlb pages are reserved at mmap time (no MAP_NORESERVE: without a reservation a
         // touch would raise SIGBUS instead of mmap failing cleanly).
+        // Other mappings get a guard page at each end: without one, the kernel merged adjacent
+        // anonymous buffers (a bandwidth kernel's arrays) into one mapping, and the huge pages
+        // smaps gives for it were every array's ("thp 190%" of one).
+        let guard = match pages {
+            Pages::Hugetlb => 0,
+            _ => GUARD,
+        };
         let (map_len, extra) = match pages {
             Pages::Hugetlb => (len.next_multiple_of(HUGE), libc::MAP_HUGETLB),
-            Pages::Transparent => (len.next_multiple_of(HUGE) + HUGE, libc::MAP_NORESERVE),
-            _ => (len, libc::MAP_NORESERVE),
+            Pages::Transparent => (
+                len.next_multiple_of(HUGE) + HUGE + 2 * guard,
+                libc::MAP_NORESERVE,
+            ),
+            _ => (len + 2 * guard, libc::MAP_NORESERVE),
         };
         // SAFETY: anonymous private mapping, no address hint.
         let map = unsafe {
@@ -126,9 +139,21 @@ impl Buffer {
             });
         }
         let map = map as *mut u8;
+        for at in [0, map_len - guard].into_iter().filter(|_| guard > 0) {
+            // SAFETY: a page of our own fresh mapping. Should it fail, the buffer works all the
+            // same; only smaps may then count a neighbour's pages with its own.
+            unsafe {
+                libc::mprotect(
+                    map.wrapping_add(at) as *mut libc::c_void,
+                    guard,
+                    libc::PROT_NONE,
+                )
+            };
+        }
+        let inner = map.wrapping_add(guard);
         let ptr = match pages {
-            Pages::Transparent => map.wrapping_add(map.align_offset(HUGE)),
-            _ => map,
+            Pages::Transparent => inner.wrapping_add(inner.align_offset(HUGE)),
+            _ => inner,
         };
         let advice = match pages {
             Pages::Small => Some(libc::MADV_NOHUGEPAGE),
@@ -255,6 +280,29 @@ Private_Hugetlb:       0 kB
             6144 * 1024
         );
         assert_eq!(huge_bytes_in(smaps, 0x1000, 0x2000), 0);
+    }
+
+    #[test]
+    fn buffers_side_by_side_stay_mappings_of_their_own() {
+        // Three arrays as a bandwidth kernel maps them: each its own mapping, so that smaps'
+        // huge pages for it are its own (merged, one array read "thp 190%").
+        let bufs: Vec<Buffer> = (0..3)
+            .map(|_| Buffer::new(4 << 20, Pages::Default).unwrap())
+            .collect();
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        for b in &bufs {
+            b.touch();
+            let (lo, hi) = (b.ptr() as usize, b.ptr() as usize + b.len());
+            let own = maps.lines().find_map(|l| {
+                let (a, z) = l.split_whitespace().next()?.split_once('-')?;
+                let (a, z) = (
+                    usize::from_str_radix(a, 16).ok()?,
+                    usize::from_str_radix(z, 16).ok()?,
+                );
+                (a <= lo && lo < z).then_some((a, z))
+            });
+            assert_eq!(own, Some((lo, hi)), "{maps}");
+        }
     }
 
     #[test]

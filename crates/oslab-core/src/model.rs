@@ -170,7 +170,9 @@ pub struct Prediction {
     /// Where each input comes from (input name -> "table: ...", "measured: ...", "--memory").
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub sources: Map<String, Value>,
-    /// When measured and predicted differ by more than 2x: by how much and the likely reason.
+    /// When measured and predicted differ by more than 2x: by how much and the likely reason
+    /// (the cause it shares with other rows, then, after [`GAP_THIS_ROW`], this row's own
+    /// figure where it has one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap: Option<String>,
 }
@@ -304,6 +306,11 @@ pub const SIMULATED: &str = "simulated";
 pub fn far(ratio: f64) -> bool {
     !(1.0 / FAR_FACTOR..=FAR_FACTOR).contains(&ratio)
 }
+
+/// In a prediction's gap, what follows this is the row's own figure (by how many cycles it
+/// missed, beside which input); what precedes it, the cause it shares with other rows, by which
+/// `show --details` groups its misses.
+pub const GAP_THIS_ROW: &str = "; this row: ";
 
 impl Measurement {
     /// Whether its samples were taken on a slowed core (see [`SLOWED_CORE`]): a figure of the

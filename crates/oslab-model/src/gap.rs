@@ -22,6 +22,8 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
         format!("measured {:.2}x the prediction ({:.1}x below)", e, 1.0 / e)
     };
     let mut why = reason(spec, run, m, slower);
+    // This row's own figure goes last, after the causes it shares with others.
+    let own = kernel_excess(m).filter(|_| slower && kernel_path(m));
     let p = m.prediction.as_ref()?;
     let from_table = p
         .sources
@@ -42,7 +44,13 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
             p.formula
         );
     }
-    Some(format!("{how}: {why}"))
+    match own {
+        Some(own) => Some(format!(
+            "{how}: {why}{}{own}",
+            oslab_core::model::GAP_THIS_ROW
+        )),
+        None => Some(format!("{how}: {why}")),
+    }
 }
 
 fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
@@ -113,8 +121,9 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
         Some(Family::Syscall) | Some(Family::Switch) | Some(Family::Task) | Some(Family::Faults) => {
             // Configuration that taxes every system call and that no model input counts.
             why.extend(spec.syscall_tax.iter().cloned());
-            // What the model missed by, in the cycles its kernel estimates are counted in.
-            why.extend(kernel_excess(m));
+            if kernel_excess(m).is_some() {
+                why.push("the kernel's steps were estimated on an Intel guest (docs/models.md), and this core or kernel runs the path slower".into());
+            }
             if !mitigations.starts_with("none") {
                 why.push(format!("mitigations at kernel entry: {mitigations}"));
             }
@@ -153,7 +162,12 @@ fn input(m: &Measurement, key: &str) -> Option<f64> {
 /// estimated step: which estimate would have to grow, and by how much, for the row to fit
 /// ("2,900 cycles over the model; its largest estimate, thread_switch, is 1,500 cycles").
 fn kernel_excess(m: &Measurement) -> Option<String> {
-    let p = m.prediction.as_ref()?;
+    // A composed model's gap is its measured parts'; a cost per byte misses by a fraction of a
+    // cycle.
+    let p = m
+        .prediction
+        .as_ref()
+        .filter(|p| p.kind == oslab_core::ModelKind::Spec)?;
     let ghz = input(m, "core_ghz")?;
     let over = (m.summary.as_ref()?.median - p.value) * ghz;
     let (name, cycles) = p
@@ -168,13 +182,22 @@ fn kernel_excess(m: &Measurement) -> Option<String> {
         })
         .filter_map(|(k, v)| Some((k.trim_end_matches("_cycles"), v.as_f64()?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    (over > 0.0).then(|| {
+    (over >= 10.0).then(|| {
         format!(
-            "{} over the model at {ghz:.2} GHz (its largest estimated step: {name}, {}): the kernel's steps were estimated on an Intel guest (docs/models.md), and this core or kernel runs the path slower",
+            "{} over the model at {ghz:.2} GHz, its largest estimated step {name} at {}",
             cycles_text(over),
             cycles_text(cycles)
         )
     })
+}
+
+/// Whether a row's reason is a kernel path's ([`reason`]'s system-call branch).
+fn kernel_path(m: &Measurement) -> bool {
+    m.probe == id::TIMER_CLOCK_GETTIME_SYSCALL
+        || matches!(
+            Family::of(&m.probe),
+            Some(Family::Syscall | Family::Switch | Family::Task | Family::Faults)
+        )
 }
 
 /// Cycles for reading: `3,420 cycles`, `46.7 million cycles`.

@@ -559,7 +559,10 @@ fn a_miss_names_the_input_it_rests_on() {
     );
     let why = gap(&s, switch);
     assert!(
-        why.contains("cycles over the model at 2.00 GHz (its largest estimated step: thread_switch, 1,500 cycles)")
+        why.contains("; this row: ")
+            && why.ends_with(
+                "cycles over the model at 2.00 GHz, its largest estimated step thread_switch at 1,500 cycles"
+            )
             && why.contains("spec_rstack_overflow's safe return")
             && !why.contains("IPI"),
         "{why}"

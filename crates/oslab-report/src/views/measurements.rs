@@ -6,10 +6,21 @@ use comfy_table::{Cell, ColumnConstraint, Table, Width};
 use oslab_core::model::Measurement;
 use oslab_core::units::{num, scale_for};
 
+/// A probe's rows far from their model for one cause: how far (the lowest and highest
+/// measured/predicted), how many, and the row's own figure (kept while only one row has it).
+struct Far<'a> {
+    probe: &'a str,
+    why: &'a str,
+    lo: f64,
+    hi: f64,
+    rows: usize,
+    own: Option<&'a str>,
+}
+
 /// What the model says of the rows of a table, once per probe: why some are far from their
 /// prediction (with the range of measured/predicted), and why some have none.
 pub(crate) fn model_notes(ms: &[Measurement]) -> String {
-    let mut far: Vec<(&str, &str, f64, f64, usize)> = Vec::new();
+    let mut far: Vec<Far> = Vec::new();
     let mut none: Vec<(&str, &str)> = Vec::new();
     for m in ms.iter().filter(|m| m.status.has_value()) {
         if let (Some(gap), Some(e)) = (
@@ -17,13 +28,25 @@ pub(crate) fn model_notes(ms: &[Measurement]) -> String {
             m.efficiency(),
         ) {
             let why = gap.split_once(": ").map_or(gap, |(_, w)| w);
-            match far.iter_mut().find(|f| f.0 == m.probe && f.1 == why) {
+            // The cause shared with other rows; the row's own figure stays with the row.
+            let (why, own) = why
+                .split_once(oslab_core::model::GAP_THIS_ROW)
+                .map_or((why, None), |(w, o)| (w, Some(o)));
+            match far.iter_mut().find(|f| f.probe == m.probe && f.why == why) {
                 Some(f) => {
-                    f.2 = f.2.min(e);
-                    f.3 = f.3.max(e);
-                    f.4 += 1;
+                    f.lo = f.lo.min(e);
+                    f.hi = f.hi.max(e);
+                    f.rows += 1;
+                    f.own = None;
                 }
-                None => far.push((&m.probe, why, e, e, 1)),
+                None => far.push(Far {
+                    probe: &m.probe,
+                    why,
+                    lo: e,
+                    hi: e,
+                    rows: 1,
+                    own,
+                }),
             }
         }
         if let Some(why) = m.no_model.as_deref() {
@@ -37,11 +60,19 @@ pub(crate) fn model_notes(ms: &[Measurement]) -> String {
         // By cause: the probes one reason is given for, under it, said once (a reason only
         // one probe has stays on its line).
         let mut causes: Vec<(&str, Vec<String>)> = Vec::new();
-        for (probe, why, lo, hi, n) in far {
-            let range = if n == 1 {
-                format!("{lo:.2}x")
-            } else {
-                format!("{n} rows, {lo:.2}x to {hi:.2}x")
+        for Far {
+            probe,
+            why,
+            lo,
+            hi,
+            rows,
+            own,
+        } in far
+        {
+            let range = match (rows, own) {
+                (1, Some(own)) => format!("{lo:.2}x: {own}"),
+                (1, None) => format!("{lo:.2}x"),
+                _ => format!("{rows} rows, {lo:.2}x to {hi:.2}x"),
             };
             let entry = format!("{probe} ({range})");
             match causes.iter_mut().find(|c| c.0 == why) {
@@ -638,6 +669,31 @@ mod tests {
         assert!(
             out.contains("skipped or failed:\n  switch.process.pipe: needs a second cpu"),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn misses_are_grouped_by_their_shared_cause_with_each_rows_own_figure() {
+        let far = |probe: &str, own: &str| {
+            let mut m = Measurement::not_taken(probe, params! {}, "switch", Unit::Ns, Status::Ok);
+            m.summary = Summary::new(&[300.0; 3]);
+            let gap = format!(
+                "measured 3.0x the prediction: SRSO's returns{}{own}",
+                oslab_core::model::GAP_THIS_ROW
+            );
+            m.prediction = serde_json::from_value(serde_json::json!({
+                "value": 100.0, "model": "switch", "inputs": {}, "formula": "", "sources": {}, "gap": gap
+            }))
+            .unwrap();
+            m
+        };
+        let notes = model_notes(&[
+            far("switch.thread.pipe", "3,420 cycles over"),
+            far("switch.process.pipe", "3,172 cycles over"),
+        ]);
+        assert!(
+            notes.contains("  SRSO's returns:\n    switch.thread.pipe (3.00x: 3,420 cycles over); switch.process.pipe (3.00x: 3,172 cycles over)"),
+            "{notes}"
         );
     }
 

@@ -31,10 +31,7 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
         .any(|s| s.as_str().is_some_and(|s| s.starts_with("table")));
     // The core a hypervisor may present speaks for rows the core's own tables price (caches,
     // timers, bandwidth), after the row's own reason: a kernel path's gap is the kernel's.
-    let core_priced = !matches!(
-        Family::of(&m.probe),
-        Some(Family::Syscall | Family::Switch | Family::Task | Family::Faults)
-    );
+    let core_priced = !kernel_path(m);
     if let Some(presented) = presented_core(spec).filter(|_| from_table && core_priced) {
         why = format!("{why}; {presented}");
     }

@@ -57,6 +57,7 @@ pub(crate) fn null_syscall(spec: &Spec, model: Model) -> (Model, f64) {
             mitigation,
             format!("kernel: /sys/devices/system/cpu/vulnerabilities: {what}"),
         );
+    let returns = returns.map_or(0.0, |(n, each)| n * each);
     (model, NULL_SYSCALL_CYCLES + mitigation + returns)
 }
 

@@ -21,9 +21,9 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
     } else {
         format!("measured {:.2}x the prediction ({:.1}x below)", e, 1.0 / e)
     };
-    let mut why = reason(spec, run, m, slower);
     // This row's own figure goes last, after the causes it shares with others.
     let own = kernel_excess(m).filter(|_| slower && kernel_path(m));
+    let mut why = reason(spec, run, m, slower, own.is_some());
     let p = m.prediction.as_ref()?;
     let from_table = p
         .sources
@@ -50,12 +50,10 @@ pub(crate) fn explain(spec: &Spec, run: &Run, m: &Measurement) -> Option<String>
     }
 }
 
-fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
-    // clock_gettime through the system call is a kernel path: its gap is the kernel's.
-    let family = match m.probe.as_str() {
-        id::TIMER_CLOCK_GETTIME_SYSCALL => Some(Family::Syscall),
-        _ => Family::of(&m.probe),
-    };
+/// The causes a row shares with others; `excess`: it has its own figure of how far a kernel
+/// path missed ([`kernel_excess`]).
+fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool, excess: bool) -> String {
+    let family = family(m);
     let vm = spec.hypervisor.as_deref();
     let (_, mitigations) = spec.mitigation_cycles();
     let shrunk = shrunk_cache(spec, run, m);
@@ -118,7 +116,7 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool) -> String {
         Some(Family::Syscall) | Some(Family::Switch) | Some(Family::Task) | Some(Family::Faults) => {
             // Configuration that taxes every system call and that no model input counts.
             why.extend(spec.syscall_tax.iter().cloned());
-            if kernel_excess(m).is_some() {
+            if excess {
                 why.push("the kernel's steps were estimated on an Intel guest (docs/models.md), and this core or kernel runs the path slower".into());
             }
             if !mitigations.starts_with("none") {
@@ -188,33 +186,37 @@ fn kernel_excess(m: &Measurement) -> Option<String> {
     })
 }
 
-/// Whether a row's reason is a kernel path's ([`reason`]'s system-call branch).
-fn kernel_path(m: &Measurement) -> bool {
-    m.probe == id::TIMER_CLOCK_GETTIME_SYSCALL
-        || matches!(
-            Family::of(&m.probe),
-            Some(Family::Syscall | Family::Switch | Family::Task | Family::Faults)
-        )
+/// The family a row's gap is explained as: its own, but clock_gettime through the system call
+/// is a kernel path, its gap the kernel's.
+fn family(m: &Measurement) -> Option<Family> {
+    match m.probe.as_str() {
+        id::TIMER_CLOCK_GETTIME_SYSCALL => Some(Family::Syscall),
+        _ => Family::of(&m.probe),
+    }
 }
 
-/// Cycles for reading: `3,420 cycles`, `46.7 million cycles`.
+/// Whether a row's reason is a kernel path's ([`reason`]'s system-call branch).
+fn kernel_path(m: &Measurement) -> bool {
+    matches!(
+        family(m),
+        Some(Family::Syscall | Family::Switch | Family::Task | Family::Faults)
+    )
+}
+
+/// Cycles for reading: `3,420 cycles`, `46.7 million cycles` (a positive count).
 fn cycles_text(c: f64) -> String {
-    match c >= 1e6 {
-        true => format!("{} million cycles", oslab_core::units::num(c / 1e6)),
-        false => {
-            let whole = format!("{:.0}", c);
-            let n = whole.len();
-            let grouped: String = whole
-                .chars()
-                .enumerate()
-                .flat_map(|(i, d)| {
-                    let comma = i > 0 && (n - i) % 3 == 0 && d.is_ascii_digit();
-                    comma.then_some(',').into_iter().chain(std::iter::once(d))
-                })
-                .collect();
-            format!("{grouped} cycles")
-        }
+    if c >= 1e6 {
+        return format!("{} million cycles", oslab_core::units::num(c / 1e6));
     }
+    let digits = format!("{c:.0}");
+    let mut grouped = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(d);
+    }
+    format!("{grouped} cycles")
 }
 
 /// Why `cpuid; rdtsc` under a hypervisor is slower than its model: the exit it took, as the

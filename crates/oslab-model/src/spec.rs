@@ -164,13 +164,14 @@ const RETURN_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
     ),
 ];
 
-/// Cycles of kernel work per return it executes, for a mitigation paid at every return: the null
-/// system call's path in Linux 6.x returns about 10 times (do_syscall_64, the entry and exit
-/// work, the dispatch, the call itself and its helpers: counted in the source, inlined ones
-/// left out) in its 150 cycles ([`crate::cpu`]); the scheduler's and fork's paths are of the
-/// same small functions.
-pub const KERNEL_CYCLES_PER_RETURN: f64 = 15.0;
-const KERNEL_RETURNS_SOURCE: &str = "estimate: a return per 15 cycles of kernel work (the null system call's path in Linux 6.x: about 10 returns in 150 cycles)";
+/// Returns the null system call's path executes in Linux 6.x: do_syscall_64, the entry and
+/// exit work, the dispatch, the call itself and its helpers (counted in the source, inlined ones
+/// left out).
+const NULL_SYSCALL_RETURNS: f64 = 10.0;
+
+/// Cycles of kernel work per return it executes, for a mitigation paid at every return: the
+/// null system call's, whose path is of the same small functions as the scheduler's and fork's.
+const KERNEL_CYCLES_PER_RETURN: f64 = crate::cpu::NULL_SYSCALL_CYCLES / NULL_SYSCALL_RETURNS;
 
 /// Everything the models know about the machine.
 #[derive(Debug, Clone)]
@@ -313,25 +314,32 @@ impl Spec {
     }
 
     /// What a mitigation paid at every kernel return adds to `kernel_cycles` of kernel work: the
-    /// model with the returns and their cost as inputs, and the cycles added (0 without one).
-    pub(crate) fn return_tax(&self, model: Model, kernel_cycles: f64) -> (Model, f64) {
+    /// model with the returns and their cost as inputs, and the returns with the cycles each
+    /// (none without such a mitigation).
+    pub(crate) fn return_tax(
+        &self,
+        model: Model,
+        kernel_cycles: f64,
+    ) -> (Model, Option<(f64, f64)>) {
         match &self.return_mitigation {
             Some((name, each, what)) if kernel_cycles > 0.0 => {
-                let returns = kernel_cycles / KERNEL_CYCLES_PER_RETURN;
                 let model = model
                     .input(
                         "kernel_cycles_per_return",
                         KERNEL_CYCLES_PER_RETURN,
-                        KERNEL_RETURNS_SOURCE,
+                        format!("estimate: a return per {KERNEL_CYCLES_PER_RETURN:.0} cycles of kernel work (the null system call's path in Linux 6.x: about {NULL_SYSCALL_RETURNS:.0} returns in {:.0} cycles)", crate::cpu::NULL_SYSCALL_CYCLES),
                     )
                     .input(
                         "return_mitigation_cycles",
                         *each,
                         format!("kernel: /sys/devices/system/cpu/vulnerabilities: {name} ({what})"),
                     );
-                (model, returns * each)
+                (
+                    model,
+                    Some((kernel_cycles / KERNEL_CYCLES_PER_RETURN, *each)),
+                )
             }
-            _ => (model, 0.0),
+            _ => (model, None),
         }
     }
 

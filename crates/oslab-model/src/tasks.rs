@@ -222,10 +222,10 @@ impl Work {
     fn done(mut self, spec: &Spec) -> Outcome {
         let (model, returns) = spec.return_tax(self.model, self.kernel_cycles);
         self.model = model;
-        if returns > 0.0 {
-            self.cycles += returns;
+        if let Some((n, each)) = returns {
+            self.cycles += n * each;
             self.cycle_terms
-                .push(format!("{returns:.0} at kernel returns"));
+                .push(format!("{n:.0} x {each:.0} kernel returns"));
         }
         let mut model = at_clock(spec, self.model, self.cycles)?;
         model.formula = format!(

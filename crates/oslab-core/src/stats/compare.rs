@@ -645,7 +645,7 @@ const DRIFT_MIN_RUNS: usize = 3;
 /// spreads, each about its own centre: a side's two runs show the drift as the history's do,
 /// and add to how sure it is (3 earlier runs and two a side: t of 4 degrees of freedom, 4.6,
 /// not 9.9). None with fewer than 2 degrees of freedom left (3 runs of one group).
-fn apart(groups: &[Vec<f64>]) -> Option<f64> {
+fn apart(groups: &[&[f64]]) -> Option<f64> {
     let (mut squares, mut freedom) = (0.0, 0usize);
     for logs in groups.iter().map(|g| kept_logs(g)) {
         if logs.len() >= 2 {
@@ -722,9 +722,13 @@ impl Drift {
     /// has several); None where the history has too few runs with it.
     fn of(&self, k: &Key, own: &[Vec<f64>]) -> Option<f64> {
         let history = self.per_key.get(k)?;
-        (kept_logs(history).len() >= DRIFT_MIN_RUNS)
-            .then(|| apart(&[&[history.clone()][..], own].concat()))
-            .flatten()
+        if kept_logs(history).len() < DRIFT_MIN_RUNS {
+            return None;
+        }
+        let groups: Vec<&[f64]> = std::iter::once(&history[..])
+            .chain(own.iter().map(|o| &o[..]))
+            .collect();
+        apart(&groups)
     }
 
     /// How far this machine's runs typically drift, for a measurement the history lacks: the
@@ -888,9 +892,10 @@ pub fn compare(
         .iter()
         .filter(|(.., difference)| !difference)
         .filter_map(|(k, ..)| {
+            let slowed = slowed_too(k);
             let (a, b) = (
-                median(&sides[0].replicates(k, slowed_too(k)).0)?,
-                median(&sides[1].replicates(k, slowed_too(k)).0)?,
+                median(&sides[0].replicates(k, slowed).0)?,
+                median(&sides[1].replicates(k, slowed).0)?,
             );
             (a > 0.0 && b > 0.0).then(|| b / a)
         })
@@ -925,7 +930,7 @@ pub fn compare(
                 .then(|| drift.of(&k, &own).map(|d| (d, DriftFrom::History)))
                 .flatten()
                 .or_else(|| {
-                    let other = sides.iter().find_map(|s| apart(&[s.run_medians(&k)]));
+                    let other = sides.iter().find_map(|s| apart(&[&s.run_medians(&k)]));
                     learnt.then_some(other?).map(|d| (d, DriftFrom::OtherSide))
                 })
                 .or_else(|| single.then_some(scattered?).map(|d| (d, DriftFrom::Rows)))
@@ -1297,7 +1302,7 @@ mod tests {
         );
         // A single run against several: their runs show how far runs drift apart.
         let rows = compare(&[&a1, &a2, &a3], &[&b1], 0.05, &Drift::from_runs(&[]));
-        let expected = apart(&[vec![100.5, 121.5, 110.5]]);
+        let expected = apart(&[&[100.5, 121.5, 110.5]]);
         assert!(expected.is_some() && rows[0].drift == expected, "{rows:?}");
         assert_ne!(rows[0].judgement.verdict, Verdict::RatioOnly);
     }

@@ -1,7 +1,7 @@
 //! Where oslab keeps its files: under the XDG base directories, or, for a user without a home
 //! (a service account whose home is `/nonexistent`), in a private directory of their own.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// oslab's directory under an XDG base directory: `$VAR/oslab`, else `$HOME/FALLBACK/oslab`
@@ -51,7 +51,9 @@ pub fn create_dir(dir: &Path) -> std::io::Result<()> {
     if !dir.starts_with(&private) {
         return std::fs::create_dir_all(dir);
     }
-    match std::fs::create_dir(&private) {
+    // Made private as it is made (mode 0700, no moment with the umask's wider mode), and its
+    // name, predictable by design, checked when it was there before us.
+    match std::fs::DirBuilder::new().mode(0o700).create(&private) {
         Ok(()) => std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700))?,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let m = std::fs::symlink_metadata(&private)?;

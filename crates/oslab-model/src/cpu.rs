@@ -1,13 +1,11 @@
 //! Timer reads, the loop, procedure calls and system calls: cycles at the measured core clock.
 
 use crate::run::{param, Run};
+use crate::spec::{NULL_SYSCALL_CYCLES, NULL_SYSCALL_SOURCE};
 use crate::{at_clock, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 
-/// Cycles of `syscall`/`sysret` and the kernel's entry and exit code, without mitigations.
-pub(crate) const NULL_SYSCALL_CYCLES: f64 = 150.0;
-const NULL_SYSCALL_SOURCE: &str = "estimate: syscall + sysret and the kernel's entry/exit path, about 150 cycles on x86 without entry mitigations (lmbench lat_syscall null, FlexSC OSDI 2010)";
 /// The VFS path of a read or write on a character device: fd lookup, checks, notification hooks.
 pub(crate) const VFS_CYCLES: f64 = 150.0;
 /// A VM exit and re-entry, for instructions that always exit (cpuid) or events that do.

@@ -164,6 +164,11 @@ const RETURN_MITIGATIONS: &[(&str, &str, f64, &str)] = &[
     ),
 ];
 
+/// Cycles of `syscall`/`sysret` and the kernel's entry and exit code, without mitigations: the
+/// system calls' base ([`crate::cpu`]) and what the returns per cycle of kernel work derive from.
+pub(crate) const NULL_SYSCALL_CYCLES: f64 = 150.0;
+pub(crate) const NULL_SYSCALL_SOURCE: &str = "estimate: syscall + sysret and the kernel's entry/exit path, about 150 cycles on x86 without entry mitigations (lmbench lat_syscall null, FlexSC OSDI 2010)";
+
 /// Returns the null system call's path executes in Linux 6.x: do_syscall_64, the entry and
 /// exit work, the dispatch, the call itself and its helpers (counted in the source, inlined ones
 /// left out).
@@ -171,7 +176,7 @@ const NULL_SYSCALL_RETURNS: f64 = 10.0;
 
 /// Cycles of kernel work per return it executes, for a mitigation paid at every return: the
 /// null system call's, whose path is of the same small functions as the scheduler's and fork's.
-const KERNEL_CYCLES_PER_RETURN: f64 = crate::cpu::NULL_SYSCALL_CYCLES / NULL_SYSCALL_RETURNS;
+const KERNEL_CYCLES_PER_RETURN: f64 = NULL_SYSCALL_CYCLES / NULL_SYSCALL_RETURNS;
 
 /// Everything the models know about the machine.
 #[derive(Debug, Clone)]
@@ -327,7 +332,7 @@ impl Spec {
                     .input(
                         "kernel_cycles_per_return",
                         KERNEL_CYCLES_PER_RETURN,
-                        format!("estimate: a return per {KERNEL_CYCLES_PER_RETURN:.0} cycles of kernel work (the null system call's path in Linux 6.x: about {NULL_SYSCALL_RETURNS:.0} returns in {:.0} cycles)", crate::cpu::NULL_SYSCALL_CYCLES),
+                        format!("estimate: a return per {KERNEL_CYCLES_PER_RETURN:.0} cycles of kernel work (the null system call's path in Linux 6.x: about {NULL_SYSCALL_RETURNS:.0} returns in {:.0} cycles)", NULL_SYSCALL_CYCLES),
                     )
                     .input(
                         "return_mitigation_cycles",

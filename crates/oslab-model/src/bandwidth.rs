@@ -11,6 +11,9 @@ use crate::{Model, Outcome, Spec};
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 
+/// Bytes of a cache line.
+const LINE: f64 = 64.0;
+
 /// Loads and stores per element of a kernel (a read:write mix touches each element once).
 fn streams(kernel: &str, ratio: Option<String>) -> Option<(f64, f64)> {
     if kernel == "mix" {
@@ -26,6 +29,20 @@ fn streams(kernel: &str, ratio: Option<String>) -> Option<(f64, f64)> {
         "add" | "triad" => (2.0, 1.0),
         _ => return None,
     })
+}
+
+/// Micro-op slots at rename per 32-byte vector of each stream, as oslab's kernels are written
+/// (crates/oslab-probes/src/kernels.rs): `read` adds its loads into accumulators, `scale` and
+/// `triad` fold theirs into the multiply and add, `add` loads one stream plainly and folds the
+/// other, `copy` loads plainly; a store is one; the loop's add and fused compare-and-branch
+/// come once per four vectors. A folded load takes `folded` slots.
+fn rename_slots(kernel: &str, (loads, stores): (f64, f64), folded: f64) -> f64 {
+    let folded_loads = match kernel {
+        "copy" => 0.0,
+        "add" => 1.0,
+        _ => loads,
+    };
+    folded_loads * folded + (loads - folded_loads) + stores + 0.5
 }
 
 /// Why one thread's bandwidth from memory has no model.
@@ -102,42 +119,28 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     } else {
         0.0
     };
+    let slots = rename_slots(&kernel, (loads, stores), u.folded_load_slots());
     let core_cycles = (loads * 32.0 / u.bytes_per_cycle[0])
         .max(stores * 32.0 / u.bytes_per_cycle[1])
-        .max(chain);
+        .max(chain)
+        .max(slots / u.rename_width);
     let core_bpc = counted * 32.0 / core_cycles;
-    let core = Model::spec("core ports", threads * core_bpc * ghz.value, format!("{threads} x {counted} x 32 B / max({loads} x 32 B / {} B loads, {stores} x 32 B / {} B stores, {chain} cycles of add chain) per cycle x {:.2} GHz", u.bytes_per_cycle[0], u.bytes_per_cycle[1], ghz.value))
+    let core = Model::spec("core ports", threads * core_bpc * ghz.value, format!("{threads} x {counted} x 32 B / max({loads} x 32 B / {} B loads, {stores} x 32 B / {} B stores, {chain} cycles of add chain, {slots} micro-ops / {} renamed) per cycle x {:.2} GHz", u.bytes_per_cycle[0], u.bytes_per_cycle[1], u.rename_width, ghz.value))
         .input("load_bytes_per_cycle", u.bytes_per_cycle[0], format!("table: {}", u.name))
         .input("store_bytes_per_cycle", u.bytes_per_cycle[1], format!("table: {}", u.name))
         .input("fadd_cycles", u.fadd_cycles, format!("table: {}", u.name))
+        .input("rename_width", u.rename_width, format!("table: {}", u.name))
+        .input("folded_load_slots", u.folded_load_slots(), format!("table: {} (an indexed AVX load-op at rename)", u.name))
         .figure("core_ghz", ghz);
     if level == "L1" {
         return Ok(core);
     }
     if level != "memory" {
-        let bpc = if level == "L2" {
-            u.bytes_per_cycle[2]
-        } else {
-            u.bytes_per_cycle[3]
-        };
-        if core_bpc <= bpc * share {
-            return Ok(core);
+        let mut model = from_cache(spec, &level, (loads, stores), hardware, core_cycles)?;
+        if threads > 1.0 {
+            model = model.scaled(threads, &format!("x {threads} threads, a core each"));
         }
-        let bw = bpc * ghz.value * share;
-        return Ok(Model::spec(
-            "cache fill rate",
-            bw,
-            format!(
-                "{bpc} B/cycle from {level} x {:.2} GHz x {counted}/{moved} (write-allocate)",
-                ghz.value
-            ),
-        )
-        .input(
-            "bytes_per_cycle",
-            bpc,
-            format!("table: {level} ({})", u.name),
-        )
-        .figure("core_ghz", ghz));
+        return Ok(model.figure("core_ghz", ghz));
     }
     if threads <= 1.0 {
         return Err(NO_SINGLE_MODEL.into());
@@ -189,6 +192,70 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         model.value *= 10.0 / d;
         model.formula = format!("({}) x 10 / distance {d}", model.formula);
         model = model.input("distance", d, "kernel: SLIT distance");
+    }
+    Ok(model)
+}
+
+/// One line of each stream from the L2 or L3, in cycles: the level's fills (a plain store's line
+/// comes in and, dirty, goes back: two lines), the core's accesses (`core_cycles` per 32-byte
+/// vector of each stream), and where the L1 takes a cycle per line in and out
+/// ([`crate::uarch::Uarch::l1_fill_takes_a_cycle`]) those cycles beside the accesses, whichever
+/// binds; one core's rate is the counted bytes over them (`hardware`: the bytes moved).
+fn from_cache(
+    spec: &Spec,
+    level: &str,
+    (loads, stores): (f64, f64),
+    hardware: bool,
+    core_cycles: f64,
+) -> Outcome {
+    let u = spec.uarch()?;
+    let ghz = spec.ghz()?.value;
+    let bpc = if level == "L2" {
+        u.bytes_per_cycle[2]
+    } else {
+        u.bytes_per_cycle[3]
+    };
+    let moved = loads + 2.0 * stores;
+    let fills = moved * LINE / bpc;
+    let core = 2.0 * core_cycles;
+    let l1 = u.l1_fill_takes_a_cycle().then(|| {
+        loads * (1.0 + LINE / u.bytes_per_cycle[0]) + stores * (2.0 + LINE / u.bytes_per_cycle[1])
+    });
+    let cycles = fills.max(core).max(l1.unwrap_or(0.0));
+    // The bytes the kernel counts, or for the hardware's figure those the caches move.
+    let counted = if hardware { moved } else { loads + stores };
+    let (name, why) = if cycles == fills {
+        ("cache fill rate", format!("{moved} lines x 64 B / {bpc} B a cycle from {level}: a plain store's line comes in and goes back"))
+    } else if Some(cycles) == l1 {
+        ("L1 fill cycles", format!("L1: {} lines in + {stores} dirty out, a cycle each, + {loads} x 64 B / {} B loads + {stores} x 64 B / {} B stores", loads + stores, u.bytes_per_cycle[0], u.bytes_per_cycle[1]))
+    } else {
+        (
+            "core ports",
+            "the core's loads, stores and adds".to_string(),
+        )
+    };
+    let mut model = Model::spec(
+        name,
+        counted * LINE / cycles * ghz,
+        format!("{counted} x 64 B / {cycles:.2} cycles ({why}) x {ghz:.2} GHz"),
+    )
+    .input(
+        "bytes_per_cycle",
+        bpc,
+        format!("table: {level} ({})", u.name),
+    )
+    .input(
+        "load_bytes_per_cycle",
+        u.bytes_per_cycle[0],
+        format!("table: {}", u.name),
+    )
+    .input(
+        "store_bytes_per_cycle",
+        u.bytes_per_cycle[1],
+        format!("table: {}", u.name),
+    );
+    if l1.is_some() {
+        model = model.input("l1_cycles_per_line_in_or_out", 1.0, format!("estimate: the L1 takes a line in or gives a dirty one back in a cycle it serves no access ({}: Intel's sustained L2 bandwidth, about half its peak)", u.name));
     }
     Ok(model)
 }

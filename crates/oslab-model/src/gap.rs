@@ -60,6 +60,12 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool, excess: bool) -
     if m.metric == metric::LEVEL_SIZE {
         return "the cache sysfs reports is the host's; a virtual cpu gets a share of it, and the plateau this run measured is that share".into();
     }
+    if let Some(served) = input(m, "served_bytes").filter(|_| !slower) {
+        return format!(
+            "the working set lies past the {} the chunked chase found the last cache serving this guest, yet the cache held it: the guest's share of the host's cache was larger when this row ran (the host's other tenants come and go)",
+            oslab_core::units::bytes(served as u64)
+        );
+    }
     if !slower {
         let estimates: Vec<&str> = m
             .prediction

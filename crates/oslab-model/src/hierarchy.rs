@@ -4,7 +4,7 @@
 
 use crate::run::{number, param, Run};
 use crate::NoModel;
-use crate::{Figure, Model, Outcome, Spec};
+use crate::{Figure, Model, Outcome, Source, Spec};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 use oslab_core::units::bytes;
@@ -46,13 +46,50 @@ pub(crate) fn dram_latency(spec: &Spec) -> Result<Figure, NoModel> {
 
 /// The level a working set of `size` bytes lives in: its name and latency.
 pub(crate) fn level_of(spec: &Spec, size: f64) -> Result<(String, Figure), NoModel> {
-    match spec.caches.iter().position(|c| size <= c.size as f64) {
+    match spec.caches.iter().position(|c| size <= c.holds()) {
         Some(i) => Ok((
             format!("L{}", spec.caches[i].level),
             level_latency(spec, spec.caches[i].level as usize)?,
         )),
         None => Ok(("memory".into(), dram_latency(spec)?)),
     }
+}
+
+/// The spec with the last cache level at the size this run found it serving, in a guest whose
+/// chunked chase (`memory.latency.chunk`, the plateau's end) found less than sysfs claims: a
+/// hypervisor gives the guest the host's cache in sysfs, of which the guest gets a share (other
+/// tenants, cache allocation) that no specification gives.
+pub(crate) fn served(spec: &Spec, run: &Run) -> Spec {
+    let mut spec = spec.clone();
+    if spec.hypervisor.is_none() {
+        return spec;
+    }
+    let Some(last) = spec.caches.last_mut() else {
+        return spec;
+    };
+    let name = format!("L{}", last.level);
+    let mut found: Vec<f64> = run
+        .all(id::MEMORY_LATENCY_CHUNK, metric::LEVEL_SIZE, |p| {
+            param(p, "level").as_deref() == Some(name.as_str())
+        })
+        .filter_map(|m| m.summary.as_ref().map(|s| s.median))
+        .collect();
+    found.sort_by(f64::total_cmp);
+    if let Some(&plateau) = found.get(found.len() / 2) {
+        if plateau > 0.0 && plateau < last.size as f64 {
+            last.served = Some(Figure::new(
+                plateau,
+                Source::run(format!(
+                    "{} {} level={name}, the plateau's end ({} where sysfs claims {}: a guest's share of the host's cache)",
+                    id::MEMORY_LATENCY_CHUNK,
+                    metric::LEVEL_SIZE,
+                    bytes(plateau as u64),
+                    bytes(last.size)
+                )),
+            ));
+        }
+    }
+    spec
 }
 
 /// What each load of a chain the prefetchers follow waits for, over a working set of
@@ -63,7 +100,7 @@ pub(crate) fn chain_floor(spec: &Spec, footprint: f64) -> Result<(&'static str, 
     let fits_l1 = spec
         .caches
         .first()
-        .is_some_and(|c| c.level == 1 && footprint <= c.size as f64);
+        .is_some_and(|c| c.level == 1 && footprint <= c.holds());
     match fits_l1 || spec.uarch()?.l1_prefetch_runs_ahead() {
         true => Ok(("L1", level_latency(spec, 1)?)),
         false => Ok(("L2", level_latency(spec, 2)?)),

@@ -87,6 +87,16 @@ pub struct CacheLevel {
     pub level: u8,
     /// Size sysfs claims, bytes.
     pub size: u64,
+    /// The size this run's chase found it serving, where a hypervisor's sysfs gives the host's
+    /// cache and its plateau ends sooner ([`crate::hierarchy::served`]); None: the claim stands.
+    pub served: Option<Figure>,
+}
+
+impl CacheLevel {
+    /// The bytes it holds for this cpu: what the run found it serving, else what sysfs claims.
+    pub fn holds(&self) -> f64 {
+        self.served.as_ref().map_or(self.size as f64, |f| f.value)
+    }
 }
 
 /// What a kernel entry costs on top of the instructions, for each mitigation the kernel runs at
@@ -252,6 +262,7 @@ impl Spec {
             .map(|c| CacheLevel {
                 level: c.level,
                 size: c.size,
+                served: None,
             })
             .collect();
         caches.sort_by_key(|c| c.level);

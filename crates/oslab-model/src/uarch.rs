@@ -40,6 +40,9 @@ pub struct Uarch {
     pub bytes_per_cycle: [f64; 4],
     /// Latency of a vector floating-point add, cycles (the read kernel's accumulators wait on it).
     pub fadd_cycles: f64,
+    /// Micro-ops the core renames a cycle (its narrowest stage after decode): a loop of more
+    /// than this many a cycle waits on the front end, not on the ports.
+    pub rename_width: f64,
     /// Cycles between back-to-back `rdtsc` (reciprocal throughput; `cntvct_el0` reads on Arm).
     pub rdtsc_cycles: f64,
     /// Where the figures come from.
@@ -55,6 +58,29 @@ impl Uarch {
     /// MiB, where AMD's Zen 4 read 4, its L1's). AMD's and Arm's run several lines ahead.
     pub fn l1_prefetch_runs_ahead(&self) -> bool {
         !matches!(self.key, Key::X86(INTEL, ..))
+    }
+
+    /// Whether the L1d spends a cycle on each line it takes from the L2, a cycle in which it
+    /// serves no load or store, and another on each dirty line it gives back. Intel's manual
+    /// gives the L2 64 B a cycle at peak and about 29 sustained (Skylake client): the L1 cannot
+    /// accept a line and serve the core's loads in one cycle (T. Downs, uarch-bench wiki, "How
+    /// much bandwidth does the L2 have to give, anyway?"). On the 6/207 guest read, write, copy
+    /// and triad from the L2 ran at 1.07, 0.74, 1.0 and 1.1x of that count; AMD's Zen 4 wrote
+    /// into its L2 at its L1's store rate, so AMD's L1 takes fills beside the core's accesses.
+    pub fn l1_fill_takes_a_cycle(&self) -> bool {
+        matches!(self.key, Key::X86(INTEL, ..))
+    }
+
+    /// Micro-op slots an AVX instruction with a load folded in takes at rename, its address
+    /// indexed (`vaddpd y, y, [x + i]`, as oslab's kernels address): Intel's cores decode it
+    /// micro-fused and un-laminate it into two at rename (the optimization manual's "Micro-op
+    /// Fusion": an indexed address keeps a three-operand instruction fused on none of Sandy
+    /// Bridge's successors); AMD's keep it one macro-op.
+    pub fn folded_load_slots(&self) -> f64 {
+        match self.key {
+            Key::X86(INTEL, ..) => 2.0,
+            _ => 1.0,
+        }
     }
 }
 
@@ -76,6 +102,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 12,
         bytes_per_cycle: [64.0, 32.0, 64.0, 32.0],
         fadd_cycles: 4.0,
+        rename_width: 4.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -89,6 +116,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 12,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 4.0,
+        rename_width: 4.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -103,6 +131,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 12,
         bytes_per_cycle: [64.0, 64.0, 64.0, 32.0],
         fadd_cycles: 4.0,
+        rename_width: 5.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -116,6 +145,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 12,
         bytes_per_cycle: [64.0, 64.0, 64.0, 16.0],
         fadd_cycles: 4.0,
+        rename_width: 5.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -129,6 +159,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 16,
         bytes_per_cycle: [96.0, 64.0, 64.0, 32.0],
         fadd_cycles: 2.0,
+        rename_width: 6.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -142,6 +173,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 16,
         bytes_per_cycle: [96.0, 64.0, 64.0, 16.0],
         fadd_cycles: 2.0,
+        rename_width: 6.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -155,6 +187,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 16,
         bytes_per_cycle: [96.0, 64.0, 64.0, 32.0],
         fadd_cycles: 2.0,
+        rename_width: 6.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -168,6 +201,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 16,
         bytes_per_cycle: [96.0, 64.0, 64.0, 16.0],
         fadd_cycles: 2.0,
+        rename_width: 6.0,
         rdtsc_cycles: 25.0,
         reference: INTEL_REF,
     },
@@ -181,6 +215,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 22,
         bytes_per_cycle: [32.0, 16.0, 32.0, 32.0],
         fadd_cycles: 3.0,
+        rename_width: 6.0,
         rdtsc_cycles: 36.0,
         reference: AMD_REF,
     },
@@ -194,6 +229,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 22,
         bytes_per_cycle: [64.0, 32.0, 32.0, 32.0],
         fadd_cycles: 3.0,
+        rename_width: 6.0,
         rdtsc_cycles: 36.0,
         reference: AMD_REF,
     },
@@ -207,6 +243,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 24,
         bytes_per_cycle: [64.0, 32.0, 32.0, 32.0],
         fadd_cycles: 3.0,
+        rename_width: 6.0,
         rdtsc_cycles: 36.0,
         reference: AMD_REF,
     },
@@ -220,6 +257,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 24,
         bytes_per_cycle: [64.0, 32.0, 64.0, 32.0],
         fadd_cycles: 3.0,
+        rename_width: 6.0,
         rdtsc_cycles: 36.0,
         reference: AMD_REF,
     },
@@ -233,6 +271,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 24,
         bytes_per_cycle: [64.0, 64.0, 64.0, 32.0],
         fadd_cycles: 2.0,
+        rename_width: 8.0,
         rdtsc_cycles: 36.0,
         reference: AMD_REF,
     },
@@ -246,6 +285,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 20,
         bytes_per_cycle: [32.0, 16.0, 32.0, 16.0],
         fadd_cycles: 2.0,
+        rename_width: 4.0,
         rdtsc_cycles: 10.0,
         reference: ARM_REF,
     },
@@ -259,6 +299,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 24,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 2.0,
+        rename_width: 8.0,
         rdtsc_cycles: 10.0,
         reference: ARM_REF,
     },
@@ -272,6 +313,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 24,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 2.0,
+        rename_width: 5.0,
         rdtsc_cycles: 10.0,
         reference: ARM_REF,
     },
@@ -285,6 +327,7 @@ pub const TABLE: &[Uarch] = &[
         fill_buffers: 24,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 2.0,
+        rename_width: 8.0,
         rdtsc_cycles: 10.0,
         reference: ARM_REF,
     },
@@ -390,6 +433,7 @@ mod tests {
             );
             assert!(u.tlb[1] > u.tlb[0] && u.fill_buffers > 0, "{}", u.name);
             assert!(u.bytes_per_cycle.iter().all(|&b| b > 0.0), "{}", u.name);
+            assert!((4.0..=10.0).contains(&u.rename_width), "{}", u.name);
         }
         // No signature belongs to two entries.
         for (i, a) in TABLE.iter().enumerate() {

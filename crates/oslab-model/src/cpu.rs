@@ -29,13 +29,6 @@ const WALK_REFS: f64 = 4.0;
 /// Under a hypervisor with nested paging a walk is two-dimensional: each of the guest's levels is
 /// itself translated by the host's, up to 24 references.
 const NESTED_WALK_REFS: f64 = 12.0;
-/// Misses of an evicted system call that overlap on average: an out-of-order core keeps 10-24
-/// misses in flight (fill buffers, miss address buffers), but the entry path's loads form short
-/// dependent chains (the per-cpu base, the current task, its fields) while its code lines
-/// stream in. Summed one after another, the misses over-predicted every cold call 4-9x on the
-/// three guests measured (Intel 6/207 with 2 and 16 vCPUs, AMD Zen 4): this input is fitted
-/// there, its blind figure is not (docs/models.md).
-const MISSES_IN_FLIGHT: f64 = 6.0;
 /// Copying a result to user space: stac/clac around the access (SMAP) and the copy.
 const COPY_OUT_CYCLES: f64 = 40.0;
 
@@ -276,9 +269,10 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
     if param(&m.params, "cache").as_deref() != Some("cold") {
         return Ok(model);
     }
-    // Cold: the lines the call touches come back one after another from where the eviction
-    // left them (the last level when only private caches were evicted, else memory), and each
-    // page it touches is walked for, the walk's entries coming from there too.
+    // Cold: the lines the call touches come back from where the eviction left them (the last
+    // level when only private caches were evicted, else memory), and each page it touches is
+    // walked for, the walk's entries coming from there too.
+    let u = spec.uarch()?;
     let from_llc = param(&m.params, "evicted").as_deref() == Some("private");
     let refill = if from_llc {
         crate::hierarchy::level_latency(spec, spec.caches.len())
@@ -318,14 +312,14 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
             crate::round(refill.value),
             refill.source.clone(),
         )
-        .input(
-            "misses_in_flight",
-            MISSES_IN_FLIGHT,
-            "fitted: misses an evicted call overlaps on average (short dependent chains; 10-24 in flight at most), on three guests",
-        );
-    model.value += (lines + walks * refs) * refill.value / MISSES_IN_FLIGHT;
+        .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name))
+        .input("page_walkers", u.page_walkers, format!("table: {}", u.name));
+    // The lines' misses overlap across the fill buffers; each walk's references follow one
+    // another, the walks overlapping across the page walkers.
+    let (fills, walkers) = (u.fill_buffers as f64, u.page_walkers as f64);
+    model.value += (lines / fills + walks * refs / walkers) * refill.value;
     model.formula = format!(
-        "{} + ({lines} lines + {walks} walks x {refs} references) x {:.1} ns / {MISSES_IN_FLIGHT} in flight",
+        "{} + ({lines} lines / {fills} fill buffers + {walks} walks x {refs} references / {walkers} walkers) x {:.1} ns",
         model.formula, refill.value
     );
     Ok(model)

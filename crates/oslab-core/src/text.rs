@@ -92,6 +92,17 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `word` as one shell word (POSIX sh, bash): as it is when it holds only characters no shell
+/// reads specially, else in single quotes (a quote inside closed, escaped and reopened).
+pub fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// The one kind of escape sequence oslab itself writes: a foreground colour of its tables'
 /// status words (`ESC[38;5;Nm`) and its end (`ESC[39m`). Their length in bytes at `s`'s start, if
 /// `s` starts with one.

@@ -27,7 +27,13 @@ pub fn homeless_dir() -> PathBuf {
     match absolute_var("XDG_RUNTIME_DIR") {
         Some(run) => run.join("oslab"),
         // SAFETY: getuid has no preconditions.
-        None => std::env::temp_dir().join(format!("oslab-{}", unsafe { libc::getuid() })),
+        // The temp dir resolved once ([`crate::private::resolve_parent`]): a link in `$TMPDIR`
+        // that its owner re-points later is not followed again.
+        None => {
+            let tmp = std::env::temp_dir();
+            let tmp = std::fs::canonicalize(&tmp).unwrap_or(tmp);
+            tmp.join(format!("oslab-{}", unsafe { libc::getuid() }))
+        }
     }
 }
 
@@ -50,6 +56,9 @@ pub fn create_dir(dir: &Path) -> std::io::Result<()> {
     let private = homeless_dir();
     if !dir.starts_with(&private) {
         return std::fs::create_dir_all(dir);
+    }
+    if let Some(parent) = private.parent() {
+        crate::private::resolve_parent(parent)?;
     }
     // Made private as it is made (mode 0700, no moment with the umask's wider mode), and its
     // name, predictable by design, checked when it was there before us.

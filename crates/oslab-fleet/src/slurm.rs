@@ -1,6 +1,7 @@
 //! The Slurm side: the batch script, and the client commands (sinfo, scontrol, sbatch, squeue).
 
 use oslab_core::reason::BadValue;
+use oslab_core::text::shell_word;
 use std::path::Path;
 use std::process::Command;
 
@@ -167,11 +168,6 @@ pub fn check_hostlist(list: &str) -> Result<(), BadValue> {
     })
 }
 
-/// Single-quotes a word for bash.
-pub fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// The sbatch script: one job step per node, each running `oslab fleet task`. Steps apart, a
 /// node that cannot start or is lost costs its own result only; the job is never requeued
 /// (a rerun would leave two executions in one directory) nor ended by a node's failure; a node
@@ -205,8 +201,8 @@ pub fn script(o: &ScriptOptions) -> String {
         o.results.display(),
         o.token,
         o.results.display(),
-        quote(&o.results.to_string_lossy()),
-        quote(&o.binary.to_string_lossy()),
+        shell_word(&o.results.to_string_lossy()),
+        shell_word(&o.binary.to_string_lossy()),
         o.token,
     );
     s += "mkdir -p \"$dir\" || { echo \"oslab fleet: cannot create $dir on $first, the job's first node\" >&2; exit 1; }\n";
@@ -225,10 +221,10 @@ pub fn script(o: &ScriptOptions) -> String {
           \x20   [ -z \"$staged\" ] || srun --nodes=1 --ntasks=1 --nodelist=\"$1\" mkdir -m 0700 -- \"$staged\" ||\n\
           \x20       { echo \"oslab fleet: node $1: cannot make $staged, the private directory of the binary's copy (someone made it first?)\" >&2; return 1; }\n\
           }\n";
-    let args: Vec<String> = o.run_args.iter().map(|a| quote(a)).collect();
+    let args: Vec<String> = o.run_args.iter().map(|a| shell_word(a)).collect();
     let binds: String = [("--cpu-bind", o.cpu_bind), ("--mem-bind", o.mem_bind)]
         .iter()
-        .filter_map(|(flag, b)| b.map(|b| format!(" {flag}={}", quote(b))))
+        .filter_map(|(flag, b)| b.map(|b| format!(" {flag}={}", shell_word(b))))
         .collect();
     s += &format!(
         "nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\npids=()\n\
@@ -497,11 +493,11 @@ mod tests {
         // Directives come before the first command, or sbatch ignores them.
         let first_cmd = s.lines().position(|l| !l.starts_with('#')).unwrap();
         assert!(s.lines().skip(first_cmd).all(|l| !l.starts_with("#SBATCH")));
-        assert!(s.contains(r"-- '--quick' 'it'\''s *'"), "{s}");
+        assert!(s.contains(r"-- --quick 'it'\''s *'"), "{s}");
         assert!(s.contains("--bcast=\"$staged/oslab\""), "{s}");
         assert!(s.contains("mkdir -m 0700 -- \"$staged\""), "{s}");
         assert!(
-            s.contains("--whole --cpu-bind='cores' --mem-bind='local' "),
+            s.contains("--whole --cpu-bind=cores --mem-bind=local "),
             "{s}"
         );
         // bash parses it.
@@ -572,6 +568,6 @@ mod tests {
         assert_eq!(skipped.len(), 2);
         assert_eq!(pick_nodes(sinfo, Some("gpu")).0, vec!["g1"]);
         assert_eq!(pick_nodes(sinfo, Some("debug")).0, vec!["n1"]);
-        assert_eq!(quote("a'b"), r"'a'\''b'");
+        assert_eq!(shell_word("a'b"), r"'a'\''b'");
     }
 }

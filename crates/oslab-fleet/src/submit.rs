@@ -124,14 +124,15 @@ impl Request {
         let results = std::path::absolute(&self.results)
             .map_err(|e| SubmitError::Io(format!("{}: {e}", self.results.display())))?;
         // Slurm reads --output's '%' as a pattern (%u, %x: another file than asked) and '\\'
-        // as its escape; a space ends the #SBATCH line's value.
+        // as its escape; a space ends the #SBATCH line's value, '#' starts a comment in it, and
+        // a quote opens a string sbatch cuts or refuses ("unclosed quote").
         if let Some(c) = results
             .to_string_lossy()
             .chars()
-            .find(|c| c.is_whitespace() || *c == '%' || *c == '\\')
+            .find(|c| c.is_whitespace() || c.is_control() || "%\\#'\"".contains(*c))
         {
             return Err(invalid(format!(
-                "--results {}: Slurm's #SBATCH --output cannot hold a path with {c:?} in it",
+                "--results {}: Slurm's #SBATCH lines cannot carry a path with {c:?} in it (no spaces, '%', '\\', '#' or quotes): choose another directory",
                 results.display()
             )));
         }

@@ -422,6 +422,20 @@ fn warn(kind: &str, message: String, remedy: &str) -> Warning {
 
 fn warnings(fp: &Fingerprint, env: &Environment) -> Vec<Warning> {
     let mut w = Vec::new();
+    // Hooks the tests and scripts/false-alarms use to make a change on purpose: a run under one
+    // is not the machine's, whoever set it.
+    for var in ["OSLAB_TEST_EXTRA_WORK", "OSLAB_INJECT_GETPPID_WORK"] {
+        if let Some(v) = std::env::var(var)
+            .ok()
+            .filter(|v| v.parse::<u64>().is_ok_and(|n| n > 0))
+        {
+            w.push(warn(
+                "test-hook",
+                format!("{var}={v} is set: figures are slowed on purpose (a test hook), the rows it touches say so"),
+                &format!("unset {var}"),
+            ));
+        }
+    }
     if fp.emulated_cpu() {
         w.push(warn(
             "emulated",

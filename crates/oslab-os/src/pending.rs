@@ -40,10 +40,15 @@ pub struct Change {
     pub value: Option<String>,
     /// The oslab process that changed it.
     pub pid: u32,
+    /// Its start time (clock ticks after boot): a later process that takes the pid (after a
+    /// cgroup kill or the OOM killer ended oslab and its guard together) is not it. 0 in a
+    /// record of an older oslab: the pid alone.
+    #[serde(default)]
+    pub start: u64,
     /// Other oslab processes sharing the change: it is put back when the last of them ends,
     /// never under a run that still needs it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sharers: Vec<u32>,
+    pub sharers: Vec<Owner>,
     /// The boot it happened in (a pid from another boot is never alive).
     pub boot_id: String,
 }
@@ -65,6 +70,64 @@ impl Thread {
         // Field 3 (state) is the first after the command; field 22 is the 20th.
         let start = after.split_whitespace().nth(19)?.parse().ok()?;
         Some(Thread { tid, start })
+    }
+}
+
+/// An oslab process, told apart from a later one that reuses its pid by its start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "OwnerRecord")]
+pub struct Owner {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time (clock ticks after boot); 0 when an older oslab recorded the pid alone.
+    pub start: u64,
+}
+
+/// An owner as records hold it: `{"pid", "start"}`, or the bare pid older oslabs wrote.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OwnerRecord {
+    Pid(u32),
+    Full {
+        pid: u32,
+        #[serde(default)]
+        start: u64,
+    },
+}
+
+impl From<OwnerRecord> for Owner {
+    fn from(r: OwnerRecord) -> Owner {
+        match r {
+            OwnerRecord::Pid(pid) => Owner { pid, start: 0 },
+            OwnerRecord::Full { pid, start } => Owner { pid, start },
+        }
+    }
+}
+
+impl Owner {
+    /// This process.
+    pub fn me() -> Owner {
+        let pid = std::process::id();
+        let start = Thread::now(pid as i32).map_or(0, |t| t.start);
+        Owner { pid, start }
+    }
+
+    /// Whether it still runs: its pid is alive and, when its start time was recorded, is the
+    /// process that started then.
+    pub fn alive(&self) -> bool {
+        pid_alive(self.pid)
+            && (self.start == 0
+                || Thread::now(self.pid as i32).is_some_and(|t| t.start == self.start))
+    }
+}
+
+impl Change {
+    /// The oslab process that made the change.
+    pub fn owner(&self) -> Owner {
+        Owner {
+            pid: self.pid,
+            start: self.start,
+        }
     }
 }
 
@@ -249,7 +312,7 @@ fn implausible(c: &Change, settings: &[&Path]) -> Option<String> {
                 c.path.display()
             ))
         }
-        _ if c.sharers.len() > 64 || c.sharers.contains(&0) => {
+        _ if c.sharers.len() > 64 || c.sharers.iter().any(|o| o.pid == 0) => {
             Some("its list of runs sharing a change is not one oslab writes".to_string())
         }
         Some(t)
@@ -301,9 +364,9 @@ fn boot_id() -> String {
 /// Whether an oslab that made or shares the change still runs.
 fn alive(c: &Change) -> bool {
     c.boot_id == boot_id()
-        && std::iter::once(&c.pid)
-            .chain(&c.sharers)
-            .any(|p| pid_alive(*p))
+        && std::iter::once(c.owner())
+            .chain(c.sharers.iter().copied())
+            .any(|o| o.alive())
 }
 
 /// Writes `value` to `path` (a sysctl), after recording in `file` the value it had, so it can be
@@ -322,7 +385,7 @@ pub fn change(
     crate::restorer::ensure_started();
     let _locked = lock(file)?;
     let mut changes = load(file);
-    let me = std::process::id();
+    let me = Owner::me();
     let current = std::fs::read_to_string(path)?.trim().to_string();
     let entry = changes
         .iter_mut()
@@ -339,7 +402,7 @@ pub fn change(
                     ),
                 ));
             }
-            if c.pid != me && !c.sharers.contains(&me) {
+            if c.owner() != me && !c.sharers.contains(&me) {
                 c.sharers.push(me);
             }
             let original = c.original.clone();
@@ -356,7 +419,8 @@ pub fn change(
         thread: None,
         original: original.clone(),
         value: Some(value.to_string()),
-        pid: me,
+        pid: me.pid,
+        start: me.start,
         sharers: Vec::new(),
         boot_id: boot_id(),
     });
@@ -392,7 +456,8 @@ pub fn record_affinities(
             thread: Some(thread),
             original: set.to_list(),
             value: None,
-            pid: std::process::id(),
+            pid: Owner::me().pid,
+            start: Owner::me().start,
             sharers: Vec::new(),
             boot_id: boot_id(),
         });
@@ -438,12 +503,12 @@ fn undo(c: &Change) -> std::io::Result<bool> {
 pub fn restore(file: &Path, path: &Path) -> std::io::Result<()> {
     let _locked = lock(file)?;
     let mut changes = load(file);
-    let me = std::process::id();
+    let me = Owner::me();
     if let Some(c) = changes.iter_mut().find(|c| c.path == path) {
-        c.sharers.retain(|p| *p != me && pid_alive(*p));
-        if c.pid == me || !pid_alive(c.pid) {
+        c.sharers.retain(|o| *o != me && o.alive());
+        if c.owner() == me || !c.owner().alive() {
             match c.sharers.pop() {
-                Some(next) => c.pid = next,
+                Some(next) => (c.pid, c.start) = (next.pid, next.start),
                 None => {
                     std::fs::write(path, &c.original)?;
                     changes.retain(|c| c.path != path);
@@ -594,11 +659,11 @@ mod tests {
         let off = |v: &str| v == "0";
         assert_eq!(change(&file, &setting, "0", off).unwrap().unwrap(), "1");
         let mut changes = load(&file);
-        changes[0].pid = other.id();
+        (changes[0].pid, changes[0].start) = (other.id(), 0);
         save(&file, &changes).unwrap();
         // We want it off too: we share the change, and our end leaves it off for the other.
         assert_eq!(change(&file, &setting, "0", off).unwrap().unwrap(), "1");
-        assert_eq!(load(&file)[0].sharers, vec![std::process::id()]);
+        assert_eq!(load(&file)[0].sharers, vec![Owner::me()]);
         restore(&file, &setting).unwrap();
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0");
         assert_eq!(load(&file)[0].pid, other.id());
@@ -623,8 +688,8 @@ mod tests {
             .unwrap();
         change(&file, &setting, "0", off).unwrap();
         let mut changes = load(&file);
-        changes[0].sharers = vec![changes[0].pid];
-        changes[0].pid = maker.id();
+        changes[0].sharers = vec![changes[0].owner()];
+        (changes[0].pid, changes[0].start) = (maker.id(), 0);
         save(&file, &changes).unwrap();
         maker.kill().unwrap();
         maker.wait().unwrap();
@@ -724,6 +789,7 @@ mod tests {
             original: original.into(),
             value: None,
             pid: 2147483646,
+            start: 0,
             sharers: Vec::new(),
             boot_id: boot_id(),
         };
@@ -805,5 +871,39 @@ mod tests {
         assert!(!file.exists());
         stop_tx.send(()).unwrap();
         worker.join().unwrap();
+    }
+
+    /// A process that took a dead oslab's pid (its guard killed with it) is not that oslab:
+    /// the change is restored at once, not when the stranger ends.
+    #[test]
+    fn a_reused_pid_does_not_keep_a_dead_oslabs_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state/pending.json");
+        let setting = dir.path().join("setting");
+        std::fs::write(&setting, "1\n").unwrap();
+        change(&file, &setting, "0", |v| v == "0").unwrap();
+        let mut stranger = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let mut changes = load(&file);
+        // The recorded oslab started long before the stranger now holding its pid.
+        let start = Thread::now(stranger.id() as i32).unwrap().start;
+        (changes[0].pid, changes[0].start) = (stranger.id(), start.saturating_sub(1).max(1));
+        save(&file, &changes).unwrap();
+        let said = recover_among(&file, &[&setting]);
+        stranger.kill().unwrap();
+        stranger.wait().unwrap();
+        assert!(
+            said.first().is_some_and(|l| l.contains("restored")),
+            "{said:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "1");
+        // A record of an older oslab (bare pids) still reads.
+        let old: Change = serde_json::from_str(
+            r#"{"path": "/x", "original": "1", "pid": 7, "sharers": [8, 9], "boot_id": "b"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.sharers[1], Owner { pid: 9, start: 0 });
     }
 }

@@ -157,8 +157,10 @@ impl NopProgram {
         let dir = PrivateDir::new("oslab-nop").map_err(|e| {
             ProbeError::Failed(format!("a directory for the do-nothing program: {e}"))
         })?;
+        // Written through the directory's descriptor; run by its resolved path, which no one
+        // else can change (posix_spawn takes a path, and both exec probes price its lookup).
         let path = dir.path().join("nop");
-        write_executable(&path, &elf_image(code.0, code.1))
+        write_executable(&dir, &elf_image(code.0, code.1))
             .map_err(|e| ProbeError::Failed(format!("writing {}: {e}", path.display())))?;
         let cpath = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| ProbeError::Failed("temp path contains NUL".into()))?;
@@ -191,13 +193,8 @@ impl NopProgram {
     }
 }
 
-fn write_executable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o755)
-        .open(path)?;
+fn write_executable(dir: &PrivateDir, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = dir.create_file("nop", 0o755)?;
     std::io::Write::write_all(&mut f, bytes)?;
     f.sync_all()
 }

@@ -21,6 +21,7 @@ use oslab_core::params;
 use oslab_os::perf::{self, Counter};
 use serde_json::{Map, Value};
 use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -522,40 +523,54 @@ impl Drop for TempFile {
 fn open_unnamed(dir: &Path) -> Result<libc::c_int, ProbeError> {
     let c = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| ProbeError::Failed("temp dir path contains a NUL byte".into()))?;
-    // SAFETY: valid C path; O_TMPFILE creates an unnamed inode in that directory.
-    let fd = unsafe {
+    let cannot = || {
+        ProbeError::Failed(format!(
+            "cannot create a file in temp dir {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        ))
+    };
+    // The directory is looked up once: the file is made (and, unnamed below, unlinked) through
+    // its descriptor, never by a path another user could redirect in between.
+    // SAFETY: a valid C path.
+    let dfd = unsafe {
         libc::open(
             c.as_ptr(),
-            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
-            0o600,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
     };
+    if dfd < 0 {
+        return Err(cannot());
+    }
+    // SAFETY: a descriptor we own, closed once when this drops.
+    let dfd = unsafe { std::os::fd::OwnedFd::from_raw_fd(dfd) };
+    let at = |name: &std::ffi::CStr, flags: libc::c_int| {
+        // SAFETY: a valid descriptor and C string.
+        unsafe {
+            libc::openat(
+                dfd.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_RDWR | libc::O_CLOEXEC,
+                0o600,
+            )
+        }
+    };
+    // O_TMPFILE creates an unnamed inode in that directory.
+    let fd = at(c".", libc::O_TMPFILE);
     if fd >= 0 {
         return Ok(fd);
     }
     // Filesystems without O_TMPFILE: a new random name (O_EXCL), unlinked at once.
     let token = oslab_files::private::random_token()
         .map_err(|e| ProbeError::Failed(format!("no random name for a temp file: {e}")))?;
-    let name = dir.join(format!(".oslab-faults-{token}"));
-    let cn = CString::new(name.as_os_str().as_bytes())
-        .map_err(|_| ProbeError::Failed("temp file path contains a NUL byte".into()))?;
-    // SAFETY: valid C path.
-    let fd = unsafe {
-        libc::open(
-            cn.as_ptr(),
-            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC,
-            0o600,
-        )
-    };
+    let cn = CString::new(format!(".oslab-faults-{token}"))
+        .map_err(|_| ProbeError::Failed("temp file name contains a NUL byte".into()))?;
+    let fd = at(&cn, libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW);
     if fd < 0 {
-        return Err(ProbeError::Failed(format!(
-            "cannot create a file in temp dir {}: {}",
-            dir.display(),
-            std::io::Error::last_os_error()
-        )));
+        return Err(cannot());
     }
-    // SAFETY: valid C path.
-    unsafe { libc::unlink(cn.as_ptr()) };
+    // SAFETY: valid descriptor and name.
+    unsafe { libc::unlinkat(dfd.as_raw_fd(), cn.as_ptr(), 0) };
     Ok(fd)
 }
 

@@ -51,9 +51,13 @@ pub struct HarnessConfig {
     pub extra_work: u32,
 }
 
-/// The test-only slowdown (see [`HarnessConfig::extra_work`]).
-fn extra_work() -> u32 {
-    std::env::var("OSLAB_TEST_EXTRA_WORK")
+/// The test-only slowdown's variable (see [`HarnessConfig::extra_work`]).
+pub const EXTRA_WORK_VAR: &str = "OSLAB_TEST_EXTRA_WORK";
+
+/// The test-only slowdown (see [`HarnessConfig::extra_work`]); rows measured under it are marked
+/// and the run warns.
+pub(crate) fn extra_work() -> u32 {
+    std::env::var(EXTRA_WORK_VAR)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)

@@ -41,10 +41,11 @@ fn figure(svg: Result<String, crate::plots::PlotError>, caption: &str) -> Option
     svg.ok().map(|s| (s, caption.to_string()))
 }
 
-pub(crate) fn figure_html((svg, caption): &Figure) -> String {
-    format!(
-        "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
-        escape(caption)
+pub(crate) fn figure_html((svg, caption): &Figure) -> Html {
+    html!(
+        "<figure>{}<figcaption>{}</figcaption></figure>\n",
+        Html::drawn(svg.clone()),
+        caption
     )
 }
 

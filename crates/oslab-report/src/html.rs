@@ -12,7 +12,6 @@ use oslab_core::model::{Measurement, Status, TimelineEvent};
 use oslab_core::units::{num, scale_for};
 use oslab_store::RunRecord;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 .scroll{overflow-x:auto;max-width:100%}figure svg{max-width:100%;height:auto}details{margin:.4em 0}summary{cursor:pointer;color:#333}
@@ -28,14 +27,13 @@ nav.contents{margin:1em 0;font-size:.9em}figure{margin:1em 0}figcaption{font-siz
 /// The report of one run.
 pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]) -> String {
     let ms: &[Measurement] = &oslab_core::stats::repetitions::pooled(ms);
-    let mut h = String::new();
     let id = record.id.map_or("-".into(), |i| i.to_string());
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oslab run {}</title><style>{STYLE}</style></head><body>\n<h1>oslab run {} on {}</h1>\n",
-        escape(&id),
-        escape(&id),
-        escape(&record.hostname)
+    let mut h = html!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oslab run {}</title><style>{}</style></head><body>\n<h1>oslab run {} on {}</h1>\n",
+        id,
+        style(),
+        id,
+        record.hostname
     );
     let mut families: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
     for m in ms {
@@ -55,20 +53,20 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         .chain((!timeline.is_empty()).then_some("timeline"))
         .chain(model.as_ref().map(|_| "model vs measured"))
         .collect();
-    h.push_str(&contents(&sections));
+    h.push(contents(&sections));
     if let Some(t) = headline {
-        h.push_str("<h2 id=\"headline\">headline</h2>\n");
-        h.push_str(&text_table(&t));
+        h.push(html!("<h2 id=\"headline\">headline</h2>\n"));
+        h.push(text_table(&t));
         // A footnote a line, as the terminal prints them (in one paragraph they ran together).
         for note in crate::headline::notes(ms)
             .lines()
             .filter(|l| !l.trim().is_empty())
         {
-            let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(note.trim()));
+            h.push(html!("<p class=\"note\">{}</p>\n", note.trim()));
         }
     }
-    h.push_str(&metadata(record));
-    h.push_str(&warnings(record));
+    h.push(metadata(record));
+    h.push(warnings(record));
     let topology: Option<oslab_core::topology::Topology> =
         serde_json::from_value(record.fingerprint["topology"].clone()).ok();
     if let Some((t, figure)) = topology
@@ -78,7 +76,7 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
         // Drawn open where there is more than one package or node to tell apart.
         let several = t.packages() > 1 || t.nodes.len() > 1;
         let drawn = figure_html(&figure);
-        h.push_str(&folded(
+        h.push(folded(
             "the machine drawn, with its measured costs",
             &drawn,
             several,
@@ -87,39 +85,45 @@ pub fn report(record: &RunRecord, ms: &[Measurement], timeline: &[TimelineEvent]
     // The families in two columns where the page is wide enough, flowing down the first, then
     // the second (a default run's report was 11,050 px, 12 screens, one family under another;
     // in a grid, each pair took its taller one's height).
-    h.push_str("<div class=\"families\">\n");
+    h.push(html!("<div class=\"families\">\n"));
     for family in order {
         let list = &families[family];
-        let _ = writeln!(
-            h,
-            "<section class=\"family\"><h2 id=\"{0}\">{0}</h2>",
-            escape(family)
-        );
+        h.push(html!(
+            "<section class=\"family\"><h2 id=\"{0}\">{0}</h2>\n",
+            family
+        ));
         let drawn = charts(family, &alone(list), record);
         for chart in &drawn {
-            h.push_str(&figure_html(chart));
+            h.push(figure_html(chart));
         }
         // A chart already shows the family's figures: its table waits under a click.
-        h.push_str(&folded(
+        h.push(folded(
             &oslab_core::units::counted(list.len(), "measurement"),
             &table(list),
             drawn.is_empty() && list.len() <= OPEN_IN_FAMILY,
         ));
-        h.push_str("</section>\n");
+        h.push(html!("</section>\n"));
     }
-    h.push_str("</div>\n");
+    h.push(html!("</div>\n"));
     if !timeline.is_empty() {
-        h.push_str("<h2 id=\"timeline\">timeline</h2>\n");
+        h.push(html!("<h2 id=\"timeline\">timeline</h2>\n"));
         if let Some(f) = timeline_chart(timeline) {
-            h.push_str(&figure_html(&f));
+            h.push(figure_html(&f));
         }
     }
     if let Some(model) = model {
-        h.push_str("<h2 id=\"model-vs-measured\">model vs measured</h2>\n");
-        h.push_str(&model);
+        h.push(html!(
+            "<h2 id=\"model-vs-measured\">model vs measured</h2>\n"
+        ));
+        h.push(model);
     }
-    h.push_str("</body></html>\n");
-    h
+    h.push(html!("</body></html>\n"));
+    h.into_string()
+}
+
+/// The page's style sheet, ours.
+fn style() -> Html {
+    Html::formatted(STYLE.to_string())
 }
 
 /// A family without a chart shows its table open when it has at most this many rows; longer
@@ -143,15 +147,16 @@ pub fn comparison_report(
     comparisons: &[crate::comparison::Comparison],
 ) -> String {
     let labels: Vec<&str> = sides.iter().map(|s| s.0.as_str()).collect();
-    let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oslab: {0}</title><style>{STYLE}</style></head><body>\n<h1>oslab: {0}</h1>\n",
-        escape(&labels.join(" vs "))
+    let mut h = html!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>oslab: {0}</title><style>{1}</style></head><body>\n<h1>oslab: {0}</h1>\n",
+        labels.join(" vs "),
+        style()
     );
-    h.push_str("<table class=\"meta\"><tr><th></th>");
+    h.push(html!("<table class=\"meta\"><tr><th></th>"));
     for l in &labels {
-        let _ = write!(h, "<th>{}</th>", escape(l));
+        h.push(html!("<th>{}</th>", l));
     }
-    h.push_str("</tr>\n");
+    h.push(html!("</tr>\n"));
     let fields: [(&str, RecordField); 5] = [
         ("started", |r| r.started.clone()),
         ("host", |r| r.hostname.clone()),
@@ -167,15 +172,15 @@ pub fn comparison_report(
         ("command", |r| r.command.clone()),
     ];
     for (name, f) in fields {
-        let _ = write!(h, "<tr><td>{name}</td>");
+        h.push(html!("<tr><td>{}</td>", name));
         for (_, r, _) in sides {
-            let _ = write!(h, "<td>{}</td>", escape(&f(r)));
+            h.push(html!("<td>{}</td>", f(r)));
         }
-        h.push_str("</tr>\n");
+        h.push(html!("</tr>\n"));
     }
-    h.push_str("</table>\n<h2 id=\"comparison\">comparison</h2>\n");
+    h.push(html!("</table>\n<h2 id=\"comparison\">comparison</h2>\n"));
     for c in comparisons {
-        h.push_str(&comparison_table(c));
+        h.push(comparison_table(c));
     }
     let changed: std::collections::BTreeSet<&str> = comparisons
         .iter()
@@ -203,60 +208,56 @@ pub fn comparison_report(
         }
         // Charts fold under their family, open only where a row changed: the answer stays on
         // the first screens (13 screens at 1,280 px when every chart was open).
-        let figs: String = figures.iter().map(figure_html).collect();
-        let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", escape(family));
+        let figs: Html = figures.iter().map(figure_html).collect();
+        h.push(html!("<h2 id=\"{0}\">{0}</h2>\n", family));
         let what = format!("{} chart(s), the sides overlaid", figures.len());
-        h.push_str(&folded(&what, &figs, changed.contains(family)));
+        h.push(folded(&what, &figs, changed.contains(family)));
     }
-    h.push_str("</body></html>\n");
-    h
+    h.push(html!("</body></html>\n"));
+    h.into_string()
 }
 
 /// Links to the page's sections.
-fn contents(sections: &[&str]) -> String {
-    let links: Vec<String> = sections
-        .iter()
-        .map(|s| {
-            format!(
-                "<a href=\"#{}\">{}</a>",
-                escape(&s.replace(' ', "-")),
-                escape(s)
-            )
-        })
-        .collect();
-    format!(
-        "<nav class=\"contents\">contents: {}</nav>\n",
-        links.join(" · ")
-    )
+fn contents(sections: &[&str]) -> Html {
+    let mut links = Html::default();
+    for (i, s) in sections.iter().enumerate() {
+        if i > 0 {
+            links.push(html!(" · "));
+        }
+        links.push(html!("<a href=\"#{}\">{}</a>", s.replace(' ', "-"), s));
+    }
+    html!("<nav class=\"contents\">contents: {}</nav>\n", links)
 }
 
 /// One comparison as a reader needs it first: what moved between the sides, then the rows
 /// that changed, open; the other notable rows, and how the verdicts were reached, folded.
-fn comparison_table(c: &crate::comparison::Comparison) -> String {
-    let mut h = format!(
+fn comparison_table(c: &crate::comparison::Comparison) -> Html {
+    let mut h = html!(
         "<p><b>{} against {}</b>: {}</p>\n",
-        escape(&c.b.set),
-        escape(&c.a.set),
-        escape(&c.tally())
+        c.b.set,
+        c.a.set,
+        c.tally()
     );
     let moved = c.moved();
     if moved.is_empty() {
-        h.push_str("<p>No recorded condition moved between the sides.</p>\n");
+        h.push(html!(
+            "<p>No recorded condition moved between the sides.</p>\n"
+        ));
     } else {
-        h.push_str("<p class=\"warn\">What moved between A and B (a difference below may be theirs, not your change's):</p>\n<ul>\n");
+        h.push(html!("<p class=\"warn\">What moved between A and B (a difference below may be theirs, not your change's):</p>\n<ul>\n"));
         for m in &moved {
-            let _ = writeln!(h, "<li>{}</li>", escape(&m.to_string()));
+            h.push(html!("<li>{}</li>\n", m.to_string()));
         }
-        h.push_str("</ul>\n");
+        h.push(html!("</ul>\n"));
     }
     let shown = c.shown(false);
     let (open, rest): (Vec<_>, Vec<_>) = shown
         .into_iter()
         .partition(|r| r.judgement.verdict.is_change());
     match open.len() {
-        0 => h.push_str("<p>No row judged changed.</p>\n"),
-        n if n <= OPEN_ROWS => h.push_str(&rows_table(&open)),
-        n => h.push_str(&folded(
+        0 => h.push(html!("<p>No row judged changed.</p>\n")),
+        n if n <= OPEN_ROWS => h.push(rows_table(&open)),
+        n => h.push(folded(
             &format!("{n} rows judged changed"),
             &rows_table(&open),
             false,
@@ -269,17 +270,17 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
             "{} more rows beyond the band (cache, load or placement moved; ratio only)",
             rest.len()
         );
-        h.push_str(&folded(&summary, &rows_table(&rest), false));
+        h.push(folded(&summary, &rows_table(&rest), false));
     }
     for note in c.notes() {
-        let _ = writeln!(h, "<p class=\"warn\">{}</p>", escape(&note));
+        h.push(html!("<p class=\"warn\">{}</p>\n", note));
     }
-    let method: String = c
+    let method: Html = c
         .method()
         .lines()
-        .map(|l| format!("<p>{}</p>\n", escape(l)))
+        .map(|l| html!("<p>{}</p>\n", l))
         .collect();
-    h.push_str(&folded(
+    h.push(folded(
         "how these verdicts were reached, and how often they cry wolf",
         &method,
         false,
@@ -288,37 +289,40 @@ fn comparison_table(c: &crate::comparison::Comparison) -> String {
 }
 
 /// Comparison rows as an HTML table.
-fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> String {
+fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> Html {
     use crate::comparison::{cells, COLUMNS};
-    let mut h = String::from("<table><tr>");
+    let mut h = html!("<table><tr>");
     for name in COLUMNS {
-        let _ = write!(h, "<th>{name}</th>");
+        h.push(html!("<th>{}</th>", name));
     }
-    h.push_str("</tr>\n");
+    h.push(html!("</tr>\n"));
     for r in shown {
-        h.push_str("<tr>");
+        h.push(html!("<tr>"));
         for (i, cell) in cells(r).iter().enumerate() {
             // Names and the verdict (a class that colours it) on the left, numbers on the right.
-            let class = match i {
-                0..=2 => String::new(),
-                10 => format!(" class=\"{}\"", cell.to_lowercase().replace(' ', "-")),
-                _ => " class=\"n\"".into(),
-            };
-            let _ = write!(h, "<td{class}>{}</td>", escape(cell));
+            h.push(match i {
+                0..=2 => html!("<td>{}</td>", cell),
+                10 => html!(
+                    "<td class=\"{}\">{}</td>",
+                    cell.to_lowercase().replace(' ', "-"),
+                    cell
+                ),
+                _ => html!("<td class=\"n\">{}</td>", cell),
+            });
         }
-        h.push_str("</tr>\n");
+        h.push(html!("</tr>\n"));
     }
-    h.push_str("</table>\n");
+    h.push(html!("</table>\n"));
     h
 }
 
-fn metadata(r: &RunRecord) -> String {
+fn metadata(r: &RunRecord) -> Html {
     let rows = metadata_rows(r);
-    let mut h = String::from("<table class=\"meta\">\n");
+    let mut h = html!("<table class=\"meta\">\n");
     for (k, v) in &rows {
-        let _ = writeln!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(v));
+        h.push(html!("<tr><td>{}</td><td>{}</td></tr>\n", k, v));
     }
-    h.push_str("</table>\n");
+    h.push(html!("</table>\n"));
     folded(&machine_summary(&rows), &h, false)
 }
 
@@ -410,53 +414,45 @@ pub(crate) fn metadata_rows(r: &RunRecord) -> Vec<(&'static str, String)> {
     rows.to_vec()
 }
 
-fn warnings(r: &RunRecord) -> String {
+fn warnings(r: &RunRecord) -> Html {
     let Ok(env) = serde_json::from_value::<Environment>(r.environment.clone()) else {
-        return String::new();
+        return Html::default();
     };
-    let mut h = String::new();
-    if !env.warnings.is_empty() {
-        h.push_str("<h2 id=\"warnings\">environment warnings</h2>\n");
+    if env.warnings.is_empty() {
+        return Html::default();
     }
-    let mut fixes = String::from("<ul>\n");
+    let mut h = html!("<h2 id=\"warnings\">environment warnings</h2>\n");
+    let mut fixes = html!("<ul>\n");
     for w in &env.warnings {
-        let _ = writeln!(
-            h,
-            "<div class=\"warn\"><b>{}</b>: {}</div>",
-            escape(&w.kind),
-            escape(&w.message)
-        );
-        let _ = writeln!(
-            fixes,
-            "<li><b>{}</b>: {}</li>",
-            escape(&w.kind),
-            escape(&w.remedy)
-        );
+        h.push(html!(
+            "<div class=\"warn\"><b>{}</b>: {}</div>\n",
+            w.kind,
+            w.message
+        ));
+        fixes.push(html!("<li><b>{}</b>: {}</li>\n", w.kind, w.remedy));
     }
-    if !env.warnings.is_empty() {
-        fixes.push_str("</ul>\n");
-        h.push_str(&folded("what to do about each", &fixes, false));
-    }
+    fixes.push(html!("</ul>\n"));
+    h.push(folded("what to do about each", &fixes, false));
     h
 }
 
-fn status_cell(m: &Measurement) -> String {
+fn status_cell(m: &Measurement) -> Html {
     let n = m
         .summary
         .as_ref()
         .map(|s| format!(" (n={})", s.n))
         .unwrap_or_default();
     match &m.status {
-        Status::Ok => format!("ok{n}"),
-        Status::Noisy(_) => format!("<span class=\"noisy\">{}{n}</span>", m.status.short()),
-        Status::Skipped(why) => format!("<span class=\"skipped\">skipped: {}</span>", escape(why)),
-        Status::Failed(why) => format!("<span class=\"failed\">failed: {}</span>", escape(why)),
+        Status::Ok => html!("ok{}", n),
+        Status::Noisy(_) => html!("<span class=\"noisy\">{}{}</span>", m.status.short(), n),
+        Status::Skipped(why) => html!("<span class=\"skipped\">skipped: {}</span>", why),
+        Status::Failed(why) => html!("<span class=\"failed\">failed: {}</span>", why),
     }
 }
 
-fn table(ms: &[&Measurement]) -> String {
-    let mut h = String::from(
-        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>p90 / p99 / p99.9</th><th>unit</th><th>TSC ticks</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n",
+fn table(ms: &[&Measurement]) -> Html {
+    let mut h = html!(
+        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>p90 / p99 / p99.9</th><th>unit</th><th>TSC ticks</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n"
     );
     for m in ms {
         let (median, ci, best, tail, unit, pred, eff) = match &m.summary {
@@ -484,24 +480,28 @@ fn table(ms: &[&Measurement]) -> String {
             }
             None => Default::default(),
         };
-        let title = m
-            .note
-            .as_deref()
-            .map(|n| format!(" title=\"{}\"", escape(n)))
-            .unwrap_or_default();
-        let _ = writeln!(
-            h,
-            "<tr{title}><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{median}</td><td class=\"n\">{ci}</td><td class=\"n\">{best}</td><td class=\"n\">{tail}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{eff}</td><td>{}</td></tr>",
-            escape(&m.probe),
-            escape(&m.params_text()),
-            escape(&m.metric),
-            escape(&unit),
-            m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default(),
-            escape(&pred),
+        let cycles = m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default();
+        h.push(match m.note.as_deref() {
+            Some(note) => html!("<tr title=\"{}\">", note),
+            None => html!("<tr>"),
+        });
+        h.push(html!(
+            "<td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+            m.probe,
+            m.params_text(),
+            m.metric,
+            median,
+            ci,
+            best,
+            tail,
+            unit,
+            cycles,
+            pred,
+            eff,
             status_cell(m)
-        );
+        ));
     }
-    h.push_str("</table>\n");
+    h.push(html!("</table>\n"));
     h
 }
 

@@ -1,7 +1,141 @@
-//! HTML and Markdown primitives: escaping, a folded section, a `core::text` table as HTML,
-//! Markdown tables and text made safe.
+//! HTML and Markdown primitives: the [`Html`] type every page is built of, a folded section, a
+//! `core::text` table as HTML, Markdown tables and text made safe.
 
 use std::fmt::Write;
+
+/// Markup oslab wrote. Text from a run, a user or a machine becomes `Html` only escaped
+/// ([`Html::text`], or as an argument of [`html!`]): no stored string can reach a page raw, by
+/// construction rather than by each writer remembering to escape.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Html(String);
+
+impl Html {
+    /// `s` as text: every character with a meaning in HTML escaped.
+    pub fn text(s: &str) -> Html {
+        Html(escape(s))
+    }
+
+    /// What [`html!`] formats: its literal is ours and each argument was made `Html` first.
+    #[doc(hidden)]
+    pub fn formatted(s: String) -> Html {
+        Html(s)
+    }
+
+    /// An SVG drawing this crate made whole, every text in it escaped where it was drawn (the
+    /// plots and the machine map): the one other door into `Html`.
+    pub(crate) fn drawn(svg: String) -> Html {
+        Html(svg)
+    }
+
+    /// Appends `more`.
+    pub fn push(&mut self, more: Html) {
+        self.0.push_str(&more.0);
+    }
+
+    /// The markup.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The markup, for writing out.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Display for Html {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl FromIterator<Html> for Html {
+    fn from_iter<I: IntoIterator<Item = Html>>(iter: I) -> Html {
+        let mut h = Html::default();
+        iter.into_iter().for_each(|x| h.push(x));
+        h
+    }
+}
+
+/// What an argument of [`html!`] becomes: `Html` as it is, text and numbers escaped.
+pub trait ToHtml {
+    /// This as markup.
+    fn to_html(&self) -> Html;
+}
+
+impl ToHtml for Html {
+    fn to_html(&self) -> Html {
+        self.clone()
+    }
+}
+
+impl ToHtml for str {
+    fn to_html(&self) -> Html {
+        Html::text(self)
+    }
+}
+
+impl ToHtml for String {
+    fn to_html(&self) -> Html {
+        Html::text(self)
+    }
+}
+
+impl<T: ToHtml + ?Sized> ToHtml for &T {
+    fn to_html(&self) -> Html {
+        (**self).to_html()
+    }
+}
+
+macro_rules! numbers_to_html {
+    ($($t:ty),*) => {$(
+        impl ToHtml for $t {
+            fn to_html(&self) -> Html {
+                Html::text(&self.to_string())
+            }
+        }
+    )*};
+}
+numbers_to_html!(usize, u32, u64, i64, f64);
+
+/// Whether a format string takes positional arguments only: a name captured inline (`{x}`)
+/// would be formatted as it is, not through [`ToHtml`], so [`html!`] refuses it at compile time.
+pub const fn positional_only(fmt: &str) -> bool {
+    let b = fmt.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'{' && i + 1 < b.len() {
+            if b[i + 1] == b'{' {
+                i += 2;
+                continue;
+            }
+            if b[i + 1].is_ascii_alphabetic() || b[i + 1] == b'_' {
+                return false;
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `format!` for markup: the literal is ours, every argument is made [`Html`] ([`ToHtml`]:
+/// text escaped, `Html` kept). Positional arguments only (checked when compiled), and no
+/// format specifications: a number is formatted to text before.
+macro_rules! html {
+    ($fmt:literal $(, $arg:expr)* $(,)?) => {{
+        const _: () = assert!(
+            $crate::markup::positional_only($fmt),
+            "html! takes positional arguments only: a captured name would not be escaped"
+        );
+        $crate::markup::Html::formatted(format!($fmt $(, $crate::markup::ToHtml::to_html(&$arg))*))
+    }};
+}
+pub(crate) use html;
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape(s: &str) -> String {
@@ -21,12 +155,19 @@ pub fn escape(s: &str) -> String {
 
 /// `body` under a `<details>` whose summary is `summary`, open when `open`; wide content scrolls
 /// inside its box instead of widening the page.
-pub(crate) fn folded(summary: &str, body: &str, open: bool) -> String {
-    format!(
-        "<details{}><summary>{}</summary><div class=\"scroll\">{body}</div></details>\n",
-        if open { " open" } else { "" },
-        escape(summary)
-    )
+pub(crate) fn folded(summary: &str, body: &Html, open: bool) -> Html {
+    match open {
+        true => html!(
+            "<details open><summary>{}</summary><div class=\"scroll\">{}</div></details>\n",
+            summary,
+            body
+        ),
+        false => html!(
+            "<details><summary>{}</summary><div class=\"scroll\">{}</div></details>\n",
+            summary,
+            body
+        ),
+    }
 }
 
 /// Markdown `body` folded under `summary`, as GitHub and CommonMark viewers draw `<details>`:
@@ -41,25 +182,23 @@ pub(crate) fn md_folded(summary: &str, body: &str, open: bool) -> String {
 }
 
 /// A [`oslab_core::text::Table`] as an HTML table.
-pub(crate) fn text_table(t: &oslab_core::text::Table) -> String {
-    let mut h = String::from("<table><tr>");
+pub(crate) fn text_table(t: &oslab_core::text::Table) -> Html {
+    let mut h = html!("<table><tr>");
     for c in &t.header {
-        let _ = write!(h, "<th>{}</th>", escape(c));
+        h.push(html!("<th>{}</th>", c));
     }
-    h.push_str("</tr>\n");
+    h.push(html!("</tr>\n"));
     for row in &t.rows {
-        h.push_str("<tr>");
+        h.push(html!("<tr>"));
         for (i, cell) in row.iter().enumerate() {
-            let class = if t.numeric.contains(&i) {
-                " class=\"n\""
-            } else {
-                ""
-            };
-            let _ = write!(h, "<td{class}>{}</td>", escape(cell));
+            h.push(match t.numeric.contains(&i) {
+                true => html!("<td class=\"n\">{}</td>", cell),
+                false => html!("<td>{}</td>", cell),
+            });
         }
-        h.push_str("</tr>\n");
+        h.push(html!("</tr>\n"));
     }
-    h.push_str("</table>\n");
+    h.push(html!("</table>\n"));
     h
 }
 
@@ -114,4 +253,23 @@ pub(crate) fn md_code(s: &str) -> String {
         })
         .collect();
     format!("`{}`", one_line.trim())
+}
+#[cfg(test)]
+mod html_tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_markup_kept_and_names_refused() {
+        let evil = "<script>x</script>\"'&";
+        let cell = html!("<td title=\"{}\">{}</td>", evil, Html::text("a<b"));
+        assert_eq!(
+            cell.as_str(),
+            "<td title=\"&lt;script&gt;x&lt;/script&gt;&quot;&#39;&amp;\">&lt;script&gt;x&lt;/script&gt;&quot;&#39;&amp;</td>"
+                .replace("&lt;script&gt;x&lt;/script&gt;&quot;&#39;&amp;</td>", "a&lt;b</td>")
+        );
+        assert_eq!(html!("{} of {}", 3usize, 4.5f64).as_str(), "3 of 4.5");
+        assert!(positional_only("<p>{}</p> {{x}} {0}"));
+        assert!(!positional_only("<p>{name}</p>"));
+        assert!(!positional_only("{_x}"));
+    }
 }

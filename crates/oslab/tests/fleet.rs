@@ -46,6 +46,10 @@ fn submit_checks_the_run_arguments_before_anything_is_queued() {
         ("--nodes", "n1 --uid=0", "hostlist"),
         // Slurm's own patterns: %u would write the output elsewhere.
         ("--results", "/shared/%u/res", "'%'"),
+        // sbatch cuts a directive at '#' and refuses an unclosed quote.
+        ("--results", "/shared/r#1", "'#'"),
+        ("--results", "/shared/it's", "'\\''"),
+        ("--results", "/shared/\"r\"", "'\"'"),
         ("--time", "999999999", "longer than a year"),
         ("--time", "0", "no time at all"),
     ] {
@@ -561,6 +565,8 @@ fn collect_follows_no_links_out_of_the_results() {
     let secret = results.path().join("secret");
     std::fs::write(&secret, "TOPSECRET\n").unwrap();
     std::os::unix::fs::symlink(&secret, job.join("node-n2.failed")).unwrap();
+    // A file no node writes (a crafted node name): named, one printable line, never read.
+    std::fs::write(job.join("node-n9\nrm -rf x #.json"), "{}").unwrap();
     let out = oslab()
         .args(["fleet", "collect", results.path().to_str().unwrap(), "--db"])
         .arg(&db)
@@ -569,6 +575,10 @@ fn collect_follows_no_links_out_of_the_results() {
     let text = common::printed(&out);
     assert!(!text.contains("TOPSECRET"), "{text}");
     assert!(text.contains("symbolic link"), "{text}");
+    assert!(
+        text.contains("skipped, no node's file name: \"node-n9\\nrm -rf x #.json\""),
+        "{text}"
+    );
     std::os::unix::fs::symlink(&secret, job.join("node-n3.json")).unwrap();
     let e = fails(
         &[

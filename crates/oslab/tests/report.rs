@@ -319,3 +319,123 @@ fn a_headless_browser_renders_the_report() {
         height / 800.0
     );
 }
+
+/// What every string of a hostile run carries: it closes an attribute of either quote and opens
+/// an element whose handler would retitle the page (short: some fields hold 64 characters).
+const PAYLOAD: &str = "\"'><svg onload=document.title=1>";
+
+/// `doc` with the payload appended to every string the schema lets be free text (statuses,
+/// units, kinds and dates are enumerations or formats it refuses otherwise); `keep` names keys
+/// left as they are (so a probe stays known and draws its charts).
+fn poisoned(doc: &serde_json::Value, keep: &[&str]) -> serde_json::Value {
+    fn walk(v: &serde_json::Value, key: &str, keep: &[&str]) -> serde_json::Value {
+        use serde_json::Value;
+        match v {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, x)| (k.clone(), walk(x, k, keep)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, key, keep)).collect()),
+            Value::String(s) if !keep.contains(&key) => Value::String(format!("{s}{PAYLOAD}")),
+            other => other.clone(),
+        }
+    }
+    const FORMS: [&str; 6] = ["status", "unit", "kind", "schema", "started", "finished"];
+    let keep: Vec<&str> = FORMS.iter().chain(keep).copied().collect();
+    let mut out = walk(doc, "", &keep);
+    // A noisy row's reason, a skipped row's and a failed one's, each with the payload.
+    let rows = out["measurements"].as_array_mut().unwrap();
+    for (row, status) in rows.iter_mut().zip(["noisy", "skipped", "failed"]) {
+        row["status"] = status.into();
+        row["reason"] = format!("spread {PAYLOAD}").into();
+    }
+    out
+}
+
+/// Every string field of a real run, poisoned and imported (the import validates it as any
+/// file), rendered as the single-run and the comparison report: the HTML holds no element or
+/// handler from the data, and Chromium, running the pages, runs nothing of it.
+#[test]
+#[ignore = "needs chromium (scripts/test installs it)"]
+fn no_stored_string_becomes_markup_in_a_browser() {
+    if !oslab_testkit::require(&["chromium"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    oslab(&[
+        "run",
+        "--quick",
+        "timer.rdtsc",
+        "call",
+        "syscall.getppid",
+        "memory.latency.chunk",
+        "--tag",
+        "build=old",
+        "--db",
+        db,
+    ]);
+    let exported = dir.path().join("run.json");
+    oslab(&["export", "1", "-o", exported.to_str().unwrap(), "--db", db]);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&exported).unwrap()).unwrap();
+    // Everything (the probes unknown then, drawn as rows), then the probes kept (their charts
+    // drawn with poisoned labels, parameters and notes).
+    for (i, keep) in [&[][..], &["probe", "metric"][..]].iter().enumerate() {
+        let file = dir.path().join(format!("evil{i}.json"));
+        std::fs::write(&file, serde_json::to_vec(&poisoned(&doc, keep)).unwrap()).unwrap();
+        oslab(&["import", file.to_str().unwrap(), "--db", db]);
+    }
+    let pages = [
+        ("one.html", vec!["2"]),
+        ("charts.html", vec!["3"]),
+        ("both.html", vec!["1", "3"]),
+    ];
+    for (name, runs) in &pages {
+        let out = dir.path().join(name);
+        let mut args = vec!["report"];
+        args.extend(runs.iter().copied());
+        args.extend(["-o", out.to_str().unwrap(), "--db", db]);
+        oslab(&args);
+        let page = std::fs::read_to_string(&out).unwrap();
+        let parsed = Html::parse_document(&page);
+        assert!(
+            select(&parsed, "script, [onload], [onerror]").is_empty(),
+            "{name}: stored text became markup"
+        );
+        assert!(
+            page.contains("&lt;svg onload"),
+            "{name}: the payload is not shown as text"
+        );
+        let dom = std::process::Command::new("chromium")
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+            .arg(format!("file://{}", out.display()))
+            .output()
+            .unwrap();
+        assert!(
+            dom.status.success(),
+            "{}",
+            String::from_utf8_lossy(&dom.stderr)
+        );
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        assert!(
+            dom.contains("<title>oslab"),
+            "{name}: {}",
+            &dom[..dom.len().min(300)]
+        );
+        assert!(!dom.contains("<title>1</title>"), "{name}: the payload ran");
+        assert!(
+            !dom.contains("<svg onload"),
+            "{name}: the payload is markup in the page"
+        );
+    }
+    // The Markdown report, rendered as a viewer would, holds none either.
+    let md = dir.path().join("r.md");
+    oslab(&["report", "3", "-o", md.to_str().unwrap(), "--db", db]);
+    let text = std::fs::read_to_string(&md).unwrap();
+    // Outside code spans (which a viewer shows as text): a span is between backticks on a line.
+    let outside: String = text.lines().flat_map(|l| l.split('`').step_by(2)).collect();
+    assert!(!outside.contains("<svg onload"), "{text}");
+}

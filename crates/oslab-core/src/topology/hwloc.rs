@@ -5,6 +5,17 @@
 
 use super::{CacheKind, Topology};
 use crate::cpuset::CpuSet;
+use std::collections::HashMap;
+
+/// The largest cpu (PU) index read, exclusive: Linux's own limit (`CONFIG_NR_CPUS` is at most
+/// 8,192), with room. A file naming a larger one is refused, never allocated for.
+pub const MAX_CPU_INDEX: usize = 16_384;
+
+/// The largest NUMA node index read, exclusive (Linux's `MAX_NUMNODES` is at most 1,024).
+pub const MAX_NODE_INDEX: usize = 1_024;
+
+/// The most objects of any kind read (a 16,384-PU machine has far fewer than this).
+const MAX_OBJECTS: usize = 1 << 20;
 
 /// The machine an hwloc XML describes, and its host name when the file gives one.
 pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
@@ -22,7 +33,23 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
     let mut host = None;
     let mut distances: Option<(Vec<usize>, Vec<u32>)> = None;
     let mut slit = false;
+    let mut seen_root = false;
+    let mut closed = false;
+    let mut by_id: HashMap<usize, usize> = HashMap::new();
+    let mut objects = 0usize;
     let mut rest = xml;
+    let index = |v: Option<&str>, what: &str, max: usize| -> Result<Option<usize>, String> {
+        match v {
+            None => Ok(None),
+            Some(v) => match v.parse::<usize>() {
+                Ok(i) if i < max => Ok(Some(i)),
+                _ => Err(format!(
+                    "{what} os_index {:?} is not below {max}, the largest oslab reads",
+                    crate::text::shortened(v, 24)
+                )),
+            },
+        }
+    };
     while let Some(at) = rest.find('<') {
         let end = rest[at..].find('>').ok_or("a tag is not closed")? + at;
         let tag = &rest[at + 1..end];
@@ -30,10 +57,46 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
         rest = &rest[body_start..];
         let attrs = attributes(tag);
         let get = |k: &str| attrs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        if tag.starts_with("topology") {
+            seen_root = true;
+            continue;
+        }
+        if tag == "/topology" {
+            closed = true;
+            continue;
+        }
         if tag.starts_with("object ") {
+            objects += 1;
+            if objects > MAX_OBJECTS || stack.len() > 64 {
+                return Err(format!(
+                    "more than {MAX_OBJECTS} objects, or nested more than 64 deep: not a machine oslab plans for"
+                ));
+            }
+            // hwloc 1.x wrote "Socket" for a package and "Cache" with a depth.
+            let kind = match get("type").unwrap_or_default() {
+                "Socket" => "Package".to_string(),
+                "Cache" => format!(
+                    "L{}{}Cache",
+                    get("depth").unwrap_or("?"),
+                    match get("cache_type") {
+                        Some("1") => "d",
+                        Some("2") => "i",
+                        _ => "",
+                    }
+                ),
+                k => k.to_string(),
+            };
+            let max = match kind.as_str() {
+                "PU" => MAX_CPU_INDEX,
+                "NUMANode" => MAX_NODE_INDEX,
+                _ => usize::MAX,
+            };
             let open = Open {
-                kind: get("type").unwrap_or_default().to_string(),
-                os_index: get("os_index").and_then(|v| v.parse().ok()),
+                os_index: match max {
+                    usize::MAX => get("os_index").and_then(|v| v.parse().ok()),
+                    _ => index(get("os_index"), &kind, max)?,
+                },
+                kind,
                 attrs: attrs.clone(),
                 pus: Vec::new(),
             };
@@ -81,6 +144,9 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
                         .find(|s| s.kind == kind)
                         .and_then(|s| s.os_index)
                 };
+                if by_id.insert(id, cpus.len()).is_some() {
+                    return Err(format!("PU {id} appears twice"));
+                }
                 cpus.push(super::Cpu {
                     id,
                     package: up("Package").unwrap_or(0),
@@ -93,22 +159,37 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
             }
             "NUMANode" => nodes.push(super::Node {
                 id: o.os_index.ok_or("a NUMANode without os_index")?,
-                cpus: attr("cpuset").map_or_else(CpuSet::new, |s| parse_hex_set(&s)),
+                cpus: match attr("cpuset") {
+                    Some(s) => parse_hex_set(&s)?,
+                    None => CpuSet::new(),
+                },
                 memory: attr("local_memory").and_then(|m| m.parse().ok()),
                 distances: Vec::new(),
                 hmat: None,
                 hmat_table: vec![],
             }),
             kind if kind.starts_with('L') && kind.ends_with("Cache") => {
-                let level = kind[1..2]
-                    .parse()
-                    .map_err(|_| format!("cache type {kind}"))?;
+                // "L2Cache", "L1dCache", "L1iCache": a level digit, then an optional kind.
+                let middle = &kind[1..kind.len() - "Cache".len()];
+                let mut chars = middle.chars();
+                let level = chars
+                    .next()
+                    .and_then(|c| c.to_digit(10))
+                    .filter(|l| (1..=5).contains(l))
+                    .ok_or_else(|| format!("cache type {:?}", crate::text::shortened(kind, 24)))?
+                    as u8;
                 caches.push(super::Cache {
                     level,
-                    kind: match &kind[2..3] {
+                    kind: match chars.as_str() {
                         "i" => CacheKind::Instruction,
                         "d" => CacheKind::Data,
-                        _ => CacheKind::Unified,
+                        "" => CacheKind::Unified,
+                        _ => {
+                            return Err(format!(
+                                "cache type {:?}",
+                                crate::text::shortened(kind, 24)
+                            ))
+                        }
                     },
                     size: attr("cache_size").and_then(|v| v.parse().ok()).unwrap_or(0),
                     line: attr("cache_linesize").and_then(|v| v.parse().ok()),
@@ -120,8 +201,10 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
             }
             "Core" => {
                 let siblings: CpuSet = pus.iter().copied().collect();
-                for c in cpus.iter_mut().filter(|c| siblings.contains(c.id)) {
-                    c.smt_siblings = siblings.clone();
+                for id in &pus {
+                    if let Some(c) = by_id.get(id).map(|&i| &mut cpus[i]) {
+                        c.smt_siblings = siblings.clone();
+                    }
                 }
             }
             _ => {}
@@ -129,6 +212,13 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
         if let Some(parent) = stack.last_mut() {
             parent.pus.append(&mut pus);
         }
+    }
+    if !seen_root {
+        return Err("no <topology> element: not hwloc's XML".into());
+    }
+    if !stack.is_empty() || !closed {
+        // lstopo refuses such a file too; planning it would plan a smaller machine.
+        return Err("the file ends inside its objects: cut short?".into());
     }
     if cpus.is_empty() {
         return Err("no PU objects: not hwloc's XML of a machine".into());
@@ -145,11 +235,16 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
         });
     }
     nodes.sort_by_key(|n| n.id);
+    if nodes.windows(2).any(|w| w[0].id == w[1].id) {
+        return Err("a NUMA node appears twice".into());
+    }
+    let node_of: HashMap<usize, usize> = nodes
+        .iter()
+        .rev()
+        .flat_map(|n| n.cpus.iter().map(move |c| (c, n.id)))
+        .collect();
     for c in &mut cpus {
-        c.node = nodes
-            .iter()
-            .find(|n| n.cpus.contains(c.id))
-            .map_or(0, |n| n.id);
+        c.node = node_of.get(&c.id).copied().unwrap_or(0);
     }
     if let Some((indexes, values)) = distances.filter(|(i, v)| v.len() == i.len() * i.len()) {
         for (row, n) in indexes.iter().enumerate() {
@@ -192,17 +287,24 @@ fn attributes(tag: &str) -> Vec<(String, String)> {
     out
 }
 
-/// A cpu or node set in hwloc's hexadecimal words (as oslab-report's `hex_set` writes them).
-pub fn parse_hex_set(s: &str) -> CpuSet {
+/// A cpu or node set in hwloc's hexadecimal words (as oslab-report's `hex_set` writes them),
+/// of cpus below [`MAX_CPU_INDEX`]; hwloc's infinite sets (`0xf...f,` leading) read as their
+/// words alone.
+pub fn parse_hex_set(s: &str) -> Result<CpuSet, String> {
     let words: Vec<&str> = s.split(',').collect();
     let mut set = CpuSet::new();
     for (i, w) in words.iter().rev().enumerate() {
         let bits = u32::from_str_radix(w.trim().trim_start_matches("0x"), 16).unwrap_or(0);
+        if bits != 0 && i * 32 >= MAX_CPU_INDEX {
+            return Err(format!(
+                "a cpuset reaches past cpu {MAX_CPU_INDEX}, the largest oslab reads"
+            ));
+        }
         (0..32)
             .filter(|b| bits & (1 << b) != 0)
             .for_each(|b| set.insert(i * 32 + b));
     }
-    set
+    Ok(set)
 }
 
 #[cfg(test)]
@@ -211,7 +313,7 @@ mod tests {
 
     #[test]
     fn sets_and_files_that_are_not_a_machine() {
-        let set = parse_hex_set("0x00000001,0x00000003");
+        let set = parse_hex_set("0x00000001,0x00000003").unwrap();
         assert_eq!(set.iter().collect::<Vec<_>>(), [0, 1, 32]);
         assert!(read("<topology></topology>").is_err());
         assert!(read("<topology><object type=\"PU\"").is_err());
@@ -246,5 +348,119 @@ mod tests {
         assert_eq!(t.caches[0].size, 33554432);
         assert_eq!(t.caches[0].ways, Some(16));
         assert_eq!(t.nodes[0].memory, Some(1024));
+    }
+
+    /// A two-package machine with SMT, caches and two nodes, as lstopo writes one.
+    const MACHINE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc2.dtd">
+<topology version="2.0">
+  <object type="Machine" os_index="0" cpuset="0x0000000f">
+    <object type="Package" os_index="0" cpuset="0x00000005">
+      <object type="NUMANode" os_index="0" cpuset="0x00000005" local_memory="1024"/>
+      <object type="L2Cache" cache_size="1048576" depth="2" cache_linesize="64">
+        <object type="L1dCache" cache_size="32768" depth="1" cache_linesize="64">
+          <object type="Core" os_index="0" cpuset="0x00000005">
+            <object type="PU" os_index="0" cpuset="0x00000001"/>
+            <object type="PU" os_index="2" cpuset="0x00000004"/>
+          </object>
+        </object>
+      </object>
+    </object>
+    <object type="Package" os_index="1" cpuset="0x0000000a">
+      <object type="NUMANode" os_index="1" cpuset="0x0000000a" local_memory="1024"/>
+      <object type="Core" os_index="0" cpuset="0x0000000a">
+        <object type="PU" os_index="1" cpuset="0x00000002"/>
+        <object type="PU" os_index="3" cpuset="0x00000008"/>
+      </object>
+    </object>
+  </object>
+  <distances2 type="NUMANode" nbobjs="2" kind="5" indexing="os">
+    <indexes length="4">0 1 </indexes>
+    <u64values length="8">10 21 21 10 </u64values>
+  </distances2>
+</topology>
+"#;
+
+    #[test]
+    fn indexes_past_the_limits_are_refused_not_allocated() {
+        assert!(read(MACHINE).is_ok());
+        for (from, to) in [
+            (r#"PU" os_index="3""#, r#"PU" os_index="4000000000""#),
+            (
+                r#"PU" os_index="3""#,
+                r#"PU" os_index="18446744073709551615""#,
+            ),
+            (r#"NUMANode" os_index="1""#, r#"NUMANode" os_index="99999""#),
+        ] {
+            let e = read(&MACHINE.replacen(from, to, 1)).unwrap_err();
+            assert!(e.contains("the largest oslab reads"), "{e}");
+        }
+        let wide = format!("0x1{}", ",0x00000000".repeat(1_000_000));
+        let e = read(&MACHINE.replacen(
+            "0x0000000a\" local_memory",
+            &format!("{wide}\" local_memory"),
+            1,
+        ))
+        .unwrap_err();
+        assert!(e.contains("past cpu"), "{e}");
+        let e = read(&MACHINE.replacen("L1dCache", "L\u{e9}Cache", 1)).unwrap_err();
+        assert!(e.contains("cache type"), "{e}");
+        let e = read(&MACHINE.replacen(r#"os_index="2""#, r#"os_index="0""#, 1)).unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn a_file_cut_short_is_refused_as_lstopo_refuses_it() {
+        // Cut at each line boundary before the end: never a smaller machine.
+        let ends: Vec<usize> = MACHINE.match_indices('\n').map(|(i, _)| i + 1).collect();
+        for &cut in &ends[..ends.len() - 1] {
+            assert!(
+                read(&MACHINE[..cut]).is_err(),
+                "cut at {cut}: {}",
+                &MACHINE[..cut]
+            );
+        }
+    }
+
+    /// Every truncation and every character replaced by each of a few that matter to the
+    /// parser: an answer or a refusal, never a panic (as the HMAT reader's test does).
+    #[test]
+    fn no_input_makes_the_reader_panic() {
+        let chars: Vec<(usize, char)> = MACHINE.char_indices().collect();
+        for &(i, _) in &chars {
+            let _ = read(&MACHINE[..i]);
+        }
+        for &(i, c) in &chars {
+            for with in ['<', '>', '"', '/', '=', '0', '9', ' ', 'L', '\u{e9}'] {
+                let mut s = String::with_capacity(MACHINE.len() + 2);
+                s.push_str(&MACHINE[..i]);
+                s.push(with);
+                s.push_str(&MACHINE[i + c.len_utf8()..]);
+                if let Ok((t, _)) = read(&s) {
+                    // What reads is a machine a plan can be made for.
+                    assert!(t.cpus.iter().all(|c| c.id < MAX_CPU_INDEX));
+                    let _ = t.online();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn time_is_linear_in_the_machine() {
+        // 16,000 cores of one PU each, one package: read in well under a second (it took
+        // minutes when each core searched every cpu).
+        let mut xml = String::from("<topology version=\"2.0\"><object type=\"Machine\" os_index=\"0\"><object type=\"Package\" os_index=\"0\">");
+        for i in 0..16_000 {
+            xml.push_str(&format!("<object type=\"Core\" os_index=\"{i}\"><object type=\"PU\" os_index=\"{i}\"/></object>"));
+        }
+        xml.push_str("</object></object></topology>");
+        let t0 = std::time::Instant::now();
+        let (t, _) = read(&xml).unwrap();
+        assert_eq!(t.cpus.len(), 16_000);
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t0.elapsed()
+        );
     }
 }

@@ -260,11 +260,33 @@ impl Store {
                 "not a regular file (a store is an SQLite file)".into(),
             ));
         }
+        // Written as outputs are: never through a link (whoever made it chose where we write),
+        // never into another user's file (root would turn any file it names into a store, or
+        // write into one that user controls). Another user's store can still be read.
+        if let Ok(m) = std::fs::symlink_metadata(path) {
+            use std::os::unix::fs::MetadataExt;
+            if m.file_type().is_symlink() {
+                return Err(unusable(
+                    "it is a symbolic link: a store is written at its own path, never through a link (name the file itself)".into(),
+                ));
+            }
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            if m.uid() != me {
+                return Err(unusable(format!(
+                    "it is user {}'s file, not this user's: oslab writes only its own stores (commands that only read can still read it)",
+                    m.uid()
+                )));
+            }
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             oslab_files::paths::create_dir(dir)
                 .map_err(|e| unusable(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| unusable(cannot_open(e.to_string())))?;
+        // NOFOLLOW: a link put there after the check above is refused by SQLite itself.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| unusable(cannot_open(e.to_string())))?;
         let store = Store {
             conn,
             path: path.to_path_buf(),

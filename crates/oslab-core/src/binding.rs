@@ -159,12 +159,17 @@ pub fn hidden_siblings(
 pub struct Rank {
     /// Its number, from 0.
     pub rank: usize,
-    /// Its threads' cpus, thread 0 first (one core each while there are cores enough).
+    /// Its threads' cpus, thread 0 first: one per core while its cores last, then their
+    /// siblings.
     pub cpus: Vec<usize>,
-    /// The memory node it should allocate from.
-    pub memory: usize,
-    /// The domain it was given ("package 1", "node 2", "L3 of cpus 0-7", "the machine").
+    /// The NUMA nodes it should allocate from: those of its cpus (one, bound; several,
+    /// interleaved).
+    pub memory: Vec<usize>,
+    /// The domain it was given ("package 1", "node 2", "L3 of cpus 0-7", "part 1 of 2 of
+    /// package 0").
     pub domain: String,
+    /// The packages its cpus lie in.
+    pub packages: Vec<usize>,
 }
 
 /// Where every rank and thread goes, and why.
@@ -174,23 +179,25 @@ pub struct Plan {
     pub policy: Policy,
     /// Every rank's place, in rank order.
     pub ranks: Vec<Rank>,
-    /// Cores shared by more than one thread (0 while ranks x threads fit one per core).
+    /// Cores that hold more than one thread (0 while ranks x threads fit one per core).
     pub shared_cores: usize,
     /// What the plan rests on and what it could not use, one sentence each.
     pub notes: Vec<String>,
 }
 
-/// A core as placement sees it: its cpus, and the domains it lies in.
+/// A core as placement sees it: its allowed cpus, and the domains it lies in.
 #[derive(Debug, Clone)]
 struct Core {
     cpus: Vec<usize>,
     package: usize,
     node: usize,
+    die: usize,
     /// The first cpu of its last-level cache instance.
     llc: usize,
 }
 
-/// The allowed cpus as cores, hidden siblings joined when `join` (by-cost), in domain order.
+/// The allowed cpus as cores (told apart by package, die and core: Linux repeats core ids per
+/// die), hidden siblings joined (by-cost), in the machine's order: package, node, die, cache.
 fn cores(t: &Topology, allowed: &CpuSet, join: &[HiddenSibling]) -> Vec<Core> {
     let llc_level = t.last_level_cache().map(|c| c.level);
     let llc_of = |cpu: usize| {
@@ -220,87 +227,241 @@ fn cores(t: &Topology, allowed: &CpuSet, join: &[HiddenSibling]) -> Vec<Core> {
             Core {
                 package: first.map_or(0, |c| c.package),
                 node: first.map_or(0, |c| c.node),
+                die: first.map_or(0, |c| c.die),
                 llc: llc_of(cpus[0]),
                 cpus,
             }
         })
         .collect();
-    out.sort_by_key(|c| (c.package, c.node, c.llc, c.cpus[0]));
+    out.sort_by_key(|c| (c.package, c.node, c.die, c.llc, c.cpus[0]));
     out
 }
 
-/// Splits `cores` into the domains of the coarsest level with at least `ranks` of them (package,
-/// node, L3), else of the finest level; with each domain's name.
-fn domains(cores: &[Core], ranks: usize) -> Vec<(String, Vec<Core>)> {
-    type Key = fn(&Core) -> usize;
-    let levels: [(&str, Key); 3] = [
-        ("package", |c| c.package),
-        ("node", |c| c.node),
-        ("L3", |c| c.llc),
-    ];
-    let split = |key: Key, name: &str| {
-        let mut d: BTreeMap<usize, Vec<Core>> = BTreeMap::new();
-        for c in cores {
-            d.entry(key(c)).or_default().push(c.clone());
+/// What one rank takes: `threads` cpus, each on a core of its own ([`Fit::Distinct`]: there
+/// are cores enough for every thread of every rank), else on whole cores of its own
+/// ([`Fit::WholeCores`]: siblings too, no core shared with another rank), else on any cpus
+/// ([`Fit::Cpus`]: a core may hold two ranks' threads).
+#[derive(Debug, Clone, Copy)]
+struct Need {
+    threads: usize,
+    fit: Fit,
+}
+
+/// How tightly ranks must fit (see [`Need`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fit {
+    Distinct,
+    WholeCores,
+    Cpus,
+}
+
+impl Need {
+    /// How many ranks fit in `cores` (taken in order).
+    fn fits(&self, cores: &[Core]) -> usize {
+        match self.fit {
+            Fit::Distinct => cores.len() / self.threads,
+            Fit::Cpus => cores.iter().map(|c| c.cpus.len()).sum::<usize>() / self.threads,
+            Fit::WholeCores => {
+                let (mut fit, mut cpus) = (0, 0);
+                for c in cores {
+                    cpus += c.cpus.len();
+                    if cpus >= self.threads {
+                        (fit, cpus) = (fit + 1, 0);
+                    }
+                }
+                fit
+            }
         }
-        d.into_iter()
-            .map(|(k, cs)| {
-                let label = match name {
-                    "L3" => format!(
-                        "L3 of cpus {}",
-                        cs.iter()
-                            .flat_map(|c| c.cpus.iter().copied())
-                            .collect::<CpuSet>()
-                    ),
-                    _ => format!("{name} {k}"),
-                };
-                (label, cs)
-            })
-            .collect::<Vec<_>>()
-    };
-    let all: Vec<Vec<(String, Vec<Core>)>> = levels.iter().map(|(n, k)| split(*k, n)).collect();
-    all.iter()
-        .find(|d| d.len() >= ranks)
-        .or_else(|| all.iter().max_by_key(|d| d.len()))
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// The cpus `threads` threads take from `cores`: one per core in order while there are cores
-/// enough, else every cpu of each core in turn. By cost, each next core is the one nearest (by
-/// the measured hand-over latency) to the cores already taken.
-fn take(cores: &mut Vec<Core>, threads: usize, costs: Option<&Costs>) -> Vec<usize> {
-    let mut chosen: Vec<Core> = Vec::new();
-    let one_each = cores.len() >= threads;
-    let mut cpus = Vec::new();
-    while cpus.len() < threads && !cores.is_empty() {
-        let next = match (costs, chosen.is_empty()) {
-            (Some(costs), false) => nearest(cores, &chosen, costs),
-            _ => 0,
-        };
-        let core = cores.remove(next);
-        let want = if one_each { 1 } else { threads - cpus.len() };
-        cpus.extend(core.cpus.iter().take(want));
-        chosen.push(core);
     }
-    cpus
+
+    /// The fewest cores from the start of `cores` that hold one rank (whole-core fits).
+    fn least(&self, cores: &[Core]) -> Option<usize> {
+        if self.fit == Fit::Distinct {
+            return (cores.len() >= self.threads).then_some(self.threads);
+        }
+        let mut cpus = 0;
+        cores
+            .iter()
+            .position(|c| {
+                cpus += c.cpus.len();
+                cpus >= self.threads
+            })
+            .map(|i| i + 1)
+    }
 }
 
-/// The index of the core in `cores` whose worst measured latency to `chosen` is lowest (a core
-/// with no measured pair counts as average).
-fn nearest(cores: &[Core], chosen: &[Core], costs: &Costs) -> usize {
-    let pair = |a: usize, b: usize| costs.pairs.get(&(a.min(b), a.max(b))).copied();
-    let known: Vec<f64> = costs.pairs.values().copied().collect();
-    let typical = known.iter().sum::<f64>() / known.len().max(1) as f64;
-    let worst = |c: &Core| {
-        chosen
-            .iter()
-            .map(|x| pair(c.cpus[0], x.cpus[0]).unwrap_or(typical))
-            .fold(0.0, f64::max)
+/// A level of the machine placement balances ranks over, outermost first.
+type Level = (&'static str, fn(&Core) -> usize);
+
+const LEVELS: [Level; 4] = [
+    ("package", |c| c.package),
+    ("node", |c| c.node),
+    ("die", |c| c.die),
+    ("L3", |c| c.llc),
+];
+
+/// The domain a group of cores is, in words.
+fn label(name: &str, key: usize, cores: &[Core]) -> String {
+    match name {
+        "L3" => format!(
+            "L3 of cpus {}",
+            cores
+                .iter()
+                .flat_map(|c| c.cpus.iter().copied())
+                .collect::<CpuSet>()
+        ),
+        _ => format!("{name} {key}"),
+    }
+}
+
+/// `ranks` shares of `weights` (cores) in proportion, none above its `caps` (the ranks that fit
+/// in it); none when they do not add up to `ranks`. Largest remainders first; among equal
+/// ones, the group with fewer ranks, then the earlier.
+fn apportion(ranks: usize, weights: &[usize], caps: &[usize]) -> Option<Vec<usize>> {
+    let total: usize = weights.iter().sum::<usize>().max(1);
+    let exact: Vec<f64> = weights
+        .iter()
+        .map(|&w| ranks as f64 * w as f64 / total as f64)
+        .collect();
+    let mut given: Vec<usize> = exact
+        .iter()
+        .zip(caps)
+        .map(|(&e, &cap)| (e.floor() as usize).min(cap))
+        .collect();
+    while given.iter().sum::<usize>() < ranks {
+        let next = (0..given.len())
+            .filter(|&g| given[g] < caps[g])
+            .max_by(|&a, &b| {
+                let left = |g: usize| exact[g] - given[g] as f64;
+                left(a)
+                    .total_cmp(&left(b))
+                    .then(given[b].cmp(&given[a]))
+                    .then(b.cmp(&a))
+            })?;
+        given[next] += 1;
+    }
+    Some(given)
+}
+
+/// `ranks` ranks placed on `cores`: balanced over the groups of each level in turn (a group
+/// gets ranks in proportion to its cores, never more than fit in it), each rank within one
+/// group where one holds it; (its domain, its cpus) in rank order. None when the fit asked for
+/// cannot hold them.
+fn spread(
+    cores: &[Core],
+    ranks: usize,
+    levels: &[Level],
+    need: Need,
+    domain: &str,
+) -> Option<Vec<(String, Vec<usize>)>> {
+    let Some(((name, key), deeper)) = levels.split_first() else {
+        return blocks(cores, ranks, need, false, domain);
     };
-    (0..cores.len())
-        .min_by(|&i, &j| worst(&cores[i]).total_cmp(&worst(&cores[j])))
-        .unwrap_or(0)
+    let mut groups: Vec<(usize, Vec<Core>)> = Vec::new();
+    for c in cores {
+        match groups.iter_mut().find(|(k, _)| *k == key(c)) {
+            Some((_, g)) => g.push(c.clone()),
+            None => groups.push((key(c), vec![c.clone()])),
+        }
+    }
+    if groups.len() < 2 {
+        return spread(cores, ranks, deeper, need, domain);
+    }
+    let weights: Vec<usize> = groups.iter().map(|(_, g)| g.len()).collect();
+    let caps: Vec<usize> = groups.iter().map(|(_, g)| need.fits(g)).collect();
+    let Some(given) = apportion(ranks, &weights, &caps) else {
+        // The groups cannot hold the ranks on their own: ranks span them.
+        return blocks(cores, ranks, need, false, domain);
+    };
+    let mut out = Vec::new();
+    for ((k, g), n) in groups.iter().zip(given) {
+        if n > 0 {
+            out.extend(spread(g, n, deeper, need, &label(name, *k, g))?);
+        }
+    }
+    Some(out)
+}
+
+/// `ranks` ranks on consecutive cores of `cores`, (domain, cpus) each. On whole cores: as few
+/// each as hold a rank when `packed`, else the cores shared out evenly (a rank's threads on the
+/// first of its share). On any cpus: `threads` consecutive cpus each, core by core.
+fn blocks(
+    cores: &[Core],
+    ranks: usize,
+    need: Need,
+    packed: bool,
+    domain: &str,
+) -> Option<Vec<(String, Vec<usize>)>> {
+    let name = |r: usize| match ranks {
+        1 => domain.to_string(),
+        _ => format!("part {} of {} of {domain}", r + 1, ranks),
+    };
+    if need.fit == Fit::Cpus {
+        let cpus: Vec<usize> = cores.iter().flat_map(|c| c.cpus.iter().copied()).collect();
+        if cpus.len() < ranks * need.threads {
+            return None;
+        }
+        return Some(
+            cpus.chunks(need.threads)
+                .take(ranks)
+                .enumerate()
+                .map(|(r, chunk)| {
+                    let mine: Vec<Core> = cores
+                        .iter()
+                        .map(|c| Core {
+                            cpus: c
+                                .cpus
+                                .iter()
+                                .copied()
+                                .filter(|x| chunk.contains(x))
+                                .collect(),
+                            ..c.clone()
+                        })
+                        .filter(|c| !c.cpus.is_empty())
+                        .collect();
+                    (name(r), threads_on(&mine, need.threads))
+                })
+                .collect(),
+        );
+    }
+    // Shared out evenly, as hwloc-distrib shares them: rank r's cores end at r+1 n-ths of
+    // the whole, rounded down; where a share is too small for a rank, as few as hold one.
+    let n = cores.len();
+    let even: Vec<&[Core]> = (0..ranks)
+        .map(|r| &cores[r * n / ranks..(r + 1) * n / ranks])
+        .collect();
+    if !packed && even.iter().all(|share| need.fits(share) >= 1) {
+        return Some(
+            even.iter()
+                .enumerate()
+                .map(|(r, share)| (name(r), threads_on(share, need.threads)))
+                .collect(),
+        );
+    }
+    let mut out = Vec::new();
+    let mut rest = cores;
+    for r in 0..ranks {
+        let mut size = need.least(rest)?;
+        if !packed {
+            let even = rest.len() / (ranks - r);
+            while size < even && need.fits(&rest[size + 1..]) >= ranks - r - 1 {
+                size += 1;
+            }
+        }
+        out.push((name(r), threads_on(&rest[..size], need.threads)));
+        rest = &rest[size..];
+    }
+    Some(out)
+}
+
+/// The cpus a rank's threads take from its cores: the first cpu of each core in order, then
+/// the second of each, and so on: distinct cores before siblings.
+fn threads_on(cores: &[Core], threads: usize) -> Vec<usize> {
+    let widest = cores.iter().map(|c| c.cpus.len()).max().unwrap_or(0);
+    (0..widest)
+        .flat_map(|i| cores.iter().filter_map(move |c| c.cpus.get(i).copied()))
+        .take(threads)
+        .collect()
 }
 
 /// The threads each of `ranks` ranks gets when the user names none: the allowed cores shared
@@ -315,7 +476,7 @@ pub enum PlanError {
     /// No ranks or no threads asked for.
     #[error("--ranks and --threads must be at least 1")]
     Zero,
-    #[error("{ranks} ranks x {threads} threads need {need} cpus; this process may use {have} ({allowed})")]
+    #[error("{ranks} ranks x {threads} threads need {need} cpus; this process may use {have} ({allowed}): at most {ranks} x {} or {} x {threads} fit", have / ranks, have / threads)]
     /// More threads than cpus.
     TooMany {
         /// Ranks asked for.
@@ -332,7 +493,9 @@ pub enum PlanError {
 }
 
 /// Where `ranks` ranks of `threads` threads each (None: [`threads_per_rank`]) go on the
-/// `allowed` cpus of `t`.
+/// `allowed` cpus of `t`: every rank its `threads` cpus, no cpu twice, on cores of their own
+/// while there are cores enough; spread balances ranks over packages, then nodes, dies and
+/// last-level caches, each rank within one domain where one holds it.
 pub fn plan(
     t: &Topology,
     allowed: &CpuSet,
@@ -343,10 +506,10 @@ pub fn plan(
 ) -> Result<Plan, PlanError> {
     let threads = threads.unwrap_or_else(|| threads_per_rank(t, allowed, ranks));
     let have = t.cpus.iter().filter(|c| allowed.contains(c.id)).count();
-    let need = ranks * threads;
     if ranks == 0 || threads == 0 {
         return Err(PlanError::Zero);
     }
+    let need = ranks * threads;
     if need > have {
         return Err(PlanError::TooMany {
             ranks,
@@ -376,47 +539,77 @@ pub fn plan(
         ));
     }
     let all = cores(t, allowed, if by_cost { &hidden } else { &[] });
-    let core_count = all.len();
-    let mut domains = match policy {
-        Policy::Compact => vec![("the machine".to_string(), all)],
-        Policy::Spread | Policy::ByCost => domains(&all, ranks),
-    };
-    let measured = by_cost.then_some(costs);
-    let mut placed = Vec::new();
-    for rank in 0..ranks {
-        let d = rank % domains.len();
-        // A domain short of cores lends the next ones.
-        let mut cpus = take(&mut domains[d].1, threads, measured);
-        let mut k = 1;
-        while cpus.len() < threads && k < domains.len() {
-            let more = threads - cpus.len();
-            let d2 = (d + k) % domains.len();
-            cpus.extend(take(&mut domains[d2].1, more, measured));
-            k += 1;
+    let place = |fit: Fit| {
+        let need = Need { threads, fit };
+        match policy {
+            Policy::Compact => blocks(&all, ranks, need, true, "the machine"),
+            Policy::Spread | Policy::ByCost => spread(&all, ranks, &LEVELS, need, "the machine"),
         }
-        placed.push((rank, domains[d].0.clone(), cpus));
-    }
+    };
+    // The tightest fit that holds every rank: a core a thread while there are cores enough,
+    // else whole cores a rank, else any cpus (ranks x threads <= cpus always holds then).
+    let first = if need <= all.len() {
+        Fit::Distinct
+    } else {
+        Fit::WholeCores
+    };
+    let placed = place(first)
+        .or_else(|| place(Fit::Cpus))
+        .or_else(|| {
+            blocks(
+                &all,
+                ranks,
+                Need {
+                    threads,
+                    fit: Fit::Cpus,
+                },
+                true,
+                "the machine",
+            )
+        })
+        .expect("ranks x threads fit the allowed cpus");
     let node_of = |cpu: usize| t.cpu(cpu).map_or(0, |c| c.node);
     let ranks: Vec<Rank> = placed
         .into_iter()
-        .map(|(rank, domain, cpus)| {
-            let local = majority(cpus.iter().map(|&c| node_of(c)));
-            let memory = match measured {
-                Some(c) => fastest_memory(c, local).unwrap_or(local),
-                None => local,
+        .enumerate()
+        .map(|(rank, (domain, cpus))| {
+            let mut local: Vec<usize> = cpus.iter().map(|&c| node_of(c)).collect();
+            local.sort_unstable();
+            local.dedup();
+            let local = usable_memory(t, local);
+            let memory = match (by_cost, local.as_slice()) {
+                (true, [one]) => vec![fastest_memory(costs, *one).unwrap_or(*one)],
+                _ => local,
             };
+            let mut packages: Vec<usize> = cpus
+                .iter()
+                .filter_map(|&c| t.cpu(c).map(|x| x.package))
+                .collect();
+            packages.sort_unstable();
+            packages.dedup();
             Rank {
                 rank,
                 cpus,
                 memory,
                 domain,
+                packages,
             }
         })
         .collect();
-    let shared_cores = need.saturating_sub(core_count.min(need));
+    let shared_cores = all
+        .iter()
+        .filter(|c| {
+            c.cpus
+                .iter()
+                .filter(|x| ranks.iter().any(|r| r.cpus.contains(x)))
+                .count()
+                > 1
+        })
+        .count();
     if shared_cores > 0 {
         notes.push(format!(
-            "{need} threads on {core_count} cores: some share a core with an SMT sibling"
+            "{need} threads on {} cores: {shared_cores} core(s) hold two threads or more (SMT siblings)",
+            all.len()
         ));
     }
     Ok(Plan {
@@ -427,26 +620,58 @@ pub fn plan(
     })
 }
 
-fn majority(nodes: impl Iterator<Item = usize>) -> usize {
-    let mut count: BTreeMap<usize, usize> = BTreeMap::new();
-    for n in nodes {
-        *count.entry(n).or_default() += 1;
+/// The nodes of `local` this process may allocate from (those the topology lists: an offline
+/// node, or one a cpuset keeps away, is not there); when none is, the listed nodes with cpus
+/// nearest to them by the firmware's distances (all with cpus when there are none).
+fn usable_memory(t: &Topology, local: Vec<usize>) -> Vec<usize> {
+    let listed = |n: &usize| t.nodes.iter().any(|x| x.id == *n);
+    let usable: Vec<usize> = local.iter().copied().filter(listed).collect();
+    if !usable.is_empty() || t.nodes.is_empty() {
+        return usable;
     }
-    count
+    let distance = |to: usize| {
+        local
+            .iter()
+            .filter_map(|&from| {
+                let row = &t.nodes.iter().find(|n| n.id == from)?.distances;
+                let col = t.nodes.iter().position(|n| n.id == to)?;
+                row.get(col).copied()
+            })
+            .min()
+            .unwrap_or(u32::MAX)
+    };
+    let with_cpus: Vec<usize> = t
+        .nodes
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
+    let best = with_cpus
+        .iter()
+        .map(|&n| distance(n))
+        .min()
+        .unwrap_or(u32::MAX);
+    with_cpus
         .into_iter()
-        .max_by_key(|&(n, c)| (c, std::cmp::Reverse(n)))
-        .map_or(0, |(n, _)| n)
+        .filter(|&n| distance(n) == best)
+        .collect()
 }
 
-/// The memory node with the lowest measured latency from cpu node `node`.
+/// The memory node measured fastest from cpu node `node`, when it beats the local node by more
+/// than [`REAL_DIFFERENCE`] (a closer figure is within what two runs of one machine differ by:
+/// 157 vs 158 ns sent a guest's memory to the other socket).
 fn fastest_memory(costs: &Costs, node: usize) -> Option<usize> {
+    let local = *costs.memory.get(&(node, node))?;
     costs
         .memory
         .iter()
-        .filter(|((c, _), _)| *c == node)
+        .filter(|((c, _), &ns)| *c == node && ns < local * (1.0 - REAL_DIFFERENCE))
         .min_by(|a, b| a.1.total_cmp(b.1))
         .map(|((_, m), _)| *m)
 }
+
+/// How much faster another node's memory must measure than the local one's to be chosen.
+pub const REAL_DIFFERENCE: f64 = 0.10;
 
 /// The lines that put a plan in place, for `program` (its words, shell-quoted here).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -459,6 +684,16 @@ pub struct Lines {
     pub openmp: Vec<String>,
     /// One `likwid-pin` line per rank.
     pub likwid_pin: Vec<String>,
+    /// Open MPI's `mpirun` with `--map-by ppr:N:package:pe=T` when every package holds as
+    /// many ranks of whole distinct cores; else none (the wrapper places any plan).
+    pub openmpi: Vec<String>,
+    /// Intel MPI's `mpirun` with each rank's mask in `I_MPI_PIN_DOMAIN`.
+    pub intel_mpi: String,
+    /// One `hwloc-bind` line per rank (OS indexes).
+    pub hwloc_bind: Vec<String>,
+    /// A POSIX shell script that binds the rank it runs as (by its local rank, as Slurm, Open
+    /// MPI and Intel MPI give it) and its memory, then runs the program it is given.
+    pub wrapper: String,
 }
 
 /// A cpu list as the hexadecimal mask srun's `mask_cpu` takes ("0xf0" for cpus 4-7).
@@ -489,24 +724,32 @@ pub fn lines(plan: &Plan, program: &[String]) -> Lines {
     let list = |cpus: &[usize]| cpus.iter().copied().collect::<CpuSet>().to_list();
     let threads = plan.ranks.first().map_or(1, |r| r.cpus.len());
     let masks: Vec<String> = plan.ranks.iter().map(|r| hex_mask(&r.cpus)).collect();
-    let mems: Vec<String> = plan.ranks.iter().map(|r| r.memory.to_string()).collect();
+    let nodes = |r: &Rank| r.memory.iter().copied().collect::<CpuSet>().to_list();
+    // srun binds a task's memory to one node each (map_mem), or to its cpus' nodes (local).
+    let mem_bind = match plan.ranks.iter().all(|r| r.memory.len() == 1) {
+        true => format!(
+            "map_mem:{}",
+            plan.ranks.iter().map(nodes).collect::<Vec<_>>().join(",")
+        ),
+        false => "local".to_string(),
+    };
     Lines {
         numactl: plan
             .ranks
             .iter()
             .map(|r| {
                 format!(
-                    "numactl --physcpubind={} --membind={} -- {program}",
+                    "numactl --physcpubind={} --{}={} -- {program}",
                     list(&r.cpus),
-                    r.memory
+                    if r.memory.len() == 1 { "membind" } else { "interleave" },
+                    nodes(r)
                 )
             })
             .collect(),
         srun: format!(
-            "srun --ntasks={} --cpus-per-task={threads} --cpu-bind=mask_cpu:{} --mem-bind=map_mem:{} {program}",
+            "srun --ntasks={} --cpus-per-task={threads} --cpu-bind=mask_cpu:{} --mem-bind={mem_bind} {program}",
             plan.ranks.len(),
             masks.join(","),
-            mems.join(",")
         ),
         openmp: plan
             .ranks
@@ -528,7 +771,86 @@ pub fn lines(plan: &Plan, program: &[String]) -> Lines {
                 format!("likwid-pin -c {} {program}", cpus.join(","))
             })
             .collect(),
+        openmpi: per_package(plan)
+            .map(|n| {
+                format!(
+                    "mpirun -np {} --map-by ppr:{n}:package:pe={threads} --bind-to core {program}",
+                    plan.ranks.len()
+                )
+            })
+            .into_iter()
+            .collect(),
+        intel_mpi: format!(
+            "I_MPI_PIN_DOMAIN='[{}]' mpirun -np {} {program}",
+            masks
+                .iter()
+                .map(|m| m.trim_start_matches("0x"))
+                .collect::<Vec<_>>()
+                .join(","),
+            plan.ranks.len()
+        ),
+        hwloc_bind: plan
+            .ranks
+            .iter()
+            .map(|r| {
+                let pus: Vec<String> = r.cpus.iter().map(|c| format!("pu:{c}")).collect();
+                let mem: Vec<String> = r.memory.iter().map(|n| format!("node:{n}")).collect();
+                format!(
+                    "hwloc-bind -p {} --membind {} -- {program}",
+                    pus.join(" "),
+                    mem.join(" ")
+                )
+            })
+            .collect(),
+        wrapper: wrapper(plan),
     }
+}
+
+/// Ranks per package when every package of the plan holds as many, each rank of one package
+/// on distinct cores (what Open MPI's `ppr:N:package:pe=T` lays out).
+fn per_package(plan: &Plan) -> Option<usize> {
+    if plan.shared_cores > 0 {
+        return None;
+    }
+    let mut count: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in &plan.ranks {
+        match r.packages.as_slice() {
+            [one] => *count.entry(*one).or_default() += 1,
+            _ => return None,
+        }
+    }
+    let n = *count.values().next()?;
+    count.values().all(|&c| c == n).then_some(n)
+}
+
+/// The per-rank wrapper ([`Lines::wrapper`]).
+fn wrapper(plan: &Plan) -> String {
+    let mut s = String::from(
+        "#!/bin/sh\n# Written by oslab bind: binds the local rank it runs as, then runs \"$@\".\n\
+         r=${SLURM_LOCALID:-${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-}}}\n\
+         case \"$r\" in\n",
+    );
+    for r in &plan.ranks {
+        let cpus = r.cpus.iter().copied().collect::<CpuSet>().to_list();
+        let places: Vec<String> = r.cpus.iter().map(|c| format!("{{{c}}}")).collect();
+        let nodes = r.memory.iter().copied().collect::<CpuSet>().to_list();
+        let mem = if r.memory.len() == 1 {
+            "membind"
+        } else {
+            "interleave"
+        };
+        s += &format!(
+            "{}) export OMP_NUM_THREADS={} OMP_PLACES='{}' OMP_PROC_BIND=close\n   exec numactl --physcpubind={cpus} --{mem}={nodes} -- \"$@\" ;;\n",
+            r.rank,
+            r.cpus.len(),
+            places.join(",")
+        );
+    }
+    s += &format!(
+        "*) echo \"bind.sh: local rank '$r' is not one of the plan's 0-{}\" >&2; exit 1 ;;\nesac\n",
+        plan.ranks.len().saturating_sub(1)
+    );
+    s
 }
 
 #[cfg(test)]
@@ -575,7 +897,7 @@ mod tests {
             let mut cores: Vec<_> = rank.cpus.iter().map(|&c| core_of(&t, c)).collect();
             cores.dedup();
             assert_eq!(cores.len(), 4, "{p:?}");
-            assert_eq!(rank.memory, r);
+            assert_eq!(rank.memory, [r]);
         }
         assert_eq!(p.shared_cores, 0);
         let l = lines(&p, &["./a.out".into(), "x y".into()]);
@@ -598,8 +920,8 @@ mod tests {
     fn sub_numa_clusters_get_a_rank_per_node_when_there_are_more_ranks_than_packages() {
         let t = machine(2, 2, 2, 1);
         let p = plan_on(&t, 4, 2, Policy::Spread).unwrap();
-        let nodes: Vec<usize> = p.ranks.iter().map(|r| r.memory).collect();
-        assert_eq!(nodes, [0, 1, 2, 3]);
+        let nodes: Vec<Vec<usize>> = p.ranks.iter().map(|r| r.memory.clone()).collect();
+        assert_eq!(nodes, [[0], [1], [2], [3]]);
         assert!(p.ranks.iter().all(|r| r.domain.starts_with("node ")));
     }
 
@@ -611,9 +933,14 @@ mod tests {
         assert_eq!(p.ranks[1].cpus, [2, 3]);
         let p = plan_on(&t, 2, 8, Policy::Spread).unwrap();
         assert_eq!(p.shared_cores, 8);
-        assert_eq!(p.ranks[0].cpus, [0, 8, 1, 9, 2, 10, 3, 11]);
+        // Distinct cores first, then their siblings.
+        assert_eq!(p.ranks[0].cpus, [0, 1, 2, 3, 8, 9, 10, 11]);
         let err = plan_on(&t, 3, 8, Policy::Spread).unwrap_err();
-        assert!(err.to_string().contains("need 24 cpus"), "{err}");
+        assert!(
+            err.to_string().contains("need 24 cpus")
+                && err.to_string().contains("at most 3 x 5 or 2 x 8 fit"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -647,5 +974,206 @@ mod tests {
         assert_eq!(hex_mask(&[0]), "0x1");
         assert_eq!(hex_mask(&[4, 5, 6, 7]), "0xf0");
         assert_eq!(hex_mask(&[64]), "0x10000000000000000");
+    }
+
+    /// A machine of `packages` x `dies` x `cores` x `smt`, a node per die (or per package),
+    /// each die its own L3, core ids repeating in each die as Linux numbers them.
+    fn shaped(
+        packages: usize,
+        dies: usize,
+        cores: usize,
+        smt: usize,
+        node_per_die: bool,
+    ) -> Topology {
+        let mut t = Topology::synthetic(1, 1, 1, 1);
+        let per_pkg = dies * cores;
+        let all = packages * per_pkg;
+        t.cpus.clear();
+        for thread in 0..smt {
+            for k in 0..all {
+                let (p, d, c) = (k / per_pkg, k % per_pkg / cores, k % cores);
+                t.cpus.push(crate::topology::Cpu {
+                    id: thread * all + k,
+                    package: p,
+                    die: d,
+                    core: c,
+                    node: if node_per_die { p * dies + d } else { p },
+                    smt_siblings: (0..smt).map(|s| s * all + k).collect(),
+                });
+            }
+        }
+        let of = |f: &dyn Fn(&crate::topology::Cpu) -> bool| -> CpuSet {
+            t.cpus.iter().filter(|c| f(c)).map(|c| c.id).collect()
+        };
+        let node_count = if node_per_die {
+            packages * dies
+        } else {
+            packages
+        };
+        let nodes: Vec<crate::topology::Node> = (0..node_count)
+            .map(|n| crate::topology::Node {
+                id: n,
+                cpus: of(&|c| c.node == n),
+                memory: None,
+                distances: vec![],
+                hmat: None,
+                hmat_table: vec![],
+            })
+            .collect();
+        let caches: Vec<crate::topology::Cache> = (0..packages * dies)
+            .map(|pd| crate::topology::Cache {
+                level: 3,
+                kind: crate::topology::CacheKind::Unified,
+                size: 32 << 20,
+                line: Some(64),
+                ways: None,
+                cpus: of(&|c| c.package * dies + c.die == pd),
+            })
+            .collect();
+        (t.nodes, t.caches) = (nodes, caches);
+        t
+    }
+
+    /// What every plan must hold (issue 86): each rank its `threads` cpus, no cpu twice, only
+    /// allowed cpus, distinct cores while there are cores enough, every package used when there
+    /// are ranks enough (spread), memory on the rank's own nodes.
+    fn holds(
+        t: &Topology,
+        allowed: &CpuSet,
+        ranks: usize,
+        threads: usize,
+        policy: Policy,
+    ) -> Result<(), String> {
+        let p = plan(t, allowed, ranks, Some(threads), policy, &Costs::default())
+            .map_err(|e| format!("no plan: {e}"))?;
+        let shape = format!("{ranks}x{threads} {policy:?}");
+        let mut seen = CpuSet::new();
+        for r in &p.ranks {
+            if r.cpus.len() != threads {
+                return Err(format!(
+                    "{shape}: rank {} has {} cpus",
+                    r.rank,
+                    r.cpus.len()
+                ));
+            }
+            for &c in &r.cpus {
+                if !allowed.contains(c) || seen.contains(c) {
+                    return Err(format!("{shape}: cpu {c} disallowed or taken twice: {p:?}"));
+                }
+                seen.insert(c);
+            }
+            let mut nodes: Vec<usize> = r.cpus.iter().map(|&c| t.cpu(c).unwrap().node).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            if r.memory != nodes {
+                return Err(format!(
+                    "{shape}: rank {} memory {:?}, cpus on {nodes:?}",
+                    r.rank, r.memory
+                ));
+            }
+        }
+        let cores = t.cores_among(allowed).len();
+        if ranks * threads <= cores && p.shared_cores > 0 {
+            return Err(format!(
+                "{shape}: {} shared cores with {cores} free: {p:?}",
+                p.shared_cores
+            ));
+        }
+        let packages: std::collections::BTreeSet<usize> = t
+            .cpus
+            .iter()
+            .filter(|c| allowed.contains(c.id))
+            .map(|c| c.package)
+            .collect();
+        let used: std::collections::BTreeSet<usize> =
+            seen.iter().map(|c| t.cpu(c).unwrap().package).collect();
+        if policy == Policy::Spread && ranks >= packages.len() && used.len() < packages.len() {
+            return Err(format!("{shape}: packages {used:?} of {packages:?} used"));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_rank_gets_its_cpus_on_every_shape() {
+        let mut shapes = Vec::new();
+        for (pk, di, co, sm, npd) in [
+            (2, 1, 8, 2, false),  // Xeon 2S with hyperthreads (the issue's empty ranks)
+            (2, 1, 18, 2, false), // Skylake 2x6140
+            (2, 2, 6, 1, true),   // Opteron 6174: two dies a package, core ids repeated
+            (2, 4, 8, 2, true),   // EPYC-like: dies with their own L3 and node (NPS4)
+            (2, 12, 8, 2, false), // EPYC 9654: 12 CCDs a package, one node a package
+            (1, 4, 16, 4, true),  // KNL SNC4
+            (4, 1, 4, 2, false),  // the 4s-smt guest
+            (2, 1, 4, 1, false),  // the 2s guest
+            (1, 1, 3, 2, false),
+            (3, 1, 5, 1, false), // odd counts
+        ] {
+            shapes.push((
+                format!("{pk}p x {di}d x {co}c x {sm}t"),
+                shaped(pk, di, co, sm, npd),
+            ));
+        }
+        let mut tried = 0;
+        for (name, t) in &shapes {
+            let cores = t.cores();
+            let cpus = t.cpus.len();
+            let all = t.online();
+            // A cgroup that took the first and last core away (and one sibling).
+            let limited: CpuSet = all
+                .iter()
+                .filter(|c| ![0, cpus - 1, cpus / 2].contains(c))
+                .collect();
+            for allowed in [&all, &limited] {
+                let have = t.cpus.iter().filter(|c| allowed.contains(c.id)).count();
+                for ranks in [1, 2, 3, 4, 8, 16] {
+                    // Filling the cores, filling the cpus, and a few threads each.
+                    for threads in [cores / ranks, have / ranks, 1, 2] {
+                        if threads == 0 || ranks * threads > have {
+                            continue;
+                        }
+                        for policy in [Policy::Spread, Policy::Compact] {
+                            tried += 1;
+                            if let Err(e) = holds(t, allowed, ranks, threads, policy) {
+                                panic!("{name}: {e}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(tried > 300, "{tried}");
+    }
+
+    #[test]
+    fn filling_a_node_matches_hwloc_distrib() {
+        // 2 x 8 cores x 2 threads, 4 ranks x 8 threads: each rank 4 cores and their siblings,
+        // two ranks a package (hwloc-distrib --single 4, srun -m block:cyclic -c 8).
+        let t = shaped(2, 1, 8, 2, false);
+        let p = plan_on(&t, 4, 8, Policy::Spread).unwrap();
+        let cpus: Vec<Vec<usize>> = p.ranks.iter().map(|r| r.cpus.clone()).collect();
+        assert_eq!(cpus[0], [0, 1, 2, 3, 16, 17, 18, 19]);
+        assert_eq!(cpus[3], [12, 13, 14, 15, 28, 29, 30, 31]);
+        // EPYC 2 x 96 cores, 4 ranks x 16: two ranks a package, never all on the first.
+        let t = shaped(2, 12, 8, 2, false);
+        let p = plan_on(&t, 4, 16, Policy::Spread).unwrap();
+        let pk: Vec<usize> = p.ranks.iter().map(|r| package_of(&t, r.cpus[0])).collect();
+        assert_eq!(pk, [0, 0, 1, 1]);
+        // Opteron 6174: 24 cores, 48 with the dies told apart.
+        let t = shaped(2, 2, 6, 1, true);
+        assert_eq!(t.cores(), 24);
+        let p = plan_on(&t, 4, 6, Policy::Spread).unwrap();
+        let nodes: Vec<Vec<usize>> = p.ranks.iter().map(|r| r.memory.clone()).collect();
+        assert_eq!(nodes, [[0], [1], [2], [3]]);
+        // A rank across two nodes interleaves its memory.
+        let t = shaped(1, 2, 4, 1, true);
+        let p = plan_on(&t, 1, 8, Policy::Spread).unwrap();
+        assert_eq!(p.ranks[0].memory, [0, 1]);
+        let l = lines(&p, &[]);
+        assert!(
+            l.numactl[0].contains("--interleave=0-1"),
+            "{}",
+            l.numactl[0]
+        );
+        assert!(l.srun.contains("--mem-bind=local"), "{}", l.srun);
     }
 }

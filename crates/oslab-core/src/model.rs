@@ -386,7 +386,12 @@ impl Measurement {
             None
         };
         match why {
-            Some(why) => self.status = Status::Failed(why),
+            // A value that cannot be is no value: nothing to set a prediction beside (as the
+            // model gives none to a row without one, and `show --repredict` would not).
+            Some(why) => {
+                self.status = Status::Failed(why);
+                self.prediction = None;
+            }
             // Once is enough: `show` checks a run that was checked when it was measured.
             None if self.status == Status::noisy(cause::BELOW_ZERO) => {}
             None if self.is_timing() && !self.difference && low < 0.0 => {

@@ -220,19 +220,27 @@ impl Topology {
 
     /// Number of physical cores.
     pub fn cores(&self) -> usize {
-        let mut c: Vec<(usize, usize)> = self.cpus.iter().map(|c| (c.package, c.core)).collect();
+        let mut c: Vec<(usize, usize, usize)> = self
+            .cpus
+            .iter()
+            .map(|c| (c.package, c.die, c.core))
+            .collect();
         c.sort_unstable();
         c.dedup();
         c.len()
     }
 
-    /// The cpus of `cpus` grouped by the physical core they are threads of, in (package, core)
+    /// The cpus of `cpus` grouped by the physical core they are threads of, in (package, die, core)
     /// order, each group ascending: what places one thread per core.
     pub fn cores_among(&self, cpus: &CpuSet) -> Vec<Vec<usize>> {
-        let mut by_core: std::collections::BTreeMap<(usize, usize), Vec<usize>> =
+        // Linux repeats core ids in each die of a package (an Opteron 6174's two dies).
+        let mut by_core: std::collections::BTreeMap<(usize, usize, usize), Vec<usize>> =
             Default::default();
         for c in self.cpus.iter().filter(|c| cpus.contains(c.id)) {
-            by_core.entry((c.package, c.core)).or_default().push(c.id);
+            by_core
+                .entry((c.package, c.die, c.core))
+                .or_default()
+                .push(c.id);
         }
         by_core
             .into_values()

@@ -537,8 +537,12 @@ pub fn planned(
     file: Option<&std::path::Path>,
 ) -> Result<(Topology, String, oslab_core::cpuset::CpuSet), PlannedError> {
     let Some(file) = file else {
-        let t = crate::topology::read()?;
-        let allowed = crate::affinity::get_affinity(0)?.intersection(&t.online());
+        let mut t = crate::topology::read()?;
+        let (allowed, mems) = allowed(&t)?;
+        // Memory nodes a cpuset keeps from this process are no place for a rank's memory.
+        if let Some(mems) = mems {
+            t.nodes.retain(|n| mems.contains(n.id));
+        }
         return Ok((t, hostname(), allowed));
     };
     /// hwloc's XML of a thousand-cpu machine is a few MB.
@@ -546,10 +550,26 @@ pub fn planned(
     let bytes = oslab_files::read_bounded(file, LIMIT, oslab_files::Links::Follow)
         .map_err(|e| PlannedError::File(e.to_string()))?;
     let text = String::from_utf8_lossy(&bytes);
-    let (t, host) = oslab_core::topology::hwloc::read(&text)
+    let mut d = oslab_core::topology::hwloc::read(&text)
         .map_err(|why| PlannedError::File(format!("{}: {why}", file.display())))?;
-    let all = t.online();
-    Ok((t, host.unwrap_or_else(|| file.display().to_string()), all))
+    if let Some(mems) = &d.allowed_nodes {
+        d.topology.nodes.retain(|n| mems.contains(n.id));
+    }
+    let host = d.host.unwrap_or_else(|| file.display().to_string());
+    Ok((d.topology, host, d.allowed))
+}
+
+/// What this process may use of `t`: its cpus (affinity, online), and its memory nodes when a
+/// cpuset restricts them (as lstopo's `allowed_cpuset` and `allowed_nodeset`).
+pub fn allowed(
+    t: &Topology,
+) -> std::io::Result<(
+    oslab_core::cpuset::CpuSet,
+    Option<oslab_core::cpuset::CpuSet>,
+)> {
+    let cpus = crate::affinity::get_affinity(0)?.intersection(&t.online());
+    let nodes = crate::numa::Numa::mems_allowed(&crate::numa::LinuxNuma::new(t));
+    Ok((cpus, nodes))
 }
 
 /// Why the machine to plan for cannot be had.

@@ -523,9 +523,25 @@ pub fn restore(file: &Path, path: &Path) -> std::io::Result<()> {
 /// for that oslab to be gone, then restores what the default record holds of any oslab that
 /// is; what was restored, in words.
 pub fn restore_after(pid: Option<u32>) -> Vec<String> {
-    if let Some(pid) = pid {
-        crate::restorer::wait_gone(pid, std::time::Duration::from_secs(10));
-    }
+    let Some(pid) = pid else {
+        // Asked by a person: an empty answer says what was looked at. Each user's oslab keeps
+        // its own record; what root's oslab changed only root may restore.
+        let said = recover(&default_file());
+        if !said.is_empty() {
+            return said;
+        }
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        return vec![format!(
+            "nothing to restore: {} holds no change of an oslab that ended{}",
+            default_file().display(),
+            match root {
+                true => "",
+                false => " (this user's record; a setting root's oslab changed is in root's, for `sudo oslab restore`)",
+            }
+        )];
+    };
+    crate::restorer::wait_gone(pid, std::time::Duration::from_secs(10));
     recover(&default_file())
 }
 

@@ -10,7 +10,7 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
     let threads = plan.ranks.first().map_or(0, |r| r.cpus.len());
     let policy = match plan.policy {
         Policy::Compact => "compact: ranks side by side from the first package",
-        Policy::Spread => "spread: each rank its own package, node or L3",
+        Policy::Spread => "spread: ranks balanced over packages, then nodes, dies and L3s",
         Policy::ByCost => "by cost: spread, on the measured hand-over and memory latencies",
     };
     let mut out = format!(
@@ -18,7 +18,7 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
         plan.ranks.len(),
         match plan.shared_cores {
             0 => "each thread its own core".to_string(),
-            n => format!("{n} thread(s) on a core shared with an SMT sibling"),
+            n => format!("{n} core(s) hold two threads or more (SMT siblings)"),
         }
     );
     let mut t = new_table(&["rank", "domain", "cpus", "memory"]);
@@ -29,7 +29,13 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
                 r.rank.to_string(),
                 r.domain.clone(),
                 r.cpus.iter().copied().collect::<CpuSet>().to_list(),
-                format!("node {}", r.memory),
+                match r.memory.as_slice() {
+                    [one] => format!("node {one}"),
+                    many => format!(
+                        "nodes {} (interleaved)",
+                        many.iter().copied().collect::<CpuSet>().to_list()
+                    ),
+                },
             ],
         );
     }
@@ -43,11 +49,24 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
         format!("\n{title}\n{body}")
     };
     out.push_str(&block("numactl, one line per rank:", &lines.numactl));
-    out.push_str(&block("Slurm:", std::slice::from_ref(&lines.srun)));
+    out.push_str(&block(
+        "Slurm, the whole node:",
+        std::slice::from_ref(&lines.srun),
+    ));
+    out.push_str(&block(
+        "Open MPI (ppr when the plan is that regular; the wrapper below always):",
+        &lines.openmpi,
+    ));
+    out.push_str(&block("Intel MPI:", std::slice::from_ref(&lines.intel_mpi)));
+    out.push_str(&block("hwloc-bind, one line per rank:", &lines.hwloc_bind));
     out.push_str(&block(
         "OpenMP, each rank's environment (with the rank bound as above):",
         &lines.openmp,
     ));
     out.push_str(&block("likwid-pin, one line per rank:", &lines.likwid_pin));
+    out.push_str(&format!(
+        "\na wrapper for any launcher (its local rank from SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK or MPI_LOCALRANKID),\nsaved as bind.sh and run as `srun --cpu-bind=none sh bind.sh PROGRAM` or `mpirun --bind-to none sh bind.sh PROGRAM`:\n{}",
+        lines.wrapper
+    ));
     out
 }

@@ -98,7 +98,12 @@ fn objects(t: &Topology) -> Vec<Object> {
 
 /// The topology as an hwloc v2 XML document, with what oslab measured of it (`costs`) as
 /// distance matrices of its own.
-pub fn xml(t: &Topology, host: &str, costs: &oslab_core::binding::Costs) -> String {
+pub fn xml(
+    t: &Topology,
+    host: &str,
+    costs: &oslab_core::binding::Costs,
+    allowed: &Allowed,
+) -> String {
     let mut objs = objects(t);
     objs.sort_by(|a, b| b.cpus.len().cmp(&a.cpus.len()).then(a.rank.cmp(&b.rank)));
     let all = t.online();
@@ -137,7 +142,14 @@ pub fn xml(t: &Topology, host: &str, costs: &oslab_core::binding::Costs) -> Stri
     }
     let mut gp = 0usize;
     let mut body = String::new();
-    write_object(t, &tree, 0, 1, &mut gp, host, &mut body);
+    let allowed_sets = (
+        hex_set(allowed.cpus.iter()),
+        match &allowed.nodes {
+            Some(n) => hex_set(n.iter()),
+            None => nodeset(t, &all, true),
+        },
+    );
+    write_object(t, &tree, 0, 1, &mut gp, host, &allowed_sets, &mut body);
     let mut doc = String::from(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology version=\"2.0\">\n",
     );
@@ -154,6 +166,16 @@ fn nodeset(t: &Topology, cpus: &CpuSet, machine: bool) -> String {
     hex_set(t.nodes.iter().filter(near).map(|n| n.id))
 }
 
+/// What this process may use, as hwloc's root object says it (`allowed_cpuset`,
+/// `allowed_nodeset`): its affinity, and its cpuset's memory nodes (None: every node).
+pub struct Allowed {
+    /// The cpus.
+    pub cpus: CpuSet,
+    /// The memory nodes, when restricted.
+    pub nodes: Option<CpuSet>,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn write_object(
     t: &Topology,
     tree: &[Object],
@@ -161,6 +183,7 @@ fn write_object(
     depth: usize,
     gp: &mut usize,
     host: &str,
+    allowed: &(String, String),
     out: &mut String,
 ) {
     let o = &tree[i];
@@ -175,8 +198,8 @@ fn write_object(
     let _ = write!(
         out,
         " cpuset=\"{cpus}\" complete_cpuset=\"{cpus}\"{} nodeset=\"{nodes}\" complete_nodeset=\"{nodes}\"{} gp_index=\"{gp}\"",
-        if i == 0 { format!(" allowed_cpuset=\"{cpus}\"") } else { String::new() },
-        if i == 0 { format!(" allowed_nodeset=\"{nodes}\"") } else { String::new() },
+        if i == 0 { format!(" allowed_cpuset=\"{}\"", allowed.0) } else { String::new() },
+        if i == 0 { format!(" allowed_nodeset=\"{}\"", allowed.1) } else { String::new() },
     );
     for (k, v) in &o.extra {
         let _ = write!(out, " {k}=\"{}\"", escape(v));
@@ -204,7 +227,7 @@ fn write_object(
         );
     }
     for &c in &o.children {
-        write_object(t, tree, c, depth + 1, gp, host, out);
+        write_object(t, tree, c, depth + 1, gp, host, allowed, out);
     }
     let _ = writeln!(out, "{pad}</object>");
 }
@@ -310,10 +333,16 @@ mod tests {
                 costs.pairs.insert((*a, *b), 60.0);
             }
         }
-        let doc = xml(&t, "node7", &costs);
+        let allowed = Allowed {
+            cpus: t.online(),
+            nodes: None,
+        };
+        let doc = xml(&t, "node7", &costs, &allowed);
         assert!(doc.contains("oslab:MemoryLatency") && doc.contains("oslab:CoreToCore"));
-        let (back, host) = oslab_core::topology::hwloc::read(&doc).unwrap();
-        assert_eq!(host.as_deref(), Some("node7"));
+        let read = oslab_core::topology::hwloc::read(&doc).unwrap();
+        let back = read.topology;
+        assert_eq!(read.host.as_deref(), Some("node7"));
+        assert_eq!(read.allowed, t.online());
         assert_eq!(back.cpus, t.cpus);
         let sets = |t: &Topology| t.nodes.iter().map(|n| n.cpus.clone()).collect::<Vec<_>>();
         assert_eq!(sets(&back), sets(&t));

@@ -3104,7 +3104,7 @@ fn bind_plans_a_machine_it_is_not_on_from_hwlocs_xml() {
     }
     // What is no machine is refused with why, as a usage error.
     let e = fails(&["bind", "--topology", "Cargo.toml", "--db", db], 2);
-    assert!(e.contains("no PU objects"), "{e}");
+    assert!(e.contains("not hwloc's XML"), "{e}");
     let e = fails(&["bind", "--topology", "/dev/null", "--db", db], 2);
     assert!(e.contains("/dev/null"), "{e}");
 }

@@ -398,7 +398,7 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         String::from_utf8(stdout(&["fleet", "summary", dir, "--drain", "--db", db_s])).unwrap();
     assert_eq!(drain.lines().count(), 8, "{drain}");
     assert!(
-        drain.contains("scontrol update NodeName=late State=DRAIN Reason=\"oslab fleet 777.0a1b2c3d: missing: no result yet\""),
+        drain.contains("scontrol update NodeName=late State=DRAIN Reason='oslab fleet 777.0a1b2c3d: missing: no result yet'"),
         "{drain}"
     );
     // Slurm gives id 777 again (a controller that lost its state): the new submission is

@@ -307,7 +307,7 @@ fn ranks_apart_on_distinct_cores(info: &Value, bind: &Value, domain: &str) {
         for &c in &ids {
             let core = (cpu(c)["package"].to_string(), cpu(c)["core"].to_string());
             assert!(cores.insert(core), "cpu {c} shares a core: {bind}");
-            assert_eq!(cpu(c)["node"], rank["memory"], "{bind}");
+            assert_eq!(cpu(c)["node"], rank["memory"][0], "{bind}");
         }
         let list: Vec<String> = ids.iter().map(u64::to_string).collect();
         let line = bind["lines"]["likwid_pin"][r].as_str().unwrap();
@@ -317,7 +317,7 @@ fn ranks_apart_on_distinct_cores(info: &Value, bind: &Value, domain: &str) {
         );
         let line = bind["lines"]["numactl"][r].as_str().unwrap();
         assert!(
-            line.contains(&format!("--membind={} ", rank["memory"])),
+            line.contains(&format!("--membind={} ", rank["memory"][0])),
             "{line}"
         );
     }
@@ -774,7 +774,7 @@ fn a_fleet_of_two_machine_shapes_says_so() {
     let mut files = Vec::new();
     for (topology, node) in [("1s", "small"), ("2s", "big")] {
         let script = format!(
-            "oslab run --quick timer.rdtsc loop --tag fleet.job=vm --tag fleet.node={node} --db /tmp/o.db > /dev/null \
+            "oslab run --quick timer.rdtsc loop --tag fleet.job=4242 --tag fleet.node={node} --db /tmp/o.db > /dev/null \
              && oslab export latest --format json -o /out/{node}.json --db /tmp/o.db"
         );
         let Some(g) = guest(topology, &script) else {
@@ -794,7 +794,7 @@ fn a_fleet_of_two_machine_shapes_says_so() {
         .unwrap();
     assert!(imported.status.success(), "{imported:?}");
     let summary = Command::new(&oslab)
-        .args(["fleet", "summary", "vm", "--db"])
+        .args(["fleet", "summary", "4242", "--db"])
         .arg(&store)
         .output()
         .unwrap();

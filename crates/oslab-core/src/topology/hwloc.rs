@@ -17,8 +17,22 @@ pub const MAX_NODE_INDEX: usize = 1_024;
 /// The most objects of any kind read (a 16,384-PU machine has far fewer than this).
 const MAX_OBJECTS: usize = 1 << 20;
 
-/// The machine an hwloc XML describes, and its host name when the file gives one.
-pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
+/// A machine as an hwloc XML describes it.
+#[derive(Debug, Clone)]
+pub struct Described {
+    /// Its topology: the PUs hwloc lists (online ones), its caches and NUMA nodes.
+    pub topology: Topology,
+    /// Its host name, when the file gives one.
+    pub host: Option<String>,
+    /// The cpus the process that wrote it could use (the root's `allowed_cpuset`; all when
+    /// absent): a cgroup's cpuset, cpus taken offline.
+    pub allowed: crate::cpuset::CpuSet,
+    /// The memory nodes it could use (the root's `allowed_nodeset`), when fewer than all.
+    pub allowed_nodes: Option<crate::cpuset::CpuSet>,
+}
+
+/// The machine an hwloc XML describes.
+pub fn read(xml: &str) -> Result<Described, String> {
     /// An open object: its type, os_index and attributes, and the PUs found under it.
     struct Open {
         kind: String,
@@ -35,6 +49,7 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
     let mut slit = false;
     let mut seen_root = false;
     let mut closed = false;
+    let mut root_allowed: Option<(Option<String>, Option<String>)> = None;
     let mut by_id: HashMap<usize, usize> = HashMap::new();
     let mut objects = 0usize;
     let mut rest = xml;
@@ -91,6 +106,12 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
                 "NUMANode" => MAX_NODE_INDEX,
                 _ => usize::MAX,
             };
+            if root_allowed.is_none() {
+                root_allowed = Some((
+                    get("allowed_cpuset").map(str::to_string),
+                    get("allowed_nodeset").map(str::to_string),
+                ));
+            }
             let open = Open {
                 os_index: match max {
                     usize::MAX => get("os_index").and_then(|v| v.parse().ok()),
@@ -254,14 +275,29 @@ pub fn read(xml: &str) -> Result<(Topology, Option<String>), String> {
         }
     }
     caches.sort_by_key(|c| (c.level, c.cpus.iter().next()));
-    Ok((
-        Topology {
+    let (allowed, allowed_nodes) = root_allowed.unwrap_or_default();
+    let online: crate::cpuset::CpuSet = cpus.iter().map(|c| c.id).collect();
+    let allowed = match allowed {
+        Some(set) => parse_hex_set(&set)?.intersection(&online),
+        None => online,
+    };
+    let allowed_nodes = match allowed_nodes {
+        Some(set) => Some(parse_hex_set(&set)?).filter(|s| nodes.iter().any(|n| !s.contains(n.id))),
+        None => None,
+    };
+    if allowed.is_empty() {
+        return Err("its allowed_cpuset holds none of its PUs".into());
+    }
+    Ok(Described {
+        topology: Topology {
             cpus,
             caches,
             nodes,
         },
         host,
-    ))
+        allowed,
+        allowed_nodes,
+    })
 }
 
 /// A tag's attributes: `name="value"` pairs, entities undone.
@@ -340,7 +376,9 @@ mod tests {
     <object type="NUMANode" os_index="0" cpuset="0x0000000f" local_memory="1024"/>
   </object>
 </topology>"#;
-        let (t, host) = read(xml).unwrap();
+        let Described {
+            topology: t, host, ..
+        } = read(xml).unwrap();
         assert_eq!(host.as_deref(), Some("big"));
         assert_eq!(t.cpus.len(), 4);
         assert_eq!((t.cpus[2].package, t.cpus[2].core), (1, 5));
@@ -436,7 +474,7 @@ mod tests {
                 s.push_str(&MACHINE[..i]);
                 s.push(with);
                 s.push_str(&MACHINE[i + c.len_utf8()..]);
-                if let Ok((t, _)) = read(&s) {
+                if let Ok(Described { topology: t, .. }) = read(&s) {
                     // What reads is a machine a plan can be made for.
                     assert!(t.cpus.iter().all(|c| c.id < MAX_CPU_INDEX));
                     let _ = t.online();
@@ -455,12 +493,27 @@ mod tests {
         }
         xml.push_str("</object></object></topology>");
         let t0 = std::time::Instant::now();
-        let (t, _) = read(&xml).unwrap();
+        let t = read(&xml).unwrap().topology;
         assert_eq!(t.cpus.len(), 16_000);
         assert!(
             t0.elapsed() < std::time::Duration::from_secs(5),
             "{:?}",
             t0.elapsed()
         );
+    }
+
+    #[test]
+    fn what_the_writer_could_not_use_is_read() {
+        let d = read(&MACHINE.replacen(
+            r#"<object type="Machine" os_index="0" cpuset="0x0000000f">"#,
+            r#"<object type="Machine" os_index="0" cpuset="0x0000000f" allowed_cpuset="0x00000002" allowed_nodeset="0x00000002">"#,
+            1,
+        ))
+        .unwrap();
+        assert_eq!(d.allowed.iter().collect::<Vec<_>>(), [1]);
+        assert_eq!(d.allowed_nodes.unwrap().iter().collect::<Vec<_>>(), [1]);
+        let d = read(MACHINE).unwrap();
+        assert_eq!(d.allowed.len(), 4);
+        assert!(d.allowed_nodes.is_none());
     }
 }

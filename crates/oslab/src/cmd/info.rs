@@ -9,7 +9,10 @@ use std::time::Duration;
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     if args.hwloc {
         let (t, host) = (oslab_os::topology::read()?, machine::hostname());
-        let xml = oslab_report::hwloc::xml(&t, &host, &super::store().measured_costs(&host, &t));
+        let (cpus, nodes) = machine::allowed(&t)?;
+        let allowed = oslab_report::hwloc::Allowed { cpus, nodes };
+        let costs = super::store().measured_costs(&host, &t);
+        let xml = oslab_report::hwloc::xml(&t, &host, &costs, &allowed);
         super::to_stdout(&mut std::io::stdout().lock(), xml.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -320,8 +320,20 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             faults::model(spec, run, m)
         }
         P::ActivityNoise | P::Activity => activity::model(spec, run, m),
-        // The experiments' results: the catalog says why none is predicted.
-        P::Timeslice
+        // The services' figures and the experiments' results: the catalog says why none is
+        // predicted.
+        P::IpcPipe
+        | P::IpcUnix
+        | P::IpcTcp
+        | P::IpcUdp
+        | P::IpcTcpConnect
+        | P::SignalInstall
+        | P::SignalCatch
+        | P::SignalProtectionFault
+        | P::PollSelect
+        | P::PollPoll
+        | P::PollEpoll
+        | P::Timeslice
         | P::Migrate
         | P::CpumanJob
         | P::CpumanRun

@@ -240,6 +240,7 @@ pub fn charts(family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
         Some(Chart::Bandwidth) => bandwidth,
         Some(Chart::Calls) => call,
         Some(Chart::Costs) => costs,
+        Some(Chart::Ipc) => ipc,
         Some(Chart::Numa) => numa,
         Some(Chart::Migrate) => migrate,
         Some(Chart::C2c) => c2c,
@@ -431,6 +432,44 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
             false,
         ),
         "Threads pinned one per core first, then SMT siblings.",
+    ));
+    out
+}
+
+/// IPC: each transport's round trip on one cpu and across two, the connection's cost, and the
+/// bandwidth of each stream over the message size.
+fn ipc(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let trips = overlaid_bars(sides, |ms| {
+        ms.iter()
+            .filter(|m| [metric::ROUND_TRIP, metric::CONNECT].contains(&m.metric.as_str()))
+            .filter_map(|m| {
+                let transport = m.probe.trim_start_matches("ipc.");
+                let label = match m.param_text("placement") {
+                    p if p.is_empty() => transport.to_string(),
+                    p => format!("{transport} {p}"),
+                };
+                measured_bar(label, m)
+            })
+            .collect()
+    });
+    out.extend(figure(
+        plots::bars("round trip of a 1-byte message, and a TCP connection", "ns", &trips),
+        "Median with CI95: write, then read the echo of a thread on the same cpu or another; connect is socket, connect, accept and both closed.",
+    ));
+    let streams = overlaid_series(sides, |ms| {
+        series_by(ms, "ipc.", metric::BANDWIDTH, "message_bytes", "")
+    });
+    out.extend(figure(
+        plots::lines(
+            "bandwidth vs message size",
+            XAxis::Bytes,
+            ("message size", "GB/s"),
+            &streams,
+            &[],
+            false,
+        ),
+        "Each transport streamed in writes of the size shown, read as it comes by a thread on another cpu (the same one on a 1-cpu machine).",
     ));
     out
 }

@@ -58,6 +58,17 @@ probes! {
     SwitchThreadFutex SWITCH_THREAD_FUTEX = "switch.thread.futex";
     SwitchThreadEventfd SWITCH_THREAD_EVENTFD = "switch.thread.eventfd";
     SwitchOneshot SWITCH_ONESHOT = "switch.oneshot";
+    IpcPipe IPC_PIPE = "ipc.pipe";
+    IpcUnix IPC_UNIX = "ipc.unix";
+    IpcTcp IPC_TCP = "ipc.tcp";
+    IpcUdp IPC_UDP = "ipc.udp";
+    IpcTcpConnect IPC_TCP_CONNECT = "ipc.tcp-connect";
+    SignalInstall SIGNAL_INSTALL = "signal.install";
+    SignalCatch SIGNAL_CATCH = "signal.catch";
+    SignalProtectionFault SIGNAL_PROTECTION_FAULT = "signal.protection-fault";
+    PollSelect POLL_SELECT = "poll.select";
+    PollPoll POLL_POLL = "poll.poll";
+    PollEpoll POLL_EPOLL = "poll.epoll";
     MemoryLatencyChunk MEMORY_LATENCY_CHUNK = "memory.latency.chunk";
     MemoryLatencyRandom MEMORY_LATENCY_RANDOM = "memory.latency.random";
     MemoryLatencySequential MEMORY_LATENCY_SEQUENTIAL = "memory.latency.sequential";

@@ -33,6 +33,12 @@ pub enum Family {
     Task,
     /// A context switch.
     Switch,
+    /// Messages between tasks: pipes, sockets on loopback.
+    Ipc,
+    /// Signals installed, caught, and protection faults.
+    Signal,
+    /// Waiting on many descriptors: select, poll, epoll.
+    Poll,
     /// Load latency through the hierarchy.
     Memory,
     /// Bandwidth from caches and memory.
@@ -74,6 +80,8 @@ pub enum Chart {
     Calls,
     /// One bar per primitive cost.
     Costs,
+    /// Round trips by transport and placement, bandwidth over the message size.
+    Ipc,
     /// The cpu node x memory node heatmaps.
     Numa,
     /// Pinned vs migrated.
@@ -88,13 +96,16 @@ impl Family {
     /// Every family: the suite's in the order it runs them (the order primitive costs are taught:
     /// timer, loop, call, system call, creation, switch, memory, bandwidth, faults, NUMA, noise,
     /// migration), then the experiments'.
-    pub const ALL: [Family; 20] = [
+    pub const ALL: [Family; 23] = [
         Family::Timer,
         Family::Loop,
         Family::Call,
         Family::Syscall,
         Family::Task,
         Family::Switch,
+        Family::Ipc,
+        Family::Signal,
+        Family::Poll,
         Family::Memory,
         Family::Bandwidth,
         Family::Faults,
@@ -120,6 +131,9 @@ impl Family {
             Family::Syscall => "syscall",
             Family::Task => "task",
             Family::Switch => "switch",
+            Family::Ipc => "ipc",
+            Family::Signal => "signal",
+            Family::Poll => "poll",
             Family::Memory => "memory",
             Family::Bandwidth => "bandwidth",
             Family::Faults => "faults",
@@ -145,12 +159,15 @@ impl Family {
             Family::Call => Some(Chart::Calls),
             Family::Task
             | Family::Switch
+            | Family::Signal
+            | Family::Poll
             | Family::Syscall
             | Family::Faults
             | Family::Timer
             | Family::Activity
             | Family::Migration => Some(Chart::Costs),
             Family::Numa => Some(Chart::Numa),
+            Family::Ipc => Some(Chart::Ipc),
             Family::Migrate => Some(Chart::Migrate),
             Family::C2c => Some(Chart::C2c),
             Family::ShuffleSim => Some(Chart::ShuffleSim),
@@ -359,6 +376,13 @@ pub const HEADLINE: &[Headline] = &[
         "wake-up on another cpu",
         id::SWITCH_THREAD_FUTEX,
         metric::WAKEUP,
+        &[("placement", "cross-cpu")],
+    ),
+    // The service a person asks about first: what a loopback TCP round trip costs here.
+    line(
+        "TCP round trip on loopback",
+        id::IPC_TCP,
+        metric::ROUND_TRIP,
         &[("placement", "cross-cpu")],
     ),
     line(

@@ -417,6 +417,103 @@ pub const C2C_LATENCY: Entry = suite(
     Unit::Ns,
     &[predicted(metric::ONE_WAY, Unit::Ns)],
 );
+/// Why the services' figures have no model yet.
+const SERVICE_NOT_COMPOSED: &str = "not composed yet from the run's system calls, switches and copies (a composed prediction is planned)";
+
+/// The metrics of the stream transports.
+const STREAM_METRICS: &[Metric] = &[
+    unmodelled(metric::ROUND_TRIP, Unit::Ns, SERVICE_NOT_COMPOSED),
+    unmodelled(metric::BANDWIDTH, Unit::GBps, SERVICE_NOT_COMPOSED),
+];
+
+/// ipc.pipe.
+pub const IPC_PIPE: Entry = suite(
+    id::IPC_PIPE,
+    "a 1-byte round trip over two pipes (same cpu, cross cpu); bandwidth by write size",
+    Unit::Ns,
+    STREAM_METRICS,
+);
+/// ipc.unix.
+pub const IPC_UNIX: Entry = suite(
+    id::IPC_UNIX,
+    "a 1-byte round trip over an AF_UNIX stream socket; bandwidth by write size",
+    Unit::Ns,
+    STREAM_METRICS,
+);
+/// ipc.tcp.
+pub const IPC_TCP: Entry = suite(
+    id::IPC_TCP,
+    "a 1-byte round trip over TCP on loopback (Nagle off); bandwidth by write size",
+    Unit::Ns,
+    STREAM_METRICS,
+);
+/// ipc.udp.
+pub const IPC_UDP: Entry = suite(
+    id::IPC_UDP,
+    "a 1-byte datagram's round trip over UDP on loopback",
+    Unit::Ns,
+    &[unmodelled(
+        metric::ROUND_TRIP,
+        Unit::Ns,
+        SERVICE_NOT_COMPOSED,
+    )],
+);
+/// ipc.tcp-connect.
+pub const IPC_TCP_CONNECT: Entry = suite(
+    id::IPC_TCP_CONNECT,
+    "a TCP connection on loopback made and closed: socket, connect, accept, close",
+    Unit::Ns,
+    &[unmodelled(metric::CONNECT, Unit::Ns, SERVICE_NOT_COMPOSED)],
+);
+/// signal.install.
+pub const SIGNAL_INSTALL: Entry = suite(
+    id::SIGNAL_INSTALL,
+    "sigaction of a handler",
+    Unit::Ns,
+    &[unmodelled(metric::PER_CALL, Unit::Ns, SERVICE_NOT_COMPOSED)],
+);
+/// signal.catch.
+pub const SIGNAL_CATCH: Entry = suite(
+    id::SIGNAL_CATCH,
+    "a signal sent to this thread and caught by a handler",
+    Unit::Ns,
+    &[unmodelled(metric::PER_CALL, Unit::Ns, SERVICE_NOT_COMPOSED)],
+);
+/// signal.protection-fault.
+pub const SIGNAL_PROTECTION_FAULT: Entry = suite(
+    id::SIGNAL_PROTECTION_FAULT,
+    "a write to a read-only page caught (SIGSEGV), the handler making it writable",
+    Unit::Ns,
+    &[unmodelled(
+        metric::PER_FAULT,
+        Unit::Ns,
+        SERVICE_NOT_COMPOSED,
+    )],
+);
+/// The metrics of the waiting probes.
+const POLL_METRICS: &[Metric] = &[unmodelled(metric::PER_CALL, Unit::Ns, SERVICE_NOT_COMPOSED)];
+/// poll.select.
+pub const POLL_SELECT: Entry = suite(
+    id::POLL_SELECT,
+    "select over 10, 100 and 1,000 ready descriptors, zero timeout",
+    Unit::Ns,
+    POLL_METRICS,
+);
+/// poll.poll.
+pub const POLL_POLL: Entry = suite(
+    id::POLL_POLL,
+    "poll over 10, 100 and 1,000 ready descriptors, zero timeout",
+    Unit::Ns,
+    POLL_METRICS,
+);
+/// poll.epoll.
+pub const POLL_EPOLL: Entry = suite(
+    id::POLL_EPOLL,
+    "epoll_wait over 10, 100 and 1,000 ready descriptors, zero timeout",
+    Unit::Ns,
+    POLL_METRICS,
+);
+
 /// The suite's probes, in the order it runs them.
 pub const SUITE: &[&Entry] = &[
     &TIMER_RDTSC,
@@ -446,6 +543,17 @@ pub const SUITE: &[&Entry] = &[
     &SWITCH_THREAD_FUTEX,
     &SWITCH_THREAD_EVENTFD,
     &SWITCH_ONESHOT,
+    &IPC_PIPE,
+    &IPC_UNIX,
+    &IPC_TCP,
+    &IPC_UDP,
+    &IPC_TCP_CONNECT,
+    &SIGNAL_INSTALL,
+    &SIGNAL_CATCH,
+    &SIGNAL_PROTECTION_FAULT,
+    &POLL_SELECT,
+    &POLL_POLL,
+    &POLL_EPOLL,
     &MEMORY_LATENCY_CHUNK,
     &MEMORY_LATENCY_RANDOM,
     &MEMORY_LATENCY_SEQUENTIAL,

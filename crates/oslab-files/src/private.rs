@@ -100,6 +100,12 @@ impl PrivateDir {
         &self.path
     }
 
+    /// The directory's descriptor, for `openat` and `unlinkat` of what is made in it.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.dir.as_fd()
+    }
+
     /// Creates the new file `name` (never an existing one, never through a link) with `mode`,
     /// through the directory's descriptor.
     pub fn create_file(&self, name: &str, mode: u32) -> std::io::Result<std::fs::File> {

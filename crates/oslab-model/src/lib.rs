@@ -333,6 +333,8 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         | P::PollSelect
         | P::PollPoll
         | P::PollEpoll
+        | P::FsCreate
+        | P::FsCachedRead
         | P::Timeslice
         | P::Migrate
         | P::CpumanJob

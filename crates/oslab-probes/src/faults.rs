@@ -326,7 +326,7 @@ pub fn default_file_size(memory_max: usize) -> u64 {
 }
 
 /// Free bytes for an unprivileged writer in `dir`, and whether it is RAM-backed (tmpfs).
-fn disk_of(dir: &Path) -> Result<(u64, bool), String> {
+pub(crate) fn disk_of(dir: &Path) -> Result<(u64, bool), String> {
     let c = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| format!("temp dir {} contains a NUL byte", dir.display()))?;
     // SAFETY: statfs fills the struct for a valid C path.
@@ -420,7 +420,7 @@ pub fn check_request(options: &Options, memory_max: usize) -> Result<(), String>
 
 /// Checks that this user may write `dir` and that `size` bytes fit in it with 10% of its free
 /// space to spare.
-fn check_space(dir: &Path, size: u64) -> Result<(), String> {
+pub(crate) fn check_space(dir: &Path, size: u64) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     // SAFETY: a valid C string; access only reads it.
@@ -520,7 +520,7 @@ impl Drop for TempFile {
     }
 }
 
-fn open_unnamed(dir: &Path) -> Result<libc::c_int, ProbeError> {
+pub(crate) fn open_unnamed(dir: &Path) -> Result<libc::c_int, ProbeError> {
     let c = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| ProbeError::Failed("temp dir path contains a NUL byte".into()))?;
     let cannot = || {

@@ -29,6 +29,7 @@ pub mod contention;
 pub mod core_clock;
 pub mod error;
 pub mod faults;
+pub mod fs;
 pub mod gate;
 pub mod harness;
 pub mod ipc;

@@ -159,6 +159,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::ipc::PROBES,
         crate::signal::PROBES,
         crate::poll::PROBES,
+        crate::fs::PROBES,
         crate::memory::PROBES,
         crate::chase::PROBES,
         crate::loaded::PROBES,

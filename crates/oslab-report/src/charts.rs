@@ -436,40 +436,63 @@ fn bandwidth(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> 
     out
 }
 
-/// IPC: each transport's round trip on one cpu and across two, the connection's cost, and the
-/// bandwidth of each stream over the message size.
-fn ipc(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
+/// IPC and files: times as bars (each transport's round trip on one cpu and across two, the
+/// connection's cost; a file's create and delete by size), then each bandwidth over the message
+/// or block size.
+fn ipc(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
+    let files = family == "fs";
     let mut out = Vec::new();
-    let trips = overlaid_bars(sides, |ms| {
+    let times = overlaid_bars(sides, |ms| {
         ms.iter()
-            .filter(|m| [metric::ROUND_TRIP, metric::CONNECT].contains(&m.metric.as_str()))
+            .filter(|m| m.unit == Unit::Ns)
             .filter_map(|m| {
-                let transport = m.probe.trim_start_matches("ipc.");
-                let label = match m.param_text("placement") {
-                    p if p.is_empty() => transport.to_string(),
-                    p => format!("{transport} {p}"),
+                let what = m.probe.split_once('.').map_or(m.probe.as_str(), |(_, w)| w);
+                let label = match files {
+                    true => format!(
+                        "{} {}",
+                        m.metric,
+                        oslab_core::units::bytes(param(m, "bytes")?.as_u64()?)
+                    ),
+                    false => match m.param_text("placement") {
+                        p if p.is_empty() => what.to_string(),
+                        p => format!("{what} {p}"),
+                    },
                 };
                 measured_bar(label, m)
             })
             .collect()
     });
-    out.extend(figure(
-        plots::bars("round trip of a 1-byte message, and a TCP connection", "ns", &trips),
-        "Median with CI95: write, then read the echo of a thread on the same cpu or another; connect is socket, connect, accept and both closed.",
-    ));
-    let streams = overlaid_series(sides, |ms| {
-        series_by(ms, "ipc.", metric::BANDWIDTH, "message_bytes", "")
-    });
-    out.extend(figure(
-        plots::lines(
-            "bandwidth vs message size",
-            XAxis::Bytes,
-            ("message size", "GB/s"),
-            &streams,
-            &[],
-            false,
+    let (title, caption) = match files {
+        true => (
+            "a file created and deleted, by size",
+            "Median with CI95: open(O_CREAT|O_EXCL), write and close; then unlink; one file at a time.",
         ),
-        "Each transport streamed in writes of the size shown, read as it comes by a thread on another cpu (the same one on a 1-cpu machine).",
+        false => (
+            "round trip of a 1-byte message, and a TCP connection",
+            "Median with CI95: write, then read the echo of a thread on the same cpu or another; connect is socket, connect, accept and both closed.",
+        ),
+    };
+    out.extend(figure(plots::bars(title, "ns", &times), caption));
+    let (x, by, title, axis, caption) = match files {
+        true => (
+            "block_bytes",
+            "method",
+            "cached file read vs block size",
+            "block size",
+            "A file in the page cache read by pread, or copied out of a populated mapping, in blocks of the size shown.",
+        ),
+        false => (
+            "message_bytes",
+            "",
+            "bandwidth vs message size",
+            "message size",
+            "Each transport streamed in writes of the size shown, read as it comes by a thread on another cpu (the same one on a 1-cpu machine).",
+        ),
+    };
+    let streams = overlaid_series(sides, |ms| series_by(ms, family, metric::BANDWIDTH, x, by));
+    out.extend(figure(
+        plots::lines(title, XAxis::Bytes, (axis, "GB/s"), &streams, &[], false),
+        caption,
     ));
     out
 }

@@ -38,7 +38,7 @@ fn median(m: &Value) -> f64 {
 
 #[test]
 fn every_service_is_measured_or_says_why() {
-    let rows = rows_under(&[], &["ipc", "signal", "poll"]).expect("oslab run failed");
+    let rows = rows_under(&[], &["ipc", "signal", "poll", "fs"]).expect("oslab run failed");
     for probe in [
         "ipc.pipe",
         "ipc.unix",
@@ -51,6 +51,8 @@ fn every_service_is_measured_or_says_why() {
         "poll.select",
         "poll.poll",
         "poll.epoll",
+        "fs.create",
+        "fs.cached-read",
     ] {
         let mine: Vec<&Value> = rows.iter().filter(|m| m["probe"] == probe).collect();
         assert!(!mine.is_empty(), "{probe}: no rows");
@@ -84,6 +86,66 @@ fn every_service_is_measured_or_says_why() {
     for m in rows.iter().filter(|m| m["metric"] == "bandwidth") {
         assert!(median(m) < 1000.0 && m["unit"] == "gbps", "{m}");
     }
+    // Every file row names where it was measured.
+    for m in rows
+        .iter()
+        .filter(|m| m["probe"].as_str().unwrap().starts_with("fs."))
+    {
+        assert!(
+            m["params"]["fs"].is_string() && m["params"]["temp_dir"].is_string(),
+            "{m}"
+        );
+    }
+}
+
+/// A temp dir too small for the cached file (a 2 MiB tmpfs, in a mount namespace of the test's
+/// own): the read says why, and the create and delete still measure there.
+#[test]
+#[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
+fn a_full_temp_dir_is_said_not_measured() {
+    if !oslab_testkit::require_root("mounting a small tmpfs")
+        || !oslab_testkit::require(&["unshare"])
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_d, db) = temp_db();
+    let script = format!(
+        "mount -t tmpfs -o size=2m none {0} && exec {1} run --quick fs --temp-dir {0} --json --db {2}",
+        dir.path().display(),
+        assert_cmd::cargo::cargo_bin("oslab").display(),
+        db.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for m in doc["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["probe"] != "host")
+    {
+        match m["probe"].as_str().unwrap() {
+            "fs.cached-read" => assert!(
+                m["status"] == "failed" && m["reason"].as_str().unwrap().contains("would not fit"),
+                "{m}"
+            ),
+            _ => {
+                assert!(m["status"] == "ok" || m["status"] == "noisy", "{m}");
+                assert_eq!(m["params"]["fs"], "tmpfs", "{m}");
+            }
+        }
+    }
+    // Nothing left in the directory (the mount is gone with its namespace; so is what was in it,
+    // but the private directory was removed before).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
 /// A network namespace of its own has `lo` down: the loopback probes skip, saying so, and the

@@ -69,6 +69,8 @@ probes! {
     PollSelect POLL_SELECT = "poll.select";
     PollPoll POLL_POLL = "poll.poll";
     PollEpoll POLL_EPOLL = "poll.epoll";
+    FsCreate FS_CREATE = "fs.create";
+    FsCachedRead FS_CACHED_READ = "fs.cached-read";
     MemoryLatencyChunk MEMORY_LATENCY_CHUNK = "memory.latency.chunk";
     MemoryLatencyRandom MEMORY_LATENCY_RANDOM = "memory.latency.random";
     MemoryLatencySequential MEMORY_LATENCY_SEQUENTIAL = "memory.latency.sequential";

@@ -10,6 +10,8 @@ pub const CONNECT: &str = "connect";
 pub const COUNT: &str = "count";
 /// `create`.
 pub const CREATE: &str = "create";
+/// `delete`.
+pub const DELETE: &str = "delete";
 /// `fixed_cost`.
 pub const FIXED_COST: &str = "fixed_cost";
 /// `hw_bandwidth`.

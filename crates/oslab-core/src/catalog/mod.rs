@@ -39,6 +39,8 @@ pub enum Family {
     Signal,
     /// Waiting on many descriptors: select, poll, epoll.
     Poll,
+    /// Files and the file cache.
+    Fs,
     /// Load latency through the hierarchy.
     Memory,
     /// Bandwidth from caches and memory.
@@ -80,7 +82,8 @@ pub enum Chart {
     Calls,
     /// One bar per primitive cost.
     Costs,
-    /// Round trips by transport and placement, bandwidth over the message size.
+    /// Times as bars (round trips by transport and placement; a file's create and delete by
+    /// size) and bandwidth over the message or block size.
     Ipc,
     /// The cpu node x memory node heatmaps.
     Numa,
@@ -96,7 +99,7 @@ impl Family {
     /// Every family: the suite's in the order it runs them (the order primitive costs are taught:
     /// timer, loop, call, system call, creation, switch, memory, bandwidth, faults, NUMA, noise,
     /// migration), then the experiments'.
-    pub const ALL: [Family; 23] = [
+    pub const ALL: [Family; 24] = [
         Family::Timer,
         Family::Loop,
         Family::Call,
@@ -106,6 +109,7 @@ impl Family {
         Family::Ipc,
         Family::Signal,
         Family::Poll,
+        Family::Fs,
         Family::Memory,
         Family::Bandwidth,
         Family::Faults,
@@ -134,6 +138,7 @@ impl Family {
             Family::Ipc => "ipc",
             Family::Signal => "signal",
             Family::Poll => "poll",
+            Family::Fs => "fs",
             Family::Memory => "memory",
             Family::Bandwidth => "bandwidth",
             Family::Faults => "faults",
@@ -167,7 +172,7 @@ impl Family {
             | Family::Activity
             | Family::Migration => Some(Chart::Costs),
             Family::Numa => Some(Chart::Numa),
-            Family::Ipc => Some(Chart::Ipc),
+            Family::Ipc | Family::Fs => Some(Chart::Ipc),
             Family::Migrate => Some(Chart::Migrate),
             Family::C2c => Some(Chart::C2c),
             Family::ShuffleSim => Some(Chart::ShuffleSim),
@@ -384,6 +389,12 @@ pub const HEADLINE: &[Headline] = &[
         id::IPC_TCP,
         metric::ROUND_TRIP,
         &[("placement", "cross-cpu")],
+    ),
+    line(
+        "cached file read, 64 KiB blocks",
+        id::FS_CACHED_READ,
+        metric::BANDWIDTH,
+        &[("method", "read"), ("block_bytes", "65536")],
     ),
     line(
         "core-to-core latency, one way",

@@ -514,6 +514,28 @@ pub const POLL_EPOLL: Entry = suite(
     POLL_METRICS,
 );
 
+/// fs.create.
+pub const FS_CREATE: Entry = suite(
+    id::FS_CREATE,
+    "a file of 0 B, 1 KiB, 4 KiB or 10 KiB created and deleted, in --temp-dir",
+    Unit::Ns,
+    &[
+        unmodelled(metric::CREATE, Unit::Ns, SERVICE_NOT_COMPOSED),
+        unmodelled(metric::DELETE, Unit::Ns, SERVICE_NOT_COMPOSED),
+    ],
+);
+/// fs.cached-read.
+pub const FS_CACHED_READ: Entry = suite(
+    id::FS_CACHED_READ,
+    "a file in the page cache read by pread and through mmap, by block size",
+    Unit::GBps,
+    &[unmodelled(
+        metric::BANDWIDTH,
+        Unit::GBps,
+        SERVICE_NOT_COMPOSED,
+    )],
+);
+
 /// The suite's probes, in the order it runs them.
 pub const SUITE: &[&Entry] = &[
     &TIMER_RDTSC,
@@ -554,6 +576,8 @@ pub const SUITE: &[&Entry] = &[
     &POLL_SELECT,
     &POLL_POLL,
     &POLL_EPOLL,
+    &FS_CREATE,
+    &FS_CACHED_READ,
     &MEMORY_LATENCY_CHUNK,
     &MEMORY_LATENCY_RANDOM,
     &MEMORY_LATENCY_SEQUENTIAL,

@@ -46,13 +46,17 @@ const PEAK: Relation = Relation {
     name: "memory bandwidth no higher than the memory's peak",
     why: "the bus cannot move more than channels x rate x width; more came from a cache",
 };
+const COPY: Relation = Relation {
+    name: "data through the kernel no faster than one thread copies it",
+    why: "a pipe, a socket or a read(2) copies each byte at least once, as a copy loop does; the fastest copy this run measured (bandwidth.sweep, which counts a copied byte twice) bounds them",
+};
 const RUN: Relation = Relation {
     name: "one operation no longer than the run",
     why: "a per-operation time longer than the whole run was timed with two clocks, or not at all",
 };
 
 /// Every relation, in the order they are checked.
-pub const RELATIONS: &[Relation] = &[LEVELS, LOADED, SWITCHES, FORK_EXEC, PEAK, RUN];
+pub const RELATIONS: &[Relation] = &[LEVELS, LOADED, SWITCHES, FORK_EXEC, PEAK, COPY, RUN];
 
 /// A figure that breaks a relation: its index, and the reason its status will give.
 type Broken = Vec<(usize, String)>;
@@ -81,6 +85,7 @@ pub fn check(ms: &mut [Measurement], wall_ns: Option<f64>) {
         switches(&one, &mut broken);
         fork_exec(&one, &mut broken);
         peak(&one, &mut broken);
+        copied(&one, &mut broken);
         if let Some(wall) = wall_ns {
             longer_than_run(&one, wall, &mut broken);
         }
@@ -249,6 +254,35 @@ fn peak(ms: &[(usize, &Measurement)], broken: &mut Broken) {
     }
 }
 
+/// The services' bandwidths (the IPC streams, the file cache's reads) against the fastest
+/// single-thread copy of the run.
+fn copied(ms: &[(usize, &Measurement)], broken: &mut Broken) {
+    let copy = find(ms, id::BANDWIDTH_SWEEP, metric::BANDWIDTH, |m| {
+        m.param_text("kernel") == "copy"
+    });
+    let Some(&(_, fastest)) = copy.iter().max_by(|a, b| {
+        let median = |m: &Measurement| interval(m).map_or(0.0, |(_, med, _)| med);
+        median(a.1).total_cmp(&median(b.1))
+    }) else {
+        return;
+    };
+    let services = [
+        id::IPC_PIPE,
+        id::IPC_UNIX,
+        id::IPC_TCP,
+        id::FS_CACHED_READ,
+    ];
+    for &(i, m) in ms {
+        if services.contains(&m.probe.as_str()) && m.metric == metric::BANDWIDTH {
+            // Faster than the fastest copy: this figure lies clearly above it.
+            if clearly_below(fastest, m) {
+                let against = format!("the fastest copy, {}", shown(fastest));
+                broken.push((i, reason(&COPY, shown(m), against)));
+            }
+        }
+    }
+}
+
 fn longer_than_run(ms: &[(usize, &Measurement)], wall_ns: f64, broken: &mut Broken) {
     for &(i, m) in ms {
         // CPU time summed over a job's threads honestly exceeds the wall time (4 threads for
@@ -395,9 +429,35 @@ mod tests {
                 4,
             ),
             (
+                vec![
+                    {
+                        let mut c = m(
+                            "bandwidth.sweep",
+                            "bandwidth",
+                            params! {"kernel" => "copy", "size" => 4096},
+                            300.0,
+                        );
+                        c.unit = Unit::GBps;
+                        c
+                    },
+                    {
+                        let mut r = m(
+                            "fs.cached-read",
+                            "bandwidth",
+                            params! {"method" => "read", "block_bytes" => 65536},
+                            900.0,
+                        );
+                        r.unit = Unit::GBps;
+                        r
+                    },
+                ],
+                "fs.cached-read",
+                5,
+            ),
+            (
                 vec![m("switch.oneshot", "switch", params! {}, 313.7e9)],
                 "switch.oneshot",
-                5,
+                6,
             ),
         ];
         for (mut ms, probe, relation) in cases {

@@ -266,12 +266,7 @@ fn copied(ms: &[(usize, &Measurement)], broken: &mut Broken) {
     }) else {
         return;
     };
-    let services = [
-        id::IPC_PIPE,
-        id::IPC_UNIX,
-        id::IPC_TCP,
-        id::FS_CACHED_READ,
-    ];
+    let services = [id::IPC_PIPE, id::IPC_UNIX, id::IPC_TCP, id::FS_CACHED_READ];
     for &(i, m) in ms {
         if services.contains(&m.probe.as_str()) && m.metric == metric::BANDWIDTH {
             // Faster than the fastest copy: this figure lies clearly above it.

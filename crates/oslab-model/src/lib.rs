@@ -25,6 +25,7 @@ mod faults;
 mod gap;
 mod hierarchy;
 mod run;
+mod services;
 mod tasks;
 
 use memory::MemorySpec;
@@ -322,8 +323,8 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         P::ActivityNoise | P::Activity => activity::model(spec, run, m),
         // The services' figures and the experiments' results: the catalog says why none is
         // predicted.
-        P::IpcPipe
-        | P::IpcUnix
+        P::IpcPipe | P::FsCachedRead => services::model(run, m),
+        P::IpcUnix
         | P::IpcTcp
         | P::IpcUdp
         | P::IpcTcpConnect
@@ -334,7 +335,6 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         | P::PollPoll
         | P::PollEpoll
         | P::FsCreate
-        | P::FsCachedRead
         | P::Timeslice
         | P::Migrate
         | P::CpumanJob

@@ -431,7 +431,10 @@ pub const IPC_PIPE: Entry = suite(
     id::IPC_PIPE,
     "a 1-byte round trip over two pipes (same cpu, cross cpu); bandwidth by write size",
     Unit::Ns,
-    STREAM_METRICS,
+    &[
+        predicted(metric::ROUND_TRIP, Unit::Ns),
+        unmodelled(metric::BANDWIDTH, Unit::GBps, SERVICE_NOT_COMPOSED),
+    ],
 );
 /// ipc.unix.
 pub const IPC_UNIX: Entry = suite(
@@ -529,11 +532,7 @@ pub const FS_CACHED_READ: Entry = suite(
     id::FS_CACHED_READ,
     "a file in the page cache read by pread and through mmap, by block size",
     Unit::GBps,
-    &[unmodelled(
-        metric::BANDWIDTH,
-        Unit::GBps,
-        SERVICE_NOT_COMPOSED,
-    )],
+    &[predicted(metric::BANDWIDTH, Unit::GBps)],
 );
 
 /// The suite's probes, in the order it runs them.

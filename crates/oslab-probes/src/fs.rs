@@ -31,14 +31,14 @@ pub const PROBES: &[Probe] = &[
     Probe {
         entry: &catalog::FS_CREATE,
         needs: &[],
-        cost: 2.0,
+        cost: 1.5,
         plan: None,
         run: create,
     },
     Probe {
         entry: &catalog::FS_CACHED_READ,
         needs: &[],
-        cost: 2.0,
+        cost: 1.5,
         plan: None,
         run: cached_read,
     },
@@ -92,10 +92,11 @@ fn create(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeErr
     let fs = file_system(scratch.path());
     let at = scratch.fd().as_raw_fd();
     let mut out = Vec::new();
+    let harness = cx.harness.scaled(0.5);
     for size in FILE_SIZES {
         let bytes = vec![b'x'; size];
         let mut i = 0u64;
-        let [made, gone] = cx.harness.each::<2>(&mut |clock, times| {
+        let [made, gone] = harness.each::<2>(&mut |clock, times| {
             i += 1;
             let name = CString::new(format!("f{i}")).expect("no NUL");
             let t0 = clock.start();
@@ -206,12 +207,14 @@ fn cached_read(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, Pro
     }
     let _unmap = Unmap(map, file.size);
     let mut out = Vec::new();
+    // A curve of points: half the budget each.
+    let harness = cx.harness.scaled(0.5);
     let mut buf = vec![0u8; *BLOCKS.iter().max().unwrap_or(&(1 << 20))];
     for block in BLOCKS {
         for method in ["read", "mmap"] {
             let mut offset = 0usize;
             let mut short = false;
-            let timing = cx.harness.batched(&mut |n| {
+            let timing = harness.batched(&mut |n| {
                 for _ in 0..n {
                     match method {
                         // SAFETY: our descriptor; the buffer holds a block.

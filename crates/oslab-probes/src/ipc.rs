@@ -28,21 +28,21 @@ pub const PROBES: &[Probe] = &[
     Probe {
         entry: &catalog::IPC_PIPE,
         needs: &[],
-        cost: 4.0,
+        cost: 3.0,
         plan: None,
         run: |cx, me| transport(cx, me, Transport::Pipe),
     },
     Probe {
         entry: &catalog::IPC_UNIX,
         needs: &[],
-        cost: 4.0,
+        cost: 3.0,
         plan: None,
         run: |cx, me| transport(cx, me, Transport::Unix),
     },
     Probe {
         entry: &catalog::IPC_TCP,
         needs: &[],
-        cost: 4.0,
+        cost: 3.0,
         plan: None,
         run: |cx, me| transport(cx, me, Transport::Tcp),
     },
@@ -511,13 +511,13 @@ fn transport(
     } else {
         &SIZES
     };
+    // A curve of points: half the budget each (their intervals stay within a few percent).
+    let harness = cx.harness.scaled(0.5);
     for &size in sizes {
         let peer = Peer::start(t, Role::Sink(size), reader)?;
         let msg = vec![b'x'; size];
         let mut broken = false;
-        let timing = cx
-            .harness
-            .batched(&mut |n| broken |= !peer.stream(&msg, n))?;
+        let timing = harness.batched(&mut |n| broken |= !peer.stream(&msg, n))?;
         if broken {
             return Err(ProbeError::Failed(format!(
                 "the {} reader stopped reading",

@@ -22,21 +22,21 @@ pub const PROBES: &[Probe] = &[
     Probe {
         entry: &catalog::POLL_SELECT,
         needs: &[],
-        cost: 1.5,
+        cost: 1.0,
         plan: None,
         run: |cx, me| waiting(cx, me, Call::Select),
     },
     Probe {
         entry: &catalog::POLL_POLL,
         needs: &[],
-        cost: 1.5,
+        cost: 1.0,
         plan: None,
         run: |cx, me| waiting(cx, me, Call::Poll),
     },
     Probe {
         entry: &catalog::POLL_EPOLL,
         needs: &[],
-        cost: 1.5,
+        cost: 1.0,
         plan: None,
         run: |cx, me| waiting(cx, me, Call::Epoll),
     },
@@ -99,6 +99,8 @@ fn ready(n: usize) -> Result<Vec<OwnedFd>, ProbeError> {
 
 fn waiting(cx: &Context, me: &'static Entry, call: Call) -> Result<Vec<Measurement>, ProbeError> {
     let mut out = Vec::new();
+    // A curve of points: half the budget each.
+    let harness = cx.harness.scaled(0.5);
     let counts: &[usize] = match cx.harness.config.pace {
         oslab_core::pace::Pace::Quick => &[10, 1000],
         _ => &COUNTS,
@@ -137,7 +139,7 @@ fn waiting(cx: &Context, me: &'static Entry, call: Call) -> Result<Vec<Measureme
                     // SAFETY: a descriptor below FD_SETSIZE (checked above).
                     unsafe { libc::FD_SET(f.as_raw_fd(), &mut all) };
                 }
-                cx.harness.batched(&mut |k| {
+                harness.batched(&mut |k| {
                     for _ in 0..k {
                         let mut set = all;
                         let mut zero = libc::timeval {
@@ -169,7 +171,7 @@ fn waiting(cx: &Context, me: &'static Entry, call: Call) -> Result<Vec<Measureme
                         revents: 0,
                     })
                     .collect();
-                cx.harness.batched(&mut |k| {
+                harness.batched(&mut |k| {
                     for _ in 0..k {
                         // SAFETY: a valid array of its length.
                         let got = unsafe {
@@ -203,7 +205,7 @@ fn waiting(cx: &Context, me: &'static Entry, call: Call) -> Result<Vec<Measureme
                     }
                 }
                 let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; n];
-                cx.harness.batched(&mut |k| {
+                harness.batched(&mut |k| {
                     for _ in 0..k {
                         // SAFETY: a valid array of n events.
                         let got = unsafe {

@@ -189,6 +189,8 @@ pub struct Plan {
 #[derive(Debug, Clone)]
 struct Core {
     cpus: Vec<usize>,
+    /// Its kind (0 the most capable: P cores before E cores).
+    kind: usize,
     package: usize,
     node: usize,
     die: usize,
@@ -225,6 +227,7 @@ fn cores(t: &Topology, allowed: &CpuSet, join: &[HiddenSibling]) -> Vec<Core> {
             cpus.sort_unstable();
             let first = t.cpu(cpus[0]);
             Core {
+                kind: first.map_or(0, |c| c.kind),
                 package: first.map_or(0, |c| c.package),
                 node: first.map_or(0, |c| c.node),
                 die: first.map_or(0, |c| c.die),
@@ -233,7 +236,7 @@ fn cores(t: &Topology, allowed: &CpuSet, join: &[HiddenSibling]) -> Vec<Core> {
             }
         })
         .collect();
-    out.sort_by_key(|c| (c.package, c.node, c.die, c.llc, c.cpus[0]));
+    out.sort_by_key(|c| (c.kind, c.package, c.node, c.die, c.llc, c.cpus[0]));
     out
 }
 
@@ -293,7 +296,8 @@ impl Need {
 /// A level of the machine placement balances ranks over, outermost first.
 type Level = (&'static str, fn(&Core) -> usize);
 
-const LEVELS: [Level; 4] = [
+const LEVELS: [Level; 5] = [
+    ("kind", |c| c.kind),
     ("package", |c| c.package),
     ("node", |c| c.node),
     ("die", |c| c.die),
@@ -303,6 +307,10 @@ const LEVELS: [Level; 4] = [
 /// The domain a group of cores is, in words.
 fn label(name: &str, key: usize, cores: &[Core]) -> String {
     match name {
+        "kind" => match key {
+            0 => "the most capable cores".to_string(),
+            k => format!("cores of kind {k} (0 the most capable)"),
+        },
         "L3" => format!(
             "L3 of cpus {}",
             cores
@@ -343,6 +351,20 @@ fn apportion(ranks: usize, weights: &[usize], caps: &[usize]) -> Option<Vec<usiz
     Some(given)
 }
 
+/// `ranks` given to groups in order, each as many as fit (`caps`); none when they do not.
+fn fill(ranks: usize, caps: &[usize]) -> Option<Vec<usize>> {
+    let mut left = ranks;
+    let given: Vec<usize> = caps
+        .iter()
+        .map(|&cap| {
+            let n = cap.min(left);
+            left -= n;
+            n
+        })
+        .collect();
+    (left == 0).then_some(given)
+}
+
 /// `ranks` ranks placed on `cores`: balanced over the groups of each level in turn (a group
 /// gets ranks in proportion to its cores, never more than fit in it), each rank within one
 /// group where one holds it; (its domain, its cpus) in rank order. None when the fit asked for
@@ -369,7 +391,18 @@ fn spread(
     }
     let weights: Vec<usize> = groups.iter().map(|(_, g)| g.len()).collect();
     let caps: Vec<usize> = groups.iter().map(|(_, g)| need.fits(g)).collect();
-    let Some(given) = apportion(ranks, &weights, &caps) else {
+    // Kinds are filled the most capable first (ranks on E cores only once the P cores are
+    // full); the other levels share ranks in proportion to their cores.
+    let shared = match *name {
+        "kind" => fill(ranks, &caps),
+        _ => apportion(ranks, &weights, &caps),
+    };
+    let Some(given) = shared else {
+        // Ranks of unlike cores run at the pace of their slowest: a looser fit of like cores
+        // comes first (the caller tries it), before ranks span kinds.
+        if *name == "kind" {
+            return None;
+        }
         // The groups cannot hold the ranks on their own: ranks span them.
         return blocks(cores, ranks, need, false, domain);
     };
@@ -553,20 +586,26 @@ pub fn plan(
     } else {
         Fit::WholeCores
     };
-    let placed = place(first)
-        .or_else(|| place(Fit::Cpus))
-        .or_else(|| {
-            blocks(
-                &all,
-                ranks,
-                Need {
-                    threads,
-                    fit: Fit::Cpus,
-                },
-                true,
-                "the machine",
-            )
-        })
+    let kinds = {
+        let mut k: Vec<usize> = all.iter().map(|c| c.kind).collect();
+        k.dedup();
+        k.len()
+    };
+    let strict = place(first)
+        .or_else(|| place(Fit::WholeCores))
+        .or_else(|| place(Fit::Cpus));
+    if kinds > 1 {
+        notes.push(match strict {
+            Some(_) => format!("cores of {kinds} kinds (P and E cores): each rank on cores of one kind, the most capable first"),
+            None => format!("cores of {kinds} kinds (P and E cores): no fit keeps each rank to one kind; ranks span them and run at the pace of their slowest cores"),
+        });
+    }
+    let any = Need {
+        threads,
+        fit: Fit::Cpus,
+    };
+    let placed = strict
+        .or_else(|| blocks(&all, ranks, any, true, "the machine"))
         .expect("ranks x threads fit the allowed cpus");
     let node_of = |cpu: usize| t.cpu(cpu).map_or(0, |c| c.node);
     let ranks: Vec<Rank> = placed
@@ -999,6 +1038,7 @@ mod tests {
                     core: c,
                     node: if node_per_die { p * dies + d } else { p },
                     smt_siblings: (0..smt).map(|s| s * all + k).collect(),
+                    kind: 0,
                 });
             }
         }
@@ -1175,5 +1215,65 @@ mod tests {
             l.numactl[0]
         );
         assert!(l.srun.contains("--mem-bind=local"), "{}", l.srun);
+    }
+
+    /// An i7-1370P: 6 P cores with two threads, 8 E cores with one (cpus 0-11, 12-19).
+    fn hybrid() -> Topology {
+        let mut t = shaped(1, 1, 14, 1, false);
+        t.cpus.clear();
+        for core in 0..6 {
+            for thread in 0..2 {
+                t.cpus.push(crate::topology::Cpu {
+                    id: core * 2 + thread,
+                    package: 0,
+                    die: 0,
+                    core,
+                    node: 0,
+                    smt_siblings: [core * 2, core * 2 + 1].into_iter().collect(),
+                    kind: 0,
+                });
+            }
+        }
+        for e in 0..8 {
+            t.cpus.push(crate::topology::Cpu {
+                id: 12 + e,
+                package: 0,
+                die: 0,
+                core: 6 + e,
+                node: 0,
+                smt_siblings: CpuSet::single(12 + e),
+                kind: 1,
+            });
+        }
+        t.nodes[0].cpus = t.online();
+        t.caches.clear();
+        t
+    }
+
+    #[test]
+    fn ranks_keep_to_one_kind_of_core() {
+        let t = hybrid();
+        let kind = |c: usize| t.cpu(c).unwrap().kind;
+        // 2 x 7: one rank on the P cores (six of them and a sibling), one on seven E cores; the
+        // old plan gave rank 0 six P cores and an E core.
+        let p = plan_on(&t, 2, 7, Policy::Spread).unwrap();
+        for r in &p.ranks {
+            let kinds: std::collections::BTreeSet<usize> =
+                r.cpus.iter().map(|&c| kind(c)).collect();
+            assert_eq!(kinds.len(), 1, "{p:?}");
+        }
+        assert_eq!(kind(p.ranks[0].cpus[0]), 0);
+        assert!(p.notes.iter().any(|n| n.contains("one kind")), "{p:?}");
+        // One rank of one thread takes a P core.
+        let p = plan_on(&t, 1, 1, Policy::Spread).unwrap();
+        assert_eq!(kind(p.ranks[0].cpus[0]), 0, "{p:?}");
+        // Every shape still holds the invariants.
+        for ranks in [1, 2, 3, 4, 8] {
+            for threads in [1, 2, 20 / ranks] {
+                if ranks * threads <= 20 {
+                    holds(&t, &t.online(), ranks, threads, Policy::Spread).unwrap();
+                }
+            }
+        }
     }
 }

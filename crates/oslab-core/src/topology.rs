@@ -50,6 +50,14 @@ pub struct Cpu {
     pub node: usize,
     /// Hardware threads on the same core, including this one.
     pub smt_siblings: CpuSet,
+    /// Its kind of core, 0 the most capable (Intel's P cores, an Arm big core), 1 the next (E
+    /// cores, LITTLE), ...: 0 on a machine of one kind.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kind: usize,
+}
+
+fn is_zero(k: &usize) -> bool {
+    *k == 0
 }
 
 /// Kind of cache.
@@ -167,6 +175,7 @@ impl Topology {
                     core,
                     node: core / cores_per,
                     smt_siblings: siblings,
+                    kind: 0,
                 });
             }
         }

@@ -559,6 +559,34 @@ pub fn planned(
     Ok((d.topology, host, d.allowed))
 }
 
+/// The machine `info --hwloc` describes: this one (with what this process may use), or the
+/// one whose file system was copied to `root` (every cpu it lists; named by the directory).
+pub fn described(
+    root: Option<&std::path::Path>,
+) -> Result<
+    (
+        Topology,
+        String,
+        (
+            oslab_core::cpuset::CpuSet,
+            Option<oslab_core::cpuset::CpuSet>,
+        ),
+    ),
+    oslab_core::topology::TopologyError,
+> {
+    let Some(root) = root else {
+        let t = crate::topology::read()?;
+        let allowed = allowed(&t).map_err(|source| oslab_core::topology::TopologyError::Read {
+            path: "/proc/self/status".into(),
+            source,
+        })?;
+        return Ok((t, hostname(), allowed));
+    };
+    let t = crate::topology::read_from(&root.join("sys/devices/system"))?;
+    let all = t.online();
+    Ok((t, root.display().to_string(), (all, None)))
+}
+
 /// What this process may use of `t`: its cpus (affinity, online), and its memory nodes when a
 /// cpuset restricts them (as lstopo's `allowed_cpuset` and `allowed_nodeset`).
 pub fn allowed(

@@ -46,7 +46,7 @@ pub fn read() -> Result<Topology, TopologyError> {
 
 /// Reads a machine described below `root` (a copy of `/sys/devices/system`).
 pub fn read_from(root: &Path) -> Result<Topology, TopologyError> {
-    let online = read_cpuset(&root.join("cpu/online"))?;
+    let online = online_cpus(root)?;
     let node_of = read_node_membership(root)?;
     let mut cpus = Vec::new();
     let mut caches: Vec<Cache> = Vec::new();
@@ -65,6 +65,7 @@ pub fn read_from(root: &Path) -> Result<Topology, TopologyError> {
             core,
             node: node_of.get(&id).copied().unwrap_or(0),
             smt_siblings,
+            kind: 0,
         });
         for cache in read_caches(&dir.join("cache"))? {
             if !caches
@@ -76,12 +77,62 @@ pub fn read_from(root: &Path) -> Result<Topology, TopologyError> {
         }
     }
     caches.sort_by_key(|c| (c.level, c.kind as u8, c.cpus.first().unwrap_or(0)));
+    mark_kinds(root, &mut cpus);
     let nodes = read_nodes(root, &online)?;
     Ok(Topology {
         cpus,
         caches,
         nodes,
     })
+}
+
+/// The online cpus: `cpu/online`, else (a copy of sysfs that left it out, an old kernel) the
+/// present ones, else every `cpuN` directory.
+fn online_cpus(root: &Path) -> Result<CpuSet, TopologyError> {
+    let first = read_cpuset(&root.join("cpu/online"));
+    if first.is_ok() {
+        return first;
+    }
+    if let Ok(present) = read_cpuset(&root.join("cpu/present")) {
+        return Ok(present);
+    }
+    let listed: CpuSet = fs::read_dir(root.join("cpu"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    match listed.is_empty() {
+        true => first,
+        false => Ok(listed),
+    }
+}
+
+/// Each cpu's kind (0 the most capable): Intel's hybrid parts list their P cores under the
+/// `cpu_core` PMU and their E cores under `cpu_atom` (beside `root`, a copy of
+/// `/sys/devices/system`); elsewhere a cpu's `cpu_capacity` (Arm's big and LITTLE) ranks them.
+fn mark_kinds(root: &Path, cpus: &mut [Cpu]) {
+    let devices = root.parent().unwrap_or(root);
+    let atoms = read_cpuset(&devices.join("cpu_atom/cpus"));
+    if let (Ok(atoms), Ok(_)) = (atoms, read_cpuset(&devices.join("cpu_core/cpus"))) {
+        for c in cpus.iter_mut().filter(|c| atoms.contains(c.id)) {
+            c.kind = 1;
+        }
+        return;
+    }
+    let capacity = |id: usize| read_num_or(&root.join(format!("cpu/cpu{id}/cpu_capacity")), 0).ok();
+    let mut levels: Vec<usize> = cpus.iter().filter_map(|c| capacity(c.id)).collect();
+    levels.sort_unstable_by(|a, b| b.cmp(a));
+    levels.dedup();
+    if levels.len() < 2 {
+        return;
+    }
+    for c in cpus.iter_mut() {
+        if let Some(cap) = capacity(c.id) {
+            c.kind = levels.iter().position(|&l| l == cap).unwrap_or(0);
+        }
+    }
 }
 
 fn read_string(path: &Path) -> Result<String, TopologyError> {
@@ -422,5 +473,31 @@ mod tests {
         let e = CpuSet::parse("cache:1", &t).unwrap_err();
         assert!(e.reason.contains("unknown keyword"), "{e}");
         assert!(CpuSet::parse("0,,1", &t).is_err());
+    }
+}
+
+#[cfg(test)]
+mod dumps {
+    use super::*;
+
+    /// A copy of sysfs without `cpu/online` (as many dumps are) still reads, and an Intel hybrid
+    /// part's cpu_core / cpu_atom lists make its E cores kind 1.
+    #[test]
+    fn a_dump_without_online_reads_and_hybrid_kinds_are_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("devices/system");
+        write_fake_sysfs(&root, 1, 4, 1, 1).unwrap();
+        std::fs::remove_file(root.join("cpu/online")).unwrap();
+        let t = read_from(&root).unwrap();
+        assert_eq!(t.cpus.len(), 4);
+        assert!(t.cpus.iter().all(|c| c.kind == 0));
+        for (pmu, list) in [("cpu_core", "0-1"), ("cpu_atom", "2-3")] {
+            let d = dir.path().join("devices").join(pmu);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cpus"), format!("{list}\n")).unwrap();
+        }
+        let t = read_from(&root).unwrap();
+        let kinds: Vec<usize> = t.cpus.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [0, 0, 1, 1]);
     }
 }

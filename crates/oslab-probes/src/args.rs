@@ -169,6 +169,11 @@ pub struct InfoArgs {
     /// Slurm and MPI read it).
     #[arg(long, conflicts_with_all = ["json", "counters"])]
     pub hwloc: bool,
+    /// Read the topology from a copy of another machine's file system instead (the directory
+    /// holding its `sys/devices/system`, as hwloc's HWLOC_FSROOT): its shape, or with --hwloc
+    /// its XML.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "counters"])]
+    pub sysfs_root: Option<std::path::PathBuf>,
 }
 
 /// `oslab bind`.

@@ -60,6 +60,26 @@ fn objects(t: &Topology) -> Vec<Object> {
             .map(|c| c.id)
             .collect();
         out.push(obj("Package", 1, Some(p), cpus, vec![]));
+        // Dies where a package has several (core ids repeat in each, as Linux numbers them).
+        let mut dies: Vec<usize> = t
+            .cpus
+            .iter()
+            .filter(|c| c.package == p)
+            .map(|c| c.die)
+            .collect();
+        dies.sort_unstable();
+        dies.dedup();
+        if dies.len() > 1 {
+            for d in dies {
+                let cpus = t
+                    .cpus
+                    .iter()
+                    .filter(|c| c.package == p && c.die == d)
+                    .map(|c| c.id)
+                    .collect();
+                out.push(obj("Die", 3, Some(d), cpus, vec![]));
+            }
+        }
     }
     for c in &t.caches {
         let (kind, cache_type) = match (c.level, c.kind) {
@@ -143,8 +163,8 @@ pub fn xml(
     let mut gp = 0usize;
     let mut body = String::new();
     let allowed_sets = (
-        hex_set(allowed.cpus.iter()),
-        match &allowed.nodes {
+        hex_set(allowed.0.iter()),
+        match &allowed.1 {
             Some(n) => hex_set(n.iter()),
             None => nodeset(t, &all, true),
         },
@@ -167,13 +187,9 @@ fn nodeset(t: &Topology, cpus: &CpuSet, machine: bool) -> String {
 }
 
 /// What this process may use, as hwloc's root object says it (`allowed_cpuset`,
-/// `allowed_nodeset`): its affinity, and its cpuset's memory nodes (None: every node).
-pub struct Allowed {
-    /// The cpus.
-    pub cpus: CpuSet,
-    /// The memory nodes, when restricted.
-    pub nodes: Option<CpuSet>,
-}
+/// `allowed_nodeset`): its cpus, and its cpuset's memory nodes when restricted (None: every
+/// node).
+pub type Allowed = (CpuSet, Option<CpuSet>);
 
 #[allow(clippy::too_many_arguments)]
 fn write_object(
@@ -333,10 +349,7 @@ mod tests {
                 costs.pairs.insert((*a, *b), 60.0);
             }
         }
-        let allowed = Allowed {
-            cpus: t.online(),
-            nodes: None,
-        };
+        let allowed: Allowed = (t.online(), None);
         let doc = xml(&t, "node7", &costs, &allowed);
         assert!(doc.contains("oslab:MemoryLatency") && doc.contains("oslab:CoreToCore"));
         let read = oslab_core::topology::hwloc::read(&doc).unwrap();

@@ -203,6 +203,7 @@ mod tests {
                 core: id / 2,
                 node: 0,
                 smt_siblings: [id / 2 * 2, id / 2 * 2 + 1].into_iter().collect(),
+                kind: 0,
             })
             .collect();
         let t = Topology {

@@ -3314,3 +3314,51 @@ fn a_run_slowed_by_the_test_hook_says_so() {
         assert!(note.contains("OSLAB_TEST_EXTRA_WORK=20"), "{m}");
     }
 }
+
+/// `info --sysfs-root` reads a copy of another machine's file system (as HWLOC_FSROOT): a dump
+/// without `cpu/online` (most have none), two dies of one package whose core ids repeat, and
+/// its XML planned by `bind --topology`; a directory that is no copy is a usage error.
+#[test]
+fn info_reads_another_machines_sysfs_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = dir.path().join("sys/devices/system");
+    for cpu in 0..4 {
+        let topo = system.join(format!("cpu/cpu{cpu}/topology"));
+        std::fs::create_dir_all(&topo).unwrap();
+        for (file, value) in [
+            ("physical_package_id", "0".to_string()),
+            ("die_id", (cpu / 2).to_string()),
+            ("core_id", (cpu % 2).to_string()),
+            ("thread_siblings_list", cpu.to_string()),
+        ] {
+            std::fs::write(topo.join(file), format!("{value}\n")).unwrap();
+        }
+    }
+    let root = dir.path().to_str().unwrap();
+    let text = String::from_utf8(stdout(&["info", "--sysfs-root", root])).unwrap();
+    assert!(text.contains("1 socket x 4 cores x 1 thread"), "{text}");
+    let xml = dir.path().join("m.xml");
+    std::fs::write(&xml, stdout(&["info", "--sysfs-root", root, "--hwloc"])).unwrap();
+    let (_d, db) = temp_db();
+    let plan = json(&stdout(&[
+        "bind",
+        "--topology",
+        xml.to_str().unwrap(),
+        "--ranks",
+        "4",
+        "--threads",
+        "1",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+    ]));
+    let cpus: Vec<u64> = plan["plan"]["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cpus"][0].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, [0, 1, 2, 3], "{plan}");
+    let e = fails(&["info", "--sysfs-root", "/nonexistent"], 2);
+    assert!(e.contains("/nonexistent/sys/devices/system"), "{e}");
+}

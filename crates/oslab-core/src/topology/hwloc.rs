@@ -49,6 +49,7 @@ pub fn read(xml: &str) -> Result<Described, String> {
     let mut slit = false;
     let mut seen_root = false;
     let mut closed = false;
+    let mut kinds: Vec<CpuSet> = Vec::new();
     let mut root_allowed: Option<(Option<String>, Option<String>)> = None;
     let mut by_id: HashMap<usize, usize> = HashMap::new();
     let mut objects = 0usize;
@@ -130,6 +131,12 @@ pub fn read(xml: &str) -> Result<Described, String> {
                 host = get("value").map(str::to_string);
             }
             continue;
+        } else if tag.starts_with("cpukind") {
+            // hwloc lists kinds from the most energy-efficient to the most capable.
+            if let Some(set) = get("cpuset") {
+                kinds.push(parse_hex_set(set)?);
+            }
+            continue;
         } else if tag.starts_with("distances2") {
             // The firmware's node distances (kind from the OS, bit 1), not a matrix a user
             // added (oslab's measured ones, in ns) nor one between other objects.
@@ -175,6 +182,7 @@ pub fn read(xml: &str) -> Result<Described, String> {
                     core: up("Core").unwrap_or(id),
                     node: 0,
                     smt_siblings: CpuSet::new(),
+                    kind: 0,
                 });
                 pus.push(id);
             }
@@ -275,6 +283,12 @@ pub fn read(xml: &str) -> Result<Described, String> {
         }
     }
     caches.sort_by_key(|c| (c.level, c.cpus.iter().next()));
+    // Kind 0 the most capable: hwloc's last.
+    for (rank, set) in kinds.iter().rev().enumerate() {
+        for c in cpus.iter_mut().filter(|c| set.contains(c.id)) {
+            c.kind = rank;
+        }
+    }
     let (allowed, allowed_nodes) = root_allowed.unwrap_or_default();
     let online: crate::cpuset::CpuSet = cpus.iter().map(|c| c.id).collect();
     let allowed = match allowed {
@@ -515,5 +529,17 @@ mod tests {
         let d = read(MACHINE).unwrap();
         assert_eq!(d.allowed.len(), 4);
         assert!(d.allowed_nodes.is_none());
+    }
+
+    #[test]
+    fn cpu_kinds_are_read_the_most_capable_first() {
+        let xml = MACHINE.replacen(
+            "</topology>",
+            "<cpukind cpuset=\"0x0000000a\" forced_efficiency=\"0\"><info name=\"CoreType\" value=\"IntelAtom\"/></cpukind>\n<cpukind cpuset=\"0x00000005\" forced_efficiency=\"1\"><info name=\"CoreType\" value=\"IntelCore\"/></cpukind>\n</topology>",
+            1,
+        );
+        let t = read(&xml).unwrap().topology;
+        let kinds: Vec<usize> = t.cpus.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [0, 1, 0, 1]);
     }
 }

@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    if args.hwloc {
-        let (t, host) = (oslab_os::topology::read()?, machine::hostname());
-        let (cpus, nodes) = machine::allowed(&t)?;
-        let allowed = oslab_report::hwloc::Allowed { cpus, nodes };
+    if args.hwloc || args.sysfs_root.is_some() {
+        let (t, host, allowed) = machine::described(args.sysfs_root.as_deref())
+            .map_err(|e| crate::error::usage(e.to_string()))?;
+        if !args.hwloc {
+            return print_text(&format!("{host}: {}\n", t.shape())).map(|_| ExitCode::SUCCESS);
+        }
         let costs = super::store().measured_costs(&host, &t);
         let xml = oslab_report::hwloc::xml(&t, &host, &costs, &allowed);
         super::to_stdout(&mut std::io::stdout().lock(), xml.as_bytes())?;

@@ -3,8 +3,9 @@
 
 use crate::cpuinfo;
 use oslab_core::clock::Clock;
+use oslab_core::cpuset::CpuSet;
 use oslab_core::machine::*;
-use oslab_core::topology::Topology;
+use oslab_core::topology::{Topology, TopologyError};
 use std::fs;
 
 /// Reads the machine, calibrating the clock for `calibration`.
@@ -559,24 +560,16 @@ pub fn planned(
     Ok((d.topology, host, d.allowed))
 }
 
+/// A machine to describe: its topology, its name, and what may be used of it (cpus, and memory
+/// nodes when restricted).
+pub type Described = (Topology, String, (CpuSet, Option<CpuSet>));
+
 /// The machine `info --hwloc` describes: this one (with what this process may use), or the
 /// one whose file system was copied to `root` (every cpu it lists; named by the directory).
-pub fn described(
-    root: Option<&std::path::Path>,
-) -> Result<
-    (
-        Topology,
-        String,
-        (
-            oslab_core::cpuset::CpuSet,
-            Option<oslab_core::cpuset::CpuSet>,
-        ),
-    ),
-    oslab_core::topology::TopologyError,
-> {
+pub fn described(root: Option<&std::path::Path>) -> Result<Described, TopologyError> {
     let Some(root) = root else {
         let t = crate::topology::read()?;
-        let allowed = allowed(&t).map_err(|source| oslab_core::topology::TopologyError::Read {
+        let allowed = allowed(&t).map_err(|source| TopologyError::Read {
             path: "/proc/self/status".into(),
             source,
         })?;

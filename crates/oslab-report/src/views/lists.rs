@@ -191,7 +191,7 @@ fn one_fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool, said: &str) ->
     {
         text += &format!(
             "note: {}'s run is {} ({} measured): what it holds is judged, the rest is missing\n",
-            v.node,
+            oslab_core::text::one_line(&v.node),
             v.state.as_str(),
             v.measured
         );
@@ -201,7 +201,14 @@ fn one_fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool, said: &str) ->
         .verdicts
         .iter()
         .filter(|v| v.outliers > 0 && v.verdict == oslab_fleet::summary::Health::Healthy)
-        .map(|v| format!("{} {} of {}", v.node, v.outliers, v.measured))
+        .map(|v| {
+            format!(
+                "{} {} of {}",
+                oslab_core::text::one_line(&v.node),
+                v.outliers,
+                v.measured
+            )
+        })
         .collect();
     if !apart.is_empty() {
         end += &format!(
@@ -214,7 +221,7 @@ fn one_fleet(job: &str, s: &oslab_fleet::FleetSummary, all: bool, said: &str) ->
         for f in &v.shifts {
             end += &format!(
                 "\n  {}: {} {} from the fleet median, {} of {} probes that way, {} the other, {} within {} (sign test p={:.1e}; {} measurements)",
-                v.node,
+                oslab_core::text::one_line(&v.node),
                 f.family,
                 deviation(f.deviation),
                 f.same_way,
@@ -244,7 +251,7 @@ fn verdict_lines(s: &oslab_fleet::FleetSummary) -> String {
     for v in &sick {
         end += &format!(
             "\n  {} {}: {}",
-            v.node,
+            oslab_core::text::one_line(&v.node),
             v.verdict.as_str(),
             oslab_core::text::one_line(&v.why.join("; "))
         );

@@ -40,6 +40,9 @@ pub struct Costs {
     pub memory: BTreeMap<(usize, usize), f64>,
     /// The runs they are from, in words ("core-to-core of run 12").
     pub from: Vec<String>,
+    /// Runs whose costs were not used, and why (an emulated cpu's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<String>,
 }
 
 impl Costs {
@@ -556,6 +559,9 @@ pub fn plan(
     let by_cost = policy == Policy::ByCost;
     let hidden = hidden_siblings(&costs.pairs, |a, b| t.pair_class(a, b));
     if by_cost {
+        for why in &costs.set_aside {
+            notes.push(format!("set aside: {why}"));
+        }
         if costs.is_empty() {
             notes.push("no measured costs in the store (`oslab c2c`, `oslab numa` measure them): placed by topology alone".to_string());
         }

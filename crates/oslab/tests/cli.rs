@@ -3362,3 +3362,33 @@ fn info_reads_another_machines_sysfs_copy() {
     let e = fails(&["info", "--sysfs-root", "/nonexistent"], 2);
     assert!(e.contains("/nonexistent/sys/devices/system"), "{e}");
 }
+
+/// Costs measured on an emulated cpu (QEMU's TCG) are the emulator's: by-cost sets them aside,
+/// says so, and places by topology.
+#[test]
+fn by_cost_sets_aside_an_emulated_machines_costs() {
+    let _turn = shared();
+    let (dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    stdout(&["c2c", "--quick", "--db", db]);
+    let file = dir.path().join("c2c.json");
+    stdout(&["export", "latest", "-o", file.to_str().unwrap(), "--db", db]);
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    doc["run"]["fingerprint"]["hypervisor"] = "QEMU (TCG)".into();
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let emulated = dir.path().join("emulated.db");
+    let emulated = emulated.to_str().unwrap();
+    stdout(&["import", file.to_str().unwrap(), "--db", emulated]);
+    let v = json(&stdout(&[
+        "bind", "--policy", "by-cost", "--json", "--db", emulated,
+    ]));
+    let notes = v["plan"]["notes"].to_string();
+    assert!(
+        notes.contains("set aside") && notes.contains("emulated"),
+        "{v}"
+    );
+    assert!(
+        v["costs"].as_str().unwrap().starts_with("none stored"),
+        "{v}"
+    );
+}

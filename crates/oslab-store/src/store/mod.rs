@@ -647,6 +647,14 @@ impl Store {
             for run in ids {
                 let (record, ms) = self.load_run(&RunRef::Id(run))?;
                 if record.fingerprint.get("topology") == here.as_ref() {
+                    // An emulated cpu's timings are the emulator's, not the machine's: its
+                    // costs would place ranks on noise.
+                    if record.fingerprint["hypervisor"].as_str() == Some("QEMU (TCG)") {
+                        costs.set_aside.push(format!(
+                            "{what} of run {run}: measured on an emulated cpu (QEMU TCG), whose timings are the emulator's"
+                        ));
+                        break;
+                    }
                     let found = oslab_core::binding::Costs::from_measurements(&ms);
                     costs.pairs.extend(found.pairs);
                     costs.memory.extend(found.memory);

@@ -87,10 +87,11 @@ impl Snapshot {
     }
 }
 
-/// Whether a probe's own tasks take the measuring cpu from its thread (ping-pong on one cpu):
-/// then its involuntary switches are the measurement, not competition.
+/// Whether a probe's own tasks take the measuring cpu from its thread (ping-pong on one cpu:
+/// the switches, and the IPC round trips whose peer shares the cpu): then its involuntary
+/// switches are the measurement, not competition.
 pub fn preempts_itself(probe_id: &str) -> bool {
-    probe_id.starts_with("switch.")
+    probe_id.starts_with("switch.") || probe_id.starts_with("ipc.")
 }
 
 impl Contention {

@@ -341,12 +341,8 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root to give a directory to another user (CI runs it as root)"]
     fn a_parent_inside_another_users_directory_is_refused() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: needs root to give a directory to another user");
-            return;
-        }
         let top = tempfile::tempdir().unwrap();
         let theirs = top.path().join("u");
         std::fs::create_dir_all(theirs.join("tmp")).unwrap();

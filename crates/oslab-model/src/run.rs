@@ -64,6 +64,19 @@ impl Run {
     }
 }
 
+/// The median of `probe`/`metric` (parameters satisfying `keep`) from the repetition of `like`,
+/// as a figure with its source, or why it is missing.
+pub(crate) fn measured(
+    run: &Run,
+    like: &Measurement,
+    probe: &str,
+    metric: &str,
+    keep: impl Fn(&Map<String, Value>) -> bool,
+) -> Result<crate::Figure, NoModel> {
+    let m = run.median(like, probe, metric, keep)?;
+    Ok(crate::Figure::new(m.value, m.source))
+}
+
 /// A parameter as text, numbers included.
 pub(crate) fn param(params: &Map<String, Value>, key: &str) -> Option<String> {
     params.get(key).map(|v| match v {

@@ -2,22 +2,11 @@
 //! checks): a pipe's round trip from the pipe switch probe's mechanism, and a cached file's read
 //! bandwidth from a system call and a copy.
 
-use crate::run::{param, Run};
+use crate::run::{measured, param, Run};
 use crate::spec::Source;
 use crate::{Figure, Model, NoModel, Outcome};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
-
-fn measured(
-    run: &Run,
-    like: &Measurement,
-    probe: &str,
-    metric: &str,
-    keep: impl Fn(&serde_json::Map<String, serde_json::Value>) -> bool,
-) -> Result<Figure, NoModel> {
-    let m = run.median(like, probe, metric, keep)?;
-    Ok(Figure::new(m.value, m.source))
-}
 
 pub(crate) fn model(run: &Run, m: &Measurement) -> Outcome {
     match (m.probe.as_str(), m.metric.as_str()) {

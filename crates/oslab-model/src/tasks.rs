@@ -5,7 +5,7 @@
 
 use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::hierarchy::{dram_latency, level_latency, level_read_rate};
-use crate::run::{number, param, Run};
+use crate::run::{measured, number, param, Run};
 use crate::spec::Source;
 use crate::NoModel;
 use crate::{at_clock, Figure, Model, Outcome, Spec};
@@ -110,17 +110,6 @@ const HLT_EXIT_US: f64 = 1.0;
 const HOST_WAKE_US: f64 = 3.0;
 /// ... and the host core leaves its own idle state, which the guest cannot see, µs.
 const HOST_IDLE_EXIT_US: f64 = 30.0;
-
-fn measured(
-    run: &Run,
-    like: &Measurement,
-    probe: &str,
-    metric: &str,
-    keep: impl Fn(&serde_json::Map<String, serde_json::Value>) -> bool,
-) -> Result<Figure, NoModel> {
-    let m = run.median(like, probe, metric, keep)?;
-    Ok(Figure::new(m.value, m.source))
-}
 
 fn plain(p: &serde_json::Map<String, serde_json::Value>) -> bool {
     !p.contains_key("touched_mib") && !p.contains_key("fit")

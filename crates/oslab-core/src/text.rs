@@ -92,6 +92,23 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `s` without the spaces that end its lines (a table pads its last column; pasted into an
+/// issue or a diff, they show).
+pub fn trim_line_ends(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.lines().any(|l| l.ends_with(' ')) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out: String = s
+        .lines()
+        .map(|l| l.trim_end_matches(' '))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if s.ends_with('\n') {
+        out.push('\n');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `word` as one shell word (POSIX sh, bash): as it is when it holds only characters no shell
 /// reads specially, else in single quotes (a quote inside closed, escaped and reopened).
 pub fn shell_word(word: &str) -> String {

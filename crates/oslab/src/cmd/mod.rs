@@ -136,7 +136,7 @@ pub fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
 /// table, this guards the rest), lines wrapped as words to the terminal's width (`--wide`: not at
 /// all; a table already fits it, and its colours take no width).
 pub fn print_text(s: &str) -> anyhow::Result<()> {
-    let s = &oslab_core::text::for_terminal(s);
+    let s = &oslab_core::text::for_terminal(&oslab_core::text::trim_line_ends(s)).into_owned();
     match oslab_report::table::width() {
         Some(w) => print_raw(&oslab_core::text::wrap(s, w as usize)),
         None => print_raw(s),

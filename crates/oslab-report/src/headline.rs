@@ -163,16 +163,12 @@ pub fn notes(ms: &[Measurement]) -> String {
     )
     .map(|note| note + "\n")
     .unwrap_or_default();
-    format!(
-        "{}{}{tight}{composed}{coverage}",
-        noisy_note(ms),
-        cache_note(ms)
-    )
+    format!("{}{tight}{composed}{coverage}", cache_note(ms))
 }
 
-/// Why each noisy headline figure is noisy, in a line: the `why noisy` column is the first a
-/// narrow terminal lets go, and screen 1 must still say why.
-fn noisy_note(ms: &[Measurement]) -> String {
+/// Why each noisy headline figure is noisy, in a line, for a terminal too narrow for the
+/// `why noisy` column (the first it lets go): screen 1 must still say why.
+pub fn noisy_note(ms: &[Measurement]) -> String {
     let why: Vec<String> = HEADLINE
         .iter()
         .filter_map(|line| Some((line, find(ms, line)?)))
@@ -280,7 +276,7 @@ mod tests {
         );
         // Why the noisy one is noisy is said under the table (a narrow terminal drops the
         // column); the tight one is not listed there.
-        let said = notes(&busy);
+        let said = noisy_note(&busy) + &notes(&busy);
         let first = said.lines().next().unwrap();
         assert!(
             first.starts_with("noisy: ") && first.ends_with("(contention)"),

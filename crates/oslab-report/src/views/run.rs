@@ -73,8 +73,12 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -
     }
     if let Some(headline) = crate::headline::table(ms) {
         out.push_str("\nheadline (details below; `oslab report` draws them)\n");
-        out.push_str(&render(&headline));
+        let shown = render(&headline);
+        out.push_str(&shown);
         out.push('\n');
+        if !shown.contains("why noisy") {
+            out.push_str(&crate::headline::noisy_note(ms));
+        }
         out.push_str(&crate::headline::notes(ms));
         out.push_str("\ndetails\n");
     }
@@ -105,15 +109,19 @@ fn summary(
     let mut out = String::new();
     if let Some(headline) = crate::headline::table(ms) {
         out.push_str("\nheadline\n");
-        out.push_str(&render(&headline));
+        let shown = render(&headline);
+        out.push_str(&shown);
         out.push('\n');
+        if !shown.contains("why noisy") {
+            out.push_str(&crate::headline::noisy_note(ms));
+        }
         out.push_str(&crate::headline::notes(ms));
     }
     let id = record
         .id
         .map_or_else(|| "RUN".to_string(), |i| i.to_string());
     out.push_str(&format!(
-        "\nevery probe, its main figure (every row, the sweeps and the model's reasons: oslab show {id} --details; charts: oslab report {id})\n"
+        "\nevery probe, its main figure (all rows and the model's reasons: oslab show {id} --details; charts: oslab report {id})\n"
     ));
     out.push_str(&summary::probes(ms));
     out.push('\n');

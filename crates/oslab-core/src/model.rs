@@ -523,23 +523,14 @@ pub const DEVICE: &str = "device";
 /// The context key of its kind: nvme, ssd, hdd, virtio, xen, mmc, zram or other.
 pub const DEVICE_CLASS: &str = "device_class";
 
-/// Parameters whose numbers are sizes in bytes.
-const BYTE_PARAMS: &[&str] = &[
-    "size",
-    "stride",
-    "bytes",
-    "array_bytes",
-    "page_bytes",
-    "claimed_bytes",
-    PARENT_RESIDENT,
-    PARENT_COPIED,
-];
+/// Parameters whose numbers are sizes in bytes, besides every `..._bytes` one.
+const BYTE_PARAMS: &[&str] = &["size", "stride", "bytes"];
 
 /// `k=v k=v` for reading: sizes in bytes as KiB, MiB, ... (not exact: never for matching).
 pub fn readable_pairs<'a>(pairs: impl Iterator<Item = (&'a String, &'a Value)>) -> String {
     pairs
         .map(|(k, v)| match (v, v.as_u64()) {
-            (_, Some(n)) if BYTE_PARAMS.contains(&k.as_str()) => {
+            (_, Some(n)) if BYTE_PARAMS.contains(&k.as_str()) || k.ends_with("_bytes") => {
                 format!("{k}={}", crate::units::bytes(n))
             }
             (Value::String(s), _) => format!("{k}={s}"),

@@ -323,7 +323,7 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         P::ActivityNoise | P::Activity => activity::model(spec, run, m),
         // The services' figures and the experiments' results: the catalog says why none is
         // predicted.
-        P::IpcPipe | P::FsCachedRead => services::model(run, m),
+        P::IpcPipe | P::FsCachedRead | P::FsCacheSize => services::model(run, m),
         P::IpcUnix
         | P::IpcTcp
         | P::IpcUdp
@@ -335,6 +335,8 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         | P::PollPoll
         | P::PollEpoll
         | P::FsCreate
+        | P::FsUncachedRead
+        | P::FsReaders
         | P::Timeslice
         | P::Migrate
         | P::CpumanJob

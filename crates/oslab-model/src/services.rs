@@ -1,6 +1,7 @@
 //! The services programs call, composed from the run's own simpler figures (consistency
 //! checks): a pipe's round trip from the pipe switch probe's mechanism, and a cached file's read
-//! bandwidth from a system call and a copy.
+//! bandwidth from a system call and a copy; and the file cache's capacity from what the kernel
+//! said was free for it when the probe began (a cross-check).
 
 use crate::run::{measured, param, Run};
 use crate::spec::Source;
@@ -12,6 +13,7 @@ pub(crate) fn model(run: &Run, m: &Measurement) -> Outcome {
     match (m.probe.as_str(), m.metric.as_str()) {
         (id::IPC_PIPE, metric::ROUND_TRIP) => pipe_round_trip(run, m),
         (id::FS_CACHED_READ, metric::BANDWIDTH) => cached_read(run, m),
+        (id::FS_CACHE_SIZE, metric::CAPACITY) => cache_capacity(m),
         _ => Err(crate::unmodelled(m)),
     }
 }
@@ -115,4 +117,44 @@ fn cached_read(run: &Run, m: &Measurement) -> Outcome {
         )
         .figure("copy_gbps", &copy)),
     }
+}
+
+/// The page cache can grow into the memory the kernel says is available (free memory and what
+/// it can reclaim), and under a memory cgroup into what the group's anonymous memory leaves:
+/// the lesser, as the probe read them before its file grew.
+fn cache_capacity(m: &Measurement) -> Outcome {
+    let count = |key: &str| m.context.get(key).and_then(serde_json::Value::as_f64);
+    let available = count("mem_available_bytes")
+        .filter(|a| *a > 0.0)
+        .ok_or_else(|| NoModel("MemAvailable was not read".into()))?;
+    let mut model = match count("cgroup_cache_room_bytes") {
+        Some(room) if room < available => Model::spec(
+            "the memory cgroup's room",
+            room,
+            format!(
+                "{} the cgroup's limit leaves beside its anonymous memory",
+                oslab_core::units::bytes(room as u64)
+            ),
+        )
+        .input(
+            "cgroup_cache_room_bytes",
+            room,
+            "kernel: memory.max less memory.stat anon",
+        ),
+        _ => Model::spec(
+            "the memory available",
+            available,
+            format!(
+                "MemAvailable {}",
+                oslab_core::units::bytes(available as u64)
+            ),
+        ),
+    }
+    .input(
+        "mem_available_bytes",
+        available,
+        "kernel: /proc/meminfo MemAvailable",
+    );
+    model.kind = oslab_core::ModelKind::Reference;
+    Ok(model)
 }

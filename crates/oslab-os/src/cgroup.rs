@@ -62,6 +62,32 @@ fn least_up(dir: PathBuf, root: &Path, value: impl Fn(&Path) -> Option<f64>) -> 
     least
 }
 
+/// Bytes of page cache this process's memory cgroup and every one above it could hold (the
+/// least of their limits less their anonymous memory, which the cache cannot take back), under
+/// cgroup v2 or v1; None when no limit applies or none is readable.
+pub fn page_cache_room() -> Option<u64> {
+    cache_room_in(&own_groups()?, Path::new(MOUNT))
+}
+
+/// [`page_cache_room`] from the text of /proc/self/cgroup and the cgroup mount `root`.
+fn cache_room_in(own: &str, root: &Path) -> Option<u64> {
+    let (dir, v1) = group_dir(own, root, "memory")?;
+    let (limit, anon) = match v1 {
+        true => ("memory.limit_in_bytes", "rss"),
+        false => ("memory.max", "anon"),
+    };
+    least_up(dir, root, |d| {
+        let limit = number(d, limit).filter(|l| *l < (1u64 << 60) as f64)?;
+        let stat = std::fs::read_to_string(d.join("memory.stat")).unwrap_or_default();
+        let used = stat
+            .lines()
+            .find_map(|l| l.strip_prefix(anon)?.strip_prefix(' ')?.trim().parse().ok())
+            .unwrap_or(0.0);
+        Some((limit - used).max(0.0))
+    })
+    .map(|room| room as u64)
+}
+
 /// The cpus' worth of time this process's cpu cgroup and those above it allow (quota over
 /// period: 0.5 is half of one cpu's time), under cgroup v2 (`cpu.max`) or v1 (`cpu.cfs_quota_us`
 /// over `cpu.cfs_period_us`); None when no quota applies or none is readable.
@@ -152,6 +178,28 @@ mod tests {
         put(&app, "cpu.max", "max 100000");
         assert_eq!(cpu_quota_in("0::/system.slice/box\n", r), None);
         assert_eq!(pids_left_in("0::/system.slice/box\n", r), None);
+    }
+
+    #[test]
+    fn the_page_cache_may_take_what_anonymous_memory_leaves() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        let app = r.join("system.slice/box");
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::write(app.join("memory.max"), "201326592\n").unwrap();
+        // The cache already charged (file) does not count against the room; anonymous memory does.
+        std::fs::write(
+            app.join("memory.stat"),
+            "anon_thp 0\nanon 20971520\nfile 150000000\n",
+        )
+        .unwrap();
+        std::fs::write(r.join("system.slice/memory.max"), "max\n").unwrap();
+        assert_eq!(
+            cache_room_in("0::/system.slice/box\n", r),
+            Some(201326592 - 20971520)
+        );
+        std::fs::write(app.join("memory.max"), "max\n").unwrap();
+        assert_eq!(cache_room_in("0::/system.slice/box\n", r), None);
     }
 
     #[test]

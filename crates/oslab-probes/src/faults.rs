@@ -443,42 +443,67 @@ pub(crate) fn check_space(dir: &Path, size: u64) -> Result<(), String> {
 }
 
 /// An unnamed file in a directory: no name is ever left behind.
-struct TempFile {
+pub(crate) struct TempFile {
     fd: libc::c_int,
     size: usize,
 }
 
 impl TempFile {
     /// Creates an unnamed file of `size` bytes of non-zero data in `dir` and syncs it to disk.
-    fn create(dir: &Path, size: usize) -> Result<TempFile, ProbeError> {
-        let fd = open_unnamed(dir)?;
-        let file = TempFile { fd, size };
+    pub(crate) fn create(dir: &Path, size: usize) -> Result<TempFile, ProbeError> {
+        let mut file = TempFile {
+            fd: open_unnamed(dir)?,
+            size: 0,
+        };
+        file.grow(dir, size)?;
+        Ok(file)
+    }
+
+    /// Its descriptor.
+    pub(crate) fn fd(&self) -> libc::c_int {
+        self.fd
+    }
+
+    /// Its size in bytes.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Appends non-zero data up to `size` bytes (in `dir`, for messages) and syncs it to disk,
+    /// so the file's pages are clean and the cache may drop them.
+    pub(crate) fn grow(&mut self, dir: &Path, size: usize) -> Result<(), ProbeError> {
         let chunk: Vec<u8> = (0..MIB as usize).map(|i| (i % 251) as u8 + 1).collect();
-        let mut written = 0;
-        while written < size {
+        while self.size < size {
             check_interrupt()?;
-            let n = chunk.len().min(size - written);
+            let n = chunk.len().min(size - self.size);
             // SAFETY: writing from a live buffer to our fd.
-            let w = unsafe { libc::write(fd, chunk.as_ptr() as *const libc::c_void, n) };
+            let w = unsafe {
+                libc::pwrite(
+                    self.fd,
+                    chunk.as_ptr() as *const libc::c_void,
+                    n,
+                    self.size as libc::off_t,
+                )
+            };
             if w <= 0 {
                 return Err(ProbeError::Failed(format!(
-                    "writing the {} MiB fault file in {}: {}",
+                    "writing a {} MiB temp file in {}: {}",
                     size as u64 / MIB,
                     dir.display(),
                     std::io::Error::last_os_error()
                 )));
             }
-            written += w as usize;
+            self.size += w as usize;
         }
         // SAFETY: our fd.
-        if unsafe { libc::fsync(fd) } != 0 {
-            return Err(ProbeError::os("fsync of the fault file"));
+        if unsafe { libc::fsync(self.fd) } != 0 {
+            return Err(ProbeError::os("fsync of the temp file"));
         }
-        Ok(file)
+        Ok(())
     }
 
     /// Maps the file read-only.
-    fn map(&self) -> Result<FileMap, ProbeError> {
+    pub(crate) fn map(&self) -> Result<FileMap, ProbeError> {
         // SAFETY: a shared read-only mapping of our fd.
         let p = unsafe {
             libc::mmap(
@@ -500,7 +525,7 @@ impl TempFile {
     }
 
     /// Drops the file's pages from the page cache (they are clean: the file was synced).
-    fn evict(&self) -> Result<(), ProbeError> {
+    pub(crate) fn evict(&self) -> Result<(), ProbeError> {
         // SAFETY: advice on our fd.
         let r = unsafe { libc::posix_fadvise(self.fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
         if r != 0 {
@@ -575,7 +600,7 @@ pub(crate) fn open_unnamed(dir: &Path) -> Result<libc::c_int, ProbeError> {
 }
 
 /// A mapping of the fault file, unmapped on drop.
-struct FileMap {
+pub(crate) struct FileMap {
     ptr: *mut u8,
     len: usize,
 }
@@ -601,7 +626,7 @@ impl FileMap {
     }
 
     /// Fraction of the pages resident in the page cache (mincore).
-    fn resident(&self) -> Option<f64> {
+    pub(crate) fn resident(&self) -> Option<f64> {
         let pages = self.len.div_ceil(PAGE);
         let mut vec = vec![0u8; pages];
         // SAFETY: our mapping; vec has one byte per page.

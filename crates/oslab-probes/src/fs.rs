@@ -45,7 +45,7 @@ pub const PROBES: &[Probe] = &[
 ];
 
 /// The file system `dir` is on, by name where it is a common one.
-fn file_system(dir: &Path) -> String {
+pub(crate) fn file_system(dir: &Path) -> String {
     let Ok(c) = CString::new(dir.as_os_str().as_encoded_bytes()) else {
         return "unknown".into();
     };
@@ -70,7 +70,7 @@ fn file_system(dir: &Path) -> String {
 }
 
 /// Every row says where it was measured: the directory, its file system and device.
-fn mark(m: &mut Measurement, dir: &Path, fs: &str) {
+pub(crate) fn mark(m: &mut Measurement, dir: &Path, fs: &str) {
     m.params
         .insert("temp_dir".into(), dir.display().to_string().into());
     m.params.insert("fs".into(), fs.into());

@@ -27,6 +27,7 @@ pub mod chase;
 pub mod child;
 pub mod contention;
 pub mod core_clock;
+pub mod disk;
 pub mod error;
 pub mod faults;
 pub mod fs;

@@ -19,6 +19,9 @@ pub enum Need {
     Pmu,
     /// A program on PATH.
     Tool(&'static str),
+    /// To be named (`oslab run fs.cache-size`): it disturbs what other probes and programs rely
+    /// on (why, in words), so the default suite leaves it out. Never gates a named probe.
+    Named(&'static str),
 }
 
 impl Need {
@@ -29,6 +32,7 @@ impl Need {
             Need::Root => "root".into(),
             Need::Pmu => "PMU".into(),
             Need::Tool(t) => format!("{t} on PATH"),
+            Need::Named(why) => format!("to be named ({why})"),
         }
     }
 }
@@ -204,6 +208,7 @@ pub fn unmet(need: Need, environment: &Environment, peer_cpu: Option<usize>) -> 
                 .unwrap_or_else(|| "no PMU".into())
         }),
         Need::Tool(t) => (!on_path(t)).then(|| format!("{t} is not installed")),
+        Need::Named(_) => None,
     }
 }
 

@@ -160,6 +160,7 @@ pub fn all() -> Vec<&'static Probe> {
         crate::signal::PROBES,
         crate::poll::PROBES,
         crate::fs::PROBES,
+        crate::disk::PROBES,
         crate::memory::PROBES,
         crate::chase::PROBES,
         crate::loaded::PROBES,
@@ -181,12 +182,13 @@ pub fn find(id: &str) -> Option<&'static Probe> {
 }
 
 /// Probes matching any of `patterns`, in suite order. A pattern is a glob (`*`, `?`) over ids; a
-/// pattern without wildcards also matches a whole family (`syscall` = `syscall.*`). Every pattern
-/// must match something.
+/// pattern without wildcards also matches a whole family (`syscall` = `syscall.*`). A probe that
+/// evicts what others rely on ([`named_only`]) is selected by its id alone. Every pattern must
+/// match something.
 pub fn select(patterns: &[String]) -> Result<Vec<&'static Probe>, String> {
     let probes = all();
     if patterns.is_empty() {
-        return Ok(probes);
+        return Ok(probes.into_iter().filter(|p| !named_only(p)).collect());
     }
     for pat in patterns {
         if !probes.iter().any(|p| matches(pat, p.id())) {
@@ -200,8 +202,18 @@ pub fn select(patterns: &[String]) -> Result<Vec<&'static Probe>, String> {
     }
     Ok(probes
         .into_iter()
-        .filter(|p| patterns.iter().any(|pat| matches(pat, p.id())))
+        .filter(|p| {
+            patterns
+                .iter()
+                .any(|pat| matches(pat, p.id()) && (!named_only(p) || pat == p.id()))
+        })
         .collect())
+}
+
+/// Whether the default suite leaves `probe` out: it runs only when a pattern is its id (a family
+/// or a glob does not reach it).
+pub fn named_only(probe: &Probe) -> bool {
+    probe.needs.iter().any(|n| matches!(n, Need::Named(_)))
 }
 
 /// The probe id or family nearest to a mistyped `pattern` (`sycall` -> `syscall`), if one is
@@ -313,6 +325,26 @@ mod tests {
         let run: Vec<&str> = all().iter().map(|p| p.id()).collect();
         let listed: Vec<&str> = oslab_core::catalog::SUITE.iter().map(|e| e.id).collect();
         assert_eq!(run, listed);
+    }
+
+    #[test]
+    fn probes_that_evict_the_page_cache_run_only_by_their_id() {
+        let ids = |pats: &[&str]| -> Vec<&str> {
+            let pats: Vec<String> = pats.iter().map(|p| p.to_string()).collect();
+            select(&pats).unwrap().iter().map(|p| p.id()).collect()
+        };
+        for pats in [&[][..], &["fs"], &["fs.*"], &["*"]] {
+            let got = ids(pats);
+            assert!(
+                got.contains(&"fs.cached-read") || pats.is_empty(),
+                "{pats:?}"
+            );
+            assert!(!got.contains(&"fs.cache-size"), "{pats:?}: {got:?}");
+        }
+        assert_eq!(
+            ids(&["fs.cache-size", "fs.readers"]),
+            ["fs.cache-size", "fs.readers"]
+        );
     }
 
     #[test]

@@ -494,6 +494,49 @@ fn ipc(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
         plots::lines(title, XAxis::Bytes, (axis, "GB/s"), &streams, &[], false),
         caption,
     ));
+    if files {
+        out.extend(device(sides));
+    }
+    out
+}
+
+/// The named file probes that reach the device: the cache's edge as a file outgrows it, and a
+/// 4 KiB read that misses the cache, alone and among readers.
+fn device(sides: &[Drawn]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let curve = overlaid_series(sides, |ms| {
+        series_by(ms, id::FS_CACHE_SIZE, metric::BANDWIDTH, "file_bytes", "")
+    });
+    out.extend(figure(
+        plots::lines(
+            "file re-read vs file size: the page cache's edge",
+            XAxis::Bytes,
+            ("file size", "GB/s"),
+            &curve,
+            &[],
+            false,
+        ),
+        "A file grown by doubling, each size read once and then re-read: past the page cache's capacity the re-read goes to the device. The capacity row gives the bytes the cache kept (mincore).",
+    ));
+    let reads = overlaid_bars(sides, |ms| {
+        ms.iter()
+            .filter_map(|m| {
+                let label = match m.probe.as_str() {
+                    id::FS_UNCACHED_READ => format!("{} alone", m.param_text("access")),
+                    id::FS_READERS => match m.param_text("readers").as_str() {
+                        "1" => "random, 1 reader".to_string(),
+                        n => format!("random, {n} readers"),
+                    },
+                    _ => return None,
+                };
+                measured_bar(label, m)
+            })
+            .collect()
+    });
+    out.extend(figure(
+        plots::bars("a 4 KiB read that misses the page cache", "ns", &reads),
+        "Median with CI95: reads of a file not in the cache (O_DIRECT, else dropped with fadvise, as each row says); readers are processes each reading its own file at once.",
+    ));
     out
 }
 

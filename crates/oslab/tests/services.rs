@@ -186,3 +186,177 @@ fn too_few_descriptors_are_said_not_measured() {
         }
     }
 }
+
+/// The reads that go to the device (named only: they evict the page cache) measure it: a 4 KiB
+/// read that misses the cache takes at least a microsecond, and one reader among eight sharing
+/// the device waits no less than alone (within noise).
+#[test]
+fn uncached_reads_and_readers_measure_the_device() {
+    let (dir, from) = match std::env::var_os("TMPDIR") {
+        Some(d) => (std::path::PathBuf::from(d), "TMPDIR"),
+        None => ("/var/tmp".into(), "/var/tmp"),
+    };
+    let rows = rows_under(&[], &["fs.uncached-read", "fs.readers"]).expect("oslab run failed");
+    let mine: Vec<&Value> = rows.iter().filter(|m| m["probe"] != "host").collect();
+    if mine.iter().any(|m| m["status"] == "skipped") {
+        return oslab_testkit::skip(&format!("{from} {} is tmpfs: {mine:?}", dir.display()));
+    }
+    assert_eq!(mine.len(), 2 + 4, "{mine:?}");
+    for m in &mine {
+        assert!(m["status"] == "ok" || m["status"] == "noisy", "{m}");
+        let ns = median(m);
+        assert!((1e3..1e9).contains(&ns), "{m}");
+        assert!(m["params"]["method"].is_string(), "{m}");
+    }
+    let readers = |n: u64| {
+        median(
+            mine.iter()
+                .find(|m| m["params"]["readers"] == n)
+                .unwrap_or_else(|| panic!("no {n}-reader row")),
+        )
+    };
+    assert!(
+        readers(8) > 0.8 * readers(1),
+        "{} vs {}",
+        readers(8),
+        readers(1)
+    );
+}
+
+/// A tmpfs has no device beneath its files: the device probes say so instead of measuring the
+/// page cache under another name; and a family pattern leaves them out (they run by id alone).
+#[test]
+fn the_device_probes_refuse_tmpfs_and_run_only_when_named() {
+    let (_d, db) = temp_db();
+    let oslab = |args: &[&str]| {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let planned = oslab(&["run", "--plan", "--json", "fs"]);
+    let ids: Vec<&str> = planned
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["fs.create", "fs.cached-read"]);
+    let listed = oslab(&["list", "--json"]);
+    let needs = |id: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .map(|p| p["needs"].to_string())
+            .unwrap()
+    };
+    assert!(needs("fs.readers").contains("to be named"), "{listed}");
+    let shm = "/dev/shm";
+    if !is_tmpfs(shm) {
+        return oslab_testkit::skip("no tmpfs at /dev/shm");
+    }
+    let run = oslab(&[
+        "run",
+        "--quick",
+        "--json",
+        "fs.cache-size",
+        "fs.uncached-read",
+        "fs.readers",
+        "--temp-dir",
+        shm,
+    ]);
+    let rows = run["measurements"].as_array().unwrap();
+    for m in rows.iter().filter(|m| m["probe"] != "host") {
+        assert!(
+            m["status"] == "skipped" && m["reason"].as_str().unwrap().contains("is tmpfs"),
+            "{m}"
+        );
+    }
+    assert_eq!(rows.iter().filter(|m| m["probe"] != "host").count(), 3);
+}
+
+/// Whether `dir` is a tmpfs mount, from /proc/mounts.
+fn is_tmpfs(dir: &str) -> bool {
+    std::fs::read_to_string("/proc/mounts").is_ok_and(|m| {
+        m.lines().any(|l| {
+            l.split_whitespace().nth(1) == Some(dir) && l.split_whitespace().nth(2) == Some("tmpfs")
+        })
+    })
+}
+
+/// The file cache's capacity, found where it is small enough to reach in seconds: in a memory
+/// cgroup of 256 MiB (v2 or v1), the file's resident bytes beyond the knee agree with what the
+/// cgroup's limit leaves beside its anonymous memory, and the re-read falls below the cached one.
+#[test]
+#[ignore = "needs root to make a memory cgroup (CI runs it as root)"]
+fn the_file_cache_capacity_is_found_under_a_memory_cgroup() {
+    if !oslab_testkit::require_root("making a memory cgroup") {
+        return;
+    }
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers");
+    let (parent, limit_file) = match std::fs::read_to_string(v2) {
+        Ok(c) if c.split_whitespace().any(|w| w == "memory") => ("/sys/fs/cgroup", "memory.max"),
+        _ if std::path::Path::new("/sys/fs/cgroup/memory").is_dir() => {
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+        }
+        _ => return oslab_testkit::skip("no memory cgroup controller"),
+    };
+    let group = std::path::Path::new(parent).join(format!("oslab-test-{}", std::process::id()));
+    std::fs::create_dir(&group).unwrap();
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _remove = Remove(group.clone());
+    std::fs::write(group.join(limit_file), format!("{}", 256u64 << 20)).unwrap();
+    let (_d, db) = temp_db();
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {} run --quick --json fs.cache-size --db {}",
+        group.display(),
+        assert_cmd::cargo::cargo_bin("oslab").display(),
+        db.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["measurements"].as_array().unwrap();
+    let capacity = rows
+        .iter()
+        .find(|m| m["metric"] == "capacity")
+        .expect("a capacity row");
+    assert!(
+        capacity["status"] == "ok" || capacity["status"] == "noisy",
+        "{capacity}"
+    );
+    let predicted = capacity["prediction"]["value"].as_f64().unwrap();
+    let ratio = median(capacity) / predicted;
+    assert!((0.7..=1.1).contains(&ratio), "{ratio}: {capacity}");
+    assert!(predicted <= (256u64 << 20) as f64, "{capacity}");
+    // The largest file re-read slower than the smallest: part of it came from the device.
+    let rates: Vec<f64> = rows
+        .iter()
+        .filter(|m| m["metric"] == "bandwidth")
+        .map(median)
+        .collect();
+    assert!(rates.len() >= 3, "{rates:?}");
+    assert!(rates[rates.len() - 1] < 0.8 * rates[0], "{rates:?}");
+}

@@ -71,6 +71,9 @@ probes! {
     PollEpoll POLL_EPOLL = "poll.epoll";
     FsCreate FS_CREATE = "fs.create";
     FsCachedRead FS_CACHED_READ = "fs.cached-read";
+    FsCacheSize FS_CACHE_SIZE = "fs.cache-size";
+    FsUncachedRead FS_UNCACHED_READ = "fs.uncached-read";
+    FsReaders FS_READERS = "fs.readers";
     MemoryLatencyChunk MEMORY_LATENCY_CHUNK = "memory.latency.chunk";
     MemoryLatencyRandom MEMORY_LATENCY_RANDOM = "memory.latency.random";
     MemoryLatencySequential MEMORY_LATENCY_SEQUENTIAL = "memory.latency.sequential";

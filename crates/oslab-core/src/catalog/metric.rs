@@ -4,6 +4,8 @@
 pub const BANDWIDTH: &str = "bandwidth";
 /// `cost_per_mib`.
 pub const COST_PER_MIB: &str = "cost_per_mib";
+/// `capacity`.
+pub const CAPACITY: &str = "capacity";
 /// `connect`.
 pub const CONNECT: &str = "connect";
 /// `count`.

@@ -534,6 +534,32 @@ pub const FS_CACHED_READ: Entry = suite(
     Unit::GBps,
     &[predicted(metric::BANDWIDTH, Unit::GBps)],
 );
+/// Why a read that goes to the device has no model.
+const DEVICE_NOT_MODELLED: &str = "the device's latency and queue (and, in a guest, the host's cache) are not in the machine's specifications";
+/// fs.cache-size.
+pub const FS_CACHE_SIZE: Entry = suite(
+    id::FS_CACHE_SIZE,
+    "a file re-read as it grows past the page cache, until reads go to the device (only when named: it evicts the cache)",
+    Unit::GBps,
+    &[
+        unmodelled(metric::BANDWIDTH, Unit::GBps, DEVICE_NOT_MODELLED),
+        predicted(metric::CAPACITY, Unit::Bytes),
+    ],
+);
+/// fs.uncached-read.
+pub const FS_UNCACHED_READ: Entry = suite(
+    id::FS_UNCACHED_READ,
+    "4 KiB reads of a file not in the page cache, sequential and random (only when named)",
+    Unit::Ns,
+    &[unmodelled(metric::PER_READ, Unit::Ns, DEVICE_NOT_MODELLED)],
+);
+/// fs.readers.
+pub const FS_READERS: Entry = suite(
+    id::FS_READERS,
+    "1, 2, 4 and 8 processes each reading its own uncached file at once (only when named)",
+    Unit::Ns,
+    &[unmodelled(metric::PER_READ, Unit::Ns, DEVICE_NOT_MODELLED)],
+);
 
 /// The suite's probes, in the order it runs them.
 pub const SUITE: &[&Entry] = &[
@@ -577,6 +603,9 @@ pub const SUITE: &[&Entry] = &[
     &POLL_EPOLL,
     &FS_CREATE,
     &FS_CACHED_READ,
+    &FS_CACHE_SIZE,
+    &FS_UNCACHED_READ,
+    &FS_READERS,
     &MEMORY_LATENCY_CHUNK,
     &MEMORY_LATENCY_RANDOM,
     &MEMORY_LATENCY_SEQUENTIAL,

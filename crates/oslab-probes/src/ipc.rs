@@ -124,6 +124,23 @@ fn no_loopback(what: &str) -> ProbeError {
     }
 }
 
+/// Why a connect to a bound loopback socket failed: the address is there (the bind worked), so
+/// "address not available" is the local port range used up, not `lo` down.
+fn no_port(what: &str) -> ProbeError {
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EADDRNOTAVAIL) => {
+            let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+                .map(|r| r.split_whitespace().collect::<Vec<_>>().join("-"))
+                .unwrap_or_else(|_| "unknown".into());
+            ProbeError::Unsupported(format!(
+                "no free local port for a loopback connection ({what}: {e}): the ephemeral range net.ipv4.ip_local_port_range = {range} is in use (connections in TIME_WAIT hold theirs for a minute): widen it, or run again later"
+            ))
+        }
+        _ => no_loopback(what),
+    }
+}
+
 /// 127.0.0.1, port `port` (network order).
 fn loopback(port: u16) -> libc::sockaddr_in {
     // SAFETY: plain data, zero is a valid start.
@@ -192,7 +209,7 @@ fn dial(addr: &libc::sockaddr_in) -> Result<OwnedFd, ProbeError> {
             ADDR_LEN,
         ) != 0
         {
-            return Err(no_loopback("connect to 127.0.0.1"));
+            return Err(no_port("connect to 127.0.0.1"));
         }
         no_delay(&fd);
         Ok(fd)
@@ -298,7 +315,7 @@ fn pair(t: Transport) -> Result<(End, End), ProbeError> {
                     )
                 };
                 if rc != 0 {
-                    return Err(no_loopback("connect to 127.0.0.1"));
+                    return Err(no_port("connect to 127.0.0.1"));
                 }
             }
             Ok((single(a), single(b)))

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fails, oslab, stdout, temp_db, tool};
+use common::{fails, oslab, processes_mentioning, stdout, temp_db, tool};
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -1012,16 +1012,6 @@ fn activity_refuses_bad_arguments() {
 }
 
 /// Processes whose command line mentions `marker` (our forked children carry the parent's).
-fn processes_mentioning(marker: &Path) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(marker.to_str().unwrap()))
-        .collect()
-}
-
 #[test]
 fn timeslice_sees_slices_and_switches_and_reaps_its_processes() {
     let _turn = exclusive();

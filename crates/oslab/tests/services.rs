@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::temp_db;
+use common::{processes_mentioning, temp_db};
 use serde_json::Value;
 
 /// `oslab run --quick PROBES --json` under `wrapper` (a command that runs oslab), its rows.
@@ -98,20 +98,18 @@ fn every_service_is_measured_or_says_why() {
     }
 }
 
-/// A temp dir too small for the cached file (a 2 MiB tmpfs, in a mount namespace of the test's
-/// own): the read says why, and the create and delete still measure there.
-#[test]
-#[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
-fn a_full_temp_dir_is_said_not_measured() {
+/// `oslab run --quick fs` with its temp dir a tmpfs mounted with `options`, in a mount namespace
+/// of the test's own; its rows, and whether the directory was left empty.
+fn fs_rows_in_tmpfs(options: &str) -> Option<(Vec<Value>, bool)> {
     if !oslab_testkit::require_root("mounting a small tmpfs")
         || !oslab_testkit::require(&["unshare"])
     {
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let (_d, db) = temp_db();
     let script = format!(
-        "mount -t tmpfs -o size=2m none {0} && exec {1} run --quick fs --temp-dir {0} --json --db {2}",
+        "mount -t tmpfs -o {options} none {0} && exec {1} run --quick fs --temp-dir {0} --json --db {2}",
         dir.path().display(),
         assert_cmd::cargo::cargo_bin("oslab").display(),
         db.display()
@@ -126,12 +124,28 @@ fn a_full_temp_dir_is_said_not_measured() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    for m in doc["measurements"]
+    let rows = doc["measurements"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|m| m["probe"] != "host")
-    {
+        .cloned()
+        .collect();
+    // The mount is gone with its namespace, and what was in it; the private directory was
+    // removed before, so the directory beneath is empty.
+    let empty = std::fs::read_dir(dir.path()).unwrap().count() == 0;
+    Some((rows, empty))
+}
+
+/// A temp dir too small for the cached file (a 2 MiB tmpfs): the read says why, and the create
+/// and delete still measure there.
+#[test]
+#[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
+fn a_full_temp_dir_is_said_not_measured() {
+    let Some((rows, empty)) = fs_rows_in_tmpfs("size=2m") else {
+        return;
+    };
+    for m in &rows {
         match m["probe"].as_str().unwrap() {
             "fs.cached-read" => assert!(
                 m["status"] == "failed" && m["reason"].as_str().unwrap().contains("would not fit"),
@@ -143,9 +157,25 @@ fn a_full_temp_dir_is_said_not_measured() {
             }
         }
     }
-    // Nothing left in the directory (the mount is gone with its namespace; so is what was in it,
-    // but the private directory was removed before).
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(empty);
+}
+
+/// A read-only temp dir: every file probe says so, and none gives a number.
+#[test]
+#[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
+fn a_read_only_temp_dir_is_said_not_measured() {
+    let Some((rows, empty)) = fs_rows_in_tmpfs("size=64m,ro") else {
+        return;
+    };
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for m in &rows {
+        let why = m["reason"].as_str().unwrap_or("");
+        assert!(
+            m["status"] == "failed" && (why.contains("Read-only") || why.contains("not writable")),
+            "{m}"
+        );
+    }
+    assert!(empty);
 }
 
 /// A network namespace of its own has `lo` down: the loopback probes skip, saying so, and the
@@ -359,4 +389,91 @@ fn the_file_cache_capacity_is_found_under_a_memory_cgroup() {
         .collect();
     assert!(rates.len() >= 3, "{rates:?}");
     assert!(rates[rates.len() - 1] < 0.8 * rates[0], "{rates:?}");
+}
+
+/// Ctrl-C at a random point among the services (sockets with their peers, signal handlers, the
+/// forked readers of uncached files): the run stops as interrupted, no peer or reader process
+/// lives on, and nothing is left in the temp dir.
+#[test]
+fn an_interrupted_service_run_leaves_no_process_or_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("services-interrupted.db");
+    let scratch = tempfile::tempdir_in("/var/tmp").unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+        .args([
+            "run",
+            "--quick",
+            "ipc.unix",
+            "ipc.tcp",
+            "signal",
+            "fs.create",
+            "fs.readers",
+        ])
+        .arg("--temp-dir")
+        .arg(scratch.path())
+        .arg("--db")
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    std::thread::sleep(std::time::Duration::from_millis(300 + seed % 2500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Interrupted (130), or done just before the signal came (0).
+    assert!(matches!(out.status.code(), Some(130) | Some(0)), "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left = processes_mentioning(&db);
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let files: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
+    assert!(files.is_empty(), "left in the temp dir: {files:?}");
+}
+
+/// A local port range used up (4 ports, in a network namespace of the test's own with `lo` up):
+/// a TCP probe that cannot connect says the range is the cause, not a missing loopback.
+#[test]
+fn a_used_up_port_range_is_named_as_the_cause() {
+    if !oslab_testkit::require(&["unshare", "ip"]) {
+        return;
+    }
+    let (_d, db) = temp_db();
+    let script = format!(
+        "ip link set lo up && echo '40000 40003' > /proc/sys/net/ipv4/ip_local_port_range && exec {} run --quick --json ipc.tcp ipc.tcp-connect --db {}",
+        assert_cmd::cargo::cargo_bin("oslab").display(),
+        db.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-rn", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return oslab_testkit::skip(&format!(
+            "needs a network namespace whose port range can be set: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<&Value> = doc["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["probe"] != "host")
+        .collect();
+    assert!(
+        rows.iter().any(|m| m["status"] == "skipped"),
+        "4 ports were enough for every connection: {rows:?}"
+    );
+    for m in rows.iter().filter(|m| m["status"] == "skipped") {
+        let why = m["reason"].as_str().unwrap();
+        assert!(
+            why.contains("ip_local_port_range = 40000-40003") && !why.contains("`lo` up"),
+            "{m}"
+        );
+    }
 }

@@ -78,3 +78,15 @@ pub fn printed(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Command lines of live processes that mention `marker` (a unique path every forked peer of
+/// a run carries in its arguments).
+pub fn processes_mentioning(marker: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(marker.to_str().unwrap()))
+        .collect()
+}

@@ -657,6 +657,27 @@ pub fn plan(
             all.len()
         ));
     }
+    for n in t.nodes.iter().filter(|n| n.cpus.is_empty()) {
+        let what = [
+            n.kind
+                .as_deref()
+                .map(|k| crate::text::printable(k).to_string()),
+            n.memory.map(crate::units::bytes),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        notes.push(format!(
+            "node {} ({}) has memory and no cpus: no rank's memory is put there; `numactl --preferred={}` (or --membind) in a rank's line uses it",
+            n.id,
+            match what.is_empty() {
+                true => "memory only".to_string(),
+                false => what,
+            },
+            n.id
+        ));
+    }
     Ok(Plan {
         policy,
         ranks,
@@ -725,6 +746,10 @@ pub struct Lines {
     pub numactl: Vec<String>,
     /// One `srun` line for the whole job (masks and memory in rank order).
     pub srun: String,
+    /// One `srun` line for every node of an allocation of like nodes: the plan's ranks on each
+    /// (`--ntasks-per-node`; the masks apply to each node's local ranks), the step's cpus its
+    /// own (`--exclusive`).
+    pub srun_per_node: String,
     /// The OpenMP environment of each rank.
     pub openmp: Vec<String>,
     /// One `likwid-pin` line per rank.
@@ -793,6 +818,11 @@ pub fn lines(plan: &Plan, program: &[String]) -> Lines {
             .collect(),
         srun: format!(
             "srun --ntasks={} --cpus-per-task={threads} --cpu-bind=mask_cpu:{} --mem-bind={mem_bind} {program}",
+            plan.ranks.len(),
+            masks.join(","),
+        ),
+        srun_per_node: format!(
+            "srun --ntasks-per-node={} --cpus-per-task={threads} --exclusive --cpu-bind=mask_cpu:{} --mem-bind={mem_bind} {program}",
             plan.ranks.len(),
             masks.join(","),
         ),
@@ -955,6 +985,10 @@ mod tests {
             "srun --ntasks=2 --cpus-per-task=4 --cpu-bind=mask_cpu:0xf,0xf0 --mem-bind=map_mem:0,1 ./a.out 'x y'"
         );
         assert_eq!(
+            l.srun_per_node,
+            "srun --ntasks-per-node=2 --cpus-per-task=4 --exclusive --cpu-bind=mask_cpu:0xf,0xf0 --mem-bind=map_mem:0,1 ./a.out 'x y'"
+        );
+        assert_eq!(
             l.openmp[0],
             "OMP_NUM_THREADS=4 OMP_PLACES='{0},{1},{2},{3}' OMP_PROC_BIND=close"
         );
@@ -1064,6 +1098,7 @@ mod tests {
                 distances: vec![],
                 hmat: None,
                 hmat_table: vec![],
+                kind: None,
             })
             .collect();
         let caches: Vec<crate::topology::Cache> = (0..packages * dies)

@@ -107,6 +107,11 @@ pub struct Node {
     /// entry each (root reads `/sys/firmware/acpi/tables/HMAT`; empty where it was not read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hmat_table: Vec<Hmat>,
+    /// The kind of its memory where something says: hwloc's subtype (`HBM`, `MCDRAM`, `NVM`,
+    /// `CXL-DRAM`), or the kernel's memory tier relative to the cpus' memory (`slower tier`,
+    /// `faster tier`). None: plain memory, or not said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 impl Node {
@@ -200,6 +205,7 @@ impl Topology {
                 distances: vec![],
                 hmat: None,
                 hmat_table: vec![],
+                kind: None,
             })
             .collect();
         Topology {

@@ -236,6 +236,30 @@ fn read_node_membership(
     Ok(map)
 }
 
+/// The kernel's memory tier of each node (`memory_tiering/memory_tierN/nodelist`, beside
+/// `system/` under `devices/`): a higher tier is slower memory (CXL, persistent memory).
+fn memory_tiers(root: &Path) -> std::collections::HashMap<usize, u32> {
+    let mut tiers = std::collections::HashMap::new();
+    let Some(dir) = root.parent().map(|d| d.join("virtual/memory_tiering")) else {
+        return tiers;
+    };
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(tier) = name
+            .strip_prefix("memory_tier")
+            .and_then(|t| t.parse().ok())
+        else {
+            continue;
+        };
+        if let Ok(nodes) = read_cpuset(&entry.path().join("nodelist")) {
+            for node in nodes.iter() {
+                tiers.insert(node, tier);
+            }
+        }
+    }
+    tiers
+}
+
 fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> {
     let ids = node_dirs(root);
     if ids.is_empty() {
@@ -246,9 +270,19 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
             distances: vec![10],
             hmat: None,
             hmat_table: vec![],
+            kind: None,
         }]);
     }
     let mut nodes = Vec::new();
+    let tiers = memory_tiers(root);
+    // The cpus' memory sets the reference tier; the kernel's default for DRAM is tier 4.
+    let reference = ids
+        .iter()
+        .find(|&&id| {
+            read_cpuset(&root.join(format!("node/node{id}/cpulist"))).is_ok_and(|c| !c.is_empty())
+        })
+        .and_then(|id| tiers.get(id).copied())
+        .unwrap_or(4);
     for id in ids {
         let dir = root.join(format!("node/node{id}"));
         let cpus = read_cpuset(&dir.join("cpulist"))?;
@@ -268,6 +302,11 @@ fn read_nodes(root: &Path, online: &CpuSet) -> Result<Vec<Node>, TopologyError> 
         nodes.push(Node {
             hmat: read_hmat(&dir),
             hmat_table: vec![],
+            kind: tiers.get(&id).and_then(|&t| match t.cmp(&reference) {
+                std::cmp::Ordering::Greater => Some("slower tier".to_string()),
+                std::cmp::Ordering::Less => Some("faster tier".to_string()),
+                std::cmp::Ordering::Equal => None,
+            }),
             id,
             cpus,
             memory,
@@ -398,6 +437,26 @@ mod tests {
         assert_eq!(t.last_level_cache().unwrap().size, 32 << 20);
         assert_eq!(t.caches.iter().filter(|c| c.level == 3).count(), 2);
         assert_eq!(t.shape(), "2 sockets x 4 cores x 2 threads, 2 NUMA nodes");
+    }
+
+    #[test]
+    fn a_slower_memory_tier_is_named_on_its_node() {
+        // A CPU-less node in a higher memory tier (CXL or persistent memory added as kmem).
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("system");
+        write_fake_sysfs(&root, 1, 2, 1, 1).unwrap();
+        let far = root.join("node/node1");
+        std::fs::create_dir_all(&far).unwrap();
+        std::fs::write(far.join("cpulist"), "\n").unwrap();
+        std::fs::write(far.join("distance"), "20 10\n").unwrap();
+        for (tier, nodes) in [("memory_tier4", "0"), ("memory_tier22", "1")] {
+            let d = dir.path().join("virtual/memory_tiering").join(tier);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("nodelist"), format!("{nodes}\n")).unwrap();
+        }
+        let t = read_from(&root).unwrap();
+        let kinds: Vec<Option<&str>> = t.nodes.iter().map(|n| n.kind.as_deref()).collect();
+        assert_eq!(kinds, [None, Some("slower tier")]);
     }
 
     #[test]

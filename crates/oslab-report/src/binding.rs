@@ -50,8 +50,8 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
     };
     out.push_str(&block("numactl, one line per rank:", &lines.numactl));
     out.push_str(&block(
-        "Slurm, the whole node:",
-        std::slice::from_ref(&lines.srun),
+        "Slurm, the whole node; then every node of an allocation of like nodes:",
+        &[lines.srun.clone(), lines.srun_per_node.clone()],
     ));
     out.push_str(&block(
         "Open MPI (ppr when the plan is that regular; the wrapper below always):",

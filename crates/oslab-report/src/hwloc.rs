@@ -236,10 +236,15 @@ fn write_object(
         *gp += 1;
         let _ = writeln!(
             out,
-            "{pad}  <object type=\"NUMANode\" os_index=\"{}\" cpuset=\"{node_cpus}\" complete_cpuset=\"{node_cpus}\" nodeset=\"{ns}\" complete_nodeset=\"{ns}\" gp_index=\"{gp}\" local_memory=\"{}\"/>",
+            "{pad}  <object type=\"NUMANode\" os_index=\"{}\" cpuset=\"{node_cpus}\" complete_cpuset=\"{node_cpus}\" nodeset=\"{ns}\" complete_nodeset=\"{ns}\" gp_index=\"{gp}\" local_memory=\"{}\"{subtype}/>",
             node.id,
             node.memory.unwrap_or(0),
             ns = hex_set(std::iter::once(node.id)),
+            subtype = node
+                .kind
+                .as_ref()
+                .map(|k| format!(" subtype=\"{}\"", escape(k)))
+                .unwrap_or_default(),
         );
     }
     for &c in &o.children {

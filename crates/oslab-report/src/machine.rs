@@ -204,11 +204,18 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     for n in &t.nodes {
         let _ = writeln!(
             o,
-            "  node {}  cpus {:<12} memory {:>10}  distances {:?}",
+            "  node {}  cpus {:<12} memory {:>10}  distances {:?}{}",
             n.id,
-            n.cpus.to_string(),
+            match n.cpus.is_empty() {
+                true => "none".to_string(),
+                false => n.cpus.to_string(),
+            },
             n.memory.map(bytes).unwrap_or_else(|| "?".into()),
-            n.distances
+            n.distances,
+            n.kind
+                .as_ref()
+                .map(|k| format!("  {} memory", oslab_core::text::printable(k)))
+                .unwrap_or_default()
         );
         let table = if n.hmat_table.is_empty() {
             n.hmat.as_slice()

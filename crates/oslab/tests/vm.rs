@@ -188,6 +188,7 @@ fn two_sockets_with_smt_siblings_and_two_nodes() {
     let info = g.json("info.json");
     ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "package");
     planned_here_as_there(&g, "2", "4");
+    planned_like_hwloc_distrib(&g, 2);
     hwloc_reads(
         &g,
         &[("package", 2), ("core", 8), ("pu", 16), ("numanode", 2)],
@@ -252,6 +253,54 @@ fn planned_here_as_there(g: &Guest, ranks: &str, threads: &str) {
         g.json("bind.json")["plan"]["ranks"],
         "{here}"
     );
+}
+
+/// The guest's plan (bind.json) beside hwloc-distrib's `ranks` sets on the guest's own topology
+/// (topo.xml, where hwloc is installed on the host): each rank's cpus within one of its sets, a
+/// set a rank, as hwloc's reference rule places them.
+fn planned_like_hwloc_distrib(g: &Guest, ranks: usize) {
+    if !oslab_testkit::require(&["hwloc-distrib"]) {
+        return;
+    }
+    let out = Command::new("hwloc-distrib")
+        .arg("--input")
+        .arg(g.out.path().join("topo.xml"))
+        .arg(ranks.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // hwloc's cpuset: 32-bit words, the most significant first.
+    let set = |mask: &str| -> std::collections::BTreeSet<u64> {
+        mask.split(',')
+            .rev()
+            .enumerate()
+            .flat_map(|(w, word)| {
+                let bits = u64::from_str_radix(word.trim_start_matches("0x"), 16).unwrap_or(0);
+                (0..32)
+                    .filter(move |b| bits >> b & 1 == 1)
+                    .map(move |b| w as u64 * 32 + b)
+            })
+            .collect()
+    };
+    let mut free: Vec<_> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(set)
+        .collect();
+    assert_eq!(free.len(), ranks, "{out:?}");
+    let bind = g.json("bind.json");
+    for rank in bind["plan"]["ranks"].as_array().unwrap() {
+        let cpus: std::collections::BTreeSet<u64> = rank["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        let home = free
+            .iter()
+            .position(|s| cpus.is_subset(s))
+            .unwrap_or_else(|| panic!("rank {rank} within none of hwloc-distrib's {free:?}"));
+        free.remove(home);
+    }
 }
 
 /// hwloc reads the guest's `oslab info --hwloc` (topo.xml) with `counts` objects of each type
@@ -944,11 +993,15 @@ fn pinned_workers(said: &str) -> Vec<u32> {
 #[test]
 #[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
 fn a_socket_of_two_l3s_is_two_cache_domains() {
-    let script = format!("oslab info --json > /out/info.json\n{SHUFFLED_LOCKBENCH}");
+    let script = format!(
+        "oslab info --json > /out/info.json && oslab info --hwloc > /out/topo.xml && oslab bind --ranks 2 --threads 4 --json > /out/bind.json\n{SHUFFLED_LOCKBENCH}"
+    );
     let Some(g) = parallel_guest("ccx", &script) else {
         return;
     };
     let info = g.json("info.json");
+    // bind: a rank an L3 (a die), as hwloc-distrib places two.
+    planned_like_hwloc_distrib(&g, 2);
     assert_eq!(distinct(&info, "package"), 1);
     assert_eq!(distinct(&info, "die"), 2, "two dies in the socket");
     // Two L3s in the one socket, as an AMD CCX or an Intel die has.
@@ -967,11 +1020,16 @@ fn a_socket_of_two_l3s_is_two_cache_domains() {
 #[test]
 #[ignore = "needs qemu-system-x86, busybox-static and a kernel image (scripts/test installs them)"]
 fn four_sockets_with_smt_place_a_locks_threads_on_distinct_cores() {
-    let script = format!("oslab info --json > /out/info.json\n{SHUFFLED_LOCKBENCH}");
+    let script = format!(
+        "oslab info --json > /out/info.json && oslab info --hwloc > /out/topo.xml && oslab bind --ranks 8 --threads 2 --json > /out/bind.json\n{SHUFFLED_LOCKBENCH}"
+    );
     let Some(g) = parallel_guest("4s-smt", &script) else {
         return;
     };
     let info = g.json("info.json");
+    // bind: 8 ranks of 2 over 4 packages of 2 cores x 2 threads (the layout that once left
+    // ranks empty), two a package, as hwloc-distrib places them.
+    planned_like_hwloc_distrib(&g, 8);
     assert_eq!(distinct(&info, "package"), 4);
     assert_eq!(distinct(&info, "node"), 4);
     assert_eq!(sharing(&info, 3), vec!["0-3", "12-15", "4-7", "8-11"]);
@@ -1013,6 +1071,7 @@ fn two_nodes_per_package_and_a_cpuset_restricting_memory_nodes() {
     assert_eq!(distinct(&info, "node"), 4);
     ranks_apart_on_distinct_cores(&info, &g.json("bind.json"), "node");
     planned_here_as_there(&g, "4", "2");
+    planned_like_hwloc_distrib(&g, 4);
     let mode = std::fs::read_to_string(g.out.path().join("mode.txt")).unwrap_or_default();
     assert!(
         mode.contains("2 nodes in a package: sub-NUMA clustering"),

@@ -279,6 +279,7 @@ mod tests {
                 write_bandwidth_mbs: None,
             }),
             hmat_table: vec![],
+            kind: None,
         }
     }
 

@@ -196,6 +196,7 @@ pub fn read(xml: &str) -> Result<Described, String> {
                 distances: Vec::new(),
                 hmat: None,
                 hmat_table: vec![],
+                kind: attr("subtype").map(|k| crate::text::shortened(&k, 24)),
             }),
             kind if kind.starts_with('L') && kind.ends_with("Cache") => {
                 // "L2Cache", "L1dCache", "L1iCache": a level digit, then an optional kind.
@@ -261,6 +262,7 @@ pub fn read(xml: &str) -> Result<Described, String> {
             distances: vec![10],
             hmat: None,
             hmat_table: vec![],
+            kind: None,
         });
     }
     nodes.sort_by_key(|n| n.id);
@@ -432,6 +434,39 @@ mod tests {
   </distances2>
 </topology>
 "#;
+
+    #[test]
+    fn a_memory_only_node_keeps_its_kind_and_a_plan_names_it() {
+        let xml = MACHINE.replacen(
+            "  </object>\n  <distances2",
+            "    <object type=\"NUMANode\" os_index=\"2\" cpuset=\"0x0\" local_memory=\"17179869184\" subtype=\"MCDRAM\"/>\n  </object>\n  <distances2",
+            1,
+        );
+        let t = read(&xml).unwrap().topology;
+        let hbm = t.nodes.iter().find(|n| n.id == 2).unwrap();
+        assert_eq!(
+            (hbm.kind.as_deref(), hbm.cpus.is_empty()),
+            (Some("MCDRAM"), true)
+        );
+        let p = crate::binding::plan(
+            &t,
+            &t.online(),
+            2,
+            Some(2),
+            crate::binding::Policy::Spread,
+            &crate::binding::Costs::default(),
+        )
+        .unwrap();
+        // Ranks keep their memory on their own nodes; the plan says where the MCDRAM is.
+        assert!(p.ranks.iter().all(|r| r.memory != [2]), "{p:?}");
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.starts_with("node 2 (MCDRAM, 16 GiB) has memory and no cpus")),
+            "{:?}",
+            p.notes
+        );
+    }
 
     #[test]
     fn indexes_past_the_limits_are_refused_not_allocated() {

@@ -271,17 +271,40 @@ mod tests {
             return;
         }
         let cpu = 0;
-        // Our own spinning thread: its time is ours.
-        let a = Snapshot::take().unwrap();
-        let spin = std::thread::spawn(|| {
-            let t = Instant::now();
-            while t.elapsed().as_millis() < 400 {
-                std::hint::black_box(0u64);
-            }
+        let foreign = |work: &dyn Fn()| {
+            let a = Snapshot::take().unwrap();
+            work();
+            a.until(&Snapshot::take().unwrap(), cpu)
+                .unwrap()
+                .foreign_cpus
+        };
+        let idle = || std::thread::sleep(std::time::Duration::from_millis(300));
+        // Our own spinning thread: its time is ours. Judged only in a window whose neighbours
+        // were quiet too (other work that starts mid-test is not ours either way), up to 3 tries.
+        let spin = || {
+            std::thread::spawn(|| {
+                let t = Instant::now();
+                while t.elapsed().as_millis() < 400 {
+                    std::hint::black_box(0u64);
+                }
+            })
+            .join()
+            .unwrap()
+        };
+        let mut seen = Vec::new();
+        let clean = (0..3).find_map(|_| {
+            let (before, ours, after) = (foreign(&idle), foreign(&spin), foreign(&idle));
+            seen.push((before, ours, after));
+            (before.max(after) < 0.3).then_some(ours)
         });
-        spin.join().unwrap();
-        let ours = a.until(&Snapshot::take().unwrap(), cpu).unwrap();
-        assert!(ours.foreign_cpus < 0.5, "{ours:?}");
+        match clean {
+            Some(ours) => assert!(ours < 0.5, "{seen:?}"),
+            None => {
+                return oslab_testkit::skip(&format!(
+                    "other work came and went during each try (foreign cpus before, during, after: {seen:?})"
+                ))
+            }
+        }
         // Another process spinning: foreign.
         let a = Snapshot::take().unwrap();
         let mut other = std::process::Command::new("sh")

@@ -29,21 +29,13 @@ fn find<'a>(ms: &'a [Measurement], line: &Headline) -> Option<&'a Measurement> {
 /// partly from a cache (a `--quick` run's small arrays) is marked `*`: [`notes`] says why.
 pub fn table(ms: &[Measurement]) -> Option<Table> {
     // An 80-column terminal keeps the value, its interval (relative: it reads the same at any
-    // scale), its ratio to the model and the status; a wider one adds the prediction and why a
-    // figure is noisy.
+    // scale), its ratio to the model and the status; a wider one adds the prediction. Why a
+    // figure is noisy is said under the table ([`notes`]), the same at every width.
     let mut t = Table::new(
-        &[
-            "",
-            "median",
-            "CI95",
-            "predicted",
-            "vs model",
-            "status",
-            "why noisy",
-        ],
+        &["", "median", "CI95", "predicted", "vs model", "status"],
         &[1, 2, 3, 4],
     )
-    .optional(&[6, 3]);
+    .optional(&[3]);
     for line in HEADLINE {
         let Some(m) = find(ms, line) else { continue };
         let Some(s) = m.summary.as_ref().filter(|_| m.status.has_value()) else {
@@ -55,7 +47,6 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
                 String::new(),
                 String::new(),
                 m.status.word().into(),
-                String::new(),
             ]);
             continue;
         };
@@ -89,10 +80,6 @@ pub fn table(ms: &[Measurement]) -> Option<Table> {
             match crate::summary::still_holds(m) {
                 true => TIGHT.to_string(),
                 false => m.status.word().to_string(),
-            },
-            match &m.status {
-                oslab_core::Status::Noisy(cause) => cause.clone(),
-                _ => String::new(),
             },
         ]);
     }
@@ -143,7 +130,7 @@ pub fn notes(ms: &[Measurement]) -> String {
         .filter_map(|line| find(ms, line))
         .any(crate::summary::still_holds);
     let tight = match tight {
-        true => "tight: noisy (measured while other work ran), yet within ±2% on a core at full speed: it likely holds, unless the load itself enters the figure (a switch, a bandwidth)\n",
+        true => "tight: noisy (other work ran), yet within ±2% on a full-speed core: it holds, unless the load is in the figure\n",
         false => "",
     };
     let composed = HEADLINE
@@ -163,27 +150,35 @@ pub fn notes(ms: &[Measurement]) -> String {
     )
     .map(|note| note + "\n")
     .unwrap_or_default();
-    format!("{}{tight}{composed}{coverage}", cache_note(ms))
+    format!(
+        "{}{}{tight}{composed}{coverage}",
+        noisy_note(ms),
+        cache_note(ms)
+    )
 }
 
-/// Why each noisy headline figure is noisy, in a line, for a terminal too narrow for the
-/// `why noisy` column (the first it lets go): screen 1 must still say why.
-pub fn noisy_note(ms: &[Measurement]) -> String {
-    let why: Vec<String> = HEADLINE
+/// Why each noisy headline figure is noisy: a line per cause, its figures.
+fn noisy_note(ms: &[Measurement]) -> String {
+    let mut by_cause: Vec<(String, Vec<String>)> = Vec::new();
+    for (line, m) in HEADLINE
         .iter()
         .filter_map(|line| Some((line, find(ms, line)?)))
         .filter(|(_, m)| !crate::summary::still_holds(m))
-        .filter_map(|(line, m)| match &m.status {
-            oslab_core::Status::Noisy(cause) if !cause.is_empty() => {
-                Some(format!("{} ({cause})", label(line, m)))
+    {
+        if let oslab_core::Status::Noisy(cause) = &m.status {
+            if cause.is_empty() {
+                continue;
             }
-            _ => None,
-        })
-        .collect();
-    match why.is_empty() {
-        true => String::new(),
-        false => format!("noisy: {}\n", why.join(", ")),
+            match by_cause.iter_mut().find(|(c, _)| c == cause) {
+                Some((_, names)) => names.push(label(line, m)),
+                None => by_cause.push((cause.clone(), vec![label(line, m)])),
+            }
+        }
     }
+    by_cause
+        .iter()
+        .map(|(cause, names)| format!("noisy ({cause}): {}\n", names.join("; ")))
+        .collect()
 }
 
 /// What a `*` means, once, or nothing.
@@ -196,7 +191,7 @@ fn cache_note(ms: &[Measurement]) -> String {
         .collect();
     match marked.first() {
         Some(level) => format!(
-            "* {level}: partly the cache's bandwidth, not the memory's alone (`oslab show --details` gives the arrays' size)\n"
+            "* {level}: partly the cache's bandwidth, not the memory's alone (`--details`: the arrays' size)\n"
         ),
         None => String::new(),
     }
@@ -267,26 +262,18 @@ mod tests {
         busy[1].summary = Summary::new(&[60.0, 80.0, 100.0, 70.0, 90.0]);
         let t = table(&busy).unwrap();
         assert_eq!(
-            (t.rows[0][5].as_str(), t.rows[0][6].as_str()),
-            ("tight", "contention")
+            (t.rows[0][5].as_str(), t.rows[1][5].as_str()),
+            ("tight", "noisy")
         );
-        assert_eq!(
-            (t.rows[1][5].as_str(), t.rows[1][6].as_str()),
-            ("noisy", "contention")
-        );
-        // Why the noisy one is noisy is said under the table (a narrow terminal drops the
-        // column); the tight one is not listed there.
-        let said = noisy_note(&busy) + &notes(&busy);
+        // Why the noisy one is noisy is said under the table, the same at every width; the
+        // tight one is not listed there.
+        let said = notes(&busy);
         let first = said.lines().next().unwrap();
-        assert!(
-            first.starts_with("noisy: ") && first.ends_with("(contention)"),
+        assert_eq!(
+            first, "noisy (contention): triad bandwidth, all threads",
             "{said}"
         );
-        assert_eq!(first.matches("(contention)").count(), 1, "{said}");
-        assert!(
-            said.contains("\ntight: noisy (measured while other work ran)"),
-            "{said}"
-        );
+        assert!(said.contains("\ntight: noisy (other work ran)"), "{said}");
         // A prediction composed from the run says so; one from the specs does not.
         let mut checked = ms.clone();
         let p = |kind| {

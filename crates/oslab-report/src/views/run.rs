@@ -73,12 +73,8 @@ pub fn run(record: &oslab_store::RunRecord, ms: &[Measurement], details: bool) -
     }
     if let Some(headline) = crate::headline::table(ms) {
         out.push_str("\nheadline (details below; `oslab report` draws them)\n");
-        let shown = render(&headline);
-        out.push_str(&shown);
+        out.push_str(&render(&headline));
         out.push('\n');
-        if !shown.contains("why noisy") {
-            out.push_str(&crate::headline::noisy_note(ms));
-        }
         out.push_str(&crate::headline::notes(ms));
         out.push_str("\ndetails\n");
     }
@@ -109,12 +105,8 @@ fn summary(
     let mut out = String::new();
     if let Some(headline) = crate::headline::table(ms) {
         out.push_str("\nheadline\n");
-        let shown = render(&headline);
-        out.push_str(&shown);
+        out.push_str(&render(&headline));
         out.push('\n');
-        if !shown.contains("why noisy") {
-            out.push_str(&crate::headline::noisy_note(ms));
-        }
         out.push_str(&crate::headline::notes(ms));
     }
     let id = record

@@ -178,6 +178,46 @@ fn a_read_only_temp_dir_is_said_not_measured() {
     assert!(empty);
 }
 
+/// A temp dir mounted noexec as TMPDIR: the exec probes say so (their do-nothing program cannot
+/// run from there), and leave nothing behind.
+#[test]
+#[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
+fn a_noexec_temp_dir_is_named_as_the_cause() {
+    if !oslab_testkit::require_root("mounting a small tmpfs")
+        || !oslab_testkit::require(&["unshare"])
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (_d, db) = temp_db();
+    let script = format!(
+        "mount -t tmpfs -o size=16m,noexec none {0} && TMPDIR={0} {1} run --quick task.fork-exec --json --db {2}; ls -A {0}",
+        dir.path().display(),
+        assert_cmd::cargo::cargo_bin("oslab").display(),
+        db.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stream = serde_json::Deserializer::from_str(&text).into_iter::<Value>();
+    let doc = stream.next().unwrap().unwrap();
+    let left = text[stream.byte_offset()..].trim();
+    assert!(left.is_empty(), "left in the noexec dir: {left}");
+    for m in doc["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["probe"] != "host")
+    {
+        assert!(
+            m["status"] == "failed" && m["reason"].as_str().unwrap().contains("noexec"),
+            "{m}"
+        );
+    }
+}
+
 /// A network namespace of its own has `lo` down: the loopback probes skip, saying so, and the
 /// pipe still measures.
 #[test]

@@ -73,13 +73,26 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
     ] {
         from(name, &fingerprint[key]);
     }
-    for (name, v) in [
-        ("NUMA balancing", &environment["numa_balancing"]),
-        ("isolated cpus", &environment["isolation"]),
-        ("cpuset", &environment["limits"]["cpuset"]),
-        ("cpu quota", &environment["limits"]["cpu_quota"]),
+    from("NUMA balancing", &environment["numa_balancing"]);
+    // A limit's absence is a value: a run that recorded the field without one (null, or no
+    // isolated cpus) had none, so none -> some is a move; a run without the field (an older
+    // oslab) is unknown, never a change.
+    for (name, parent, key, none) in [
+        ("isolated cpus", environment, "isolation", "none"),
+        (
+            "cpuset",
+            &environment["limits"],
+            "cpuset",
+            "all cpus and nodes",
+        ),
+        ("cpu quota", &environment["limits"], "cpu_quota", "none"),
     ] {
-        from(name, v);
+        match parent.get(key) {
+            None => {}
+            Some(Value::Null) => from(name, &Value::String(none.into())),
+            Some(Value::Array(a)) if a.is_empty() => from(name, &Value::String(none.into())),
+            Some(v) => from(name, v),
+        }
     }
     // Memory to the GiB (the quarter GiB under 4): what the kernel keeps for itself moves
     // MemTotal by megabytes between boots of one machine; a node with four times the others'
@@ -350,6 +363,39 @@ mod tests {
             fleet[1].clone(),
         ];
         assert!(odd_ones(&halves).is_empty());
+    }
+
+    #[test]
+    fn a_limit_from_none_to_some_is_a_move() {
+        let with = |limits: Value, isolation: Value| {
+            configuration(
+                &json!({"kernel": "6.18"}),
+                &json!({"isolation": isolation, "limits": limits}),
+            )
+        };
+        let free = [with(json!({"cpuset": null, "cpu_quota": null}), json!([]))];
+        let quota = [with(json!({"cpuset": null, "cpu_quota": 0.5}), json!([]))];
+        let pinned = [with(
+            json!({"cpuset": "cpus 0 of 0-1", "cpu_quota": null}),
+            json!([]),
+        )];
+        let isolated = [with(
+            json!({"cpuset": null, "cpu_quota": null}),
+            json!(["1"]),
+        )];
+        let said = |a: &[Vec<Setting>], b: &[Vec<Setting>]| {
+            diff(a, b).iter().map(|m| m.to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(said(&free, &quota), ["cpu quota none -> 0.5"]);
+        assert_eq!(
+            said(&free, &pinned),
+            ["cpuset all cpus and nodes -> cpus 0 of 0-1"]
+        );
+        assert_eq!(said(&free, &isolated), ["isolated cpus none -> 1"]);
+        assert!(said(&free, &free).is_empty());
+        // A run from before the limits were recorded: unknown, not a move.
+        let old = [configuration(&json!({"kernel": "6.18"}), &json!({}))];
+        assert!(said(&old, &quota).is_empty());
     }
 
     #[test]

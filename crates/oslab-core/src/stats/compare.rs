@@ -259,9 +259,14 @@ impl Judgement {
 
     /// No difference under a band, or with an interval, reaching beyond [`BLIND_BAND`] is no
     /// verdict: it cannot tell (two runs a side whose runs drift 30% apart give an interval of
-    /// -22..+30% around no change: not `same`).
-    fn blind_if_wide(self) -> Judgement {
-        match self.verdict == Verdict::Same && self.unseen() > BLIND_BAND {
+    /// -22..+30% around no change: not `same`). Nor is an interval wholly beyond `threshold`
+    /// that a band widened by drift holds: a +14..+17% slowdown within history's ±19% is not
+    /// `same`, it cannot be told from the drift.
+    fn blind_if_wide(self, threshold: f64) -> Judgement {
+        let beyond = self
+            .interval
+            .is_some_and(|[lo, hi]| lo > 1.0 + threshold || hi < 1.0 - threshold);
+        match self.verdict == Verdict::Same && (self.unseen() > BLIND_BAND || beyond) {
             true => Judgement {
                 verdict: Verdict::CannotTell,
                 ..self
@@ -983,7 +988,7 @@ pub fn compare(
                 .at_cache_edge(cache_edge.is_some())
                 .at_load_shift(load_shift)
                 .at_placement_shift(placement && crosses.contains(&k))
-                .blind_if_wide(),
+                .blind_if_wide(threshold),
                 replicates: [kind_a, kind_b],
                 contended,
                 cache_edge,
@@ -1295,7 +1300,8 @@ mod tests {
         // repetitions alone.
         let rows = compare(&[&a1], &[&b1], 0.05, &Drift::from_runs(&[&a2, &b2]));
         assert_eq!(rows[0].drift, Some(ASSUMED_DRIFT));
-        assert_eq!(rows[0].judgement.verdict, Verdict::Same);
+        // Its interval lies wholly beyond the threshold: not `same`, though the band holds it.
+        assert_eq!(rows[0].judgement.verdict, Verdict::CannotTell);
         assert_eq!(
             rows[0].judgement.interval,
             verdict(&a1, &b1).judgement.interval

@@ -99,7 +99,9 @@ pub fn working_set(m: &Measurement) -> Option<f64> {
 fn footprint(m: &Measurement) -> Option<f64> {
     match (m.probe.as_str(), m.metric.as_str()) {
         (id::NUMA_MATRIX, metric::LATENCY) => m.params.get("size")?.as_f64(),
-        (_, metric::BANDWIDTH) => m
+        // Every bandwidth of one measurement (what the program moved, what the hardware did)
+        // has the same arrays: one footprint, one verdict.
+        (_, metric::BANDWIDTH | metric::HW_BANDWIDTH) => m
             .params
             .get("array_bytes")
             .or_else(|| m.context.get("array_bytes"))?
@@ -116,7 +118,7 @@ pub fn rejudge(ms: &mut [Measurement]) {
     for (r, reach) in reaches(ms) {
         for m in ms.iter_mut().filter(|m| m.repetition == r) {
             let Some(bytes) = footprint(m) else { continue };
-            let what = match m.metric == metric::BANDWIDTH {
+            let what = match m.metric != metric::LATENCY {
                 true => "arrays",
                 false => "a chain",
             };

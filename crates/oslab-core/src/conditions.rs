@@ -110,6 +110,14 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
             .collect::<Vec<_>>()
             .join(" ");
     }
+    // How the run was scheduled: autogroup, timer migration, its nice and class.
+    if let Some(ss) = fingerprint["scheduler"].as_array() {
+        for pair in ss {
+            if let (Some(k), Some(v)) = (pair[0].as_str(), pair[1].as_str()) {
+                out.push((format!("scheduler {k}"), v.to_string()));
+            }
+        }
+    }
     // Each mitigation on its own: one switched off is named, not a list that differs.
     if let Some(ms) = fingerprint["mitigations"].as_array() {
         for m in ms {
@@ -363,6 +371,20 @@ mod tests {
             fleet[1].clone(),
         ];
         assert!(odd_ones(&halves).is_empty());
+    }
+
+    #[test]
+    fn how_a_run_was_scheduled_is_a_condition() {
+        let run = |autogroup: &str, nice: &str| {
+            configuration(
+                &json!({"scheduler": [["autogroup", autogroup], ["nice", nice], ["class", "other"]]}),
+                &json!({}),
+            )
+        };
+        let moved = diff(&[run("on", "0")], &[run("off", "0")]);
+        assert_eq!(moved[0].to_string(), "scheduler autogroup on -> off");
+        let moved = diff(&[run("on", "0")], &[run("on", "10")]);
+        assert_eq!(moved[0].to_string(), "scheduler nice 0 -> 10");
     }
 
     #[test]

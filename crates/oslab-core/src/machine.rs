@@ -86,6 +86,11 @@ pub struct Fingerprint {
     /// The kernel's timer tick rate in Hz (CONFIG_HZ): from its configuration, else from how far
     /// jiffies have counted since boot.
     pub tick_hz: Option<u32>,
+    /// How this run was scheduled, setting -> value: the kernel's `autogroup` and `timer
+    /// migration`, the process's `nice` and scheduling `class` as it started (before oslab
+    /// raises its measuring thread). Each moves switch and wake-up costs.
+    #[serde(default)]
+    pub scheduler: Vec<(String, String)>,
 }
 
 /// What we are allowed to do here.

@@ -550,6 +550,7 @@ mod tests {
             seccomp: None,
             audit: None,
             tick_hz: None,
+            scheduler: Vec::new(),
         };
         fp.cpu_vendor = Some("GenuineIntel".into());
         fp.cpu_signature = Some("6/167/1".into());

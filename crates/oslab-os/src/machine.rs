@@ -297,7 +297,52 @@ pub fn fingerprint(topology: &Topology, clock: &Clock) -> Fingerprint {
         seccomp: seccomp(),
         audit: crate::audit::state(),
         tick_hz: tick_hz(),
+        scheduler: scheduler(),
     }
+}
+
+/// How this process is scheduled, as it starts: the kernel's autogroup and timer migration, its
+/// nice value and scheduling class.
+fn scheduler() -> Vec<(String, String)> {
+    let on_off = |path: &str| {
+        read_trim(path).map(|v| match v.as_str() {
+            "0" => "off".to_string(),
+            "1" => "on".to_string(),
+            other => other.to_string(),
+        })
+    };
+    let mut out = Vec::new();
+    for (name, path) in [
+        ("autogroup", "/proc/sys/kernel/sched_autogroup_enabled"),
+        ("timer migration", "/proc/sys/kernel/timer_migration"),
+    ] {
+        if let Some(v) = on_off(path) {
+            out.push((name.to_string(), v));
+        }
+    }
+    // SAFETY: plain queries of this process; errno is cleared first, as getpriority may
+    // return -1 as a value.
+    let (nice, class) = unsafe {
+        *libc::__errno_location() = 0;
+        let nice = libc::getpriority(libc::PRIO_PROCESS, 0);
+        let nice = (*libc::__errno_location() == 0).then_some(nice);
+        (nice, libc::sched_getscheduler(0))
+    };
+    if let Some(n) = nice {
+        out.push(("nice".to_string(), n.to_string()));
+    }
+    let class = match class {
+        libc::SCHED_OTHER => "other",
+        libc::SCHED_BATCH => "batch",
+        libc::SCHED_IDLE => "idle",
+        libc::SCHED_FIFO => "fifo",
+        libc::SCHED_RR => "rr",
+        _ => "",
+    };
+    if !class.is_empty() {
+        out.push(("class".to_string(), class.to_string()));
+    }
+    out
 }
 
 fn capability_bits() -> u64 {

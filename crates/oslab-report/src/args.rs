@@ -69,6 +69,9 @@ pub struct CompareArgs {
     /// beyond the threshold).
     #[arg(long)]
     pub all: bool,
+    /// Say how a change is called, and the false alarms measured on identical runs, in full.
+    #[arg(long)]
+    pub details: bool,
     /// Text or JSON.
     #[command(flatten)]
     pub out: Output,

@@ -11,6 +11,9 @@ use oslab_core::text::Table;
 use oslab_core::units::{bytes, figure, num, percent, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
+/// [`FALSE_ALARMS`] in a line, beside every verdict.
+pub const FALSE_ALARMS_SHORT: &str = "false alarms on identical runs: 0-0.9% of rows for single runs, 0-0.6% with 2-3 runs a side (--details: how a change is called, each case measured)";
+
 /// How often the verdicts cry wolf, as `scripts/false-alarms` measured it: two identical runs
 /// (`--quick --repeat 3`) compared, every regression, improvement or change a false alarm.
 pub const FALSE_ALARMS: &str = "False alarms (scripts/false-alarms, 3 repetitions a side, 2-vCPU KVM guests, 2026-11-28): identical runs, single runs without history 0-0.9% of rows, with earlier runs as history 0.4%, two runs a side 0% (as many rows judged as one run a side), 3 runs a side taken alternately 0.6%. One side quiet, the other beside stress-ng --cpu 2: 0-0.3% single runs, 0% with history, two runs a side or alternated groups (the rows the load moved, cross-cpu wake-ups among them, read `other work in B`). THP always -> never: every THP-backed row (59) flagged or saying its pages moved; 0.4-1.2% of the other rows single runs, 0% two runs a side, 0.7% alternated groups (a strided chain at 64 KiB and 64 MiB, whose pages read 4k on both sides). A syscall audit rule: 9-16 system-call rows, 0-0.8% of the others. A getppid made 14% slower on purpose was found without history, with one other row. Rows where the cache moved between the sides are said, not called changes.";
@@ -431,9 +434,23 @@ impl Comparison<'_> {
         oslab_core::conditions::diff(&settings(&self.a), &settings(&self.b))
     }
 
-    /// The comparison as text: sides, method, table, tally.
-    pub fn text(&self, all: bool) -> String {
-        let mut out = format!("A: {}\nB: {}\n", self.a.describe(), self.b.describe());
+    /// The comparison as text: the answer first (the tally, the false alarms such a verdict
+    /// has), the sides, what moved, the changed rows, notes; how a change is called with
+    /// `details`.
+    pub fn text(&self, all: bool, details: bool) -> String {
+        let mut out = self.tally();
+        out.push_str(if all {
+            "\n"
+        } else {
+            " (--all shows every row)\n"
+        });
+        out.push_str(FALSE_ALARMS_SHORT);
+        out.push('\n');
+        out.push_str(&format!(
+            "A: {}\nB: {}\n",
+            self.a.describe(),
+            self.b.describe()
+        ));
         // What moved between the sides comes first: a difference below may be its doing.
         let moved = self.moved();
         if !moved.is_empty() {
@@ -460,19 +477,15 @@ impl Comparison<'_> {
             out.push_str(&table(&shown, &self.rows));
             out.push('\n');
         }
-        out.push_str(&self.tally());
-        out.push_str(if all {
-            "\n"
-        } else {
-            " (--all shows every row)\n"
-        });
         for note in self.notes() {
             out.push_str(&note);
             out.push('\n');
         }
-        // How the verdicts were reached, and how far to trust them, after the answer.
-        out.push_str(&self.method());
-        out.push('\n');
+        // How the verdicts were reached, in full, on request: the answer needs the screen.
+        if details {
+            out.push_str(&self.method());
+            out.push('\n');
+        }
         out
     }
 

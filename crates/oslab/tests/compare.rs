@@ -111,7 +111,8 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
         same.len()
     );
     assert!(!called(&same, "same").is_empty(), "{same:?}");
-    // The gate passes, and the verdicts come with the false-alarm rate measured for them.
+    // The gate passes, and the verdicts come with the false-alarm rate measured for them: in a
+    // line beside the answer, which comes first, and in full with --details.
     let text = String::from_utf8(stdout(&[
         "compare",
         "6",
@@ -121,6 +122,19 @@ fn identical_runs_are_the_same_and_a_slowdown_is_a_regression() {
         db,
     ]))
     .unwrap();
+    let first: Vec<&str> = text.lines().take(4).collect();
+    assert!(
+        first[0].contains(" compared: ")
+            && first
+                .iter()
+                .any(|l| l.starts_with("false alarms on identical runs")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("False alarms (scripts/false-alarms"),
+        "{text}"
+    );
+    let text = String::from_utf8(stdout(&["compare", "6", "7", "--details", "--db", db])).unwrap();
     assert!(
         text.contains("False alarms (scripts/false-alarms") && text.contains("identical runs"),
         "{text}"
@@ -228,7 +242,7 @@ fn one_repetition_a_side_gives_ratios_and_the_gate_refuses_to_guess() {
             "{row}"
         );
     }
-    let text = String::from_utf8(stdout(&["compare", "1", "2", "--db", fresh]))
+    let text = String::from_utf8(stdout(&["compare", "1", "2", "--details", "--db", fresh]))
         .unwrap()
         .replace("\n  ", " ");
     assert!(

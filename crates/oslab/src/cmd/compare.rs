@@ -29,7 +29,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             "comparisons": comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
         }))?;
     } else {
-        let texts: Vec<String> = comparisons.iter().map(|c| c.text(args.all)).collect();
+        let texts: Vec<String> = comparisons
+            .iter()
+            .map(|c| c.text(args.all, args.details))
+            .collect();
         print_text(&texts.join("\n"))?;
     }
     if !args.fail_on_regression {

@@ -77,6 +77,16 @@ pub struct CompareArgs {
     pub out: Output,
 }
 
+impl CompareArgs {
+    /// What the comparison's text shows.
+    pub fn view(&self) -> crate::comparison::View {
+        crate::comparison::View {
+            all: self.all,
+            details: self.details,
+        }
+    }
+}
+
 /// `oslab export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {

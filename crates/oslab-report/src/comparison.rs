@@ -11,6 +11,15 @@ use oslab_core::text::Table;
 use oslab_core::units::{bytes, figure, num, percent, scale_for};
 use oslab_store::{Loaded, RunRecord, RunRef, RunSet, Store, StoreError};
 
+/// What a comparison's text shows besides its answer and changed rows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct View {
+    /// Every row.
+    pub all: bool,
+    /// How a change is called, and the false alarms measured, in full.
+    pub details: bool,
+}
+
 /// [`FALSE_ALARMS`] in a line, beside every verdict.
 pub const FALSE_ALARMS_SHORT: &str = "false alarms on identical runs: 0-0.9% of rows for single runs, 0-0.6% with 2-3 runs a side (--details: how a change is called, each case measured)";
 
@@ -437,7 +446,7 @@ impl Comparison<'_> {
     /// The comparison as text: the answer first (the tally, the false alarms such a verdict
     /// has), the sides, what moved, the changed rows, notes; how a change is called with
     /// `details`.
-    pub fn text(&self, all: bool, details: bool) -> String {
+    pub fn text(&self, View { all, details }: View) -> String {
         let mut out = self.tally();
         out.push_str(if all {
             "\n"

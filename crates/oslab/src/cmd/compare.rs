@@ -29,10 +29,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             "comparisons": comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
         }))?;
     } else {
-        let texts: Vec<String> = comparisons
-            .iter()
-            .map(|c| c.text(args.all, args.details))
-            .collect();
+        let texts: Vec<String> = comparisons.iter().map(|c| c.text(args.view())).collect();
         print_text(&texts.join("\n"))?;
     }
     if !args.fail_on_regression {

@@ -166,7 +166,13 @@ impl SchedGuard {
             return Err(match source.raw_os_error() {
                 Some(libc::EPERM) => PlacementError::Permission {
                     what,
-                    hint: "run as root, grant CAP_SYS_NICE, or raise RLIMIT_RTPRIO",
+                    // SAFETY: geteuid has no preconditions.
+                    hint: match unsafe { libc::geteuid() } {
+                        // Root refused: its cpu cgroup has no real-time time, or it is root in
+                        // a user namespace only.
+                        0 => "refused to root: the cpu cgroup grants no real-time time (cpu.rt_runtime_us is 0 under CONFIG_RT_GROUP_SCHED: give it some, or run outside that cgroup), or this is root in a user namespace only",
+                        _ => "run as root, grant CAP_SYS_NICE, or raise RLIMIT_RTPRIO",
+                    },
                 },
                 _ => PlacementError::Os { what, source },
             });

@@ -393,6 +393,35 @@ impl Measurement {
                 self.status = Status::Failed(why);
                 self.prediction = None;
             }
+            // A paired cost within noise of zero is no measurable cost: stored as zero up to its
+            // upper bound, never as a negative cost a script reads (migration's median once
+            // read -78.6 us at 240 MiB).
+            None if self.difference
+                && matches!(self.unit, Unit::Ns | Unit::Cycles)
+                && median < 0.0
+                && self.difference_spans_zero() =>
+            {
+                if let Some(s) = self.summary.as_mut() {
+                    for v in [
+                        &mut s.min,
+                        &mut s.p25,
+                        &mut s.median,
+                        &mut s.p75,
+                        &mut s.max,
+                        &mut s.mean,
+                        &mut s.ci_low,
+                        &mut s.ci_high,
+                    ] {
+                        *v = v.max(0.0);
+                    }
+                }
+                self.cycles = self.cycles.map(|c| c.max(0.0));
+                self.note_before(format!(
+                    "no measurable cost: its median was {} and its interval spans zero, so its figures below zero are stored as 0 (up to {})",
+                    show(median),
+                    show(high.max(0.0))
+                ));
+            }
             // Once is enough: `show` checks a run that was checked when it was measured.
             None if self.status == Status::noisy(cause::BELOW_ZERO) => {}
             None if self.is_timing() && !self.difference && low < 0.0 => {
@@ -760,6 +789,35 @@ mod tests {
     }
 
     /// Random sample sets of every awkward kind, through the one judgement and the contract.
+    #[test]
+    fn a_paired_cost_within_noise_of_zero_is_stored_as_no_cost_with_its_bound() {
+        let samples = [-80.0, -60.0, 30.0, -70.0, 20.0, -90.0, 40.0, -50.0, 10.0];
+        let mut m = judged(
+            "p",
+            Map::new(),
+            "m",
+            Unit::Ns,
+            &samples,
+            None,
+            Judge::Subject,
+        );
+        m.difference = true;
+        m.check_possible();
+        let s = m.summary.as_ref().unwrap();
+        assert!(m.status.has_value(), "{m:?}");
+        assert_eq!((s.median, s.ci_low, s.min), (0.0, 0.0, 0.0), "{s:?}");
+        assert!(s.ci_high > 0.0 && s.max == 40.0, "{s:?}");
+        assert!(
+            m.note.as_deref().unwrap().starts_with("no measurable cost"),
+            "{m:?}"
+        );
+        assert!(m.difference_spans_zero());
+        // Checked again (as `show` does): unchanged, not failed as a zero time.
+        let again = m.clone();
+        m.check_possible();
+        assert_eq!((m.status, m.note), (again.status, again.note));
+    }
+
     #[test]
     fn every_result_keeps_the_contract_whatever_its_samples() {
         let mut rng = crate::stats::SplitMix64(7);

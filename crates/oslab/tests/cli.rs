@@ -1551,8 +1551,22 @@ fn shuffle_restores_after(signals: &[i32]) {
             "--db".as_ref(),
             db.as_os_str(),
         ],
-        Duration::from_millis(900),
-        || {},
+        Duration::from_millis(300),
+        // The signal comes once a thread was moved (up to 20 s: a busy host once started the
+        // daemon so late that a fixed 0.9 s left it 0.1 s, too little to regroup anything).
+        || {
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_secs(20) {
+                let now: Vec<_> = tids()
+                    .iter()
+                    .filter_map(|&t| oslab_os::affinity::get_affinity(t).ok())
+                    .collect();
+                if now != before {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        },
         signals,
     );
     assert!(err.contains("shuffles"), "{err}");

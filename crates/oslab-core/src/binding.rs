@@ -101,10 +101,10 @@ impl Costs {
         match self.from.is_empty() {
             true => format!("none stored for {host}"),
             false => format!(
-                "{} ({} cpu pairs, {} memory cells)",
+                "{} ({}, {})",
                 self.from.join(", "),
-                self.pairs.len(),
-                self.memory.len()
+                crate::units::counted(self.pairs.len(), "cpu pair"),
+                crate::units::counted(self.memory.len(), "memory cell")
             ),
         }
     }

@@ -404,10 +404,10 @@ impl std::fmt::Display for Imported {
         }
         write!(
             f,
-            "imported {file} as run {} ({} measurements, {} timeline events; host {host}, run {there} there){}",
+            "imported {file} as run {} ({}, {}; host {host}, run {there} there){}",
             self.run,
-            self.measurements,
-            self.timeline_events,
+            oslab_core::units::counted(self.measurements, "measurement"),
+            oslab_core::units::counted(self.timeline_events, "timeline event"),
             if self.completed {
                 ": the partial copy the store kept of it, now whole (not stored twice)"
             } else {

@@ -193,11 +193,11 @@ impl RecordedSession {
         let id = record.id.unwrap_or_default();
         let events = match timeline.len() {
             0 => String::new(),
-            n => format!(" and {n} timeline events"),
+            n => format!(" and {}", oslab_core::units::counted(n, "timeline event")),
         };
         eprintln!(
-            "{} measurements{events} in {:.1} s, stored as run {id} in {}",
-            measurements.len(),
+            "{}{events} in {:.1} s, stored as run {id} in {}",
+            oslab_core::units::counted(measurements.len(), "measurement"),
             record.wall_s,
             self.recorder.store().path().display()
         );

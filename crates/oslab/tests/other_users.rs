@@ -24,6 +24,7 @@ fn chown(path: &Path, uid: u32) {
 fn can_act_as_nobody() -> bool {
     oslab_testkit::require_root("acting as user nobody to plant files and be the victim")
         && oslab_testkit::require(&["setpriv"])
+        && common::nobody_can_run_oslab()
 }
 
 /// The old names of the do-nothing program's directory (`oslab-nop-PID-TID`) for the next pids,

@@ -46,6 +46,29 @@ pub fn restoring(state: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 
+/// Whether user nobody can reach the built oslab (every directory above it lets others
+/// through): from a clone in a directory of mode 0700 it cannot, and a test that runs oslab as
+/// nobody is then skipped, saying why, rather than failed with "Permission denied".
+pub fn nobody_can_run_oslab() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
+    let closed = bin
+        .ancestors()
+        .skip(1)
+        .find(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
+    match closed {
+        Some(d) => {
+            oslab_testkit::skip(&format!(
+                "user nobody cannot reach {} ({} lets others no further): clone where others may pass to run it",
+                bin.display(),
+                d.display()
+            ));
+            false
+        }
+        None => true,
+    }
+}
+
 /// oslab run as user nobody (setpriv; the caller is root), ready for arguments.
 #[allow(dead_code)] // not every test file acts as another user
 pub fn oslab_as_nobody() -> std::process::Command {

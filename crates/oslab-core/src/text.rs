@@ -93,20 +93,51 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `s` without the spaces that end its lines (a table pads its last column; pasted into an
-/// issue or a diff, they show).
+/// issue or a diff, they show), also where colour codes follow them (a coloured status cell is
+/// padded inside its colour): the codes are kept, the spaces go.
 pub fn trim_line_ends(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.lines().any(|l| l.ends_with(' ')) {
+    let trimmed = |l: &str| {
+        let (body, codes) = line_end(l);
+        format!("{body}{codes}")
+    };
+    if !s.lines().any(|l| trimmed(l).len() != l.len()) {
         return std::borrow::Cow::Borrowed(s);
     }
-    let mut out: String = s
-        .lines()
-        .map(|l| l.trim_end_matches(' '))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut out: String = s.lines().map(trimmed).collect::<Vec<_>>().join("\n");
     if s.ends_with('\n') {
         out.push('\n');
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// `line` split before its tail of spaces and colour codes (SGR, `ESC [ digits ; m`): the text,
+/// and the tail's codes without its spaces.
+fn line_end(line: &str) -> (&str, String) {
+    let mut end = line.len();
+    let mut codes = Vec::new();
+    loop {
+        let t = &line[..end];
+        if t.ends_with(' ') {
+            end = t.trim_end_matches(' ').len();
+            continue;
+        }
+        let code = t.strip_suffix('m').and_then(|s| {
+            let i = s.rfind("\x1b[")?;
+            s[i + 2..]
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ';')
+                .then_some(i)
+        });
+        match code {
+            Some(i) => {
+                codes.push(&t[i..]);
+                end = i;
+            }
+            None => break,
+        }
+    }
+    codes.reverse();
+    (&line[..end], codes.concat())
 }
 
 /// `word` as one shell word (POSIX sh, bash): as it is when it holds only characters no shell
@@ -268,6 +299,20 @@ pub fn wrap(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_ends_lose_their_spaces_inside_a_colour_too() {
+        // A padded last column, and a coloured status cell padded inside its colour.
+        let table = "a  b   \n ok \x1b[38;5;3m noisy  \x1b[39m\nplain\x1b[0m\n";
+        assert_eq!(
+            trim_line_ends(table),
+            "a  b\n ok \x1b[38;5;3m noisy\x1b[39m\nplain\x1b[0m\n"
+        );
+        assert!(matches!(
+            trim_line_ends("clean\nlines\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn a_cause_the_message_already_quotes_is_not_repeated() {

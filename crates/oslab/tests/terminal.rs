@@ -214,6 +214,10 @@ fn a_terminal_of_any_width_shows_colours_never_their_codes_and_splits_no_word() 
                         line.chars().count() <= columns as usize,
                         "{what}: a line wider than the terminal: {line:?}\n{text}"
                     );
+                    assert!(
+                        !line.ends_with(' '),
+                        "{what}: a line ending in spaces (a coloured cell's padding?): {line:?}"
+                    );
                     // A table's status cell wrapped onto a line of its own sits far right; a
                     // sentence of prose may end with the word on its continuation line.
                     let alone = line.trim();

@@ -497,12 +497,8 @@ fn sigkill_at_a_random_point_keeps_every_completed_probe_intact() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Somewhere between the first probes and the end (the clock is an unpredictable seed).
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    std::thread::sleep(Duration::from_millis(1200 + seed % 1500));
+    // Somewhere between the first probes and the end.
+    common::sleep_until_a_random_moment(Duration::from_millis(1200), Duration::from_millis(1500));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();

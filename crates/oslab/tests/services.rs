@@ -98,19 +98,24 @@ fn every_service_is_measured_or_says_why() {
     }
 }
 
-/// `oslab run --quick fs` with its temp dir a tmpfs mounted with `options`, in a mount namespace
-/// of the test's own; its rows, and whether the directory was left empty.
-fn fs_rows_in_tmpfs(options: &str) -> Option<(Vec<Value>, bool)> {
+/// `oslab run --quick PROBES --json` with `dir_as` (`--temp-dir`, or `TMPDIR`) a tmpfs mounted
+/// with `options`, in a mount namespace of the test's own: its rows, and what it left in the
+/// tmpfs (listed before the namespace, and the mount with it, are gone).
+fn rows_in_tmpfs(options: &str, probes: &str, dir_as: &str) -> Option<(Vec<Value>, String)> {
     if !oslab_testkit::require_root("mounting a small tmpfs")
         || !oslab_testkit::require(&["unshare"])
     {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().display();
     let (_d, db) = temp_db();
+    let (env, flag) = match dir_as {
+        "TMPDIR" => (format!("TMPDIR={dir}"), String::new()),
+        _ => (String::new(), format!("--temp-dir {dir}")),
+    };
     let script = format!(
-        "mount -t tmpfs -o {options} none {0} && exec {1} run --quick fs --temp-dir {0} --json --db {2}",
-        dir.path().display(),
+        "mount -t tmpfs -o {options} none {dir} && {env} {} run --quick {probes} {flag} --json --db {} || exit 1; ls -A {dir}",
         assert_cmd::cargo::cargo_bin("oslab").display(),
         db.display()
     );
@@ -123,7 +128,10 @@ fn fs_rows_in_tmpfs(options: &str) -> Option<(Vec<Value>, bool)> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stream = serde_json::Deserializer::from_str(&text).into_iter::<Value>();
+    let doc = stream.next().unwrap().unwrap();
+    let left = text[stream.byte_offset()..].trim().to_string();
     let rows = doc["measurements"]
         .as_array()
         .unwrap()
@@ -131,10 +139,7 @@ fn fs_rows_in_tmpfs(options: &str) -> Option<(Vec<Value>, bool)> {
         .filter(|m| m["probe"] != "host")
         .cloned()
         .collect();
-    // The mount is gone with its namespace, and what was in it; the private directory was
-    // removed before, so the directory beneath is empty.
-    let empty = std::fs::read_dir(dir.path()).unwrap().count() == 0;
-    Some((rows, empty))
+    Some((rows, left))
 }
 
 /// A temp dir too small for the cached file (a 2 MiB tmpfs): the read says why, and the create
@@ -142,7 +147,7 @@ fn fs_rows_in_tmpfs(options: &str) -> Option<(Vec<Value>, bool)> {
 #[test]
 #[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
 fn a_full_temp_dir_is_said_not_measured() {
-    let Some((rows, empty)) = fs_rows_in_tmpfs("size=2m") else {
+    let Some((rows, left)) = rows_in_tmpfs("size=2m", "fs", "--temp-dir") else {
         return;
     };
     for m in &rows {
@@ -157,14 +162,14 @@ fn a_full_temp_dir_is_said_not_measured() {
             }
         }
     }
-    assert!(empty);
+    assert!(left.is_empty(), "left in the temp dir: {left}");
 }
 
 /// A read-only temp dir: every file probe says so, and none gives a number.
 #[test]
 #[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
 fn a_read_only_temp_dir_is_said_not_measured() {
-    let Some((rows, empty)) = fs_rows_in_tmpfs("size=64m,ro") else {
+    let Some((rows, left)) = rows_in_tmpfs("size=64m,ro", "fs", "--temp-dir") else {
         return;
     };
     assert_eq!(rows.len(), 2, "{rows:?}");
@@ -175,7 +180,7 @@ fn a_read_only_temp_dir_is_said_not_measured() {
             "{m}"
         );
     }
-    assert!(empty);
+    assert!(left.is_empty(), "left in the temp dir: {left}");
 }
 
 /// A temp dir mounted noexec as TMPDIR: the exec probes say so (their do-nothing program cannot
@@ -183,34 +188,11 @@ fn a_read_only_temp_dir_is_said_not_measured() {
 #[test]
 #[ignore = "needs root to mount a tmpfs (CI runs it as root)"]
 fn a_noexec_temp_dir_is_named_as_the_cause() {
-    if !oslab_testkit::require_root("mounting a small tmpfs")
-        || !oslab_testkit::require(&["unshare"])
-    {
+    let Some((rows, left)) = rows_in_tmpfs("size=16m,noexec", "task.fork-exec", "TMPDIR") else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (_d, db) = temp_db();
-    let script = format!(
-        "mount -t tmpfs -o size=16m,noexec none {0} && TMPDIR={0} {1} run --quick task.fork-exec --json --db {2}; ls -A {0}",
-        dir.path().display(),
-        assert_cmd::cargo::cargo_bin("oslab").display(),
-        db.display()
-    );
-    let out = std::process::Command::new("unshare")
-        .args(["-m", "sh", "-c", &script])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut stream = serde_json::Deserializer::from_str(&text).into_iter::<Value>();
-    let doc = stream.next().unwrap().unwrap();
-    let left = text[stream.byte_offset()..].trim();
+    };
     assert!(left.is_empty(), "left in the noexec dir: {left}");
-    for m in doc["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["probe"] != "host")
-    {
+    for m in &rows {
         assert!(
             m["status"] == "failed" && m["reason"].as_str().unwrap().contains("noexec"),
             "{m}"
@@ -298,21 +280,11 @@ fn uncached_reads_and_readers_measure_the_device() {
 #[test]
 fn the_device_probes_refuse_tmpfs_and_run_only_when_named() {
     let (_d, db) = temp_db();
-    let oslab = |args: &[&str]| {
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"))
-            .args(args)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    let json = |args: &[&str]| -> Value {
+        let db = db.to_str().unwrap();
+        serde_json::from_slice(&common::stdout(&[args, &["--db", db]].concat())).unwrap()
     };
-    let planned = oslab(&["run", "--plan", "--json", "fs"]);
+    let planned = json(&["run", "--plan", "--json", "fs"]);
     let ids: Vec<&str> = planned
         .as_array()
         .unwrap()
@@ -320,7 +292,7 @@ fn the_device_probes_refuse_tmpfs_and_run_only_when_named() {
         .map(|p| p["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["fs.create", "fs.cached-read"]);
-    let listed = oslab(&["list", "--json"]);
+    let listed = json(&["list", "--json"]);
     let needs = |id: &str| {
         listed
             .as_array()
@@ -335,24 +307,17 @@ fn the_device_probes_refuse_tmpfs_and_run_only_when_named() {
     if !is_tmpfs(shm) {
         return oslab_testkit::skip("no tmpfs at /dev/shm");
     }
-    let run = oslab(&[
-        "run",
-        "--quick",
-        "--json",
-        "fs.cache-size",
-        "fs.uncached-read",
-        "fs.readers",
-        "--temp-dir",
-        shm,
-    ]);
-    let rows = run["measurements"].as_array().unwrap();
-    for m in rows.iter().filter(|m| m["probe"] != "host") {
+    let probes = ["fs.cache-size", "fs.uncached-read", "fs.readers"];
+    let rows =
+        rows_under(&[], &[&probes[..], &["--temp-dir", shm]].concat()).expect("oslab run failed");
+    let rows: Vec<&Value> = rows.iter().filter(|m| m["probe"] != "host").collect();
+    for m in &rows {
         assert!(
             m["status"] == "skipped" && m["reason"].as_str().unwrap().contains("is tmpfs"),
             "{m}"
         );
     }
-    assert_eq!(rows.iter().filter(|m| m["probe"] != "host").count(), 3);
+    assert_eq!(rows.len(), probes.len());
 }
 
 /// Whether `dir` is a tmpfs mount, from /proc/mounts.
@@ -457,11 +422,10 @@ fn an_interrupted_service_run_leaves_no_process_or_file() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    std::thread::sleep(std::time::Duration::from_millis(300 + seed % 2500));
+    common::sleep_until_a_random_moment(
+        std::time::Duration::from_millis(300),
+        std::time::Duration::from_millis(2500),
+    );
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();

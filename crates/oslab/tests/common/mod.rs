@@ -113,3 +113,14 @@ pub fn processes_mentioning(marker: &std::path::Path) -> Vec<String> {
         .filter(|c| c.contains(marker.to_str().unwrap()))
         .collect()
 }
+
+/// Sleeps for `least` and a part of `span` no test can plan for (the clock's nanoseconds are
+/// the seed): a signal or a kill then lands anywhere in what runs.
+pub fn sleep_until_a_random_moment(least: std::time::Duration, span: std::time::Duration) {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u128;
+    let extra = seed % span.as_nanos().max(1);
+    std::thread::sleep(least + std::time::Duration::from_nanos(extra as u64));
+}

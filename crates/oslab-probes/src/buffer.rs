@@ -39,10 +39,15 @@ const GUARD: usize = 4096;
 /// where its memory cgroup allows less (in a 1 GiB container the suite was OOM-killed, sized by
 /// the host's memory).
 pub fn available_memory() -> Option<u64> {
+    let host = mem_available()?;
+    Some(oslab_os::cgroup::memory_headroom().map_or(host, |c| c.min(host)))
+}
+
+/// MemAvailable from /proc/meminfo, in bytes: free memory and what the kernel can reclaim.
+pub fn mem_available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let host = line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024;
-    Some(oslab_os::cgroup::memory_headroom().map_or(host, |c| c.min(host)))
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
 }
 
 /// Private anonymous memory, unmapped on drop. Pages are not touched here: the first write

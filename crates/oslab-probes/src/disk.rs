@@ -11,6 +11,7 @@
 //!
 //! A tmpfs directory is refused: its files live in the page cache with no device beneath.
 
+use crate::buffer::{Buffer, Pages};
 use crate::child::{Child, SharedPage};
 use crate::faults::{check_space, disk_of, temp_dir, TempFile};
 use crate::fs::{file_system, mark};
@@ -70,27 +71,6 @@ fn device_dir(cx: &Context) -> Result<(PathBuf, String), ProbeError> {
     Ok((dir, fs))
 }
 
-/// A page-aligned buffer of `len` bytes (what O_DIRECT asks of its buffers).
-struct Aligned {
-    bytes: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl Aligned {
-    fn new(len: usize) -> Aligned {
-        let bytes = vec![0u8; len + BLOCK];
-        let start = bytes.as_ptr().align_offset(BLOCK);
-        Aligned { bytes, start, len }
-    }
-
-    fn ptr(&mut self) -> *mut libc::c_void {
-        self.bytes[self.start..self.start + self.len]
-            .as_mut_ptr()
-            .cast()
-    }
-}
-
 /// How a file's reads miss the cache: `O_DIRECT` (the cache bypassed), or the file's pages
 /// dropped with `posix_fadvise(DONTNEED)` where the file system refuses O_DIRECT.
 #[derive(Clone, Copy, PartialEq)]
@@ -145,7 +125,8 @@ fn uncached_read(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, P
     let file = TempFile::create(&dir, size)?;
     let how = Uncached::on(&file);
     let blocks = size / BLOCK;
-    let mut buf = Aligned::new(BLOCK);
+    // Page-aligned, as O_DIRECT asks of its buffers.
+    let buf = Buffer::new(BLOCK, Pages::Small)?;
     let harness = cx.harness.scaled(0.5);
     let mut out = Vec::new();
     for access in ["sequential", "random"] {
@@ -161,7 +142,7 @@ fn uncached_read(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, P
                     "sequential" => next as usize % blocks,
                     _ => random_block(next, blocks),
                 };
-                short |= !read_block(file.fd(), buf.ptr(), block * BLOCK);
+                short |= !read_block(file.fd(), buf.ptr().cast(), block * BLOCK);
             }
         })?;
         if short {
@@ -187,14 +168,10 @@ fn uncached_read(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, P
 /// Free bytes the page cache could grow to now: what the kernel says is available, and under a
 /// memory cgroup's limit what its anonymous memory leaves.
 fn cache_room() -> (u64, Option<u64>) {
-    let available = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|info| {
-            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
-        })
-        .unwrap_or(0);
-    (available, oslab_os::cgroup::page_cache_room())
+    (
+        crate::buffer::mem_available().unwrap_or(0),
+        oslab_os::cgroup::page_cache_room(),
+    )
 }
 
 /// Times whole re-reads of `file` in 1 MiB preads, in eighths: GB/s per eighth, and the file's
@@ -350,10 +327,12 @@ fn readers(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeEr
             f.evict()?;
         }
         let shared = SharedPage::with_len(8 * (1 + 2 * most * SLICES))?;
-        let mut buffers: Vec<Aligned> = (0..n).map(|_| Aligned::new(BLOCK)).collect();
+        let buffers = (0..n)
+            .map(|_| Buffer::new(BLOCK, Pages::Small))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut children = Vec::new();
-        for (r, buf) in buffers.iter_mut().enumerate() {
-            let (fd, buf, shared) = (files[r].fd(), buf.ptr(), &shared);
+        for (r, buf) in buffers.iter().enumerate() {
+            let (fd, buf, shared) = (files[r].fd(), buf.ptr().cast(), &shared);
             children.push(Child::fork(move || {
                 read_for(fd, buf, blocks, how, shared, r, slice_ns)
             })?);
@@ -468,7 +447,5 @@ mod tests {
             (0..20_000).map(|i| random_block(i, blocks)).collect();
         assert!(seen.iter().all(|&b| b < blocks));
         assert!(seen.len() > blocks * 9 / 10, "{}", seen.len());
-        let a = Aligned::new(BLOCK);
-        assert_eq!(a.bytes[a.start..].as_ptr() as usize % BLOCK, 0);
     }
 }

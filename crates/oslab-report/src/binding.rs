@@ -1,5 +1,5 @@
 //! `oslab bind` for reading: where each rank goes and why, then the lines that put it there
-//! (never wrapped: they are copied into job scripts).
+//! (never wrapped: they are copied into job scripts; the prose around them is).
 
 use crate::table::{add, new_table, right};
 use oslab_core::binding::{Lines, Plan, Policy};
@@ -7,20 +7,25 @@ use oslab_core::cpuset::CpuSet;
 
 /// The plan, what it rests on (`costs`: which run's measurements, or why none) and its lines.
 pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
+    let prose = |s: &str| match crate::table::width() {
+        Some(w) => oslab_core::text::wrap(s, w as usize),
+        None => s.to_string(),
+    };
     let threads = plan.ranks.first().map_or(0, |r| r.cpus.len());
     let policy = match plan.policy {
         Policy::Compact => "compact: ranks side by side from the first package",
         Policy::Spread => "spread: ranks balanced over packages, then nodes, dies and L3s",
         Policy::ByCost => "by cost: spread, on the measured hand-over and memory latencies",
     };
-    let mut out = format!(
-        "{} rank(s) x {threads} thread(s), {policy}\n{}\n",
-        plan.ranks.len(),
+    let mut out = prose(&format!(
+        "{} x {}, {policy}\n{}\n",
+        oslab_core::units::counted(plan.ranks.len(), "rank"),
+        oslab_core::units::counted(threads, "thread"),
         match plan.shared_cores {
             0 => "each thread its own core".to_string(),
             n => format!("{n} core(s) hold two threads or more (SMT siblings)"),
         }
-    );
+    ));
     let mut t = new_table(&["rank", "domain", "cpus", "memory"]);
     for r in &plan.ranks {
         add(
@@ -40,9 +45,10 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
         );
     }
     right(&mut t, &[0]);
-    out.push_str(&format!("{t}\ncosts: {costs}\n"));
+    out.push_str(&format!("{t}\n"));
+    out.push_str(&prose(&format!("costs: {costs}\n")));
     for n in &plan.notes {
-        out.push_str(&format!("note: {n}\n"));
+        out.push_str(&prose(&format!("note: {n}\n")));
     }
     let block = |title: &str, ls: &[String]| {
         let body: String = ls.iter().map(|l| format!("  {l}\n")).collect();
@@ -64,9 +70,9 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
         &lines.openmp,
     ));
     out.push_str(&block("likwid-pin, one line per rank:", &lines.likwid_pin));
-    out.push_str(&format!(
-        "\na wrapper for any launcher (its local rank from SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK or MPI_LOCALRANKID),\nsaved as bind.sh and run as `srun --cpu-bind=none sh bind.sh PROGRAM` or `mpirun --bind-to none sh bind.sh PROGRAM`:\n{}",
-        lines.wrapper
+    out.push_str(&prose(
+        "\na wrapper for any launcher (its local rank from SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK or MPI_LOCALRANKID), saved as bind.sh and run as `srun --cpu-bind=none sh bind.sh PROGRAM` or `mpirun --bind-to none sh bind.sh PROGRAM`:\n",
     ));
-    out
+    out.push_str(&lines.wrapper);
+    oslab_core::text::trim_line_ends(&out).into_owned()
 }

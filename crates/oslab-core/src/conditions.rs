@@ -166,6 +166,23 @@ pub fn other_work(environment: &Value) -> Option<Setting> {
     Some(("other work at the start".to_string(), value))
 }
 
+/// The other work beside a run's measurements as it measured them, as a condition: the median
+/// of what they recorded ([`crate::model::OTHER_WORK`]), `none` under [`crate::stats::compare::LOAD_APART`],
+/// else in whole cpus (`1 cpu` beside one hog, `2 cpus` beside two on a 2-cpu guest, where the
+/// load at the start reads 2 cpus either way). None when the run recorded none.
+pub fn other_work_measuring(measurements: &[crate::model::Measurement]) -> Option<Setting> {
+    let seen: Vec<f64> = measurements
+        .iter()
+        .filter_map(crate::model::Measurement::other_work)
+        .collect();
+    let cpus = crate::stats::median(&seen)?;
+    let value = match cpus < crate::stats::compare::LOAD_APART {
+        true => "none".to_string(),
+        false => crate::units::counted(cpus.round().max(1.0) as usize, "cpu"),
+    };
+    Some(("other work while measuring".to_string(), value))
+}
+
 /// Boot parameters that name a machine's own disk and image (left out of its command line).
 const PER_MACHINE_BOOT: [&str; 4] = ["BOOT_IMAGE=", "root=", "initrd=", "resume="];
 

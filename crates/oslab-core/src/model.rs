@@ -526,18 +526,35 @@ impl Measurement {
     }
 
     /// Parameters as a short `k=v k=v` string for reading (sizes in KiB, MiB, ...), then what
-    /// was found while measuring in brackets: `size=8 MiB [pages=4k]`.
+    /// was found while measuring in brackets: `size=8 MiB [pages=4k]` (the other work beside
+    /// it left out: a status says when it mattered).
     pub fn params_text(&self) -> String {
         let params = readable_pairs(self.params.iter());
-        if self.context.is_empty() {
+        let found: Vec<(&String, &Value)> = self
+            .context
+            .iter()
+            .filter(|(k, _)| k.as_str() != OTHER_WORK)
+            .collect();
+        if found.is_empty() {
             params
         } else {
-            format!("{params} [{}]", readable_pairs(self.context.iter()))
+            format!("{params} [{}]", readable_pairs(found.into_iter()))
                 .trim_start()
                 .to_string()
         }
     }
+
+    /// The other work beside it as it was measured, in cpus ([`OTHER_WORK`]); None when not
+    /// recorded (an older run, a measurement the runner did not time).
+    pub fn other_work(&self) -> Option<f64> {
+        self.context.get(OTHER_WORK)?.as_f64()
+    }
 }
+
+/// The context key of the other work beside a measurement as it was measured, in cpus: what it
+/// kept busy plus the share of the time a task waited for a cpu (one cpu hog beside a one-thread
+/// probe on two cpus reads about 1, two hogs about 2.3).
+pub const OTHER_WORK: &str = "other_work_cpus";
 
 /// The context key of a new process's parent's resident size, found while creating it: fork copies
 /// the parent's page tables, so a creation figure means little without it.

@@ -105,6 +105,24 @@ fn parse_stat(line: &str) -> Option<(String, u64)> {
     Some((command, utime + stime))
 }
 
+/// How long, in µs since boot, some task waited for a cpu it was ready to run on: the kernel's
+/// cpu pressure (`/proc/pressure/cpu`, `some total=`). Where other work saturates the cpus, its
+/// busy time stops growing with it (two hogs on a 2-cpu guest take the same 2 cpus as three),
+/// and the waiting does. None where the kernel keeps no pressure figures (`psi=0`, before 4.20).
+pub fn cpu_waiting_us() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    waiting_total(&text)
+}
+
+/// The `some` line's `total=` of a pressure file.
+fn waiting_total(text: &str) -> Option<u64> {
+    let some = text.lines().find(|l| l.starts_with("some "))?;
+    some.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
 /// The kernel's clock ticks a second (USER_HZ: /proc's cpu times count them), 100 where
 /// sysconf cannot say.
 pub fn ticks_per_s() -> f64 {
@@ -120,6 +138,13 @@ pub fn ticks_per_s() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_pressure_total_is_read_from_its_some_line() {
+        let text = "some avg10=0.07 avg60=1.82 avg300=14.12 total=7570394812\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        assert_eq!(waiting_total(text), Some(7_570_394_812));
+        assert_eq!(waiting_total("full total=3\n"), None);
+    }
 
     #[test]
     fn a_name_with_spaces_and_parentheses_is_read_whole() {

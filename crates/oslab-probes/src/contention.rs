@@ -36,6 +36,8 @@ pub struct Snapshot {
     own_ns: u64,
     /// Involuntary context switches of the calling thread.
     involuntary: u64,
+    /// µs some task waited for a cpu, since boot ([`oslab_os::others::cpu_waiting_us`]).
+    waiting_us: Option<u64>,
 }
 
 /// What competed with a probe, per second of its wall time.
@@ -47,6 +49,9 @@ pub struct Contention {
     pub preemptions_per_s: f64,
     /// Share of the measuring cpu's time stolen by the hypervisor.
     pub steal: f64,
+    /// Share of the time some task waited for a cpu (the kernel's cpu pressure); None where it
+    /// keeps none.
+    pub waiting: Option<f64>,
 }
 
 impl Snapshot {
@@ -58,6 +63,7 @@ impl Snapshot {
             cpus: parse_stat(&stat),
             own_ns: own_cpu_ns(),
             involuntary: involuntary_switches(),
+            waiting_us: oslab_os::others::cpu_waiting_us(),
         })
     }
 
@@ -83,6 +89,10 @@ impl Snapshot {
             foreign_cpus: ((busy_ns - own_ns) / 1e9 / wall).max(0.0),
             preemptions_per_s: later.involuntary.saturating_sub(self.involuntary) as f64 / wall,
             steal: steal_ns / 1e9 / wall,
+            waiting: self
+                .waiting_us
+                .zip(later.waiting_us)
+                .map(|(a, b)| (b.saturating_sub(a) as f64 / 1e6 / wall).min(1.0)),
         })
     }
 }
@@ -101,6 +111,14 @@ impl Contention {
             self.preemptions_per_s = 0.0;
         }
         self
+    }
+
+    /// The other work beside the probe, in cpus: what it kept busy plus the share of the time a
+    /// task waited for a cpu. Quiet reads about 0; one cpu hog beside a one-thread probe on two
+    /// cpus about 1 (it has a cpu of its own); two hogs about 2.3 (1.3 busy, someone always
+    /// waiting), where the busy share alone reads 1.3 and saturates at the cpus there are.
+    pub fn other_work(&self) -> f64 {
+        self.foreign_cpus + self.waiting.unwrap_or(0.0)
     }
 
     /// Why the probe counts as contended, or None when nothing competed enough to matter.
@@ -243,12 +261,14 @@ mod tests {
             foreign_cpus: 0.05,
             preemptions_per_s: 2.0,
             steal: 0.01,
+            waiting: Some(0.0),
         };
         assert_eq!(quiet.reason(), None);
         let busy = Contention {
             foreign_cpus: 1.8,
             preemptions_per_s: 400.0,
             steal: 0.2,
+            waiting: None,
         };
         let why = busy.clone().reason().unwrap();
         assert!(why.contains("1.8 cpus") && why.contains("400 times") && why.contains("20%"));
@@ -316,5 +336,32 @@ mod tests {
         other.kill().ok();
         other.wait().unwrap();
         assert!(seen.foreign_cpus > 0.5, "{seen:?}");
+    }
+
+    #[test]
+    fn other_work_beyond_the_cpus_shows_as_waiting() {
+        // One more spinning process than there are cpus: they keep every cpu busy, and one of
+        // them always waits, which the busy share alone cannot show.
+        if oslab_os::others::cpu_waiting_us().is_none() {
+            return oslab_testkit::skip("the kernel keeps no cpu pressure (/proc/pressure/cpu)");
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let a = Snapshot::take().unwrap();
+        let mut spinners: Vec<_> = (0..=cpus)
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        let seen = a.until(&Snapshot::take().unwrap(), 0).unwrap();
+        for s in &mut spinners {
+            s.kill().ok();
+            s.wait().unwrap();
+        }
+        assert!(seen.waiting.unwrap() > 0.5, "{seen:?}");
+        assert!(seen.other_work() > cpus as f64, "{seen:?}");
     }
 }

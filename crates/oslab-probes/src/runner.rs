@@ -22,7 +22,7 @@ use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::catalog::Entry;
 use oslab_core::machine::{Environment, Warning};
-use oslab_core::model::{cause, Measurement, Status};
+use oslab_core::model::{cause, Measurement, Status, OTHER_WORK};
 use serde_json::Map;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -333,6 +333,14 @@ fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measur
         .and_then(|(a, b)| a.until(&b, cx.cpu));
     if let Some(c) = &competed {
         host.steals.push(c.steal);
+    }
+    if let Some(c) = &competed {
+        // Recorded whether or not it counts as contention: a comparison tells one load from
+        // another by it, busy on both sides.
+        let cpus = (c.other_work() * 10.0).round() / 10.0;
+        for m in results.iter_mut().filter(|m| m.status.has_value()) {
+            m.context.insert(OTHER_WORK.into(), cpus.into());
+        }
     }
     let contended = competed.and_then(|c| c.for_probe(probe.id()).reason());
     if oslab_os::signals::continued() != stops {

@@ -189,16 +189,13 @@ pub struct Side<'a> {
 
 impl Side<'_> {
     /// The core clock its runs measured (median), GHz.
-    fn core_clock(&self) -> Option<f64> {
-        let runs: Vec<&[oslab_core::model::Measurement]> =
-            self.runs.iter().map(|(_, m)| &m[..]).collect();
-        oslab_core::stats::compare::core_clock(&runs)
+    /// Each run's measurements.
+    fn measured(&self) -> Vec<&[oslab_core::model::Measurement]> {
+        self.runs.iter().map(|(_, m)| &m[..]).collect()
     }
 
     fn cpu_pair_latency(&self) -> Option<f64> {
-        let runs: Vec<&[oslab_core::model::Measurement]> =
-            self.runs.iter().map(|(_, m)| &m[..]).collect();
-        oslab_core::stats::compare::cpu_pair_latency(&runs)
+        oslab_core::stats::compare::cpu_pair_latency(&self.measured())
     }
 
     fn ids(&self) -> Vec<i64> {
@@ -274,11 +271,16 @@ pub fn verdict_text(r: &Row) -> String {
         Verdict::RatioOnly => "ratio only",
         Verdict::CacheMoved => "cache moved",
         Verdict::PlacementMoved => "cpus sat differently",
-        // The side where more repetitions had other work beside them.
+        // The side with more other work beside it: by how much was recorded, else where more
+        // repetitions had other work beside them.
         Verdict::LoadMoved => {
-            match r.contended[0][1] * r.contended[1][0] > r.contended[1][1] * r.contended[0][0] {
-                true => "other work in A",
-                false => "other work in B",
+            let more_in_a = match r.other_work {
+                [Some(a), Some(b)] if a != b => a > b,
+                _ => r.contended[0][1] * r.contended[1][0] > r.contended[1][1] * r.contended[0][0],
+            };
+            match more_in_a {
+                true => "more other work in A",
+                false => "more other work in B",
             }
         }
         Verdict::CannotTell => {
@@ -396,10 +398,7 @@ impl Comparison<'_> {
         let mut moved = String::new();
         for (v, what) in [
             (Verdict::CacheMoved, "where the cache moved"),
-            (
-                Verdict::LoadMoved,
-                "where other work competed on one side only",
-            ),
+            (Verdict::LoadMoved, "where other work differed"),
             (
                 Verdict::PlacementMoved,
                 "crossing cpus that sat differently",
@@ -427,15 +426,16 @@ impl Comparison<'_> {
     }
 
     /// The settings that change costs and differ between the sides (conditions::diff), and
-    /// the other work each side's runs began beside.
+    /// the other work each side's runs began beside and measured beside.
     pub fn moved(&self) -> Vec<oslab_core::conditions::Moved> {
         let settings = |s: &Side| -> Vec<Vec<oslab_core::conditions::Setting>> {
             s.runs
                 .iter()
-                .map(|(r, _)| {
+                .map(|(r, ms)| {
                     let mut c =
                         oslab_core::conditions::configuration(&r.fingerprint, &r.environment);
                     c.extend(oslab_core::conditions::other_work(&r.environment));
+                    c.extend(oslab_core::conditions::other_work_measuring(ms));
                     c
                 })
                 .collect()
@@ -472,14 +472,15 @@ impl Comparison<'_> {
                 lines.join("\n")
             ));
         }
-        if let (Some(a), Some(b)) = (self.a.core_clock(), self.b.core_clock()) {
-            let c = (b / a).ln().abs().exp() - 1.0;
-            if c > self.threshold {
-                out.push_str(&format!(
-                    "The core clock differed: A {a:.2} GHz, B {b:.2} GHz ({:.1}% apart): cycle-bound times move with it, so a difference of that size may be the clock's (turbo, a busy host) rather than the software's.\n",
-                    c * 100.0
-                ));
-            }
+        if let Some((a, b, c)) = oslab_core::stats::compare::clocks_apart(
+            &self.a.measured(),
+            &self.b.measured(),
+            self.threshold,
+        ) {
+            out.push_str(&format!(
+                "The core clock differed: A {a:.2} GHz, B {b:.2} GHz ({:.1}% apart, beyond how far runs' estimates drift): cycle-bound times move with it, so a difference of that size may be the clock's (turbo, a busy host) rather than the software's.\n",
+                c * 100.0
+            ));
         }
         let shown = self.shown(all);
         if !shown.is_empty() {
@@ -614,7 +615,8 @@ impl Comparison<'_> {
         let loaded = self.count(Verdict::LoadMoved);
         if loaded > 0 {
             notes.push(format!(
-                "Other work competed for the cpus on one side's repetitions and not on the other's in {}: beyond the band there, the difference is the load's, not what was compared (`other work in A/B`). Measure both sides alike: quiet, or beside the same load, taken alternately.",
+                "Other work competed for the cpus on one side's repetitions and not on the other's, or as much again ({} cpus or more apart), in {}: beyond the band there, the difference is the load's, not what was compared (`more other work in A/B`). Measure both sides alike: quiet, or beside the same load, taken alternately.",
+                oslab_core::stats::compare::LOAD_APART,
                 rows(loaded)
             ));
         }

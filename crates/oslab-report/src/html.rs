@@ -264,13 +264,10 @@ fn comparison_table(c: &crate::comparison::Comparison) -> Html {
         )),
     }
     if !rest.is_empty() {
-        // Moved cache, load or placement, and ratios beyond the band that could not be judged:
-        // worth a look, not the answer.
-        let summary = format!(
-            "{} more rows beyond the band (cache, load or placement moved; ratio only)",
-            rest.len()
-        );
-        h.push(folded(&summary, &rows_table(&rest), false));
+        // Moved cache, load or placement, ratios beyond the band that could not be judged, and
+        // rows whose pages or placement moved: worth a look, not the answer. The summary says
+        // which, counted.
+        h.push(folded(&rest_summary(&rest), &rows_table(&rest), false));
     }
     for note in c.notes() {
         h.push(html!("<p class=\"warn\">{}</p>\n", note));
@@ -288,6 +285,50 @@ fn comparison_table(c: &crate::comparison::Comparison) -> Html {
     h
 }
 
+/// What the folded rows beside the changed ones are, counted by kind: "3 more rows: 2 where
+/// the cache moved, 1 ratio only beyond the band".
+fn rest_summary(rest: &[&oslab_core::stats::compare::Row]) -> String {
+    use oslab_core::stats::compare::Verdict;
+    let count =
+        |f: &dyn Fn(&oslab_core::stats::compare::Row) -> bool| rest.iter().filter(|r| f(r)).count();
+    let kinds: [(usize, &str); 6] = [
+        (
+            count(&|r| r.judgement.verdict == Verdict::CacheMoved),
+            "where the cache moved",
+        ),
+        (
+            count(&|r| r.judgement.verdict == Verdict::LoadMoved),
+            "where other work differed",
+        ),
+        (
+            count(&|r| r.judgement.verdict == Verdict::PlacementMoved),
+            "crossing cpus that sat differently",
+        ),
+        (
+            count(&|r| r.judgement.verdict == Verdict::RatioOnly),
+            "ratio only, beyond the band",
+        ),
+        (
+            count(&|r| r.judgement.verdict == Verdict::Unknown),
+            "not comparable (on one side only, no value)",
+        ),
+        (
+            count(&|r| !r.got_moved.is_empty()),
+            "whose pages or placement moved",
+        ),
+    ];
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    format!(
+        "{}: {}",
+        oslab_core::units::counted(rest.len(), "more row"),
+        parts.join(", ")
+    )
+}
+
 /// Comparison rows as an HTML table.
 fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> Html {
     use crate::comparison::{cells, COLUMNS};
@@ -302,11 +343,20 @@ fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> Html {
             // Names and the verdict (a class that colours it) on the left, numbers on the right.
             h.push(match i {
                 0..=2 => html!("<td>{}</td>", cell),
-                10 => html!(
-                    "<td class=\"{}\">{}</td>",
-                    cell.to_lowercase().replace(' ', "-"),
-                    cell
-                ),
+                // What the row got that moved between the sides comes with its verdict, as in
+                // the terminal's table.
+                10 => {
+                    let mut td = html!(
+                        "<td class=\"{}\">{}",
+                        cell.to_lowercase().replace(' ', "-"),
+                        cell
+                    );
+                    for m in &r.got_moved {
+                        td.push(html!("<br><small>{}</small>", m.to_string()));
+                    }
+                    td.push(html!("</td>"));
+                    td
+                }
                 _ => html!("<td class=\"n\">{}</td>", cell),
             });
         }

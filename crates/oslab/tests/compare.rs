@@ -437,6 +437,68 @@ fn what_moved_between_the_sides_is_said_first_and_with_the_rows_it_moved() {
     assert!(!same.contains("what moved"), "{same}");
 }
 
+#[test]
+fn one_cpu_hog_then_two_is_the_loads_doing_not_a_regression() {
+    // Both sides busy: every repetition contended, so only how much other work each side
+    // measured beside tells them apart (same-cpu switches read +15% to +81% REGRESSION).
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    let hog = || {
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap()
+    };
+    let probes = [
+        "switch.thread.pipe",
+        "switch.process.pipe",
+        "syscall.getppid",
+    ];
+    let run = || {
+        let mut args = vec!["run", "--quick", "--repeat", "3", "--db", db];
+        args.extend(probes);
+        stdout(&args);
+    };
+    let mut hogs = vec![hog()];
+    run();
+    hogs.push(hog());
+    run();
+    for h in &mut hogs {
+        h.kill().ok();
+        h.wait().unwrap();
+    }
+    let j = json(&stdout(&[
+        "compare", "1", "2", "--json", "--all", "--db", db,
+    ]));
+    let c = &j["comparisons"][0];
+    let moved = c["moved"].as_array().unwrap();
+    let named = moved
+        .iter()
+        .find(|m| m["name"] == "other work while measuring");
+    let rows = c["rows"].as_array().unwrap();
+    let regressions: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["verdict"] == "regression" || r["verdict"] == "better")
+        .collect();
+    // Named as what moved, or no row called changed for it.
+    assert!(
+        named.is_some() || regressions.is_empty(),
+        "the load is not named and rows read changed: {regressions:?} (moved: {moved:?})"
+    );
+    // Every row changed where the load moved is the load's.
+    for r in &regressions {
+        let [a, b] = [0, 1].map(|i| r["other_work"][i].as_f64().unwrap_or(0.0));
+        assert!(
+            (a - b).abs() < oslab_core::stats::compare::LOAD_APART,
+            "called changed though the load moved: {r}"
+        );
+    }
+    if let Some(m) = named {
+        assert_ne!(m["a"], m["b"], "{m}");
+    }
+}
+
 /// The form of `compare --all`'s text as benchstat prints it: a table per family, each side
 /// with its spread, the change, its p and replicates, the largest changes first, a geomean last.
 fn table_form(text: &str) {

@@ -71,8 +71,10 @@ pub enum Verdict {
     /// not what was compared.
     CacheMoved,
     /// Beyond the band, but other work competed for the cpus on one side's repetitions and
-    /// not on the other's ([`Row::contended`]): the difference is the load's (identical runs,
-    /// one beside two cpu hogs, once read 2-thread bandwidth 3-8x "better").
+    /// not on the other's ([`Row::contended`]), or as much again on one side ([`Row::other_work`],
+    /// [`LOAD_APART`]): the difference is the load's (identical runs, one beside two cpu hogs,
+    /// once read 2-thread bandwidth 3-8x "better"; one hog, then two, same-cpu switches +15% to
+    /// +81%).
     LoadMoved,
     /// Beyond the band, on a row whose work crosses cpus ([`crosses_cpus`]), where the two
     /// cpus sat differently on the host between the sides ([`placement_moved`]): core-to-core
@@ -128,6 +130,9 @@ pub struct Row {
     /// Repetitions measured while other work competed for the cpus (status `contention`), of
     /// those with a value, on each side.
     pub contended: [[usize; 2]; 2],
+    /// The other work beside each side's repetitions, in cpus (the median of what they
+    /// recorded, [`crate::model::OTHER_WORK`]); None for runs that did not record it.
+    pub other_work: [Option<f64>; 2],
     /// What this row's measurements got that differs between the sides (pages thp 100% -> 4k):
     /// its verdict stands on its own evidence, and this says what moved with it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -425,6 +430,8 @@ struct Rep {
     slowed: bool,
     /// Other work competed for the cpus (status `contention`).
     contended: bool,
+    /// How much other work there was, in cpus, where recorded.
+    other_work: Option<f64>,
 }
 
 /// The values of some runs: per key (in order of first appearance), per run, its repetitions
@@ -474,6 +481,7 @@ impl PerRun {
                         value: s.median,
                         slowed: m.slowed_core(),
                         contended: m.status.is_contended(),
+                        other_work: m.other_work(),
                     });
                 }
             }
@@ -574,6 +582,19 @@ impl PerRun {
             .filter(|(k, _)| !crossing.contains(*k))
             .flat_map(|(_, runs)| runs.iter().flatten())
             .fold([0, 0], |[n, c], x| [n + 1, c + usize::from(x.contended)])
+    }
+
+    /// The median other work beside `k`'s repetitions (every one, `k` None), in cpus; None
+    /// when none recorded it.
+    fn other_work(&self, k: Option<&Key>, crossing: &HashSet<Key>) -> Option<f64> {
+        let seen: Vec<f64> = self
+            .reps
+            .iter()
+            .filter(|(key, _)| k.map_or(!crossing.contains(*key), |k| k == *key))
+            .flat_map(|(_, runs)| runs.iter().flatten())
+            .filter_map(|x| x.other_work)
+            .collect();
+        median(&seen)
     }
 
     /// The values of `k`'s repetitions measured with no other work competing, at full speed.
@@ -775,6 +796,19 @@ fn load_moved(contended: [[usize; 2]; 2]) -> bool {
     }
 }
 
+/// How far apart, in cpus, the other work beside two sides' repetitions lies before the load
+/// counts as moved: half a cpu. Quiet repetitions read 0-0.3; one cpu hog beside a one-thread
+/// probe on 2 cpus about 1, two hogs about 2.3 ([`crate::model::OTHER_WORK`]).
+pub const LOAD_APART: f64 = 0.5;
+
+/// Whether the other work beside two sides lies [`LOAD_APART`] apart.
+fn loads_apart(load: [Option<f64>; 2]) -> bool {
+    match load {
+        [Some(a), Some(b)] => (a - b).abs() >= LOAD_APART,
+        _ => false,
+    }
+}
+
 /// Whether a change stands without the load: the repetitions each side measured with no other
 /// work competing lie apart beyond the band, every one of them (a syscall audit rule made
 /// getppid 27x slower; two of B's three repetitions had other work beside them, the third alone
@@ -837,11 +871,10 @@ pub fn crosses_cpus(m: &Measurement) -> bool {
     two_ends || several || p.contains_key("peer_cpu")
 }
 
-/// The core clock a side ran at, GHz: the median over its runs of the clock each run measured
-/// for its predictions (the `core_ghz` input); None when no run has it.
-pub fn core_clock(runs: &[&[Measurement]]) -> Option<f64> {
-    let per_run: Vec<f64> = runs
-        .iter()
+/// The core clock each run measured for its predictions (the `core_ghz` input), GHz, for the
+/// runs that have it.
+fn core_clocks(runs: &[&[Measurement]]) -> Vec<f64> {
+    runs.iter()
         .filter_map(|ms| {
             ms.iter().find_map(|m| {
                 m.prediction
@@ -852,8 +885,40 @@ pub fn core_clock(runs: &[&[Measurement]]) -> Option<f64> {
                     .filter(|v| *v > 0.0)
             })
         })
-        .collect();
-    median(&per_run)
+        .collect()
+}
+
+/// The core clock a side ran at, GHz: the median over its runs of the clock each run measured
+/// for its predictions (the `core_ghz` input); None when no run has it.
+pub fn core_clock(runs: &[&[Measurement]]) -> Option<f64> {
+    median(&core_clocks(runs))
+}
+
+/// How far one run's core clock estimate may lie from another's on the same machine: 25%. It
+/// is one estimate a run, taken in a moment, and on a shared host the core runs at two speeds
+/// (another guest on its SMT sibling): two identical runs on a 2-vCPU guest read clocks 18.3%
+/// apart.
+pub const CLOCK_DRIFT: f64 = 0.25;
+
+/// The sides' core clocks (A, B, GHz) and how far apart they lie, when that is beyond what the
+/// clock drifts between runs: beyond `threshold`, the spread of a side's own runs, and
+/// [`CLOCK_DRIFT`] where a side has fewer than 3 runs to show its drift. None when not.
+pub fn clocks_apart(
+    a: &[&[Measurement]],
+    b: &[&[Measurement]],
+    threshold: f64,
+) -> Option<(f64, f64, f64)> {
+    let (ca, cb) = (core_clocks(a), core_clocks(b));
+    let (ma, mb) = (median(&ca)?, median(&cb)?);
+    let drift = [&ca, &cb]
+        .iter()
+        .map(|c| match c.len() >= RUNS_AS_REPLICATES {
+            true => spread(c),
+            false => CLOCK_DRIFT,
+        })
+        .fold(threshold, f64::max);
+    let apart = (mb / ma).ln().abs().exp() - 1.0;
+    (apart > drift).then_some((ma, mb, apart))
 }
 
 /// Compares side `b` against the baseline side `a`, each one or more runs (see the module
@@ -913,7 +978,8 @@ pub fn compare(
     // contended either way: whether other work moved shows on the rows that stay on one cpu.
     // Where it did, a wake-up found the other cpu busy on one side and idle on the other (2x
     // faster beside two cpu hogs: no idle exit), a change of the load's.
-    let load_moved_at_all = load_moved([0, 1].map(|i| sides[i].busy(&crosses)));
+    let load_moved_at_all = load_moved([0, 1].map(|i| sides[i].busy(&crosses)))
+        || loads_apart([0, 1].map(|i| sides[i].other_work(None, &crosses)));
     order
         .into_iter()
         .map(|(k, unit, params, difference)| {
@@ -965,9 +1031,13 @@ pub fn compare(
             });
             let contended = [0, 1].map(|i| sides[i].contended(&k, slowed));
             let calm = [0, 1].map(|i| sides[i].calm(&k));
+            let other_work = [0, 1].map(|i| sides[i].other_work(Some(&k), &crosses));
             let load_shift = match crosses.contains(&k) {
                 true => load_moved_at_all,
-                false => load_moved(contended) && !apart_when_calm([&calm[0], &calm[1]], band),
+                false => {
+                    (load_moved(contended) || loads_apart(other_work))
+                        && !apart_when_calm([&calm[0], &calm[1]], band)
+                }
             };
             Row {
                 probe,
@@ -991,6 +1061,7 @@ pub fn compare(
                 .blind_if_wide(threshold),
                 replicates: [kind_a, kind_b],
                 contended,
+                other_work,
                 cache_edge,
                 got_moved: crate::conditions::diff(
                     &[sides[0].got.get(&k).cloned().unwrap_or_default()],
@@ -1144,6 +1215,39 @@ mod tests {
         // One that does not (the load's doing) leaves it unclaimed.
         busy[2].summary = Summary::new(&[10.1; 40]);
         assert_ne!(verdict(&quiet, &busy).judgement.verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn a_change_where_both_sides_were_busy_but_one_twice_as_busy_is_the_loads() {
+        // One cpu hog, then two: every repetition of both sides contended, the same-cpu switch
+        // 40% slower beside two. How much other work each recorded tells them apart.
+        let beside = |values: &[f64], cpus: f64| -> Vec<Measurement> {
+            let mut ms = run(1, Unit::Ns, values);
+            for m in &mut ms {
+                m.status = Status::noisy(crate::model::cause::CONTENTION);
+                m.context
+                    .insert(crate::model::OTHER_WORK.into(), cpus.into());
+            }
+            ms
+        };
+        let one = beside(&[100.0, 100.5, 101.0], 1.0);
+        let two = beside(&[140.0, 141.0, 142.0], 2.3);
+        let r = verdict(&one, &two);
+        assert_eq!(r.judgement.verdict, Verdict::LoadMoved);
+        assert_eq!(r.other_work, [Some(1.0), Some(2.3)]);
+        // Beside the same load (within half a cpu), the change stands.
+        let also_one = beside(&[140.0, 141.0, 142.0], 1.2);
+        assert_eq!(
+            verdict(&one, &also_one).judgement.verdict,
+            Verdict::Regression
+        );
+        // The run-level condition names the load each side measured beside.
+        let named = |ms: &[Measurement]| crate::conditions::other_work_measuring(ms).unwrap().1;
+        assert_eq!(
+            (named(&one), named(&two)),
+            ("1 cpu".into(), "2 cpus".into())
+        );
+        assert_eq!(named(&beside(&[1.0], 0.2)), "none");
     }
 
     #[test]
@@ -1547,6 +1651,24 @@ mod tests {
         assert_eq!(core_clock(&[&run(1, Unit::Ns, &[1.0])]), None);
         // 10% slower at a 10% lower clock is still called: the clock is said, not discounted.
         assert_eq!(verdict(&a, &b).judgement.verdict, Verdict::Regression);
+    }
+
+    #[test]
+    fn core_clocks_are_said_apart_only_beyond_how_far_runs_drift() {
+        let at = |ghz: f64| at_clock(run(1, Unit::Ns, &[100.0]), ghz);
+        // One run a side, 18% apart (identical runs on a shared host): not said; 40%: said.
+        assert_eq!(clocks_apart(&[&at(3.0)], &[&at(2.54)], 0.05), None);
+        let (a, b, apart) = clocks_apart(&[&at(3.5)], &[&at(2.5)], 0.05).unwrap();
+        assert_eq!((a, b), (3.5, 2.5));
+        assert!((apart - 0.4).abs() < 1e-9);
+        // Three steady runs a side: 10% apart is beyond their own spread.
+        let side = |ghz: [f64; 3]| ghz.map(at);
+        let (sa, sb) = (side([3.0, 3.01, 3.02]), side([2.7, 2.71, 2.72]));
+        let (ra, rb): (Vec<&[Measurement]>, Vec<&[Measurement]>) = (
+            sa.iter().map(|r| &r[..]).collect(),
+            sb.iter().map(|r| &r[..]).collect(),
+        );
+        assert!(clocks_apart(&ra, &rb, 0.05).is_some());
     }
 
     #[test]

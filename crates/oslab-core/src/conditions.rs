@@ -59,7 +59,7 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
         ("microcode", "microcode"),
         ("cpus", "threads"),
         ("kernel", "kernel"),
-        ("kernel command line", "cmdline"),
+        (COMMAND_LINE, "cmdline"),
         ("clocksource", "clocksource"),
         ("timer tick (Hz)", "tick_hz"),
         ("governor", "governor"),
@@ -102,7 +102,7 @@ pub fn configuration(fingerprint: &Value, environment: &Value) -> Vec<Setting> {
     }
     // The command line without what names this machine's disk and image: nodes of one fleet
     // boot from their own, and a root= is no configuration that changes a cost.
-    if let Some(line) = out.iter_mut().find(|(n, _)| n == "kernel command line") {
+    if let Some(line) = out.iter_mut().find(|(n, _)| n == COMMAND_LINE) {
         line.1 = line
             .1
             .split_whitespace()
@@ -264,10 +264,64 @@ impl std::fmt::Display for Odd {
 /// Settings that name the machine rather than configure it: they differ on every node.
 const OWN: [&str; 1] = ["host"];
 
+/// The setting a kernel command line is compared under across machines.
+const COMMAND_LINE: &str = "kernel command line";
+
+/// Each machine's kernel command line as one setting per word (`boot nosmt on`, `boot
+/// transparent_hugepage never`, `absent` where another machine has the word and this one not),
+/// for machines that recorded it: a word every node sets its own way (`ip=`, `BOOTIF=`,
+/// `hostname=`) has no majority and names no one, while `nosmt` on one node still does (as one
+/// whole line, any per-node word made every line differ and the check said nothing).
+fn boot_words(machines: &[(String, Vec<Setting>)]) -> Vec<(String, Vec<Setting>)> {
+    let words = |line: &str| -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for w in line.split_whitespace() {
+            let (k, v) = w.split_once('=').unwrap_or((w, "on"));
+            match out.iter_mut().find(|(key, _)| key == k) {
+                Some((_, value)) => *value = format!("{value} {v}"),
+                None => out.push((k.to_string(), v.to_string())),
+            }
+        }
+        out
+    };
+    let line = |s: &[Setting]| {
+        s.iter()
+            .find(|(n, _)| n == COMMAND_LINE)
+            .map(|(_, v)| words(v))
+    };
+    let mut keys: Vec<String> = Vec::new();
+    for (k, _) in machines.iter().filter_map(|(_, s)| line(s)).flatten() {
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    machines
+        .iter()
+        .map(|(m, settings)| {
+            let mut out: Vec<Setting> = settings
+                .iter()
+                .filter(|(n, _)| n != COMMAND_LINE)
+                .cloned()
+                .collect();
+            if let Some(mine) = line(settings) {
+                out.extend(keys.iter().map(|k| {
+                    let v = mine.iter().find(|(key, _)| key == k);
+                    (
+                        format!("boot {k}"),
+                        v.map_or("absent".into(), |v| v.1.clone()),
+                    )
+                }));
+            }
+            (m.clone(), out)
+        })
+        .collect()
+}
+
 /// Where machines differ from the majority of those that recorded a setting: each machine whose
 /// value is not the value more than half of them share. A setting with no such majority (two
 /// kernels, two nodes each) names no one: there is no usual value to drift from.
 pub fn odd_ones(machines: &[(String, Vec<Setting>)]) -> Vec<Odd> {
+    let machines = &boot_words(machines);
     let mut names: Vec<&str> = Vec::new();
     for (n, _) in machines.iter().flat_map(|(_, s)| s) {
         if !names.contains(&n.as_str()) && !OWN.contains(&n.as_str()) {
@@ -381,6 +435,30 @@ mod tests {
         assert_eq!(odd[0].to_string(), "clocksource hpet (3 others: tsc)");
         // Two against two: no usual value, no one drifted; host names never drift.
         assert!(odd_ones(&[node("a", "tsc"), node("b", "hpet")]).is_empty());
+        // A command line is compared word by word: per-node words name no one, `nosmt` on one
+        // node does.
+        let booted = |name: &str, n: usize, extra: &str| {
+            (
+                name.to_string(),
+                vec![(
+                    COMMAND_LINE.to_string(),
+                    format!("quiet ip=10.0.0.{n}::eth0 BOOTIF=01-52-54-00-00-0{n} {extra}"),
+                )],
+            )
+        };
+        let nodes = [
+            booted("n1", 1, ""),
+            booted("n2", 2, ""),
+            booted("n3", 3, "nosmt transparent_hugepage=never"),
+        ];
+        let odd: Vec<String> = odd_ones(&nodes).iter().map(|o| o.to_string()).collect();
+        assert_eq!(
+            odd,
+            [
+                "boot nosmt on (2 others: absent)",
+                "boot transparent_hugepage never (2 others: absent)"
+            ]
+        );
         let halves = [
             fleet[0].clone(),
             fleet[2].clone(),

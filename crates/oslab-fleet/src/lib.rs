@@ -717,7 +717,13 @@ pub enum JobSummaryError {
 pub fn drain_script(job: &JobRef, s: &summary::FleetSummary) -> String {
     s.verdicts
         .iter()
-        .filter(|v| v.verdict != summary::Health::Healthy)
+        // A node not judged is not known sick: it is said, not drained.
+        .filter(|v| {
+            !matches!(
+                v.verdict,
+                summary::Health::Healthy | summary::Health::NotJudged
+            )
+        })
         .map(|v| drain_line(job, &v.node, v.verdict.as_str(), &v.why) + "\n")
         .collect()
 }

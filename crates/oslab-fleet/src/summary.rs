@@ -85,6 +85,9 @@ pub enum Health {
     Failed,
     /// Listed for the job, nothing from it.
     Missing,
+    /// Of a shape too few nodes share to judge it among them, and unlike no majority of the
+    /// fleet either: nothing to judge it against (never silently healthy).
+    NotJudged,
 }
 
 impl Health {
@@ -99,6 +102,7 @@ impl Health {
             Health::Crashed => "crashed",
             Health::Failed => "failed",
             Health::Missing => "missing",
+            Health::NotJudged => "not judged",
         }
     }
 
@@ -331,9 +335,14 @@ fn shapes(runs: &[&NodeRun]) -> Vec<(String, Vec<String>)> {
     shapes
 }
 
+/// The pseudo-setting a node's shape is compared under across the fleet.
+const SHAPE: &str = "shape";
+
 /// The fleet view, each machine shape judged on its own: a node with four times the others'
 /// memory or twice their cores differs by design, and judged against them it reads as an
-/// outlier (or hides one: two shapes split the median). One shape: [`summarize`].
+/// outlier (or hides one: two shapes split the median). One shape: [`summarize`]. A shape
+/// fewer than [`MIN_NODES`] nodes share is judged against the whole fleet instead
+/// ([`judge_against_the_fleet`]): a node that lost a cpu or memory is a shape of its own.
 pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
     let mut sorted: Vec<&NodeRun> = runs.iter().collect();
     sorted.sort_by(|a, b| a.node.cmp(&b.node));
@@ -341,7 +350,7 @@ pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
     if shapes.len() < 2 {
         return summarize(runs, min_effect);
     }
-    let groups: Vec<ShapeGroup> = shapes
+    let mut groups: Vec<ShapeGroup> = shapes
         .iter()
         .map(|(shape, nodes)| {
             let mine: Vec<NodeRun> = runs
@@ -355,6 +364,7 @@ pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
             }
         })
         .collect();
+    judge_against_the_fleet(&mut groups, &sorted, min_effect);
     let mut verdicts: Vec<NodeVerdict> = groups
         .iter()
         .flat_map(|g| g.summary.verdicts.iter().cloned())
@@ -373,6 +383,58 @@ pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
             .map(|r| r.node.clone())
             .collect(),
         groups,
+    }
+}
+
+/// The nodes of shapes too few share to judge among themselves, judged against the fleet: each
+/// setting unlike most nodes' (`cpus 1 (3 others: 2)`, `memory 0.25 GiB (3 others: 0.5 GiB)`,
+/// else the shape itself) makes it drifted; with no majority to differ from, it is not judged.
+/// An offlined cpu or a smaller memory read `healthy` as a shape of one.
+fn judge_against_the_fleet(groups: &mut [ShapeGroup], runs: &[&NodeRun], min_effect: f64) {
+    let machines: Vec<(String, Vec<oslab_core::conditions::Setting>)> = runs
+        .iter()
+        .map(|r| {
+            let mut settings = r.settings.clone();
+            settings.extend(r.shape.clone().map(|s| (SHAPE.to_string(), s)));
+            (r.node.clone(), settings)
+        })
+        .collect();
+    let odd = oslab_core::conditions::odd_ones(&machines);
+    for g in groups
+        .iter_mut()
+        .filter(|g| g.summary.nodes.len() < MIN_NODES)
+    {
+        let nodes = g.summary.nodes.len();
+        for v in &mut g.summary.verdicts {
+            let mut mine: Vec<oslab_core::conditions::Odd> = odd
+                .iter()
+                .filter(|d| d.machine == v.node)
+                .cloned()
+                .collect();
+            // The settings say what differs; the shape only where none does.
+            if mine.iter().any(|d| d.name != SHAPE) {
+                mine.retain(|d| d.name != SHAPE);
+            }
+            if mine.is_empty() {
+                if v.verdict == Health::Healthy {
+                    v.verdict = Health::NotJudged;
+                    v.why = vec![format!(
+                        "its shape ({}) is {} of {}, too few to judge it among them ({MIN_NODES} needed), and most nodes share no shape or setting it lacks",
+                        g.shape,
+                        oslab_core::units::counted(nodes, "node"),
+                        runs.len()
+                    )];
+                }
+                continue;
+            }
+            for d in mine {
+                if !v.drift.iter().any(|x| x.name == d.name) {
+                    v.drift.push(d);
+                }
+            }
+            v.verdict = Health::of_state(&v.state);
+            v.judge(min_effect);
+        }
     }
 }
 
@@ -1302,6 +1364,68 @@ mod tests {
         assert!(summarize_by_shape(&runs[..4], DEFAULT_MIN_EFFECT)
             .groups
             .is_empty());
+    }
+
+    #[test]
+    fn a_node_that_lost_a_cpu_or_memory_is_drifted_never_a_healthy_shape_of_one() {
+        let node = |cpus: &str, memory: &str| {
+            (
+                Some(format!(
+                    "1 socket x {cpus} x 1 thread, 1 NUMA node, {memory}"
+                )),
+                vec![
+                    (
+                        "cpus".to_string(),
+                        cpus.split(' ').next().unwrap().to_string(),
+                    ),
+                    ("memory".to_string(), memory.to_string()),
+                ],
+            )
+        };
+        let rows: Vec<(String, f64)> = (0..6).map(|r| (format!("syscall.p{r}"), 0.02)).collect();
+        let mut runs = fleet_of(4, &rows, 5, None);
+        let shaped = |runs: &mut [NodeRun], of: &[(Option<String>, Vec<(String, String)>)]| {
+            for (r, (shape, settings)) in runs.iter_mut().zip(of) {
+                r.shape = shape.clone();
+                r.settings = settings.clone();
+            }
+        };
+        let whole = node("2 cores", "0.5 GiB");
+        // n03 with cpu 1 offlined; then with 384 MiB among 512 MiB nodes.
+        for (odd, said) in [
+            (node("1 core", "0.5 GiB"), "cpus 1 (3 others: 2)"),
+            (
+                node("2 cores", "0.25 GiB"),
+                "memory 0.25 GiB (3 others: 0.5 GiB)",
+            ),
+        ] {
+            shaped(
+                &mut runs,
+                &[whole.clone(), whole.clone(), whole.clone(), odd],
+            );
+            let s = summarize_by_shape(&runs, DEFAULT_MIN_EFFECT);
+            let v = s.verdicts.iter().find(|v| v.node == "n03").unwrap();
+            assert_eq!(v.verdict, Health::Drifted, "{v:?}");
+            assert_eq!(v.why, [said], "{v:?}");
+            assert!(s.verdicts[..3].iter().all(|v| v.verdict == Health::Healthy));
+        }
+        // Two shapes, two nodes each: no majority to judge against, and no node healthy.
+        let half = node("1 core", "0.5 GiB");
+        shaped(
+            &mut runs,
+            &[whole.clone(), whole.clone(), half.clone(), half],
+        );
+        let s = summarize_by_shape(&runs, DEFAULT_MIN_EFFECT);
+        assert!(
+            s.verdicts.iter().all(|v| v.verdict == Health::NotJudged),
+            "{:?}",
+            s.verdicts
+        );
+        assert!(
+            s.verdicts[0].why[0].contains("2 nodes of 4"),
+            "{:?}",
+            s.verdicts[0]
+        );
     }
 
     #[test]

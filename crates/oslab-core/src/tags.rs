@@ -34,6 +34,14 @@ fn check_fleet_tag(key: &str, value: &str) -> Result<(), BadValue> {
             "a node name: letters, digits, '-', '_' and '.', not starting with '.', at most 64",
         ),
         "fleet.job" => (is_job_id(value), "a Slurm job id: digits and '_'"),
+        "fleet.reference" => (
+            is_node_name(value),
+            "a reference's name, as a partition's: letters, digits, '-', '_' and '.'",
+        ),
+        "fleet.check" => (
+            is_token(value),
+            "a check's token: letters and digits, at most 32",
+        ),
         "fleet.submission" => (
             is_token(value),
             "a submission token: letters and digits, at most 32",

@@ -25,6 +25,9 @@ pub enum FleetCommand {
     Summary(FleetSummaryArgs),
     /// One node across every collected job: its verdict in each, oldest first.
     History(FleetHistoryArgs),
+    /// Save a job's healthy nodes as a named reference (a partition's) that later jobs and
+    /// `oslab check` are judged against.
+    Reference(FleetReferenceArgs),
     /// (internal) One node's share of a fleet job, started by the sbatch script.
     #[command(hide = true)]
     Task(FleetTaskArgs),
@@ -84,6 +87,10 @@ pub struct FleetSummaryArgs {
     /// (a kernel update, every node slower), is judged against what the fleet was.
     #[arg(long, value_name = "JOB")]
     pub baseline: Option<String>,
+    /// A saved reference (`oslab fleet reference save JOB --name NAME`) whose nodes count in
+    /// every median and majority: two sick nodes of three are both found.
+    #[arg(long, value_name = "NAME")]
+    pub reference: Option<String>,
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
     #[arg(long)]
     pub all: bool,
@@ -133,4 +140,59 @@ fn parse_token(s: &str) -> Result<String, BadValue> {
     crate::is_token(s)
         .then(|| s.to_string())
         .ok_or_else(|| BadValue(format!("{s:?}: a submission token is letters and digits")))
+}
+
+/// `oslab fleet reference`.
+#[derive(Debug, Args)]
+pub struct FleetReferenceArgs {
+    /// What to do with references.
+    #[command(subcommand)]
+    pub command: FleetReferenceCommand,
+}
+
+/// What `oslab fleet reference` does.
+#[derive(Debug, Subcommand)]
+pub enum FleetReferenceCommand {
+    /// Keep the nodes a collected job calls healthy (at least 3) as reference NAME, replacing
+    /// what it held.
+    Save(FleetReferenceSaveArgs),
+}
+
+/// `oslab fleet reference save`.
+#[derive(Debug, Args)]
+pub struct FleetReferenceSaveArgs {
+    /// The job (JOB or JOB.TOKEN), collected.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// The reference's name: the partition its nodes stand for.
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// The smallest deviation called an outlier when the job's healthy nodes are chosen.
+    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
+        value_parser = oslab_core::units::parse_fraction)]
+    pub min_effect: f64,
+    /// Text or JSON.
+    #[command(flatten)]
+    pub out: Output,
+}
+
+/// `oslab check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The saved reference to judge this node against (`oslab fleet reference save`).
+    #[arg(long, value_name = "NAME")]
+    pub reference: String,
+    /// Print, not run, this node's `scontrol ... State=DRAIN` line when it is not healthy.
+    #[arg(long)]
+    pub drain: bool,
+    /// Print, not run, this node's `scontrol ... State=RESUME` line when it is healthy.
+    #[arg(long)]
+    pub resume: bool,
+    /// The smallest deviation from the reference's median called an outlier.
+    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
+        value_parser = oslab_core::units::parse_fraction)]
+    pub min_effect: f64,
+    /// Text or JSON.
+    #[command(flatten)]
+    pub out: Output,
 }

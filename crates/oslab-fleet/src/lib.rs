@@ -18,6 +18,7 @@
 
 #[cfg(feature = "clap")]
 pub mod args;
+pub mod reference;
 pub mod slurm;
 pub mod submit;
 pub mod summary;
@@ -522,34 +523,48 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
     };
     let mut runs = Vec::new();
     for (node, id) in collected_nodes(store, &job)? {
-        let (record, measurements) = store.load_run(&RunRef::Id(id))?;
-        let settings =
-            oslab_core::conditions::configuration(&record.fingerprint, &record.environment);
-        // A machine's shape is its topology and its memory: nodes of one shape are judged
-        // together.
-        let memory = settings.iter().find(|(n, _)| n == "memory").map(|m| &m.1);
-        let shape =
-            serde_json::from_value::<oslab_core::Topology>(record.fingerprint["topology"].clone())
-                .ok()
-                .map(|t| match memory {
-                    Some(m) => format!("{}, {m}", t.shape()),
-                    None => t.shape(),
-                });
-        runs.push(NodeRun {
-            node,
-            run_id: id,
-            started: record.started,
-            state: NodeState::of_run(record.status),
-            measurements,
-            shape,
-            settings,
-            other_work: serde_json::from_value(record.environment["other_work"].clone())
-                .ok()
-                .flatten(),
-            reference: false,
-        });
+        runs.push(node_run(store, node, id)?);
     }
     Ok((job, runs))
+}
+
+/// Run `id` of the store as node `node`'s: its measurements, shape and settings.
+pub fn node_run(store: &Store, node: String, id: i64) -> Result<NodeRun, StoreError> {
+    let (record, measurements) = store.load_run(&RunRef::Id(id))?;
+    let settings = oslab_core::conditions::configuration(&record.fingerprint, &record.environment);
+    // A machine's shape is its topology and its memory: nodes of one shape are judged
+    // together.
+    let memory = settings.iter().find(|(n, _)| n == "memory").map(|m| &m.1);
+    let shape =
+        serde_json::from_value::<oslab_core::Topology>(record.fingerprint["topology"].clone())
+            .ok()
+            .map(|t| match memory {
+                Some(m) => format!("{}, {m}", t.shape()),
+                None => t.shape(),
+            });
+    Ok(NodeRun {
+        node,
+        run_id: id,
+        started: record.started,
+        state: NodeState::of_run(record.status),
+        measurements,
+        shape,
+        settings,
+        other_work: serde_json::from_value(record.environment["other_work"].clone())
+            .ok()
+            .flatten(),
+        reference: false,
+    })
+}
+
+/// What a job is judged against besides its own nodes: an earlier job's healthy nodes
+/// (`--baseline JOB`), a saved reference (`--reference NAME`), both or neither.
+#[derive(Debug, Clone, Default)]
+pub struct Against {
+    /// The earlier job.
+    pub baseline: Option<String>,
+    /// The saved reference's name.
+    pub reference: Option<String>,
 }
 
 /// The summary of one job, named by its id (JOB or JOB.TOKEN) or by its results directory: with a
@@ -561,7 +576,7 @@ pub fn node_runs(store: &Store, job: &str) -> Result<(JobRef, Vec<NodeRun>), Nod
 pub fn job_summary(
     store: &Store,
     job: &str,
-    baseline: Option<&str>,
+    against: &Against,
     min_effect: f64,
 ) -> Result<(JobRef, summary::FleetSummary), JobSummaryError> {
     let dir = Path::new(job);
@@ -589,8 +604,11 @@ pub fn job_summary(
             store.path().display()
         )));
     }
-    if let Some(b) = baseline {
+    if let Some(b) = &against.baseline {
         runs.extend(references(store, b, min_effect)?);
+    }
+    if let Some(name) = &against.reference {
+        runs.extend(reference::runs(store, name)?);
     }
     let mut s = summary::summarize_by_shape(&runs, min_effect);
     for (node, state, detail) in listed.iter().flat_map(|j| j.states()) {
@@ -724,14 +742,22 @@ pub fn drain_script(job: &JobRef, s: &summary::FleetSummary) -> String {
                 summary::Health::Healthy | summary::Health::NotJudged
             )
         })
-        .map(|v| drain_line(job, &v.node, v.verdict.as_str(), &v.why) + "\n")
+        .map(|v| {
+            drain_line(
+                &format!("oslab fleet {job}"),
+                &v.node,
+                v.verdict.as_str(),
+                &v.why,
+            ) + "\n"
+        })
         .collect()
 }
 
-/// One node's `scontrol` line, every word quoted for the shell. A name that is not a node's (a
-/// run stored before names were checked) never reaches the shell: it is named in a comment, in
-/// Rust's debug form, on one line.
-fn drain_line(job: &JobRef, node: &str, verdict: &str, why: &[String]) -> String {
+/// One node's `scontrol` drain line, every word quoted for the shell, its reason saying who
+/// found what (`source`: `oslab fleet 4711`). A name that is not a node's (a run stored before
+/// names were checked) never reaches the shell: it is named in a comment, in Rust's debug form,
+/// on one line.
+pub fn drain_line(source: &str, node: &str, verdict: &str, why: &[String]) -> String {
     if !is_node_name(node) {
         return format!(
             "# not drained: {:?} is not a node name",
@@ -740,14 +766,29 @@ fn drain_line(job: &JobRef, node: &str, verdict: &str, why: &[String]) -> String
     }
     let why = oslab_core::text::one_line(&why.join("; ")).into_owned();
     let reason = match why.is_empty() {
-        true => format!("oslab fleet {job}: {verdict}"),
-        false => format!("oslab fleet {job}: {verdict}: {why}"),
+        true => format!("{source}: {verdict}"),
+        false => format!("{source}: {verdict}: {why}"),
     };
     format!(
         "scontrol update NodeName={} State=DRAIN Reason={}",
         oslab_core::text::shell_word(node),
         oslab_core::text::shell_word(&reason)
     )
+}
+
+/// One node's `scontrol` resume line, its name quoted for the shell: a node a check found
+/// healthy again goes back into service.
+pub fn resume_line(node: &str) -> String {
+    match is_node_name(node) {
+        true => format!(
+            "scontrol update NodeName={} State=RESUME",
+            oslab_core::text::shell_word(node)
+        ),
+        false => format!(
+            "# not resumed: {:?} is not a node name",
+            oslab_core::text::shortened(node, 60)
+        ),
+    }
 }
 
 /// A node's part of a fleet job, once its `oslab run` ended: the latest run of the private store

@@ -27,11 +27,7 @@ pub fn run(
         .ok_or(
             "oslab fleet task runs inside a Slurm job (no SLURM_JOB_ID); use `oslab fleet submit`",
         )?;
-    let node = std::env::var("SLURMD_NODENAME")
-        .ok()
-        .or_else(kernel_hostname)
-        .filter(|n| is_node_name(n))
-        .ok_or("cannot tell this node's name (SLURMD_NODENAME)")?;
+    let node = this_node().ok_or("cannot tell this node's name (SLURMD_NODENAME)")?;
     let submission = JobRef {
         job: job.clone(),
         token: token.map(str::to_string),
@@ -82,6 +78,15 @@ fn exit_code(s: &std::process::ExitStatus) -> u8 {
         (None, Some(sig)) => 128u8.saturating_add(sig as u8),
         _ => 1,
     }
+}
+
+/// This node's name: Slurm's for it, else the kernel's host name; None when neither is a node
+/// name.
+pub fn this_node() -> Option<String> {
+    std::env::var("SLURMD_NODENAME")
+        .ok()
+        .or_else(kernel_hostname)
+        .filter(|n| is_node_name(n))
 }
 
 fn kernel_hostname() -> Option<String> {

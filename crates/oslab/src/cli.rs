@@ -64,6 +64,9 @@ pub enum Command {
     /// collect, summary (every node healthy, busy, an outlier, drifted or missing, and why: a
     /// health check), history (one node across jobs).
     Fleet(FleetArgs),
+    /// This node alone, judged in seconds against a fleet's saved reference: exit 0 healthy,
+    /// 1 sick, 2 unusable, with a one-line reason (a Slurm HealthCheckProgram).
+    Check(CheckArgs),
     /// The NUMA matrix: bandwidth and latency for every cpu node x memory node (= `run numa.matrix`).
     Numa(NumaArgs),
     /// Core-to-core latency: a cache line handed back and forth between every pair of cpus, as a

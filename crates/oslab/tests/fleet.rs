@@ -499,6 +499,189 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     assert!(e.contains("never mixed"), "{e}");
 }
 
+/// Node `node`'s real task of job `job` (submission `token`): the check's probes, measured
+/// here as srun would start it there; its run read back and made quiet.
+fn task_run(results: &Path, job: &str, token: &str, node: &str) -> Value {
+    let mut args = vec!["fleet", "task", "--submission", token, "--results"];
+    let results_s = results.to_str().unwrap();
+    args.push(results_s);
+    args.extend(["--", "--quick"]);
+    args.extend(oslab_fleet::reference::CHECK_PROBES);
+    oslab()
+        .args(&args)
+        .env("SLURM_JOB_ID", job)
+        .env("SLURMD_NODENAME", node)
+        .assert()
+        .success();
+    let file = results.join(format!("{job}.{token}/node-{node}.json"));
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    quiet(&mut doc);
+    std::fs::write(&file, doc.to_string()).unwrap();
+    doc
+}
+
+/// Writes job `job`'s nodes (name, run document) and its manifest under `results`, and
+/// collects it into `db`.
+fn a_job(results: &Path, db: &str, job: &str, token: &str, nodes: &[(&str, Value)]) {
+    let dir = results.join(format!("{job}.{token}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (node, doc) in nodes {
+        std::fs::write(dir.join(format!("node-{node}.json")), doc.to_string()).unwrap();
+    }
+    let names: Vec<&str> = nodes.iter().map(|(n, _)| *n).collect();
+    std::fs::write(
+        dir.join("fleet.json"),
+        serde_json::json!({"job": job, "token": token, "nodes": names}).to_string(),
+    )
+    .unwrap();
+    oslab()
+        .args(["fleet", "collect", "--db", db])
+        .arg(&dir)
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_saved_reference_finds_two_sick_of_three_and_checks_a_node_alone() {
+    let results = tempfile::tempdir().unwrap();
+    let (_db_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    // Three healthy nodes, measured for real, saved as the partition's reference.
+    let healthy: Vec<(&str, Value)> = ["alpha", "beta", "gamma"]
+        .into_iter()
+        .map(|n| (n, task_run(results.path(), "801", "aa01", n)))
+        .collect();
+    a_job(results.path(), db, "801", "aa01", &healthy);
+    let said = String::from_utf8(stdout(&[
+        "fleet",
+        "reference",
+        "save",
+        "801",
+        "--name",
+        "compute",
+        "--db",
+        db,
+    ]))
+    .unwrap();
+    assert!(
+        said.starts_with("reference compute: 3 healthy nodes of job 801"),
+        "{said}"
+    );
+    // A later job: n2 and n3 25% slower, n1 as alpha was. Two of three outvote n1 in the
+    // job's own majority; against the reference both are found, and n1 is healthy.
+    let alpha = &healthy[0].1;
+    let later: Vec<(&str, Value)> = [("n1", 1.0), ("n2", 1.25), ("n3", 1.25)]
+        .into_iter()
+        .map(|(n, k)| (n, oslab_testkit::scaled_run(alpha, n, |_| k)))
+        .collect();
+    a_job(results.path(), db, "802", "bb02", &later);
+    let verdicts = |extra: &[&str]| -> Vec<(String, String)> {
+        let mut args = vec!["fleet", "summary", "802", "--json", "--db", db];
+        args.extend(extra);
+        json(&stdout(&args))["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                (
+                    v["node"].as_str().unwrap().into(),
+                    v["verdict"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    let against = verdicts(&["--reference", "compute"]);
+    assert_eq!(
+        against,
+        [("n1", "healthy"), ("n2", "outlier"), ("n3", "outlier")]
+            .map(|(n, v)| (n.to_string(), v.to_string())),
+        "{:?}",
+        verdicts(&[])
+    );
+    // A job with fewer than 3 healthy nodes is no reference.
+    let refused = fails(
+        &[
+            "fleet",
+            "reference",
+            "save",
+            "802",
+            "--name",
+            "x",
+            "--db",
+            db,
+        ],
+        2,
+    );
+    assert!(refused.contains("a reference needs 3"), "{refused}");
+    // This node alone, against the reference: healthy, or busy when the host is (exit 1 then).
+    let check = |reference: &str, extra: &[&str]| {
+        let out = oslab()
+            .args(["check", "--reference", reference, "--db", db])
+            .args(extra)
+            .env("SLURMD_NODENAME", "self")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let t = std::time::Instant::now();
+    let (code, text) = check("compute", &[]);
+    let took = t.elapsed();
+    match code {
+        Some(0) => assert!(
+            text.starts_with("self: healthy against reference compute"),
+            "{text}"
+        ),
+        Some(1) if text.contains(": busy against") => {}
+        _ => panic!("{code:?}: {text}"),
+    }
+    assert!(took.as_secs() < 30, "the check took {took:?}: {text}");
+    // The reference booted with another clocksource: this node is drifted, exit 1, and with
+    // --drain says the one line that drains it.
+    let hpet: Vec<(&str, Value)> = healthy
+        .iter()
+        .map(|(n, d)| {
+            let mut d = d.clone();
+            d["run"]["fingerprint"]["clocksource"] = "hpet".into();
+            (*n, d)
+        })
+        .collect();
+    a_job(results.path(), db, "803", "cc03", &hpet);
+    stdout(&[
+        "fleet",
+        "reference",
+        "save",
+        "803",
+        "--name",
+        "hpet",
+        "--db",
+        db,
+    ]);
+    let (code, text) = check("hpet", &[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("self: drifted against reference hpet: clocksource"),
+        "{text}"
+    );
+    let (code, text) = check("hpet", &["--drain"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.starts_with("scontrol update NodeName=self State=DRAIN Reason='oslab check, reference hpet: drifted: clocksource"),
+        "{text}"
+    );
+    // No such reference: unusable, nothing measured.
+    let (code, text) = check("nothing", &[]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("unusable: no reference \"nothing\""),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_malformed_result_is_named_and_the_other_nodes_collected() {
     let results = tempfile::tempdir().unwrap();

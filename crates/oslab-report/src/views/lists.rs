@@ -264,6 +264,32 @@ fn to_the_minute(t: &str) -> String {
     t.replacen('T', " ", 1).chars().take(16).collect()
 }
 
+/// `oslab fleet reference save`: what was kept and what was left out, and why.
+pub fn reference_saved(saved: &oslab_fleet::reference::Saved) -> String {
+    let mut out = format!(
+        "reference {}: {} of job {} ({})\n",
+        saved.name,
+        oslab_core::units::counted(saved.nodes.len(), "healthy node"),
+        saved.job,
+        saved.nodes.join(", ")
+    );
+    for (node, health, why) in &saved.left_out {
+        out += &format!(
+            "  left out {node}: {}{}\n",
+            health.as_str(),
+            match why.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", why.join("; ")),
+            }
+        );
+    }
+    out += &format!(
+        "Judge a job against it with `oslab fleet summary JOB --reference {0}`, a node alone with `oslab check --reference {0}`.\n",
+        saved.name
+    );
+    out
+}
+
 /// `oslab fleet history NODE`: one line per job the node ran in, oldest first, with its verdict
 /// there and why.
 pub fn fleet_history(node: &str, jobs: &[oslab_fleet::NodeInJob]) -> String {

@@ -6,6 +6,6 @@ mod measurements;
 mod run;
 
 pub(crate) use lists::program_named;
-pub use lists::{fleet, fleet_history, plan, probes, runs};
+pub use lists::{fleet, fleet_history, plan, probes, reference_saved, runs};
 pub use measurements::measurements;
 pub use run::{repredicted, run};

@@ -621,6 +621,25 @@ impl Store {
         Ok(ids.collect::<Result<_, _>>()?)
     }
 
+    /// Makes `runs` the only runs tagged `key` = `value` (a named set, such as a fleet's saved
+    /// reference), in one transaction: the runs that had it before lose it, and a run's earlier
+    /// value of `key` is replaced.
+    pub fn retag(&mut self, key: &str, value: &str, runs: &[i64]) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        tx.execute(
+            "DELETE FROM run_tags WHERE key = ?1 AND value = ?2",
+            [key, value],
+        )?;
+        for id in runs {
+            tx.execute(
+                "INSERT OR REPLACE INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)",
+                rusqlite::params![id, key, value],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// The newest core-to-core and NUMA-matrix figures stored for a machine (its host name and
     /// `topology`, which a renamed or resized machine does not share), and the runs they are
     /// from in words ("core-to-core of run 12"): what `oslab bind --policy by-cost` places by.

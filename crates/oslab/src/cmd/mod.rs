@@ -3,6 +3,7 @@
 mod activity;
 mod bind;
 mod c2c;
+mod check;
 mod compare;
 mod cpuman;
 mod exchange;
@@ -46,6 +47,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bind(a) => bind::run(a),
         Command::Cpuman(a) => cpuman::run(a),
         Command::Fleet(a) => fleet::run(a),
+        Command::Check(a) => check::run(a),
         Command::Activity(a) => activity::run(a),
         Command::Migrate(a) => migrate::run(a),
         Command::Shuffle(a) => shuffle::run(a),

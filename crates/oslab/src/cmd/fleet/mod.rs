@@ -15,6 +15,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
         FleetCommand::Collect(a) => collect::run(a),
         FleetCommand::Summary(a) => summary::run(a),
         FleetCommand::History(a) => summary::history(a),
+        FleetCommand::Reference(a) => summary::reference(a),
         FleetCommand::Task(a) => task::run(a),
     }
 }

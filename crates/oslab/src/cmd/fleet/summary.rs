@@ -9,7 +9,11 @@ use std::process::ExitCode;
 
 pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
     let store = crate::cmd::store().open_to_read()?;
-    let found = fleet::job_summary(&store, &args.job, args.baseline.as_deref(), args.min_effect);
+    let against = fleet::Against {
+        baseline: args.baseline.clone(),
+        reference: args.reference.clone(),
+    };
+    let found = fleet::job_summary(&store, &args.job, &against, args.min_effect);
     let (job, s) = found.map_err(|e| match e {
         JobSummaryError::Usage(m) => usage(m),
         other => other.into(),
@@ -34,6 +38,22 @@ pub fn history(args: crate::cli::FleetHistoryArgs) -> anyhow::Result<ExitCode> {
     match args.out.json {
         true => print_json(&jobs)?,
         false => print_text(&oslab_report::views::fleet_history(&args.node, &jobs))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `oslab fleet reference save JOB --name NAME`: the job's healthy nodes kept as a reference.
+pub fn reference(args: crate::cli::FleetReferenceArgs) -> anyhow::Result<ExitCode> {
+    let crate::cli::FleetReferenceCommand::Save(a) = args.command;
+    let mut store = crate::cmd::store().open()?;
+    let saved =
+        fleet::reference::save(&mut store, &a.job, &a.name, a.min_effect).map_err(|e| match e {
+            JobSummaryError::Usage(m) => usage(m),
+            other => other.into(),
+        })?;
+    match a.out.json {
+        true => print_json(&saved)?,
+        false => print_text(&oslab_report::views::reference_saved(&saved))?,
     }
     Ok(ExitCode::SUCCESS)
 }

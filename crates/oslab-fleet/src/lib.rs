@@ -860,7 +860,7 @@ mod tests {
 
     #[test]
     fn a_drain_line_is_one_quoted_command_or_a_comment() {
-        let job = JobRef::parse("4711.0a1b2c3d").unwrap();
+        let job = format!("oslab fleet {}", JobRef::parse("4711.0a1b2c3d").unwrap());
         let why = vec!["clock 20% slow; it's \"$(reboot)\"\nrm -rf /".to_string()];
         let line = drain_line(&job, "n01", "sick", &why);
         assert_eq!(line.lines().count(), 1, "{line}");
@@ -886,6 +886,11 @@ mod tests {
             let line = drain_line(&job, crafted, "sick", &[]);
             assert!(
                 line.starts_with("# not drained: ") && line.lines().count() == 1,
+                "{line}"
+            );
+            let line = resume_line(crafted);
+            assert!(
+                line.starts_with("# not resumed: ") && line.lines().count() == 1,
                 "{line}"
             );
         }

@@ -1384,7 +1384,8 @@ mod tests {
         };
         let rows: Vec<(String, f64)> = (0..6).map(|r| (format!("syscall.p{r}"), 0.02)).collect();
         let mut runs = fleet_of(4, &rows, 5, None);
-        let shaped = |runs: &mut [NodeRun], of: &[(Option<String>, Vec<(String, String)>)]| {
+        type Shaped = (Option<String>, Vec<oslab_core::conditions::Setting>);
+        let shaped = |runs: &mut [NodeRun], of: &[Shaped]| {
             for (r, (shape, settings)) in runs.iter_mut().zip(of) {
                 r.shape = shape.clone();
                 r.settings = settings.clone();

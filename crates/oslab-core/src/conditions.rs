@@ -166,8 +166,13 @@ pub fn other_work(environment: &Value) -> Option<Setting> {
     Some(("other work at the start".to_string(), value))
 }
 
+/// How far apart, in cpus, the other work beside two sides' repetitions lies before the load
+/// counts as moved: half a cpu. Quiet repetitions read 0-0.3; one cpu hog beside a one-thread
+/// probe on 2 cpus about 1, two hogs about 2.3 ([`crate::model::OTHER_WORK`]).
+pub const LOAD_APART: f64 = 0.5;
+
 /// The other work beside a run's measurements as it measured them, as a condition: the median
-/// of what they recorded ([`crate::model::OTHER_WORK`]), `none` under [`crate::stats::compare::LOAD_APART`],
+/// of what they recorded ([`crate::model::OTHER_WORK`]), `none` under [`LOAD_APART`],
 /// else in whole cpus (`1 cpu` beside one hog, `2 cpus` beside two on a 2-cpu guest, where the
 /// load at the start reads 2 cpus either way). None when the run recorded none.
 pub fn other_work_measuring(measurements: &[crate::model::Measurement]) -> Option<Setting> {
@@ -176,7 +181,7 @@ pub fn other_work_measuring(measurements: &[crate::model::Measurement]) -> Optio
         .filter_map(crate::model::Measurement::other_work)
         .collect();
     let cpus = crate::stats::median(&seen)?;
-    let value = match cpus < crate::stats::compare::LOAD_APART {
+    let value = match cpus < LOAD_APART {
         true => "none".to_string(),
         false => crate::units::counted(cpus.round().max(1.0) as usize, "cpu"),
     };

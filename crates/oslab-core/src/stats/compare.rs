@@ -796,10 +796,7 @@ fn load_moved(contended: [[usize; 2]; 2]) -> bool {
     }
 }
 
-/// How far apart, in cpus, the other work beside two sides' repetitions lies before the load
-/// counts as moved: half a cpu. Quiet repetitions read 0-0.3; one cpu hog beside a one-thread
-/// probe on 2 cpus about 1, two hogs about 2.3 ([`crate::model::OTHER_WORK`]).
-pub const LOAD_APART: f64 = 0.5;
+pub use crate::conditions::LOAD_APART;
 
 /// Whether the other work beside two sides lies [`LOAD_APART`] apart.
 fn loads_apart(load: [Option<f64>; 2]) -> bool {

@@ -332,7 +332,10 @@ impl Harness {
             }
             gate.check();
             check_interrupt()?;
-            if self.enough(raw[0].len(), start.elapsed(), budget, &gate) {
+            // A difference from an empty loop is judged whole: its parts' intervals say
+            // too little of it to stop early.
+            let series: &[Vec<f64>] = if subtract_empty { &[] } else { &raw };
+            if self.enough(raw[0].len(), start.elapsed(), budget, &gate, series) {
                 break;
             }
         }
@@ -364,16 +367,49 @@ impl Harness {
     /// Whether sampling may stop after `taken` rounds: at the sample cap; past the budget with
     /// enough rounds at full speed, or with none at all (the core stayed slow, and its slow phases
     /// last far longer than waiting could); past a quarter as much again with enough rounds of any
-    /// speed; past four times the budget in any case.
-    fn enough(&self, taken: usize, elapsed: Duration, budget: Duration, gate: &Gate) -> bool {
+    /// speed; past four times the budget in any case; and early, once every one of `series`
+    /// knows its median to [`EARLY_PRECISION`] ([`Harness::precise_early`]).
+    fn enough(
+        &self,
+        taken: usize,
+        elapsed: Duration,
+        budget: Duration,
+        gate: &Gate,
+        series: &[Vec<f64>],
+    ) -> bool {
         let min = self.config.min_samples;
-        taken >= self.config.max_samples
+        self.precise_early(taken, elapsed, budget, gate, series)
+            || taken >= self.config.max_samples
             || elapsed >= budget * 4
             || (elapsed >= budget.mul_f64(1.25) && taken >= min)
             // Counting full-speed rounds walks every check: every 16th round is often enough.
             || (elapsed >= budget && taken >= min && taken.is_multiple_of(16) && {
                 let fast = gate.full_speed().len();
                 fast >= min || fast == 0
+            })
+    }
+
+    /// Whether sampling may stop before the budget: past [`EARLY_SHARE`] of it, with twice the
+    /// minimum rounds, every round at full speed, and every series' median known to
+    /// [`EARLY_PRECISION`] (its interval from the blocks of its samples, as its summary's). A
+    /// steady probe gives its time back; a noisy one still gets all of it.
+    fn precise_early(
+        &self,
+        taken: usize,
+        elapsed: Duration,
+        budget: Duration,
+        gate: &Gate,
+        series: &[Vec<f64>],
+    ) -> bool {
+        !series.is_empty()
+            && taken.is_multiple_of(16)
+            && taken >= 2 * self.config.min_samples
+            && elapsed >= budget.mul_f64(EARLY_SHARE)
+            && gate.full_speed().len() >= taken
+            && series.iter().all(|v| {
+                oslab_core::stats::Summary::new(v)
+                    .and_then(|s| s.relative_interval())
+                    .is_some_and(|r| r <= EARLY_PRECISION)
             })
     }
 
@@ -403,7 +439,13 @@ impl Harness {
                 gate.forget_last();
                 dropped += 1;
             }
-            if self.enough(out[0].len(), start.elapsed(), self.config.budget, &gate) {
+            if self.enough(
+                out[0].len(),
+                start.elapsed(),
+                self.config.budget,
+                &gate,
+                &out,
+            ) {
                 break;
             }
         }
@@ -423,6 +465,15 @@ impl Harness {
         }))
     }
 }
+
+/// How well a measurement's median must be known for it to stop before its budget: ±1%, half
+/// the ±2% an `ok` figure's interval may span, the rest left for the extra looks (one every 16
+/// rounds) and for the drift a shorter window sees less of.
+pub const EARLY_PRECISION: f64 = 0.01;
+
+/// The least share of its budget a measurement spends before it may stop for precision: drift
+/// between bursts needs time to show in the interval.
+pub const EARLY_SHARE: f64 = 0.4;
 
 /// Returns `Err(Interrupted)` once the user has asked us to stop.
 pub fn check_interrupt() -> Result<(), ProbeError> {
@@ -476,16 +527,41 @@ mod tests {
         // 32 rounds, all slow against a fastest check of 100 ticks: waiting is hopeless.
         let mut slow = vec![300.0; 33];
         slow[0] = 100.0;
-        assert!(h.enough(32, at(1.0), budget, &gate(&slow)));
+        assert!(h.enough(32, at(1.0), budget, &gate(&slow), &[]));
         // A few at full speed: worth a quarter more time, then every sample is kept.
         let mut few = slow.clone();
         few[..6].fill(100.0);
-        assert!(!h.enough(32, at(1.0), budget, &gate(&few)));
-        assert!(h.enough(32, at(1.25), budget, &gate(&few)));
+        assert!(!h.enough(32, at(1.0), budget, &gate(&few), &[]));
+        assert!(h.enough(32, at(1.25), budget, &gate(&few), &[]));
         // Enough at full speed: done at the budget, not before.
         let fast = vec![100.0; 33];
-        assert!(!h.enough(32, at(0.9), budget, &gate(&fast)));
-        assert!(h.enough(32, at(1.0), budget, &gate(&fast)));
+        assert!(!h.enough(32, at(0.9), budget, &gate(&fast), &[]));
+        assert!(h.enough(32, at(1.0), budget, &gate(&fast), &[]));
+    }
+
+    #[test]
+    fn a_steady_measurement_stops_early_and_a_noisy_one_takes_its_budget() {
+        let h = harness(); // 20 samples at least
+        let (budget, fastest) = (h.config.budget, Fastest::default());
+        let fast = Gate::new(&h.clock, &fastest).with_checks(&[100.0; 65]);
+        let at = |t: f64| budget.mul_f64(t);
+        // 64 rounds within 0.2% of each other: known to ±1% at half the budget.
+        let steady: Vec<f64> = (0..64).map(|i| 1000.0 + (i % 5) as f64).collect();
+        assert!(h.enough(64, at(0.5), budget, &fast, &[steady.clone()]));
+        // Not before its share of the budget, nor with too few rounds.
+        assert!(!h.enough(64, at(0.3), budget, &fast, &[steady.clone()]));
+        assert!(!h.enough(32, at(0.5), budget, &fast, &[steady[..32].to_vec()]));
+        // Spread over ±30%: it takes the whole budget.
+        let noisy: Vec<f64> = (0..64)
+            .map(|i| 1000.0 * (0.7 + 0.6 * ((i * 37 % 64) as f64 / 64.0)))
+            .collect();
+        assert!(!h.enough(64, at(0.5), budget, &fast, &[steady, noisy]));
+        // Rounds on a slowed core: never early.
+        let mut checks = vec![100.0; 65];
+        checks[10] = 300.0;
+        let slowed = Gate::new(&h.clock, &fastest).with_checks(&checks);
+        let steady: Vec<f64> = (0..64).map(|i| 1000.0 + (i % 5) as f64).collect();
+        assert!(!h.enough(64, at(0.5), budget, &slowed, &[steady]));
     }
 
     #[test]

@@ -210,7 +210,10 @@ pub fn comparison_report(
         // the first screens (13 screens at 1,280 px when every chart was open).
         let figs: Html = figures.iter().map(figure_html).collect();
         h.push(html!("<h2 id=\"{0}\">{0}</h2>\n", family));
-        let what = format!("{} chart(s), the sides overlaid", figures.len());
+        let what = format!(
+            "{}, the sides overlaid",
+            oslab_core::units::counted(figures.len(), "chart")
+        );
         h.push(folded(&what, &figs, changed.contains(family)));
     }
     h.push(html!("</body></html>\n"));

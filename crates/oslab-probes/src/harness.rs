@@ -547,9 +547,9 @@ mod tests {
         let at = |t: f64| budget.mul_f64(t);
         // 64 rounds within 0.2% of each other: known to ±1% at half the budget.
         let steady: Vec<f64> = (0..64).map(|i| 1000.0 + (i % 5) as f64).collect();
-        assert!(h.enough(64, at(0.5), budget, &fast, &[steady.clone()]));
+        assert!(h.enough(64, at(0.5), budget, &fast, std::slice::from_ref(&steady)));
         // Not before its share of the budget, nor with too few rounds.
-        assert!(!h.enough(64, at(0.3), budget, &fast, &[steady.clone()]));
+        assert!(!h.enough(64, at(0.3), budget, &fast, std::slice::from_ref(&steady)));
         assert!(!h.enough(32, at(0.5), budget, &fast, &[steady[..32].to_vec()]));
         // Spread over ±30%: it takes the whole budget.
         let noisy: Vec<f64> = (0..64)

@@ -23,7 +23,8 @@ pub enum FleetCommand {
     Collect(FleetCollectArgs),
     /// Node x measurement table of a collected job: fleet median, each node's deviation, outliers.
     Summary(FleetSummaryArgs),
-    /// One node across every collected job: its verdict in each, oldest first.
+    /// One node across every collected job it ran in or was listed for: its verdict in each,
+    /// oldest first; exits 1 when its latest is not healthy.
     History(FleetHistoryArgs),
     /// Save a job's healthy nodes as a named reference (a partition's) that later jobs and
     /// `oslab check` are judged against.

@@ -179,6 +179,20 @@ impl NodeState {
         }
     }
 
+    /// The state a name stands for ([`NodeState::as_str`]'s), as stored; an unknown one (a
+    /// newer oslab's) reads as missing.
+    pub fn parse(s: &str) -> NodeState {
+        [
+            NodeState::Ok,
+            NodeState::Partial,
+            NodeState::Crashed,
+            NodeState::Failed,
+        ]
+        .into_iter()
+        .find(|n| n.as_str() == s)
+        .unwrap_or(NodeState::Missing)
+    }
+
     /// The state of a run that was handed in.
     pub fn of_run(status: RunStatus) -> NodeState {
         match status {
@@ -471,6 +485,14 @@ pub fn collect(store: &mut Store, j: &JobResults) -> Result<Collected, ImportFai
         let id = store.save_tagged_run(&record, &doc.measurements, &doc.timeline, &tags)?;
         new.push((r.node.clone(), id));
     }
+    // Every listed node and how it ended, so that a summary by job id and a node's history know
+    // the nodes that handed in nothing.
+    let states: Vec<(String, String, String)> = j
+        .states()
+        .into_iter()
+        .map(|(n, st, d)| (n, st.as_str().to_string(), d))
+        .collect();
+    store.record_job_nodes(&j.job.job, j.job.token.as_deref().unwrap_or(""), &states)?;
     Ok(Collected {
         already: j.runs.len() - new.len(),
         new,
@@ -611,13 +633,39 @@ pub fn job_summary(
         runs.extend(reference::runs(store, name)?);
     }
     let mut s = summary::summarize_by_shape(&runs, min_effect);
-    for (node, state, detail) in listed.iter().flat_map(|j| j.states()) {
+    // The listed nodes: from the results directory, else as collected.
+    let states = match &listed {
+        Some(j) => j.states(),
+        None => listed_nodes(store, &job)?,
+    };
+    add_absent(&mut s, &runs, states);
+    Ok((job, s))
+}
+
+/// The nodes job `job` listed and how each ended, as its collection recorded them.
+fn listed_nodes(
+    store: &Store,
+    job: &JobRef,
+) -> Result<Vec<(String, NodeState, String)>, StoreError> {
+    Ok(store
+        .job_nodes(&job.job, job.token.as_deref().unwrap_or(""))?
+        .into_iter()
+        .map(|(n, st, d)| (n, NodeState::parse(&st), d))
+        .collect())
+}
+
+/// A verdict for each listed node with no run among `runs` (missing, crashed, failed).
+fn add_absent(
+    s: &mut summary::FleetSummary,
+    runs: &[NodeRun],
+    states: Vec<(String, NodeState, String)>,
+) {
+    for (node, state, detail) in states {
         if !runs.iter().any(|r| r.node == node) {
             s.verdicts
                 .push(summary::NodeVerdict::absent(&node, state, &detail));
         }
     }
-    Ok((job, s))
 }
 
 /// One job as one node lived it (`oslab fleet history NODE`).
@@ -625,10 +673,10 @@ pub fn job_summary(
 pub struct NodeInJob {
     /// The job (JOB.TOKEN).
     pub job: String,
-    /// When the node's run began.
+    /// When the node's run began (the job's first run, for a node that handed in none).
     pub started: String,
-    /// The node's run in the store.
-    pub run_id: i64,
+    /// The node's run in the store; none when it handed in nothing.
+    pub run_id: Option<i64>,
     /// How many nodes of the job were judged with it.
     pub nodes: usize,
     /// Its verdict there, and why.
@@ -637,8 +685,9 @@ pub struct NodeInJob {
     pub why: Vec<String>,
 }
 
-/// Every collected job `node` ran in, oldest first, with its verdict there (each job judged as
-/// `fleet summary JOB` judges it): when it drifted, when it first went slow.
+/// Every collected job `node` ran in or was listed for, oldest first, with its verdict there
+/// (each job judged as `fleet summary JOB` judges it): when it drifted, when it first went
+/// slow, and the jobs it crashed in or handed nothing in to.
 pub fn node_history(
     store: &Store,
     node: &str,
@@ -654,19 +703,32 @@ pub fn node_history(
             });
         }
     }
+    for (job, token) in store.node_jobs(node)? {
+        jobs.insert(JobRef {
+            job,
+            token: (!token.is_empty()).then_some(token),
+        });
+    }
     let mut out = Vec::new();
     for job in jobs {
         let (_, runs) = node_runs(store, &job.to_string())?;
-        let Some(run) = runs.iter().find(|r| r.node == node) else {
-            continue;
+        let mut s = summary::summarize_by_shape(&runs, min_effect);
+        add_absent(&mut s, &runs, listed_nodes(store, &job)?);
+        let started = match runs.iter().find(|r| r.node == node) {
+            Some(run) => run.started.clone(),
+            None => runs
+                .iter()
+                .map(|r| r.started.clone())
+                .min()
+                .unwrap_or_default(),
         };
-        let s = summary::summarize_by_shape(&runs, min_effect);
+        let nodes = s.verdicts.len();
         if let Some(v) = s.verdicts.into_iter().find(|v| v.node == node) {
             out.push(NodeInJob {
                 job: job.to_string(),
-                started: run.started.clone(),
-                run_id: run.run_id,
-                nodes: runs.len(),
+                started,
+                run_id: v.run_id,
+                nodes,
                 verdict: v.verdict,
                 why: v.why,
             });

@@ -105,6 +105,19 @@ ALTER TABLE measurements ADD COLUMN p90 REAL;
 ALTER TABLE measurements ADD COLUMN p99 REAL;
 ALTER TABLE measurements ADD COLUMN p999 REAL;
 "#,
+    // The nodes a job listed and how each ended (ok, partial, crashed, failed, missing, with
+    // what its files said), as collected: a node that handed in nothing has no run to carry it.
+    r#"
+CREATE TABLE job_nodes (
+    job        TEXT NOT NULL,
+    submission TEXT NOT NULL,
+    node       TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    detail     TEXT NOT NULL,
+    PRIMARY KEY (job, submission, node)
+);
+CREATE INDEX job_nodes_by_node ON job_nodes(node);
+"#,
 ];
 
 /// The schema version this build writes.

@@ -476,14 +476,55 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         jobs.contains(&"777.0a1b2c3d") && jobs.contains(&"777.ffff0000"),
         "{h}"
     );
-    let text = String::from_utf8(stdout(&["fleet", "history", "gamma", "--db", db_s])).unwrap();
+    // Its latest job left gamma drifted: the history says so and exits 1.
+    let out = oslab()
+        .args(["fleet", "history", "gamma", "--db", db_s])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("node gamma in 1 collected job") && text.contains("drifted"),
         "{text}"
     );
+    // A node that handed in nothing is in its history too, as the job's collection found it,
+    // and in the job's summary by id alone (no results directory).
+    let out = oslab()
+        .args(["fleet", "history", "lost", "--db", db_s])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("777.0a1b2c3d")
+            && text.contains("crashed")
+            && text.contains("DOWN+NOT_RESPONDING"),
+        "{text}"
+    );
+    let by_id = json(&stdout(&[
+        "fleet",
+        "summary",
+        "777.0a1b2c3d",
+        "--json",
+        "--db",
+        db_s,
+    ]));
+    let verdict_of = |node: &str| {
+        by_id["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["node"] == node)
+            .map(|v| v["verdict"].as_str().unwrap().to_string())
+    };
+    for (node, want) in [("late", "missing"), ("lost", "crashed"), ("dead", "failed")] {
+        assert_eq!(verdict_of(node).as_deref(), Some(want), "{node}: {by_id}");
+    }
     let text = String::from_utf8(stdout(&["fleet", "history", "zeta", "--db", db_s])).unwrap();
     assert!(
-        text.contains("no collected fleet job holds a run of node zeta"),
+        text.contains("no collected fleet job ran or listed node zeta"),
         "{text}"
     );
     // A manifest of another submission in a job's directory is refused, not mixed.

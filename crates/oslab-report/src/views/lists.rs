@@ -290,11 +290,11 @@ pub fn reference_saved(saved: &oslab_fleet::reference::Saved) -> String {
     out
 }
 
-/// `oslab fleet history NODE`: one line per job the node ran in, oldest first, with its verdict
-/// there and why.
+/// `oslab fleet history NODE`: one line per job the node ran in or was listed for, oldest first,
+/// with its verdict there and why.
 pub fn fleet_history(node: &str, jobs: &[oslab_fleet::NodeInJob]) -> String {
     if jobs.is_empty() {
-        return format!("no collected fleet job holds a run of node {node}\n");
+        return format!("no collected fleet job ran or listed node {node}\n");
     }
     let mut t = new_table(&["job", "started (UTC)", "run", "nodes", "verdict", "why"]);
     for j in jobs {
@@ -303,7 +303,7 @@ pub fn fleet_history(node: &str, jobs: &[oslab_fleet::NodeInJob]) -> String {
             [
                 j.job.clone(),
                 to_the_minute(&j.started),
-                j.run_id.to_string(),
+                j.run_id.map_or("-".into(), |id| id.to_string()),
                 j.nodes.to_string(),
                 j.verdict.as_str().to_string(),
                 oslab_core::text::one_line(&j.why.join("; ")).into_owned(),

@@ -621,6 +621,47 @@ impl Store {
         Ok(ids.collect::<Result<_, _>>()?)
     }
 
+    /// Records how each node a job listed ended (node, state, detail), replacing what an earlier
+    /// collection of the job said of it; `submission` is empty for a job without one.
+    pub fn record_job_nodes(
+        &mut self,
+        job: &str,
+        submission: &str,
+        nodes: &[(String, String, String)],
+    ) -> Result<(), StoreError> {
+        let tx = self.write()?;
+        for (node, state, detail) in nodes {
+            tx.execute(
+                "INSERT OR REPLACE INTO job_nodes (job, submission, node, state, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+                [job, submission, node, state, detail],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The nodes a job listed and how each ended (node, state, detail), by node name.
+    pub fn job_nodes(
+        &self,
+        job: &str,
+        submission: &str,
+    ) -> Result<Vec<(String, String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT node, state, detail FROM job_nodes WHERE job = ?1 AND submission = ?2 ORDER BY node",
+        )?;
+        let rows = stmt.query_map([job, submission], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The jobs (job, submission) that listed `node`, in the order recorded.
+    pub fn node_jobs(&self, node: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT job, submission FROM job_nodes WHERE node = ?1 ORDER BY rowid")?;
+        let rows = stmt.query_map([node], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Makes `runs` the only runs tagged `key` = `value` (a named set, such as a fleet's saved
     /// reference), in one transaction: the runs that had it before lose it, and a run's earlier
     /// value of `key` is replaced.

@@ -39,7 +39,9 @@ pub fn history(args: crate::cli::FleetHistoryArgs) -> anyhow::Result<ExitCode> {
         true => print_json(&jobs)?,
         false => print_text(&oslab_report::views::fleet_history(&args.node, &jobs))?,
     }
-    Ok(ExitCode::SUCCESS)
+    // The node as its latest job left it: a script acts on the code.
+    let sick = jobs.last().is_some_and(|j| j.verdict != Health::Healthy);
+    Ok(ExitCode::from(u8::from(sick)))
 }
 
 /// `oslab fleet reference save JOB --name NAME`: the job's healthy nodes kept as a reference.

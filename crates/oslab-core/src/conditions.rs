@@ -322,6 +322,29 @@ fn boot_words(machines: &[(String, Vec<Setting>)]) -> Vec<(String, Vec<Setting>)
         .collect()
 }
 
+/// The settings no majority of machines shares a value of, where some do share one (two
+/// kernels, two nodes each): there is no usual value to judge a machine's against. A setting
+/// every machine sets its own way (a boot word naming the node) is no such split.
+pub fn split_settings(machines: &[(String, Vec<Setting>)]) -> Vec<String> {
+    let machines = &boot_words(machines);
+    let mut counts: std::collections::BTreeMap<&str, std::collections::BTreeMap<&str, usize>> =
+        Default::default();
+    for (n, v) in machines.iter().flat_map(|(_, s)| s) {
+        if !OWN.contains(&n.as_str()) {
+            *counts.entry(n).or_default().entry(v).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, values)| {
+            let seen: usize = values.values().sum();
+            let most = values.values().copied().max().unwrap_or(0);
+            2 * most <= seen && values.len() < seen
+        })
+        .map(|(n, _)| n.to_string())
+        .collect()
+}
+
 /// Where machines differ from the majority of those that recorded a setting: each machine whose
 /// value is not the value more than half of them share. A setting with no such majority (two
 /// kernels, two nodes each) names no one: there is no usual value to drift from.

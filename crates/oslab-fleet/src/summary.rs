@@ -388,8 +388,10 @@ pub fn summarize_by_shape(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
 
 /// The nodes of shapes too few share to judge among themselves, judged against the fleet: each
 /// setting unlike most nodes' (`cpus 1 (3 others: 2)`, `memory 0.25 GiB (3 others: 0.5 GiB)`,
-/// else the shape itself) makes it drifted; with no majority to differ from, it is not judged.
-/// An offlined cpu or a smaller memory read `healthy` as a shape of one.
+/// else the shape itself) makes it drifted; a node like most in every setting is judged among
+/// every node of the fleet; one whose settings split the fleet with no majority (two kernels, two
+/// nodes each) is not judged. An offlined cpu or a smaller memory read `healthy` as a shape of
+/// one.
 fn judge_against_the_fleet(groups: &mut [ShapeGroup], runs: &[&NodeRun], min_effect: f64) {
     let machines: Vec<(String, Vec<oslab_core::conditions::Setting>)> = runs
         .iter()
@@ -400,11 +402,15 @@ fn judge_against_the_fleet(groups: &mut [ShapeGroup], runs: &[&NodeRun], min_eff
         })
         .collect();
     let odd = oslab_core::conditions::odd_ones(&machines);
+    let split: Vec<String> = oslab_core::conditions::split_settings(&machines)
+        .into_iter()
+        .filter(|n| n != SHAPE)
+        .collect();
+    let mut pooled: Option<FleetSummary> = None;
     for g in groups
         .iter_mut()
         .filter(|g| g.summary.nodes.len() < MIN_NODES)
     {
-        let nodes = g.summary.nodes.len();
         for v in &mut g.summary.verdicts {
             let mut mine: Vec<oslab_core::conditions::Odd> = odd
                 .iter()
@@ -415,25 +421,31 @@ fn judge_against_the_fleet(groups: &mut [ShapeGroup], runs: &[&NodeRun], min_eff
             if mine.iter().any(|d| d.name != SHAPE) {
                 mine.retain(|d| d.name != SHAPE);
             }
-            if mine.is_empty() {
-                if v.verdict == Health::Healthy {
-                    v.verdict = Health::NotJudged;
-                    v.why = vec![format!(
-                        "its shape ({}) is {} of {}, too few to judge it among them ({MIN_NODES} needed), and most nodes share no shape or setting it lacks",
-                        g.shape,
-                        oslab_core::units::counted(nodes, "node"),
-                        runs.len()
-                    )];
+            if !mine.is_empty() {
+                for d in mine {
+                    if !v.drift.iter().any(|x| x.name == d.name) {
+                        v.drift.push(d);
+                    }
                 }
-                continue;
-            }
-            for d in mine {
-                if !v.drift.iter().any(|x| x.name == d.name) {
-                    v.drift.push(d);
+                v.verdict = Health::of_state(&v.state);
+                v.judge(min_effect);
+            } else if v.verdict != Health::Healthy {
+                // Its run's state speaks for it.
+            } else if !split.is_empty() {
+                v.verdict = Health::NotJudged;
+                v.why = vec![format!(
+                    "its shape ({}) is too few nodes' to judge it among them ({MIN_NODES} needed), and the fleet is split on {} with no majority",
+                    g.shape,
+                    split.join(", ")
+                )];
+            } else {
+                // Like most nodes in every setting: its figures are judged among all of them.
+                let all: Vec<NodeRun> = runs.iter().map(|r| (*r).clone()).collect();
+                let p = pooled.get_or_insert_with(|| summarize(&all, min_effect));
+                if let Some(found) = p.verdicts.iter().find(|x| x.node == v.node) {
+                    *v = found.clone();
                 }
             }
-            v.verdict = Health::of_state(&v.state);
-            v.judge(min_effect);
         }
     }
 }
@@ -1423,9 +1435,33 @@ mod tests {
             s.verdicts
         );
         assert!(
-            s.verdicts[0].why[0].contains("2 nodes of 4"),
+            s.verdicts[0].why[0].contains("the fleet is split on cpus with no majority"),
             "{:?}",
             s.verdicts[0]
+        );
+        // One node short a cpu and one short of memory among four (three shapes, 2 + 1 + 1, as
+        // on the guest cluster): the two whole ones are judged among every node, healthy.
+        shaped(
+            &mut runs,
+            &[
+                whole.clone(),
+                whole.clone(),
+                node("1 core", "0.5 GiB"),
+                node("2 cores", "0.25 GiB"),
+            ],
+        );
+        let s = summarize_by_shape(&runs, DEFAULT_MIN_EFFECT);
+        let verdicts: Vec<Health> = s.verdicts.iter().map(|v| v.verdict).collect();
+        assert_eq!(
+            verdicts,
+            [
+                Health::Healthy,
+                Health::Healthy,
+                Health::Drifted,
+                Health::Drifted
+            ],
+            "{:?}",
+            s.verdicts
         );
     }
 

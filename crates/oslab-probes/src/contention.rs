@@ -327,14 +327,10 @@ mod tests {
         }
         // Another process spinning: foreign.
         let a = Snapshot::take().unwrap();
-        let mut other = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
+        let other = oslab_testkit::BusyLoop::start();
         std::thread::sleep(std::time::Duration::from_millis(700));
         let seen = a.until(&Snapshot::take().unwrap(), cpu).unwrap();
-        other.kill().ok();
-        other.wait().unwrap();
+        drop(other);
         assert!(seen.foreign_cpus > 0.5, "{seen:?}");
     }
 
@@ -347,20 +343,12 @@ mod tests {
         }
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let a = Snapshot::take().unwrap();
-        let mut spinners: Vec<_> = (0..=cpus)
-            .map(|_| {
-                std::process::Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .spawn()
-                    .unwrap()
-            })
+        let spinners: Vec<_> = (0..=cpus)
+            .map(|_| oslab_testkit::BusyLoop::start())
             .collect();
         std::thread::sleep(std::time::Duration::from_millis(700));
         let seen = a.until(&Snapshot::take().unwrap(), 0).unwrap();
-        for s in &mut spinners {
-            s.kill().ok();
-            s.wait().unwrap();
-        }
+        drop(spinners);
         assert!(seen.waiting.unwrap() > 0.5, "{seen:?}");
         assert!(seen.other_work() > cpus as f64, "{seen:?}");
     }

@@ -68,6 +68,29 @@ fn is_executable(p: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// A process spinning on a cpu, other work for a test, killed and reaped when dropped (a failed
+/// assertion leaves no hog behind).
+pub struct BusyLoop(std::process::Child);
+
+impl BusyLoop {
+    /// Starts one.
+    pub fn start() -> BusyLoop {
+        BusyLoop(
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .expect("sh starts"),
+        )
+    }
+}
+
+impl Drop for BusyLoop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// How many cpus work outside this process kept busy over `window` (all cpus' busy time from
 /// `/proc/stat`, less this process's own), with the hypervisor's steal counted as busy.
 pub fn foreign_cpus(window: Duration) -> f64 {

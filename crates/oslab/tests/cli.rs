@@ -787,20 +787,10 @@ fn results_measured_while_other_work_runs_are_not_ok() {
         ));
     }
     // Two spinning processes, one per cpu of this machine: every result says so and is not ok.
-    let mut hogs: Vec<_> = (0..2)
-        .map(|_| {
-            std::process::Command::new("sh")
-                .args(["-c", "while :; do :; done"])
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let hogs: Vec<_> = (0..2).map(|_| oslab_testkit::BusyLoop::start()).collect();
     std::thread::sleep(Duration::from_millis(200));
     let loaded = measure();
-    for h in &mut hogs {
-        h.kill().unwrap();
-        h.wait().unwrap();
-    }
+    drop(hogs);
     // The host rows measure the interference itself: their figures are the subject.
     for m in loaded["measurements"]
         .as_array()

@@ -444,12 +444,6 @@ fn one_cpu_hog_then_two_is_the_loads_doing_not_a_regression() {
     let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();
-    let hog = || {
-        std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap()
-    };
     let probes = [
         "switch.thread.pipe",
         "switch.process.pipe",
@@ -460,14 +454,11 @@ fn one_cpu_hog_then_two_is_the_loads_doing_not_a_regression() {
         args.extend(probes);
         stdout(&args);
     };
-    let mut hogs = vec![hog()];
+    let mut hogs = vec![oslab_testkit::BusyLoop::start()];
     run();
-    hogs.push(hog());
+    hogs.push(oslab_testkit::BusyLoop::start());
     run();
-    for h in &mut hogs {
-        h.kill().ok();
-        h.wait().unwrap();
-    }
+    drop(hogs);
     let j = json(&stdout(&[
         "compare", "1", "2", "--json", "--all", "--db", db,
     ]));

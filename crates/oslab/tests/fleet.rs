@@ -477,26 +477,23 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         "{h}"
     );
     // Its latest job left gamma drifted: the history says so and exits 1.
-    let out = oslab()
-        .args(["fleet", "history", "gamma", "--db", db_s])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let sick_history = |node: &str| {
+        let out = oslab()
+            .args(["fleet", "history", node, "--db", db_s])
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = sick_history("gamma");
     assert!(
         text.contains("node gamma in 1 collected job") && text.contains("drifted"),
         "{text}"
     );
     // A node that handed in nothing is in its history too, as the job's collection found it,
     // and in the job's summary by id alone (no results directory).
-    let out = oslab()
-        .args(["fleet", "history", "lost", "--db", db_s])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = sick_history("lost");
     assert!(
         text.contains("777.0a1b2c3d")
             && text.contains("crashed")

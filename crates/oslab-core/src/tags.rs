@@ -38,10 +38,6 @@ fn check_fleet_tag(key: &str, value: &str) -> Result<(), BadValue> {
             is_node_name(value),
             "a reference's name, as a partition's: letters, digits, '-', '_' and '.'",
         ),
-        "fleet.check" => (
-            is_token(value),
-            "a check's token: letters and digits, at most 32",
-        ),
         "fleet.submission" => (
             is_token(value),
             "a submission token: letters and digits, at most 32",

@@ -11,10 +11,6 @@ use oslab_store::Store;
 /// The tag a reference's runs carry, with its name as the value.
 pub const REFERENCE_TAG: &str = "fleet.reference";
 
-/// The tag a check's own run carries, with a token drawn for it: how the check finds the run
-/// its child stored, whoever else writes the store.
-pub const CHECK_TAG: &str = "fleet.check";
-
 /// Node `node`'s verdict against reference `name` in one line, for a person or a log.
 pub fn check_line(node: &str, name: &str, v: &NodeVerdict) -> String {
     let why = match v.why.is_empty() {
@@ -86,6 +82,12 @@ pub fn save(
     oslab_core::tags::check_tag(REFERENCE_TAG, name)
         .map_err(|e| JobSummaryError::Usage(e.to_string()))?;
     let (job, runs) = node_runs(store, job)?;
+    if runs.is_empty() {
+        return Err(JobSummaryError::Usage(format!(
+            "no runs of fleet job {job} in {} (collect them first)",
+            store.path().display()
+        )));
+    }
     let s = summary::summarize_by_shape(&runs, min_effect);
     let healthy = |node: &str| {
         s.verdicts
@@ -148,16 +150,15 @@ pub fn runs(store: &Store, name: &str) -> Result<Vec<NodeRun>, JobSummaryError> 
     Ok(out)
 }
 
-/// Node `node`'s run `run_id` judged against reference `name`, on the measurements the run
-/// has (the reference's others would only raise the bar of the correction for many values).
+/// Node `mine` judged against reference `name` of `store`, on the measurements it has (the
+/// reference's others would only raise the bar of the correction for many values).
 pub fn check(
     store: &Store,
     name: &str,
-    node: &str,
-    run_id: i64,
+    mine: NodeRun,
     min_effect: f64,
 ) -> Result<NodeVerdict, JobSummaryError> {
-    let mine = node_run(store, node.to_string(), run_id)?;
+    let node = mine.node.clone();
     let keys: std::collections::HashSet<_> = mine
         .measurements
         .iter()

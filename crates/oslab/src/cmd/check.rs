@@ -1,11 +1,12 @@
 //! `oslab check --reference NAME`: this node alone, judged in seconds against a fleet's saved
-//! reference. The check's probes are measured by a child `oslab run --quick` (stored like any
-//! run, found again by a token tag), then judged as `fleet summary` judges a node; exit 0
+//! reference. The check's probes are measured by a child `oslab run --quick` into a private
+//! scratch store (removed after: the reference's store is only read, so one store on a shared
+//! file system serves every node), then judged as `fleet summary` judges a node; exit 0
 //! healthy, 1 sick, 2 unusable (Slurm's HealthCheckProgram reads the code).
 
 use crate::cli::CheckArgs;
 use crate::cmd::{print_json, print_text, say};
-use oslab_fleet::reference::{check, check_code, check_line, CHECK_PROBES, CHECK_TAG};
+use oslab_fleet::reference::{check, check_code, check_line, CHECK_PROBES};
 use std::process::{Command, ExitCode};
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
@@ -17,24 +18,23 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         return unusable("cannot tell this node's name (SLURMD_NODENAME, the host name)");
     };
     // The reference first: without it nothing is worth measuring.
-    if let Err(e) =
-        oslab_fleet::reference::runs(&crate::cmd::store().open_to_read()?, &args.reference)
-    {
+    let store = crate::cmd::store().open_to_read()?;
+    if let Err(e) = oslab_fleet::reference::runs(&store, &args.reference) {
         return unusable(&e.to_string());
     }
-    let token = oslab_fleet::JobRef::draw_token()?;
-    let location = crate::cmd::store();
+    let scratch = oslab_files::private::PrivateDir::new("oslab-check")?;
+    let db = scratch.path().join("check.db");
     let measured = Command::new(std::env::current_exe()?)
         .args(["run", "--quick", "--no-pager"])
         .args(CHECK_PROBES)
         .arg("--db")
-        .arg(location.path())
-        .arg("--db-timeout")
-        .arg(format!("{}s", location.db_timeout.as_secs()))
-        .args(["--tag", &format!("{CHECK_TAG}={token}")])
+        .arg(&db)
         .output()?;
-    let store = location.open_to_read()?;
-    let Some(&run_id) = store.tagged(CHECK_TAG, &token)?.last() else {
+    let mine = oslab_store::Store::open_read_only(&db).ok().and_then(|s| {
+        let id = s.runs().ok()?.last()?.id;
+        oslab_fleet::node_run(&s, node.clone(), id).ok()
+    });
+    let Some(mine) = mine else {
         let said = String::from_utf8_lossy(&measured.stderr);
         let last = said.lines().rev().find(|l| !l.trim().is_empty());
         return unusable(&format!(
@@ -43,7 +43,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             last.unwrap_or("it said nothing")
         ));
     };
-    let v = match check(&store, &args.reference, &node, run_id, args.min_effect) {
+    let v = match check(&store, &args.reference, mine, args.min_effect) {
         Ok(v) => v,
         Err(e) => return unusable(&e.to_string()),
     };
@@ -65,10 +65,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             )?;
         }
     } else {
-        print_text(&format!(
-            "{} (run {run_id})",
-            check_line(&node, &args.reference, &v)
-        ))?;
+        print_text(&check_line(&node, &args.reference, &v))?;
     }
     Ok(ExitCode::from(code))
 }

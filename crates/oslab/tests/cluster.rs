@@ -231,6 +231,25 @@ fn a_fleet_on_a_cluster_of_guests() {
     }
     assert_eq!(verdicts.len(), 3, "{verdicts:?}");
     assert_eq!(check, 0, "--fail-on-outlier on a healthy fleet");
+    // Its three healthy nodes kept as the partition's reference, for `oslab check` below.
+    let saved = cluster
+        .oslab(&[
+            "fleet",
+            "reference",
+            "save",
+            &job1,
+            "--name",
+            "batch",
+            "--db",
+            db_s,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        text(&saved).contains("reference batch: 3 healthy nodes of job"),
+        "{}",
+        text(&saved)
+    );
 
     // A step bound as asked (srun --cpu-bind, the rig's slurmd with task/affinity): each node's
     // run records the cpuset it got.
@@ -320,6 +339,56 @@ fn a_fleet_on_a_cluster_of_guests() {
         .filter_map(|l| l.split_whitespace().nth(2)?.strip_prefix("NodeName="))
         .collect();
     assert_eq!(drained, ["n3", "n4"], "{lines}");
+    // Each node alone against the saved reference (three at once, as the reference's job ran
+    // them: on this host the guests share two cpus): n3's clocksource and n4's runaway are
+    // named, each in one line; n1, set up as the reference's nodes, is neither.
+    let bin = cluster.shared().join("bin/oslab");
+    let checked = cluster
+        .command(&[
+            "exec",
+            "srun",
+            "--exclusive",
+            "-N3",
+            "-w",
+            "n1,n3,n4",
+            "-l",
+            bin.to_str().unwrap(),
+            "check",
+            "--reference",
+            "batch",
+            "--db",
+            db_s,
+        ])
+        .current_dir(cluster.shared())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&checked.stdout).into_owned();
+    eprintln!("oslab check on n1, n3, n4:\n{}", text(&checked));
+    let line = |node: &str| {
+        said.lines()
+            .find_map(|l| {
+                l.split_once(": ")
+                    .map(|(_, rest)| rest)
+                    .filter(|r| r.starts_with(&format!("{node}: ")))
+            })
+            .unwrap_or_else(|| panic!("no line for {node}: {}", text(&checked)))
+            .to_string()
+    };
+    assert!(
+        line("n3")
+            .starts_with("n3: drifted against reference batch: clocksource hpet (3 others: tsc)"),
+        "{said}"
+    );
+    assert!(
+        line("n4").starts_with("n4: busy against reference batch"),
+        "{said}"
+    );
+    let n1 = line("n1");
+    assert!(
+        n1.starts_with("n1: healthy") || n1.starts_with("n1: outlier"),
+        "{said}"
+    );
+    assert_eq!(checked.status.code(), Some(1), "{said}");
     // Judged against the healthy job as well (its three nodes as references), the verdicts hold.
     let out = cluster
         .oslab(&[

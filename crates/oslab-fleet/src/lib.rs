@@ -48,18 +48,30 @@ pub enum NodeFile {
     Run,
     /// Its task's word on why it has no run.
     Failed,
-    /// The job's word on a node whose task ended with neither.
+    /// The job's word on a node whose task started and ended with neither.
     Crashed,
+    /// The job's word on a node whose task never started (its binary not staged, twice).
+    NotRun,
+    /// The task's mark that it started: a node without it was not run, not lost.
+    Started,
 }
 
 impl NodeFile {
-    const ALL: [NodeFile; 3] = [NodeFile::Run, NodeFile::Failed, NodeFile::Crashed];
+    const ALL: [NodeFile; 5] = [
+        NodeFile::Run,
+        NodeFile::Failed,
+        NodeFile::Crashed,
+        NodeFile::NotRun,
+        NodeFile::Started,
+    ];
 
     fn suffix(self) -> &'static str {
         match self {
             NodeFile::Run => "json",
             NodeFile::Failed => "failed",
             NodeFile::Crashed => "crashed",
+            NodeFile::NotRun => "notrun",
+            NodeFile::Started => "started",
         }
     }
 }
@@ -141,6 +153,8 @@ pub struct JobResults {
     pub failed: Vec<(String, String)>,
     /// (node, what the job saw), for nodes whose task ended with no word.
     pub crashed: Vec<(String, String)>,
+    /// (node, what the job saw), for nodes whose task never started.
+    pub not_run: Vec<(String, String)>,
     /// (node, why), for result files that are no valid run (truncated, forged, a link): named
     /// and left out, the other nodes' runs collected.
     pub unreadable: Vec<(String, String)>,
@@ -165,6 +179,9 @@ pub enum NodeState {
     Failed,
     /// Nothing from it yet: still running, or lost with the job still going.
     Missing,
+    /// Its task never started (its binary not staged, its step not launched): not measured, no
+    /// fault of the node's known.
+    NotRun,
 }
 
 impl NodeState {
@@ -176,6 +193,7 @@ impl NodeState {
             NodeState::Crashed => "crashed",
             NodeState::Failed => "failed",
             NodeState::Missing => "missing",
+            NodeState::NotRun => "not run",
         }
     }
 
@@ -187,6 +205,7 @@ impl NodeState {
             NodeState::Partial,
             NodeState::Crashed,
             NodeState::Failed,
+            NodeState::NotRun,
         ]
         .into_iter()
         .find(|n| n.as_str() == s)
@@ -236,8 +255,9 @@ impl JobResults {
             .iter()
             .chain(&unreadable)
             .map(|f| (f, NodeState::Failed));
-        for ((node, why), state) in
-            notes.chain(self.crashed.iter().map(|c| (c, NodeState::Crashed)))
+        for ((node, why), state) in notes
+            .chain(self.crashed.iter().map(|c| (c, NodeState::Crashed)))
+            .chain(self.not_run.iter().map(|c| (c, NodeState::NotRun)))
         {
             let e = out
                 .entry(node)
@@ -309,6 +329,7 @@ pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
         runs: Vec::new(),
         failed: Vec::new(),
         crashed: Vec::new(),
+        not_run: Vec::new(),
         unreadable: Vec::new(),
         expected: Vec::new(),
         skipped: Vec::new(),
@@ -332,6 +353,9 @@ pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
             }
             continue;
         };
+        if kind == NodeFile::Started {
+            continue;
+        }
         if kind == NodeFile::Run {
             let doc = match exchange::read_file(&path, Links::Refuse) {
                 Ok(doc) => doc,
@@ -353,10 +377,10 @@ pub fn read_job(job: &JobRef, dir: &Path) -> Result<JobResults, FileError> {
             Ok(b) => oslab_core::text::one_line(String::from_utf8_lossy(&b).trim()).into_owned(),
             Err(e) => format!("(its reason is not shown: {e})"),
         };
-        let list = if kind == NodeFile::Failed {
-            &mut r.failed
-        } else {
-            &mut r.crashed
+        let list = match kind {
+            NodeFile::Failed => &mut r.failed,
+            NodeFile::NotRun => &mut r.not_run,
+            _ => &mut r.crashed,
         };
         list.push((node.to_string(), why));
     }
@@ -801,7 +825,7 @@ pub fn drain_script(job: &JobRef, s: &summary::FleetSummary) -> String {
         .filter(|v| {
             !matches!(
                 v.verdict,
-                summary::Health::Healthy | summary::Health::NotJudged
+                summary::Health::Healthy | summary::Health::NotJudged | summary::Health::NotRun
             )
         })
         .map(|v| {

@@ -33,6 +33,7 @@ pub fn check_code(h: Health) -> u8 {
         | Health::Crashed
         | Health::Failed
         | Health::Missing
+        | Health::NotRun
         | Health::NotJudged => 2,
     }
 }

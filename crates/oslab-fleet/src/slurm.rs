@@ -209,40 +209,63 @@ pub fn script(o: &ScriptOptions) -> String {
     if o.sbcast {
         // srun --bcast copies the binary from this node to the step's node before starting it,
         // into a directory a step made first with mkdir, which fails rather than accept one
-        // another user made (the name is in the results directory for anyone to read); the task
-        // removes the copy and its directory when it ends.
+        // another user made (the name is in the results directory for anyone to read); each try
+        // has its own, and the task removes the copy and its directory when it ends.
         s += "[ -r \"$bin\" ] || { echo \"oslab fleet: $bin cannot be read on $first, the job's first node, which copies it to the others: put it where that node sees it\" >&2; exit 1; }\n\
-              staged=/tmp/oslab-fleet-$SLURM_JOB_ID.$token\n\
-              launch=(--bcast=\"$staged/oslab\" \"$bin\") once=--staged\n";
-    } else {
-        s += "staged= launch=(\"$bin\") once=\n";
+              stage=/tmp/oslab-fleet-$SLURM_JOB_ID.$token\n";
     }
-    s += "stage_on() {\n\
-          \x20   [ -z \"$staged\" ] || srun --nodes=1 --ntasks=1 --nodelist=\"$1\" mkdir -m 0700 -- \"$staged\" ||\n\
-          \x20       { echo \"oslab fleet: node $1: cannot make $staged, the private directory of the binary's copy (someone made it first?)\" >&2; return 1; }\n\
-          }\n";
+    let staging = match o.sbcast {
+        true => "\x20   local staged=\"$stage.$2\"\n\
+                 \x20   srun --nodes=1 --ntasks=1 --nodelist=\"$n\" mkdir -m 0700 -- \"$staged\" ||\n\
+                 \x20       { echo \"oslab fleet: node $n: cannot make $staged, the private directory of the binary's copy (someone made it first?)\" >&2; return 1; }\n\
+                 \x20   launch=(--bcast=\"$staged/oslab\" \"$bin\") once=--staged\n",
+        false => "",
+    };
+    // A try whose task never started leaves no copy behind.
+    let clean = match o.sbcast {
+        true => {
+            "srun --nodes=1 --ntasks=1 --nodelist=\"$n\" rm -rf -- \"$stage.$try\" 2>/dev/null\n"
+        }
+        false => "",
+    };
     let args: Vec<String> = o.run_args.iter().map(|a| shell_word(a)).collect();
     let binds: String = [("--cpu-bind", o.cpu_bind), ("--mem-bind", o.mem_bind)]
         .iter()
         .filter_map(|(flag, b)| b.map(|b| format!(" {flag}={}", shell_word(b))))
         .collect();
     s += &format!(
-        "nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\npids=()\n\
+        "run_on() {{\n\
+         \x20   local n=$1 launch=(\"$bin\") once=\n\
+         {staging}\
+         \x20   srun --nodes=1 --ntasks=1 --nodelist=\"$n\" --whole{binds} \"${{launch[@]}}\" fleet task --results \"$results\" --submission \"$token\" $once -- {}\n\
+         }}\n\
+         nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\npids=()\n\
          for n in \"${{nodes[@]}}\"; do\n\
-         \x20   {{ stage_on \"$n\" && srun --nodes=1 --ntasks=1 --nodelist=\"$n\" --whole{binds} \"${{launch[@]}}\" fleet task --results \"$results\" --submission \"$token\" $once -- {}; }} &\n\
+         \x20   {{ for try in 1 2; do\n\
+         \x20       run_on \"$n\" \"$try\"; rc=$?\n\
+         \x20       {{ [ \"$rc\" = 0 ] || [ -e \"$dir/node-$n.started\" ]; }} && exit \"$rc\"\n\
+         \x20       {clean}\
+         \x20       [ \"$try\" = 2 ] || echo \"oslab fleet: node $n: its task did not start (status $rc); trying once more\" >&2\n\
+         \x20   done; exit \"$rc\"; }} &\n\
          \x20   pids+=($!)\n\
          done\n",
         args.join(" ")
     );
+    // Every node speaks for itself with its run or its task's word; for one that did not, the
+    // job says what it saw: a task that started and handed in nothing crashed or lost its node
+    // (srun can end 0 then), with Slurm's state and reason of the node; one that never started
+    // (its binary not staged, its step not launched, twice) was not run, no fault of the node's.
     s += "status=0\n\
           for i in \"${!nodes[@]}\"; do\n\
           \x20   n=${nodes[$i]}\n\
           \x20   wait \"${pids[$i]}\"; rc=$?\n\
-          \x20   [ \"$rc\" = 0 ] && continue\n\
+          \x20   [ \"$rc\" = 0 ] || { status=1; echo \"oslab fleet: node $n: its task ended with status $rc\" >&2; }\n\
+          \x20   { [ -e \"$dir/node-$n.json\" ] || [ -e \"$dir/node-$n.failed\" ]; } && continue\n\
           \x20   status=1\n\
-          \x20   echo \"oslab fleet: node $n: its task ended with status $rc\" >&2\n\
-          \x20   if [ ! -e \"$dir/node-$n.json\" ] && [ ! -e \"$dir/node-$n.failed\" ]; then\n\
-          \x20       echo \"its task ended with status $rc and handed in nothing; Slurm has the node $(scontrol show node \"$n\" | grep -o 'State=[^ ]*')\" >\"$dir/node-$n.crashed\"\n\
+          \x20   if [ -e \"$dir/node-$n.started\" ]; then\n\
+          \x20       echo \"its task ended with status $rc and handed in nothing; Slurm has the node $(scontrol show node \"$n\" | grep -o -e 'State=[^ ]*' -e 'Reason=[^[]*' | tr '\\n' ' ')\" >\"$dir/node-$n.crashed\"\n\
+          \x20   else\n\
+          \x20       echo \"its task never started (status $rc, twice): the binary was not staged or its step not launched; the node was not measured\" >\"$dir/node-$n.notrun\"\n\
           \x20   fi\n\
           done\n\
           exit $status\n";
@@ -496,6 +519,7 @@ mod tests {
         assert!(s.contains(r"-- --quick 'it'\''s *'"), "{s}");
         assert!(s.contains("--bcast=\"$staged/oslab\""), "{s}");
         assert!(s.contains("mkdir -m 0700 -- \"$staged\""), "{s}");
+        assert!(s.contains("local staged=\"$stage.$2\""), "{s}");
         assert!(
             s.contains("--whole --cpu-bind=cores --mem-bind=local "),
             "{s}"

@@ -85,6 +85,8 @@ pub enum Health {
     Failed,
     /// Listed for the job, nothing from it.
     Missing,
+    /// Its task never started (its binary not staged): not measured, not drained.
+    NotRun,
     /// Of a shape too few nodes share to judge it among them, and unlike no majority of the
     /// fleet either: nothing to judge it against (never silently healthy).
     NotJudged,
@@ -102,6 +104,7 @@ impl Health {
             Health::Crashed => "crashed",
             Health::Failed => "failed",
             Health::Missing => "missing",
+            Health::NotRun => "not run",
             Health::NotJudged => "not judged",
         }
     }
@@ -114,6 +117,7 @@ impl Health {
             crate::NodeState::Crashed => Health::Crashed,
             crate::NodeState::Failed => Health::Failed,
             crate::NodeState::Missing => Health::Missing,
+            crate::NodeState::NotRun => Health::NotRun,
         }
     }
 }

@@ -41,6 +41,8 @@ pub fn run(
             dir.display()
         )
     })?;
+    // Started: from here on a node with no run crashed or was lost, rather than never ran.
+    let _ = write_whole(&node_file(&dir, &node, NodeFile::Started), b"");
     // The scratch store lives in a directory of ours alone: another user must not hand in a run
     // as ours, nor read ours, by making its name first.
     let scratch = PrivateDir::new("oslab-fleet").map_err(|e| {

@@ -255,9 +255,15 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         "oslab run ended with signal 9\n",
     )
     .unwrap();
+    // "stage" never started: its binary could not be staged, twice (the job's word).
+    std::fs::write(
+        job.join("node-stage.notrun"),
+        "its task never started (status 1, twice): the binary was not staged or its step not launched; the node was not measured\n",
+    )
+    .unwrap();
     std::fs::write(
         job.join("fleet.json"),
-        r#"{"job": "777", "token": "0a1b2c3d", "nodes": ["alpha","beta","gamma","delta","eps","slow","spike","hog","dead","late","lost"]}"#,
+        r#"{"job": "777", "token": "0a1b2c3d", "nodes": ["alpha","beta","gamma","delta","eps","slow","spike","hog","dead","late","lost","stage"]}"#,
     )
     .unwrap();
     // What collecting every job under the results said.
@@ -379,13 +385,14 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
         ("dead", "failed", "signal 9"),
         ("late", "missing", "no result yet"),
         ("lost", "crashed", "DOWN+NOT_RESPONDING"),
+        ("stage", "not_run", "never started"),
     ] {
         let (v, w) = verdict(node);
         assert_eq!(v, want, "{node}: {w}");
         assert!(w.contains(why), "{node}: {w}");
     }
     let text = String::from_utf8(stdout(&["fleet", "summary", dir, "--db", db_s])).unwrap();
-    assert!(text.contains("8 of 11 nodes not healthy"), "{text}");
+    assert!(text.contains("9 of 12 nodes not healthy"), "{text}");
     assert!(
         text.contains("gamma drifted: clocksource hpet (7 others: tsc)"),
         "{text}"
@@ -396,7 +403,9 @@ fn nodes_are_collected_tagged_once_and_the_slow_one_is_flagged() {
     );
     let drain =
         String::from_utf8(stdout(&["fleet", "summary", dir, "--drain", "--db", db_s])).unwrap();
+    // A node not run is not drained: nothing is known against it.
     assert_eq!(drain.lines().count(), 8, "{drain}");
+    assert!(!drain.contains("NodeName=stage"), "{drain}");
     assert!(
         drain.contains("scontrol update NodeName=late State=DRAIN Reason='oslab fleet 777.0a1b2c3d: missing: no result yet'"),
         "{drain}"

@@ -217,7 +217,7 @@ pub fn script(o: &ScriptOptions) -> String {
     let staging = match o.sbcast {
         true => "\x20   local staged=\"$stage.$2\"\n\
                  \x20   srun --nodes=1 --ntasks=1 --nodelist=\"$n\" mkdir -m 0700 -- \"$staged\" ||\n\
-                 \x20       { echo \"oslab fleet: node $n: cannot make $staged, the private directory of the binary's copy (someone made it first?)\" >&2; return 1; }\n\
+                 \x20       { echo \"oslab fleet: node $n: cannot make $staged, the private directory of the binary's copy (the node unreachable, or someone made it first)\" >&2; return 1; }\n\
                  \x20   launch=(--bcast=\"$staged/oslab\" \"$bin\") once=--staged\n",
         false => "",
     };
@@ -254,7 +254,8 @@ pub fn script(o: &ScriptOptions) -> String {
     // Every node speaks for itself with its run or its task's word; for one that did not, the
     // job says what it saw: a task that started and handed in nothing crashed or lost its node
     // (srun can end 0 then), with Slurm's state and reason of the node; one that never started
-    // (its binary not staged, its step not launched, twice) was not run, no fault of the node's.
+    // (its binary not staged, its step not launched, twice) on a node Slurm still has up was not
+    // run, no fault of the node's; on one Slurm has down or not responding, the node was lost.
     s += "status=0\n\
           for i in \"${!nodes[@]}\"; do\n\
           \x20   n=${nodes[$i]}\n\
@@ -262,10 +263,14 @@ pub fn script(o: &ScriptOptions) -> String {
           \x20   [ \"$rc\" = 0 ] || { status=1; echo \"oslab fleet: node $n: its task ended with status $rc\" >&2; }\n\
           \x20   { [ -e \"$dir/node-$n.json\" ] || [ -e \"$dir/node-$n.failed\" ]; } && continue\n\
           \x20   status=1\n\
+          \x20   slurm=$(scontrol show node \"$n\" | grep -o -e 'State=[^ ]*' -e 'Reason=[^[]*' | tr '\\n' ' ')\n\
           \x20   if [ -e \"$dir/node-$n.started\" ]; then\n\
-          \x20       echo \"its task ended with status $rc and handed in nothing; Slurm has the node $(scontrol show node \"$n\" | grep -o -e 'State=[^ ]*' -e 'Reason=[^[]*' | tr '\\n' ' ')\" >\"$dir/node-$n.crashed\"\n\
+          \x20       echo \"its task ended with status $rc and handed in nothing; Slurm has the node $slurm\" >\"$dir/node-$n.crashed\"\n\
           \x20   else\n\
-          \x20       echo \"its task never started (status $rc, twice): the binary was not staged or its step not launched; the node was not measured\" >\"$dir/node-$n.notrun\"\n\
+          \x20       case \"$slurm\" in\n\
+          \x20       *DOWN*|*NOT_RESPONDING*|*FAIL*) echo \"its task never started and Slurm has the node $slurm\" >\"$dir/node-$n.crashed\" ;;\n\
+          \x20       *) echo \"its task never started (status $rc, twice): the binary was not staged or its step not launched; the node was not measured (Slurm has it $slurm)\" >\"$dir/node-$n.notrun\" ;;\n\
+          \x20       esac\n\
           \x20   fi\n\
           done\n\
           exit $status\n";

@@ -249,6 +249,10 @@ fn involuntary_switches() -> u64 {
 mod tests {
     use super::*;
 
+    /// The tests that spin processes, and the one that needs the machine quiet without them,
+    /// take turns: one's hogs made the other skip as "busy".
+    static SPINNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn reads_busy_and_steal_per_cpu() {
         let stat = "cpu  10 0 5 100 0 0 0 3 0 0\ncpu0 4 0 2 50 0 0 0 1 0 0\ncpu2 6 1 3 50 0 0 0 2 0 0\nintr 5\n";
@@ -286,6 +290,7 @@ mod tests {
 
     #[test]
     fn a_busy_thread_of_ours_is_not_foreign_work_but_another_process_is() {
+        let _turn = SPINNING.lock().unwrap_or_else(|e| e.into_inner());
         // Under other work, a spinning process adds nothing the machine does not already show.
         if !oslab_testkit::require_quiet(0.3) {
             return;
@@ -338,6 +343,7 @@ mod tests {
     fn other_work_beyond_the_cpus_shows_as_waiting() {
         // One more spinning process than there are cpus: they keep every cpu busy, and one of
         // them always waits, which the busy share alone cannot show.
+        let _turn = SPINNING.lock().unwrap_or_else(|e| e.into_inner());
         if oslab_os::others::cpu_waiting_us().is_none() {
             return oslab_testkit::skip("the kernel keeps no cpu pressure (/proc/pressure/cpu)");
         }

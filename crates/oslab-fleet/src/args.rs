@@ -95,11 +95,9 @@ pub struct FleetSummaryArgs {
     /// List every measurement (default: those with an outlier, when there are more than 12 nodes).
     #[arg(long)]
     pub all: bool,
-    /// The smallest deviation from the fleet median called an outlier, e.g. 5% or 0.05 (a node
-    /// is called only beyond this, its own interval and the noise between nodes).
-    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
-        value_parser = oslab_core::units::parse_fraction)]
-    pub min_effect: f64,
+    /// The smallest deviation called an outlier.
+    #[command(flatten)]
+    pub effect: MinEffect,
     /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
@@ -111,10 +109,9 @@ pub struct FleetHistoryArgs {
     /// The node (its Slurm name).
     #[arg(value_name = "NODE")]
     pub node: String,
-    /// The smallest deviation from each job's fleet median called an outlier (as summary's).
-    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
-        value_parser = oslab_core::units::parse_fraction)]
-    pub min_effect: f64,
+    /// The smallest deviation called an outlier.
+    #[command(flatten)]
+    pub effect: MinEffect,
     /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
@@ -168,10 +165,9 @@ pub struct FleetReferenceSaveArgs {
     /// The reference's name: the partition its nodes stand for.
     #[arg(long, value_name = "NAME")]
     pub name: String,
-    /// The smallest deviation called an outlier when the job's healthy nodes are chosen.
-    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
-        value_parser = oslab_core::units::parse_fraction)]
-    pub min_effect: f64,
+    /// The smallest deviation called an outlier.
+    #[command(flatten)]
+    pub effect: MinEffect,
     /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
@@ -189,11 +185,21 @@ pub struct CheckArgs {
     /// Print, not run, this node's `scontrol ... State=RESUME` line when it is healthy.
     #[arg(long)]
     pub resume: bool,
-    /// The smallest deviation from the reference's median called an outlier.
-    #[arg(long, default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
-        value_parser = oslab_core::units::parse_fraction)]
-    pub min_effect: f64,
+    /// The smallest deviation called an outlier.
+    #[command(flatten)]
+    pub effect: MinEffect,
     /// Text or JSON.
     #[command(flatten)]
     pub out: Output,
+}
+
+/// The smallest deviation from the fleet's (or the reference's) median called an outlier: one
+/// flag for every command that judges nodes.
+#[derive(Debug, Args)]
+pub struct MinEffect {
+    /// The smallest deviation from the median called an outlier, e.g. 5% or 0.05 (a node is
+    /// called only beyond this, its own interval and the noise between nodes).
+    #[arg(long = "min-effect", default_value_t = crate::summary::DEFAULT_MIN_EFFECT,
+        value_parser = oslab_core::units::parse_fraction)]
+    pub min_effect: f64,
 }

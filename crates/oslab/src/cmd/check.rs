@@ -43,7 +43,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             last.unwrap_or("it said nothing")
         ));
     };
-    let v = match check(&store, &args.reference, mine, args.min_effect) {
+    let v = match check(&store, &args.reference, mine, args.effect.min_effect) {
         Ok(v) => v,
         Err(e) => return unusable(&e.to_string()),
     };

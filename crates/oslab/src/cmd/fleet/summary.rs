@@ -13,7 +13,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
         baseline: args.baseline.clone(),
         reference: args.reference.clone(),
     };
-    let found = fleet::job_summary(&store, &args.job, &against, args.min_effect);
+    let found = fleet::job_summary(&store, &args.job, &against, args.effect.min_effect);
     let (job, s) = found.map_err(|e| match e {
         JobSummaryError::Usage(m) => usage(m),
         other => other.into(),
@@ -34,7 +34,7 @@ pub fn run(args: FleetSummaryArgs) -> anyhow::Result<ExitCode> {
 /// `oslab fleet history NODE`: its verdict in every collected job, oldest first.
 pub fn history(args: crate::cli::FleetHistoryArgs) -> anyhow::Result<ExitCode> {
     let store = crate::cmd::store().open_to_read()?;
-    let jobs = fleet::node_history(&store, &args.node, args.min_effect)?;
+    let jobs = fleet::node_history(&store, &args.node, args.effect.min_effect)?;
     match args.out.json {
         true => print_json(&jobs)?,
         false => print_text(&oslab_report::views::fleet_history(&args.node, &jobs))?,
@@ -49,9 +49,11 @@ pub fn reference(args: crate::cli::FleetReferenceArgs) -> anyhow::Result<ExitCod
     let crate::cli::FleetReferenceCommand::Save(a) = args.command;
     let mut store = crate::cmd::store().open()?;
     let saved =
-        fleet::reference::save(&mut store, &a.job, &a.name, a.min_effect).map_err(|e| match e {
-            JobSummaryError::Usage(m) => usage(m),
-            other => other.into(),
+        fleet::reference::save(&mut store, &a.job, &a.name, a.effect.min_effect).map_err(|e| {
+            match e {
+                JobSummaryError::Usage(m) => usage(m),
+                other => other.into(),
+            }
         })?;
     match a.out.json {
         true => print_json(&saved)?,

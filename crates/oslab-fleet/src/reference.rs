@@ -151,11 +151,10 @@ pub fn runs(store: &Store, name: &str) -> Result<Vec<NodeRun>, JobSummaryError> 
     Ok(out)
 }
 
-/// Node `mine` judged against reference `name` of `store`, on the measurements it has (the
-/// reference's others would only raise the bar of the correction for many values).
+/// Node `mine` judged against a reference's runs (read once by [`runs`]), on the measurements
+/// it has (the reference's others would only raise the bar of the correction for many values).
 pub fn check(
-    store: &Store,
-    name: &str,
+    mut all: Vec<NodeRun>,
     mine: NodeRun,
     min_effect: f64,
 ) -> Result<NodeVerdict, JobSummaryError> {
@@ -165,7 +164,6 @@ pub fn check(
         .iter()
         .map(oslab_core::stats::compare::key)
         .collect();
-    let mut all = runs(store, name)?;
     for r in &mut all {
         r.measurements
             .retain(|m| keys.contains(&oslab_core::stats::compare::key(m)));

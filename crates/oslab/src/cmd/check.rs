@@ -19,9 +19,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     // The reference first: without it nothing is worth measuring.
     let store = crate::cmd::store().open_to_read()?;
-    if let Err(e) = oslab_fleet::reference::runs(&store, &args.reference) {
-        return unusable(&e.to_string());
-    }
+    let reference = match oslab_fleet::reference::runs(&store, &args.reference) {
+        Ok(r) => r,
+        Err(e) => return unusable(&e.to_string()),
+    };
     let scratch = oslab_files::private::PrivateDir::new("oslab-check")?;
     let db = scratch.path().join("check.db");
     let measured = Command::new(std::env::current_exe()?)
@@ -43,7 +44,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             last.unwrap_or("it said nothing")
         ));
     };
-    let v = match check(&store, &args.reference, mine, args.effect.min_effect) {
+    let v = match check(reference, mine, args.effect.min_effect) {
         Ok(v) => v,
         Err(e) => return unusable(&e.to_string()),
     };

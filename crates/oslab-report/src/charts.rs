@@ -49,6 +49,52 @@ pub(crate) fn figure_html((svg, caption): &Figure) -> Html {
     )
 }
 
+/// The longest label a forest plot's row takes before it is shortened (its label area is at
+/// most 480 px of 1,100).
+const FOREST_LABEL: usize = 58;
+
+/// Every row judged changed as one forest plot (B/A with its interval, the band shaded, the
+/// largest first): the comparison's answer drawn. None when no row changed.
+pub fn forest(rows: &[&oslab_core::stats::compare::Row]) -> Option<Figure> {
+    use oslab_core::stats::compare::Verdict;
+    use plots::{Change, Direction};
+    let changes: Vec<Change> = rows
+        .iter()
+        .filter(|r| r.judgement.verdict.is_change())
+        .filter_map(|r| {
+            let label = format!("{} {} {}", r.probe, r.metric, r.params);
+            let label = match label.trim().chars().count() > FOREST_LABEL {
+                true => format!(
+                    "{}…",
+                    label.chars().take(FOREST_LABEL - 1).collect::<String>()
+                ),
+                false => label.trim().to_string(),
+            };
+            Some(Change {
+                label,
+                ratio: r.judgement.ratio?,
+                interval: r.judgement.interval.map(|[lo, hi]| (lo, hi)),
+                band: r.judgement.band,
+                direction: match r.judgement.verdict {
+                    Verdict::Regression => Direction::Worse,
+                    Verdict::Better => Direction::Better,
+                    _ => Direction::Neither,
+                },
+            })
+        })
+        .collect();
+    let n = changes.len();
+    figure(
+        plots::forest("What changed, B against A", &changes),
+        &format!(
+            "{}, B/A on a log axis (halving as far from 0 as doubling), the largest first: the dot \
+             is the change, the whisker its interval, the grey band the change within which a \
+             row reads `same`; red worse, green better, amber changed with no better direction",
+            oslab_core::units::counted(n, "changed row")
+        ),
+    )
+}
+
 fn median(m: &Measurement) -> Option<f64> {
     m.status.has_value().then_some(())?;
     m.summary.as_ref().map(|s| s.median)
@@ -145,29 +191,50 @@ fn model_series(ms: &[&Measurement], probe: &str, metric: &str, x: &str, by: &st
 }
 
 /// Cache sizes to mark: what sysfs claims (fingerprint) and what the curve showed.
+/// The caches as marks: a level's size as sysfs claims it and as the chunk curve shows it are
+/// one band tagged with the level (`L2`), its legend line saying both; a level seen that sysfs
+/// does not list, or listed and not seen, is a line.
 fn cache_marks(ms: &[&Measurement], record: &RunRecord) -> Vec<Mark> {
-    let mut marks: Vec<Mark> = record.fingerprint["topology"]["caches"]
+    let mut claimed: Vec<(String, f64)> = record.fingerprint["topology"]["caches"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|c| c["kind"] != "instruction")
-        .filter_map(|c| {
-            let size = c["size"].as_u64()?;
-            Some(Mark {
-                x: size as f64,
-                label: format!("L{} {} (sysfs)", c["level"], oslab_core::units::bytes(size)),
-            })
+        .filter_map(|c| Some((format!("L{}", c["level"]), c["size"].as_u64()? as f64)))
+        .collect();
+    claimed.sort_by(|a, b| a.1.total_cmp(&b.1));
+    claimed.dedup_by(|a, b| a.1 == b.1);
+    let seen: Vec<(String, f64)> = ms
+        .iter()
+        .filter(|m| m.metric == "level_size")
+        .filter_map(|m| Some((m.param_text("level"), median(m)?)))
+        .collect();
+    let size = |x: f64| oslab_core::units::bytes(x as u64);
+    let mut marks: Vec<Mark> = claimed
+        .iter()
+        .map(|(tag, x)| {
+            let to = seen.iter().find(|(t, _)| t == tag).map(|s| s.1);
+            Mark {
+                x: *x,
+                to,
+                tag: tag.clone(),
+                label: match to {
+                    Some(t) => format!("{tag}: {} (sysfs),\n  {} seen", size(*x), size(t)),
+                    None => format!("{tag}: {} (sysfs)", size(*x)),
+                },
+            }
         })
         .collect();
-    marks.sort_by(|a, b| a.x.total_cmp(&b.x));
-    marks.dedup_by(|a, b| a.x == b.x);
-    for m in ms.iter().filter(|m| m.metric == "level_size") {
-        if let Some(size) = median(m) {
-            marks.push(Mark {
-                x: size,
-                label: format!("{} seen", m.param_text("level")),
-            });
-        }
+    for (tag, x) in seen
+        .iter()
+        .filter(|(t, _)| !claimed.iter().any(|c| c.0 == *t))
+    {
+        marks.push(Mark {
+            x: *x,
+            to: None,
+            tag: tag.clone(),
+            label: format!("{tag}: {} seen", size(*x)),
+        });
     }
     marks
 }
@@ -274,7 +341,7 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
     }
     out.extend(figure(
         plots::lines("load-to-use latency vs working set", XAxis::Bytes, ("working set", "ns per load"), &curves, &cache_marks(&sides[0].ms, record), true),
-        &format!("Dependent loads, one per cache line; vertical lines: cache sizes sysfs claims and the levels the chunk curve shows; {}.", dashes(sides)),
+        &format!("Dependent loads, one per cache line; grey bands: each cache level from the size sysfs claims to the size the chunk curve shows (a VM often claims more than serves it); {}.", dashes(sides)),
     ));
     let mlp = overlaid_bars(sides, |ms| {
         series_by(
@@ -553,86 +620,7 @@ fn call(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
 }
 
 fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
-    let bars_of = |ms: &[&Measurement]| -> Vec<Bar> {
-        let labelled: Vec<(String, &Measurement)> = ms
-            .iter()
-            // One operation's time on one axis: a fault's, not also per page and per byte;
-            // not fork's cost per MiB its parent touched (a time per amount, not per fork).
-            // Nor fork's times after its parent touched memory: a sweep, drawn as a line below.
-            .filter(|m| {
-                m.unit == Unit::Ns
-                    && ![metric::PER_PAGE, metric::PER_BYTE, metric::COST_PER_MIB]
-                        .contains(&m.metric.as_str())
-                    && m.param_text(TOUCHED).is_empty()
-            })
-            .map(|m| (cost_label(m), *m))
-            .collect();
-        distinct(labelled)
-            .into_iter()
-            .filter_map(|(label, m)| measured_bar(label, m))
-            .collect()
-    };
-    // Costs that differ by orders of magnitude (a wake-up of 37 us beside a switch of 0.6 us)
-    // get a linear axis each, so no bar is a sliver beside another's.
-    let mut largest: Vec<(String, f64)> = Vec::new();
-    for b in sides.iter().flat_map(|side| bars_of(&side.ms)) {
-        match largest.iter_mut().find(|(l, _)| *l == b.label) {
-            Some((_, v)) => *v = v.max(b.value),
-            None => largest.push((b.label, b.value)),
-        }
-    }
-    let values: Vec<f64> = largest.iter().map(|(_, v)| *v).collect();
-    let bounds = scale_bounds(&values);
-    let band = |label: &str| {
-        let v = largest
-            .iter()
-            .find(|(l, _)| l == label)
-            .map_or(0.0, |x| x.1);
-        bounds.iter().filter(|&&b| v > b).count()
-    };
-    let caption = format!(
-        "Median with CI95 of each {family} measurement{}.",
-        match Family::of(family) {
-            Some(Family::Faults) => ": a fault's time (per page and per byte are in the table)",
-            Some(Family::Task) =>
-                ": creation and round trip (fork's cost per MiB its parent touched is in the table)",
-            Some(Family::Syscall) => ", hot (back to back) and cold (caches evicted first)",
-            Some(Family::Switch) =>
-                ": the switch on one cpu, the hand-over and the wake-up across two",
-            _ => "",
-        }
-    );
-    let mut out = Vec::new();
-    for k in 0..=bounds.len() {
-        let list = overlaid_bars(sides, |ms| {
-            bars_of(ms)
-                .into_iter()
-                .filter(|b| band(&b.label) == k)
-                .collect()
-        });
-        // At most 16 costs a chart: more are drawn in the next one, never dropped.
-        let per_chart = 16 * sides.len();
-        let parts = list.len().div_ceil(per_chart);
-        for (i, chunk) in list.chunks(per_chart).enumerate() {
-            let mut title = format!("{family} costs");
-            if !bounds.is_empty() {
-                let hi = chunk.iter().map(|b| b.value).fold(0.0, f64::max);
-                let lo = chunk.iter().map(|b| b.value).fold(f64::INFINITY, f64::min);
-                let (lo, hi) = (
-                    oslab_core::units::value(lo, Unit::Ns),
-                    oslab_core::units::value(hi, Unit::Ns),
-                );
-                title += &match lo == hi {
-                    true => format!(", {hi}"),
-                    false => format!(", {lo} to {hi}"),
-                };
-            }
-            if parts > 1 {
-                title += &format!(" ({} of {parts})", i + 1);
-            }
-            out.extend(figure(plots::bars(&title, "ns", chunk), &caption));
-        }
-    }
+    let mut out = cost_dots(family, sides);
     let swept = overlaid_series(sides, |ms| {
         let mut points: Vec<(f64, f64)> = ms
             .iter()
@@ -653,6 +641,81 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
     out
 }
 
+/// A family's costs as dot plots on one log axis (24 operations a chart).
+fn cost_dots(family: &str, sides: &[Drawn]) -> Vec<Figure> {
+    let bars_of = |ms: &[&Measurement]| -> Vec<Bar> {
+        let labelled: Vec<(String, &Measurement)> = ms
+            .iter()
+            // One operation's time on one axis: a fault's, not also per page and per byte;
+            // not fork's cost per MiB its parent touched (a time per amount, not per fork).
+            // Nor fork's times after its parent touched memory: a sweep, drawn as a line below.
+            .filter(|m| {
+                m.unit == Unit::Ns
+                    && ![metric::PER_PAGE, metric::PER_BYTE, metric::COST_PER_MIB]
+                        .contains(&m.metric.as_str())
+                    && m.param_text(TOUCHED).is_empty()
+            })
+            .map(|m| (cost_label(m), *m))
+            .collect();
+        distinct(labelled)
+            .into_iter()
+            .filter_map(|(label, m)| measured_bar(label, m))
+            .collect()
+    };
+    let caption = format!(
+        "Median with CI95 of each {family} measurement on one log axis{}{}.",
+        match Family::of(family) {
+            Some(Family::Faults) => ": a fault's time (per page and per byte are in the table)",
+            Some(Family::Task) =>
+                ": creation and round trip (fork's cost per MiB its parent touched is in the table)",
+            Some(Family::Syscall) => ", hot (back to back) beside cold (caches evicted first)",
+            Some(Family::Switch) =>
+                ": the switch on one cpu, the hand-over and the wake-up across two",
+            _ => "",
+        },
+        match sides.len() {
+            1 => "",
+            _ => "; a colour per run, the first on top in each row",
+        }
+    );
+    // Every cost on one log axis, labels in order so that one operation's hot and cold sit
+    // together; the runs compared share each row.
+    let mut list: Vec<Bar> = sides
+        .iter()
+        .enumerate()
+        .flat_map(|(k, side)| {
+            bars_of(&side.ms).into_iter().map(move |mut b| {
+                b.side = k;
+                b
+            })
+        })
+        .collect();
+    list.sort_by(|a, b| a.label.cmp(&b.label).then(a.side.cmp(&b.side)));
+    let mut labels: Vec<&str> = list.iter().map(|b| b.label.as_str()).collect();
+    labels.dedup();
+    // At most 24 operations a chart: more are drawn in the next one, never dropped.
+    let parts: Vec<&[&str]> = labels.chunks(24).collect();
+    let mut out = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let chunk: Vec<Bar> = list
+            .iter()
+            .filter(|b| part.contains(&b.label.as_str()))
+            .map(|b| Bar {
+                label: b.label.clone(),
+                value: b.value,
+                interval: b.interval,
+                side: b.side,
+            })
+            .collect();
+        let mut title = format!("{family} costs");
+        if parts.len() > 1 {
+            title += &format!(" ({} of {})", i + 1, parts.len());
+        }
+        out.extend(figure(plots::dots(&title, &chunk), &caption));
+    }
+    out
+}
+
 /// The parameter of fork's times after its parent touched memory, in MiB.
 const TOUCHED: &str = "touched_mib";
 const MIB: f64 = (1u64 << 20) as f64;
@@ -669,86 +732,6 @@ fn cost_label(m: &Measurement) -> String {
         m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
         m.metric
     )
-}
-
-/// Where a chart of bars with these values is cut so that each part reads on a linear axis:
-/// while one part's largest value is over [`SPAN`] times its smallest, it is cut at its widest
-/// gap (a jump of at least [`GAP`] between neighbouring values). A part of one value joins its
-/// nearer neighbour when the two still read on one axis. Ascending.
-fn scale_bounds(values: &[f64]) -> Vec<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| *x > 0.0).collect();
-    v.sort_by(f64::total_cmp);
-    let mut bounds = Vec::new();
-    cut(&v, &mut bounds);
-    bounds.sort_by(f64::total_cmp);
-    let mut parts: Vec<Vec<f64>> = vec![Vec::new(); bounds.len() + 1];
-    for x in v {
-        parts[bounds.iter().filter(|&&b| x > b).count()].push(x);
-    }
-    let span = |a: &[f64], b: &[f64]| b[b.len() - 1] / a[0];
-    loop {
-        // A lone value and its nearer neighbour (on a log scale), when together they still
-        // read on one axis; a value far from every other keeps a chart of its own.
-        let merge = (0..parts.len())
-            .filter(|&i| parts[i].len() < 2)
-            .find_map(|i| {
-                let before = i
-                    .checked_sub(1)
-                    .filter(|&j| span(&parts[j], &parts[i]) <= SPAN);
-                let after =
-                    Some(i + 1).filter(|&j| j < parts.len() && span(&parts[i], &parts[j]) <= SPAN);
-                let into = match (before, after) {
-                    (Some(b), Some(a))
-                        if span(&parts[b], &parts[i]) <= span(&parts[i], &parts[a]) =>
-                    {
-                        b
-                    }
-                    (Some(_), Some(a)) => a,
-                    (b, a) => b.or(a)?,
-                };
-                Some((i, into))
-            });
-        let Some((i, into)) = merge else {
-            break;
-        };
-        let lone = parts.remove(i);
-        let into = if into > i { into - 1 } else { into };
-        parts[into].extend(lone);
-        parts[into].sort_by(f64::total_cmp);
-    }
-    parts
-        .windows(2)
-        .map(|w| (w[0][w[0].len() - 1] * w[1][0]).sqrt())
-        .collect()
-}
-
-/// Largest over smallest a chart of bars keeps on one axis.
-const SPAN: f64 = 20.0;
-/// The smallest jump between neighbouring values a chart is cut at.
-const GAP: f64 = 4.0;
-
-fn cut(sorted: &[f64], bounds: &mut Vec<f64>) {
-    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
-        return;
-    };
-    if hi <= lo * SPAN {
-        return;
-    }
-    let Some((i, jump)) = sorted
-        .windows(2)
-        .map(|w| w[1] / w[0])
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-    else {
-        return;
-    };
-    if jump < GAP {
-        return;
-    }
-    // Cut between the two, at their geometric mean.
-    bounds.push((sorted[i] * sorted[i + 1]).sqrt());
-    cut(&sorted[..=i], bounds);
-    cut(&sorted[i + 1..], bounds);
 }
 
 fn numa(_family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
@@ -993,8 +976,15 @@ fn numa_chart(ms: &[&Measurement]) -> Option<Figure> {
     let local = |r: u64| cells.iter().find(|c| c.0 == r && c.1 == r).map(|c| c.2);
     let svg = plots::heatmap(
         "NUMA bandwidth, GB/s (ratio to local)",
-        &rows.iter().map(|r| format!("cpu {r}")).collect::<Vec<_>>(),
-        &cols.iter().map(|c| format!("mem {c}")).collect::<Vec<_>>(),
+        // Nodes, not cpus: `cpu 0` read as cpu 0 alone.
+        &rows
+            .iter()
+            .map(|r| format!("node {r} cpus"))
+            .collect::<Vec<_>>(),
+        &cols
+            .iter()
+            .map(|c| format!("node {c} memory"))
+            .collect::<Vec<_>>(),
         &values,
         // (The colour scale asks for its ends' text with no cell: no ratio then.)
         &|r, _, v| match rows.get(r).and_then(|&r| local(r)).filter(|l| *l > 0.0) {
@@ -1147,32 +1137,48 @@ mod tests {
     }
 
     #[test]
-    fn costs_orders_of_magnitude_apart_are_cut_into_charts_of_one_scale() {
-        // Switches and transfers under a microsecond, wake-ups near 37 us: one cut between.
-        let switch = [
-            761.0, 342.0, 37_680.0, 672.0, 318.0, 32_650.0, 605.0, 40_010.0,
+    fn costs_orders_of_magnitude_apart_share_one_chart_hot_beside_cold() {
+        // A 1 ns call, 100-200 ns system calls and a 3.8 us trap: one chart on a log axis (they
+        // were cut into charts of one bar each), one operation's hot and cold on rows together.
+        let cost = |probe: &str, cache: &str, v: f64| {
+            let mut m = Measurement::not_taken(
+                probe,
+                oslab_core::params! {"cache" => cache, "cpu" => 0},
+                metric::PER_CALL,
+                Unit::Ns,
+                oslab_core::Status::Ok,
+            );
+            m.summary = oslab_core::Summary::new(&[v * 0.99, v, v * 1.01]);
+            m
+        };
+        let ms = [
+            cost("syscall.getppid", "hot", 119.0),
+            cost("syscall.time.vdso", "hot", 1.2),
+            cost("syscall.cpuid", "hot", 3780.0),
+            cost("syscall.getppid", "cold", 210.0),
         ];
-        let b = scale_bounds(&switch);
-        assert_eq!(b.len(), 1);
-        assert!(b[0] > 761.0 && b[0] < 32_650.0, "{b:?}");
-        // Within 20x: one chart, whatever the gaps.
-        assert!(scale_bounds(&[1.0, 1.2, 5.0, 19.0]).is_empty());
-        // Spread evenly over decades, no gap of 4x: one chart still (nothing to cut at).
-        let even: Vec<f64> = (0..20).map(|i| 1.5f64.powi(i)).collect();
-        assert!(scale_bounds(&even).is_empty());
-        // Three scales: two cuts, ascending.
-        let b = scale_bounds(&[2.0, 3.0, 80.0, 90.0, 6000.0, 7000.0]);
-        assert_eq!(b.len(), 2);
-        assert!(b[0] < b[1] && b[0] > 3.0 && b[0] < 80.0 && b[1] > 90.0 && b[1] < 6000.0);
-        assert!(scale_bounds(&[]).is_empty());
-        // A value alone is no chart: it joins its nearer neighbour (the faults: 1.5 and 10 us
-        // together, 59 to 397 us together).
-        let b = scale_bounds(&[1457.0, 257_900.0, 10_160.0, 397_300.0, 58_840.0]);
-        assert_eq!(b.len(), 1, "{b:?}");
-        assert!(b[0] > 10_160.0 && b[0] < 58_840.0, "{b:?}");
-        // Far from every other (cpuid's 6.3 us trap beside 8-131 ns reads): a chart of its own.
-        let b = scale_bounds(&[7.6, 13.2, 17.8, 6319.0, 18.1, 130.6]);
-        assert_eq!(b.len(), 1, "{b:?}");
-        assert!(b[0] > 130.6 && b[0] < 6319.0, "{b:?}");
+        let figures = cost_dots("syscall", &alone(&ms.iter().collect::<Vec<_>>()));
+        assert_eq!(figures.len(), 1, "one chart");
+        let svg = &figures[0].0;
+        // Where a text is drawn, down the chart.
+        let y = |t: &str| -> f64 {
+            let end = svg
+                .find(&format!(">\n{t}\n</text>"))
+                .unwrap_or_else(|| panic!("{t} in {svg}"));
+            let tag = &svg[svg[..end].rfind("<text").unwrap()..end];
+            let at = tag.find(" y=\"").unwrap() + 4;
+            tag[at..at + tag[at..].find('"').unwrap()].parse().unwrap()
+        };
+        // Rows from the top in label order: cpuid, getppid cold, getppid hot, time.vdso.
+        let rows = [
+            "cpuid per_call hot",
+            "getppid per_call cold",
+            "getppid per_call hot",
+            "time.vdso per_call hot",
+        ];
+        assert!(rows.windows(2).all(|w| y(w[0]) < y(w[1])), "{svg}");
+        for v in ["1.20 ns", "119 ns", "3.78 µs", "10 ns", "1 µs"] {
+            y(v);
+        }
     }
 }

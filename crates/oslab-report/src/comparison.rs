@@ -482,9 +482,39 @@ impl Comparison<'_> {
                 c * 100.0
             ));
         }
+        // The changed rows first, in one table, the largest first: the answer, on the first
+        // screen (per family they sat among rows that moved for other reasons, 245 lines down).
         let shown = self.shown(all);
-        if !shown.is_empty() {
-            out.push_str(&table(&shown, &self.rows));
+        let (changed, rest): (Vec<&Row>, Vec<&Row>) = shown
+            .into_iter()
+            .partition(|r| r.judgement.verdict.is_change());
+        if !changed.is_empty() {
+            out.push_str(&table(&changed, &[], Grouping::Changed));
+            out.push_str("\n\n");
+        }
+        // Rows one side did not measure at all are counted, not listed (a side that measured a
+        // few probes listed 364 rows `only in A` above its two regressions); `--all` lists them.
+        let (one_sided, rest): (Vec<&Row>, Vec<&Row>) = rest
+            .into_iter()
+            .partition(|r| !all && r.present.contains(&false));
+        if !rest.is_empty() {
+            out.push_str(&table(&rest, &self.rows, Grouping::Family));
+            out.push('\n');
+        }
+        for (side, present) in [("A", [true, false]), ("B", [false, true])] {
+            let only: Vec<&&Row> = one_sided.iter().filter(|r| r.present == present).collect();
+            if only.is_empty() {
+                continue;
+            }
+            let families = catalog::families(only.iter().map(|r| r.probe.as_str()));
+            out.push_str(&oslab_core::text::wrap(
+                &format!(
+                    "{} only in {side} (the other side did not measure them; --all lists them): {}",
+                    oslab_core::units::counted(only.len(), "row"),
+                    families.join(", ")
+                ),
+                crate::table::width().unwrap_or(80) as usize,
+            ));
             out.push('\n');
         }
         for note in self.notes() {
@@ -708,37 +738,6 @@ pub fn interval_text(j: &oslab_core::stats::compare::Judgement) -> String {
     }
 }
 
-/// The columns of a comparison row: probe, params, metric, both medians, ratio and its interval,
-/// the band, repetitions a side, p-value, verdict.
-pub const COLUMNS: [&str; 11] = [
-    "probe", "params", "metric", "A", "B", "B/A", "interval", "band", "n", "p", "verdict",
-];
-
-/// A row's cells, as [`COLUMNS`] names them (the verdict last), for the terminal and the report.
-pub fn cells(r: &Row) -> [String; 11] {
-    let j = &r.judgement;
-    let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
-    let show =
-        |v: Option<f64>| v.map_or("-".into(), |v| format!("{} {sym}", figure(v / div, r.unit)));
-    [
-        r.probe.clone(),
-        r.params.clone(),
-        r.metric.clone(),
-        show(j.a),
-        show(j.b),
-        j.ratio.map_or("-".into(), |x| format!("{x:.3}")),
-        interval_text(j),
-        // A difference is judged as a shift, with no ratio: the band does not apply to it.
-        match j.ratio {
-            Some(_) => format!("±{:.0}%", j.band * 100.0),
-            None => "-".into(),
-        },
-        format!("{}/{}", j.n[0], j.n[1]),
-        j.p.map_or("-".into(), |p| format!("{p:.2}")),
-        verdict_text(r),
-    ]
-}
-
 /// `±3%` of a side's spread, or nothing from fewer than 3 replicates.
 fn spread_text(s: Option<f64>) -> String {
     s.map_or(String::new(), |s| format!(" ±{}", percent(s)))
@@ -752,31 +751,44 @@ fn change(x: f64) -> String {
     }
 }
 
+/// How [`table`] groups its rows.
+#[derive(Clone, Copy, PartialEq)]
+enum Grouping {
+    /// One table headed "changed", each row named by its whole probe.
+    Changed,
+    /// A table per family, named within it, closed by the family's geometric mean.
+    Family,
+}
+
 /// The comparison's rows as benchstat prints them, one table per family: A and B each with
 /// its spread (`±%`), the change (`~` when the interval cannot tell it from none), its interval,
 /// p and the replicates a side, the verdict; the largest changes first; a geometric mean of the
 /// family's ratios (over all its rows, shown or not) closes each table.
-fn table(shown: &[&Row], all: &[Row]) -> String {
+fn table(shown: &[&Row], all: &[Row], grouping: Grouping) -> String {
     let narrow = crate::table::width().is_some_and(|w| w < 100);
     let mut out = String::new();
-    for f in catalog::families(shown.iter().map(|r| r.probe.as_str())) {
+    let groups = match grouping {
+        Grouping::Changed => vec!["changed"],
+        Grouping::Family => catalog::families(shown.iter().map(|r| r.probe.as_str())),
+    };
+    for f in groups {
         let mut rows: Vec<&&Row> = shown
             .iter()
-            .filter(|r| catalog::prefix(&r.probe) == f)
+            .filter(|r| grouping == Grouping::Changed || catalog::prefix(&r.probe) == f)
             .collect();
         let size = |r: &Row| r.judgement.ratio.map_or(-1.0, |x| x.ln().abs());
         rows.sort_by(|x, y| size(y).total_cmp(&size(x)));
         // Narrow, A and B share a column, one above the other.
         let mut t = match narrow {
             false => Table::new(
-                &[f, "A", "B", "change", "interval", "p, n", "verdict"],
+                &[f, "A", "B", "change", "interval", "evidence", "verdict"],
                 &[1, 2, 3, 4],
             )
             .optional(&[4, 5]),
             true => Table::new(&[f, "A, B", "change", "verdict"], &[1, 2]),
         };
         for r in rows {
-            let c = row_cells(r, narrow);
+            let c = row_cells(r, narrow, grouping);
             t.row(match narrow {
                 false => c,
                 true => vec![
@@ -805,10 +817,30 @@ fn table(shown: &[&Row], all: &[Row]) -> String {
     out.trim_end().to_string()
 }
 
-/// One row's cells for [`table`] (`narrow`: parameters under the name): its name within the
-/// family, A, B, change, interval, p and n,
-/// verdict.
-fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
+/// A comparison row's parts as the terminal and the report show them.
+pub struct Parts {
+    /// The probe (within its family, or whole) and metric.
+    pub what: String,
+    /// Its parameters, for reading.
+    pub params: String,
+    /// A's median and spread: `119 ns ±0.9%`.
+    pub a: String,
+    /// B's.
+    pub b: String,
+    /// The change: `+97%`, `~+3.1%` when not told apart from none, `-` when not compared.
+    pub change: String,
+    /// Its interval: `+86% … +104% (90%)`.
+    pub interval: String,
+    /// The evidence in words: `beyond ±7%, n=3+3` (the interval against the band).
+    pub evidence: String,
+    /// The verdict in words.
+    pub verdict: String,
+    /// What the row got that moved between the sides, a line each.
+    pub got_moved: Vec<String>,
+}
+
+/// A row's [`Parts`]; `whole` names it by its whole probe, else within its family.
+pub fn parts(r: &Row, whole: bool) -> Parts {
     let j = &r.judgement;
     let (div, sym) = scale_for(r.unit, j.a.or(j.b).unwrap_or(0.0));
     let value = |v: Option<f64>, s: Option<f64>| {
@@ -816,26 +848,17 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
             format!("{} {sym}{}", figure(v / div, r.unit), spread_text(s))
         })
     };
-    // The family heads the table: a probe that is its own family (`host`) adds nothing to it.
-    let name = r.probe.split_once('.').map_or("", |(_, rest)| rest);
+    // The family heads a table: a probe that is its own family (`host`) adds nothing to it.
+    let name = match whole {
+        true => r.probe.as_str(),
+        false => r.probe.split_once('.').map_or("", |(_, rest)| rest),
+    };
     let what = [name, r.metric.as_str()]
         .iter()
         .filter(|s| !s.is_empty())
         .copied()
         .collect::<Vec<_>>()
         .join(" ");
-    // Parameters go under the name when long or the terminal narrow, so the numbers keep their
-    // columns.
-    let name = match r.params.as_str() {
-        "" => what,
-        p if narrow || what.chars().count() + p.chars().count() > 32 => {
-            format!(
-                "{what}\n  {}",
-                oslab_core::text::wrap(p, 28).replace('\n', "\n  ")
-            )
-        }
-        p => format!("{what} {p}"),
-    };
     let shift = match (j.a, j.b) {
         (Some(a), Some(b)) => format!(
             "{}{} {sym}",
@@ -844,20 +867,20 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
         ),
         _ => "-".into(),
     };
-    let moved = match (j.verdict, j.ratio) {
+    let change = match (j.verdict, j.ratio) {
         // benchstat's `~`: no change told apart from none (the size is still shown).
-        (Verdict::Same | Verdict::CannotTell, Some(x)) => format!("~{}", change(x - 1.0)),
+        (Verdict::Same | Verdict::CannotTell, Some(x)) => format!("~{}", self::change(x - 1.0)),
         (Verdict::Same | Verdict::CannotTell, None) => "~0".to_string(),
         (Verdict::Unknown, _) => "-".to_string(),
-        (_, Some(x)) => change(x - 1.0),
+        (_, Some(x)) => self::change(x - 1.0),
         (_, None) => shift,
     };
     let interval = match (j.interval, j.confidence) {
         (Some([lo, hi]), Some(c)) => {
             format!(
                 "{} … {} ({:.0}%)",
-                change(lo - 1.0),
-                change(hi - 1.0),
+                self::change(lo - 1.0),
+                self::change(hi - 1.0),
                 c * 100.0
             )
         }
@@ -868,24 +891,59 @@ fn row_cells(r: &Row, narrow: bool) -> Vec<String> {
         [0, 0] => String::new(),
         [a, b] => format!(" (-{}+{} slowed)", a, b),
     };
-    let p = match j.p {
-        Some(p) => format!("p={p:.3} n={}+{}{slowed}", j.n[0], j.n[1]),
-        None => format!("n={}+{}{slowed}", j.n[0], j.n[1]),
+    // The evidence in words: where the interval lies against the band decides, not p (a
+    // benchstat reader takes p=0.100, the least 3+3 replicates can give, for no difference).
+    let n = format!("n={}+{}{slowed}", j.n[0], j.n[1]);
+    let band = percent(j.band);
+    let evidence = match j.verdict {
+        v if v.is_change() && j.interval.is_some() => format!("beyond ±{band}, {n}"),
+        Verdict::Same => format!("within ±{band}, {n}"),
+        _ => n,
+    };
+    Parts {
+        what,
+        params: r.params.clone(),
+        a: value(j.a, j.spread[0]),
+        b: value(j.b, j.spread[1]),
+        change,
+        interval,
+        evidence,
+        verdict: verdict_text(r),
+        got_moved: r
+            .got_moved
+            .iter()
+            .map(|m| oslab_core::text::one_line(&m.to_string()).into_owned())
+            .collect(),
+    }
+}
+
+/// One row's cells for [`table`] (`narrow`: parameters under the name): its name, A, B,
+/// change, interval, p and n, verdict.
+fn row_cells(r: &Row, narrow: bool, grouping: Grouping) -> Vec<String> {
+    let p = parts(r, grouping == Grouping::Changed);
+    // Parameters go under the name when long or the terminal narrow, so the numbers keep their
+    // columns.
+    let name = match p.params.as_str() {
+        "" => p.what,
+        params if narrow || p.what.chars().count() + params.chars().count() > 32 => {
+            format!(
+                "{}\n  {}",
+                p.what,
+                oslab_core::text::wrap(params, 28).replace('\n', "\n  ")
+            )
+        }
+        params => format!("{} {params}", p.what),
     };
     vec![
         name,
-        value(j.a, j.spread[0]),
-        value(j.b, j.spread[1]),
-        moved,
-        interval,
-        p,
+        p.a,
+        p.b,
+        p.change,
+        p.interval,
+        p.evidence,
         // What the row got that moved between the sides comes with its verdict.
-        std::iter::once(verdict_text(r))
-            .chain(
-                r.got_moved
-                    .iter()
-                    .map(|m| oslab_core::text::one_line(&m.to_string()).into_owned()),
-            )
+        std::iter::once(p.verdict)
+            .chain(p.got_moved)
             .collect::<Vec<_>>()
             .join("\n"),
     ]

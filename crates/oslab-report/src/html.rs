@@ -254,6 +254,9 @@ fn comparison_table(c: &crate::comparison::Comparison) -> Html {
         h.push(html!("</ul>\n"));
     }
     let shown = c.shown(false);
+    if let Some(f) = forest(&shown) {
+        h.push(figure_html(&f));
+    }
     let (open, rest): (Vec<_>, Vec<_>) = shown
         .into_iter()
         .partition(|r| r.judgement.verdict.is_change());
@@ -332,38 +335,36 @@ fn rest_summary(rest: &[&oslab_core::stats::compare::Row]) -> String {
     )
 }
 
-/// Comparison rows as an HTML table.
+/// Comparison rows as an HTML table of six columns that fit the page: what was measured with
+/// its parameters under it, A and B, the change with its interval under it, the verdict with
+/// what moved, and the evidence (eleven columns scrolled sideways in a 584 px column, the verdict
+/// out of view).
 fn rows_table(shown: &[&oslab_core::stats::compare::Row]) -> Html {
-    use crate::comparison::{cells, COLUMNS};
-    let mut h = html!("<table><tr>");
-    for name in COLUMNS {
-        h.push(html!("<th>{}</th>", name));
-    }
-    h.push(html!("</tr>\n"));
+    let mut h = html!("<table><tr><th>measurement</th><th>A</th><th>B</th><th>change</th><th>verdict</th><th>evidence</th></tr>\n");
     for r in shown {
-        h.push(html!("<tr>"));
-        for (i, cell) in cells(r).iter().enumerate() {
-            // Names and the verdict (a class that colours it) on the left, numbers on the right.
-            h.push(match i {
-                0..=2 => html!("<td>{}</td>", cell),
-                // What the row got that moved between the sides comes with its verdict, as in
-                // the terminal's table.
-                10 => {
-                    let mut td = html!(
-                        "<td class=\"{}\">{}",
-                        cell.to_lowercase().replace(' ', "-"),
-                        cell
-                    );
-                    for m in &r.got_moved {
-                        td.push(html!("<br><small>{}</small>", m.to_string()));
-                    }
-                    td.push(html!("</td>"));
-                    td
-                }
-                _ => html!("<td class=\"n\">{}</td>", cell),
-            });
+        let p = crate::comparison::parts(r, true);
+        let mut verdict = html!(
+            "<td class=\"{}\">{}",
+            p.verdict.to_lowercase().replace(' ', "-"),
+            p.verdict
+        );
+        // What the row got that moved between the sides comes with its verdict, as in the
+        // terminal's table.
+        for m in &p.got_moved {
+            verdict.push(html!("<br><small>{}</small>", m));
         }
-        h.push(html!("</tr>\n"));
+        verdict.push(html!("</td>"));
+        h.push(html!(
+            "<tr><td>{}<br><small>{}</small></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}<br><small>{}</small></td>{}<td><small>{}</small></td></tr>\n",
+            p.what,
+            p.params,
+            p.a,
+            p.b,
+            p.change,
+            p.interval,
+            verdict,
+            p.evidence
+        ));
     }
     h.push(html!("</table>\n"));
     h
@@ -489,69 +490,87 @@ fn warnings(r: &RunRecord) -> Html {
     h
 }
 
+/// A row's status as one word (coloured), and under it what it rests on: the sample count, or
+/// why there is no value.
 fn status_cell(m: &Measurement) -> Html {
     let n = m
         .summary
         .as_ref()
-        .map(|s| format!(" (n={})", s.n))
+        .map(|s| format!("n={}", s.n))
         .unwrap_or_default();
     match &m.status {
-        Status::Ok => html!("ok{}", n),
-        Status::Noisy(_) => html!("<span class=\"noisy\">{}{}</span>", m.status.short(), n),
-        Status::Skipped(why) => html!("<span class=\"skipped\">skipped: {}</span>", why),
-        Status::Failed(why) => html!("<span class=\"failed\">failed: {}</span>", why),
+        Status::Ok => html!("ok<br><small>{}</small>", n),
+        Status::Noisy(_) => html!(
+            "<span class=\"noisy\">{}</span><br><small>{}</small>",
+            m.status.short(),
+            n
+        ),
+        Status::Skipped(why) => html!(
+            "<span class=\"skipped\">skipped</span><br><small>{}</small>",
+            why
+        ),
+        Status::Failed(why) => html!(
+            "<span class=\"failed\">failed</span><br><small>{}</small>",
+            why
+        ),
     }
 }
 
+/// A family's measurements in five columns that fit the report's column (twelve scrolled
+/// sideways in 584 px, the status out of view, the parameters wrapped to eight lines): what was
+/// measured with its parameters under it; the median with its interval under it; the status
+/// beside it; the prediction with measured/predicted; the tail, best and TSC ticks.
 fn table(ms: &[&Measurement]) -> Html {
     let mut h = html!(
-        "<table><tr><th>probe</th><th>params</th><th>metric</th><th>median</th><th>CI95</th><th>best</th><th>p90 / p99 / p99.9</th><th>unit</th><th>TSC ticks</th><th>predicted</th><th>measured / predicted</th><th>status</th></tr>\n"
+        "<table><tr><th>measurement</th><th>median</th><th>status</th><th>predicted</th><th>best, tail</th></tr>\n"
     );
     for m in ms {
-        let (median, ci, best, tail, unit, pred, eff) = match &m.summary {
+        let (median, ci, pred, eff, tail) = match &m.summary {
             Some(s) => {
                 let (div, sym) = scale_for(m.unit, s.median);
-                let best = m.best();
                 let (pred, eff) = match &m.prediction {
-                    Some(p) => (num(p.value / div), crate::table::versus(m)),
+                    Some(p) => (
+                        format!("{} {sym}", num(p.value / div)),
+                        crate::table::versus(m),
+                    ),
                     None => ("no model".into(), String::new()),
                 };
-                let tail = [s.p90, s.p99, s.p999]
-                    .iter()
-                    .map(|t| t.map_or_else(|| "-".into(), |t| num(t / div)))
-                    .collect::<Vec<_>>()
-                    .join(" / ");
+                let at = |t: Option<f64>| t.map_or_else(|| "-".into(), |t| num(t / div));
+                let mut tail = format!(
+                    "best {} · p90 {} · p99 {} · p99.9 {}",
+                    at(m.best()),
+                    at(s.p90),
+                    at(s.p99),
+                    at(s.p999)
+                );
+                if let Some(c) = m.cycles {
+                    tail.push_str(&format!(" · {c:.0} TSC ticks"));
+                }
                 (
-                    s.median_text(div, m.unit),
+                    format!("{} {sym}", s.median_text(div, m.unit)),
                     s.interval_text(div, m.unit),
-                    best.map_or_else(|| "-".into(), |b| num(b / div)),
-                    tail,
-                    sym.to_string(),
                     pred,
                     eff,
+                    tail,
                 )
             }
             None => Default::default(),
         };
-        let cycles = m.cycles.map(|c| format!("{c:.0}")).unwrap_or_default();
         h.push(match m.note.as_deref() {
             Some(note) => html!("<tr title=\"{}\">", note),
             None => html!("<tr>"),
         });
         h.push(html!(
-            "<td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+            "<td>{} {}<br><small>{}</small></td><td class=\"n\">{}<br><small>{}</small></td><td>{}</td><td class=\"n\">{}<br><small>{}</small></td><td><small>{}</small></td></tr>\n",
             m.probe,
-            m.params_text(),
             m.metric,
+            m.params_text(),
             median,
             ci,
-            best,
-            tail,
-            unit,
-            cycles,
+            status_cell(m),
             pred,
             eff,
-            status_cell(m)
+            tail
         ));
     }
     h.push(html!("</table>\n"));

@@ -51,11 +51,16 @@ pub struct Series {
 /// colour of the series named after the prefix.
 pub const MODEL: &str = "model: ";
 
-/// A vertical marker on the x axis (e.g. a cache size).
+/// A vertical marker on the x axis (e.g. a cache size), or a band between two places (where
+/// sysfs puts a cache and where the latency curve shows it).
 pub struct Mark {
     /// Where.
     pub x: f64,
-    /// What (drawn beside the line).
+    /// The band's other end, when it is one.
+    pub to: Option<f64>,
+    /// A short tag drawn at the top of the line or band (`L2`).
+    pub tag: String,
+    /// What it is in full, listed under the legend (`L2: 1 MiB (sysfs), seen 768 KiB`).
     pub label: String,
 }
 
@@ -135,17 +140,18 @@ impl XAxis {
     }
 }
 
-/// Marks placed on the axis (one beyond an end at that end, where its label is drawn), sorted,
-/// each with the row its label takes: the first row where no label within 80% of the axis
-/// `range` already is (at most six rows). A label of 16-20 characters takes 40% of the plot, and
-/// two in a row may run towards each other (one left of its line near the right end): within an
-/// eighth, "L2 2 MiB (sysfs)" was printed over "L3 32 MiB (sysfs)".
+/// Marks placed on the axis (one beyond an end at that end, where its tag is drawn), sorted,
+/// each with the row its tag takes: the first row where no tag within the tag's own width (about
+/// a fortieth of the axis a character) already is, at most six rows. Full labels are listed under
+/// the legend: on the plot, 16-20 character labels of seven marks ran over each other.
 fn label_rows(marks: &[Mark], x_axis: XAxis, (lo, hi): (f64, f64)) -> Vec<(Mark, usize)> {
     let span = hi - lo;
     let mut placed: Vec<Mark> = marks
         .iter()
         .map(|m| Mark {
             x: x_axis.place(m.x).clamp(lo, hi),
+            to: m.to.map(|t| x_axis.place(t).clamp(lo, hi)),
+            tag: m.tag.clone(),
             label: m.label.clone(),
         })
         .collect();
@@ -154,9 +160,11 @@ fn label_rows(marks: &[Mark], x_axis: XAxis, (lo, hi): (f64, f64)) -> Vec<(Mark,
     placed
         .into_iter()
         .map(|m| {
+            // A tag of a few characters takes about 1/40 of a 420 px plot per character.
+            let room = span * (m.tag.chars().count() as f64 + 1.0) / 40.0;
             let row = last_in_row
                 .iter()
-                .position(|&x| m.x - x >= span * 0.8)
+                .position(|&x| m.x - x >= room)
                 .unwrap_or(last_in_row.len())
                 .min(5);
             if row == last_in_row.len() {
@@ -209,12 +217,27 @@ pub fn lines(
         }
     };
     let span = xmax - xmin;
+    // At most six labelled sizes (eight ran together on the plot's 290 px): the others stay
+    // unlabelled marks. Counts are short enough to label each.
+    let ticks = x_axis.ticks(xmin, xmax);
+    let every = match x_axis {
+        XAxis::Bytes => ticks.len().div_ceil(6) as i64,
+        XAxis::Count => 1,
+    };
+    let step = match ticks.as_slice() {
+        [a, b, ..] => (b - a).round() as i64,
+        _ => 1,
+    };
+    let first = ticks.first().copied().unwrap_or(0.0).round() as i64;
+    let labelled = |x: f64| (x.round() as i64 - first).rem_euclid(step * every) == 0;
     draw(|root| {
-        let (plot, legend) = root.split_horizontally(SIZE.0 - LEGEND);
-        draw_legend(&legend, series)?;
+        // The title over the whole width, legend band included: over the plot alone a long
+        // one ("loaded latency: latency vs the other cpus' memory traffic") was cut at both ends.
+        let body = root.titled(title, ("sans-serif", 20)).map_err(err)?;
+        let (plot, legend) = body.split_horizontally(SIZE.0 - LEGEND);
+        draw_legend(&legend, series, marks)?;
         let mut builder = ChartBuilder::on(&plot);
         builder
-            .caption(title, ("sans-serif", 20))
             .margin(12)
             .margin_right(28)
             .x_label_area_size(40)
@@ -228,21 +251,35 @@ pub fn lines(
                     .axis_desc_style(("sans-serif", TEXT))
                     .x_desc(x_desc)
                     .y_desc(y_desc)
-                    .x_labels(x_axis.ticks(xmin, xmax).len())
-                    .x_label_formatter(&|x| x_axis.label(*x))
+                    .x_labels(ticks.len())
+                    .x_label_formatter(&|x| match labelled(*x) {
+                        true => x_axis.label(*x),
+                        false => String::new(),
+                    })
                     .y_label_formatter(&|y| plain(*y))
                     .draw()
                     .map_err(err)?;
                 for (m, row) in label_rows(marks, x_axis, (xmin, xmax)) {
                     let style = ShapeStyle::from(&BLACK.mix(0.35)).stroke_width(1);
-                    chart
-                        .draw_series(std::iter::once(PathElement::new(
-                            vec![(m.x, ymin), (m.x, ymax)],
-                            style,
-                        )))
-                        .map_err(err)?;
-                    // Near the right end a label runs leftwards from its line, not off the chart.
-                    let right = m.x > xmin + span * 0.8;
+                    let ends = [Some(m.x), m.to].into_iter().flatten();
+                    for x in ends {
+                        chart
+                            .draw_series(std::iter::once(PathElement::new(
+                                vec![(x, ymin), (x, ymax)],
+                                style,
+                            )))
+                            .map_err(err)?;
+                    }
+                    if let Some(to) = m.to {
+                        chart
+                            .draw_series(std::iter::once(Rectangle::new(
+                                [(m.x.min(to), ymin), (m.x.max(to), ymax)],
+                                BLACK.mix(0.07).filled(),
+                            )))
+                            .map_err(err)?;
+                    }
+                    // Near the right end a tag runs leftwards from its line, not off the chart.
+                    let right = m.x > xmin + span * 0.9;
                     let font = ("sans-serif", TEXT).into_font().into_text_style(root);
                     let font = if right {
                         font.pos(Pos::new(HPos::Right, VPos::Top))
@@ -251,7 +288,7 @@ pub fn lines(
                     };
                     chart
                         .draw_series(std::iter::once(Text::new(
-                            m.label.clone(),
+                            m.tag.clone(),
                             (m.x, label_y(row)),
                             font,
                         )))
@@ -342,7 +379,24 @@ fn colour_of(series: &[Series], s: &Series) -> RGBColor {
 }
 
 /// The legend in its own band: a line sample (dashed for a model) and the name of each series.
-fn draw_legend(area: &DrawingArea<SVGBackend, Shift>, series: &[Series]) -> Result<(), PlotError> {
+/// The legend: a sample and name of each series, then what each mark's tag stands for.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend, Shift>,
+    series: &[Series],
+    marks: &[Mark],
+) -> Result<(), PlotError> {
+    let mut y = 50 + 22 * series.len() as i32 + 8;
+    for m in marks {
+        for line in m.label.lines() {
+            area.draw(&Text::new(
+                line.to_string(),
+                (6, y - 6),
+                ("sans-serif", TEXT - 2).into_font(),
+            ))
+            .map_err(err)?;
+            y += 18;
+        }
+    }
     for (k, s) in series.iter().enumerate() {
         let y = 50 + 22 * k as i32;
         let (color, dash) = style_of(series, s);
@@ -562,12 +616,19 @@ pub fn heatmap(
         .fold((f64::MAX, f64::MIN), |a, &v| (a.0.min(v), a.1.max(v)));
     drawable(&[lo, hi])?;
     let (nr, nc) = (rows.len(), cols.len());
-    // Sized by its cells (a 2x2 matrix is not a page wide), with a colour scale at the right.
+    // Square cells as wide as the column allows, at most 72 px (a 2x2 matrix is not a page
+    // wide), with a colour scale at the right.
     let scale_w = 110u32;
+    let widest = rows.iter().map(|l| l.chars().count()).max().unwrap_or(1);
+    let label_area = (widest as u32 * 8 + 16).clamp(50, 200);
+    let cell = ((SIZE.0 - scale_w - label_area - 20) / nc.max(1) as u32).clamp(8, 72);
     let size = (
-        (90 + 120 * nc as u32 + scale_w).min(SIZE.0),
-        90 + 48 * nr as u32,
+        label_area + 20 + cell * nc as u32 + scale_w,
+        70 + cell * nr as u32,
     );
+    // The first row at the top, as the terminal prints a matrix (it ran bottom-up here).
+    let from_top: Vec<String> = rows.iter().rev().cloned().collect();
+    let cell_px = cell as f64;
     draw_sized(size, |root| {
         let (plot, scale) = root.split_horizontally(size.0 - scale_w);
         draw_scale(&scale, lo, hi, text)?;
@@ -575,7 +636,7 @@ pub fn heatmap(
             .caption(title, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(30)
-            .y_label_area_size(70)
+            .y_label_area_size(label_area)
             .build_cartesian_2d(0.0..nc as f64, 0.0..nr as f64)
             .map_err(err)?;
         chart
@@ -584,25 +645,32 @@ pub fn heatmap(
             .x_labels(nc * 2 + 1)
             .y_labels(nr * 2 + 1)
             .x_label_formatter(&|x| label_at(cols, *x))
-            .y_label_formatter(&|y| label_at(rows, *y))
+            .y_label_formatter(&|y| label_at(&from_top, *y))
             .draw()
             .map_err(err)?;
         for (r, row) in values.iter().enumerate() {
+            let y = (nr - 1 - r) as f64;
             for (c, v) in row.iter().enumerate() {
                 let Some(v) = v else { continue };
-                let t = if hi > lo { (v - lo) / (hi - lo) } else { 1.0 };
+                let t = shade(*v, lo, hi);
                 let color = ViridisRGB::get_color(t);
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
-                        [(c as f64, r as f64), (c as f64 + 1.0, r as f64 + 1.0)],
+                        [(c as f64, y), (c as f64 + 1.0, y + 1.0)],
                         color.filled(),
                     )))
                     .map_err(err)?;
                 let ink = if t > 0.6 { BLACK } else { WHITE };
+                // A number only where it fits its cell (16 cpus' numbers spilled into their
+                // neighbours): the colour and the scale say the rest.
+                let said = text(r, c, *v);
+                if said.chars().count() as f64 * TEXT as f64 * 0.55 > cell_px {
+                    continue;
+                }
                 chart
                     .draw_series(std::iter::once(Text::new(
-                        text(r, c, *v),
-                        (c as f64 + 0.5, r as f64 + 0.5),
+                        said,
+                        (c as f64 + 0.5, y + 0.5),
                         ("sans-serif", TEXT)
                             .into_font()
                             .color(&ink)
@@ -613,6 +681,17 @@ pub fn heatmap(
         }
         Ok(())
     })
+}
+
+/// Where `v` falls between `lo` and `hi` on a heatmap's colour scale (0 to 1): logarithmic for
+/// positive values over more than 4x (a stride map of 0.9-14.5 ns read as one purple but for
+/// its largest cells on a linear scale), else linear.
+fn shade(v: f64, lo: f64, hi: f64) -> f64 {
+    match (lo > 0.0, hi > lo) {
+        (_, false) => 1.0,
+        (true, true) if hi / lo > 4.0 => (v / lo).ln() / (hi / lo).ln(),
+        _ => (v - lo) / (hi - lo),
+    }
 }
 
 /// A heatmap's colour scale: the gradient from `lo` (bottom) to `hi` (top), labelled at both
@@ -665,6 +744,17 @@ fn draw_scale(
     area.draw(&Text::new(
         label(lo),
         (30, bottom - 6),
+        ("sans-serif", TEXT).into_font(),
+    ))
+    .map_err(err)?;
+    // The middle of a logarithmic scale is the geometric mean, not the average: say it.
+    let mid = (lo * hi).sqrt();
+    if !(lo > 0.0 && (shade(mid, lo, hi) - 0.5).abs() < 0.01) {
+        return Ok(());
+    }
+    area.draw(&Text::new(
+        label(mid),
+        (30, (top + bottom) / 2 - 6),
         ("sans-serif", TEXT).into_font(),
     ))
     .map_err(err)?;
@@ -765,6 +855,8 @@ mod tests {
     fn labels_of_marks_close_together_take_lower_rows() {
         let mark = |x: f64, label: &str| Mark {
             x,
+            to: None,
+            tag: label.into(),
             label: label.into(),
         };
         // 32 KiB and 48 KiB, then 2 MiB, 2.5 MiB and 3 MiB, on a 4 KiB .. 64 MiB axis.
@@ -779,8 +871,9 @@ mod tests {
             .iter()
             .map(|(_, r)| *r)
             .collect();
-        // A row holds labels 80% of the axis apart: none of these five share one.
-        assert_eq!(rows, [0, 1, 2, 3, 4]);
+        // A row holds tags their own width apart: L1's two share no row, L2's first joins L1's
+        // row, the three within a MiB of each other take a row each.
+        assert_eq!(rows, [0, 1, 0, 1, 2]);
     }
 
     #[test]
@@ -974,6 +1067,8 @@ mod tests {
             }],
             &[Mark {
                 x: 49152.0,
+                to: None,
+                tag: "L1".into(),
                 label: "L1 48 KiB".into(),
             }],
             true,
@@ -982,7 +1077,8 @@ mod tests {
         assert!(s.starts_with("<svg") && s.contains("random") && s.contains("L1 48 KiB"));
         // Sizes tick at powers of two, labelled as sizes; values read as plain numbers.
         let ticks = labels(&s);
-        for label in ["4 KiB", "16 KiB", "1 MiB", "256 MiB", "10", "100"] {
+        // Of the ten ticks every other power of four, six at most labelled: 16 KiB is a mark.
+        for label in ["4 KiB", "64 KiB", "1 MiB", "256 MiB", "10", "100"] {
             assert!(
                 ticks.iter().any(|t| t == label),
                 "no {label} tick: {ticks:?}"
@@ -1055,4 +1151,339 @@ mod tests {
         assert!(t.contains("cpu 1") && t.contains("inactive"));
         assert!(lines("x", XAxis::Count, ("x", "y"), &[], &[], false).is_err());
     }
+}
+
+/// Which way a change in a forest plot went: its colour.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Direction {
+    /// Worse (red).
+    Worse,
+    /// Better (green).
+    Better,
+    /// Changed in a unit with no better direction (amber).
+    Neither,
+}
+
+/// One row of a forest plot: a measurement's change B/A with its interval and band.
+pub struct Change {
+    /// What was measured, at the row's left.
+    pub label: String,
+    /// B / A.
+    pub ratio: f64,
+    /// The ratio's interval.
+    pub interval: Option<(f64, f64)>,
+    /// The relative change within which the verdict would have been "same": shaded.
+    pub band: f64,
+    /// Its colour.
+    pub direction: Direction,
+}
+
+/// Width of a forest plot: the comparison page's whole width (1,200 px less its padding), so
+/// its text is shown at the size it is set in.
+const FOREST_WIDTH: u32 = 1100;
+
+/// Changes worth marking on a forest plot's axis, as ratios: a tick is drawn at each within the
+/// drawn range (a log axis's own ticks would fall at ratios like 1.105).
+const FOREST_TICKS: [f64; 17] = [
+    0.1, 0.25, 0.5, 0.67, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0,
+];
+
+/// A ratio as the change people say: `+25%`, `-50%`, `0`, `x3` from three times on.
+fn change_label(ratio: f64) -> String {
+    match ratio {
+        r if (r - 1.0).abs() < 1e-9 => "0".into(),
+        r if r >= 3.0 => format!("x{}", plain(r)),
+        r if r > 1.0 => format!("+{}", oslab_core::units::percent(r - 1.0)),
+        r => oslab_core::units::percent(r - 1.0),
+    }
+}
+
+/// A forest plot: one row per change, largest first, its ratio a dot with the interval as a
+/// whisker on a log axis (halving and doubling equally far from no change), its band shaded,
+/// worse red, better green, the change written at the right.
+pub fn forest(title: &str, changes: &[Change]) -> Result<String, PlotError> {
+    if changes.is_empty() {
+        return Err("no changes to draw".into());
+    }
+    let mut rows: Vec<&Change> = changes.iter().collect();
+    rows.sort_by(|a, b| b.ratio.ln().abs().total_cmp(&a.ratio.ln().abs()));
+    let ends: Vec<f64> = rows
+        .iter()
+        .flat_map(|c| {
+            let (lo, hi) = c.interval.unwrap_or((c.ratio, c.ratio));
+            [c.ratio, lo, hi, 1.0 - c.band.min(0.95), 1.0 + c.band]
+        })
+        .filter(|v| *v > 0.0)
+        .collect();
+    drawable(&ends)?;
+    let lo = ends.iter().copied().fold(1.0, f64::min).ln();
+    let hi = ends.iter().copied().fold(1.0, f64::max).ln();
+    let pad = (hi - lo).max(0.1) * 0.06;
+    let (lo, hi) = (lo - pad, hi + pad);
+    let n = rows.len();
+    let labels: Vec<String> = rows.iter().rev().map(|c| c.label.clone()).collect();
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
+    let label_area = (widest as u32 * 8 + 16).clamp(80, 480);
+    // Room at the right for the change written out, and at the bottom for the axis's ticks.
+    let text_area = 190;
+    let height = 90 + 28 * n as u32;
+    draw_sized((FOREST_WIDTH, height), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .margin_right(text_area)
+            .x_label_area_size(0)
+            .y_label_area_size(label_area)
+            .build_cartesian_2d(lo..hi, -1.0..n as f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .y_labels(2 * n + 3)
+            .y_label_style(("sans-serif", TEXT))
+            .y_label_formatter(&|y| label_at(&labels, *y))
+            .x_label_formatter(&|_| String::new())
+            .set_tick_mark_size(LabelAreaPosition::Left, 0)
+            .draw()
+            .map_err(err)?;
+        let font = || {
+            ("sans-serif", TEXT)
+                .into_font()
+                .into_text_style(root)
+                .pos(Pos::new(HPos::Center, VPos::Center))
+        };
+        // Ticks at least 70 px apart (a label is 4-6 characters), no change's first, then out
+        // from it: -10% -5% 0 +5% +10% ran together on an axis of 300 px.
+        let plot_px = FOREST_WIDTH - label_area - text_area - 24;
+        let per_px = (hi - lo) / plot_px as f64;
+        let mut ticks: Vec<f64> = vec![];
+        let mut near_first: Vec<f64> = FOREST_TICKS
+            .iter()
+            .copied()
+            .filter(|t| (lo..=hi).contains(&t.ln()))
+            .collect();
+        near_first.sort_by(|a, b| a.ln().abs().total_cmp(&b.ln().abs()));
+        for t in near_first {
+            if ticks
+                .iter()
+                .all(|u| (u.ln() - t.ln()).abs() / per_px >= 70.0)
+            {
+                ticks.push(t);
+            }
+        }
+        for t in &ticks {
+            let x = t.ln();
+            let ink = if *t == 1.0 {
+                BLACK.mix(0.8)
+            } else {
+                BLACK.mix(0.15)
+            };
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x, -0.1), (x, n as f64)],
+                    ink.stroke_width(1),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    change_label(*t),
+                    (x, -0.55),
+                    font(),
+                )))
+                .map_err(err)?;
+        }
+        for (i, c) in rows.iter().enumerate() {
+            let y = (n - 1 - i) as f64 + 0.5;
+            let band = ((1.0 - c.band.min(0.95)).ln(), (1.0 + c.band).ln());
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(band.0.max(lo), y - 0.4), (band.1.min(hi), y + 0.4)],
+                    BLACK.mix(0.08).filled(),
+                )))
+                .map_err(err)?;
+            let color = match c.direction {
+                Direction::Worse => PALETTE[1],
+                Direction::Better => PALETTE[2],
+                Direction::Neither => PALETTE[4],
+            };
+            if let Some((a, b)) = c.interval {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(a.ln(), y), (b.ln(), y)],
+                        color.stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
+            chart
+                .draw_series(std::iter::once(Circle::new(
+                    (c.ratio.ln(), y),
+                    5,
+                    color.filled(),
+                )))
+                .map_err(err)?;
+            let said = match c.interval {
+                Some((a, b)) => format!(
+                    "{} ({} to {})",
+                    change_label(c.ratio),
+                    change_label(a),
+                    change_label(b)
+                ),
+                None => change_label(c.ratio),
+            };
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((hi, y))
+                        + Text::new(
+                            said,
+                            (10, -8),
+                            ("sans-serif", TEXT).into_font().color(&color),
+                        ),
+                ))
+                .map_err(err)?;
+        }
+        Ok(())
+    })
+}
+
+/// A time in ns as an axis tick reads: `10 ns`, `2 µs`, `1 ms`.
+fn time_tick(ns: f64) -> String {
+    let (div, unit) = [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]
+        .into_iter()
+        .find(|(d, _)| ns >= *d * 0.999)
+        .unwrap_or((1.0, "ns"));
+    format!("{} {unit}", plain((ns / div * 1000.0).round() / 1000.0))
+}
+
+/// Times of several operations on one log axis, a row each with its median a dot and its
+/// interval a whisker, the value written beside it: costs orders of magnitude apart (a 1 ns
+/// call beside a 4 µs cpuid) in one chart, none a sliver, none a chart of its own (one- and
+/// two-bar charts said less than a table row). Rows keep the order given; bars of the same
+/// label from overlaid runs share its row, a colour each.
+pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
+    let mut labels: Vec<&str> = Vec::new();
+    for b in bars {
+        if !labels.contains(&b.label.as_str()) {
+            labels.push(&b.label);
+        }
+    }
+    let ends: Vec<f64> = bars
+        .iter()
+        .flat_map(|b| {
+            let (lo, hi) = b.interval.unwrap_or((b.value, b.value));
+            [b.value, lo, hi]
+        })
+        .filter(|v| *v > 0.0)
+        .collect();
+    if ends.is_empty() {
+        return Err("no times to draw".into());
+    }
+    drawable(&ends)?;
+    let lo = ends.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ends.iter().copied().fold(0.0, f64::max);
+    // At least a decade, with room either side for the dots and their values.
+    let (lo, hi) = (
+        lo.log10().floor(),
+        (hi.log10() + 0.35).max(lo.log10().floor() + 1.0),
+    );
+    let n = labels.len();
+    let sides = bars.iter().map(|b| b.side).max().unwrap_or(0) + 1;
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
+    let label_area = (widest as u32 * 8 + 16).clamp(60, 300);
+    let height = 80 + (20 + 8 * sides as u32) * n as u32;
+    let from_top: Vec<String> = labels.iter().rev().map(|l| l.to_string()).collect();
+    draw_sized((SIZE.0, height), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .margin_right(20)
+            .x_label_area_size(0)
+            .y_label_area_size(label_area)
+            .build_cartesian_2d(lo..hi, -1.0..n as f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .y_labels(2 * n + 3)
+            .y_label_style(("sans-serif", TEXT))
+            .y_label_formatter(&|y| label_at(&from_top, *y))
+            .x_label_formatter(&|_| String::new())
+            .set_tick_mark_size(LabelAreaPosition::Left, 0)
+            .draw()
+            .map_err(err)?;
+        let tick_font = || {
+            ("sans-serif", TEXT)
+                .into_font()
+                .into_text_style(root)
+                .pos(Pos::new(HPos::Center, VPos::Center))
+        };
+        // A tick at each power of ten, and at 2 and 5 times it when the axis spans few decades.
+        let decades = (hi - lo).ceil() as i32;
+        let steps: &[f64] = if decades <= 2 {
+            &[1.0, 2.0, 5.0]
+        } else {
+            &[1.0]
+        };
+        for d in lo as i32..=hi.ceil() as i32 {
+            for s in steps {
+                let x = (10f64.powi(d) * s).log10();
+                if !(lo..=hi).contains(&x) {
+                    continue;
+                }
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x, -0.1), (x, n as f64)],
+                        BLACK
+                            .mix(if *s == 1.0 { 0.25 } else { 0.1 })
+                            .stroke_width(1),
+                    )))
+                    .map_err(err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        time_tick(10f64.powi(d) * s),
+                        (x, -0.55),
+                        tick_font(),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        for b in bars {
+            let Some(row) = labels.iter().position(|l| *l == b.label) else {
+                continue;
+            };
+            // Overlaid runs' dots a little apart within their row, the first on top.
+            let spread = 0.5 / sides as f64;
+            let y =
+                (n - 1 - row) as f64 + 0.5 + spread * ((sides - 1) as f64 / 2.0 - b.side as f64);
+            let color = PALETTE[b.side % PALETTE.len()];
+            if let Some((a, z)) = b.interval.filter(|(a, z)| *a > 0.0 && *z > 0.0) {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(a.log10().max(lo), y), (z.log10().min(hi), y)],
+                        color.stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
+            if b.value <= 0.0 {
+                continue;
+            }
+            chart
+                .draw_series(std::iter::once(Circle::new(
+                    (b.value.log10(), y),
+                    4,
+                    color.filled(),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((b.value.log10(), y))
+                        + Text::new(
+                            oslab_core::units::value(b.value, oslab_core::model::Unit::Ns),
+                            (9, -8),
+                            ("sans-serif", TEXT - 2).into_font(),
+                        ),
+                ))
+                .map_err(err)?;
+        }
+        Ok(())
+    })
 }

@@ -141,7 +141,28 @@ fn a_recorded_run_goes_through_store_show_compare_and_report() {
             ),
         }
     }
-    assert!(rows.iter().filter(|r| verdict(r) == "regression").count() >= 4);
+    let changed: Vec<&Value> = rows.iter().filter(|r| verdict(r) == "regression").collect();
+    assert!(changed.len() >= 4);
+
+    // The same at 80 columns, as a person reads it: the verdict within the first 5 lines, then
+    // every changed row on the first screen (50 lines), each line within the width.
+    let said = text(&db, "80", &["compare", "1,2,3", "4,5,6"]);
+    let lines: Vec<&str> = said.lines().collect();
+    let verdict_line = lines.iter().position(|l| l.contains(" regressions, "));
+    assert!(verdict_line.is_some_and(|i| i < 5), "{said}");
+    for line in &lines {
+        assert!(
+            line.chars().count() <= 80 && !line.ends_with(' '),
+            "{line:?}"
+        );
+    }
+    let screen = lines[..lines.len().min(50)].join("\n");
+    let regressions = screen.matches("REGRESSION").count();
+    assert_eq!(
+        regressions,
+        changed.len(),
+        "not every changed row on the first screen:\n{said}"
+    );
 
     // The reports: a run's and a comparison's, each a whole page with its charts.
     for (args, name) in [
@@ -165,5 +186,25 @@ fn a_recorded_run_goes_through_store_show_compare_and_report() {
             "{name}"
         );
         assert!(!html.contains("<script"), "{name}: a script in a report");
+        // The comparison's forest plot holds every changed row, by its name.
+        if name == "compare.html" {
+            let forest = page
+                .select(&scraper::Selector::parse("figure").unwrap())
+                .find(|f| f.html().contains("What changed, B against A"))
+                .expect("a forest plot")
+                .html();
+            for r in &changed {
+                let label = format!(
+                    "{} {} {}",
+                    r["probe"].as_str().unwrap(),
+                    r["metric"].as_str().unwrap(),
+                    r["params"].as_str().unwrap()
+                );
+                assert!(
+                    forest.contains(label.trim()),
+                    "{label} not in the forest plot"
+                );
+            }
+        }
     }
 }

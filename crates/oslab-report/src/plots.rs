@@ -1389,7 +1389,7 @@ pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
     let sides = bars.iter().map(|b| b.side).max().unwrap_or(0) + 1;
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
     let label_area = (widest as u32 * 8 + 16).clamp(60, 300);
-    let height = 80 + (20 + 8 * sides as u32) * n as u32;
+    let height = 70 + (22 + 8 * (sides as u32 - 1)) * n as u32;
     let from_top: Vec<String> = labels.iter().rev().map(|l| l.to_string()).collect();
     draw_sized((SIZE.0, height), |root| {
         let mut chart = ChartBuilder::on(root)

@@ -42,7 +42,7 @@ impl Progress {
         if terminal {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {msg}")
+                ProgressStyle::with_template("{elapsed:>4} [{bar:24}] {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );

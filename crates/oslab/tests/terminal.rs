@@ -343,6 +343,56 @@ fn a_terminal_without_cursor_or_colour_codes_gets_none() {
 }
 
 #[test]
+fn the_progress_bar_and_the_last_line_fit_a_narrow_terminal() {
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    // Stderr on a 50-column terminal: the bar redrawn in place (each redraw after a carriage
+    // return or a cursor code) and the closing line with the store's path (100 columns once).
+    let text = on_terminal_with(
+        50,
+        &[("TERM", "xterm")],
+        true,
+        &[
+            "run",
+            "--quick",
+            "timer.rdtsc",
+            "syscall.getppid",
+            "--no-pager",
+            "--db",
+            db,
+        ],
+    );
+    // What is drawn on one line: text between line ends, carriage returns and cursor codes
+    // (a colour code is part of its line).
+    let mut drawn = vec![String::new()];
+    let mut rest = text.as_str();
+    while let Some(c) = rest.chars().next() {
+        rest = &rest[c.len_utf8()..];
+        match c {
+            '\n' | '\r' => drawn.push(String::new()),
+            '\u{1b}' => {
+                let end = rest
+                    .find(|c: char| c.is_ascii_alphabetic())
+                    .map_or(rest.len(), |e| e + 1);
+                if !rest[..end].ends_with('m') {
+                    drawn.push(String::new());
+                }
+                rest = &rest[end..];
+            }
+            c => drawn.last_mut().unwrap().push(c),
+        }
+    }
+    assert!(
+        drawn.iter().any(|l| l.contains("left")),
+        "no bar drawn: {text:?}"
+    );
+    assert!(drawn.iter().any(|l| l.contains("stored as")), "{text:?}");
+    for l in &drawn {
+        assert!(l.chars().count() <= 50, "wider than the terminal: {l:?}");
+    }
+}
+
+#[test]
 fn long_output_on_a_terminal_goes_through_the_pager_unless_asked_not_to() {
     let (dir, db) = temp_db();
     let db = db.to_str().unwrap();

@@ -8,41 +8,97 @@ use std::fmt;
 
 pub use crate::units::Unit;
 
-/// Outcome of a measurement: `status` and, unless ok, its `reason` (for noisy one of the
-/// [`cause`]s, the note saying more).
+/// Outcome of a measurement: `status` and, unless ok, its `reason` (for noisy its [`Cause`],
+/// the note saying more).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "StatusRecord", into = "StatusRecord")]
 pub enum Status {
     /// Measured; spread acceptable.
     Ok,
-    /// Measured, but not to be trusted as a point value, for the [`cause`] it carries.
-    Noisy(String),
+    /// Measured, but not to be trusted as a point value, for the [`Cause`] it carries.
+    Noisy(Cause),
     /// Not run: the machine lacks something the probe needs.
     Skipped(String),
     /// Ran and failed.
     Failed(String),
 }
 
-/// Why a result is noisy, in a word or two: the same words in the table, JSON and CSV.
-pub mod cause {
+/// Why a result is noisy, in a word or two: the same words in the table, JSON and CSV. Stored as
+/// its word; a word this oslab does not know (a newer one's) is kept as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
     /// Its interval or quartiles are too wide for the median.
-    pub const SPREAD: &str = "spread";
+    Spread,
     /// Too few samples for an interval.
-    pub const FEW_SAMPLES: &str = "few samples";
+    FewSamples,
     /// Other work took the cpus while it was measured.
-    pub const CONTENTION: &str = "contention";
+    Contention,
     /// Measured on a core that ran slow around most samples.
-    pub const SLOWED_CORE: &str = "slowed core";
+    SlowedCore,
     /// oslab itself was stopped (SIGSTOP, Ctrl-Z) while it measured: the pause is in it.
-    pub const STOPPED: &str = "stopped";
+    Stopped,
     /// Measured on an emulated cpu.
-    pub const EMULATED: &str = "emulated";
+    Emulated,
     /// Its interval reaches below zero, which the quantity cannot.
-    pub const BELOW_ZERO: &str = "below zero";
-    /// Pooled from repetitions of which one was not ok.
-    pub const REPETITIONS: &str = "repetitions";
+    BelowZero,
+    /// Pooled from repetitions that disagree (each tight, their medians apart beyond the noise
+    /// bar) or of which one has no value.
+    Repetitions,
     /// Stored before causes were recorded.
-    pub const UNKNOWN: &str = "";
+    Unknown,
+    /// A word this oslab does not know, kept as written.
+    Other(String),
+}
+
+impl Cause {
+    /// The word it is written as.
+    pub fn word(&self) -> &str {
+        match self {
+            Cause::Spread => "spread",
+            Cause::FewSamples => "few samples",
+            Cause::Contention => "contention",
+            Cause::SlowedCore => "slowed core",
+            Cause::Stopped => "stopped",
+            Cause::Emulated => "emulated",
+            Cause::BelowZero => "below zero",
+            Cause::Repetitions => "repetitions",
+            Cause::Unknown => "",
+            Cause::Other(w) => w,
+        }
+    }
+
+    /// Read back from its word.
+    pub fn parse(word: &str) -> Cause {
+        [
+            Cause::Spread,
+            Cause::FewSamples,
+            Cause::Contention,
+            Cause::SlowedCore,
+            Cause::Stopped,
+            Cause::Emulated,
+            Cause::BelowZero,
+            Cause::Repetitions,
+            Cause::Unknown,
+        ]
+        .into_iter()
+        .find(|c| c.word() == word)
+        .unwrap_or_else(|| Cause::Other(word.to_string()))
+    }
+
+    /// A condition measured while the result was taken (the machine was busy, slowed, stopped
+    /// or emulated), not a property of the samples' spread.
+    pub fn is_condition(&self) -> bool {
+        matches!(
+            self,
+            Cause::Contention | Cause::SlowedCore | Cause::Stopped | Cause::Emulated
+        )
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
 }
 
 /// How a status is written: `{"status": "noisy", "reason": "spread"}`.
@@ -58,7 +114,7 @@ impl From<StatusRecord> for Status {
         let reason = r.reason.unwrap_or_default();
         match r.status.as_str() {
             "ok" => Status::Ok,
-            "noisy" => Status::Noisy(reason),
+            "noisy" => Status::Noisy(Cause::parse(&reason)),
             "skipped" => Status::Skipped(reason),
             "failed" => Status::Failed(reason),
             other => Status::Failed(format!("unknown status {other:?}")),
@@ -72,27 +128,21 @@ impl From<Status> for StatusRecord {
             status: s.word().to_string(),
             reason: match s {
                 Status::Ok => None,
-                Status::Noisy(r) | Status::Skipped(r) | Status::Failed(r) => {
-                    (!r.is_empty()).then_some(r)
-                }
+                Status::Noisy(c) => Some(c.word().to_string()).filter(|w| !w.is_empty()),
+                Status::Skipped(r) | Status::Failed(r) => (!r.is_empty()).then_some(r),
             },
         }
     }
 }
 
 impl Status {
-    /// Noisy for `cause` (one of [`cause`]).
-    pub fn noisy(cause: &str) -> Status {
-        Status::Noisy(cause.to_string())
-    }
-
     /// Parses the stored form (`ok`, `noisy`, `noisy: cause`, `skipped: why`, `failed: why`).
     pub fn parse(s: &str) -> Status {
         match s.split_once(": ") {
             Some(("skipped", r)) => Status::Skipped(r.to_string()),
             Some(("failed", r)) => Status::Failed(r.to_string()),
-            Some(("noisy", r)) => Status::Noisy(r.to_string()),
-            _ if s == "noisy" => Status::Noisy(cause::UNKNOWN.into()),
+            Some(("noisy", r)) => Status::Noisy(Cause::parse(r)),
+            _ if s == "noisy" => Status::Noisy(Cause::Unknown),
             _ if s == "ok" => Status::Ok,
             _ => Status::Failed(format!("unknown status {s:?}")),
         }
@@ -115,13 +165,13 @@ impl Status {
 
     /// Noisy because other work took the cpus while it was measured.
     pub fn is_contended(&self) -> bool {
-        matches!(self, Status::Noisy(c) if c == cause::CONTENTION)
+        matches!(self, Status::Noisy(Cause::Contention))
     }
 
     /// The word and, for noisy, its cause: `noisy: spread`; what a table's status column shows.
     pub fn short(&self) -> String {
         match self {
-            Status::Noisy(c) if !c.is_empty() => format!("noisy: {c}"),
+            Status::Noisy(c) if *c != Cause::Unknown => format!("noisy: {c}"),
             other => other.word().to_string(),
         }
     }
@@ -144,7 +194,7 @@ impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Status::Ok => f.write_str("ok"),
-            Status::Noisy(c) if c.is_empty() => f.write_str("noisy"),
+            Status::Noisy(Cause::Unknown) => f.write_str("noisy"),
             Status::Noisy(c) => write!(f, "noisy: {c}"),
             Status::Skipped(r) => write!(f, "skipped: {r}"),
             Status::Failed(r) => write!(f, "failed: {r}"),
@@ -343,7 +393,7 @@ impl Measurement {
     /// else made it noisy.
     pub fn mark_emulated(&mut self) {
         if self.is_timing() && self.status.has_value() {
-            self.status = Status::noisy(cause::EMULATED);
+            self.status = Status::Noisy(Cause::Emulated);
             self.note_before(format!("emulated CPU: {}", crate::machine::EMULATED));
         }
     }
@@ -423,9 +473,9 @@ impl Measurement {
                 ));
             }
             // Once is enough: `show` checks a run that was checked when it was measured.
-            None if self.status == Status::noisy(cause::BELOW_ZERO) => {}
+            None if self.status == Status::Noisy(Cause::BelowZero) => {}
             None if self.is_timing() && !self.difference && low < 0.0 => {
-                self.status = Status::noisy(cause::BELOW_ZERO);
+                self.status = Status::Noisy(Cause::BelowZero);
                 self.note_before(format!(
                     "noisy: its interval reaches below zero ({}), which a time or rate cannot",
                     show(low)
@@ -739,9 +789,9 @@ pub fn judged(
                         Some(n) => format!("{n}; noisy: {why}"),
                         None => format!("noisy: {why}"),
                     });
-                    Status::noisy(match s.n < crate::stats::MIN_FOR_INTERVAL {
-                        true => cause::FEW_SAMPLES,
-                        false => cause::SPREAD,
+                    Status::Noisy(match s.n < crate::stats::MIN_FOR_INTERVAL {
+                        true => Cause::FewSamples,
+                        false => Cause::Spread,
                     })
                 }
                 None => Status::Ok,
@@ -916,7 +966,7 @@ mod tests {
             })
             .collect();
         let mut once = checked(Unit::Ns, &drifting, false);
-        assert_eq!(once.status, Status::noisy(cause::BELOW_ZERO));
+        assert_eq!(once.status, Status::Noisy(Cause::BelowZero));
         let again = once.clone();
         once.check_possible();
         assert_eq!(once, again);
@@ -942,7 +992,7 @@ mod tests {
         let mut count = Measurement::not_taken("p", Map::new(), "c", Unit::Count, Status::Ok);
         time.mark_emulated();
         count.mark_emulated();
-        assert_eq!(time.status, Status::noisy(cause::EMULATED));
+        assert_eq!(time.status, Status::Noisy(Cause::Emulated));
         assert!(time
             .note
             .unwrap()
@@ -964,8 +1014,8 @@ mod tests {
     fn status_round_trips_through_text() {
         for s in [
             Status::Ok,
-            Status::noisy(cause::SPREAD),
-            Status::noisy(cause::UNKNOWN),
+            Status::Noisy(Cause::Spread),
+            Status::Noisy(Cause::Unknown),
             Status::Skipped("needs 2 cpus".into()),
             Status::Failed("EPERM: no".into()),
         ] {
@@ -976,7 +1026,7 @@ mod tests {
             assert_eq!(Status::from(back), s);
         }
         let old: StatusRecord = serde_json::from_str(r#"{"status": "noisy"}"#).unwrap();
-        assert_eq!(Status::from(old), Status::noisy(cause::UNKNOWN));
+        assert_eq!(Status::from(old), Status::Noisy(Cause::Unknown));
     }
 
     #[test]

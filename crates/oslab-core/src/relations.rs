@@ -296,8 +296,8 @@ fn longer_than_run(ms: &[(usize, &Measurement)], wall_ns: f64, broken: &mut Brok
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::cause;
     use crate::model::measured as m;
+    use crate::model::Cause;
     use crate::params;
 
     fn failed(ms: &[Measurement]) -> Vec<(String, String)> {
@@ -506,7 +506,7 @@ mod tests {
             ];
             if contended {
                 ms.iter_mut()
-                    .for_each(|m| m.status = Status::Noisy(cause::CONTENTION.into()));
+                    .for_each(|m| m.status = Status::Noisy(Cause::Contention));
             }
             check(&mut ms, None);
             failed(&ms).len()

@@ -18,7 +18,7 @@
 //! Every repetition counts: a node's value is the median of its repetitions' medians.
 
 use oslab_core::machine::OtherWork;
-use oslab_core::model::{cause, Measurement, Status, Unit};
+use oslab_core::model::{Cause, Measurement, Status, Unit};
 use oslab_core::stats::compare::key;
 use oslab_core::stats::median;
 use oslab_core::stats::ranks::normal_quantile_upper;
@@ -916,7 +916,7 @@ pub fn summarize(runs: &[NodeRun], min_effect: f64) -> FleetSummary {
                     contended: [
                         r.measurements
                             .iter()
-                            .filter(|m| m.status == Status::noisy(cause::CONTENTION))
+                            .filter(|m| m.status == Status::Noisy(Cause::Contention))
                             .count(),
                         r.measurements
                             .iter()
@@ -1241,7 +1241,7 @@ mod tests {
         runs[6].other_work = Some(work(0.98, "runaway"));
         runs[0].other_work = Some(work(0.05, "slurmd"));
         for m in runs[7].measurements.iter_mut().skip(10) {
-            m.status = Status::noisy(cause::CONTENTION);
+            m.status = Status::Noisy(Cause::Contention);
         }
         for m in runs[3]
             .measurements

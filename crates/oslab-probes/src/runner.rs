@@ -22,7 +22,7 @@ use crate::harness::HarnessConfig;
 use crate::probe::{unmet, Context, Need, Probe, ProbeError};
 use oslab_core::catalog::Entry;
 use oslab_core::machine::{Environment, Warning};
-use oslab_core::model::{cause, Measurement, Status, OTHER_WORK};
+use oslab_core::model::{Cause, Measurement, Status, OTHER_WORK};
 use serde_json::Map;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -347,7 +347,7 @@ fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measur
         // A stop (SIGSTOP, Ctrl-Z) is in these samples: it is neither the machine's cost nor
         // other work's, and says so (a 10 s stop read as `contention`).
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
-            m.status = Status::noisy(cause::STOPPED);
+            m.status = Status::Noisy(Cause::Stopped);
             m.note = Some(match m.note.take() {
                 Some(n) => format!("{STOPPED_NOTE}; {n}"),
                 None => STOPPED_NOTE.to_string(),
@@ -355,7 +355,7 @@ fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measur
         }
     } else if let Some(why) = contended {
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
-            m.status = Status::noisy(cause::CONTENTION);
+            m.status = Status::Noisy(Cause::Contention);
             m.note = Some(match m.note.take() {
                 Some(n) => format!("{CONTENDED}{why}; {n}"),
                 None => format!("{CONTENDED}{why}"),
@@ -372,7 +372,7 @@ fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measur
 fn mark_slowed(results: &mut [Measurement]) {
     for m in results.iter_mut() {
         if m.status == Status::Ok && m.slowed_core() {
-            m.status = Status::noisy(cause::SLOWED_CORE);
+            m.status = Status::Noisy(Cause::SlowedCore);
         }
     }
 }
@@ -668,7 +668,7 @@ mod tests {
         results[0].note = Some(format!("probe note; {}", crate::gate::all_kept(9, 10)));
         results[1].note = Some("3 of 10 samples left out".into());
         mark_slowed(&mut results);
-        assert_eq!(results[0].status, Status::noisy(cause::SLOWED_CORE));
+        assert_eq!(results[0].status, Status::Noisy(Cause::SlowedCore));
         assert_eq!(results[1].status, Status::Ok);
     }
 
@@ -688,12 +688,12 @@ mod tests {
         let wide = [1.0, 5.0, 2.0, 9.0, 3.0, 7.0];
         let tight = [4.0, 4.1, 4.0, 4.05, 3.95, 4.0];
         let mut kept = vec![
-            m(0, Status::noisy(cause::SPREAD), &wide),
+            m(0, Status::Noisy(Cause::Spread), &wide),
             m(1, Status::Ok, &tight),
         ];
         let again = vec![
             m(0, Status::Ok, &tight),
-            m(1, Status::noisy(cause::SPREAD), &wide),
+            m(1, Status::Noisy(Cause::Spread), &wide),
             m(2, Status::Ok, &tight), // not in the first attempt: ignored
         ];
         merge_attempt(&mut kept, again, 2);
@@ -702,12 +702,12 @@ mod tests {
         assert_eq!(kept[0].summary.as_ref().unwrap().median, 4.0);
         assert_eq!((kept[1].status.clone(), kept[1].attempts), (Status::Ok, 2));
         // Equal status: the narrower interval wins.
-        let mut kept = vec![m(0, Status::noisy(cause::SPREAD), &wide)];
+        let mut kept = vec![m(0, Status::Noisy(Cause::Spread), &wide)];
         merge_attempt(
             &mut kept,
             vec![m(
                 0,
-                Status::noisy(cause::SPREAD),
+                Status::Noisy(Cause::Spread),
                 &[1.0, 9.0, 1.0, 9.0, 1.0, 30.0],
             )],
             3,
@@ -727,7 +727,7 @@ mod tests {
         };
         // The second attempt's curve is better on the whole: its derived row comes with it.
         let mut kept = vec![
-            m(0, Status::noisy(cause::SPREAD), &wide),
+            m(0, Status::Noisy(Cause::Spread), &wide),
             m(1, Status::Ok, &tight),
             derived(1.0),
         ];
@@ -743,8 +743,8 @@ mod tests {
             .all(|m| m.attempts == 2 && m.status == Status::Ok));
         // Worse on the whole: nothing of it is taken, not even its one better row.
         let again = vec![
-            m(0, Status::noisy(cause::SPREAD), &wide),
-            m(1, Status::noisy(cause::SPREAD), &wide),
+            m(0, Status::Noisy(Cause::Spread), &wide),
+            m(1, Status::Noisy(Cause::Spread), &wide),
             derived(3.0),
         ];
         merge_attempt(&mut kept, again, 3);

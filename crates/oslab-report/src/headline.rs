@@ -159,14 +159,14 @@ pub fn notes(ms: &[Measurement]) -> String {
 
 /// Why each noisy headline figure is noisy: a line per cause, its figures.
 fn noisy_note(ms: &[Measurement]) -> String {
-    let mut by_cause: Vec<(String, Vec<String>)> = Vec::new();
+    let mut by_cause: Vec<(oslab_core::model::Cause, Vec<String>)> = Vec::new();
     for (line, m) in HEADLINE
         .iter()
         .filter_map(|line| Some((line, find(ms, line)?)))
         .filter(|(_, m)| !crate::summary::still_holds(m))
     {
         if let oslab_core::Status::Noisy(cause) = &m.status {
-            if cause.is_empty() {
+            if *cause == oslab_core::model::Cause::Unknown {
                 continue;
             }
             match by_cause.iter_mut().find(|(c, _)| c == cause) {
@@ -257,7 +257,7 @@ mod tests {
         // Busy: a tight figure is told from a spread one, and the notes say what tight means.
         let mut busy = ms.clone();
         for m in &mut busy {
-            m.status = Status::Noisy(oslab_core::model::cause::CONTENTION.into());
+            m.status = Status::Noisy(oslab_core::model::Cause::Contention);
         }
         busy[1].summary = Summary::new(&[60.0, 80.0, 100.0, 70.0, 90.0]);
         let t = table(&busy).unwrap();

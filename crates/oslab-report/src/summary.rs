@@ -190,7 +190,7 @@ pub fn distrust(ms: &[Measurement]) -> String {
     for m in ms {
         let key = match &m.status {
             Status::Ok => continue,
-            Status::Noisy(c) if c.is_empty() => "noisy".to_string(),
+            Status::Noisy(oslab_core::model::Cause::Unknown) => "noisy".to_string(),
             Status::Noisy(c) => format!("noisy ({c})"),
             Status::Failed(why) => format!("failed: {}", first_clause(why)),
             Status::Skipped(why) => format!("skipped: {}", first_clause(why)),
@@ -305,7 +305,7 @@ pub fn several_nodes(ms: &[Measurement]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_core::model::{cause, Unit};
+    use oslab_core::model::{Cause, Unit};
     use oslab_core::{params, Summary};
 
     #[test]
@@ -316,7 +316,7 @@ mod tests {
                 params! {"k" => k},
                 "per_call",
                 Unit::Ns,
-                Status::noisy(cause::CONTENTION),
+                Status::Noisy(Cause::Contention),
             );
             m.summary = Summary::new(samples);
             m

@@ -718,7 +718,7 @@ pub fn csv(run: &RunRecord, ms: &[Measurement]) -> String {
             m.status.word().to_string(),
             // Why it was skipped or failed, or the cause of its noise.
             match &m.status {
-                oslab_core::Status::Noisy(cause) => cause.clone(),
+                oslab_core::Status::Noisy(cause) => cause.word().to_string(),
                 s => s.reason().unwrap_or_default().to_string(),
             },
             s.map(|s| s.n.to_string()).unwrap_or_default(),

@@ -115,7 +115,11 @@ fn html_report_of_real_runs_parses_back_with_every_chart_and_nothing_unescaped()
     // Skipped and noisy results are said, not left blank.
     let skipped: String = select(&doc, "td")
         .iter()
-        .filter(|td| td.select(&Selector::parse(".skipped").unwrap()).next().is_some())
+        .filter(|td| {
+            td.select(&Selector::parse(".skipped").unwrap())
+                .next()
+                .is_some()
+        })
         .flat_map(|e| e.text())
         .collect();
     assert!(

@@ -1197,14 +1197,14 @@ mod tests {
         // Beside no load on either side: a change.
         assert_eq!(verdict(&quiet, &busy).judgement.verdict, Verdict::Better);
         busy.iter_mut()
-            .for_each(|m| m.status = Status::noisy(crate::model::cause::CONTENTION));
+            .for_each(|m| m.status = Status::Noisy(crate::model::Cause::Contention));
         let r = verdict(&quiet, &busy);
         assert_eq!(r.judgement.verdict, Verdict::LoadMoved);
         assert_eq!(r.contended, [[3, 0], [3, 3]]);
         // The same load on both sides: the change stands.
         let mut both = quiet.clone();
         both.iter_mut()
-            .for_each(|m| m.status = Status::noisy(crate::model::cause::CONTENTION));
+            .for_each(|m| m.status = Status::Noisy(crate::model::Cause::Contention));
         assert_eq!(verdict(&both, &busy).judgement.verdict, Verdict::Better);
         // A repetition measured alone on the busy side still shows the change: it stands.
         busy[2].status = Status::Ok;
@@ -1221,7 +1221,7 @@ mod tests {
         let beside = |values: &[f64], cpus: f64| -> Vec<Measurement> {
             let mut ms = run(1, Unit::Ns, values);
             for m in &mut ms {
-                m.status = Status::noisy(crate::model::cause::CONTENTION);
+                m.status = Status::Noisy(crate::model::Cause::Contention);
                 m.context
                     .insert(crate::model::OTHER_WORK.into(), cpus.into());
             }
@@ -1254,7 +1254,7 @@ mod tests {
         // one cpu show the load moved.
         let contended = |mut ms: Vec<Measurement>| -> Vec<Measurement> {
             ms.iter_mut()
-                .for_each(|m| m.status = Status::noisy(crate::model::cause::CONTENTION));
+                .for_each(|m| m.status = Status::Noisy(crate::model::Cause::Contention));
             ms
         };
         let wake = |values: &[f64]| -> Vec<Measurement> {

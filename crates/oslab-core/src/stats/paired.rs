@@ -152,7 +152,7 @@ pub fn measurement(
     differences: &[f64],
     note: String,
 ) -> crate::model::Measurement {
-    use crate::model::{cause, judged, Judge, Status};
+    use crate::model::{judged, Cause, Judge, Status};
     let mut m = judged(
         probe,
         params,
@@ -164,7 +164,7 @@ pub fn measurement(
     );
     m.difference = true;
     if m.status.has_value() && differences.len() < MIN_PAIRS {
-        m.status = Status::noisy(cause::FEW_SAMPLES);
+        m.status = Status::Noisy(Cause::FewSamples);
     }
     m
 }

@@ -74,11 +74,7 @@ pub fn pool(reps: &[&Measurement]) -> Measurement {
         .sum();
     out.summary = Some(s);
     out.cycles = median(&valued.iter().filter_map(|m| m.cycles).collect::<Vec<_>>());
-    out.status = if valued.len() == reps.len() && valued.iter().all(|m| m.status == Status::Ok) {
-        Status::Ok
-    } else {
-        Status::noisy(crate::model::cause::REPETITIONS)
-    };
+    out.status = pooled_status(reps, &valued, out.summary.as_ref().expect("set above"));
     out.samples = None;
     out.attempts = reps.iter().map(|m| m.attempts).max().unwrap_or(1);
     let pooled = format!(
@@ -91,6 +87,45 @@ pub fn pool(reps: &[&Measurement]) -> Measurement {
         None => pooled,
     });
     out
+}
+
+/// One status for a measurement's repetitions, judged on the interval shown for them (the one
+/// vocabulary of every view): a condition one of them was measured under (contention, a slowed
+/// core) stays said; repetitions each tight but whose medians lie apart beyond the noise bar are
+/// `noisy: repetitions` (a pooled -51% interval read `ok`), as are repetitions of which one has
+/// no value; otherwise ok, even where one repetition alone was noisy by its spread but the
+/// pooled interval is within the bar (every headline row of a quiet `--repeat 3` run read
+/// noisy, even getppid ±0.01%).
+fn pooled_status(
+    reps: &[&Measurement],
+    valued: &[&Measurement],
+    pooled: &crate::Summary,
+) -> Status {
+    use crate::model::Cause;
+    if valued.len() < reps.len() {
+        return Status::Noisy(Cause::Repetitions);
+    }
+    let condition = valued.iter().find_map(|m| match &m.status {
+        Status::Noisy(c) if c.is_condition() => Some(c.clone()),
+        _ => None,
+    });
+    if let Some(c) = condition {
+        return Status::Noisy(c);
+    }
+    let rule = crate::stats::NoiseRule::default();
+    let wide = |s: &crate::Summary| s.is_noisy_at_scale(rule, s.median.abs());
+    // Judged by the median's bar only where each repetition was (a distribution, a paired
+    // difference judged against its scale, are ok whatever their spread).
+    let judged_by_median = valued
+        .iter()
+        .all(|m| m.status != Status::Ok || m.summary.as_ref().is_some_and(|s| !wide(s)));
+    match valued.iter().find(|m| m.status != Status::Ok) {
+        _ if judged_by_median && wide(pooled) => Status::Noisy(Cause::Repetitions),
+        // A repetition noisy for a cause the pooled interval does not show (few samples, its
+        // own spread) leaves the pooled figure as good as its interval.
+        Some(m) if !judged_by_median => m.status.clone(),
+        _ => Status::Ok,
+    }
 }
 
 #[cfg(test)]
@@ -134,18 +169,18 @@ mod tests {
         let ms = vec![
             rep(1, 100.0, Status::Ok),
             other,
-            rep(2, 110.0, Status::Ok),
-            rep(3, 104.0, Status::Ok),
+            rep(2, 103.0, Status::Ok),
+            rep(3, 101.0, Status::Ok),
         ];
         let p = pooled(&ms);
         assert_eq!(p.len(), 2);
         let s = p[0].summary.as_ref().unwrap();
-        assert_eq!((s.median, s.n), (104.0, 9));
-        assert!(s.ci_low <= 100.0 && s.ci_high >= 110.0, "{s:?}");
+        assert_eq!((s.median, s.n), (101.0, 9));
+        assert!(s.ci_low <= 100.0 && s.ci_high >= 103.0, "{s:?}");
         assert_eq!(p[0].status, Status::Ok);
         assert!(p[0].note.as_deref().unwrap().contains("3 repetitions"));
         assert_eq!(p[1].metric, "u");
-        // A noisy or failed repetition makes the pooled row noisy.
+        // A failed repetition makes the pooled row noisy.
         let reps = [
             rep(1, 100.0, Status::Ok),
             rep(2, 0.0, Status::Failed("x".into())),
@@ -153,7 +188,43 @@ mod tests {
         let p = pooled(&reps);
         assert_eq!(
             (p[0].status.clone(), p[0].summary.as_ref().unwrap().median),
-            (Status::noisy(crate::model::cause::REPETITIONS), 100.0)
+            (Status::Noisy(crate::model::Cause::Repetitions), 100.0)
         );
+    }
+
+    #[test]
+    fn pooled_repetitions_are_judged_on_the_interval_they_show() {
+        use crate::model::Cause;
+        let status = |reps: &[Measurement]| pooled(reps)[0].status.clone();
+        // Each tight, their medians 10% apart: the interval shown spans them, wider than the
+        // bar, and the status says so (it read ok beside -51%).
+        let apart = [
+            rep(1, 100.0, Status::Ok),
+            rep(2, 110.0, Status::Ok),
+            rep(3, 104.0, Status::Ok),
+        ];
+        assert_eq!(status(&apart), Status::Noisy(Cause::Repetitions));
+        // One repetition noisy for too few samples, the three together tight: ok (a quiet
+        // `--repeat 3` run read noisy on every headline row).
+        let tight = [
+            rep(1, 100.0, Status::Ok),
+            rep(2, 101.0, Status::Noisy(Cause::FewSamples)),
+            rep(3, 100.5, Status::Ok),
+        ];
+        assert_eq!(status(&tight), Status::Ok);
+        // A condition measured on one of them stays said.
+        let busy = [
+            rep(1, 100.0, Status::Ok),
+            rep(2, 101.0, Status::Noisy(Cause::Contention)),
+            rep(3, 100.5, Status::Ok),
+        ];
+        assert_eq!(status(&busy), Status::Noisy(Cause::Contention));
+        // A distribution judged ok whatever its spread (each repetition wide and ok): ok.
+        let wide = |k, v: f64| {
+            let mut m = rep(k, v, Status::Ok);
+            m.summary = Summary::new(&[v * 0.2, v, v * 5.0]);
+            m
+        };
+        assert_eq!(status(&[wide(1, 100.0), wide(2, 150.0)]), Status::Ok);
     }
 }

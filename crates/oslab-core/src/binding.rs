@@ -573,8 +573,8 @@ pub fn plan(
         }
     } else if !hidden.is_empty() {
         notes.push(format!(
-            "{} cpu pair(s) measured to share a core the topology does not show (--policy by-cost keeps them apart)",
-            hidden.len()
+            "{} measured to share a core the topology does not show (--policy by-cost keeps them apart)",
+            crate::units::counted(hidden.len(), "cpu pair")
         ));
     }
     let all = cores(t, allowed, if by_cost { &hidden } else { &[] });
@@ -653,8 +653,12 @@ pub fn plan(
         .count();
     if shared_cores > 0 {
         notes.push(format!(
-            "{need} threads on {} cores: {shared_cores} core(s) hold two threads or more (SMT siblings)",
-            all.len()
+            "{need} threads on {} cores: {} two threads or more (SMT siblings)",
+            all.len(),
+            match shared_cores {
+                1 => "1 core holds".to_string(),
+                n => format!("{n} cores hold"),
+            }
         ));
     }
     for n in t.nodes.iter().filter(|n| n.cpus.is_empty()) {

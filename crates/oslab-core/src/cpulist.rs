@@ -68,8 +68,8 @@ fn resolve_keyword(key: &str, n: usize, topo: &Topology) -> Result<CpuSet, Strin
                 .collect();
             if s.is_empty() {
                 Err(format!(
-                    "socket {n} does not exist (this machine has {} socket(s), numbered from 0)",
-                    topo.packages()
+                    "socket {n} does not exist (this machine has {}, numbered from 0)",
+                    crate::units::counted(topo.packages(), "socket")
                 ))
             } else {
                 Ok(s)

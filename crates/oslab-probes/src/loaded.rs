@@ -139,8 +139,8 @@ fn run(cx: &Context, me: &'static Entry) -> Result<Vec<Measurement>, ProbeError>
             let mut bw = Measurement::not_taken(me.id, p, "load_bandwidth", Unit::GBps, Status::Ok);
             bw.summary = Summary::new(&[gbps]);
             bw.note = Some(format!(
-                "what {} loader thread(s) moved while the chase was timed, STREAM counting",
-                loaders.len()
+                "what {} moved while the chase was timed, STREAM counting",
+                oslab_core::units::counted(loaders.len(), "loader thread")
             ));
             out.push(bw);
         }

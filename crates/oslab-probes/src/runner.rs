@@ -105,8 +105,8 @@ impl Outcome {
     /// The note on probes left noisy that the retries had no time for, if any.
     pub fn not_retried_note(&self, config: &crate::HarnessConfig) -> Option<String> {
         (!self.not_retried.is_empty()).then(|| format!(
-            "note: {} probe(s) with noisy results were not measured again, the time for retries being spent (at most {} s, within the suite's {} s): {}",
-            self.not_retried.len(),
+            "note: {} with noisy results not measured again, the time for retries being spent (at most {} s, within the suite's {} s): {}",
+            oslab_core::units::counted(self.not_retried.len(), "probe"),
             config.retry_budget.as_secs_f64(),
             config.suite_target.as_secs_f64(),
             self.not_retried.join(", ")
@@ -119,8 +119,8 @@ impl Outcome {
         Some(Warning::new(
             "contention",
             format!(
-                "{} probe(s) ran while other work competed ({why}): {}; their results are marked noisy (contention)",
-                probes.len(),
+                "{} ran while other work competed ({why}): {}; their results are marked noisy (contention)",
+                oslab_core::units::counted(probes.len(), "probe"),
                 probes.join(", ")
             ),
             "stop other work on this machine (or pin it away with --cpu), then measure again",

@@ -23,7 +23,8 @@ pub fn text(plan: &Plan, lines: &Lines, costs: &str) -> String {
         oslab_core::units::counted(threads, "thread"),
         match plan.shared_cores {
             0 => "each thread its own core".to_string(),
-            n => format!("{n} core(s) hold two threads or more (SMT siblings)"),
+            1 => "1 core holds two threads or more (SMT siblings)".to_string(),
+            n => format!("{n} cores hold two threads or more (SMT siblings)"),
         }
     ));
     let mut t = new_table(&["rank", "domain", "cpus", "memory"]);

@@ -186,16 +186,24 @@ pub fn info(fp: &Fingerprint, env: &Environment) -> String {
     );
     let _ = writeln!(
         o,
-        "layout      {} package(s), {}{} core(s), {} thread(s), SMT {}",
-        fp.packages,
+        "layout      {}, {}{}, {}, SMT {}",
+        oslab_core::units::counted(fp.packages, "package"),
         dies(t),
-        fp.cores,
-        fp.threads,
+        oslab_core::units::counted(fp.cores, "core"),
+        oslab_core::units::counted(fp.threads, "thread"),
         smt(fp.smt.as_deref())
     );
     o.push_str(&cpu_sets(t));
     let _ = writeln!(o, "caches");
     o.push_str(&caches(&t.caches));
+    // A guest's sysfs gives the host's last level (480 MiB on one), shared with other guests.
+    if let Some(h) = &fp.hypervisor {
+        let _ = writeln!(
+            o,
+            "  (as sysfs claims them: under {} the last level is the host's, shared with\n   other guests; `oslab run memory.latency.chunk` shows what serves this cpu)",
+            oslab_core::text::one_line(h)
+        );
+    }
     let _ = writeln!(
         o,
         "numa        {}",

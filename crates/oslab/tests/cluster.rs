@@ -432,26 +432,30 @@ fn a_fleet_on_a_cluster_of_guests() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The job has started once its directory exists (the job's first act); a few seconds
-    // later every node is measuring.
+    // Lost mid-run: killed once its task has started measuring (the task's first act is its
+    // `node-n2.started` mark in the job's directory). Killed a fixed 5 s after the job began,
+    // on a busy host n2 was lost before its task launched, which reads `not run`.
     let before: Vec<_> = std::fs::read_dir(&results)
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect();
     let t = Instant::now();
-    while std::fs::read_dir(&results)
-        .unwrap()
-        .flatten()
-        .all(|e| before.contains(&e.file_name()) || !e.path().is_dir())
-    {
+    let started = || {
+        std::fs::read_dir(&results)
+            .unwrap()
+            .flatten()
+            .filter(|e| !before.contains(&e.file_name()) && e.path().is_dir())
+            .any(|e| e.path().join("node-n2.started").exists())
+    };
+    while !started() {
         assert!(
-            t.elapsed() < Duration::from_secs(120),
-            "the third job did not start"
+            t.elapsed() < Duration::from_secs(180),
+            "the third job's task on n2 did not start"
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(2));
     let killed = cluster.command(&["kill", "2"]).output().unwrap();
     assert!(killed.status.success(), "{}", text(&killed));
     let out = lost.wait_with_output().unwrap();

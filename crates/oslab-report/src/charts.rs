@@ -245,13 +245,20 @@ pub struct Drawn<'a> {
     pub label: String,
     /// Its measurements.
     pub ms: Vec<&'a Measurement>,
+    /// Measurements a comparison judged changed (by [`oslab_core::stats::compare::key`]) and
+    /// the change to mark them with (`▲ +97%`); empty for a run drawn alone.
+    pub changed: Changed,
 }
+
+/// What [`Drawn::changed`] holds.
+pub type Changed = BTreeMap<(String, String, String), String>;
 
 /// One run drawn alone.
 pub(crate) fn alone<'a>(ms: &[&'a Measurement]) -> [Drawn<'a>; 1] {
     [Drawn {
         label: String::new(),
         ms: ms.to_vec(),
+        changed: Changed::new(),
     }]
 }
 
@@ -643,6 +650,12 @@ fn costs(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
 
 /// A family's costs as dot plots on one log axis (24 operations a chart).
 fn cost_dots(family: &str, sides: &[Drawn]) -> Vec<Figure> {
+    // A row a comparison judged changed carries its change in its label, on every side.
+    let changed = |m: &Measurement| {
+        sides
+            .iter()
+            .find_map(|s| s.changed.get(&oslab_core::stats::compare::key(m)))
+    };
     let bars_of = |ms: &[&Measurement]| -> Vec<Bar> {
         let labelled: Vec<(String, &Measurement)> = ms
             .iter()
@@ -659,11 +672,15 @@ fn cost_dots(family: &str, sides: &[Drawn]) -> Vec<Figure> {
             .collect();
         distinct(labelled)
             .into_iter()
+            .map(|(label, m)| match changed(m) {
+                Some(c) => (format!("{label}  {c}"), m),
+                None => (label, m),
+            })
             .filter_map(|(label, m)| measured_bar(label, m))
             .collect()
     };
     let caption = format!(
-        "Median with CI95 of each {family} measurement on one log axis{}{}.",
+        "Median with CI95 of each {family} measurement on one log axis{}{}{}.",
         match Family::of(family) {
             Some(Family::Faults) => ": a fault's time (per page and per byte are in the table)",
             Some(Family::Task) =>
@@ -674,8 +691,20 @@ fn cost_dots(family: &str, sides: &[Drawn]) -> Vec<Figure> {
             _ => "",
         },
         match sides.len() {
-            1 => "",
-            _ => "; a colour per run, the first on top in each row",
+            1 => String::new(),
+            _ => format!(
+                "; {}, the first on top in each row",
+                sides
+                    .iter()
+                    .zip(plots::COLOUR_NAMES.iter().cycle())
+                    .map(|(s, c)| format!("{} {c}", s.label))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+        match sides.iter().any(|s| !s.changed.is_empty()) {
+            true => "; ▲ worse, ▼ better, ◆ changed: the rows the comparison judged changed",
+            false => "",
         }
     );
     // Every cost on one log axis, labels in order so that one operation's hot and cold sit
@@ -1120,6 +1149,7 @@ mod tests {
         let side = Drawn {
             label: String::new(),
             ms: ms.iter().collect(),
+            changed: Changed::new(),
         };
         let f = stride_table(&side).expect("a heatmap");
         assert!(
@@ -1132,6 +1162,7 @@ mod tests {
         let one = Drawn {
             label: String::new(),
             ms: ms.iter().take(2).collect(),
+            changed: Changed::new(),
         };
         assert!(stride_table(&one).is_none());
     }

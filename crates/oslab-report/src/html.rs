@@ -188,12 +188,34 @@ pub fn comparison_report(
         .filter(|r| r.judgement.verdict.is_change())
         .map(|r| catalog::prefix(&r.probe))
         .collect();
+    // Every changed row marked in its family's chart with its change.
+    let marked: crate::charts::Changed = comparisons
+        .iter()
+        .flat_map(|c| c.rows.iter())
+        .filter(|r| r.judgement.verdict.is_change())
+        .map(|r| {
+            let p = crate::comparison::parts(r, true);
+            let sign = match r.judgement.verdict {
+                oslab_core::stats::compare::Verdict::Regression => "▲",
+                oslab_core::stats::compare::Verdict::Better => "▼",
+                _ => "◆",
+            };
+            (
+                (r.probe.clone(), r.params.clone(), r.metric.clone()),
+                format!("{sign} {}", p.change),
+            )
+        })
+        .collect();
     let pooled: Vec<Vec<&Measurement>> = sides.iter().map(|s| s.2.iter().collect()).collect();
+    // The families in two columns where the page is wide enough, as in a run's report (one
+    // 640 px column left the page's right half empty).
+    h.push(html!("<div class=\"families\">\n"));
     for family in catalog::families(pooled.iter().flatten().map(|m| m.probe.as_str())) {
         let drawn: Vec<Drawn> = sides
             .iter()
             .zip(&pooled)
             .map(|((label, _, _), ms)| Drawn {
+                changed: marked.clone(),
                 label: label.clone(),
                 ms: ms
                     .iter()
@@ -209,14 +231,18 @@ pub fn comparison_report(
         // Charts fold under their family, open only where a row changed: the answer stays on
         // the first screens (13 screens at 1,280 px when every chart was open).
         let figs: Html = figures.iter().map(figure_html).collect();
-        h.push(html!("<h2 id=\"{0}\">{0}</h2>\n", family));
+        h.push(html!(
+            "<section class=\"family\"><h2 id=\"{0}\">{0}</h2>\n",
+            family
+        ));
         let what = format!(
             "{}, the sides overlaid",
             oslab_core::units::counted(figures.len(), "chart")
         );
         h.push(folded(&what, &figs, changed.contains(family)));
+        h.push(html!("</section>\n"));
     }
-    h.push(html!("</body></html>\n"));
+    h.push(html!("</div>\n</body></html>\n"));
     h.into_string()
 }
 

@@ -36,6 +36,11 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// The names of [`PALETTE`]'s colours, in its order, for captions that say which run is which.
+pub const COLOUR_NAMES: [&str; 8] = [
+    "blue", "red", "green", "purple", "orange", "cyan", "brown", "grey",
+];
+
 /// A named series of (x, y) points.
 pub struct Series {
     /// Legend text.
@@ -1380,16 +1385,17 @@ pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
     drawable(&ends)?;
     let lo = ends.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = ends.iter().copied().fold(0.0, f64::max);
-    // At least a decade, with room either side for the dots and their values.
+    // From a little below the decade under the least value (its tick clear of the axis line) to
+    // a third of a decade above the largest, at least a decade in all.
     let (lo, hi) = (
-        lo.log10().floor(),
+        lo.log10().floor() - 0.12,
         (hi.log10() + 0.35).max(lo.log10().floor() + 1.0),
     );
     let n = labels.len();
     let sides = bars.iter().map(|b| b.side).max().unwrap_or(0) + 1;
     let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
     let label_area = (widest as u32 * 8 + 16).clamp(60, 300);
-    let height = 70 + (22 + 8 * (sides as u32 - 1)) * n as u32;
+    let height = 70 + (22 + 16 * (sides as u32 - 1)) * n as u32;
     let from_top: Vec<String> = labels.iter().rev().map(|l| l.to_string()).collect();
     draw_sized((SIZE.0, height), |root| {
         let mut chart = ChartBuilder::on(root)
@@ -1423,7 +1429,7 @@ pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
         } else {
             &[1.0]
         };
-        for d in lo as i32..=hi.ceil() as i32 {
+        for d in lo.floor() as i32..=hi.ceil() as i32 {
             for s in steps {
                 let x = (10f64.powi(d) * s).log10();
                 if !(lo..=hi).contains(&x) {
@@ -1451,7 +1457,7 @@ pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
                 continue;
             };
             // Overlaid runs' dots a little apart within their row, the first on top.
-            let spread = 0.5 / sides as f64;
+            let spread = 0.8 / sides as f64;
             let y =
                 (n - 1 - row) as f64 + 0.5 + spread * ((sides - 1) as f64 / 2.0 - b.side as f64);
             let color = PALETTE[b.side % PALETTE.len()];

@@ -377,22 +377,62 @@ fn memory(_family: &str, sides: &[Drawn], record: &RunRecord) -> Vec<Figure> {
         plots::bars("time per load vs independent chases", "ns per load", &mlp),
         "Memory-level parallelism: more chases in flight, less time per load.",
     ));
-    for side in sides {
-        out.extend(stride_table(side));
+    // The first side's map, then each other side as its ratio to it, cell by cell: one map
+    // says what changed (drawn a map per side, the two were a screen apart).
+    if let Some(first) = sides.first() {
+        out.extend(stride_table(first));
+    }
+    for side in sides.iter().skip(1) {
+        out.extend(stride_ratio(&sides[0], side));
     }
     out
+}
+
+/// The stride table's cells of a side: (size, stride, ns per load).
+fn stride_cells(side: &Drawn) -> Vec<(u64, u64, f64)> {
+    side.ms
+        .iter()
+        .filter(|m| m.probe == id::MEMORY_LATENCY_STRIDE && m.metric == metric::PER_LOAD)
+        .filter_map(|m| cell(m, "size", "stride"))
+        .collect()
+}
+
+/// Side `b`'s stride table over side `a`'s, cell by cell (the cells both measured).
+fn stride_ratio(a: &Drawn, b: &Drawn) -> Option<Figure> {
+    let base = stride_cells(a);
+    let cells: Vec<(u64, u64, f64)> = stride_cells(b)
+        .into_iter()
+        .filter_map(|(r, c, v)| {
+            let under = base.iter().find(|x| x.0 == r && x.1 == c)?.2;
+            (under > 0.0).then_some((r, c, v / under))
+        })
+        .collect();
+    let (rows, cols, values) = grid(&cells);
+    if rows.len() < 2 || cols.len() < 2 {
+        return None;
+    }
+    let bytes =
+        |v: &[u64]| -> Vec<String> { v.iter().map(|&b| oslab_core::units::bytes(b)).collect() };
+    figure(
+        plots::heatmap(
+            &format!("{} / {}: working set x stride", b.label, a.label),
+            &bytes(&rows),
+            &bytes(&cols),
+            &values,
+            &|_, _, v| format!("{v:.2}"),
+        ),
+        &format!(
+            "Each cell's time per load in {} over {}'s: above 1 slower, below 1 faster (the cells' own times are in {}'s map above and the tables).",
+            b.label, a.label, a.label
+        ),
+    )
 }
 
 /// The size x stride table as a heatmap (lmbench's lat_mem_rd matrix): rows the working set,
 /// columns the stride, each cell the time per load; strides under a page are walked in address
 /// order, where the prefetchers run ahead.
 fn stride_table(side: &Drawn) -> Option<Figure> {
-    let cells: Vec<(u64, u64, f64)> = side
-        .ms
-        .iter()
-        .filter(|m| m.probe == id::MEMORY_LATENCY_STRIDE && m.metric == metric::PER_LOAD)
-        .filter_map(|m| cell(m, "size", "stride"))
-        .collect();
+    let cells = stride_cells(side);
     let (rows, cols, values) = grid(&cells);
     if rows.len() < 2 || cols.len() < 2 {
         return None;

@@ -528,7 +528,7 @@ fn status_cell(m: &Measurement) -> Html {
         Status::Ok => html!("ok<br><small>{}</small>", n),
         Status::Noisy(_) => html!(
             "<span class=\"noisy\">{}</span><br><small>{}</small>",
-            m.status.short(),
+            crate::summary::status_text(m),
             n
         ),
         Status::Skipped(why) => html!(

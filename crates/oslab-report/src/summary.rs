@@ -245,6 +245,16 @@ pub fn still_holds(m: &Measurement) -> bool {
     contended && tight && !m.slowed_core()
 }
 
+/// A row's status as every table shows it: the word and its cause (`noisy: spread`), and for a
+/// busy figure that still holds `noisy: contention, tight` (the headline's `tight`; the details
+/// said `noisy: contention` for a row the headline called tight).
+pub fn status_text(m: &Measurement) -> String {
+    match still_holds(m) {
+        true => format!("{}, tight", m.status.short()),
+        false => m.status.short(),
+    }
+}
+
 /// A reason up to its first clause, with the numbers that make every row's text differ left
 /// for the details.
 fn first_clause(why: &str) -> String {
@@ -332,6 +342,11 @@ mod tests {
         // The probe list says of them what the headline does: tight where busy yet tight.
         let list = probes(&[row(1, &tight), row(3, &tight)]);
         assert!(list.contains("tight") && !list.contains("noisy"), "{list}");
+        // And every row's table (`show --details`) the same word: one vocabulary.
+        let details = crate::views::measurements(&[row(1, &tight), row(2, &wide)]);
+        assert!(details.contains("tight"), "{details}");
+        assert_eq!(status_text(&row(1, &tight)), "noisy: contention, tight");
+        assert_eq!(status_text(&row(2, &wide)), "noisy: contention");
     }
 
     #[test]

@@ -188,7 +188,7 @@ pub fn measurements(ms: &[Measurement]) -> String {
                 params: m.params_text(),
                 metric: m.metric.clone(),
                 value,
-                status: m.status.short(),
+                status: crate::summary::status_text(m),
             }
         })
         .collect();
@@ -445,7 +445,11 @@ fn stacking(rows: &[Row], width: u16) -> Stacking {
 
 /// The status without a noisy result's cause, for stacked layouts (the wide ones say it).
 fn status_word(r: &Row) -> &str {
-    r.status.split(':').next().unwrap_or_default()
+    // A busy figure that holds reads `tight`, as in the headline.
+    match r.status.ends_with(", tight") {
+        true => "tight",
+        false => r.status.split(':').next().unwrap_or_default(),
+    }
 }
 
 /// For a terminal too narrow for [`full_table`]: the probe with its metric and parameters on

@@ -2,6 +2,7 @@
 
 pub mod paths;
 pub mod private;
+pub mod processes;
 
 use std::path::Path;
 

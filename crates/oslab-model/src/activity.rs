@@ -1,8 +1,9 @@
 //! OS noise on a busy cpu: the tick rate from the kernel's configuration, the clock read from
 //! the timer model, the time lost from the tick rate and the measured interruption.
 
+use crate::answer::{Model, Outcome};
 use crate::run::Run;
-use crate::{Model, Outcome, Spec};
+use crate::spec::Spec;
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 
@@ -59,7 +60,11 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 format!("{hz} Hz x {:.0} ns", each.value),
             )
             .input("config_hz", hz, "kernel: CONFIG_HZ")
-            .input("interruption_ns", crate::round(each.value), each.source))
+            .input(
+                "interruption_ns",
+                crate::answer::round(each.value),
+                each.source,
+            ))
         }
         "read_overhead" => {
             let t = run.median(m, id::TIMER_RDTSC, metric::PER_READ, |_| true)?;
@@ -71,8 +76,8 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                     t.value
                 ),
             )
-            .input("rdtsc_ns", crate::round(t.value), t.source))
+            .input("rdtsc_ns", crate::answer::round(t.value), t.source))
         }
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }

@@ -4,11 +4,12 @@
 //! Plain stores read each line before writing it (write-allocate), so they move twice the bytes
 //! STREAM counts.
 
+use crate::answer::Source;
+use crate::answer::{Model, Outcome};
 use crate::hierarchy::{dram_latency, level_of};
 use crate::run::{number, param, Run};
-use crate::spec::Source;
+use crate::spec::Spec;
 use crate::uarch::Uarch;
-use crate::{Model, Outcome, Spec};
 use oslab_core::catalog::id;
 use oslab_core::model::Measurement;
 
@@ -159,7 +160,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
     )
     .input(
         "one_thread_gbps",
-        crate::round(one.0),
+        crate::answer::round(one.0),
         Source::run(format!("{} {}", one.1, one.2)),
     );
     match &spec.memory {
@@ -177,12 +178,12 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                     )
                 },
             )
-            .input("peak_gbps", crate::round(mem.peak_gbps()), mem.source.clone());
+            .input("peak_gbps", crate::answer::round(mem.peak_gbps()), mem.source.clone());
         }
         Ok(mem) => {
             model = model.input(
                 "peak_gbps",
-                crate::round(mem.peak_gbps()),
+                crate::answer::round(mem.peak_gbps()),
                 mem.source.clone(),
             )
         }

@@ -1,8 +1,9 @@
 //! Timer reads, the loop, procedure calls and system calls: cycles at the measured core clock.
 
+use crate::answer::{Model, Outcome};
 use crate::run::{param, Run};
+use crate::spec::Spec;
 use crate::spec::{NULL_SYSCALL_CYCLES, NULL_SYSCALL_SOURCE};
-use crate::{at_clock, Model, Outcome, Spec};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 
@@ -66,7 +67,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 1,
                 "table: one taken branch per cycle on every core since Haswell and Zen",
             );
-            at_clock(spec, model, 1.0)
+            spec.at_clock(model, 1.0)
         }
         (id::CALL_ARGS, metric::PER_CALL) => {
             let args = crate::run::number(&m.params, "args").unwrap_or(0.0);
@@ -83,7 +84,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                     "estimate: a move in the caller and a use in the callee, four per cycle",
                 )
                 .input("args", args, "parameter");
-            at_clock(spec, model, cycles)
+            spec.at_clock(model, cycles)
         }
         (id::CALL_ARGS, metric::INCREMENT) => {
             let model = Model::spec("argument cost", 0.0, "0.5 cycle").input(
@@ -91,7 +92,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 0.5,
                 "estimate: a move in the caller and a use in the callee, four per cycle",
             );
-            at_clock(spec, model, 0.5)
+            spec.at_clock(model, 0.5)
         }
         (id::TIMER_RDTSC, _) => {
             let u = u?;
@@ -100,7 +101,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 u.rdtsc_cycles,
                 format!("table: {}", u.name),
             );
-            at_clock(spec, model, u.rdtsc_cycles)
+            spec.at_clock(model, u.rdtsc_cycles)
         }
         (id::TIMER_RDTSCP, _) | (id::TIMER_LFENCE_RDTSC, _) => {
             let u = u?;
@@ -119,7 +120,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             )
             .input("rdtsc_cycles", u.rdtsc_cycles, format!("table: {}", u.name))
             .input("ordering_cycles", extra, what);
-            at_clock(spec, model, u.rdtsc_cycles + extra)
+            spec.at_clock(model, u.rdtsc_cycles + extra)
         }
         (id::TIMER_CPUID_RDTSC, _) => {
             let u = u?;
@@ -148,13 +149,13 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                     .push_str(&format!(" + {VM_EXIT_CYCLES} VM exit"));
             }
             model.formula.push_str(") cycles");
-            at_clock(spec, model, cycles)
+            spec.at_clock(model, cycles)
         }
         (id::TIMER_CLOCK_GETTIME, _) => clock_gettime(spec, false),
         (id::TIMER_CLOCK_GETTIME_SYSCALL, _) => clock_gettime(spec, true),
         _ => {
             let _ = run;
-            Err(crate::unmodelled(m))
+            Err(crate::answer::unmodelled(m))
         }
     }
 }
@@ -207,7 +208,7 @@ fn clock_gettime(spec: &Spec, syscall: bool) -> Outcome {
         }
     }
     model.formula.push_str(") cycles");
-    at_clock(spec, model, cycles)
+    spec.at_clock(model, cycles)
 }
 
 pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
@@ -261,11 +262,11 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
                 )
             }
         }
-        _ => return Err(crate::unmodelled(m)),
+        _ => return Err(crate::answer::unmodelled(m)),
     };
     let (mut model, cycles, formula) = hot;
     model.formula = formula;
-    let model = at_clock(spec, model, cycles)?;
+    let model = spec.at_clock(model, cycles)?;
     if param(&m.params, "cache").as_deref() != Some("cold") {
         return Ok(model);
     }
@@ -309,7 +310,7 @@ pub(crate) fn syscall(spec: &Spec, m: &Measurement) -> Outcome {
         .input("walk_references", refs, refs_source)
         .input(
             "refill_ns",
-            crate::round(refill.value),
+            crate::answer::round(refill.value),
             refill.source.clone(),
         )
         .input("fill_buffers", u.fill_buffers, format!("table: {}", u.name))

@@ -2,11 +2,12 @@
 //! rate this run measured for plain stores; file faults map page-cache pages (several per fault
 //! with fault-around). Per page and per byte follow from the kernel's count of faults.
 
+use crate::answer::NoModel;
+use crate::answer::Source;
+use crate::answer::{Figure, Model, Outcome};
 use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::run::{number, param, Run};
-use crate::spec::Source;
-use crate::NoModel;
-use crate::{Figure, Model, Outcome, Spec};
+use crate::spec::Spec;
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::{Measurement, DEVICE, DEVICE_CLASS};
 
@@ -112,11 +113,11 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             }
             .input("lookup_cycles", FILE_LOOKUP_CYCLES, "estimate: the page-cache lookup of a cached page")
             .input("map_cycles", MAP_CYCLES, "estimate: one page-table entry and the page's counts, per page fault-around maps")
-            .input("pages_per_fault", crate::round(ratio), Source::run("pages touched / faults the kernel counted"))
+            .input("pages_per_fault", crate::answer::round(ratio), Source::run("pages touched / faults the kernel counted"))
             .figure("core_ghz", ghz);
             (model, ratio)
         }
-        _ => return Err(crate::unmodelled(m)),
+        _ => return Err(crate::answer::unmodelled(m)),
     };
     match m.metric.as_str() {
         "per_fault" => Ok(per_fault),
@@ -128,7 +129,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             1.0 / pages_per_fault / page,
             &format!("/ {pages_per_fault:.1} pages per fault / {page} B"),
         )),
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }
 
@@ -185,6 +186,6 @@ fn major(spec: &Spec, m: &Measurement, page: f64) -> Outcome {
     match m.metric.as_str() {
         "per_fault" | "per_page" => Ok(per_fault),
         "per_byte" => Ok(per_fault.scaled(1.0 / page, &format!("/ {page} B"))),
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }

@@ -3,7 +3,7 @@
 //! probe does.
 
 use crate::run::{number, param, Run};
-use crate::Spec;
+use crate::spec::Spec;
 use oslab_core::catalog::{id, metric, Family};
 use oslab_core::model::Measurement;
 

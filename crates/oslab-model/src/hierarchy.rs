@@ -2,9 +2,10 @@
 //! table at the measured clock, DRAM from the platform's typical idle latency, and the TLB's
 //! share for orders that leave its reach.
 
+use crate::answer::NoModel;
+use crate::answer::{Figure, Model, Outcome, Source};
 use crate::run::{number, param, Run};
-use crate::NoModel;
-use crate::{Figure, Model, Outcome, Source, Spec};
+use crate::spec::Spec;
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 use oslab_core::units::bytes;
@@ -290,7 +291,7 @@ pub(crate) fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
                 _ => Ok(model),
             }
         }
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }
 
@@ -413,6 +414,10 @@ fn loaded(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         ),
         ..model
     }
-    .input("load_gbps", crate::round(bw.value), bw.source)
-    .input("peak_gbps", crate::round(peak), memory.source.clone()))
+    .input("load_gbps", crate::answer::round(bw.value), bw.source)
+    .input(
+        "peak_gbps",
+        crate::answer::round(peak),
+        memory.source.clone(),
+    ))
 }

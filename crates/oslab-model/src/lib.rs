@@ -19,6 +19,7 @@ pub mod spec;
 pub mod uarch;
 
 mod activity;
+mod answer;
 mod bandwidth;
 mod cpu;
 mod faults;
@@ -28,115 +29,16 @@ mod run;
 mod services;
 mod tasks;
 
+pub use answer::{Figure, Source};
 use memory::MemorySpec;
-pub use spec::{Figure, Source, Spec};
+pub use spec::Spec;
 
+pub use answer::NoModel;
+use answer::{unmodelled, Outcome};
 use oslab_core::catalog::{self, id::Probe};
-use oslab_core::model::{Measurement, ModelKind, Prediction};
+use oslab_core::model::{Measurement, ModelKind};
 use run::Run;
-use serde_json::{Map, Value};
-
-/// One model's answer for one measurement.
-#[derive(Debug, Clone)]
-pub(crate) struct Model {
-    name: &'static str,
-    kind: ModelKind,
-    value: f64,
-    formula: String,
-    inputs: Vec<(String, Value, String)>,
-}
-
-impl Model {
-    /// A prediction from the specifications.
-    fn spec(name: &'static str, value: f64, formula: impl Into<String>) -> Model {
-        Model {
-            name,
-            kind: ModelKind::Spec,
-            value,
-            formula: formula.into(),
-            inputs: Vec::new(),
-        }
-    }
-
-    /// A consistency check composed from other measurements of the run.
-    fn composed(name: &'static str, value: f64, formula: impl Into<String>) -> Model {
-        Model {
-            kind: ModelKind::Composed,
-            ..Model::spec(name, value, formula)
-        }
-    }
-
-    /// Records an input, its value and where it came from. An input measured in this run makes
-    /// a spec model a composed one.
-    fn input(mut self, name: &str, value: impl Into<Value>, source: impl Into<Source>) -> Model {
-        let source = source.into();
-        if source.from_run && self.kind == ModelKind::Spec {
-            self.kind = ModelKind::Composed;
-        }
-        self.inputs
-            .push((name.to_string(), value.into(), source.text));
-        self
-    }
-
-    /// Whether an input of that name is recorded.
-    fn has_input(&self, name: &str) -> bool {
-        self.inputs.iter().any(|(n, _, _)| n == name)
-    }
-
-    /// Takes `other`'s inputs that this model does not have yet.
-    fn merge_inputs(&mut self, other: Model) {
-        for (n, v, s) in other.inputs {
-            if !self.has_input(&n) {
-                self.inputs.push((n, v, s));
-            }
-        }
-    }
-
-    /// Records a figure as an input.
-    fn figure(self, name: &str, f: &Figure) -> Model {
-        self.input(name, round(f.value), f.source.clone())
-    }
-
-    /// The same model with its value scaled (per fault to per byte, ...).
-    fn scaled(mut self, by: f64, how: &str) -> Model {
-        self.value *= by;
-        self.formula = format!("({}) {how}", self.formula);
-        self
-    }
-
-    fn into_prediction(self) -> Prediction {
-        let mut inputs = Map::new();
-        let mut sources = Map::new();
-        for (name, value, source) in self.inputs {
-            inputs.insert(name.clone(), value);
-            sources.insert(name, Value::String(source));
-        }
-        Prediction {
-            kind: self.kind,
-            formula: self.formula,
-            sources,
-            ..Prediction::new(self.value, self.name, inputs)
-        }
-    }
-}
-
-/// A model, or why there is none: which input is missing and how to supply it.
-pub(crate) type Outcome = Result<Model, NoModel>;
-
-oslab_core::reason! {
-    /// Why a measurement has no prediction, or an input of one is unknown: a sentence for a
-    /// person, stored with the run (`Measurement::no_model`) and shown beside the row.
-    NoModel
-}
-
-/// Four significant digits, so inputs read as figures rather than float noise.
-pub(crate) fn round(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
-}
+use serde_json::Value;
 
 /// Gives every measured value of a run its prediction (or the reason there is none). A
 /// prediction a probe made itself from what it observed (a count the kernel kept over the same
@@ -347,24 +249,6 @@ fn model(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         | P::ShuffleSim
         | P::Host => Err(unmodelled(m)),
     }
-}
-
-/// Starts what a model module answers for a metric it has no arm for, which the catalog says it
-/// predicts: a bug, that the test walking the catalog finds.
-pub(crate) const UNMODELLED: &str = "no model arm for";
-
-/// What a model module answers for a metric it has no arm for.
-pub(crate) fn unmodelled(m: &Measurement) -> NoModel {
-    NoModel(format!("{UNMODELLED} {} {}", m.probe, m.metric))
-}
-
-/// Cycles at the measured core clock, in ns, recording the clock as an input.
-pub(crate) fn at_clock(spec: &Spec, model: Model, cycles: f64) -> Outcome {
-    let ghz = spec.ghz()?;
-    let mut model = model.figure("core_ghz", ghz);
-    model.value = cycles / ghz.value;
-    model.formula = format!("{} / {:.2} GHz", model.formula, ghz.value);
-    Ok(model)
 }
 
 #[cfg(test)]

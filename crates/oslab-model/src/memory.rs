@@ -2,7 +2,7 @@
 //! From the firmware's SMBIOS memory devices when exposed, else from the user's description
 //! (`--memory DDR5-4800x12`), else there is none and the models that need it say how to supply it.
 
-use crate::NoModel;
+use crate::answer::NoModel;
 use oslab_core::dmi;
 use oslab_core::reason::BadValue;
 

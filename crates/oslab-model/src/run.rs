@@ -1,7 +1,7 @@
 //! The other measurements of a run, for composed models: found by probe, metric and parameters,
 //! the same repetition preferred.
 
-use crate::NoModel;
+use crate::answer::NoModel;
 use oslab_core::model::Measurement;
 use serde_json::{Map, Value};
 
@@ -13,7 +13,7 @@ pub(crate) struct Run {
 /// A measured value and its description as a model's source.
 pub(crate) struct Measured {
     pub value: f64,
-    pub source: crate::spec::Source,
+    pub source: crate::answer::Source,
 }
 
 impl Run {
@@ -57,7 +57,7 @@ impl Run {
         let median = m.summary.as_ref().map(|s| s.median).unwrap_or(f64::NAN);
         Ok(Measured {
             value: median,
-            source: crate::spec::Source::run(
+            source: crate::answer::Source::run(
                 format!("{probe} {metric} {}", m.params_text()).trim_end(),
             ),
         })

@@ -3,9 +3,9 @@
 //! bandwidth from a system call and a copy; and the file cache's capacity from what the kernel
 //! said was free for it when the probe began (a cross-check).
 
+use crate::answer::Source;
+use crate::answer::{Figure, Model, NoModel, Outcome};
 use crate::run::{measured, param, Run};
-use crate::spec::Source;
-use crate::{Figure, Model, NoModel, Outcome};
 use oslab_core::catalog::{id, metric};
 use oslab_core::model::Measurement;
 
@@ -14,7 +14,7 @@ pub(crate) fn model(run: &Run, m: &Measurement) -> Outcome {
         (id::IPC_PIPE, metric::ROUND_TRIP) => pipe_round_trip(run, m),
         (id::FS_CACHED_READ, metric::BANDWIDTH) => cached_read(run, m),
         (id::FS_CACHE_SIZE, metric::CAPACITY) => cache_capacity(m),
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }
 

@@ -1,84 +1,11 @@
 //! The machine as the models see it: every figure with where it came from (a published table, a
 //! measurement, the kernel, the firmware, the user), or why it is missing and how to supply it.
 
+use crate::answer::{Figure, Model, NoModel, Outcome};
 use crate::memory::MemorySpec;
 use crate::uarch::{self, Uarch};
-use crate::{Model, NoModel};
 use oslab_core::machine::Fingerprint;
 use oslab_core::topology::CacheKind;
-
-/// Where a figure came from: the machine's specifications ("table: ...", "kernel: ...",
-/// "--memory ...", the core clock measured for the purpose), or this run's own measurements of
-/// something else, which make a model that uses it a consistency check ([`ModelKind::Composed`](crate::ModelKind)),
-/// not a prediction.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Source {
-    /// What a person reads.
-    pub text: String,
-    /// Measured in this run.
-    pub from_run: bool,
-}
-
-impl Source {
-    /// A figure this run measured: `what` names it.
-    pub fn run(what: impl std::fmt::Display) -> Source {
-        Source {
-            text: format!("measured in this run: {what}"),
-            from_run: true,
-        }
-    }
-
-    /// A figure derived from `a` and `b`: from the run if either is.
-    pub fn both(a: &Source, how: &str, b: &Source) -> Source {
-        Source {
-            text: format!("{} {how} {}", a.text, b.text),
-            from_run: a.from_run || b.from_run,
-        }
-    }
-}
-
-impl From<&str> for Source {
-    fn from(text: &str) -> Source {
-        Source {
-            text: text.to_string(),
-            from_run: false,
-        }
-    }
-}
-
-impl From<String> for Source {
-    fn from(text: String) -> Source {
-        Source {
-            text,
-            from_run: false,
-        }
-    }
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-/// A number and where it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Figure {
-    /// The value.
-    pub value: f64,
-    /// Where it came from.
-    pub source: Source,
-}
-
-impl Figure {
-    /// A figure from `source`.
-    pub fn new(value: f64, source: impl Into<Source>) -> Figure {
-        Figure {
-            value,
-            source: source.into(),
-        }
-    }
-}
 
 /// One cache level of the measuring cpu, as sysfs describes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -434,6 +361,17 @@ impl Spec {
             },
         ));
         out
+    }
+}
+
+impl Spec {
+    /// Cycles at the measured core clock, in ns, recording the clock as an input.
+    pub(crate) fn at_clock(&self, model: Model, cycles: f64) -> Outcome {
+        let ghz = self.ghz()?;
+        let mut model = model.figure("core_ghz", ghz);
+        model.value = cycles / ghz.value;
+        model.formula = format!("{} / {:.2} GHz", model.formula, ghz.value);
+        Ok(model)
     }
 }
 

@@ -3,12 +3,13 @@
 //! models, the parent's map read from /proc while measuring); exec and the channels' round trips
 //! composed from the run's simpler measurements (a consistency check).
 
+use crate::answer::NoModel;
+use crate::answer::Source;
+use crate::answer::{Figure, Model, Outcome};
 use crate::cpu::{null_syscall, VM_EXIT_CYCLES, VM_EXIT_SOURCE};
 use crate::hierarchy::{dram_latency, level_latency, level_read_rate};
 use crate::run::{measured, number, param, Run};
-use crate::spec::Source;
-use crate::NoModel;
-use crate::{at_clock, Figure, Model, Outcome, Spec};
+use crate::spec::Spec;
 use oslab_core::catalog::{id, metric, SWITCH_PAIRS};
 use oslab_core::model::{Measurement, PARENT_COPIED, PARENT_VMAS};
 
@@ -216,7 +217,7 @@ impl Work {
             self.cycle_terms
                 .push(format!("{n:.0} x {each:.0} kernel returns"));
         }
-        let mut model = at_clock(spec, self.model, self.cycles)?;
+        let mut model = spec.at_clock(self.model, self.cycles)?;
         model.formula = format!(
             "({}) cycles{}{}",
             self.cycle_terms.join(" + "),
@@ -409,7 +410,7 @@ pub(crate) fn creation(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             )
             .figure("fork_create_ns", &f))
         }
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }
 
@@ -418,7 +419,7 @@ pub(crate) fn switch(spec: &Spec, m: &Measurement) -> Outcome {
         .iter()
         .find(|(_, t, p)| m.probe == *t || m.probe == *p)
     else {
-        return Err(crate::unmodelled(m));
+        return Err(crate::answer::unmodelled(m));
     };
     let process = m.probe != thread;
     let switch = |work: Work| {
@@ -469,7 +470,7 @@ pub(crate) fn switch(spec: &Spec, m: &Measurement) -> Outcome {
             };
             work.done(spec)
         }
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }
 
@@ -513,7 +514,7 @@ pub(crate) fn migration(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
         "move" => {
             let wake = measured(run, m, id::SWITCH_THREAD_FUTEX, metric::WAKEUP, |_| true)?;
             let (model, entry) = null_syscall(spec, Model::composed("affinity change", 0.0, ""));
-            let model = at_clock(spec, model, entry)?;
+            let model = spec.at_clock(model, entry)?;
             Ok(Model {
                 value: model.value + wake.value,
                 formula: format!("sched_setaffinity entry {:.0} ns + cross-cpu wake-up {:.0} ns (the migration thread moves us, the target cpu wakes)", model.value, wake.value),
@@ -521,6 +522,6 @@ pub(crate) fn migration(spec: &Spec, run: &Run, m: &Measurement) -> Outcome {
             }
             .figure("wakeup_ns", &wake))
         }
-        _ => Err(crate::unmodelled(m)),
+        _ => Err(crate::answer::unmodelled(m)),
     }
 }

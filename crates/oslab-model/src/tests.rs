@@ -2,6 +2,7 @@
 //! caches, so every expected value below can be checked with pencil and paper.
 
 use super::*;
+use crate::answer::UNMODELLED;
 use crate::memory::MemorySpec;
 use crate::spec::CacheLevel;
 use oslab_core::catalog::{id, metric};

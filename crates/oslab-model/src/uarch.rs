@@ -7,7 +7,7 @@
 //! machines: it is the least certain figure here). The sources are vendors' optimization manuals,
 //! Agner Fog's instruction tables and microarchitecture guide, and published microbenchmark
 //! surveys (Chips and Cheese, 7-cpu.com); each entry names those it rests on.
-use crate::NoModel;
+use crate::answer::NoModel;
 
 /// How a core is identified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -356,9 +356,7 @@ fn save(file: &Path, changes: &[Change]) -> std::io::Result<()> {
 }
 
 fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    oslab_files::processes::boot_id().unwrap_or_default()
 }
 
 /// Whether an oslab that made or shares the change still runs.

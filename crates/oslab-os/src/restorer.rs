@@ -98,17 +98,9 @@ pub fn wait_gone(pid: u32, limit: std::time::Duration) -> bool {
     }
 }
 
-/// Whether process `pid` exists and is not a zombie (one that has ended but is not yet reaped
-/// holds nothing and changes nothing).
+/// Whether process `pid` exists and is not a zombie ([`oslab_files::processes::alive`]).
 pub fn pid_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !matches!(
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next()),
-            Some('Z' | 'X')
-        ),
-        Err(_) => false,
-    }
+    oslab_files::processes::alive(i64::from(pid))
 }
 
 #[cfg(test)]

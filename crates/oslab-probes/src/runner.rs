@@ -77,6 +77,9 @@ pub struct Outcome {
     pub planned: usize,
     /// The share of the measuring cpu the hypervisor took (steal time) during every attempt.
     pub steals: Vec<f64>,
+    /// Every attempt measured while other work competed, with why, in order: the source of
+    /// [`Outcome::contended`] (the why was read back out of the results' notes).
+    contended_attempts: Vec<(&'static str, String)>,
 }
 
 /// Probe id of what the run measured of its host: how often the measuring core ran at full
@@ -258,13 +261,17 @@ pub fn run(
         let mut named = std::collections::HashSet::new();
         outcome.not_retried.retain(|p| named.insert(*p));
     }
+    // A probe whose kept results are contended, with the why of its last contended attempt.
     outcome.contended = done
         .iter()
-        .filter_map(|(p, r, _)| {
-            let why = r
+        .filter(|(_, r, _)| r.iter().any(|m| m.status.is_contended()))
+        .filter_map(|(p, _, _)| {
+            let (_, why) = outcome
+                .contended_attempts
                 .iter()
-                .find_map(|m| m.note.as_deref()?.split(CONTENDED).nth(1))?;
-            Some((p.id(), why.split(';').next().unwrap_or(why).to_string()))
+                .rev()
+                .find(|(id, _)| *id == p.id())?;
+            Some((p.id(), why.clone()))
         })
         .collect();
     // A probe contended in several repetitions is named once.
@@ -354,6 +361,7 @@ fn attempt(probe: &Probe, cx: &Context, host: &mut Outcome) -> Option<Vec<Measur
             });
         }
     } else if let Some(why) = contended {
+        host.contended_attempts.push((probe.id(), why.clone()));
         for m in results.iter_mut().filter(|m| m.status.has_value()) {
             m.status = Status::Noisy(Cause::Contention);
             m.note = Some(match m.note.take() {

@@ -46,37 +46,15 @@ impl RunStatus {
         if self != RunStatus::Running {
             return self;
         }
-        let same_boot = boot_id.is_some_and(|b| Some(b) == current_boot_id().as_deref());
-        let alive = pid.is_some_and(process_alive);
+        let same_boot =
+            boot_id.is_some_and(|b| Some(b) == oslab_files::processes::boot_id().as_deref());
+        let alive = pid.is_some_and(oslab_files::processes::alive);
         if same_boot && alive {
             RunStatus::Running
         } else {
             RunStatus::Crashed
         }
     }
-}
-
-/// Whether process `pid` exists and is not a zombie (a killed writer is a zombie until reaped).
-pub(crate) fn process_alive(pid: i64) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name in parentheses, which may itself hold ')'.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| state != 'Z' && state != 'X'),
-        Err(_) => false,
-    }
-}
-
-/// This boot's random id (changes at every boot), so a pid from an earlier boot is never taken
-/// for a live process.
-pub(crate) fn current_boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
 }
 
 /// A run's metadata.

@@ -238,21 +238,13 @@ impl Judgement {
 
     /// A change found when `moved` is `cause`'s, not what was compared.
     fn moved_by(self, moved: bool, cause: Verdict) -> Judgement {
-        match moved && self.changed() {
+        match moved && self.verdict.is_change() {
             true => Judgement {
                 verdict: cause,
                 ..self
             },
             false => self,
         }
-    }
-
-    /// Whether the verdict is a change (better, regression, changed).
-    fn changed(&self) -> bool {
-        matches!(
-            self.verdict,
-            Verdict::Better | Verdict::Regression | Verdict::Changed
-        )
     }
 
     /// The largest change that could have gone unseen: the band, or how far the interval

@@ -27,7 +27,7 @@ pub(crate) fn insert_run(
             run.fingerprint.to_string(),
             run.environment.to_string(),
             pid,
-            pid.and_then(|_| current_boot_id()),
+            pid.and_then(|_| oslab_files::processes::boot_id()),
         ],
     )?;
     let id = tx.last_insert_rowid();

@@ -206,7 +206,7 @@ fn a_run_written_as_it_goes_is_running_then_finished_or_crashed() {
         .unwrap();
     let (rec, ms) = s.load_run(&RunRef::Id(other)).unwrap();
     assert_eq!((rec.status, ms.len()), (RunStatus::Crashed, 1));
-    assert!(process_alive(std::process::id() as i64));
+    assert!(oslab_files::processes::alive(std::process::id() as i64));
 }
 
 #[test]

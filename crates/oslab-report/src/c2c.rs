@@ -34,36 +34,53 @@ pub fn text(ms: &[Measurement], pairs_total: usize) -> String {
     cpus.sort();
     cpus.dedup();
     let mut out = format!(
-        "one-way core-to-core latency, ns (half a compare-and-swap round trip); {} of {} pairs measured\n",
+        "one-way core-to-core latency, ns (half a compare-and-swap round trip); {} of {} measured\n",
         ms.len(),
-        pairs_total
+        oslab_core::units::counted(pairs_total, "pair")
     );
-    if cpus.len() <= MATRIX_MAX {
+    // The matrix's cells as printed, to see whether it fits the width before laying it out
+    // (16 cpus' columns wrapped at 120): cpu numbers alone head the columns.
+    let cell = |a: usize, b: usize| {
+        ms.iter()
+            .find(|m| {
+                (cpu(m, "from"), cpu(m, "to")) == (Some(a), Some(b))
+                    || (cpu(m, "from"), cpu(m, "to")) == (Some(b), Some(a))
+            })
+            .and_then(|m| median(m))
+            .map_or_else(|| "-".to_string(), num)
+    };
+    let widest = cpus
+        .iter()
+        .flat_map(|&a| cpus.iter().map(move |&b| (a, b)))
+        .map(|(a, b)| cell(a, b).chars().count())
+        .chain(cpus.iter().map(|c| c.to_string().len()))
+        .max()
+        .unwrap_or(1);
+    let needed = 12 + cpus.len() * (widest + 3);
+    let fits = crate::table::width().is_none_or(|w| needed <= w as usize);
+    if cpus.len() <= MATRIX_MAX && fits {
         let header: Vec<String> = std::iter::once("from \\ to".to_string())
-            .chain(cpus.iter().map(|c| format!("cpu {c}")))
+            .chain(cpus.iter().map(|c| c.to_string()))
             .collect();
         let refs: Vec<&str> = header.iter().map(String::as_str).collect();
         let mut t = new_table(&refs);
         for &a in &cpus {
-            let mut row = vec![format!("cpu {a}")];
-            for &b in &cpus {
-                let cell = ms
-                    .iter()
-                    .find(|m| {
-                        (cpu(m, "from"), cpu(m, "to")) == (Some(a), Some(b))
-                            || (cpu(m, "from"), cpu(m, "to")) == (Some(b), Some(a))
-                    })
-                    .and_then(|m| median(m))
-                    .map_or_else(|| "-".to_string(), num);
-                row.push(cell);
-            }
+            let row: Vec<String> = std::iter::once(a.to_string())
+                .chain(cpus.iter().map(|&b| cell(a, b)))
+                .collect();
             add(&mut t, row);
         }
         right(&mut t, &(1..=cpus.len()).collect::<Vec<_>>());
         out.push_str(&format!("{t}\n"));
     } else {
+        let why = match crate::table::width() {
+            Some(w) if cpus.len() <= MATRIX_MAX => {
+                format!(" (it needs {needed} columns, {w} here: `--wide` prints it)")
+            }
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "{} cpus: the matrix is drawn by `oslab report` as a heatmap\n",
+            "{} cpus: the matrix is drawn by `oslab report` as a heatmap{why}\n",
             cpus.len()
         ));
     }
@@ -138,6 +155,39 @@ mod tests {
     use oslab_core::model::{Status, Unit};
     use oslab_core::params;
     use oslab_core::Summary;
+
+    #[test]
+    fn sixteen_cpus_matrix_fits_the_width_or_says_where_it_is() {
+        // Every pair of 16 cpus: at the width tests lay text out in (120, nothing sets it), no
+        // line is wider (its columns wrapped at 120 when headed `cpu 15`).
+        let mut ms = Vec::new();
+        for a in 0..16u64 {
+            for b in a + 1..16 {
+                let mut m = Measurement::not_taken(
+                    id::C2C_LATENCY,
+                    params! {"from" => a, "to" => b, "class" => "shared L3"},
+                    "one_way",
+                    Unit::Ns,
+                    Status::Ok,
+                );
+                let ns = 40.0 + (a * 7 + b * 3) as f64;
+                m.summary = Summary::new(&[ns, ns, ns]);
+                ms.push(m);
+            }
+        }
+        let text = text(&ms, 120);
+        let w = crate::table::width().unwrap_or(u16::MAX) as usize;
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= w,
+                "{line:?} wider than {w}:\n{text}"
+            );
+        }
+        assert!(
+            text.contains(" 15 ") || text.contains("drawn by `oslab report`"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn a_pair_far_faster_than_its_class_is_named_as_hidden_siblings() {

@@ -281,16 +281,28 @@ pub fn model_line(ms: &[Measurement]) -> String {
         return String::new();
     }
     let share = |k: usize, n: usize| 100.0 * k as f64 / n.max(1) as f64;
-    format!(
-        "model: {} of {} values with a spec prediction are within 2x of it ({:.0}%), {} within 1.25x ({:.0}%); {} of {} consistency checks (parts of this run composed) hold within 2x\n",
-        within(&spec, 2.0),
-        spec.len(),
-        share(within(&spec, 2.0), spec.len()),
-        within(&spec, 1.25),
-        share(within(&spec, 1.25), spec.len()),
-        within(&composed, 2.0),
-        composed.len()
-    )
+    // Each clause only where it has something to count ("0 of 0 consistency checks hold").
+    let mut said = Vec::new();
+    if !spec.is_empty() {
+        said.push(format!(
+            "{} of {} with a spec prediction {} within 2x of it ({:.0}%), {} within 1.25x ({:.0}%)",
+            within(&spec, 2.0),
+            oslab_core::units::counted(spec.len(), "value"),
+            if spec.len() == 1 { "is" } else { "are" },
+            share(within(&spec, 2.0), spec.len()),
+            within(&spec, 1.25),
+            share(within(&spec, 1.25), spec.len()),
+        ));
+    }
+    if !composed.is_empty() {
+        said.push(format!(
+            "{} of {} (parts of this run composed) {} within 2x",
+            within(&composed, 2.0),
+            oslab_core::units::counted(composed.len(), "consistency check"),
+            if composed.len() == 1 { "holds" } else { "hold" },
+        ));
+    }
+    format!("model: {}\n", said.join("; "))
 }
 
 /// The environment's warnings, a line each (their fixes are in the details).

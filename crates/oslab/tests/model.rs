@@ -205,7 +205,7 @@ fn c2c_measures_every_pair_and_groups_them_by_class() {
     let (dir, db) = temp_db();
     let db = db.to_str().unwrap();
     let text = String::from_utf8(stdout(&["c2c", "--quick", "--cpus", "0-1", "--db", db])).unwrap();
-    assert!(text.contains("1 of 1 pairs measured"), "{text}");
+    assert!(text.contains("1 of 1 pair measured"), "{text}");
     assert!(
         text.contains("from \\ to") && text.contains("by topology class"),
         "{text}"

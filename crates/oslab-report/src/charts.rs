@@ -62,7 +62,7 @@ pub fn forest(rows: &[&oslab_core::stats::compare::Row]) -> Option<Figure> {
         .iter()
         .filter(|r| r.judgement.verdict.is_change())
         .filter_map(|r| {
-            let label = format!("{} {} {}", r.probe, r.metric, r.params);
+            let label = format!("{} {} {}", r.probe, metric::words(&r.metric), r.params);
             let label = match label.trim().chars().count() > FOREST_LABEL {
                 true => format!(
                     "{}…",
@@ -564,7 +564,7 @@ fn ipc(family: &str, sides: &[Drawn], _record: &RunRecord) -> Vec<Figure> {
                 let label = match files {
                     true => format!(
                         "{} {}",
-                        m.metric,
+                        metric::words(&m.metric),
                         oslab_core::units::bytes(param(m, "bytes")?.as_u64()?)
                     ),
                     false => match m.param_text("placement") {
@@ -799,7 +799,7 @@ fn cost_label(m: &Measurement) -> String {
     format!(
         "{} {}{extra}",
         m.probe.split('.').skip(1).collect::<Vec<_>>().join("."),
-        m.metric
+        metric::words(&m.metric)
     )
 }
 
@@ -1242,10 +1242,10 @@ mod tests {
         };
         // Rows from the top in label order: cpuid, getppid cold, getppid hot, time.vdso.
         let rows = [
-            "cpuid per_call hot",
-            "getppid per_call cold",
-            "getppid per_call hot",
-            "time.vdso per_call hot",
+            "cpuid call hot",
+            "getppid call cold",
+            "getppid call hot",
+            "time.vdso call hot",
         ];
         assert!(rows.windows(2).all(|w| y(w[0]) < y(w[1])), "{svg}");
         for v in ["1.20 ns", "119 ns", "3.78 µs", "10 ns", "1 µs"] {

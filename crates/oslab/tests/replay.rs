@@ -197,7 +197,7 @@ fn a_recorded_run_goes_through_store_show_compare_and_report() {
                 let label = format!(
                     "{} {} {}",
                     r["probe"].as_str().unwrap(),
-                    r["metric"].as_str().unwrap(),
+                    oslab_core::catalog::metric::words(r["metric"].as_str().unwrap()),
                     r["params"].as_str().unwrap()
                 );
                 assert!(

@@ -144,3 +144,10 @@ pub const REDUCTION: &str = "reduction";
 pub const REMOTE_SHARE: &str = "remote_share";
 /// `change`.
 pub const CHANGE: &str = "change";
+
+/// A metric's name as a person reads it on a chart: `per_call` a call's time is `call`,
+/// `round_trip` `round trip`, `hw_bandwidth` `hw bandwidth` (the names are the JSON's and the
+/// tables'; charts said `per_read` and `cost per_migration`).
+pub fn words(name: &str) -> String {
+    name.strip_prefix("per_").unwrap_or(name).replace('_', " ")
+}

@@ -515,6 +515,34 @@ const SWEEP_MIN: usize = 6;
 /// sizes, one table with the size down and the other parameters that vary across (e.g. the
 /// stride), values in one unit, `~` after a noisy one. Returns the tables and the measurements
 /// left for the details table.
+/// The columns of a table of `header` and `rows` in panels that each fit the width: the first
+/// column (the row's name) in every panel, the others in order, as many as fit (one at least).
+fn panels(header: &[String], rows: &[Vec<String>]) -> Vec<Vec<usize>> {
+    let width = |c: usize| {
+        rows.iter()
+            .map(|r| r[c].chars().count())
+            .chain(std::iter::once(header[c].chars().count()))
+            .max()
+            .unwrap_or(0)
+            + 3
+    };
+    let room = crate::table::width().map_or(usize::MAX, |w| w as usize);
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut used = usize::MAX;
+    for c in 1..header.len() {
+        if used.saturating_add(width(c)) > room || out.is_empty() {
+            out.push(vec![0]);
+            used = width(0);
+        }
+        out.last_mut().expect("pushed above").push(c);
+        used += width(c);
+    }
+    if out.is_empty() {
+        out.push(vec![0]);
+    }
+    out
+}
+
 pub(super) fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
     use std::collections::{BTreeMap, BTreeSet};
     let size = |m: &Measurement| m.params.get("size").and_then(|v| v.as_u64());
@@ -613,19 +641,19 @@ pub(super) fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
         if model && !predicted.is_empty() {
             header.push("model, vs".to_string());
         }
-        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut t = new_table(&header_refs);
-        for sz in &sizes {
-            let mut row = vec![oslab_core::units::bytes(*sz)];
-            row.extend(
-                (0..columns.len()).map(|c| cells.get(&(*sz, c)).cloned().unwrap_or_default()),
-            );
-            if model && !predicted.is_empty() {
-                row.push(predicted.get(sz).cloned().unwrap_or_default());
-            }
-            add(&mut t, row);
-        }
-        right(&mut t, &(0..header.len()).collect::<Vec<_>>());
+        let rows: Vec<Vec<String>> = sizes
+            .iter()
+            .map(|sz| {
+                let mut row = vec![oslab_core::units::bytes(*sz)];
+                row.extend(
+                    (0..columns.len()).map(|c| cells.get(&(*sz, c)).cloned().unwrap_or_default()),
+                );
+                if model && !predicted.is_empty() {
+                    row.push(predicted.get(sz).cloned().unwrap_or_default());
+                }
+                row
+            })
+            .collect();
         let fixed = if common.is_empty() {
             String::new()
         } else {
@@ -633,8 +661,26 @@ pub(super) fn sweeps(ms: &[Measurement]) -> (String, Vec<Measurement>) {
         };
         let across = across.map_or(String::new(), |k| format!(", {k} across"));
         out.push_str(&format!(
-            "{probe} {metric} in {sym}{fixed}: size down{across} (~ noisy)\n{t}\n\n"
+            "{probe} {metric} in {sym}{fixed}: size down{across} (~ noisy)\n"
         ));
+        // Columns that do not fit the width go in a second panel under the first, the sizes
+        // repeated (at 80 columns the stride table's tenth column wrapped every row in two).
+        for (i, panel) in panels(&header, &rows).into_iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            let head: Vec<&str> = panel.iter().map(|&c| header[c].as_str()).collect();
+            let mut t = new_table(&head);
+            for row in &rows {
+                add(
+                    &mut t,
+                    panel.iter().map(|&c| row[c].clone()).collect::<Vec<_>>(),
+                );
+            }
+            right(&mut t, &(0..panel.len()).collect::<Vec<_>>());
+            out.push_str(&format!("{t}\n"));
+        }
+        out.push('\n');
     }
     let rest = ms
         .iter()

@@ -1233,30 +1233,7 @@ pub fn forest(title: &str, changes: &[Change]) -> Result<String, PlotError> {
     let text_area = 190;
     let height = 90 + 28 * n as u32;
     draw_sized((FOREST_WIDTH, height), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(text_area)
-            .x_label_area_size(0)
-            .y_label_area_size(label_area)
-            .build_cartesian_2d(lo..hi, -1.0..n as f64)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .y_labels(2 * n + 3)
-            .y_label_style(("sans-serif", TEXT))
-            .y_label_formatter(&|y| label_at(&labels, *y))
-            .x_label_formatter(&|_| String::new())
-            .set_tick_mark_size(LabelAreaPosition::Left, 0)
-            .draw()
-            .map_err(err)?;
-        let font = || {
-            ("sans-serif", TEXT)
-                .into_font()
-                .into_text_style(root)
-                .pos(Pos::new(HPos::Center, VPos::Center))
-        };
+        let mut chart = row_chart(root, title, (label_area, text_area), (lo, hi), &labels)?;
         // Ticks at least 70 px apart (a label is 4-6 characters), no change's first, then out
         // from it: -10% -5% 0 +5% +10% ran together on an axis of 300 px.
         let plot_px = FOREST_WIDTH - label_area - text_area - 24;
@@ -1276,27 +1253,11 @@ pub fn forest(title: &str, changes: &[Change]) -> Result<String, PlotError> {
                 ticks.push(t);
             }
         }
-        for t in &ticks {
-            let x = t.ln();
-            let ink = if *t == 1.0 {
-                BLACK.mix(0.8)
-            } else {
-                BLACK.mix(0.15)
-            };
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(x, -0.1), (x, n as f64)],
-                    ink.stroke_width(1),
-                )))
-                .map_err(err)?;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    change_label(*t),
-                    (x, -0.55),
-                    font(),
-                )))
-                .map_err(err)?;
-        }
+        let marks: Vec<(f64, String, f64)> = ticks
+            .iter()
+            .map(|t| (t.ln(), change_label(*t), if *t == 1.0 { 0.8 } else { 0.15 }))
+            .collect();
+        draw_ticks(&mut chart, &marks, n)?;
         for (i, c) in rows.iter().enumerate() {
             let y = (n - 1 - i) as f64 + 0.5;
             let band = ((1.0 - c.band.min(0.95)).ln(), (1.0 + c.band).ln());
@@ -1398,30 +1359,7 @@ pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
     let height = 70 + (22 + 16 * (sides as u32 - 1)) * n as u32;
     let from_top: Vec<String> = labels.iter().rev().map(|l| l.to_string()).collect();
     draw_sized((SIZE.0, height), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(20)
-            .x_label_area_size(0)
-            .y_label_area_size(label_area)
-            .build_cartesian_2d(lo..hi, -1.0..n as f64)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .y_labels(2 * n + 3)
-            .y_label_style(("sans-serif", TEXT))
-            .y_label_formatter(&|y| label_at(&from_top, *y))
-            .x_label_formatter(&|_| String::new())
-            .set_tick_mark_size(LabelAreaPosition::Left, 0)
-            .draw()
-            .map_err(err)?;
-        let tick_font = || {
-            ("sans-serif", TEXT)
-                .into_font()
-                .into_text_style(root)
-                .pos(Pos::new(HPos::Center, VPos::Center))
-        };
+        let mut chart = row_chart(root, title, (label_area, 20), (lo, hi), &from_top)?;
         // A tick at each power of ten, and at 2 and 5 times it when the axis spans few decades.
         let decades = (hi - lo).ceil() as i32;
         let steps: &[f64] = if decades <= 2 {
@@ -1429,29 +1367,15 @@ pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
         } else {
             &[1.0]
         };
-        for d in lo.floor() as i32..=hi.ceil() as i32 {
-            for s in steps {
-                let x = (10f64.powi(d) * s).log10();
-                if !(lo..=hi).contains(&x) {
-                    continue;
-                }
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(x, -0.1), (x, n as f64)],
-                        BLACK
-                            .mix(if *s == 1.0 { 0.25 } else { 0.1 })
-                            .stroke_width(1),
-                    )))
-                    .map_err(err)?;
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        time_tick(10f64.powi(d) * s),
-                        (x, -0.55),
-                        tick_font(),
-                    )))
-                    .map_err(err)?;
-            }
-        }
+        let marks: Vec<(f64, String, f64)> = (lo.floor() as i32..=hi.ceil() as i32)
+            .flat_map(|d| steps.iter().map(move |s| (d, *s)))
+            .map(|(d, s)| {
+                let v = 10f64.powi(d) * s;
+                (v.log10(), time_tick(v), if s == 1.0 { 0.25 } else { 0.1 })
+            })
+            .filter(|(x, _, _)| (lo..=hi).contains(x))
+            .collect();
+        draw_ticks(&mut chart, &marks, n)?;
         for b in bars {
             let Some(row) = labels.iter().position(|l| *l == b.label) else {
                 continue;
@@ -1492,4 +1416,69 @@ pub fn dots(title: &str, bars: &[Bar]) -> Result<String, PlotError> {
         }
         Ok(())
     })
+}
+
+/// The chart a forest or dot plot draws on: one row per label from the top over [-1, rows]
+/// (the axis's tick labels in the row below the last), `lo..hi` across, the labels at the left
+/// in `areas.0` px and `areas.1` px kept free at the right; no mesh (the ticks are drawn at the
+/// values that read well, [`draw_ticks`]).
+type RowChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+fn row_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    areas: (u32, u32),
+    (lo, hi): (f64, f64),
+    from_top: &[String],
+) -> Result<RowChart<'a, 'b>, PlotError> {
+    let n = from_top.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .margin_right(areas.1)
+        .x_label_area_size(0)
+        .y_label_area_size(areas.0)
+        .build_cartesian_2d(lo..hi, -1.0..n as f64)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .y_labels(2 * n + 3)
+        .y_label_style(("sans-serif", TEXT))
+        .y_label_formatter(&|y| label_at(from_top, *y))
+        .x_label_formatter(&|_| String::new())
+        .set_tick_mark_size(LabelAreaPosition::Left, 0)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
+/// Vertical lines at `marks` (x, label, ink from 0 to 1) over the `n` rows of a [`row_chart`],
+/// each labelled under the rows.
+fn draw_ticks(
+    chart: &mut RowChart,
+    marks: &[(f64, String, f64)],
+    n: usize,
+) -> Result<(), PlotError> {
+    for (x, label, ink) in marks {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(*x, -0.1), (*x, n as f64)],
+                BLACK.mix(*ink).stroke_width(1),
+            )))
+            .map_err(err)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (*x, -0.55),
+                TextStyle::from(("sans-serif", TEXT).into_font())
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+            )))
+            .map_err(err)?;
+    }
+    Ok(())
 }

@@ -217,7 +217,7 @@ fn c2c_measures_every_pair_and_groups_them_by_class() {
     assert!(ms[0]["summary"]["median"].as_f64().unwrap() > 0.0);
     // --sample keeps at most N pairs; one cpu is no pair at all.
     let text = String::from_utf8(stdout(&["c2c", "--quick", "--sample", "1", "--db", db])).unwrap();
-    assert!(text.contains("1 of 1 pairs"), "{text}");
+    assert!(text.contains("1 of 1 pair measured"), "{text}");
     let e = fails(&["c2c", "--cpus", "0", "--db", db], 2);
     assert!(e.contains("needs two cpus"), "{e}");
     // The report gives one pair as a number under the machine drawn, not as a 2x2 heatmap.

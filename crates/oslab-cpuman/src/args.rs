@@ -34,7 +34,7 @@ pub struct CpumanSimulateArgs {
 /// `oslab cpuman workload`.
 #[derive(Debug, Args)]
 pub struct CpumanWorkloadArgs {
-    /// The mix, load and seed.
+    /// The mix, the load and the random stream that orders it.
     #[command(flatten)]
     pub generate: crate::workload::Generate,
     /// Processors of the machine it is for (default: the cpus we may use here).

@@ -26,6 +26,9 @@ pub fn set_width(columns: Option<u16>) {
 /// narrow enough to read in a log (`--wide` for lines as long as their content).
 pub const PIPED_WIDTH: u16 = 120;
 
+/// The width of a terminal that reports none.
+pub const UNSIZED_TERMINAL_WIDTH: u16 = 80;
+
 /// The narrowest width tables and text are laid out in: a table's numbers and names need it.
 pub const MIN_WIDTH: u16 = 40;
 
@@ -39,8 +42,16 @@ pub fn width() -> Option<u16> {
             .and_then(|c| c.parse::<u16>().ok())
             .filter(|&c| c > 0)
             .map(|c| c.max(MIN_WIDTH));
+        // A terminal that reports no size (a pty `script` opens with none) is taken as the 80
+        // columns terminals start at: its 0 laid every word on a line of its own.
         columns.or_else(|| match std::io::stdout().is_terminal() {
-            true => Table::new().width(),
+            true => Some(
+                Table::new()
+                    .width()
+                    .filter(|&w| w > 0)
+                    .unwrap_or(UNSIZED_TERMINAL_WIDTH)
+                    .max(MIN_WIDTH),
+            ),
             false => Some(PIPED_WIDTH),
         })
     })

@@ -343,6 +343,20 @@ fn a_terminal_without_cursor_or_colour_codes_gets_none() {
 }
 
 #[test]
+fn a_terminal_that_reports_no_size_is_taken_as_80_columns() {
+    // A pty opened with no size (`script` from a process without a terminal) reads 0 x 0: `show`
+    // laid every word on a line of its own there (4,189 lines for a 122-line run).
+    let (_dir, db) = store();
+    let text = seen(&on_terminal(0, true, &["show", "1", "--db", &db]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.iter().all(|l| l.chars().count() <= 80), "{text}");
+    assert!(
+        lines.iter().any(|l| l.chars().count() > 60),
+        "laid out narrower than 80 columns:\n{text}"
+    );
+}
+
+#[test]
 fn the_progress_bar_and_the_last_line_fit_a_narrow_terminal() {
     let (_dir, db) = temp_db();
     let db = db.to_str().unwrap();

@@ -56,7 +56,6 @@ const FOREST_LABEL: usize = 58;
 /// Every row judged changed as one forest plot (B/A with its interval, the band shaded, the
 /// largest first): the comparison's answer drawn. None when no row changed.
 pub fn forest(rows: &[&oslab_core::stats::compare::Row]) -> Option<Figure> {
-    use oslab_core::stats::compare::Verdict;
     use plots::{Change, Direction};
     let changes: Vec<Change> = rows
         .iter()
@@ -75,11 +74,7 @@ pub fn forest(rows: &[&oslab_core::stats::compare::Row]) -> Option<Figure> {
                 ratio: r.judgement.ratio?,
                 interval: r.judgement.interval.map(|[lo, hi]| (lo, hi)),
                 band: r.judgement.band,
-                direction: match r.judgement.verdict {
-                    Verdict::Regression => Direction::Worse,
-                    Verdict::Better => Direction::Better,
-                    _ => Direction::Neither,
-                },
+                direction: Direction::of(r.judgement.verdict),
             })
         })
         .collect();
@@ -769,12 +764,7 @@ fn cost_dots(family: &str, sides: &[Drawn]) -> Vec<Figure> {
         let chunk: Vec<Bar> = list
             .iter()
             .filter(|b| part.contains(&b.label.as_str()))
-            .map(|b| Bar {
-                label: b.label.clone(),
-                value: b.value,
-                interval: b.interval,
-                side: b.side,
-            })
+            .cloned()
             .collect();
         let mut title = format!("{family} costs");
         if parts.len() > 1 {

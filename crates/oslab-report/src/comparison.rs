@@ -507,15 +507,11 @@ impl Comparison<'_> {
                 continue;
             }
             let families = catalog::families(only.iter().map(|r| r.probe.as_str()));
-            out.push_str(&oslab_core::text::wrap(
-                &format!(
-                    "{} only in {side} (the other side did not measure them; --all lists them): {}",
-                    oslab_core::units::counted(only.len(), "row"),
-                    families.join(", ")
-                ),
-                crate::table::width().unwrap_or(80) as usize,
+            out.push_str(&format!(
+                "{} only in {side} (the other side did not measure them; --all lists them): {}\n",
+                oslab_core::units::counted(only.len(), "row"),
+                families.join(", ")
             ));
-            out.push('\n');
         }
         for note in self.notes() {
             out.push_str(&note);
@@ -730,14 +726,6 @@ fn core_speed_varied(run: &RunRecord) -> bool {
         .is_some_and(|ws| ws.iter().any(|w| w["kind"] == "core-speed"))
 }
 
-/// The ratio's interval and its confidence: `1.02 – 1.10 (90%)`.
-pub fn interval_text(j: &oslab_core::stats::compare::Judgement) -> String {
-    match (j.interval, j.confidence) {
-        (Some([lo, hi]), Some(c)) => format!("{lo:.3} – {hi:.3} ({:.0}%)", c * 100.0),
-        _ => "-".into(),
-    }
-}
-
 /// `±3%` of a side's spread, or nothing from fewer than 3 replicates.
 fn spread_text(s: Option<f64>) -> String {
     s.map_or(String::new(), |s| format!(" ±{}", percent(s)))
@@ -760,10 +748,11 @@ enum Grouping {
     Family,
 }
 
-/// The comparison's rows as benchstat prints them, one table per family: A and B each with
-/// its spread (`±%`), the change (`~` when the interval cannot tell it from none), its interval,
-/// p and the replicates a side, the verdict; the largest changes first; a geometric mean of the
-/// family's ratios (over all its rows, shown or not) closes each table.
+/// The comparison's rows as benchstat prints them, one table per family or one of the changed
+/// rows (`grouping`): A and B each with its spread (`±%`), the change (`~` when the interval
+/// cannot tell it from none), its interval, the evidence, the verdict; the largest changes
+/// first; a geometric mean of the family's ratios (over `all` its rows, shown or not) closes a
+/// family's table.
 fn table(shown: &[&Row], all: &[Row], grouping: Grouping) -> String {
     let narrow = crate::table::width().is_some_and(|w| w < 100);
     let mut out = String::new();

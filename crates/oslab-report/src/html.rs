@@ -194,15 +194,10 @@ pub fn comparison_report(
         .flat_map(|c| c.rows.iter())
         .filter(|r| r.judgement.verdict.is_change())
         .map(|r| {
-            let p = crate::comparison::parts(r, true);
-            let sign = match r.judgement.verdict {
-                oslab_core::stats::compare::Verdict::Regression => "▲",
-                oslab_core::stats::compare::Verdict::Better => "▼",
-                _ => "◆",
-            };
+            let sign = crate::plots::Direction::of(r.judgement.verdict).sign();
             (
                 (r.probe.clone(), r.params.clone(), r.metric.clone()),
-                format!("{sign} {}", p.change),
+                format!("{sign} {}", crate::comparison::parts(r, true).change),
             )
         })
         .collect();

@@ -65,7 +65,7 @@ pub struct Mark {
     pub to: Option<f64>,
     /// A short tag drawn at the top of the line or band (`L2`).
     pub tag: String,
-    /// What it is in full, listed under the legend (`L2: 1 MiB (sysfs), seen 768 KiB`).
+    /// What it is in full, listed under the legend (`L2: 1 MiB (sysfs), 768 KiB seen`).
     pub label: String,
 }
 
@@ -466,6 +466,7 @@ fn time_unit(values: impl Iterator<Item = f64>) -> (f64, &'static str) {
 }
 
 /// One bar: label, value, and an interval drawn as a whisker.
+#[derive(Clone)]
 pub struct Bar {
     /// Label under the bar.
     pub label: String,
@@ -1167,6 +1168,27 @@ pub enum Direction {
     Better,
     /// Changed in a unit with no better direction (amber).
     Neither,
+}
+
+impl Direction {
+    /// Which way a changed row went, by its verdict.
+    pub fn of(verdict: oslab_core::stats::compare::Verdict) -> Direction {
+        use oslab_core::stats::compare::Verdict;
+        match verdict {
+            Verdict::Regression => Direction::Worse,
+            Verdict::Better => Direction::Better,
+            _ => Direction::Neither,
+        }
+    }
+
+    /// The mark a chart puts beside a changed row: ▲ worse, ▼ better, ◆ neither.
+    pub fn sign(self) -> &'static str {
+        match self {
+            Direction::Worse => "▲",
+            Direction::Better => "▼",
+            Direction::Neither => "◆",
+        }
+    }
 }
 
 /// One row of a forest plot: a measurement's change B/A with its interval and band.

@@ -119,13 +119,18 @@ fn pooled_status(
     let judged_by_median = valued
         .iter()
         .all(|m| m.status != Status::Ok || m.summary.as_ref().is_some_and(|s| !wide(s)));
-    match valued.iter().find(|m| m.status != Status::Ok) {
-        _ if judged_by_median && wide(pooled) => Status::Noisy(Cause::Repetitions),
-        // A repetition noisy for a cause the pooled interval does not show (few samples, its
-        // own spread) leaves the pooled figure as good as its interval.
-        Some(m) if !judged_by_median => m.status.clone(),
-        _ => Status::Ok,
+    if judged_by_median {
+        // A repetition noisy for a cause the pooled interval shows anyway (few samples, its
+        // own spread) leaves the pooled figure as good as that interval.
+        return match wide(pooled) {
+            true => Status::Noisy(Cause::Repetitions),
+            false => Status::Ok,
+        };
     }
+    valued
+        .iter()
+        .find(|m| m.status != Status::Ok)
+        .map_or(Status::Ok, |m| m.status.clone())
 }
 
 #[cfg(test)]

@@ -195,18 +195,13 @@ impl RecordedSession {
             0 => String::new(),
             n => format!(" and {}", oslab_core::units::counted(n, "timeline event")),
         };
-        // Wrapped to the width like the rest (a long store path ran past it), the path whole.
-        let said = format!(
+        // Said as every message is, wrapped to the terminal (a long store path ran past it).
+        super::say(&format!(
             "{}{events} in {:.1} s, stored as run {id} in {}",
             oslab_core::units::counted(measurements.len(), "measurement"),
             record.wall_s,
             self.recorder.store().path().display()
-        );
-        let width = oslab_report::table::width().unwrap_or(u16::MAX) as usize;
-        eprintln!(
-            "{}",
-            oslab_core::text::wrap(&said, width.saturating_sub(2)).replace('\n', "\n  ")
-        );
+        ));
         if interrupted {
             eprintln!("interrupted: run {id} holds what completed and is marked 'interrupted'");
             return Ok(ExitCode::from(oslab_os::signals::exit_status()));

@@ -156,25 +156,26 @@ mod tests {
     use oslab_core::params;
     use oslab_core::Summary;
 
+    /// One pair's one-way latency, `ns`, in a shared L3.
+    fn pair(from: u64, to: u64, ns: f64) -> Measurement {
+        let mut m = Measurement::not_taken(
+            id::C2C_LATENCY,
+            params! {"from" => from, "to" => to, "class" => "shared L3"},
+            "one_way",
+            Unit::Ns,
+            Status::Ok,
+        );
+        m.summary = Summary::new(&[ns, ns, ns]);
+        m
+    }
+
     #[test]
     fn sixteen_cpus_matrix_fits_the_width_or_says_where_it_is() {
         // Every pair of 16 cpus: at the width tests lay text out in (120, nothing sets it), no
         // line is wider (its columns wrapped at 120 when headed `cpu 15`).
-        let mut ms = Vec::new();
-        for a in 0..16u64 {
-            for b in a + 1..16 {
-                let mut m = Measurement::not_taken(
-                    id::C2C_LATENCY,
-                    params! {"from" => a, "to" => b, "class" => "shared L3"},
-                    "one_way",
-                    Unit::Ns,
-                    Status::Ok,
-                );
-                let ns = 40.0 + (a * 7 + b * 3) as f64;
-                m.summary = Summary::new(&[ns, ns, ns]);
-                ms.push(m);
-            }
-        }
+        let ms: Vec<Measurement> = (0..16u64)
+            .flat_map(|a| (a + 1..16).map(move |b| pair(a, b, 40.0 + (a * 7 + b * 3) as f64)))
+            .collect();
         let text = text(&ms, 120);
         let w = crate::table::width().unwrap_or(u16::MAX) as usize;
         for line in text.lines() {
@@ -191,17 +192,6 @@ mod tests {
 
     #[test]
     fn a_pair_far_faster_than_its_class_is_named_as_hidden_siblings() {
-        let pair = |from: u64, to: u64, ns: f64| {
-            let mut m = Measurement::not_taken(
-                id::C2C_LATENCY,
-                params! {"from" => from, "to" => to, "class" => "shared L3"},
-                "one_way",
-                Unit::Ns,
-                Status::Ok,
-            );
-            m.summary = Summary::new(&[ns, ns, ns]);
-            m
-        };
         let ms = vec![
             pair(0, 1, 8.0),
             pair(0, 2, 60.0),

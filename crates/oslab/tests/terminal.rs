@@ -317,24 +317,30 @@ fn at_80_columns_each_headline_figure_keeps_its_trust_beside_it() {
     }
 }
 
-#[test]
-fn a_terminal_without_cursor_or_colour_codes_gets_none() {
-    let (_dir, db) = temp_db();
-    let db = db.to_str().unwrap();
-    // The progress bar (stderr) and the tables' colours (stdout), both on the terminal.
-    let text = on_terminal_with(
-        100,
-        &[("TERM", "dumb")],
+/// A short run on a terminal of `columns` of kind `term`, stderr (its progress bar) on it too.
+fn quick_run_on(columns: u16, term: &str, db: &str) -> String {
+    on_terminal_with(
+        columns,
+        &[("TERM", term)],
         true,
         &[
             "run",
             "--quick",
             "timer.rdtsc",
             "syscall.getppid",
+            "--no-pager",
             "--db",
             db,
         ],
-    );
+    )
+}
+
+#[test]
+fn a_terminal_without_cursor_or_colour_codes_gets_none() {
+    let (_dir, db) = temp_db();
+    let db = db.to_str().unwrap();
+    // The progress bar (stderr) and the tables' colours (stdout), both on the terminal.
+    let text = quick_run_on(100, "dumb", db);
     assert!(
         text.contains("headline") || text.contains("timer.rdtsc"),
         "{text}"
@@ -362,20 +368,7 @@ fn the_progress_bar_and_the_last_line_fit_a_narrow_terminal() {
     let db = db.to_str().unwrap();
     // Stderr on a 50-column terminal: the bar redrawn in place (each redraw after a carriage
     // return or a cursor code) and the closing line with the store's path (100 columns once).
-    let text = on_terminal_with(
-        50,
-        &[("TERM", "xterm")],
-        true,
-        &[
-            "run",
-            "--quick",
-            "timer.rdtsc",
-            "syscall.getppid",
-            "--no-pager",
-            "--db",
-            db,
-        ],
-    );
+    let text = quick_run_on(50, "xterm", db);
     // What is drawn on one line: text between line ends, carriage returns and cursor codes
     // (a colour code is part of its line).
     let mut drawn = vec![String::new()];
